@@ -1,0 +1,213 @@
+//! The three hash types of an RFC 6962 tree. They are distinct so that a
+//! caller cannot hand raw data, an interior node or a root where a leaf hash
+//! is wanted: that mistake fails to compile (R-LOG-1).
+
+use core::fmt;
+
+use sha2::{Digest, Sha256};
+
+/// The length in bytes of every hash in the tree (SHA-256).
+pub const HASH_LEN: usize = 32;
+
+const LEAF_PREFIX: u8 = 0x00;
+const NODE_PREFIX: u8 = 0x01;
+
+/// A byte string that is not a 32-byte hash, or text that is not the
+/// lowercase or uppercase hex of one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HashParseError {
+    /// What was wrong with the input.
+    pub reason: &'static str,
+}
+
+impl fmt::Display for HashParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "not a {HASH_LEN}-byte SHA-256 hash: {}", self.reason)
+    }
+}
+
+impl std::error::Error for HashParseError {}
+
+fn parse_hex(text: &str) -> Result<[u8; HASH_LEN], HashParseError> {
+    let digits = text.as_bytes();
+    if digits.len() != HASH_LEN * 2 {
+        return Err(HashParseError {
+            reason: "expected 64 hex digits",
+        });
+    }
+    let mut out = [0u8; HASH_LEN];
+    for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
+        let [high, low] = pair else {
+            return Err(HashParseError {
+                reason: "odd number of hex digits",
+            });
+        };
+        *byte = (hex_value(*high)? << 4) | hex_value(*low)?;
+    }
+    Ok(out)
+}
+
+fn hex_value(digit: u8) -> Result<u8, HashParseError> {
+    match digit {
+        b'0'..=b'9' => Ok(digit - b'0'),
+        b'a'..=b'f' => Ok(digit - b'a' + 10),
+        b'A'..=b'F' => Ok(digit - b'A' + 10),
+        _ => Err(HashParseError {
+            reason: "a character that is not a hex digit",
+        }),
+    }
+}
+
+fn write_hex(bytes: &[u8; HASH_LEN], f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    for byte in bytes {
+        write!(f, "{byte:02x}")?;
+    }
+    Ok(())
+}
+
+macro_rules! hash_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name([u8; HASH_LEN]);
+
+        impl $name {
+            /// Wraps 32 bytes that the caller asserts already are this kind
+            /// of hash, such as a value read back from storage or a proof.
+            /// No hashing happens here.
+            pub const fn from_hash_bytes(bytes: [u8; HASH_LEN]) -> Self {
+                Self(bytes)
+            }
+
+            /// The hash's 32 bytes.
+            pub const fn as_bytes(&self) -> &[u8; HASH_LEN] {
+                &self.0
+            }
+
+            /// Parses 64 hex digits (either case).
+            pub fn from_hex(text: &str) -> Result<Self, HashParseError> {
+                parse_hex(text).map(Self)
+            }
+        }
+
+        impl TryFrom<&[u8]> for $name {
+            type Error = HashParseError;
+
+            /// Refuses any length but 32: a short or long "hash" from the
+            /// wire is an error, never a truncation or a padding.
+            fn try_from(bytes: &[u8]) -> Result<Self, HashParseError> {
+                <[u8; HASH_LEN]>::try_from(bytes)
+                    .map(Self)
+                    .map_err(|_| HashParseError { reason: "wrong length, expected 32 bytes" })
+            }
+        }
+
+        impl AsRef<[u8]> for $name {
+            fn as_ref(&self) -> &[u8] {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            /// Lowercase hex.
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write_hex(&self.0, f)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}(", stringify!($name))?;
+                write_hex(&self.0, f)?;
+                write!(f, ")")
+            }
+        }
+
+        #[cfg(feature = "serde")]
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_str(self)
+            }
+        }
+
+        #[cfg(feature = "serde")]
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                Self::from_hex(&text).map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+hash_type!(
+    /// The hash of one leaf: `SHA-256(0x00 || data)` (RFC 6962 section 2.1).
+    ///
+    /// [`LeafHash::of`] is the one constructor that hashes; raw bytes are not
+    /// a `LeafHash`, so forgetting the hashing step does not compile:
+    ///
+    /// ```compile_fail
+    /// let tree = tlog::MemoryHashStore::default();
+    /// let mut store = tree;
+    /// store.append(b"not hashed yet"); // expects a LeafHash
+    /// ```
+    LeafHash
+);
+
+hash_type!(
+    /// The hash of a subtree of one or more leaves, `SHA-256(0x01 || left || right)`
+    /// for an interior node, or a leaf hash for a subtree of one leaf. Proof
+    /// paths are lists of these.
+    NodeHash
+);
+
+hash_type!(
+    /// The root of a whole tree, `MTH(D[n])`. For the empty tree it is
+    /// `SHA-256("")`, which is not the hash of an empty leaf.
+    RootHash
+);
+
+impl LeafHash {
+    /// Hashes one leaf's data with the RFC 6962 leaf prefix 0x00.
+    pub fn of(data: &[u8]) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update([LEAF_PREFIX]);
+        hasher.update(data);
+        Self(hasher.finalize().into())
+    }
+}
+
+impl NodeHash {
+    /// Hashes two children with the RFC 6962 interior prefix 0x01.
+    pub fn interior(left: &NodeHash, right: &NodeHash) -> Self {
+        let mut block = [0u8; 1 + 2 * HASH_LEN];
+        let (prefix, children) = block.split_at_mut(1);
+        let (left_half, right_half) = children.split_at_mut(HASH_LEN);
+        prefix.copy_from_slice(&[NODE_PREFIX]);
+        left_half.copy_from_slice(&left.0);
+        right_half.copy_from_slice(&right.0);
+        Self(Sha256::digest(block).into())
+    }
+}
+
+impl From<LeafHash> for NodeHash {
+    /// A leaf hash is the hash of the subtree holding just that leaf.
+    fn from(leaf: LeafHash) -> Self {
+        Self(leaf.0)
+    }
+}
+
+impl RootHash {
+    /// The root of the empty tree: `SHA-256("")`.
+    pub fn empty() -> Self {
+        Self(Sha256::digest([]).into())
+    }
+
+    pub(crate) fn of_nonempty(node: NodeHash) -> Self {
+        Self(node.0)
+    }
+
+    pub(crate) fn as_node(&self) -> NodeHash {
+        NodeHash(self.0)
+    }
+}

@@ -1,0 +1,16 @@
+#![doc = include_str!("../README.md")]
+
+mod frontier;
+mod hash;
+mod memory;
+mod node;
+mod prove;
+pub mod raw;
+mod verify;
+
+pub use frontier::{Frontier, FrontierMismatch};
+pub use hash::{HASH_LEN, HashParseError, LeafHash, NodeHash, RootHash};
+pub use memory::{MemoryHashStore, MissingNode};
+pub use node::NodeId;
+pub use prove::{HashReader, ProveError, prove_consistency, prove_inclusion, tree_root};
+pub use verify::{ConsistencyProof, InclusionProof, Tree, VerifyError};

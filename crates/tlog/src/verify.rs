@@ -1,0 +1,322 @@
+//! RFC 9162 section 2.1.3.2 and 2.1.4.2 verification, as methods on the
+//! trusted tree head whose size and root the caller got from a signed
+//! checkpoint (R-LOG-4: a proof never authenticates its own parameters).
+
+use core::fmt;
+
+use crate::hash::{LeafHash, NodeHash, RootHash};
+
+/// A tree head: a size and the root over that many leaves. Its values come
+/// from whoever the caller trusts (a signed checkpoint), never from a proof.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Tree {
+    /// Number of leaves.
+    pub size: u64,
+    /// `MTH` over those leaves.
+    pub root: RootHash,
+}
+
+/// The audit path of one leaf: sibling subtree hashes from the leaf up.
+/// The leaf's index is not part of it: the caller supplies the index.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
+pub struct InclusionProof {
+    path: Vec<NodeHash>,
+}
+
+/// The hashes that show a larger tree keeps every leaf of a smaller one, in
+/// the same positions (RFC 6962 section 2.1.2).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
+pub struct ConsistencyProof {
+    path: Vec<NodeHash>,
+}
+
+macro_rules! proof_path {
+    ($name:ident) => {
+        impl $name {
+            /// Wraps a path received from elsewhere; nothing is checked until
+            /// it is verified against a trusted [`Tree`].
+            pub fn new(path: Vec<NodeHash>) -> Self {
+                Self { path }
+            }
+
+            /// The hashes, in RFC 6962 order.
+            pub fn path(&self) -> &[NodeHash] {
+                &self.path
+            }
+
+            /// Takes the hashes out.
+            pub fn into_path(self) -> Vec<NodeHash> {
+                self.path
+            }
+        }
+    };
+}
+proof_path!(InclusionProof);
+proof_path!(ConsistencyProof);
+
+/// Why a proof was refused. Every variant is a refusal; none means "maybe".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerifyError {
+    /// The leaf index is not below the tree size (this includes any index in
+    /// the empty tree).
+    IndexOutOfRange {
+        /// The index the caller asked about.
+        index: u64,
+        /// The size of the trusted tree.
+        size: u64,
+    },
+    /// The proof has the wrong number of hashes for these sizes or this index.
+    WrongProofLength {
+        /// The length RFC 9162 prescribes for the parameters.
+        expected: usize,
+        /// The length received.
+        actual: usize,
+    },
+    /// The inclusion proof folds to a different root: the leaf is not at that
+    /// index in that tree, or the proof is wrong.
+    RootMismatch,
+    /// The "newer" tree is smaller than the older one: a log does not shrink.
+    Shrinks {
+        /// Size of the older tree.
+        old_size: u64,
+        /// Size of the newer tree.
+        new_size: u64,
+    },
+    /// No consistency proof is defined from the empty tree. Every tree extends
+    /// it; a caller (such as a witness) must handle that case before asking.
+    FromEmptyTree,
+    /// Two heads of the same size with different roots: two histories.
+    SameSizeDifferentRoots {
+        /// The size both heads claim.
+        size: u64,
+    },
+    /// The proof does not rebuild the older root.
+    OldRootMismatch,
+    /// The proof rebuilds the older root but not the newer one.
+    NewRootMismatch,
+}
+
+impl fmt::Display for VerifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::IndexOutOfRange { index, size } => {
+                write!(f, "leaf index {index} is not in a tree of {size} leaves")
+            }
+            Self::WrongProofLength { expected, actual } => write!(
+                f,
+                "proof has {actual} hashes where {expected} are required for these parameters"
+            ),
+            Self::RootMismatch => write!(f, "inclusion proof does not lead to the trusted root"),
+            Self::Shrinks { old_size, new_size } => write!(
+                f,
+                "tree of {new_size} leaves cannot extend a tree of {old_size} leaves: a log never shrinks"
+            ),
+            Self::FromEmptyTree => write!(
+                f,
+                "no consistency proof exists from the empty tree; every tree extends it, check that before asking"
+            ),
+            Self::SameSizeDifferentRoots { size } => {
+                write!(
+                    f,
+                    "two different roots for the same size {size}: the histories diverge"
+                )
+            }
+            Self::OldRootMismatch => write!(f, "consistency proof does not rebuild the older root"),
+            Self::NewRootMismatch => write!(f, "consistency proof does not rebuild the newer root"),
+        }
+    }
+}
+
+impl std::error::Error for VerifyError {}
+
+/// Bit length of `x`: the number of bits after the leading zeros.
+fn bit_len(x: u64) -> usize {
+    (u64::BITS - x.leading_zeros()) as usize
+}
+
+/// Splits the audit path of `index` in a tree of `size` leaves into the part
+/// below the point where its path and the last leaf's path meet, and the
+/// part above (the right border). Their sum is the proof length.
+fn inclusion_shape(index: u64, size: u64) -> (usize, usize) {
+    let inner = bit_len(index ^ (size - 1));
+    let border = (index >> inner).count_ones() as usize;
+    (inner, border)
+}
+
+impl Tree {
+    /// The empty tree: size 0, root `SHA-256("")`.
+    pub fn empty() -> Self {
+        Self {
+            size: 0,
+            root: RootHash::empty(),
+        }
+    }
+
+    /// A tree head with the given size and root.
+    pub fn new(size: u64, root: RootHash) -> Self {
+        Self { size, root }
+    }
+
+    /// Checks that `leaf` is at `index` in this tree (RFC 9162 section 2.1.3.2).
+    pub fn verify_inclusion(
+        &self,
+        leaf: &LeafHash,
+        index: u64,
+        proof: &InclusionProof,
+    ) -> Result<(), VerifyError> {
+        if index >= self.size {
+            return Err(VerifyError::IndexOutOfRange {
+                index,
+                size: self.size,
+            });
+        }
+        let (inner, border) = inclusion_shape(index, self.size);
+        let expected = inner + border;
+        if proof.path.len() != expected {
+            return Err(VerifyError::WrongProofLength {
+                expected,
+                actual: proof.path.len(),
+            });
+        }
+        let mut node = index;
+        let mut last = self.size - 1;
+        let mut hash = NodeHash::from(*leaf);
+        for sibling in &proof.path {
+            if last == 0 {
+                return Err(VerifyError::WrongProofLength {
+                    expected,
+                    actual: proof.path.len(),
+                });
+            }
+            if node & 1 == 1 || node == last {
+                hash = NodeHash::interior(sibling, &hash);
+                while node & 1 == 0 && node != 0 {
+                    node >>= 1;
+                    last >>= 1;
+                }
+            } else {
+                hash = NodeHash::interior(&hash, sibling);
+            }
+            node >>= 1;
+            last >>= 1;
+        }
+        if last != 0 {
+            return Err(VerifyError::WrongProofLength {
+                expected,
+                actual: proof.path.len(),
+            });
+        }
+        if hash.as_bytes() == self.root.as_bytes() {
+            Ok(())
+        } else {
+            Err(VerifyError::RootMismatch)
+        }
+    }
+
+    /// Checks that this tree extends `older`: every leaf of `older` is in this
+    /// tree at the same position (RFC 9162 section 2.1.4.2).
+    ///
+    /// Equal sizes need an empty proof and equal roots. An empty `older` is
+    /// refused with [`VerifyError::FromEmptyTree`], as transparency-dev/merkle
+    /// does: the RFC defines no proof for it.
+    pub fn verify_extends(
+        &self,
+        older: &Tree,
+        proof: &ConsistencyProof,
+    ) -> Result<(), VerifyError> {
+        let path = proof.path.as_slice();
+        if self.size < older.size {
+            return Err(VerifyError::Shrinks {
+                old_size: older.size,
+                new_size: self.size,
+            });
+        }
+        if older.size == 0 {
+            return Err(VerifyError::FromEmptyTree);
+        }
+        if older.size == self.size {
+            if !path.is_empty() {
+                return Err(VerifyError::WrongProofLength {
+                    expected: 0,
+                    actual: path.len(),
+                });
+            }
+            return if older.root == self.root {
+                Ok(())
+            } else {
+                Err(VerifyError::SameSizeDifferentRoots { size: self.size })
+            };
+        }
+
+        let old_is_complete = older.size.is_power_of_two();
+        let (inner, border) = inclusion_shape(older.size - 1, self.size);
+        let shift = older.size.trailing_zeros() as usize;
+        let expected = usize::from(!old_is_complete) + inner - shift + border;
+        if path.len() != expected {
+            return Err(VerifyError::WrongProofLength {
+                expected,
+                actual: path.len(),
+            });
+        }
+
+        // RFC 9162 2.1.4.2 step 2: a complete old tree is its own first node.
+        let (seed, rest) = if old_is_complete {
+            (older.root.as_node(), path)
+        } else {
+            match path.split_first() {
+                Some((first, rest)) => (*first, rest),
+                None => {
+                    return Err(VerifyError::WrongProofLength {
+                        expected,
+                        actual: 0,
+                    });
+                }
+            }
+        };
+        let mut node = older.size - 1;
+        let mut last = self.size - 1;
+        while node & 1 == 1 {
+            node >>= 1;
+            last >>= 1;
+        }
+        let mut old_hash = seed;
+        let mut new_hash = seed;
+        for sibling in rest {
+            if last == 0 {
+                return Err(VerifyError::WrongProofLength {
+                    expected,
+                    actual: path.len(),
+                });
+            }
+            if node & 1 == 1 || node == last {
+                old_hash = NodeHash::interior(sibling, &old_hash);
+                new_hash = NodeHash::interior(sibling, &new_hash);
+                while node & 1 == 0 && node != 0 {
+                    node >>= 1;
+                    last >>= 1;
+                }
+            } else {
+                new_hash = NodeHash::interior(&new_hash, sibling);
+            }
+            node >>= 1;
+            last >>= 1;
+        }
+        if last != 0 {
+            return Err(VerifyError::WrongProofLength {
+                expected,
+                actual: path.len(),
+            });
+        }
+        if old_hash.as_bytes() != older.root.as_bytes() {
+            return Err(VerifyError::OldRootMismatch);
+        }
+        if new_hash.as_bytes() != self.root.as_bytes() {
+            return Err(VerifyError::NewRootMismatch);
+        }
+        Ok(())
+    }
+}

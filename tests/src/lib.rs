@@ -1,0 +1,1 @@
+//! Workspace-level tests of agentplane live in `tests/`; this library is empty.

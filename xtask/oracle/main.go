@@ -1,0 +1,44 @@
+// Command oracle computes reference values with implementations that are not
+// ours, so that agentplane's crates are pinned to them (R-LOG-3).
+//
+// Usage:
+//
+//	oracle tlog   writes RFC 6962 roots, stored node hashes and proofs as JSON
+//
+// Every value is computed by golang.org/x/mod/sumdb/tlog and by
+// github.com/transparency-dev/merkle; the program exits non-zero when the two
+// disagree, so a vector file never holds a value only one of them produced.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fail("usage: oracle tlog")
+	}
+	var out any
+	var err error
+	switch os.Args[1] {
+	case "tlog":
+		out, err = tlogVectors()
+	default:
+		fail("unknown subcommand %q", os.Args[1])
+	}
+	if err != nil {
+		fail("%v", err)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		fail("%v", err)
+	}
+}
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "oracle: "+format+"\n", args...)
+	os.Exit(1)
+}

@@ -1,0 +1,109 @@
+//! `cargo xtask`: the project's developer tasks.
+//!
+//! - `cargo xtask test`: everything CI runs (format, lints, every test, docs,
+//!   and the cross-implementation vector check), installing what is missing.
+//! - `cargo xtask vectors [--check]`: rebuilds the Go oracle and regenerates the
+//!   committed vector files; `--check` fails on any difference instead.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result, bail};
+
+mod vectors;
+
+const USAGE: &str = "usage: cargo xtask <test | vectors [--check]>
+
+  test              format check, clippy -D warnings, every test, docs, vector check
+  vectors           regenerate the vector files from the Go oracle (writes them)
+  vectors --check   regenerate into memory and fail on any difference";
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args.as_slice() {
+        ["test"] => test(),
+        ["vectors"] => vectors::run(vectors::Mode::Write),
+        ["vectors", "--check"] => vectors::run(vectors::Mode::Check),
+        ["help" | "--help" | "-h"] => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => bail!("{USAGE}"),
+    }
+}
+
+/// The workspace root: the parent of this crate's manifest directory.
+pub(crate) fn workspace_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .parent()
+        .map_or_else(|| manifest.to_path_buf(), Path::to_path_buf)
+}
+
+pub(crate) fn step(what: &str) {
+    eprintln!("\n==> {what}");
+}
+
+/// Runs a command (from the workspace root unless it names a directory) and
+/// fails if it does.
+pub(crate) fn run_command(command: &mut Command) -> Result<()> {
+    if command.get_current_dir().is_none() {
+        command.current_dir(workspace_root());
+    }
+    let status = command
+        .status()
+        .with_context(|| format!("starting {command:?}"))?;
+    if !status.success() {
+        bail!("{command:?} failed with {status}");
+    }
+    Ok(())
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
+}
+
+fn test() -> Result<()> {
+    vectors::ensure_go()?;
+
+    step("cargo fmt --all --check");
+    run_command(cargo().args(["fmt", "--all", "--check"]))?;
+
+    step("cargo clippy --workspace --all-targets --all-features -- -D warnings");
+    run_command(cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+
+    step("cargo test --workspace --all-features");
+    run_command(cargo().args(["test", "--workspace", "--all-features"]))?;
+
+    step("cargo doc --workspace --no-deps (warnings are errors)");
+    run_command(
+        cargo()
+            .args(["doc", "--workspace", "--no-deps", "--all-features"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
+
+    step("cargo xtask vectors --check (Go oracle)");
+    vectors::run(vectors::Mode::Check)?;
+
+    eprintln!("\nxtask: all checks passed");
+    Ok(())
+}
