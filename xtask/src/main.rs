@@ -92,7 +92,7 @@ fn test() -> Result<()> {
     ]))?;
 
     step("cargo test --workspace --all-features");
-    run_command(cargo().args(["test", "--workspace", "--all-features"]))?;
+    let counts = run_tests(cargo().args(["test", "--workspace", "--all-features"]))?;
 
     step("cargo doc --workspace --no-deps (warnings are errors)");
     run_command(
@@ -105,5 +105,62 @@ fn test() -> Result<()> {
     vectors::run(vectors::Mode::Check)?;
 
     eprintln!("\nxtask: all checks passed");
+    // The closing line CI reads: the totals of every test binary above.
+    println!("xtask: {} passed, {} failed", counts.passed, counts.failed);
     Ok(())
+}
+
+/// Totals over every `test result:` line of a `cargo test` run.
+#[derive(Default)]
+struct TestCounts {
+    passed: u64,
+    failed: u64,
+}
+
+/// Runs `cargo test`, echoing its output, and adds up its result lines.
+fn run_tests(command: &mut Command) -> Result<TestCounts> {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    command.current_dir(workspace_root()).stdout(Stdio::piped());
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("starting {command:?}"))?;
+    let mut counts = TestCounts::default();
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines() {
+            let line = line?;
+            println!("{line}");
+            if let Some(summary) = line.strip_prefix("test result: ") {
+                counts.passed += count_before(summary, " passed");
+                counts.failed += count_before(summary, " failed");
+            }
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        bail!(
+            "{command:?} failed with {status} ({} passed, {} failed)",
+            counts.passed,
+            counts.failed
+        );
+    }
+    if counts.passed == 0 {
+        bail!("cargo test ran no test");
+    }
+    Ok(counts)
+}
+
+/// The number just before `label` in a summary like `ok. 3 passed; 0 failed; ...`.
+fn count_before(summary: &str, label: &str) -> u64 {
+    summary
+        .split(';')
+        .find_map(|part| {
+            part.trim()
+                .trim_start_matches("ok. ")
+                .trim_start_matches("FAILED. ")
+                .strip_suffix(label.trim_start())
+        })
+        .and_then(|number| number.trim().parse().ok())
+        .unwrap_or(0)
 }
