@@ -3,9 +3,12 @@
 //
 // Usage:
 //
-//	oracle tlog   writes RFC 6962 roots, stored node hashes and proofs as JSON
+//	oracle tlog        writes RFC 6962 roots, stored node hashes and proofs as JSON
+//	oracle witness     writes notes signed by Go's sumdb/note with fixed keys, and key texts
+//	oracle crosscheck  reads notes and cosignatures made by agentplane on stdin,
+//	                   verifies them with Go, and cosigns checkpoints with formats' signer
 //
-// Every value is computed by golang.org/x/mod/sumdb/tlog and by
+// tlog values are computed by golang.org/x/mod/sumdb/tlog and by
 // github.com/transparency-dev/merkle; the program exits non-zero when the two
 // disagree, so a vector file never holds a value only one of them produced.
 package main
@@ -18,13 +21,17 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: oracle tlog")
+		fail("usage: oracle tlog|witness|crosscheck")
 	}
 	var out any
 	var err error
 	switch os.Args[1] {
 	case "tlog":
 		out, err = tlogVectors()
+	case "witness":
+		out, err = witnessVectors()
+	case "crosscheck":
+		out, err = crosscheck()
 	default:
 		fail("unknown subcommand %q", os.Args[1])
 	}

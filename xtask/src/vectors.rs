@@ -22,10 +22,10 @@ struct VectorFile {
     path: &'static str,
 }
 
-const FILES: &[VectorFile] = &[VectorFile {
-    subcommand: "tlog",
-    path: "crates/tlog/tests/vectors/go.json",
-}];
+const FILES: &[VectorFile] = &[
+    VectorFile { subcommand: "tlog", path: "crates/tlog/tests/vectors/go.json" },
+    VectorFile { subcommand: "witness", path: "crates/witness/tests/vectors/go.json" },
+];
 
 /// Makes sure a Go toolchain is on PATH, installing Debian's `golang-go` when
 /// it is missing and we are allowed to (root, as on CI machines).

@@ -1,0 +1,157 @@
+//! C2SP tlog-checkpoint bodies, parsed strictly, and checkpoints signed by a
+//! log's key as they go out.
+
+use core::fmt;
+
+use tlog::{RootHash, Tree};
+
+use crate::error::{CheckpointError, KeyError, NoteError};
+use crate::keys::{ALG_ED25519, SignerKey, VerifierKey, decode_base64_canonical, encode_base64};
+use crate::note::{self, NoteVerifier, VerifiedNote};
+
+/// The body of a checkpoint: origin, tree size and root, and opaque extension lines.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Checkpoint {
+    origin: String,
+    tree: Tree,
+    extensions: Vec<String>,
+}
+
+/// Parses a decimal with no sign, no leading zero (except `0` itself), that fits u64.
+pub(crate) fn parse_canonical_u64(text: &str) -> Option<u64> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) || (text.len() > 1 && text.starts_with('0')) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+impl Checkpoint {
+    /// A checkpoint of `tree` for `origin`, with no extension lines.
+    pub fn new(origin: &str, tree: Tree) -> Result<Self, CheckpointError> {
+        Self::with_extensions(origin, tree, Vec::new())
+    }
+
+    /// A checkpoint with extension lines (NOT RECOMMENDED by the spec: they are
+    /// not auditable).
+    pub fn with_extensions(origin: &str, tree: Tree, extensions: Vec<String>) -> Result<Self, CheckpointError> {
+        let valid_line = |line: &str| !line.is_empty() && !line.chars().any(|c| c < '\u{20}');
+        if !valid_line(origin) {
+            return Err(CheckpointError::Malformed("the origin must be one non-empty line"));
+        }
+        if !extensions.iter().all(|line| valid_line(line)) {
+            return Err(CheckpointError::Malformed("extension lines must be non-empty single lines"));
+        }
+        Ok(Self { origin: origin.to_owned(), tree, extensions })
+    }
+
+    /// Parses a checkpoint body (the note text): every line non-empty and
+    /// newline-terminated, a canonical decimal size, a canonical base64
+    /// 32-byte root.
+    pub fn parse(text: &str) -> Result<Self, CheckpointError> {
+        let body = text.strip_suffix('\n').ok_or(CheckpointError::Malformed("the body must end with a newline"))?;
+        let mut lines = body.split('\n');
+        let origin = lines.next().unwrap_or_default();
+        let size = lines.next().ok_or(CheckpointError::Malformed("no tree size line"))?;
+        let root = lines.next().ok_or(CheckpointError::Malformed("no root hash line"))?;
+        let extensions: Vec<String> = lines.map(str::to_owned).collect();
+        let size = parse_canonical_u64(size)
+            .ok_or(CheckpointError::Malformed("the tree size must be a decimal with no sign or leading zeros"))?;
+        let root = decode_base64_canonical(root)
+            .and_then(|bytes| RootHash::try_from(bytes.as_slice()).ok())
+            .ok_or(CheckpointError::Malformed("the root must be the canonical base64 of 32 bytes"))?;
+        Self::with_extensions(origin, Tree::new(size, root), extensions)
+    }
+
+    /// The log's origin line.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// The tree head: size and root.
+    pub fn tree(&self) -> Tree {
+        self.tree
+    }
+
+    /// The extension lines.
+    pub fn extensions(&self) -> &[String] {
+        &self.extensions
+    }
+
+    /// The body as note text.
+    pub fn to_text(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl fmt::Display for Checkpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.origin)?;
+        writeln!(f, "{}", self.tree.size)?;
+        writeln!(f, "{}", encode_base64(self.tree.root.as_bytes()))?;
+        for line in &self.extensions {
+            writeln!(f, "{line}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A checkpoint with its whole signed note, as sent to witnesses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedCheckpoint {
+    checkpoint: Checkpoint,
+    note: String,
+}
+
+impl SignedCheckpoint {
+    /// Verifies a signed checkpoint note against the log's trusted keys and parses its body.
+    pub fn open(note_bytes: &[u8], log_keys: &[&dyn NoteVerifier]) -> Result<(Self, VerifiedNote), CheckpointError> {
+        let verified = note::open(note_bytes, log_keys)?;
+        let checkpoint = Checkpoint::parse(verified.text())?;
+        let note = String::from_utf8_lossy(note_bytes).into_owned();
+        Ok((Self { checkpoint, note }, verified))
+    }
+
+    /// The checkpoint.
+    pub fn checkpoint(&self) -> &Checkpoint {
+        &self.checkpoint
+    }
+
+    /// The whole note: body, blank line, signature lines.
+    pub fn note(&self) -> &str {
+        &self.note
+    }
+}
+
+/// A log's signing key and note key name (R-NOTE-2). Every checkpoint is
+/// signed as it goes out; nothing holds a signature for later.
+#[derive(Debug, Clone)]
+pub struct LogKey {
+    signer: SignerKey,
+}
+
+impl LogKey {
+    /// A log key from an Ed25519 note signer (algorithm 0x01). The key name
+    /// SHOULD be the log's origin.
+    pub fn new(signer: SignerKey) -> Result<Self, KeyError> {
+        if signer.algorithm() != ALG_ED25519 {
+            return Err(KeyError::UnknownAlgorithm(signer.algorithm()));
+        }
+        Ok(Self { signer })
+    }
+
+    /// The note key name.
+    pub fn name(&self) -> &str {
+        self.signer.name()
+    }
+
+    /// The verifier key others use to check this log's checkpoints.
+    pub fn verifier_key(&self) -> VerifierKey {
+        self.signer.verifier_key()
+    }
+
+    /// Signs this checkpoint now.
+    pub fn sign(&self, checkpoint: &Checkpoint) -> Result<SignedCheckpoint, NoteError> {
+        let note = note::sign(&checkpoint.to_text(), &[&self.signer])?;
+        Ok(SignedCheckpoint { checkpoint: checkpoint.clone(), note })
+    }
+}

@@ -1,0 +1,262 @@
+//! Note keys: names, key ids, verifier keys (`vkey`) and signer keys (`skey`)
+//! in the exact text forms Go's `golang.org/x/mod/sumdb/note` reads and writes.
+
+use core::fmt;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use ed25519_dalek::{Signer as _, SigningKey, VerifyingKey};
+use sha2::{Digest, Sha256};
+
+use crate::error::KeyError;
+
+/// Signature type 0x01: Ed25519 over the note text (C2SP signed-note).
+pub const ALG_ED25519: u8 = 0x01;
+/// Signature type 0x04: timestamped Ed25519 checkpoint cosignature (cosignature/v1).
+pub const ALG_COSIGNATURE_V1: u8 = 0x04;
+/// Signature type 0x06: timestamped ML-DSA-44 (sub)tree cosignature. Recognised, not verified.
+pub const ALG_ML_DSA_44: u8 = 0x06;
+
+const ED25519_KEY_LEN: usize = 32;
+const ML_DSA_44_KEY_LEN: usize = 1312;
+const SKEY_PREFIX: &str = "PRIVATE+KEY+";
+
+/// The 4-byte key id of signed-note: the first four bytes, big-endian, of
+/// `SHA-256(name || 0x0A || algorithm || public key)`.
+pub fn key_id(name: &str, algorithm: u8, public_key: &[u8]) -> u32 {
+    let mut hasher = Sha256::new();
+    hasher.update(name.as_bytes());
+    hasher.update([b'\n', algorithm]);
+    hasher.update(public_key);
+    let digest = hasher.finalize();
+    let mut id = [0u8; 4];
+    id.copy_from_slice(&digest[..4]);
+    u32::from_be_bytes(id)
+}
+
+/// Checks a key name: non-empty, no Unicode white space, no `+`.
+pub fn check_key_name(name: &str) -> Result<(), KeyError> {
+    if name.is_empty() {
+        return Err(KeyError::BadName { name: name.to_owned(), reason: "it is empty" });
+    }
+    if name.chars().any(char::is_whitespace) {
+        return Err(KeyError::BadName { name: name.to_owned(), reason: "it contains white space" });
+    }
+    if name.contains('+') {
+        return Err(KeyError::BadName { name: name.to_owned(), reason: "it contains '+'" });
+    }
+    Ok(())
+}
+
+/// Decodes standard padded base64 and refuses any non-canonical spelling.
+pub(crate) fn decode_base64_canonical(text: &str) -> Option<Vec<u8>> {
+    let bytes = STANDARD.decode(text).ok()?;
+    (STANDARD.encode(&bytes) == text).then_some(bytes)
+}
+
+pub(crate) fn encode_base64(bytes: &[u8]) -> String {
+    STANDARD.encode(bytes)
+}
+
+fn parse_key_id(text: &str) -> Result<u32, KeyError> {
+    if text.len() != 8 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(KeyError::Malformed("the key id must be 8 hex digits"));
+    }
+    u32::from_str_radix(text, 16).map_err(|_| KeyError::Malformed("the key id must be 8 hex digits"))
+}
+
+/// A public key as a note verifier key: name, key id, algorithm and key bytes.
+/// Parsed from and printed as `name+hexid+base64(algorithm || key)`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct VerifierKey {
+    name: String,
+    key_id: u32,
+    algorithm: u8,
+    public_key: Vec<u8>,
+}
+
+impl fmt::Debug for VerifierKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "VerifierKey({self})")
+    }
+}
+
+impl fmt::Display for VerifierKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut encoded = Vec::with_capacity(1 + self.public_key.len());
+        encoded.push(self.algorithm);
+        encoded.extend_from_slice(&self.public_key);
+        write!(f, "{}+{:08x}+{}", self.name, self.key_id, encode_base64(&encoded))
+    }
+}
+
+impl core::str::FromStr for VerifierKey {
+    type Err = KeyError;
+
+    fn from_str(text: &str) -> Result<Self, KeyError> {
+        Self::parse(text)
+    }
+}
+
+impl VerifierKey {
+    /// Parses a vkey. The key id must match the one recomputed from the name
+    /// and key; the algorithm must be one this crate knows (0x01, 0x04, 0x06).
+    pub fn parse(text: &str) -> Result<Self, KeyError> {
+        let mut parts = text.splitn(3, '+');
+        let (Some(name), Some(id), Some(key)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(KeyError::Malformed("a verifier key is name+hexid+base64"));
+        };
+        check_key_name(name)?;
+        let key_id = parse_key_id(id)?;
+        let encoded = decode_base64_canonical(key).ok_or(KeyError::Malformed("the key is not canonical base64"))?;
+        let (&algorithm, public_key) = encoded.split_first().ok_or(KeyError::Malformed("the key is empty"))?;
+        let expected_len = match algorithm {
+            ALG_ED25519 | ALG_COSIGNATURE_V1 => ED25519_KEY_LEN,
+            ALG_ML_DSA_44 => ML_DSA_44_KEY_LEN,
+            other => return Err(KeyError::UnknownAlgorithm(other)),
+        };
+        if public_key.len() != expected_len {
+            return Err(KeyError::WrongKeyLength { algorithm, expected: expected_len, actual: public_key.len() });
+        }
+        let computed = self::key_id(name, algorithm, public_key);
+        if computed != key_id {
+            return Err(KeyError::KeyIdMismatch { stated: key_id, computed });
+        }
+        Ok(Self { name: name.to_owned(), key_id, algorithm, public_key: public_key.to_vec() })
+    }
+
+    /// A verifier key for an Ed25519 public key with the given algorithm byte.
+    pub fn ed25519(name: &str, algorithm: u8, public_key: &VerifyingKey) -> Result<Self, KeyError> {
+        check_key_name(name)?;
+        if !matches!(algorithm, ALG_ED25519 | ALG_COSIGNATURE_V1) {
+            return Err(KeyError::UnknownAlgorithm(algorithm));
+        }
+        let bytes = public_key.to_bytes();
+        Ok(Self { name: name.to_owned(), key_id: key_id(name, algorithm, &bytes), algorithm, public_key: bytes.to_vec() })
+    }
+
+    /// The key name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The 4-byte key id.
+    pub fn key_id(&self) -> u32 {
+        self.key_id
+    }
+
+    /// The signature type byte.
+    pub fn algorithm(&self) -> u8 {
+        self.algorithm
+    }
+
+    /// The public key bytes, without the algorithm byte.
+    pub fn public_key(&self) -> &[u8] {
+        &self.public_key
+    }
+
+    /// The Ed25519 key, for algorithms 0x01 and 0x04.
+    pub(crate) fn ed25519_key(&self) -> Option<VerifyingKey> {
+        if !matches!(self.algorithm, ALG_ED25519 | ALG_COSIGNATURE_V1) {
+            return None;
+        }
+        let bytes: [u8; ED25519_KEY_LEN] = self.public_key.as_slice().try_into().ok()?;
+        VerifyingKey::from_bytes(&bytes).ok()
+    }
+}
+
+/// An Ed25519 private key with its note name and algorithm (0x01 to sign
+/// notes as a log, 0x04 to cosign as a witness). Parsed from and printed as
+/// Go's `PRIVATE+KEY+name+hexid+base64(algorithm || seed)`.
+#[derive(Clone)]
+pub struct SignerKey {
+    name: String,
+    algorithm: u8,
+    signing_key: SigningKey,
+}
+
+impl fmt::Debug for SignerKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never print the seed.
+        write!(f, "SignerKey({})", self.verifier_key())
+    }
+}
+
+impl SignerKey {
+    /// A key from a 32-byte Ed25519 seed.
+    pub fn from_seed(name: &str, algorithm: u8, seed: [u8; 32]) -> Result<Self, KeyError> {
+        check_key_name(name)?;
+        if !matches!(algorithm, ALG_ED25519 | ALG_COSIGNATURE_V1) {
+            return Err(KeyError::UnknownAlgorithm(algorithm));
+        }
+        Ok(Self { name: name.to_owned(), algorithm, signing_key: SigningKey::from_bytes(&seed) })
+    }
+
+    /// A fresh key from the operating system's randomness.
+    pub fn generate(name: &str, algorithm: u8) -> Result<Self, KeyError> {
+        let mut seed = [0u8; 32];
+        getrandom::fill(&mut seed).map_err(|err| KeyError::Randomness(err.to_string()))?;
+        Self::from_seed(name, algorithm, seed)
+    }
+
+    /// Parses an skey. The key id must be the public key's.
+    pub fn parse(text: &str) -> Result<Self, KeyError> {
+        let rest = text.strip_prefix(SKEY_PREFIX).ok_or(KeyError::Malformed("a signer key starts with PRIVATE+KEY+"))?;
+        let mut parts = rest.splitn(3, '+');
+        let (Some(name), Some(id), Some(key)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(KeyError::Malformed("a signer key is PRIVATE+KEY+name+hexid+base64"));
+        };
+        let stated = parse_key_id(id)?;
+        let encoded = decode_base64_canonical(key).ok_or(KeyError::Malformed("the key is not canonical base64"))?;
+        let (&algorithm, seed) = encoded.split_first().ok_or(KeyError::Malformed("the key is empty"))?;
+        let seed: [u8; 32] = seed.try_into().map_err(|_| KeyError::WrongKeyLength {
+            algorithm,
+            expected: ED25519_KEY_LEN,
+            actual: seed.len(),
+        })?;
+        let key = Self::from_seed(name, algorithm, seed)?;
+        let computed = key.key_id();
+        if computed != stated {
+            return Err(KeyError::KeyIdMismatch { stated, computed });
+        }
+        Ok(key)
+    }
+
+    /// The skey text. Keep it secret.
+    pub fn to_skey(&self) -> String {
+        let mut encoded = Vec::with_capacity(33);
+        encoded.push(self.algorithm);
+        encoded.extend_from_slice(self.signing_key.as_bytes());
+        format!("{SKEY_PREFIX}{}+{:08x}+{}", self.name, self.key_id(), encode_base64(&encoded))
+    }
+
+    /// The matching verifier key.
+    pub fn verifier_key(&self) -> VerifierKey {
+        let public = self.signing_key.verifying_key().to_bytes();
+        VerifierKey {
+            name: self.name.clone(),
+            key_id: key_id(&self.name, self.algorithm, &public),
+            algorithm: self.algorithm,
+            public_key: public.to_vec(),
+        }
+    }
+
+    /// The key name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The signature type byte.
+    pub fn algorithm(&self) -> u8 {
+        self.algorithm
+    }
+
+    /// The key id of the public key.
+    pub fn key_id(&self) -> u32 {
+        key_id(&self.name, self.algorithm, &self.signing_key.verifying_key().to_bytes())
+    }
+
+    pub(crate) fn sign_bytes(&self, message: &[u8]) -> [u8; 64] {
+        self.signing_key.sign(message).to_bytes()
+    }
+}

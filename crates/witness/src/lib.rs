@@ -1,0 +1,13 @@
+#![doc = include_str!("../README.md")]
+
+pub mod checkpoint;
+pub mod cosignature;
+pub mod error;
+pub mod keys;
+pub mod note;
+
+pub use checkpoint::{Checkpoint, LogKey, SignedCheckpoint};
+pub use cosignature::{Cosignature, CosignatureCheck, CosignatureReport, Cosigner, TrustedWitness, verify_cosignatures};
+pub use error::{CheckpointError, CosignatureError, KeyError, NoteError};
+pub use keys::{ALG_COSIGNATURE_V1, ALG_ED25519, ALG_ML_DSA_44, SignerKey, VerifierKey, key_id};
+pub use note::{NoteSignature, NoteVerifier, VerifiedNote, open, sign};
