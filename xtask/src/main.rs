@@ -5,11 +5,15 @@
 //! - `cargo xtask vectors [--check]`: rebuilds the Go oracle and regenerates the
 //!   committed vector files; `--check` fails on any difference instead.
 
+// serde_json::Value indexing returns Null for a missing key; it does not panic.
+#![allow(clippy::indexing_slicing)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use anyhow::{Context, Result, bail};
 
+mod crosscheck;
 mod vectors;
 
 const USAGE: &str = "usage: cargo xtask <test | vectors [--check]>

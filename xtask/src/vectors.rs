@@ -23,8 +23,14 @@ struct VectorFile {
 }
 
 const FILES: &[VectorFile] = &[
-    VectorFile { subcommand: "tlog", path: "crates/tlog/tests/vectors/go.json" },
-    VectorFile { subcommand: "witness", path: "crates/witness/tests/vectors/go.json" },
+    VectorFile {
+        subcommand: "tlog",
+        path: "crates/tlog/tests/vectors/go.json",
+    },
+    VectorFile {
+        subcommand: "witness",
+        path: "crates/witness/tests/vectors/go.json",
+    },
 ];
 
 /// Makes sure a Go toolchain is on PATH, installing Debian's `golang-go` when
@@ -124,6 +130,8 @@ pub fn run(mode: Mode) -> Result<()> {
             }
         }
     }
+    step("cross-checking signed notes and cosignatures with Go, both directions");
+    crate::crosscheck::run(&binary)?;
     if !stale.is_empty() {
         bail!(
             "these vector files differ from what the Go oracle computes now: {}\n\

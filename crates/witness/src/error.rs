@@ -9,7 +9,9 @@ pub enum KeyError {
     #[error("malformed key: {0}")]
     Malformed(&'static str),
     /// The key name breaks the signed-note rules.
-    #[error("bad key name {name:?}: {reason}; a key name is non-empty, with no white space and no '+'")]
+    #[error(
+        "bad key name {name:?}: {reason}; a key name is non-empty, with no white space and no '+'"
+    )]
     BadName {
         /// The offending name.
         name: String,
@@ -30,7 +32,9 @@ pub enum KeyError {
         actual: usize,
     },
     /// The key id in the text is not the one the name and key give.
-    #[error("key id {stated:08x} does not match the key (computed {computed:08x}); the key text was altered or mixed up")]
+    #[error(
+        "key id {stated:08x} does not match the key (computed {computed:08x}); the key text was altered or mixed up"
+    )]
     KeyIdMismatch {
         /// The id written in the key text.
         stated: u32,
@@ -58,7 +62,9 @@ pub enum NoteError {
     },
     /// A signature whose name and key id match a trusted key does not verify:
     /// the whole note is refused.
-    #[error("the signature of trusted key {name}+{key_id:08x} does not verify: the note was altered or forged")]
+    #[error(
+        "the signature of trusted key {name}+{key_id:08x} does not verify: the note was altered or forged"
+    )]
     InvalidSignature {
         /// The key name.
         name: String,
@@ -66,7 +72,9 @@ pub enum NoteError {
         key_id: u32,
     },
     /// No signature from a trusted key: the note is well formed but unverified.
-    #[error("no signature from a trusted key ({signatures} signatures, none by a key trusted here)")]
+    #[error(
+        "no signature from a trusted key ({signatures} signatures, none by a key trusted here)"
+    )]
     Unverified {
         /// How many signature lines the note has.
         signatures: usize,
@@ -113,7 +121,9 @@ pub enum CosignatureError {
         length: usize,
     },
     /// The Ed25519 signature does not verify.
-    #[error("cosignature by trusted witness {name}+{key_id:08x} does not verify over this checkpoint")]
+    #[error(
+        "cosignature by trusted witness {name}+{key_id:08x} does not verify over this checkpoint"
+    )]
     BadSignature {
         /// The witness's name.
         name: String,

@@ -7,7 +7,9 @@ pub mod keys;
 pub mod note;
 
 pub use checkpoint::{Checkpoint, LogKey, SignedCheckpoint};
-pub use cosignature::{Cosignature, CosignatureCheck, CosignatureReport, Cosigner, TrustedWitness, verify_cosignatures};
+pub use cosignature::{
+    Cosignature, CosignatureCheck, CosignatureReport, Cosigner, TrustedWitness, verify_cosignatures,
+};
 pub use error::{CheckpointError, CosignatureError, KeyError, NoteError};
 pub use keys::{ALG_COSIGNATURE_V1, ALG_ED25519, ALG_ML_DSA_44, SignerKey, VerifierKey, key_id};
-pub use note::{NoteSignature, NoteVerifier, VerifiedNote, open, sign};
+pub use note::{NoteSignature, NoteVerifier, VerifiedNote, open, parse_signature_lines, sign};

@@ -1,1 +1,2 @@
+//! The agentplane witness server (stub until the server lands).
 fn main() {}
