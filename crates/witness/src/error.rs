@@ -139,3 +139,200 @@ pub enum CosignatureError {
         algorithm: u8,
     },
 }
+
+/// What a witness exchange ended in, when it did not end in a cosignature.
+///
+/// [`WitnessError::is_integrity`] tells evidence about the log (a fork, a
+/// history that moved) from everything else; [`WitnessError::is_retryable`]
+/// tells a witness that is busy or away.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WitnessError {
+    /// A client configured with no trusted witness key could count nothing.
+    #[error(
+        "no trusted witness key configured: cosignatures could not be verified, so none would count"
+    )]
+    NoTrustedKeys,
+    /// The witness URL is not usable.
+    #[error("bad witness URL {url:?}: {reason}")]
+    BadUrl {
+        /// The URL given.
+        url: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Refused before sending: a size-zero checkpoint must carry the empty tree's root.
+    #[error("refused before sending: checkpoint of size 0 does not carry the empty tree's root")]
+    EmptyTreeRootMismatch,
+    /// Refused before sending: the old size is beyond the checkpoint.
+    #[error(
+        "refused before sending: old size {old_size} is larger than the checkpoint size {new_size}"
+    )]
+    OldSizeBeyondCheckpoint {
+        /// The old size.
+        old_size: u64,
+        /// The checkpoint's size.
+        new_size: u64,
+    },
+    /// Refused before sending: this log's own consistency proof does not verify
+    /// against its own roots. The log's storage is damaged or its history moved.
+    #[error(
+        "refused before sending: this log's consistency proof from {old_size} to {new_size} does not verify against its own roots ({reason}); its stored tree is damaged or its history moved"
+    )]
+    OwnProofInvalid {
+        /// The old size.
+        old_size: u64,
+        /// The new size.
+        new_size: u64,
+        /// The verifier's reason.
+        reason: String,
+    },
+    /// The log could not produce a root or proof.
+    #[error("this log could not produce its proof from {old_size} to {new_size}: {reason}")]
+    History {
+        /// The old size.
+        old_size: u64,
+        /// The new size.
+        new_size: u64,
+        /// The store's reason.
+        reason: String,
+    },
+    /// Integrity: the witness holds a different tree at the old size (a 422 on
+    /// growth). Either the proof this log built is wrong, or its history moved.
+    #[error(
+        "witness {witness} refused the consistency proof from {old_size} to {new_size} (422): either this log built a wrong proof, or its history moved since the witness cosigned size {old_size}"
+    )]
+    Inconsistent {
+        /// The witness URL.
+        witness: String,
+        /// The old size sent.
+        old_size: u64,
+        /// The checkpoint's size.
+        new_size: u64,
+    },
+    /// Integrity: the witness cosigned another root for this same size.
+    #[error(
+        "witness {witness} holds a different root for size {size}: two histories of this log exist (fork)"
+    )]
+    Fork {
+        /// The witness URL.
+        witness: String,
+        /// The size with two roots.
+        size: u64,
+    },
+    /// Integrity: the witness cosigned a larger tree than the checkpoint
+    /// offered: this log has lost history, or is submitting a stale checkpoint.
+    #[error(
+        "witness {witness} has cosigned size {witness_size} of this log, larger than the checkpoint's {size}: the log lost history, or this checkpoint is stale"
+    )]
+    Rollback {
+        /// The witness URL.
+        witness: String,
+        /// The size the witness cosigned.
+        witness_size: u64,
+        /// The checkpoint's size.
+        size: u64,
+    },
+    /// 404: the witness does not know this origin.
+    #[error(
+        "witness {witness} does not know origin {origin:?} (404); its operator must configure this log"
+    )]
+    UnknownOrigin {
+        /// The witness URL.
+        witness: String,
+        /// The origin.
+        origin: String,
+    },
+    /// 403: the witness does not accept this checkpoint's signature (litewitness
+    /// also answers 403 for an unknown origin).
+    #[error(
+        "witness {witness} refused the checkpoint signature (403): it does not trust this log key for the origin, or (litewitness) does not know the origin"
+    )]
+    Forbidden {
+        /// The witness URL.
+        witness: String,
+    },
+    /// 400: the witness found the request malformed.
+    #[error("witness {witness} called the request malformed (400): {body}")]
+    BadRequest {
+        /// The witness URL.
+        witness: String,
+        /// The start of its answer.
+        body: String,
+    },
+    /// 409 twice: the witness's size moved between attempts.
+    #[error(
+        "witness {witness} is at size {witness_size}, which moved during the exchange (409 after a retry)"
+    )]
+    Conflict {
+        /// The witness URL.
+        witness: String,
+        /// The size it reported last.
+        witness_size: u64,
+    },
+    /// The witness is rate limiting or failing (429, 5xx): try later.
+    #[error("witness {witness} is unavailable ({status}); try again later")]
+    Unavailable {
+        /// The witness URL.
+        witness: String,
+        /// The HTTP status.
+        status: u16,
+    },
+    /// A transport failure or timeout: try later.
+    #[error("cannot reach witness {witness}: {reason}")]
+    Transport {
+        /// The witness URL.
+        witness: String,
+        /// What failed.
+        reason: String,
+    },
+    /// An answer that breaks the protocol.
+    #[error("witness {witness} gave a bad answer ({status}): {reason}")]
+    BadAnswer {
+        /// The witness URL.
+        witness: String,
+        /// The HTTP status.
+        status: u16,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A 200 whose lines include no verified cosignature from a trusted key.
+    #[error("witness {witness} answered 200 without a cosignature from any trusted witness key")]
+    NoTrustedCosignature {
+        /// The witness URL.
+        witness: String,
+    },
+    /// A cosignature line from a trusted key failed.
+    #[error("witness {witness}: {source}")]
+    Cosignature {
+        /// The witness URL.
+        witness: String,
+        /// The failure.
+        source: CosignatureError,
+    },
+    /// Nothing cosigned yet (a reader's 404).
+    #[error("witness {witness} has cosigned nothing for origin {origin:?}")]
+    NothingCosigned {
+        /// The witness URL.
+        witness: String,
+        /// The origin.
+        origin: String,
+    },
+}
+
+impl WitnessError {
+    /// Evidence about the log: a witness saw it fork or its history move.
+    pub fn is_integrity(&self) -> bool {
+        matches!(
+            self,
+            Self::Inconsistent { .. } | Self::Fork { .. } | Self::Rollback { .. }
+        )
+    }
+
+    /// A witness that is busy or away: the same request may succeed later.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::Unavailable { .. } | Self::Transport { .. } | Self::Conflict { .. }
+        )
+    }
+}

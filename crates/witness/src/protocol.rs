@@ -1,0 +1,107 @@
+//! The C2SP tlog-witness wire format (HEAD text, see the crate README):
+//! the add-checkpoint request, the 409 size answer, the monitor path.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use sha2::{Digest, Sha256};
+use tlog::{ConsistencyProof, NodeHash};
+
+use crate::checkpoint::parse_canonical_u64;
+use crate::keys::decode_base64_canonical;
+
+/// The most consistency proof lines a request may carry (the spec's limit).
+pub const MAX_PROOF_LINES: usize = 63;
+/// The largest add-checkpoint request body this crate sends or reads.
+pub const MAX_REQUEST_BYTES: usize = 16 * 1024;
+/// The largest response body the client reads.
+pub const MAX_RESPONSE_BYTES: usize = 64 * 1024;
+/// The content type of a 409 answer's size body.
+pub const SIZE_CONTENT_TYPE: &str = "text/x.tlog.size";
+/// The submission path, below the submission prefix.
+pub const ADD_CHECKPOINT_PATH: &str = "/add-checkpoint";
+
+/// A parsed add-checkpoint request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddCheckpointRequest {
+    /// The size the client believes the witness last cosigned.
+    pub old_size: u64,
+    /// Consistency proof from `old_size` to the checkpoint's size.
+    pub proof: ConsistencyProof,
+    /// The signed checkpoint note.
+    pub checkpoint_note: String,
+}
+
+/// Why a request body was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed add-checkpoint request: {0}")]
+pub struct RequestError(pub &'static str);
+
+impl AddCheckpointRequest {
+    /// The request body: `old N`, proof lines, a blank line, the note.
+    pub fn to_body(&self) -> String {
+        let mut body = format!("old {}\n", self.old_size);
+        for hash in self.proof.path() {
+            body.push_str(&STANDARD.encode(hash.as_bytes()));
+            body.push('\n');
+        }
+        body.push('\n');
+        body.push_str(&self.checkpoint_note);
+        body
+    }
+
+    /// Parses a request body strictly.
+    pub fn parse(body: &[u8]) -> Result<Self, RequestError> {
+        if body.len() > MAX_REQUEST_BYTES {
+            return Err(RequestError("body too large"));
+        }
+        let body = std::str::from_utf8(body).map_err(|_| RequestError("not UTF-8"))?;
+        let (head, note) = body
+            .split_once("\n\n")
+            .ok_or(RequestError("no blank line before the checkpoint"))?;
+        let mut lines = head.split('\n');
+        let old = lines
+            .next()
+            .and_then(|line| line.strip_prefix("old "))
+            .ok_or(RequestError("first line is not `old <size>`"))?;
+        let old_size =
+            parse_canonical_u64(old).ok_or(RequestError("old size is not a canonical decimal"))?;
+        let mut path = Vec::new();
+        for line in lines {
+            if path.len() == MAX_PROOF_LINES {
+                return Err(RequestError("more than 63 proof lines"));
+            }
+            let bytes = decode_base64_canonical(line)
+                .ok_or(RequestError("a proof line is not canonical base64"))?;
+            path.push(
+                NodeHash::try_from(bytes.as_slice())
+                    .map_err(|_| RequestError("a proof hash is not 32 bytes"))?,
+            );
+        }
+        Ok(Self {
+            old_size,
+            proof: ConsistencyProof::new(path),
+            checkpoint_note: note.to_owned(),
+        })
+    }
+}
+
+/// Reads the witness's size from a 409 answer, strictly: the content type
+/// exactly `text/x.tlog.size` and the body a canonical decimal and one newline.
+pub fn parse_conflict_size(content_type: Option<&str>, body: &[u8]) -> Option<u64> {
+    if content_type != Some(SIZE_CONTENT_TYPE) {
+        return None;
+    }
+    let text = std::str::from_utf8(body).ok()?.strip_suffix('\n')?;
+    parse_canonical_u64(text)
+}
+
+/// The monitor path segment of an origin: lowercase hex SHA-256 of its bytes.
+pub fn origin_hash(origin: &str) -> String {
+    let digest: [u8; 32] = Sha256::digest(origin.as_bytes()).into();
+    digest.iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The monitor path of an origin, below the monitoring prefix.
+pub fn monitor_path(origin: &str) -> String {
+    format!("/{}/checkpoint", origin_hash(origin))
+}
