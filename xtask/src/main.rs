@@ -14,13 +14,15 @@ use std::process::{Command, ExitCode};
 use anyhow::{Context, Result, bail};
 
 mod crosscheck;
+mod litewitness;
 mod vectors;
 
 const USAGE: &str = "usage: cargo xtask <test | vectors [--check]>
 
   test              format check, clippy -D warnings, every test, docs, vector check
   vectors           regenerate the vector files from the Go oracle (writes them)
-  vectors --check   regenerate into memory and fail on any difference";
+  vectors --check   regenerate into memory and fail on any difference
+  litewitness       build litewitness (Go) and run our witness client against it";
 
 fn main() -> ExitCode {
     match run() {
@@ -39,6 +41,7 @@ fn run() -> Result<()> {
         ["test"] => test(),
         ["vectors"] => vectors::run(vectors::Mode::Write),
         ["vectors", "--check"] => vectors::run(vectors::Mode::Check),
+        ["litewitness"] => litewitness::run(),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             Ok(())
@@ -107,6 +110,9 @@ fn test() -> Result<()> {
 
     step("cargo xtask vectors --check (Go oracle)");
     vectors::run(vectors::Mode::Check)?;
+
+    step("cargo xtask litewitness (a real witness that is not ours)");
+    litewitness::run()?;
 
     eprintln!("\nxtask: all checks passed");
     // The closing line CI reads: the totals of every test binary above.

@@ -155,13 +155,16 @@ impl VerifierKey {
         })
     }
 
-    /// A verifier key for an Ed25519 public key with the given algorithm byte.
-    pub fn ed25519(name: &str, algorithm: u8, public_key: &VerifyingKey) -> Result<Self, KeyError> {
+    /// A verifier key for a 32-byte Ed25519 public key with the given
+    /// algorithm byte (0x01 note signer, 0x04 cosigner).
+    pub fn ed25519(name: &str, algorithm: u8, public_key: [u8; 32]) -> Result<Self, KeyError> {
         check_key_name(name)?;
         if !matches!(algorithm, ALG_ED25519 | ALG_COSIGNATURE_V1) {
             return Err(KeyError::UnknownAlgorithm(algorithm));
         }
-        let bytes = public_key.to_bytes();
+        VerifyingKey::from_bytes(&public_key)
+            .map_err(|_| KeyError::Malformed("not a valid Ed25519 public key"))?;
+        let bytes = public_key;
         Ok(Self {
             name: name.to_owned(),
             key_id: key_id(name, algorithm, &bytes),
