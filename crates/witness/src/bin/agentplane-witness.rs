@@ -24,7 +24,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve POST /add-checkpoint and GET /<origin hash>/checkpoint.
+    /// Serve `POST /add-checkpoint` and `GET /<origin hash>/checkpoint`.
     Serve {
         /// Address to listen on (port 0 picks a free one; the address is printed).
         #[arg(long, default_value = "127.0.0.1:7380")]

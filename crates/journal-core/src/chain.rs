@@ -1,0 +1,262 @@
+//! The per-run hash chain (R-CHAIN-1..5): `hash = SHA-256(prev_hash || bytes)`,
+//! genesis zero, verified over the stored bytes before anything is parsed.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{JournalError, TamperKind};
+use crate::ids::RunId;
+use crate::record::{Record, RecordKind};
+use crate::signature::{KeySignature, SignatureCheck, Verifier, VerifyOptions};
+use crate::version::Upcasters;
+
+/// A link of a run's chain.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChainHash([u8; 32]);
+
+impl ChainHash {
+    /// The `prev_hash` of every run's first record: 32 zero bytes.
+    pub const GENESIS: ChainHash = ChainHash([0; 32]);
+
+    /// `SHA-256(prev || bytes)`.
+    pub fn link(prev: &ChainHash, bytes: &[u8]) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(prev.0);
+        hasher.update(bytes);
+        Self(hasher.finalize().into())
+    }
+
+    /// Wraps 32 stored bytes.
+    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    /// The 32 bytes.
+    pub const fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// Parses 64 hex digits.
+    pub fn from_hex(text: &str) -> Option<Self> {
+        tlog::NodeHash::from_hex(text)
+            .ok()
+            .map(|h| Self(*h.as_bytes()))
+    }
+
+    /// Wraps bytes of any length, refusing all but 32.
+    pub fn from_slice(bytes: &[u8]) -> Option<Self> {
+        bytes.try_into().ok().map(Self)
+    }
+}
+
+impl fmt::Display for ChainHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for byte in self.0 {
+            write!(f, "{byte:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for ChainHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ChainHash({self})")
+    }
+}
+
+/// One stored row: `seq | kind | effect_key | prev_hash | hash`, the exact
+/// wire bytes and an optional signature beside the hash (R-CHAIN-1, R-SIG-1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRecord {
+    /// Position in the run, from 1.
+    pub seq: u64,
+    /// The kind column.
+    pub kind: String,
+    /// The effect key column.
+    pub effect_key: Option<String>,
+    /// The previous record's hash (genesis for seq 1).
+    pub prev_hash: ChainHash,
+    /// This record's hash.
+    pub hash: ChainHash,
+    /// The exact bytes written.
+    pub bytes: Vec<u8>,
+    /// The signature over `hash`, if the plane signs.
+    pub signature: Option<KeySignature>,
+}
+
+impl StoredRecord {
+    /// The row for `record` after `prev` (seq and run come from the record).
+    pub fn new(
+        record: &Record,
+        prev: ChainHash,
+        signature: Option<KeySignature>,
+    ) -> Result<Self, JournalError> {
+        let bytes = record.encode()?;
+        let hash = ChainHash::link(&prev, &bytes);
+        Ok(Self {
+            seq: record.seq,
+            kind: record.kind().as_str().to_owned(),
+            effect_key: record.effect_key.clone(),
+            prev_hash: prev,
+            hash,
+            bytes,
+            signature,
+        })
+    }
+}
+
+/// A row whose chain link, signature and shape were verified, with its record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedRecord {
+    /// The row as stored.
+    pub stored: StoredRecord,
+    /// The decoded record (upcast to this build's shape if it was older).
+    pub record: Record,
+}
+
+/// What the caller knows of the run's head from elsewhere (the runs table, a
+/// seal), to catch a truncated tail that the chain alone cannot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExpectedHead {
+    /// The last seq.
+    pub seq: u64,
+    /// Its hash.
+    pub hash: ChainHash,
+}
+
+/// How a run is verified: which upcasters, which signature keys, how strict.
+#[derive(Clone, Copy)]
+pub struct ChainCheck<'a> {
+    /// The upcaster registry (consulted on every read).
+    pub upcasters: &'a Upcasters,
+    /// The record signature verifier, if the caller trusts keys.
+    pub verifier: Option<&'a dyn Verifier>,
+    /// Lenient or strict about signatures.
+    pub options: VerifyOptions,
+}
+
+fn tamper(run: &RunId, seq: u64, kind: TamperKind, detail: Option<String>) -> JournalError {
+    JournalError::Tamper {
+        run: run.clone(),
+        seq,
+        kind,
+        detail,
+    }
+}
+
+/// Verifies a run's rows in stored order and decodes them. The first problem
+/// is returned, naming the run and the first bad seq.
+pub fn verify_run(
+    run: &RunId,
+    rows: &[StoredRecord],
+    expected_head: Option<ExpectedHead>,
+    check: ChainCheck<'_>,
+) -> Result<Vec<VerifiedRecord>, JournalError> {
+    let mut prev = ChainHash::GENESIS;
+    let mut out = Vec::with_capacity(rows.len());
+    for (index, row) in rows.iter().enumerate() {
+        let expected_seq = index as u64 + 1;
+        if row.seq != expected_seq {
+            let kind = if row.seq > expected_seq {
+                TamperKind::Gap
+            } else {
+                TamperKind::Reorder
+            };
+            return Err(tamper(
+                run,
+                expected_seq,
+                kind,
+                Some(format!("found seq {}", row.seq)),
+            ));
+        }
+        if row.prev_hash != prev {
+            return Err(tamper(run, row.seq, TamperKind::BrokenLink, None));
+        }
+        if ChainHash::link(&prev, &row.bytes) != row.hash {
+            return Err(tamper(run, row.seq, TamperKind::HashMismatch, None));
+        }
+        check_signature(run, row, check)?;
+        // Only now, with the bytes proven to be the ones written, is the body read.
+        let record = Record::decode_verified(&row.bytes, check.upcasters)?;
+        if record.run != *run || record.seq != row.seq {
+            return Err(tamper(
+                run,
+                row.seq,
+                TamperKind::Reorder,
+                Some(format!(
+                    "the record says run {} seq {}",
+                    record.run, record.seq
+                )),
+            ));
+        }
+        if RecordKind::parse(&row.kind) != Some(record.kind())
+            || row.effect_key != record.effect_key
+        {
+            return Err(tamper(run, row.seq, TamperKind::ColumnMismatch, None));
+        }
+        prev = row.hash;
+        out.push(VerifiedRecord {
+            stored: row.clone(),
+            record,
+        });
+    }
+    if let Some(head) = expected_head {
+        let last_seq = rows.len() as u64;
+        if head.seq > last_seq {
+            return Err(tamper(
+                run,
+                last_seq + 1,
+                TamperKind::Gap,
+                Some(format!("the head is at seq {}", head.seq)),
+            ));
+        }
+        if head.seq < last_seq || head.hash != prev {
+            return Err(tamper(
+                run,
+                head.seq.max(1),
+                TamperKind::SealMismatch,
+                Some("the recorded head differs".into()),
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn check_signature(
+    run: &RunId,
+    row: &StoredRecord,
+    check: ChainCheck<'_>,
+) -> Result<(), JournalError> {
+    let strict = check.options.require_signature;
+    let unsigned = |problem: String| JournalError::Unsigned {
+        run: run.clone(),
+        seq: row.seq,
+        problem,
+    };
+    match (&row.signature, check.verifier) {
+        (None, _) if strict => Err(unsigned("unsigned record; require_signature is on".into())),
+        (None, _) => Ok(()),
+        (Some(signature), Some(verifier)) => {
+            match verifier.verify(&signature.key_id, &row.hash, &signature.signature) {
+                SignatureCheck::Valid => Ok(()),
+                SignatureCheck::Invalid => Err(tamper(
+                    run,
+                    row.seq,
+                    TamperKind::BadSignature,
+                    Some(format!("key id {}", signature.key_id)),
+                )),
+                SignatureCheck::UnknownKey if strict => Err(unsigned(format!(
+                    "signed by key id {:?}, which is not trusted here",
+                    signature.key_id
+                ))),
+                SignatureCheck::UnknownKey => Ok(()),
+            }
+        }
+        (Some(signature), None) if strict => Err(unsigned(format!(
+            "signed by key id {:?}, and no trusted keys were given",
+            signature.key_id
+        ))),
+        (Some(_), None) => Ok(()),
+    }
+}

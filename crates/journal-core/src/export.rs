@@ -1,0 +1,333 @@
+//! Self-contained exports of sealed runs (R-EXP-1): records with their exact
+//! bytes and signatures, the seal, its inclusion proof and a signed
+//! checkpoint, verified offline with only the trusted keys.
+//!
+//! The file is JSON Lines, in this order:
+//! 1. `{"type":"header","format":"agentplane-export/v1","origin":…,"run":…}`
+//! 2. one `{"type":"record","seq":…,"kind":…,"effect_key":…,"prev_hash":…,"hash":…,"bytes":…,"signature":…}` per record
+//!    (`bytes` is the record's exact wire text; hashes are lowercase hex)
+//! 3. `{"type":"seal","leaf":…}` (the seal leaf's exact text)
+//! 4. `{"type":"inclusion","index":…,"size":…,"root":…,"proof":[…]}` (hashes in standard base64, as in checkpoints)
+//! 5. `{"type":"checkpoint","note":…}` (the log's signed checkpoint note)
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+use tlog::{InclusionProof, NodeHash, RootHash, Tree};
+use witness::{NoteVerifier, SignedCheckpoint, VerifierKey};
+
+use crate::chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, verify_run};
+use crate::error::JournalError;
+use crate::ids::RunId;
+use crate::journal::VerifiedRun;
+use crate::log::RunInclusion;
+use crate::record::RecordBody;
+use crate::signature::KeySignature;
+
+/// The format name on the header line.
+pub const EXPORT_FORMAT: &str = "agentplane-export/v1";
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+enum Line {
+    Header {
+        format: String,
+        origin: String,
+        run: String,
+    },
+    Record {
+        seq: u64,
+        kind: String,
+        effect_key: Option<String>,
+        prev_hash: String,
+        hash: String,
+        bytes: String,
+        signature: Option<KeySignature>,
+    },
+    Seal {
+        leaf: String,
+    },
+    Inclusion {
+        index: u64,
+        size: u64,
+        root: String,
+        proof: Vec<String>,
+    },
+    Checkpoint {
+        note: String,
+    },
+}
+
+/// Why an export was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExportError {
+    /// A line is not what the format says.
+    #[error("export line {line}: {detail}")]
+    Malformed {
+        /// 1-based line number.
+        line: usize,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The records fail their chain, signature or shape checks.
+    #[error("export records: {0}")]
+    Journal(#[from] JournalError),
+    /// The checkpoint is not signed by a trusted log key.
+    #[error("export checkpoint: {0}")]
+    Checkpoint(String),
+    /// The seal, proof and checkpoint do not agree with each other.
+    #[error("export: {0}")]
+    Mismatch(String),
+}
+
+impl ExportError {
+    /// Whether this is evidence of tampering rather than a malformed or foreign file.
+    pub fn is_tamper(&self) -> bool {
+        matches!(self, Self::Journal(err) if err.is_tamper())
+            || matches!(self, Self::Mismatch(_) | Self::Checkpoint(_))
+    }
+}
+
+fn to_json(line: &Line) -> String {
+    serde_json::to_string(line).unwrap_or_default()
+}
+
+/// Writes the export of a verified, sealed run.
+pub fn write_export(
+    origin: &str,
+    run: &RunId,
+    verified: &VerifiedRun,
+    inclusion: &RunInclusion,
+    checkpoint: &SignedCheckpoint,
+) -> Result<String, JournalError> {
+    let seal = verified
+        .seal
+        .as_ref()
+        .ok_or_else(|| JournalError::InvalidRecord(format!("run {run} is not sealed")))?;
+    let mut out = String::new();
+    let mut push = |line: Line| {
+        out.push_str(&to_json(&line));
+        out.push('\n');
+    };
+    push(Line::Header {
+        format: EXPORT_FORMAT.into(),
+        origin: origin.into(),
+        run: run.to_string(),
+    });
+    for record in &verified.records {
+        let row = &record.stored;
+        push(Line::Record {
+            seq: row.seq,
+            kind: row.kind.clone(),
+            effect_key: row.effect_key.clone(),
+            prev_hash: row.prev_hash.to_string(),
+            hash: row.hash.to_string(),
+            bytes: String::from_utf8_lossy(&row.bytes).into_owned(),
+            signature: row.signature.clone(),
+        });
+    }
+    push(Line::Seal {
+        leaf: String::from_utf8_lossy(&seal.leaf_bytes).into_owned(),
+    });
+    push(Line::Inclusion {
+        index: inclusion.index,
+        size: inclusion.tree.size,
+        root: STANDARD.encode(inclusion.tree.root.as_bytes()),
+        proof: inclusion
+            .proof
+            .path()
+            .iter()
+            .map(|h| STANDARD.encode(h.as_bytes()))
+            .collect(),
+    });
+    push(Line::Checkpoint {
+        note: checkpoint.note().to_owned(),
+    });
+    Ok(out)
+}
+
+/// What a verified export holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedExport {
+    /// The log origin.
+    pub origin: String,
+    /// The run.
+    pub run: RunId,
+    /// How many records.
+    pub records: u64,
+    /// The run's leaf index.
+    pub index: u64,
+    /// The checkpoint's tree.
+    pub tree: Tree,
+    /// The run's last conclusion's outcome.
+    pub outcome: Option<crate::record::Outcome>,
+}
+
+fn b64_hash(line: usize, text: &str) -> Result<[u8; 32], ExportError> {
+    let malformed = || ExportError::Malformed {
+        line,
+        detail: format!("{text:?} is not the base64 of a 32-byte hash"),
+    };
+    let bytes = STANDARD.decode(text).map_err(|_| malformed())?;
+    bytes.try_into().map_err(|_| malformed())
+}
+
+/// Verifies an export offline: the records' chain and signatures, the seal
+/// against the chain, the inclusion proof against the checkpoint, and the
+/// checkpoint's signature by a trusted log key.
+pub fn verify_export(
+    text: &str,
+    log_keys: &[VerifierKey],
+    check: ChainCheck<'_>,
+) -> Result<VerifiedExport, ExportError> {
+    let mut header = None;
+    let mut rows = Vec::new();
+    let mut seal = None;
+    let mut inclusion = None;
+    let mut checkpoint = None;
+    for (index, raw) in text.lines().enumerate() {
+        let line_no = index + 1;
+        let malformed = |detail: String| ExportError::Malformed {
+            line: line_no,
+            detail,
+        };
+        let line: Line = serde_json::from_str(raw).map_err(|err| malformed(err.to_string()))?;
+        let stage = match &line {
+            Line::Header { .. } => 0,
+            Line::Record { .. } => 1,
+            Line::Seal { .. } => 2,
+            Line::Inclusion { .. } => 3,
+            Line::Checkpoint { .. } => 4,
+        };
+        let expected = if header.is_none() {
+            0
+        } else if seal.is_none() {
+            if stage == 2 { 2 } else { 1 }
+        } else if inclusion.is_none() {
+            3
+        } else if checkpoint.is_none() {
+            4
+        } else {
+            5
+        };
+        if stage != expected {
+            return Err(malformed("a line out of the format's order".into()));
+        }
+        match line {
+            Line::Header {
+                format,
+                origin,
+                run,
+            } => {
+                if format != EXPORT_FORMAT {
+                    return Err(malformed(format!(
+                        "format {format:?}, this build reads {EXPORT_FORMAT}"
+                    )));
+                }
+                header = Some((
+                    origin,
+                    RunId::new(&run).map_err(|err| malformed(err.to_string()))?,
+                ));
+            }
+            Line::Record {
+                seq,
+                kind,
+                effect_key,
+                prev_hash,
+                hash,
+                bytes,
+                signature,
+            } => {
+                let hash_of = |text: &str| {
+                    ChainHash::from_hex(text)
+                        .ok_or_else(|| malformed(format!("{text:?} is not a hash")))
+                };
+                rows.push(StoredRecord {
+                    seq,
+                    kind,
+                    effect_key,
+                    prev_hash: hash_of(&prev_hash)?,
+                    hash: hash_of(&hash)?,
+                    bytes: bytes.into_bytes(),
+                    signature,
+                });
+            }
+            Line::Seal { leaf } => seal = Some(leaf),
+            Line::Inclusion {
+                index,
+                size,
+                root,
+                proof,
+            } => {
+                let root = RootHash::from_hash_bytes(b64_hash(line_no, &root)?);
+                let path = proof
+                    .iter()
+                    .map(|h| b64_hash(line_no, h).map(NodeHash::from_hash_bytes))
+                    .collect::<Result<Vec<_>, _>>()?;
+                inclusion = Some((index, Tree::new(size, root), InclusionProof::new(path)));
+            }
+            Line::Checkpoint { note } => checkpoint = Some(note),
+        }
+    }
+    let missing = |what: &str| ExportError::Malformed {
+        line: text.lines().count() + 1,
+        detail: format!("no {what} line"),
+    };
+    let (origin, run) = header.ok_or_else(|| missing("header"))?;
+    let seal = seal.ok_or_else(|| missing("seal"))?;
+    let (index, tree, proof) = inclusion.ok_or_else(|| missing("inclusion"))?;
+    let note = checkpoint.ok_or_else(|| missing("checkpoint"))?;
+
+    let last = rows.last().map(|row| ExpectedHead {
+        seq: row.seq,
+        hash: row.hash,
+    });
+    let records = verify_run(&run, &rows, last, check)?;
+    let head = last.ok_or_else(|| ExportError::Mismatch("an export with no records".into()))?;
+    let expected_leaf = crate::seal::SealLeaf {
+        origin: origin.clone(),
+        run: run.clone(),
+        record_count: head.seq,
+        head: head.hash,
+    };
+    if expected_leaf.to_bytes() != seal.as_bytes() {
+        return Err(ExportError::Mismatch(
+            "the seal leaf does not match the records".into(),
+        ));
+    }
+    let verifiers: Vec<&dyn NoteVerifier> =
+        log_keys.iter().map(|k| k as &dyn NoteVerifier).collect();
+    let (signed, _) = SignedCheckpoint::open(note.as_bytes(), &verifiers)
+        .map_err(|err| ExportError::Checkpoint(err.to_string()))?;
+    let checkpoint = signed.checkpoint();
+    if checkpoint.origin() != origin {
+        return Err(ExportError::Mismatch(format!(
+            "the checkpoint is for origin {:?}, the export for {origin:?}",
+            checkpoint.origin()
+        )));
+    }
+    if checkpoint.tree() != tree {
+        return Err(ExportError::Mismatch(
+            "the inclusion proof is for another tree than the checkpoint's".into(),
+        ));
+    }
+    tree.verify_inclusion(&expected_leaf.leaf_hash(), index, &proof)
+        .map_err(|err| ExportError::Mismatch(format!("the run's inclusion proof fails: {err}")))?;
+    let outcome = records.iter().rev().find_map(|r| match &r.record.body {
+        RecordBody::RunConcluded(c) => Some(c.outcome),
+        _ => None,
+    });
+    if !outcome.is_some_and(|o| o.seals()) {
+        return Err(ExportError::Mismatch(
+            "the last conclusion of an exported run must seal it".into(),
+        ));
+    }
+    Ok(VerifiedExport {
+        origin,
+        run,
+        records: head.seq,
+        index,
+        tree,
+        outcome,
+    })
+}

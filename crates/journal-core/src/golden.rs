@@ -1,0 +1,285 @@
+//! The frozen corpus (R-GOLD-1..3): the bytes this build writes for one
+//! record of every kind, and a sealed export every build must verify. Tests
+//! compare against `tests/golden/`; only `cargo xtask bless` rewrites it.
+
+use serde::{Deserialize, Serialize};
+
+use crate::chain::ChainHash;
+use crate::error::JournalError;
+use crate::ids::RunId;
+use crate::record::{
+    Budget, Build, CeilingRaised, Counters, Dimension, DoubtAnswer, DoubtAnswered, EffectDone,
+    EffectResult, EffectStarted, Holding, Outcome, PlanFrozen, Record, RecordBody, Released,
+    RunAdmitted, RunConcluded, StepMark, Verdict, WithholdingLifted,
+};
+
+/// The path of the record corpus, from the workspace root.
+pub const RECORDS_PATH: &str = "tests/golden/records.jsonl";
+/// The path of the export corpus, from the workspace root.
+pub const EXPORT_PATH: &str = "tests/golden/export.jsonl";
+/// The seed of the golden export's record signing key.
+pub const RECORD_KEY_SEED: [u8; 32] = [0x52; 32];
+/// The record key's id.
+pub const RECORD_KEY_ID: &str = "spiffe://golden.test/agent";
+/// The seed of the golden export's log key.
+pub const LOG_KEY_SEED: [u8; 32] = [0x4c; 32];
+/// The golden tenant's origin (and log key name).
+pub const ORIGIN: &str = "golden.test/plane/tenant-a";
+
+/// One corpus line: a record's chain digest and its exact bytes.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GoldenLine {
+    /// `SHA-256(prev || record)` in the corpus chain.
+    pub chain_hash: String,
+    /// The record's wire bytes, as text.
+    pub record: String,
+}
+
+fn counters(tokens: u64, cost: u64) -> Counters {
+    Counters {
+        tokens,
+        cost_micros: cost,
+        steps: 1,
+        effects: 1,
+        wall_millis: 250,
+    }
+}
+
+/// One record of every kind, with fixed values and a fixed build.
+pub fn golden_records() -> Result<Vec<Record>, JournalError> {
+    let run = RunId::new("golden-run-0001")?;
+    let build = Build {
+        name: "agentplane-journal-core".into(),
+        version: "golden".into(),
+    };
+    let effect = Some("ek:search-1".to_owned());
+    let bodies: Vec<(Option<String>, RecordBody)> = vec![
+        (
+            None,
+            RecordBody::RunAdmitted(RunAdmitted {
+                tenant: "tenant-a".into(),
+                idempotency_key: "idem-0001".into(),
+                budget: Budget {
+                    tokens: Some(10_000),
+                    cost_micros: Some(2_500_000),
+                    steps: Some(8),
+                    effects: None,
+                    wall_millis: Some(60_000),
+                },
+            }),
+        ),
+        (
+            None,
+            RecordBody::PlanFrozen(PlanFrozen {
+                steps: vec!["search".into(), "summarize \"é\" \u{4e2d}".into()],
+            }),
+        ),
+        (
+            None,
+            RecordBody::StepStarted(StepMark {
+                step: "search".into(),
+            }),
+        ),
+        (
+            effect.clone(),
+            RecordBody::EffectStarted(EffectStarted {
+                step: "search".into(),
+                reserved: counters(500, 1_000),
+            }),
+        ),
+        (
+            effect.clone(),
+            RecordBody::EffectDone(EffectDone {
+                result: EffectResult::Ok {
+                    output: "{\"hits\":3}".into(),
+                },
+                charged: counters(420, 840),
+            }),
+        ),
+        (
+            effect.clone(),
+            RecordBody::Released(Released {
+                holding: Holding::Reservation,
+                amount: counters(80, 160),
+            }),
+        ),
+        (
+            None,
+            RecordBody::StepFinished(StepMark {
+                step: "search".into(),
+            }),
+        ),
+        (
+            None,
+            RecordBody::RunConcluded(RunConcluded {
+                outcome: Outcome::Exhausted,
+                verdict: Verdict::BudgetExceeded {
+                    dimension: Dimension::Tokens,
+                    ceiling: 10_000,
+                    counters: counters(10_420, 20_840),
+                },
+                reason: "token ceiling 10000 crossed at 10420".into(),
+            }),
+        ),
+        (
+            None,
+            RecordBody::CeilingRaised(CeilingRaised {
+                dimension: Dimension::Tokens,
+                ceiling: Some(20_000),
+            }),
+        ),
+        (
+            None,
+            RecordBody::WithholdingLifted(WithholdingLifted {
+                note: "lifted by operator".into(),
+            }),
+        ),
+        (
+            effect,
+            RecordBody::DoubtAnswered(DoubtAnswered {
+                answer: DoubtAnswer::DidNotHappen,
+            }),
+        ),
+    ];
+    Ok(bodies
+        .into_iter()
+        .enumerate()
+        .map(|(i, (effect_key, body))| Record {
+            run: run.clone(),
+            seq: i as u64 + 1,
+            effect_key,
+            build: build.clone(),
+            body,
+        })
+        .collect())
+}
+
+/// The record corpus as this build writes it.
+pub fn records_corpus() -> Result<String, JournalError> {
+    let mut prev = ChainHash::GENESIS;
+    let mut out = String::new();
+    for record in golden_records()? {
+        let bytes = record.encode()?;
+        prev = ChainHash::link(&prev, &bytes);
+        let line = GoldenLine {
+            chain_hash: prev.to_string(),
+            record: String::from_utf8_lossy(&bytes).into_owned(),
+        };
+        out.push_str(
+            &serde_json::to_string(&line)
+                .map_err(|err| JournalError::InvalidRecord(err.to_string()))?,
+        );
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// The golden log key.
+pub fn log_key() -> Result<witness::LogKey, JournalError> {
+    let signer = witness::SignerKey::from_seed(ORIGIN, witness::ALG_ED25519, LOG_KEY_SEED)
+        .map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
+    witness::LogKey::new(signer).map_err(|err| JournalError::InvalidRecord(err.to_string()))
+}
+
+/// A sealed, signed run exported, with every value fixed.
+#[cfg(feature = "signing")]
+pub fn export_corpus() -> Result<String, JournalError> {
+    use crate::chain::ChainCheck;
+    use crate::ids::TenantId;
+    use crate::journal::Journal;
+    use crate::memory::MemoryStore;
+    use crate::signature::{Ed25519Signer, VerifyOptions};
+    use crate::version::Upcasters;
+
+    let store = MemoryStore::new();
+    let tenant = TenantId::new("tenant-a")?;
+    let signer = Ed25519Signer::from_seed(RECORD_KEY_ID, RECORD_KEY_SEED);
+    let journal = Journal {
+        store: &store,
+        tenant: &tenant,
+        origin: ORIGIN,
+        signer: Some(&signer),
+    };
+    // Two earlier sealed runs, so the proof has siblings.
+    let mut target = None;
+    for (n, name) in ["golden-a", "golden-b", "golden-run-0001"]
+        .into_iter()
+        .enumerate()
+    {
+        let run = RunId::new(name)?;
+        let mut head = None;
+        for (effect_key, body) in [
+            (
+                None,
+                RecordBody::RunAdmitted(RunAdmitted {
+                    tenant: "tenant-a".into(),
+                    idempotency_key: format!("idem-{n}"),
+                    budget: Budget::default(),
+                }),
+            ),
+            (
+                None,
+                RecordBody::PlanFrozen(PlanFrozen {
+                    steps: vec!["answer".into()],
+                }),
+            ),
+            (
+                None,
+                RecordBody::StepStarted(StepMark {
+                    step: "answer".into(),
+                }),
+            ),
+            (
+                Some(format!("ek:answer-{n}")),
+                RecordBody::EffectStarted(EffectStarted {
+                    step: "answer".into(),
+                    reserved: Counters::default(),
+                }),
+            ),
+            (
+                Some(format!("ek:answer-{n}")),
+                RecordBody::EffectDone(EffectDone {
+                    result: EffectResult::Ok {
+                        output: format!("answer {n}"),
+                    },
+                    charged: counters(100, 200),
+                }),
+            ),
+            (
+                None,
+                RecordBody::StepFinished(StepMark {
+                    step: "answer".into(),
+                }),
+            ),
+            (
+                None,
+                RecordBody::RunConcluded(RunConcluded {
+                    outcome: Outcome::Succeeded,
+                    verdict: Verdict::None,
+                    reason: "plan complete".into(),
+                }),
+            ),
+        ] {
+            head = Some(journal.append(&run, head, effect_key, body)?.head);
+        }
+        target = Some(run);
+    }
+    let run = target.ok_or_else(|| JournalError::InvalidRecord("no run".into()))?;
+    let upcasters = Upcasters::builtin();
+    let verified = journal.read(
+        &run,
+        ChainCheck {
+            upcasters: &upcasters,
+            verifier: None,
+            options: VerifyOptions::default(),
+        },
+    )?;
+    let inclusion = crate::log::inclusion_proof(&store, &tenant, &run)?;
+    let checkpoint = witness::Checkpoint::new(ORIGIN, inclusion.tree)
+        .map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
+    let signed = log_key()?
+        .sign(&checkpoint)
+        .map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
+    crate::export::write_export(ORIGIN, &run, &verified, &inclusion, &signed)
+}

@@ -1,0 +1,33 @@
+#![doc = include_str!("../README.md")]
+
+pub mod chain;
+pub mod error;
+pub mod export;
+pub mod golden;
+pub mod ids;
+pub mod journal;
+pub mod log;
+pub mod memory;
+pub mod record;
+pub mod seal;
+pub mod signature;
+pub mod store;
+#[cfg(feature = "testkit")]
+pub mod testkit;
+pub mod version;
+
+pub use chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, VerifiedRecord, verify_run};
+pub use error::{BuildSkew, ErrorClass, JournalError, TamperKind};
+pub use ids::{RunId, TenantId};
+pub use journal::{Appended, Journal, VerifiedRun};
+pub use memory::MemoryStore;
+pub use record::{
+    Budget, Build, Counters, Dimension, DoubtAnswer, EffectResult, Holding, Outcome, Record,
+    RecordBody, RecordKind, Verdict,
+};
+pub use seal::SealLeaf;
+#[cfg(feature = "signing")]
+pub use signature::{Ed25519Signer, Ed25519Verifier};
+pub use signature::{KeySignature, SignatureCheck, Signer, Verifier, VerifyOptions};
+pub use store::{AppendRequest, Conclusion, LogCounters, RunRows, SealEntry, Store};
+pub use version::{Upcaster, Upcasters};

@@ -1,0 +1,240 @@
+//! An in-memory [`Store`]: the reference the conformance suite is checked
+//! against. Not a product backend: nothing survives the process.
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+
+use tlog::{NodeHash, NodeId};
+
+use crate::chain::{ExpectedHead, StoredRecord};
+use crate::error::JournalError;
+use crate::ids::{RunId, TenantId};
+use crate::record::Outcome;
+use crate::store::{
+    AppendRequest, LogCounters, RunRows, SealEntry, Store, check_append, idempotency_key_of,
+    nodes_for_new_leaf,
+};
+
+#[derive(Default)]
+struct RunState {
+    rows: Vec<StoredRecord>,
+    head: Option<ExpectedHead>,
+    sealed: bool,
+    outcome: Option<Outcome>,
+}
+
+#[derive(Default)]
+struct TenantState {
+    runs: BTreeMap<RunId, RunState>,
+    idempotency: BTreeMap<String, RunId>,
+    seals: BTreeMap<u64, SealEntry>,
+    next_position: u64,
+    nodes: BTreeMap<NodeId, NodeHash>,
+}
+
+/// The in-memory store.
+#[derive(Default)]
+pub struct MemoryStore {
+    tenants: Mutex<BTreeMap<TenantId, TenantState>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, BTreeMap<TenantId, TenantState>>, JournalError> {
+        self.tenants
+            .lock()
+            .map_err(|_| JournalError::Io("memory store lock poisoned".into()))
+    }
+}
+
+impl Store for MemoryStore {
+    fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError> {
+        let mut tenants = self.lock()?;
+        let tenant = tenants.entry(request.tenant.clone()).or_default();
+        let (head, sealed) = tenant
+            .runs
+            .get(&request.run)
+            .map_or((None, false), |state| (state.head, state.sealed));
+        check_append(&request, head, sealed)?;
+        let mut position = None;
+        let mut new_nodes = Vec::new();
+        if let Some(seal) = request.conclusion.as_ref().and_then(|c| c.seal.as_ref()) {
+            let next = tenant.next_position;
+            let nodes = &tenant.nodes;
+            let read = |ids: &[NodeId]| -> Result<Vec<NodeHash>, JournalError> {
+                ids.iter()
+                    .map(|id| {
+                        nodes
+                            .get(id)
+                            .copied()
+                            .ok_or_else(|| JournalError::Io(format!("missing log node {id:?}")))
+                    })
+                    .collect()
+            };
+            new_nodes = nodes_for_new_leaf(&read, next, seal.leaf_hash())?;
+            position = Some(next);
+        }
+        // Everything below is one step: no error can happen after this point.
+        if let Some(key) = idempotency_key_of(&request.row) {
+            tenant.idempotency.insert(key, request.run.clone());
+        }
+        let state = tenant.runs.entry(request.run.clone()).or_default();
+        state.head = Some(ExpectedHead {
+            seq: request.row.seq,
+            hash: request.row.hash,
+        });
+        state.rows.push(request.row);
+        if let Some(conclusion) = &request.conclusion {
+            state.outcome = Some(conclusion.outcome);
+            if let (Some(seal), Some(position)) = (&conclusion.seal, position) {
+                state.sealed = true;
+                tenant.seals.insert(
+                    position,
+                    SealEntry {
+                        position,
+                        run: request.run.clone(),
+                        leaf_bytes: seal.to_bytes(),
+                    },
+                );
+                tenant.next_position = position + 1;
+                tenant.nodes.extend(new_nodes);
+            }
+        }
+        Ok(position)
+    }
+
+    fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
+        let tenants = self.lock()?;
+        let not_found = || JournalError::NotFound {
+            tenant: tenant.to_string(),
+            run: run.to_string(),
+        };
+        let state = tenants
+            .get(tenant)
+            .and_then(|t| t.runs.get(run))
+            .ok_or_else(not_found)?;
+        let seal = tenants
+            .get(tenant)
+            .and_then(|t| t.seals.values().find(|s| s.run == *run).cloned());
+        Ok(RunRows {
+            rows: state.rows.clone(),
+            head: state.head,
+            seal,
+            outcome: state.outcome,
+        })
+    }
+
+    fn runs(
+        &self,
+        tenant: &TenantId,
+        outcome: Option<Outcome>,
+    ) -> Result<Vec<RunId>, JournalError> {
+        let tenants = self.lock()?;
+        Ok(tenants
+            .get(tenant)
+            .map(|t| {
+                t.runs
+                    .iter()
+                    .filter(|(_, state)| outcome.is_none() || state.outcome == outcome)
+                    .map(|(run, _)| run.clone())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    fn run_by_idempotency_key(
+        &self,
+        tenant: &TenantId,
+        key: &str,
+    ) -> Result<Option<RunId>, JournalError> {
+        Ok(self
+            .lock()?
+            .get(tenant)
+            .and_then(|t| t.idempotency.get(key).cloned()))
+    }
+
+    fn tenants(&self) -> Result<Vec<TenantId>, JournalError> {
+        Ok(self.lock()?.keys().cloned().collect())
+    }
+
+    fn seals(&self, tenant: &TenantId) -> Result<Vec<SealEntry>, JournalError> {
+        Ok(self
+            .lock()?
+            .get(tenant)
+            .map(|t| t.seals.values().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    fn seal_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError> {
+        Ok(self
+            .lock()?
+            .get(tenant)
+            .and_then(|t| t.seals.values().find(|s| s.run == *run).cloned()))
+    }
+
+    fn log_counters(&self, tenant: &TenantId) -> Result<LogCounters, JournalError> {
+        Ok(self.lock()?.get(tenant).map_or(
+            LogCounters {
+                next_position: 0,
+                seal_count: 0,
+            },
+            |t| LogCounters {
+                next_position: t.next_position,
+                seal_count: t.seals.len() as u64,
+            },
+        ))
+    }
+
+    fn read_log_nodes(
+        &self,
+        tenant: &TenantId,
+        ids: &[NodeId],
+    ) -> Result<Vec<NodeHash>, JournalError> {
+        let tenants = self.lock()?;
+        let nodes = tenants.get(tenant).map(|t| &t.nodes);
+        ids.iter()
+            .map(|id| {
+                nodes
+                    .and_then(|n| n.get(id))
+                    .copied()
+                    .ok_or_else(|| JournalError::Io(format!("missing log node {id:?}")))
+            })
+            .collect()
+    }
+}
+
+#[cfg(feature = "testkit")]
+impl crate::testkit::TamperAccess for MemoryStore {
+    fn overwrite_record_bytes(&self, tenant: &TenantId, run: &RunId, seq: u64, bytes: Vec<u8>) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(row) = tenants
+                .get_mut(tenant)
+                .and_then(|t| t.runs.get_mut(run))
+                .and_then(|r| r.rows.iter_mut().find(|row| row.seq == seq))
+        {
+            row.bytes = bytes;
+        }
+    }
+
+    fn delete_record(&self, tenant: &TenantId, run: &RunId, seq: u64) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(state) = tenants.get_mut(tenant).and_then(|t| t.runs.get_mut(run))
+        {
+            state.rows.retain(|row| row.seq != seq);
+        }
+    }
+
+    fn delete_run(&self, tenant: &TenantId, run: &RunId) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(t) = tenants.get_mut(tenant)
+        {
+            t.runs.remove(run);
+            t.seals.retain(|_, seal| seal.run != *run);
+            t.idempotency.retain(|_, r| r != run);
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Record signatures (R-SIG-1..5): a key id and a signature over the record's
+//! chain hash, beside the hash and never inside the body. No algorithm field:
+//! the verifier decides what it accepts.
+
+use crate::chain::ChainHash;
+
+/// A signature over one record's chain hash.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeySignature {
+    /// The key's id, chosen by the deployment (a key name, or a workload such as a SPIFFE ID).
+    pub key_id: String,
+    /// The signature bytes.
+    #[serde(with = "base64_bytes")]
+    pub signature: Vec<u8>,
+}
+
+mod base64_bytes {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        STANDARD.decode(text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Signs chain hashes. A plane with no signer writes unsigned records; it
+/// never mints a key for itself (R-SIG-4).
+pub trait Signer: Send + Sync {
+    /// The key id written beside each signature.
+    fn key_id(&self) -> &str;
+    /// Signs one chain hash.
+    fn sign(&self, hash: &ChainHash) -> KeySignature;
+}
+
+/// What a verifier says of one signature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignatureCheck {
+    /// A trusted key made it.
+    Valid,
+    /// The key is trusted and the signature does not verify.
+    Invalid,
+    /// No trusted key has this id.
+    UnknownKey,
+}
+
+/// Verifies signatures by the keys a caller trusts.
+pub trait Verifier: Send + Sync {
+    /// Checks `signature` over `hash` by the key `key_id`.
+    fn verify(&self, key_id: &str, hash: &ChainHash, signature: &[u8]) -> SignatureCheck;
+}
+
+/// Lenient (resume my own history) or strict (prove this to me).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VerifyOptions {
+    /// Every record must carry a signature by a trusted key (R-SIG-3).
+    pub require_signature: bool,
+}
+
+#[cfg(feature = "signing")]
+mod ed25519 {
+    use std::collections::BTreeMap;
+
+    use ed25519_dalek::{Signer as _, SigningKey, Verifier as _, VerifyingKey};
+
+    use super::{KeySignature, SignatureCheck, Signer, Verifier};
+    use crate::chain::ChainHash;
+
+    /// An Ed25519 record signer.
+    #[derive(Clone)]
+    pub struct Ed25519Signer {
+        key_id: String,
+        key: SigningKey,
+    }
+
+    impl std::fmt::Debug for Ed25519Signer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("Ed25519Signer")
+                .field("key_id", &self.key_id)
+                .finish()
+        }
+    }
+
+    impl Ed25519Signer {
+        /// A signer from a 32-byte seed.
+        pub fn from_seed(key_id: &str, seed: [u8; 32]) -> Self {
+            Self {
+                key_id: key_id.to_owned(),
+                key: SigningKey::from_bytes(&seed),
+            }
+        }
+
+        /// A fresh key from the operating system's randomness.
+        pub fn generate(key_id: &str) -> Result<Self, String> {
+            let mut seed = [0u8; 32];
+            getrandom::fill(&mut seed).map_err(|err| err.to_string())?;
+            Ok(Self::from_seed(key_id, seed))
+        }
+
+        /// The seed, to store the key.
+        pub fn seed(&self) -> [u8; 32] {
+            self.key.to_bytes()
+        }
+
+        /// The public key.
+        pub fn public_key(&self) -> [u8; 32] {
+            self.key.verifying_key().to_bytes()
+        }
+    }
+
+    impl Signer for Ed25519Signer {
+        fn key_id(&self) -> &str {
+            &self.key_id
+        }
+
+        fn sign(&self, hash: &ChainHash) -> KeySignature {
+            KeySignature {
+                key_id: self.key_id.clone(),
+                signature: self.key.sign(hash.as_bytes()).to_bytes().to_vec(),
+            }
+        }
+    }
+
+    /// Trusted Ed25519 record keys by key id.
+    #[derive(Debug, Clone, Default)]
+    pub struct Ed25519Verifier {
+        keys: BTreeMap<String, VerifyingKey>,
+    }
+
+    impl Ed25519Verifier {
+        /// No trusted keys yet.
+        pub fn new() -> Self {
+            Self::default()
+        }
+
+        /// Trusts `public_key` under `key_id`; refuses bytes that are not a key.
+        pub fn trust(&mut self, key_id: &str, public_key: [u8; 32]) -> Result<(), String> {
+            let key = VerifyingKey::from_bytes(&public_key)
+                .map_err(|err| format!("key {key_id}: {err}"))?;
+            self.keys.insert(key_id.to_owned(), key);
+            Ok(())
+        }
+    }
+
+    impl Verifier for Ed25519Verifier {
+        fn verify(&self, key_id: &str, hash: &ChainHash, signature: &[u8]) -> SignatureCheck {
+            let Some(key) = self.keys.get(key_id) else {
+                return SignatureCheck::UnknownKey;
+            };
+            match ed25519_dalek::Signature::from_slice(signature) {
+                Ok(signature) if key.verify(hash.as_bytes(), &signature).is_ok() => {
+                    SignatureCheck::Valid
+                }
+                _ => SignatureCheck::Invalid,
+            }
+        }
+    }
+}
+
+#[cfg(feature = "signing")]
+pub use ed25519::{Ed25519Signer, Ed25519Verifier};

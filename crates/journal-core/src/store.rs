@@ -1,0 +1,217 @@
+//! The storage contract every backend implements (R-STORE-1) and the
+//! conformance suite checks. Synchronous; tenants are explicit arguments.
+
+use tlog::{LeafHash, NodeHash, NodeId};
+
+use crate::chain::{ChainHash, ExpectedHead, StoredRecord};
+use crate::error::JournalError;
+use crate::ids::{RunId, TenantId};
+use crate::record::Outcome;
+use crate::seal::SealLeaf;
+
+/// One append: a row, the head it must follow, and the conclusion it records.
+#[derive(Debug, Clone)]
+pub struct AppendRequest {
+    /// The tenant.
+    pub tenant: TenantId,
+    /// The run.
+    pub run: RunId,
+    /// The head the appender read (`None`: the run must not exist yet).
+    pub expected_head: Option<ExpectedHead>,
+    /// The row. Its `seq` is the head's plus one and its `prev_hash` the head's hash.
+    pub row: StoredRecord,
+    /// Set when the row is a `RunConcluded`: the outcome index takes it in the
+    /// same transaction (R-RUN-3), and a sealing outcome also freezes the run
+    /// and enters `seal` in the tenant's log (R-RUN-2, R-LOG-5).
+    pub conclusion: Option<Conclusion>,
+}
+
+/// A conclusion carried by an append.
+#[derive(Debug, Clone)]
+pub struct Conclusion {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// The leaf, present exactly when the outcome seals.
+    pub seal: Option<SealLeaf>,
+}
+
+/// A sealed run's entry in its tenant's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealEntry {
+    /// The position the counter gave it (never reused; R-LOG-5).
+    pub position: u64,
+    /// The run.
+    pub run: RunId,
+    /// The leaf bytes ([`SealLeaf::to_bytes`]).
+    pub leaf_bytes: Vec<u8>,
+}
+
+impl SealEntry {
+    /// The leaf hash of the stored bytes.
+    pub fn leaf_hash(&self) -> LeafHash {
+        LeafHash::of(&self.leaf_bytes)
+    }
+}
+
+/// A run as stored: its rows in seq order, the head the runs table records,
+/// whether it is sealed, and its indexed outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRows {
+    /// The rows, ordered by seq.
+    pub rows: Vec<StoredRecord>,
+    /// The head the store recorded at the last append.
+    pub head: Option<ExpectedHead>,
+    /// Its seal, if sealed.
+    pub seal: Option<SealEntry>,
+    /// The outcome index's entry.
+    pub outcome: Option<Outcome>,
+}
+
+/// The log's bookkeeping for one tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogCounters {
+    /// The next position the counter will give.
+    pub next_position: u64,
+    /// How many seals are stored. Less than `next_position` means holes.
+    pub seal_count: u64,
+}
+
+impl LogCounters {
+    /// Whether seals were removed behind the store's back (R-LOG-6, R-LOG-7).
+    pub fn has_holes(&self) -> bool {
+        self.seal_count != self.next_position
+    }
+}
+
+/// A journal store. Every method is atomic; `append` is durable when it returns.
+pub trait Store: Send + Sync {
+    /// Appends one row in one transaction, checking in the store itself that
+    /// the run is not sealed ([`JournalError::Sealed`]) and that its head is
+    /// `expected_head` ([`JournalError::Conflict`]: nothing is written, never
+    /// a fork). A conclusion updates the outcome index; a sealing one also
+    /// freezes the run, takes the next log position from the tenant's counter,
+    /// stores the seal and the node hashes it completes. Returns the log
+    /// position when it sealed.
+    fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError>;
+
+    /// Reads a run.
+    fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError>;
+
+    /// The runs of a tenant, all or those whose indexed outcome is `outcome`, in id order.
+    fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>)
+    -> Result<Vec<RunId>, JournalError>;
+
+    /// Finds a run by its admission's idempotency key.
+    fn run_by_idempotency_key(
+        &self,
+        tenant: &TenantId,
+        key: &str,
+    ) -> Result<Option<RunId>, JournalError>;
+
+    /// The tenants with at least one run, in id order.
+    fn tenants(&self) -> Result<Vec<TenantId>, JournalError>;
+
+    /// The tenant's seals in position (key) order.
+    fn seals(&self, tenant: &TenantId) -> Result<Vec<SealEntry>, JournalError>;
+
+    /// The seal of one run.
+    fn seal_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError>;
+
+    /// The log counters.
+    fn log_counters(&self, tenant: &TenantId) -> Result<LogCounters, JournalError>;
+
+    /// Stored complete-subtree hashes of the tenant's log, by position (R-LOG-7).
+    fn read_log_nodes(
+        &self,
+        tenant: &TenantId,
+        ids: &[NodeId],
+    ) -> Result<Vec<NodeHash>, JournalError>;
+}
+
+/// Keys the idempotency index by `RunAdmitted`'s key: backends call this
+/// when they store a seq-1 row.
+pub fn idempotency_key_of(row: &StoredRecord) -> Option<String> {
+    if row.seq != 1 || row.kind != "RunAdmitted" {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_slice(&row.bytes).ok()?;
+    value
+        .get("body")?
+        .get("idempotency_key")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Checks an append against the run's current state, as every backend must
+/// inside its transaction. `head` is the stored head, `sealed` whether it is.
+pub fn check_append(
+    request: &AppendRequest,
+    head: Option<ExpectedHead>,
+    sealed: bool,
+) -> Result<(), JournalError> {
+    if sealed {
+        return Err(JournalError::Sealed {
+            run: request.run.clone(),
+        });
+    }
+    if head != request.expected_head {
+        return Err(JournalError::Conflict {
+            run: request.run.clone(),
+            expected_seq: request.expected_head.map_or(0, |h| h.seq),
+            found_seq: head.map_or(0, |h| h.seq),
+        });
+    }
+    let (seq, prev) = head.map_or((1, ChainHash::GENESIS), |h| (h.seq + 1, h.hash));
+    if request.row.seq != seq || request.row.prev_hash != prev {
+        return Err(JournalError::InvalidRecord(format!(
+            "row seq {} does not follow the head (seq {seq} expected, linked to its hash)",
+            request.row.seq
+        )));
+    }
+    if ChainHash::link(&prev, &request.row.bytes) != request.row.hash {
+        return Err(JournalError::InvalidRecord(
+            "row hash is not SHA-256(prev_hash || bytes)".into(),
+        ));
+    }
+    match &request.conclusion {
+        Some(conclusion) if conclusion.outcome.seals() != conclusion.seal.is_some() => {
+            Err(JournalError::InvalidRecord(format!(
+                "a {} conclusion {} a seal",
+                conclusion.outcome,
+                if conclusion.outcome.seals() {
+                    "needs"
+                } else {
+                    "takes no"
+                }
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A backend's read of stored log nodes inside its transaction.
+pub type NodeRead<'a> = &'a dyn Fn(&[NodeId]) -> Result<Vec<NodeHash>, JournalError>;
+
+/// The node hashes a new leaf at `position` completes, given a reader of the
+/// nodes already stored: what a backend writes in its sealing transaction.
+pub fn nodes_for_new_leaf(
+    stored: NodeRead<'_>,
+    position: u64,
+    leaf: LeafHash,
+) -> Result<Vec<(NodeId, NodeHash)>, JournalError> {
+    struct Reader<'a>(NodeRead<'a>);
+    impl tlog::HashReader for Reader<'_> {
+        type Error = JournalError;
+        fn read_hashes(&self, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
+            (self.0)(ids)
+        }
+    }
+    let mut frontier =
+        tlog::Frontier::from_reader(&Reader(stored), position).map_err(|err| match err {
+            tlog::ProveError::Reader(err) => err,
+            other => JournalError::Io(format!("log nodes: {other}")),
+        })?;
+    let mut nodes = Vec::new();
+    frontier.append_with(leaf, |id, hash| nodes.push((id, *hash)));
+    Ok(nodes)
+}

@@ -1,0 +1,510 @@
+//! The conformance suite every store backend runs (R-STORE-1), with tamper
+//! cases made by writing straight into the backend ([`TamperAccess`]).
+//!
+//! A backend's test file calls [`conformance_tests!`](crate::conformance_tests)
+//! with an expression that makes a fresh, empty store; each case becomes its
+//! own `#[test]`.
+
+// Test code: its assertions panic by design.
+#![allow(
+    clippy::expect_used,
+    clippy::panic,
+    clippy::indexing_slicing,
+    clippy::unwrap_used
+)]
+
+use tlog::Tree;
+
+use crate::chain::{ChainCheck, ExpectedHead};
+use crate::error::{JournalError, TamperKind};
+use crate::ids::{RunId, TenantId};
+use crate::journal::Journal;
+use crate::log::{LogSource, consistency_proof, inclusion_proof, log_head};
+use crate::record::{
+    Budget, Counters, EffectDone, EffectResult, EffectStarted, Outcome, PlanFrozen, RecordBody,
+    RunAdmitted, RunConcluded, StepMark, Verdict,
+};
+use crate::signature::VerifyOptions;
+use crate::store::Store;
+use crate::version::Upcasters;
+
+/// Raw access to a backend's own tables, for tamper tests only.
+pub trait TamperAccess {
+    /// Overwrites a record's stored bytes (leaving its hash as it was).
+    fn overwrite_record_bytes(&self, tenant: &TenantId, run: &RunId, seq: u64, bytes: Vec<u8>);
+    /// Deletes one record row.
+    fn delete_record(&self, tenant: &TenantId, run: &RunId, seq: u64);
+    /// Deletes a whole run: its rows, its runs-table entry, its seal and its index entry.
+    fn delete_run(&self, tenant: &TenantId, run: &RunId);
+}
+
+/// The tenant the cases use.
+pub fn tenant() -> TenantId {
+    TenantId::new("tenant-a").expect("a valid tenant id")
+}
+
+/// The origin of the case tenant's log.
+pub const ORIGIN: &str = "testkit.test/plane/tenant-a";
+
+fn journal<'a>(store: &'a dyn Store, tenant: &'a TenantId) -> Journal<'a> {
+    Journal {
+        store,
+        tenant,
+        origin: ORIGIN,
+        signer: None,
+    }
+}
+
+fn check(upcasters: &Upcasters) -> ChainCheck<'_> {
+    ChainCheck {
+        upcasters,
+        verifier: None,
+        options: VerifyOptions::default(),
+    }
+}
+
+fn run_id(name: &str) -> RunId {
+    RunId::new(name).unwrap_or_else(|err| panic!("test run id {name}: {err}"))
+}
+
+/// Appends a small run ending in `outcome`; returns its head.
+pub fn sample_run(
+    journal: &Journal<'_>,
+    run: &RunId,
+    outcome: Outcome,
+) -> Result<ExpectedHead, JournalError> {
+    let key = format!("ek:{run}-1");
+    let mut head = None;
+    let bodies = vec![
+        (
+            None,
+            RecordBody::RunAdmitted(RunAdmitted {
+                tenant: journal.tenant.to_string(),
+                idempotency_key: format!("idem-{run}"),
+                budget: Budget::default(),
+            }),
+        ),
+        (
+            None,
+            RecordBody::PlanFrozen(PlanFrozen {
+                steps: vec!["only".into()],
+            }),
+        ),
+        (
+            None,
+            RecordBody::StepStarted(StepMark {
+                step: "only".into(),
+            }),
+        ),
+        (
+            Some(key.clone()),
+            RecordBody::EffectStarted(EffectStarted {
+                step: "only".into(),
+                reserved: Counters::default(),
+            }),
+        ),
+        (
+            Some(key),
+            RecordBody::EffectDone(EffectDone {
+                result: EffectResult::Ok {
+                    output: run.to_string(),
+                },
+                charged: Counters {
+                    tokens: 7,
+                    ..Counters::default()
+                },
+            }),
+        ),
+        (
+            None,
+            RecordBody::StepFinished(StepMark {
+                step: "only".into(),
+            }),
+        ),
+        (
+            None,
+            RecordBody::RunConcluded(RunConcluded {
+                outcome,
+                verdict: Verdict::None,
+                reason: format!("{outcome} in the testkit"),
+            }),
+        ),
+    ];
+    for (effect_key, body) in bodies {
+        head = Some(journal.append(run, head, effect_key, body)?.head);
+    }
+    head.ok_or_else(|| JournalError::InvalidRecord("empty sample".into()))
+}
+
+/// R-CHAIN-1/2: appended rows read back in order, with seq from 1 and the genesis link.
+pub fn append_and_read_back(store: &dyn Store) {
+    let tenant = tenant();
+    let upcasters = Upcasters::builtin();
+    let journal = journal(store, &tenant);
+    let run = run_id("run-1");
+    let head = sample_run(&journal, &run, Outcome::Failed).expect("append");
+    let verified = journal
+        .read(&run, check(&upcasters))
+        .expect("verified read");
+    assert_eq!(verified.records.len(), 7);
+    assert_eq!(verified.head, Some(head));
+    assert_eq!(
+        verified.records[0].stored.prev_hash,
+        crate::chain::ChainHash::GENESIS
+    );
+    for (i, record) in verified.records.iter().enumerate() {
+        assert_eq!(record.stored.seq, i as u64 + 1);
+    }
+    assert_eq!(verified.outcome, Some(Outcome::Failed));
+    assert_eq!(
+        store
+            .run_by_idempotency_key(&tenant, "idem-run-1")
+            .expect("lookup"),
+        Some(run.clone())
+    );
+    assert_eq!(store.runs(&tenant, None).expect("runs"), vec![run]);
+}
+
+/// R-STORE-3: an appender with a stale head gets a typed conflict; nothing is written.
+pub fn stale_head_is_a_conflict(store: &dyn Store) {
+    let tenant = tenant();
+    let journal = journal(store, &tenant);
+    let run = run_id("run-1");
+    let first = journal
+        .append(
+            &run,
+            None,
+            None,
+            RecordBody::PlanFrozen(PlanFrozen { steps: vec![] }),
+        )
+        .expect("first append");
+    journal
+        .append(
+            &run,
+            Some(first.head),
+            None,
+            RecordBody::StepStarted(StepMark { step: "a".into() }),
+        )
+        .expect("second");
+    let stale = journal.append(
+        &run,
+        Some(first.head),
+        None,
+        RecordBody::StepStarted(StepMark {
+            step: "fork".into(),
+        }),
+    );
+    assert!(
+        matches!(
+            stale,
+            Err(JournalError::Conflict {
+                expected_seq: 1,
+                found_seq: 2,
+                ..
+            })
+        ),
+        "{stale:?}"
+    );
+    let again = journal.append(
+        &run,
+        None,
+        None,
+        RecordBody::PlanFrozen(PlanFrozen { steps: vec![] }),
+    );
+    assert!(
+        matches!(again, Err(JournalError::Conflict { .. })),
+        "{again:?}"
+    );
+    assert_eq!(store.read_run(&tenant, &run).expect("read").rows.len(), 2);
+}
+
+/// R-RUN-2: a sealed run refuses appends in the store itself.
+pub fn sealed_run_refuses_appends(store: &dyn Store) {
+    let tenant = tenant();
+    let journal = journal(store, &tenant);
+    let run = run_id("run-1");
+    let head = sample_run(&journal, &run, Outcome::Succeeded).expect("sealed run");
+    let late = journal.append(
+        &run,
+        Some(head),
+        None,
+        RecordBody::StepStarted(StepMark {
+            step: "late".into(),
+        }),
+    );
+    assert!(matches!(late, Err(JournalError::Sealed { .. })), "{late:?}");
+    assert_eq!(store.read_run(&tenant, &run).expect("read").rows.len(), 7);
+}
+
+/// R-RUN-3: several conclusions in one chain; the last is the answer and the index moves.
+pub fn outcome_index_follows_the_last_conclusion(store: &dyn Store) {
+    let tenant = tenant();
+    let upcasters = Upcasters::builtin();
+    let journal = journal(store, &tenant);
+    let run = run_id("run-1");
+    let head = sample_run(&journal, &run, Outcome::Failed).expect("failed run");
+    assert_eq!(
+        store.runs(&tenant, Some(Outcome::Failed)).expect("failed"),
+        vec![run.clone()]
+    );
+    journal
+        .append(
+            &run,
+            Some(head),
+            None,
+            RecordBody::RunConcluded(RunConcluded {
+                outcome: Outcome::Succeeded,
+                verdict: Verdict::None,
+                reason: "resumed".into(),
+            }),
+        )
+        .expect("second conclusion");
+    assert!(
+        store
+            .runs(&tenant, Some(Outcome::Failed))
+            .expect("failed")
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .runs(&tenant, Some(Outcome::Succeeded))
+            .expect("succeeded"),
+        vec![run.clone()]
+    );
+    let verified = journal.read(&run, check(&upcasters)).expect("read");
+    assert_eq!(
+        verified.last_conclusion().map(|c| c.outcome),
+        Some(Outcome::Succeeded)
+    );
+    assert!(verified.seal.is_some());
+}
+
+/// R-LOG-2/5: seals take positions 0, 1, 2, ...; every run proves inclusion; the log only grows.
+pub fn log_checkpoints_and_proofs(store: &dyn Store) {
+    let tenant = tenant();
+    let journal = journal(store, &tenant);
+    let mut trees: Vec<Tree> = vec![log_head(store, &tenant).expect("empty head").tree];
+    assert_eq!(trees[0], Tree::empty());
+    let runs: Vec<RunId> = (0..9).map(|i| run_id(&format!("run-{i}"))).collect();
+    for (i, run) in runs.iter().enumerate() {
+        let outcome = if i % 3 == 2 {
+            Outcome::Failed
+        } else {
+            Outcome::Succeeded
+        };
+        sample_run(&journal, run, outcome).expect("run");
+        trees.push(log_head(store, &tenant).expect("head").tree);
+    }
+    let head = log_head(store, &tenant).expect("head");
+    assert_eq!(head.source, LogSource::StoredNodes);
+    assert_eq!(head.tree.size, 6, "six of nine runs sealed");
+    let mut position = 0;
+    for (i, run) in runs.iter().enumerate() {
+        let seal = store.seal_of(&tenant, run).expect("seal lookup");
+        if i % 3 == 2 {
+            assert!(seal.is_none());
+            continue;
+        }
+        assert_eq!(
+            seal.expect("sealed").position,
+            position,
+            "positions follow seal order"
+        );
+        let inclusion = inclusion_proof(store, &tenant, run).expect("inclusion");
+        assert_eq!(inclusion.index, position);
+        head.tree
+            .verify_inclusion(&inclusion.leaf, inclusion.index, &inclusion.proof)
+            .expect("proof verifies");
+        position += 1;
+    }
+    for old in trees.iter().filter(|t| t.size > 0) {
+        let (proof, newest) = consistency_proof(store, &tenant, old.size).expect("consistency");
+        newest
+            .tree
+            .verify_extends(old, &proof)
+            .expect("the log only grew");
+    }
+}
+
+/// R-STORE-4: tenants have their own runs, logs and positions.
+pub fn tenants_are_separate(store: &dyn Store) {
+    let a = tenant();
+    let b = TenantId::new("tenant-b").expect("id");
+    let run = run_id("same-name");
+    sample_run(&journal(store, &a), &run, Outcome::Succeeded).expect("a");
+    let journal_b = Journal {
+        store,
+        tenant: &b,
+        origin: "testkit.test/plane/tenant-b",
+        signer: None,
+    };
+    sample_run(&journal_b, &run, Outcome::Succeeded).expect("b");
+    assert_eq!(
+        store.seal_of(&a, &run).expect("a").map(|s| s.position),
+        Some(0)
+    );
+    assert_eq!(
+        store.seal_of(&b, &run).expect("b").map(|s| s.position),
+        Some(0)
+    );
+    assert_ne!(
+        log_head(store, &a).expect("a").tree.root,
+        log_head(store, &b).expect("b").tree.root
+    );
+    assert_eq!(store.tenants().expect("tenants"), vec![a, b]);
+}
+
+/// R-CHAIN-5: a record's bytes edited in the backend are found, naming the run and seq.
+pub fn edited_record_is_tamper(store: &(impl Store + TamperAccess)) {
+    let tenant = tenant();
+    let upcasters = Upcasters::builtin();
+    let journal = journal(store, &tenant);
+    let run = run_id("run-1");
+    sample_run(&journal, &run, Outcome::Failed).expect("run");
+    let original = store.read_run(&tenant, &run).expect("read").rows[4]
+        .bytes
+        .clone();
+    let edited = String::from_utf8_lossy(&original)
+        .replace("\"tokens\":7", "\"tokens\":1")
+        .into_bytes();
+    assert_ne!(edited, original);
+    store.overwrite_record_bytes(&tenant, &run, 5, edited);
+    let err = journal
+        .read(&run, check(&upcasters))
+        .expect_err("edit found");
+    assert!(
+        matches!(&err, JournalError::Tamper { seq: 5, kind: TamperKind::HashMismatch, run: r, .. } if *r == run),
+        "{err:?}"
+    );
+    assert!(err.is_tamper() && !err.is_build_skew());
+}
+
+/// R-CHAIN-5: a record deleted in the backend is found.
+pub fn deleted_record_is_tamper(store: &(impl Store + TamperAccess)) {
+    let tenant = tenant();
+    let upcasters = Upcasters::builtin();
+    let journal = journal(store, &tenant);
+    let run = run_id("run-1");
+    sample_run(&journal, &run, Outcome::Failed).expect("run");
+    store.delete_record(&tenant, &run, 3);
+    let err = journal
+        .read(&run, check(&upcasters))
+        .expect_err("deletion found");
+    assert!(
+        matches!(
+            err,
+            JournalError::Tamper {
+                seq: 3,
+                kind: TamperKind::Gap,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // The tail record deleted: the recorded head shows it.
+    let run2 = run_id("run-2");
+    sample_run(&journal, &run2, Outcome::Failed).expect("run");
+    store.delete_record(&tenant, &run2, 7);
+    let err = journal
+        .read(&run2, check(&upcasters))
+        .expect_err("tail deletion found");
+    assert!(
+        matches!(
+            err,
+            JournalError::Tamper {
+                seq: 7,
+                kind: TamperKind::Gap,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+/// R-LOG-6: a whole sealed run deleted is found only against a checkpoint
+/// saved before; every surviving run still proves inclusion; the deleted cannot.
+pub fn deleted_sealed_run_breaks_consistency(store: &(impl Store + TamperAccess)) {
+    let tenant = tenant();
+    let upcasters = Upcasters::builtin();
+    let journal = journal(store, &tenant);
+    let runs: Vec<RunId> = (0..6).map(|i| run_id(&format!("run-{i}"))).collect();
+    for run in &runs {
+        sample_run(&journal, run, Outcome::Succeeded).expect("run");
+    }
+    let saved = log_head(store, &tenant).expect("head").tree;
+    store.delete_run(&tenant, &runs[2]);
+    // Every remaining chain verifies: the chain alone cannot see a deleted run.
+    for run in runs.iter().filter(|r| **r != runs[2]) {
+        journal
+            .read(run, check(&upcasters))
+            .expect("survivor verifies");
+    }
+    let after = log_head(store, &tenant).expect("head");
+    assert_eq!(
+        after.source,
+        LogSource::WalkWithHoles,
+        "the store notices the hole"
+    );
+    assert_eq!(after.tree.size, 5);
+    // The saved checkpoint is not extended by the log as it is now.
+    let extends = consistency_proof(store, &tenant, saved.size);
+    match extends {
+        Err(_) => {}
+        Ok((proof, newest)) => assert!(newest.tree.verify_extends(&saved, &proof).is_err()),
+    }
+    for run in runs.iter().filter(|r| **r != runs[2]) {
+        let inclusion = inclusion_proof(store, &tenant, run).expect("inclusion");
+        after
+            .tree
+            .verify_inclusion(&inclusion.leaf, inclusion.index, &inclusion.proof)
+            .expect("survivor proves inclusion");
+    }
+    assert!(inclusion_proof(store, &tenant, &runs[2]).is_err());
+}
+
+/// Generates one `#[test]` per conformance case for a backend.
+///
+/// ```ignore
+/// journal_core::conformance_tests!(my_backend::Store::open_temporary());
+/// ```
+#[macro_export]
+macro_rules! conformance_tests {
+    ($make:expr) => {
+        #[test]
+        fn conformance_r_chain_1_append_and_read_back() {
+            $crate::testkit::append_and_read_back(&$make);
+        }
+        #[test]
+        fn conformance_r_store_3_stale_head_is_a_conflict() {
+            $crate::testkit::stale_head_is_a_conflict(&$make);
+        }
+        #[test]
+        fn conformance_r_run_2_sealed_run_refuses_appends() {
+            $crate::testkit::sealed_run_refuses_appends(&$make);
+        }
+        #[test]
+        fn conformance_r_run_3_outcome_index_follows_the_last_conclusion() {
+            $crate::testkit::outcome_index_follows_the_last_conclusion(&$make);
+        }
+        #[test]
+        fn conformance_r_log_2_checkpoints_and_proofs() {
+            $crate::testkit::log_checkpoints_and_proofs(&$make);
+        }
+        #[test]
+        fn conformance_r_store_4_tenants_are_separate() {
+            $crate::testkit::tenants_are_separate(&$make);
+        }
+        #[test]
+        fn conformance_r_chain_5_edited_record_is_tamper() {
+            $crate::testkit::edited_record_is_tamper(&$make);
+        }
+        #[test]
+        fn conformance_r_chain_5_deleted_record_is_tamper() {
+            $crate::testkit::deleted_record_is_tamper(&$make);
+        }
+        #[test]
+        fn conformance_r_log_6_deleted_sealed_run_breaks_consistency() {
+            $crate::testkit::deleted_sealed_run_breaks_consistency(&$make);
+        }
+    };
+}

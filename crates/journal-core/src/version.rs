@@ -1,0 +1,102 @@
+//! The upcaster seam (R-VER-1..6): consulted on every read, even while it is
+//! empty, so that its first migration is not also its first exercise.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use crate::error::{BuildSkew, JournalError};
+use crate::record::{RecordHeader, RecordKind};
+
+/// A pure, total function from the bytes of one version of a kind to the
+/// bytes of the next version (R-VER-6). It is a read-time view: the chain is
+/// always verified over the bytes as written (R-VER-5).
+pub type Upcaster = fn(&[u8]) -> Result<Vec<u8>, String>;
+
+/// Upcasters by `(kind name, from version)`, and the version this build reads
+/// for each kind.
+#[derive(Clone, Default)]
+pub struct Upcasters {
+    steps: BTreeMap<(String, u32), Upcaster>,
+    /// Versions read for kinds that are not journal-core's own (tests, extensions).
+    extra_current: BTreeMap<String, u32>,
+}
+
+impl std::fmt::Debug for Upcasters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Upcasters")
+            .field("steps", &self.steps.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Upcasters {
+    /// The registry this build ships: empty until the format freeze.
+    pub fn builtin() -> Self {
+        Self::default()
+    }
+
+    /// Registers an upcaster from `from_version` to `from_version + 1` of `kind`.
+    pub fn register(&mut self, kind: &str, from_version: u32, upcaster: Upcaster) {
+        self.steps.insert((kind.to_owned(), from_version), upcaster);
+    }
+
+    /// Declares the version this build reads for a kind that is not one of
+    /// journal-core's (a test kind, or an extension's).
+    pub fn declare_current(&mut self, kind: &str, version: u32) {
+        self.extra_current.insert(kind.to_owned(), version);
+    }
+
+    /// The version this build reads for `kind`, if it knows the kind.
+    pub fn current_version(&self, kind: &str) -> Option<u32> {
+        RecordKind::parse(kind)
+            .map(|k| k.current_version())
+            .or_else(|| self.extra_current.get(kind).copied())
+    }
+
+    /// Brings `bytes` to the version this build reads, or refuses with
+    /// `UnknownRecordVersion` (a version ahead of this build, or one no
+    /// upcaster chain reaches).
+    pub fn upcast<'a>(
+        &self,
+        header: &RecordHeader,
+        bytes: &'a [u8],
+    ) -> Result<Cow<'a, [u8]>, JournalError> {
+        let unknown = |readable: Option<u32>, detail: &str| {
+            JournalError::BuildSkew(Box::new(BuildSkew::UnknownRecordVersion {
+                kind: header.kind.clone(),
+                v: header.v,
+                readable,
+                writer: header.build.clone(),
+                detail: detail.to_owned(),
+                remedy: BuildSkew::remedy(header.build.as_ref()),
+            }))
+        };
+        let Some(current) = self.current_version(&header.kind) else {
+            return Err(unknown(None, "this build does not know the kind"));
+        };
+        if header.v == current {
+            return Ok(Cow::Borrowed(bytes));
+        }
+        if header.v > current {
+            return Err(unknown(Some(current), "written by a newer build"));
+        }
+        let mut version = header.v;
+        let mut out = bytes.to_vec();
+        while version < current {
+            let Some(step) = self.steps.get(&(header.kind.clone(), version)) else {
+                return Err(unknown(
+                    Some(current),
+                    "no upcaster reaches this build's version",
+                ));
+            };
+            out = step(&out).map_err(|err| {
+                unknown(
+                    Some(current),
+                    &format!("upcaster from v{version} failed: {err}"),
+                )
+            })?;
+            version += 1;
+        }
+        Ok(Cow::Owned(out))
+    }
+}
