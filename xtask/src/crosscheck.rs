@@ -18,39 +18,25 @@ const TEXTS: &[&str] = &[
 ];
 
 fn now() -> Result<u64> {
-    Ok(std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)?
-        .as_secs())
+    Ok(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_secs())
 }
 
 pub fn run(oracle: &Path) -> Result<()> {
     let log_a = SignerKey::generate("crosscheck.test/log", ALG_ED25519)?;
     let log_b = SignerKey::generate("crosscheck.test/other-signer", ALG_ED25519)?;
-    let cosigner = Cosigner::new(SignerKey::generate(
-        "crosscheck.test/witness",
-        ALG_COSIGNATURE_V1,
-    )?)?;
+    let cosigner = Cosigner::new(SignerKey::generate("crosscheck.test/witness", ALG_COSIGNATURE_V1)?)?;
     let timestamp = now()?;
 
     let mut notes = Vec::new();
     let mut expect_note_error = Vec::new();
     for (i, text) in TEXTS.iter().enumerate() {
-        let signers: Vec<&SignerKey> = if i % 2 == 0 {
-            vec![&log_a]
-        } else {
-            vec![&log_a, &log_b]
-        };
+        let signers: Vec<&SignerKey> = if i % 2 == 0 { vec![&log_a] } else { vec![&log_a, &log_b] };
         let note = witness::sign(text, &signers)?;
-        let vkeys: Vec<String> = signers
-            .iter()
-            .map(|s| s.verifier_key().to_string())
-            .collect();
+        let vkeys: Vec<String> = signers.iter().map(|s| s.verifier_key().to_string()).collect();
         notes.push(json!({ "vkeys": vkeys, "note": note }));
         expect_note_error.push(false);
         // The same note with one byte of the text changed must be refused by Go.
-        let tampered = note
-            .replacen("crosscheck", "crossch3ck", 1)
-            .replacen("free", "fre3", 1);
+        let tampered = note.replacen("crosscheck", "crossch3ck", 1).replacen("free", "fre3", 1);
         notes.push(json!({ "vkeys": vkeys, "note": tampered }));
         expect_note_error.push(true);
     }
@@ -68,11 +54,7 @@ pub fn run(oracle: &Path) -> Result<()> {
         .stderr(Stdio::inherit())
         .spawn()
         .context("starting oracle crosscheck")?;
-    child
-        .stdin
-        .take()
-        .context("oracle stdin")?
-        .write_all(input.to_string().as_bytes())?;
+    child.stdin.take().context("oracle stdin")?.write_all(input.to_string().as_bytes())?;
     let out = child.wait_with_output()?;
     ensure!(out.status.success(), "oracle crosscheck failed");
     let answer: Value = serde_json::from_slice(&out.stdout).context("oracle crosscheck output")?;
@@ -90,41 +72,19 @@ pub fn run(oracle: &Path) -> Result<()> {
             bail!("Go's note.Open on our note {i}: expected refused={expected}, got {error}");
         }
     }
-    for (i, error) in answer["cosigned_errors"]
-        .as_array()
-        .context("cosigned_errors")?
-        .iter()
-        .enumerate()
-    {
-        ensure!(
-            error.as_str() == Some(""),
-            "formats refused our cosignature {i}: {error}"
-        );
+    for (i, error) in answer["cosigned_errors"].as_array().context("cosigned_errors")?.iter().enumerate() {
+        ensure!(error.as_str() == Some(""), "formats refused our cosignature {i}: {error}");
     }
-    let go_key = TrustedWitness::parse(
-        answer["go_cosigner_vkey"]
-            .as_str()
-            .context("go_cosigner_vkey")?,
-    )?;
+    let go_key = TrustedWitness::parse(answer["go_cosigner_vkey"].as_str().context("go_cosigner_vkey")?)?;
     let go_cosigned = answer["go_cosigned"].as_array().context("go_cosigned")?;
-    ensure!(
-        go_cosigned.len() == 3,
-        "formats made {} cosignatures",
-        go_cosigned.len()
-    );
+    ensure!(go_cosigned.len() == 3, "formats made {} cosignatures", go_cosigned.len());
     for (text, note) in TEXTS.iter().zip(go_cosigned) {
         let note = note.as_str().unwrap_or_default();
-        let lines = note
-            .strip_prefix(text)
-            .and_then(|rest| rest.strip_prefix('\n'))
-            .context("Go's cosigned note text")?;
+        let lines =
+            note.strip_prefix(text).and_then(|rest| rest.strip_prefix('\n')).context("Go's cosigned note text")?;
         let signatures = witness::parse_signature_lines(lines)?;
-        let report =
-            witness::verify_cosignatures(text, &signatures, std::slice::from_ref(&go_key))?;
-        ensure!(
-            report.valid.len() == 1,
-            "formats' cosignature did not verify here: {report:?}"
-        );
+        let report = witness::verify_cosignatures(text, &signatures, std::slice::from_ref(&go_key))?;
+        ensure!(report.valid.len() == 1, "formats' cosignature did not verify here: {report:?}");
     }
     eprintln!(
         "xtask: Go verified {} notes and {} cosignatures of ours (refusing the {} tampered ones); we verified {} of formats' cosignatures",

@@ -12,8 +12,8 @@ use anyhow::{Context, Result, bail, ensure};
 use base64::Engine as _;
 use tlog::{LeafHash, MemoryHashStore};
 use witness::{
-    ALG_COSIGNATURE_V1, ALG_ED25519, Checkpoint, HttpWitness, LogKey, SignedCheckpoint, SignerKey,
-    TrustedWitness, VerifierKey, Witness, WitnessError, WitnessReader,
+    ALG_COSIGNATURE_V1, ALG_ED25519, Checkpoint, HttpWitness, LogKey, SignedCheckpoint, SignerKey, TrustedWitness,
+    VerifierKey, Witness, WitnessError, WitnessReader,
 };
 
 use crate::{run_command, step, workspace_root};
@@ -43,30 +43,20 @@ impl Drop for Agent {
 }
 
 fn build(out_dir: &Path) -> Result<()> {
-    step(
-        "building litewitness and witnessctl (filippo.io/torchwood, pinned by xtask/oracle/go.mod)",
-    );
+    step("building litewitness and witnessctl (filippo.io/torchwood, pinned by xtask/oracle/go.mod)");
     run_command(
         Command::new("go")
             .args(["build", "-mod=readonly", "-o"])
             .arg(format!("{}/", out_dir.display()))
-            .args([
-                "filippo.io/torchwood/cmd/litewitness",
-                "filippo.io/torchwood/cmd/witnessctl",
-            ])
+            .args(["filippo.io/torchwood/cmd/litewitness", "filippo.io/torchwood/cmd/witnessctl"])
             .current_dir(workspace_root().join("xtask").join("oracle")),
     )
 }
 
 fn output(command: &mut Command) -> Result<String> {
-    let out = command
-        .output()
-        .with_context(|| format!("starting {command:?}"))?;
+    let out = command.output().with_context(|| format!("starting {command:?}"))?;
     if !out.status.success() {
-        bail!(
-            "{command:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        bail!("{command:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -75,9 +65,7 @@ fn ensure_ssh_tools() -> Result<()> {
     if Command::new("ssh-agent").arg("-h").output().is_ok() {
         return Ok(());
     }
-    step(
-        "ssh-agent is missing (litewitness keeps its key in one): installing Debian's openssh-client",
-    );
+    step("ssh-agent is missing (litewitness keeps its key in one): installing Debian's openssh-client");
     run_command(Command::new("apt-get").args(["install", "-y", "-q", "openssh-client"]))
 }
 
@@ -85,11 +73,7 @@ fn ensure_ssh_tools() -> Result<()> {
 /// agent, its socket, the key's SHA256 fingerprint and its raw public key.
 fn start_agent(dir: &Path) -> Result<(Agent, PathBuf, String, [u8; 32])> {
     let key = dir.join("litewitness.key");
-    output(
-        Command::new("ssh-keygen")
-            .args(["-q", "-t", "ed25519", "-N", "", "-C", "litewitness", "-f"])
-            .arg(&key),
-    )?;
+    output(Command::new("ssh-keygen").args(["-q", "-t", "ed25519", "-N", "", "-C", "litewitness", "-f"]).arg(&key))?;
     let socket = dir.join("agent.sock");
     // Without -D the agent daemonizes once its socket exists, so no waiting is needed.
     let started = output(Command::new("ssh-agent").arg("-s").arg("-a").arg(&socket))?;
@@ -99,31 +83,15 @@ fn start_agent(dir: &Path) -> Result<(Agent, PathBuf, String, [u8; 32])> {
         .context("ssh-agent did not print its pid")?
         .to_owned();
     let agent = Agent { pid };
-    output(
-        Command::new("ssh-add")
-            .arg(&key)
-            .env("SSH_AUTH_SOCK", &socket),
-    )?;
-    let fingerprint_line = output(
-        Command::new("ssh-keygen")
-            .args(["-E", "sha256", "-l", "-f"])
-            .arg(key.with_extension("key.pub")),
-    )?;
-    let fingerprint = fingerprint_line
-        .split_whitespace()
-        .nth(1)
-        .context("ssh-keygen -l printed no fingerprint")?
-        .to_owned();
+    output(Command::new("ssh-add").arg(&key).env("SSH_AUTH_SOCK", &socket))?;
+    let fingerprint_line =
+        output(Command::new("ssh-keygen").args(["-E", "sha256", "-l", "-f"]).arg(key.with_extension("key.pub")))?;
+    let fingerprint =
+        fingerprint_line.split_whitespace().nth(1).context("ssh-keygen -l printed no fingerprint")?.to_owned();
     let public_line = std::fs::read_to_string(key.with_extension("key.pub"))?;
-    let blob = public_line
-        .split_whitespace()
-        .nth(1)
-        .context("public key file")?;
+    let blob = public_line.split_whitespace().nth(1).context("public key file")?;
     let blob = base64::engine::general_purpose::STANDARD.decode(blob)?;
-    let raw: [u8; 32] = blob
-        .get(blob.len().saturating_sub(32)..)
-        .context("short key blob")?
-        .try_into()?;
+    let raw: [u8; 32] = blob.get(blob.len().saturating_sub(32)..).context("short key blob")?.try_into()?;
     Ok((agent, socket, fingerprint, raw))
 }
 
@@ -132,13 +100,7 @@ fn free_port() -> Result<u16> {
 }
 
 /// Starts litewitness and returns it with the verifier key it announces.
-fn start_litewitness(
-    bin: &Path,
-    dir: &Path,
-    socket: &Path,
-    fingerprint: &str,
-    port: u16,
-) -> Result<(Guard, String)> {
+fn start_litewitness(bin: &Path, dir: &Path, socket: &Path, fingerprint: &str, port: u16) -> Result<(Guard, String)> {
     let mut child = Command::new(bin.join("litewitness"))
         .arg("-db")
         .arg(dir.join("litewitness.db"))
@@ -171,16 +133,10 @@ fn start_litewitness(
     // It announces before its listener is bound: connect until it answers.
     let deadline = Instant::now() + Duration::from_secs(10);
     while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        ensure!(
-            Instant::now() < deadline,
-            "litewitness did not start listening on port {port}"
-        );
+        ensure!(Instant::now() < deadline, "litewitness did not start listening on port {port}");
         std::thread::sleep(Duration::from_millis(20));
     }
-    Ok((
-        guard,
-        vkey.context("litewitness did not announce its verifier key")?,
-    ))
+    Ok((guard, vkey.context("litewitness did not announce its verifier key")?))
 }
 
 struct Log {
@@ -191,29 +147,19 @@ struct Log {
 
 impl Log {
     fn new(key: &SignerKey, label: &'static str) -> Result<Self> {
-        Ok(Self {
-            leaves: MemoryHashStore::new(),
-            key: LogKey::new(key.clone())?,
-            label,
-        })
+        Ok(Self { leaves: MemoryHashStore::new(), key: LogKey::new(key.clone())?, label })
     }
 
     fn grow_to(&mut self, size: u64, shared: u64) {
         while self.leaves.size() < size {
             let i = self.leaves.size();
-            let data = if i < shared {
-                format!("run {i}")
-            } else {
-                format!("run {i} {}", self.label)
-            };
+            let data = if i < shared { format!("run {i}") } else { format!("run {i} {}", self.label) };
             self.leaves.append(LeafHash::of(data.as_bytes()));
         }
     }
 
     fn signed(&self, origin: &str) -> Result<SignedCheckpoint> {
-        Ok(self
-            .key
-            .sign(&Checkpoint::new(origin, self.leaves.tree())?)?)
+        Ok(self.key.sign(&Checkpoint::new(origin, self.leaves.tree())?)?)
     }
 }
 
@@ -228,33 +174,19 @@ pub fn run() -> Result<()> {
 
     let log_signer = SignerKey::generate(ORIGIN, ALG_ED25519)?;
     let db = dir.path().join("litewitness.db");
-    output(
-        Command::new(bin.join("witnessctl"))
-            .args(["add-log", "-db"])
-            .arg(&db)
-            .args(["-origin", ORIGIN]),
-    )?;
-    output(
-        Command::new(bin.join("witnessctl"))
-            .args(["add-key", "-db"])
-            .arg(&db)
-            .args([
-                "-origin",
-                ORIGIN,
-                "-key",
-                &log_signer.verifier_key().to_string(),
-            ]),
-    )?;
+    output(Command::new(bin.join("witnessctl")).args(["add-log", "-db"]).arg(&db).args(["-origin", ORIGIN]))?;
+    output(Command::new(bin.join("witnessctl")).args(["add-key", "-db"]).arg(&db).args([
+        "-origin",
+        ORIGIN,
+        "-key",
+        &log_signer.verifier_key().to_string(),
+    ]))?;
     let port = free_port()?;
-    let (_litewitness, announced) =
-        start_litewitness(&bin, dir.path(), &socket, &fingerprint, port)?;
+    let (_litewitness, announced) = start_litewitness(&bin, dir.path(), &socket, &fingerprint, port)?;
 
     // The cosignature key we derive from the ssh public key must be the one it announces.
     let derived = VerifierKey::ed25519(WITNESS_NAME, ALG_COSIGNATURE_V1, raw_public)?;
-    ensure!(
-        derived.to_string() == announced,
-        "litewitness announces {announced}, we derive {derived}"
-    );
+    ensure!(derived.to_string() == announced, "litewitness announces {announced}, we derive {derived}");
     let trusted = TrustedWitness::parse(&announced)?;
     let url = format!("http://127.0.0.1:{port}");
     let client = HttpWitness::new(&url, vec![trusted.clone()])?;
@@ -262,10 +194,7 @@ pub fn run() -> Result<()> {
     let mut honest = Log::new(&log_signer, "honest")?;
     honest.grow_to(3, u64::MAX);
     let first = client.add_checkpoint(&honest.signed(ORIGIN)?, &honest.leaves)?;
-    ensure!(
-        first.cosignatures.len() == 1 && first.cosignatures[0].timestamp > 0,
-        "first cosignature: {first:?}"
-    );
+    ensure!(first.cosignatures.len() == 1 && first.cosignatures[0].timestamp > 0, "first cosignature: {first:?}");
     eprintln!("xtask: litewitness cosigned size 3 (first submission, old 0)");
 
     honest.grow_to(70, u64::MAX);
@@ -276,95 +205,48 @@ pub fn run() -> Result<()> {
     honest.grow_to(100, u64::MAX);
     let fresh = HttpWitness::new(&url, vec![trusted.clone()])?;
     fresh.add_checkpoint(&honest.signed(ORIGIN)?, &honest.leaves)?;
-    eprintln!(
-        "xtask: a client starting from old 0 got 409 (size 70), rebuilt its proof, and was cosigned at 100"
-    );
+    eprintln!("xtask: a client starting from old 0 got 409 (size 70), rebuilt its proof, and was cosigned at 100");
 
     let mut fork = Log::new(&log_signer, "fork")?;
     fork.grow_to(100, 50);
-    expect(
-        client.add_checkpoint(&fork.signed(ORIGIN)?, &fork.leaves),
-        "fork at equal size",
-        |err| matches!(err, WitnessError::Fork { size: 100, .. }),
-    )?;
+    expect(client.add_checkpoint(&fork.signed(ORIGIN)?, &fork.leaves), "fork at equal size", |err| {
+        matches!(err, WitnessError::Fork { size: 100, .. })
+    })?;
     fork.grow_to(120, 50);
-    expect(
-        client.add_checkpoint(&fork.signed(ORIGIN)?, &fork.leaves),
-        "history moved, on growth",
-        |err| {
-            matches!(
-                err,
-                WitnessError::Inconsistent {
-                    old_size: 100,
-                    new_size: 120,
-                    ..
-                }
-            )
-        },
-    )?;
+    expect(client.add_checkpoint(&fork.signed(ORIGIN)?, &fork.leaves), "history moved, on growth", |err| {
+        matches!(err, WitnessError::Inconsistent { old_size: 100, new_size: 120, .. })
+    })?;
     let mut short = Log::new(&log_signer, "honest")?;
     short.grow_to(50, u64::MAX);
-    expect(
-        fresh_client(&url, &trusted)?.add_checkpoint(&short.signed(ORIGIN)?, &short.leaves),
-        "shrink",
-        |err| {
-            matches!(
-                err,
-                WitnessError::Rollback {
-                    witness_size: 100,
-                    size: 50,
-                    ..
-                }
-            )
-        },
-    )?;
-    let mut unknown = Log::new(
-        &SignerKey::generate("litewitness.test/unknown", ALG_ED25519)?,
-        "x",
-    )?;
+    expect(fresh_client(&url, &trusted)?.add_checkpoint(&short.signed(ORIGIN)?, &short.leaves), "shrink", |err| {
+        matches!(err, WitnessError::Rollback { witness_size: 100, size: 50, .. })
+    })?;
+    let mut unknown = Log::new(&SignerKey::generate("litewitness.test/unknown", ALG_ED25519)?, "x")?;
     unknown.grow_to(2, u64::MAX);
     expect(
-        client.add_checkpoint(
-            &unknown.signed("litewitness.test/unknown")?,
-            &unknown.leaves,
-        ),
+        client.add_checkpoint(&unknown.signed("litewitness.test/unknown")?, &unknown.leaves),
         "unknown origin (litewitness answers 403, not the spec's 404)",
         |err| matches!(err, WitnessError::Forbidden { .. }),
     )?;
     let mut impostor = Log::new(&SignerKey::generate(ORIGIN, ALG_ED25519)?, "impostor")?;
     impostor.grow_to(101, 100);
-    expect(
-        client.add_checkpoint(&impostor.signed(ORIGIN)?, &impostor.leaves),
-        "untrusted log key",
-        |err| matches!(err, WitnessError::Forbidden { .. }),
-    )?;
+    expect(client.add_checkpoint(&impostor.signed(ORIGIN)?, &impostor.leaves), "untrusted log key", |err| {
+        matches!(err, WitnessError::Forbidden { .. })
+    })?;
 
     // Extension lines: the spec's cosignature covers them. The June 2025
     // torchwood snapshot the spec digest read signed only the first three
     // lines; v0.6.1 signs the whole body, and this pins that.
     honest.grow_to(101, u64::MAX);
-    let extended =
-        Checkpoint::with_extensions(ORIGIN, honest.leaves.tree(), vec!["extension line".into()])?;
+    let extended = Checkpoint::with_extensions(ORIGIN, honest.leaves.tree(), vec!["extension line".into()])?;
     let outcome = client.add_checkpoint(&honest.key.sign(&extended)?, &honest.leaves);
-    eprintln!(
-        "xtask: litewitness with an extension line: {}",
-        describe(&outcome)
-    );
-    ensure!(
-        outcome.is_ok(),
-        "litewitness's cosignature over a checkpoint with an extension line: {outcome:?}"
-    );
+    eprintln!("xtask: litewitness with an extension line: {}", describe(&outcome));
+    ensure!(outcome.is_ok(), "litewitness's cosignature over a checkpoint with an extension line: {outcome:?}");
 
     let reader = WitnessReader::new(&url, vec![trusted])?;
     let monitor = reader.latest(ORIGIN);
-    eprintln!(
-        "xtask: litewitness monitor endpoint: {}",
-        describe(&monitor)
-    );
-    ensure!(
-        monitor.is_err(),
-        "litewitness v0.6.1 serves no monitor endpoint; if it now does, update the README"
-    );
+    eprintln!("xtask: litewitness monitor endpoint: {}", describe(&monitor));
+    ensure!(monitor.is_err(), "litewitness v0.6.1 serves no monitor endpoint; if it now does, update the README");
     Ok(())
 }
 
@@ -379,11 +261,7 @@ fn describe<T>(outcome: &Result<T, WitnessError>) -> String {
     }
 }
 
-fn expect<T>(
-    outcome: Result<T, WitnessError>,
-    what: &str,
-    want: impl Fn(&WitnessError) -> bool,
-) -> Result<()> {
+fn expect<T>(outcome: Result<T, WitnessError>, what: &str, want: impl Fn(&WitnessError) -> bool) -> Result<()> {
     match outcome {
         Err(err) if want(&err) => {
             eprintln!("xtask: litewitness refused {what}: {err}");

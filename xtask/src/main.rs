@@ -13,6 +13,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, Result, bail};
 
+mod bless;
 mod crosscheck;
 mod litewitness;
 mod vectors;
@@ -22,7 +23,8 @@ const USAGE: &str = "usage: cargo xtask <test | vectors [--check]>
   test              format check, clippy -D warnings, every test, docs, vector check
   vectors           regenerate the vector files from the Go oracle (writes them)
   vectors --check   regenerate into memory and fail on any difference
-  litewitness       build litewitness (Go) and run our witness client against it";
+  litewitness       build litewitness (Go) and run our witness client against it
+  bless             rewrite the golden corpus (tests/golden/) on purpose, printing what changed";
 
 fn main() -> ExitCode {
     match run() {
@@ -42,6 +44,7 @@ fn run() -> Result<()> {
         ["vectors"] => vectors::run(vectors::Mode::Write),
         ["vectors", "--check"] => vectors::run(vectors::Mode::Check),
         ["litewitness"] => litewitness::run(),
+        ["bless"] => bless::run(),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             Ok(())
@@ -53,9 +56,7 @@ fn run() -> Result<()> {
 /// The workspace root: the parent of this crate's manifest directory.
 pub(crate) fn workspace_root() -> PathBuf {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .parent()
-        .map_or_else(|| manifest.to_path_buf(), Path::to_path_buf)
+    manifest.parent().map_or_else(|| manifest.to_path_buf(), Path::to_path_buf)
 }
 
 pub(crate) fn step(what: &str) {
@@ -68,9 +69,7 @@ pub(crate) fn run_command(command: &mut Command) -> Result<()> {
     if command.get_current_dir().is_none() {
         command.current_dir(workspace_root());
     }
-    let status = command
-        .status()
-        .with_context(|| format!("starting {command:?}"))?;
+    let status = command.status().with_context(|| format!("starting {command:?}"))?;
     if !status.success() {
         bail!("{command:?} failed with {status}");
     }
@@ -88,24 +87,14 @@ fn test() -> Result<()> {
     run_command(cargo().args(["fmt", "--all", "--check"]))?;
 
     step("cargo clippy --workspace --all-targets --all-features -- -D warnings");
-    run_command(cargo().args([
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--all-features",
-        "--",
-        "-D",
-        "warnings",
-    ]))?;
+    run_command(cargo().args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"]))?;
 
     step("cargo test --workspace --all-features");
     let counts = run_tests(cargo().args(["test", "--workspace", "--all-features"]))?;
 
     step("cargo doc --workspace --no-deps (warnings are errors)");
     run_command(
-        cargo()
-            .args(["doc", "--workspace", "--no-deps", "--all-features"])
-            .env("RUSTDOCFLAGS", "-D warnings"),
+        cargo().args(["doc", "--workspace", "--no-deps", "--all-features"]).env("RUSTDOCFLAGS", "-D warnings"),
     )?;
 
     step("cargo xtask vectors --check (Go oracle)");
@@ -133,9 +122,7 @@ fn run_tests(command: &mut Command) -> Result<TestCounts> {
     use std::process::Stdio;
 
     command.current_dir(workspace_root()).stdout(Stdio::piped());
-    let mut child = command
-        .spawn()
-        .with_context(|| format!("starting {command:?}"))?;
+    let mut child = command.spawn().with_context(|| format!("starting {command:?}"))?;
     let mut counts = TestCounts::default();
     if let Some(stdout) = child.stdout.take() {
         for line in BufReader::new(stdout).lines() {
@@ -149,11 +136,7 @@ fn run_tests(command: &mut Command) -> Result<TestCounts> {
     }
     let status = child.wait()?;
     if !status.success() {
-        bail!(
-            "{command:?} failed with {status} ({} passed, {} failed)",
-            counts.passed,
-            counts.failed
-        );
+        bail!("{command:?} failed with {status} ({} passed, {} failed)", counts.passed, counts.failed);
     }
     if counts.passed == 0 {
         bail!("cargo test ran no test");
@@ -166,10 +149,7 @@ fn count_before(summary: &str, label: &str) -> u64 {
     summary
         .split(';')
         .find_map(|part| {
-            part.trim()
-                .trim_start_matches("ok. ")
-                .trim_start_matches("FAILED. ")
-                .strip_suffix(label.trim_start())
+            part.trim().trim_start_matches("ok. ").trim_start_matches("FAILED. ").strip_suffix(label.trim_start())
         })
         .and_then(|number| number.trim().parse().ok())
         .unwrap_or(0)

@@ -23,14 +23,8 @@ struct VectorFile {
 }
 
 const FILES: &[VectorFile] = &[
-    VectorFile {
-        subcommand: "tlog",
-        path: "crates/tlog/tests/vectors/go.json",
-    },
-    VectorFile {
-        subcommand: "witness",
-        path: "crates/witness/tests/vectors/go.json",
-    },
+    VectorFile { subcommand: "tlog", path: "crates/tlog/tests/vectors/go.json" },
+    VectorFile { subcommand: "witness", path: "crates/witness/tests/vectors/go.json" },
 ];
 
 /// Makes sure a Go toolchain is on PATH, installing Debian's `golang-go` when
@@ -39,10 +33,7 @@ pub fn ensure_go() -> Result<()> {
     if go_version().is_some() {
         return Ok(());
     }
-    let is_root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|out| out.stdout.starts_with(b"0"));
+    let is_root = Command::new("id").arg("-u").output().is_ok_and(|out| out.stdout.starts_with(b"0"));
     if is_root && Command::new("apt-get").arg("--version").output().is_ok() {
         step("Go is missing: installing Debian's golang-go (apt-get)");
         run_command(Command::new("apt-get").args(["update", "-q"]))?;
@@ -63,9 +54,7 @@ pub fn ensure_go() -> Result<()> {
 
 fn go_version() -> Option<String> {
     let out = Command::new("go").arg("version").output().ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 fn oracle_dir() -> PathBuf {
@@ -75,32 +64,19 @@ fn oracle_dir() -> PathBuf {
 /// Builds the oracle into the target directory; go.sum pins every module.
 pub fn build_oracle() -> Result<PathBuf> {
     ensure_go()?;
-    let binary = workspace_root()
-        .join("target")
-        .join("oracle")
-        .join("oracle");
+    let binary = workspace_root().join("target").join("oracle").join("oracle");
     step("building the Go oracle (xtask/oracle)");
     run_command(
-        Command::new("go")
-            .args(["build", "-mod=readonly", "-o"])
-            .arg(&binary)
-            .arg(".")
-            .current_dir(oracle_dir()),
+        Command::new("go").args(["build", "-mod=readonly", "-o"]).arg(&binary).arg(".").current_dir(oracle_dir()),
     )
     .context("building xtask/oracle")?;
     Ok(binary)
 }
 
 fn oracle_output(binary: &PathBuf, subcommand: &str) -> Result<Vec<u8>> {
-    let out = Command::new(binary)
-        .arg(subcommand)
-        .output()
-        .with_context(|| format!("running oracle {subcommand}"))?;
+    let out = Command::new(binary).arg(subcommand).output().with_context(|| format!("running oracle {subcommand}"))?;
     if !out.status.success() {
-        bail!(
-            "oracle {subcommand} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        bail!("oracle {subcommand} failed: {}", String::from_utf8_lossy(&out.stderr));
     }
     // Parse to be sure the oracle wrote one JSON document.
     serde_json::from_slice::<serde_json::Value>(&out.stdout)

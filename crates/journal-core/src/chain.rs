@@ -39,9 +39,7 @@ impl ChainHash {
 
     /// Parses 64 hex digits.
     pub fn from_hex(text: &str) -> Option<Self> {
-        tlog::NodeHash::from_hex(text)
-            .ok()
-            .map(|h| Self(*h.as_bytes()))
+        tlog::NodeHash::from_hex(text).ok().map(|h| Self(*h.as_bytes()))
     }
 
     /// Wraps bytes of any length, refusing all but 32.
@@ -87,11 +85,7 @@ pub struct StoredRecord {
 
 impl StoredRecord {
     /// The row for `record` after `prev` (seq and run come from the record).
-    pub fn new(
-        record: &Record,
-        prev: ChainHash,
-        signature: Option<KeySignature>,
-    ) -> Result<Self, JournalError> {
+    pub fn new(record: &Record, prev: ChainHash, signature: Option<KeySignature>) -> Result<Self, JournalError> {
         let bytes = record.encode()?;
         let hash = ChainHash::link(&prev, &bytes);
         Ok(Self {
@@ -137,12 +131,7 @@ pub struct ChainCheck<'a> {
 }
 
 fn tamper(run: &RunId, seq: u64, kind: TamperKind, detail: Option<String>) -> JournalError {
-    JournalError::Tamper {
-        run: run.clone(),
-        seq,
-        kind,
-        detail,
-    }
+    JournalError::Tamper { run: run.clone(), seq, kind, detail }
 }
 
 /// Verifies a run's rows in stored order and decodes them. The first problem
@@ -156,26 +145,7 @@ pub fn verify_run(
     let mut prev = ChainHash::GENESIS;
     let mut out = Vec::with_capacity(rows.len());
     for (index, row) in rows.iter().enumerate() {
-        let expected_seq = index as u64 + 1;
-        if row.seq != expected_seq {
-            let kind = if row.seq > expected_seq {
-                TamperKind::Gap
-            } else {
-                TamperKind::Reorder
-            };
-            return Err(tamper(
-                run,
-                expected_seq,
-                kind,
-                Some(format!("found seq {}", row.seq)),
-            ));
-        }
-        if row.prev_hash != prev {
-            return Err(tamper(run, row.seq, TamperKind::BrokenLink, None));
-        }
-        if ChainHash::link(&prev, &row.bytes) != row.hash {
-            return Err(tamper(run, row.seq, TamperKind::HashMismatch, None));
-        }
+        check_link(run, index, prev, row)?;
         check_signature(run, row, check)?;
         // Only now, with the bytes proven to be the ones written, is the body read.
         let record = Record::decode_verified(&row.bytes, check.upcasters)?;
@@ -184,79 +154,92 @@ pub fn verify_run(
                 run,
                 row.seq,
                 TamperKind::Reorder,
-                Some(format!(
-                    "the record says run {} seq {}",
-                    record.run, record.seq
-                )),
+                Some(format!("the record says run {} seq {}", record.run, record.seq)),
             ));
         }
-        if RecordKind::parse(&row.kind) != Some(record.kind())
-            || row.effect_key != record.effect_key
-        {
+        if RecordKind::parse(&row.kind) != Some(record.kind()) || row.effect_key != record.effect_key {
             return Err(tamper(run, row.seq, TamperKind::ColumnMismatch, None));
         }
         prev = row.hash;
-        out.push(VerifiedRecord {
-            stored: row.clone(),
-            record,
-        });
+        out.push(VerifiedRecord { stored: row.clone(), record });
     }
-    if let Some(head) = expected_head {
-        let last_seq = rows.len() as u64;
-        if head.seq > last_seq {
-            return Err(tamper(
-                run,
-                last_seq + 1,
-                TamperKind::Gap,
-                Some(format!("the head is at seq {}", head.seq)),
-            ));
-        }
-        if head.seq < last_seq || head.hash != prev {
-            return Err(tamper(
-                run,
-                head.seq.max(1),
-                TamperKind::SealMismatch,
-                Some("the recorded head differs".into()),
-            ));
-        }
-    }
+    check_head(run, rows.len(), prev, expected_head)?;
     Ok(out)
 }
 
-fn check_signature(
+/// Checks only the links of a run's rows (positions, `prev_hash`, hashes over
+/// the stored bytes) without reading any body: what an upcast never changes (R-VER-5).
+pub fn verify_links(
     run: &RunId,
-    row: &StoredRecord,
-    check: ChainCheck<'_>,
+    rows: &[StoredRecord],
+    expected_head: Option<ExpectedHead>,
 ) -> Result<(), JournalError> {
-    let strict = check.options.require_signature;
-    let unsigned = |problem: String| JournalError::Unsigned {
-        run: run.clone(),
-        seq: row.seq,
-        problem,
+    let mut prev = ChainHash::GENESIS;
+    for (index, row) in rows.iter().enumerate() {
+        check_link(run, index, prev, row)?;
+        prev = row.hash;
+    }
+    check_head(run, rows.len(), prev, expected_head)
+}
+
+/// The `index`-th row's position and link: seq `index + 1`, linked to `prev`,
+/// hash over its bytes.
+fn check_link(run: &RunId, index: usize, prev: ChainHash, row: &StoredRecord) -> Result<(), JournalError> {
+    let expected_seq = index as u64 + 1;
+    if row.seq != expected_seq {
+        let kind = if row.seq > expected_seq { TamperKind::Gap } else { TamperKind::Reorder };
+        return Err(tamper(run, expected_seq, kind, Some(format!("found seq {}", row.seq))));
+    }
+    if row.prev_hash != prev {
+        return Err(tamper(run, row.seq, TamperKind::BrokenLink, None));
+    }
+    if ChainHash::link(&prev, &row.bytes) != row.hash {
+        return Err(tamper(run, row.seq, TamperKind::HashMismatch, None));
+    }
+    Ok(())
+}
+
+/// The head recorded elsewhere (runs table, seal) against the last row.
+fn check_head(
+    run: &RunId,
+    rows: usize,
+    last: ChainHash,
+    expected_head: Option<ExpectedHead>,
+) -> Result<(), JournalError> {
+    let Some(head) = expected_head else {
+        return Ok(());
     };
+    let last_seq = rows as u64;
+    if head.seq > last_seq {
+        return Err(tamper(run, last_seq + 1, TamperKind::Gap, Some(format!("the head is at seq {}", head.seq))));
+    }
+    if head.seq < last_seq || head.hash != last {
+        return Err(tamper(run, head.seq.max(1), TamperKind::SealMismatch, Some("the recorded head differs".into())));
+    }
+    Ok(())
+}
+
+fn check_signature(run: &RunId, row: &StoredRecord, check: ChainCheck<'_>) -> Result<(), JournalError> {
+    let strict = check.options.require_signature;
+    let unsigned = |problem: String| JournalError::Unsigned { run: run.clone(), seq: row.seq, problem };
     match (&row.signature, check.verifier) {
         (None, _) if strict => Err(unsigned("unsigned record; require_signature is on".into())),
         (None, _) => Ok(()),
         (Some(signature), Some(verifier)) => {
             match verifier.verify(&signature.key_id, &row.hash, &signature.signature) {
                 SignatureCheck::Valid => Ok(()),
-                SignatureCheck::Invalid => Err(tamper(
-                    run,
-                    row.seq,
-                    TamperKind::BadSignature,
-                    Some(format!("key id {}", signature.key_id)),
-                )),
-                SignatureCheck::UnknownKey if strict => Err(unsigned(format!(
-                    "signed by key id {:?}, which is not trusted here",
-                    signature.key_id
-                ))),
+                SignatureCheck::Invalid => {
+                    Err(tamper(run, row.seq, TamperKind::BadSignature, Some(format!("key id {}", signature.key_id))))
+                }
+                SignatureCheck::UnknownKey if strict => {
+                    Err(unsigned(format!("signed by key id {:?}, which is not trusted here", signature.key_id)))
+                }
                 SignatureCheck::UnknownKey => Ok(()),
             }
         }
-        (Some(signature), None) if strict => Err(unsigned(format!(
-            "signed by key id {:?}, and no trusted keys were given",
-            signature.key_id
-        ))),
+        (Some(signature), None) if strict => {
+            Err(unsigned(format!("signed by key id {:?}, and no trusted keys were given", signature.key_id)))
+        }
         (Some(_), None) => Ok(()),
     }
 }

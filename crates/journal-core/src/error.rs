@@ -92,28 +92,11 @@ impl BuildSkew {
 impl fmt::Display for BuildSkew {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::UnknownRecordVersion {
-                kind,
-                v,
-                readable,
-                detail,
-                remedy,
-                ..
-            } => {
-                let reads =
-                    readable.map_or_else(|| "no version of it".to_owned(), |r| format!("v{r}"));
-                write!(
-                    f,
-                    "UnknownRecordVersion: {kind} v{v} ({detail}; this build reads {reads}). {remedy}"
-                )
+            Self::UnknownRecordVersion { kind, v, readable, detail, remedy, .. } => {
+                let reads = readable.map_or_else(|| "no version of it".to_owned(), |r| format!("v{r}"));
+                write!(f, "UnknownRecordVersion: {kind} v{v} ({detail}; this build reads {reads}). {remedy}")
             }
-            Self::UnreadableRecordShape {
-                kind,
-                v,
-                detail,
-                remedy,
-                ..
-            } => {
+            Self::UnreadableRecordShape { kind, v, detail, remedy, .. } => {
                 write!(f, "UnreadableRecordShape: {kind} v{v}: {detail}. {remedy}")
             }
         }
@@ -218,10 +201,9 @@ impl JournalError {
             Self::Conflict { .. } => ErrorClass::Conflict,
             Self::Sealed { .. } => ErrorClass::Sealed,
             Self::Io(_) => ErrorClass::Io,
-            Self::NotFound { .. }
-            | Self::InvalidId { .. }
-            | Self::InvalidRecord(_)
-            | Self::Unsigned { .. } => ErrorClass::Invalid,
+            Self::NotFound { .. } | Self::InvalidId { .. } | Self::InvalidRecord(_) | Self::Unsigned { .. } => {
+                ErrorClass::Invalid
+            }
         }
     }
 

@@ -83,8 +83,7 @@ pub enum ExportError {
 impl ExportError {
     /// Whether this is evidence of tampering rather than a malformed or foreign file.
     pub fn is_tamper(&self) -> bool {
-        matches!(self, Self::Journal(err) if err.is_tamper())
-            || matches!(self, Self::Mismatch(_) | Self::Checkpoint(_))
+        matches!(self, Self::Journal(err) if err.is_tamper()) || matches!(self, Self::Mismatch(_) | Self::Checkpoint(_))
     }
 }
 
@@ -100,20 +99,13 @@ pub fn write_export(
     inclusion: &RunInclusion,
     checkpoint: &SignedCheckpoint,
 ) -> Result<String, JournalError> {
-    let seal = verified
-        .seal
-        .as_ref()
-        .ok_or_else(|| JournalError::InvalidRecord(format!("run {run} is not sealed")))?;
+    let seal = verified.seal.as_ref().ok_or_else(|| JournalError::InvalidRecord(format!("run {run} is not sealed")))?;
     let mut out = String::new();
     let mut push = |line: Line| {
         out.push_str(&to_json(&line));
         out.push('\n');
     };
-    push(Line::Header {
-        format: EXPORT_FORMAT.into(),
-        origin: origin.into(),
-        run: run.to_string(),
-    });
+    push(Line::Header { format: EXPORT_FORMAT.into(), origin: origin.into(), run: run.to_string() });
     for record in &verified.records {
         let row = &record.stored;
         push(Line::Record {
@@ -126,23 +118,14 @@ pub fn write_export(
             signature: row.signature.clone(),
         });
     }
-    push(Line::Seal {
-        leaf: String::from_utf8_lossy(&seal.leaf_bytes).into_owned(),
-    });
+    push(Line::Seal { leaf: String::from_utf8_lossy(&seal.leaf_bytes).into_owned() });
     push(Line::Inclusion {
         index: inclusion.index,
         size: inclusion.tree.size,
         root: STANDARD.encode(inclusion.tree.root.as_bytes()),
-        proof: inclusion
-            .proof
-            .path()
-            .iter()
-            .map(|h| STANDARD.encode(h.as_bytes()))
-            .collect(),
+        proof: inclusion.proof.path().iter().map(|h| STANDARD.encode(h.as_bytes())).collect(),
     });
-    push(Line::Checkpoint {
-        note: checkpoint.note().to_owned(),
-    });
+    push(Line::Checkpoint { note: checkpoint.note().to_owned() });
     Ok(out)
 }
 
@@ -164,10 +147,7 @@ pub struct VerifiedExport {
 }
 
 fn b64_hash(line: usize, text: &str) -> Result<[u8; 32], ExportError> {
-    let malformed = || ExportError::Malformed {
-        line,
-        detail: format!("{text:?} is not the base64 of a 32-byte hash"),
-    };
+    let malformed = || ExportError::Malformed { line, detail: format!("{text:?} is not the base64 of a 32-byte hash") };
     let bytes = STANDARD.decode(text).map_err(|_| malformed())?;
     bytes.try_into().map_err(|_| malformed())
 }
@@ -187,10 +167,7 @@ pub fn verify_export(
     let mut checkpoint = None;
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;
-        let malformed = |detail: String| ExportError::Malformed {
-            line: line_no,
-            detail,
-        };
+        let malformed = |detail: String| ExportError::Malformed { line: line_no, detail };
         let line: Line = serde_json::from_str(raw).map_err(|err| malformed(err.to_string()))?;
         let stage = match &line {
             Line::Header { .. } => 0,
@@ -214,34 +191,15 @@ pub fn verify_export(
             return Err(malformed("a line out of the format's order".into()));
         }
         match line {
-            Line::Header {
-                format,
-                origin,
-                run,
-            } => {
+            Line::Header { format, origin, run } => {
                 if format != EXPORT_FORMAT {
-                    return Err(malformed(format!(
-                        "format {format:?}, this build reads {EXPORT_FORMAT}"
-                    )));
+                    return Err(malformed(format!("format {format:?}, this build reads {EXPORT_FORMAT}")));
                 }
-                header = Some((
-                    origin,
-                    RunId::new(&run).map_err(|err| malformed(err.to_string()))?,
-                ));
+                header = Some((origin, RunId::new(&run).map_err(|err| malformed(err.to_string()))?));
             }
-            Line::Record {
-                seq,
-                kind,
-                effect_key,
-                prev_hash,
-                hash,
-                bytes,
-                signature,
-            } => {
-                let hash_of = |text: &str| {
-                    ChainHash::from_hex(text)
-                        .ok_or_else(|| malformed(format!("{text:?} is not a hash")))
-                };
+            Line::Record { seq, kind, effect_key, prev_hash, hash, bytes, signature } => {
+                let hash_of =
+                    |text: &str| ChainHash::from_hex(text).ok_or_else(|| malformed(format!("{text:?} is not a hash")));
                 rows.push(StoredRecord {
                     seq,
                     kind,
@@ -253,52 +211,36 @@ pub fn verify_export(
                 });
             }
             Line::Seal { leaf } => seal = Some(leaf),
-            Line::Inclusion {
-                index,
-                size,
-                root,
-                proof,
-            } => {
+            Line::Inclusion { index, size, root, proof } => {
                 let root = RootHash::from_hash_bytes(b64_hash(line_no, &root)?);
-                let path = proof
-                    .iter()
-                    .map(|h| b64_hash(line_no, h).map(NodeHash::from_hash_bytes))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let path = proof.iter().map(|h| b64_hash(line_no, h).map(NodeHash::from_hash_bytes)).collect::<Result<
+                    Vec<_>,
+                    _,
+                >>(
+                )?;
                 inclusion = Some((index, Tree::new(size, root), InclusionProof::new(path)));
             }
             Line::Checkpoint { note } => checkpoint = Some(note),
         }
     }
-    let missing = |what: &str| ExportError::Malformed {
-        line: text.lines().count() + 1,
-        detail: format!("no {what} line"),
-    };
+    let missing =
+        |what: &str| ExportError::Malformed { line: text.lines().count() + 1, detail: format!("no {what} line") };
     let (origin, run) = header.ok_or_else(|| missing("header"))?;
     let seal = seal.ok_or_else(|| missing("seal"))?;
     let (index, tree, proof) = inclusion.ok_or_else(|| missing("inclusion"))?;
     let note = checkpoint.ok_or_else(|| missing("checkpoint"))?;
 
-    let last = rows.last().map(|row| ExpectedHead {
-        seq: row.seq,
-        hash: row.hash,
-    });
+    let last = rows.last().map(|row| ExpectedHead { seq: row.seq, hash: row.hash });
     let records = verify_run(&run, &rows, last, check)?;
     let head = last.ok_or_else(|| ExportError::Mismatch("an export with no records".into()))?;
-    let expected_leaf = crate::seal::SealLeaf {
-        origin: origin.clone(),
-        run: run.clone(),
-        record_count: head.seq,
-        head: head.hash,
-    };
+    let expected_leaf =
+        crate::seal::SealLeaf { origin: origin.clone(), run: run.clone(), record_count: head.seq, head: head.hash };
     if expected_leaf.to_bytes() != seal.as_bytes() {
-        return Err(ExportError::Mismatch(
-            "the seal leaf does not match the records".into(),
-        ));
+        return Err(ExportError::Mismatch("the seal leaf does not match the records".into()));
     }
-    let verifiers: Vec<&dyn NoteVerifier> =
-        log_keys.iter().map(|k| k as &dyn NoteVerifier).collect();
-    let (signed, _) = SignedCheckpoint::open(note.as_bytes(), &verifiers)
-        .map_err(|err| ExportError::Checkpoint(err.to_string()))?;
+    let verifiers: Vec<&dyn NoteVerifier> = log_keys.iter().map(|k| k as &dyn NoteVerifier).collect();
+    let (signed, _) =
+        SignedCheckpoint::open(note.as_bytes(), &verifiers).map_err(|err| ExportError::Checkpoint(err.to_string()))?;
     let checkpoint = signed.checkpoint();
     if checkpoint.origin() != origin {
         return Err(ExportError::Mismatch(format!(
@@ -307,9 +249,7 @@ pub fn verify_export(
         )));
     }
     if checkpoint.tree() != tree {
-        return Err(ExportError::Mismatch(
-            "the inclusion proof is for another tree than the checkpoint's".into(),
-        ));
+        return Err(ExportError::Mismatch("the inclusion proof is for another tree than the checkpoint's".into()));
     }
     tree.verify_inclusion(&expected_leaf.leaf_hash(), index, &proof)
         .map_err(|err| ExportError::Mismatch(format!("the run's inclusion proof fails: {err}")))?;
@@ -318,16 +258,7 @@ pub fn verify_export(
         _ => None,
     });
     if !outcome.is_some_and(|o| o.seals()) {
-        return Err(ExportError::Mismatch(
-            "the last conclusion of an exported run must seal it".into(),
-        ));
+        return Err(ExportError::Mismatch("the last conclusion of an exported run must seal it".into()));
     }
-    Ok(VerifiedExport {
-        origin,
-        run,
-        records: head.seq,
-        index,
-        tree,
-        outcome,
-    })
+    Ok(VerifiedExport { origin, run, records: head.seq, index, tree, outcome })
 }

@@ -8,9 +8,9 @@ use crate::chain::ChainHash;
 use crate::error::JournalError;
 use crate::ids::RunId;
 use crate::record::{
-    Budget, Build, CeilingRaised, Counters, Dimension, DoubtAnswer, DoubtAnswered, EffectDone,
-    EffectResult, EffectStarted, Holding, Outcome, PlanFrozen, Record, RecordBody, Released,
-    RunAdmitted, RunConcluded, StepMark, Verdict, WithholdingLifted,
+    Budget, Build, CeilingRaised, Counters, Dimension, DoubtAnswer, DoubtAnswered, EffectDone, EffectResult,
+    EffectStarted, Holding, Outcome, PlanFrozen, Record, RecordBody, Released, RunAdmitted, RunConcluded, StepMark,
+    Verdict, WithholdingLifted,
 };
 
 /// The path of the record corpus, from the workspace root.
@@ -37,22 +37,13 @@ pub struct GoldenLine {
 }
 
 fn counters(tokens: u64, cost: u64) -> Counters {
-    Counters {
-        tokens,
-        cost_micros: cost,
-        steps: 1,
-        effects: 1,
-        wall_millis: 250,
-    }
+    Counters { tokens, cost_micros: cost, steps: 1, effects: 1, wall_millis: 250 }
 }
 
 /// One record of every kind, with fixed values and a fixed build.
 pub fn golden_records() -> Result<Vec<Record>, JournalError> {
     let run = RunId::new("golden-run-0001")?;
-    let build = Build {
-        name: "agentplane-journal-core".into(),
-        version: "golden".into(),
-    };
+    let build = Build { name: "agentplane-journal-core".into(), version: "golden".into() };
     let effect = Some("ek:search-1".to_owned());
     let bodies: Vec<(Option<String>, RecordBody)> = vec![
         (
@@ -69,47 +60,21 @@ pub fn golden_records() -> Result<Vec<Record>, JournalError> {
                 },
             }),
         ),
-        (
-            None,
-            RecordBody::PlanFrozen(PlanFrozen {
-                steps: vec!["search".into(), "summarize \"é\" \u{4e2d}".into()],
-            }),
-        ),
-        (
-            None,
-            RecordBody::StepStarted(StepMark {
-                step: "search".into(),
-            }),
-        ),
+        (None, RecordBody::PlanFrozen(PlanFrozen { steps: vec!["search".into(), "summarize \"é\" \u{4e2d}".into()] })),
+        (None, RecordBody::StepStarted(StepMark { step: "search".into() })),
         (
             effect.clone(),
-            RecordBody::EffectStarted(EffectStarted {
-                step: "search".into(),
-                reserved: counters(500, 1_000),
-            }),
+            RecordBody::EffectStarted(EffectStarted { step: "search".into(), reserved: counters(500, 1_000) }),
         ),
         (
             effect.clone(),
             RecordBody::EffectDone(EffectDone {
-                result: EffectResult::Ok {
-                    output: "{\"hits\":3}".into(),
-                },
+                result: EffectResult::Ok { output: "{\"hits\":3}".into() },
                 charged: counters(420, 840),
             }),
         ),
-        (
-            effect.clone(),
-            RecordBody::Released(Released {
-                holding: Holding::Reservation,
-                amount: counters(80, 160),
-            }),
-        ),
-        (
-            None,
-            RecordBody::StepFinished(StepMark {
-                step: "search".into(),
-            }),
-        ),
+        (effect.clone(), RecordBody::Released(Released { holding: Holding::Reservation, amount: counters(80, 160) })),
+        (None, RecordBody::StepFinished(StepMark { step: "search".into() })),
         (
             None,
             RecordBody::RunConcluded(RunConcluded {
@@ -122,25 +87,9 @@ pub fn golden_records() -> Result<Vec<Record>, JournalError> {
                 reason: "token ceiling 10000 crossed at 10420".into(),
             }),
         ),
-        (
-            None,
-            RecordBody::CeilingRaised(CeilingRaised {
-                dimension: Dimension::Tokens,
-                ceiling: Some(20_000),
-            }),
-        ),
-        (
-            None,
-            RecordBody::WithholdingLifted(WithholdingLifted {
-                note: "lifted by operator".into(),
-            }),
-        ),
-        (
-            effect,
-            RecordBody::DoubtAnswered(DoubtAnswered {
-                answer: DoubtAnswer::DidNotHappen,
-            }),
-        ),
+        (None, RecordBody::CeilingRaised(CeilingRaised { dimension: Dimension::Tokens, ceiling: Some(20_000) })),
+        (None, RecordBody::WithholdingLifted(WithholdingLifted { note: "lifted by operator".into() })),
+        (effect, RecordBody::DoubtAnswered(DoubtAnswered { answer: DoubtAnswer::DidNotHappen })),
     ];
     Ok(bodies
         .into_iter()
@@ -162,14 +111,8 @@ pub fn records_corpus() -> Result<String, JournalError> {
     for record in golden_records()? {
         let bytes = record.encode()?;
         prev = ChainHash::link(&prev, &bytes);
-        let line = GoldenLine {
-            chain_hash: prev.to_string(),
-            record: String::from_utf8_lossy(&bytes).into_owned(),
-        };
-        out.push_str(
-            &serde_json::to_string(&line)
-                .map_err(|err| JournalError::InvalidRecord(err.to_string()))?,
-        );
+        let line = GoldenLine { chain_hash: prev.to_string(), record: String::from_utf8_lossy(&bytes).into_owned() };
+        out.push_str(&serde_json::to_string(&line).map_err(|err| JournalError::InvalidRecord(err.to_string()))?);
         out.push('\n');
     }
     Ok(out)
@@ -195,18 +138,10 @@ pub fn export_corpus() -> Result<String, JournalError> {
     let store = MemoryStore::new();
     let tenant = TenantId::new("tenant-a")?;
     let signer = Ed25519Signer::from_seed(RECORD_KEY_ID, RECORD_KEY_SEED);
-    let journal = Journal {
-        store: &store,
-        tenant: &tenant,
-        origin: ORIGIN,
-        signer: Some(&signer),
-    };
+    let journal = Journal { store: &store, tenant: &tenant, origin: ORIGIN, signer: Some(&signer) };
     // Two earlier sealed runs, so the proof has siblings.
     let mut target = None;
-    for (n, name) in ["golden-a", "golden-b", "golden-run-0001"]
-        .into_iter()
-        .enumerate()
-    {
+    for (n, name) in ["golden-a", "golden-b", "golden-run-0001"].into_iter().enumerate() {
         let run = RunId::new(name)?;
         let mut head = None;
         for (effect_key, body) in [
@@ -218,40 +153,20 @@ pub fn export_corpus() -> Result<String, JournalError> {
                     budget: Budget::default(),
                 }),
             ),
-            (
-                None,
-                RecordBody::PlanFrozen(PlanFrozen {
-                    steps: vec!["answer".into()],
-                }),
-            ),
-            (
-                None,
-                RecordBody::StepStarted(StepMark {
-                    step: "answer".into(),
-                }),
-            ),
+            (None, RecordBody::PlanFrozen(PlanFrozen { steps: vec!["answer".into()] })),
+            (None, RecordBody::StepStarted(StepMark { step: "answer".into() })),
             (
                 Some(format!("ek:answer-{n}")),
-                RecordBody::EffectStarted(EffectStarted {
-                    step: "answer".into(),
-                    reserved: Counters::default(),
-                }),
+                RecordBody::EffectStarted(EffectStarted { step: "answer".into(), reserved: Counters::default() }),
             ),
             (
                 Some(format!("ek:answer-{n}")),
                 RecordBody::EffectDone(EffectDone {
-                    result: EffectResult::Ok {
-                        output: format!("answer {n}"),
-                    },
+                    result: EffectResult::Ok { output: format!("answer {n}") },
                     charged: counters(100, 200),
                 }),
             ),
-            (
-                None,
-                RecordBody::StepFinished(StepMark {
-                    step: "answer".into(),
-                }),
-            ),
+            (None, RecordBody::StepFinished(StepMark { step: "answer".into() })),
             (
                 None,
                 RecordBody::RunConcluded(RunConcluded {
@@ -267,19 +182,11 @@ pub fn export_corpus() -> Result<String, JournalError> {
     }
     let run = target.ok_or_else(|| JournalError::InvalidRecord("no run".into()))?;
     let upcasters = Upcasters::builtin();
-    let verified = journal.read(
-        &run,
-        ChainCheck {
-            upcasters: &upcasters,
-            verifier: None,
-            options: VerifyOptions::default(),
-        },
-    )?;
+    let verified =
+        journal.read(&run, ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() })?;
     let inclusion = crate::log::inclusion_proof(&store, &tenant, &run)?;
-    let checkpoint = witness::Checkpoint::new(ORIGIN, inclusion.tree)
-        .map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
-    let signed = log_key()?
-        .sign(&checkpoint)
-        .map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
+    let checkpoint =
+        witness::Checkpoint::new(ORIGIN, inclusion.tree).map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
+    let signed = log_key()?.sign(&checkpoint).map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
     crate::export::write_export(ORIGIN, &run, &verified, &inclusion, &signed)
 }

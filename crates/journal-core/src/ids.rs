@@ -9,9 +9,7 @@ const MAX_ID_LEN: usize = 128;
 fn check_id(what: &'static str, text: &str) -> Result<(), JournalError> {
     let ok = !text.is_empty()
         && text.len() <= MAX_ID_LEN
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':' | b'/'));
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':' | b'/'));
     if ok {
         Ok(())
     } else {

@@ -47,13 +47,10 @@ pub struct VerifiedRun {
 impl VerifiedRun {
     /// The last conclusion in the chain: the run's answer (R-RUN-3).
     pub fn last_conclusion(&self) -> Option<&crate::record::RunConcluded> {
-        self.records
-            .iter()
-            .rev()
-            .find_map(|r| match &r.record.body {
-                RecordBody::RunConcluded(concluded) => Some(concluded),
-                _ => None,
-            })
+        self.records.iter().rev().find_map(|r| match &r.record.body {
+            RecordBody::RunConcluded(concluded) => Some(concluded),
+            _ => None,
+        })
     }
 }
 
@@ -69,13 +66,7 @@ impl Journal<'_> {
     ) -> Result<Appended, JournalError> {
         let seq = head.map_or(1, |h| h.seq + 1);
         let prev = head.map_or(ChainHash::GENESIS, |h| h.hash);
-        let record = Record {
-            run: run.clone(),
-            seq,
-            effect_key,
-            build: Build::current(),
-            body,
-        };
+        let record = Record { run: run.clone(), seq, effect_key, build: Build::current(), body };
         let bytes = record.encode()?;
         let hash = ChainHash::link(&prev, &bytes);
         let signature = self.signer.map(|signer| signer.sign(&hash));
@@ -107,10 +98,7 @@ impl Journal<'_> {
             row,
             conclusion,
         })?;
-        Ok(Appended {
-            head: ExpectedHead { seq, hash },
-            position,
-        })
+        Ok(Appended { head: ExpectedHead { seq, hash }, position })
     }
 
     /// Reads and verifies a run: chain, signatures, shapes, head, and seal.
@@ -120,13 +108,7 @@ impl Journal<'_> {
         if let Some(seal) = &stored.seal {
             let last = records.last().map(|r| (r.stored.seq, r.stored.hash));
             let expected = last.map(|(seq, head)| {
-                SealLeaf {
-                    origin: self.origin.to_owned(),
-                    run: run.clone(),
-                    record_count: seq,
-                    head,
-                }
-                .to_bytes()
+                SealLeaf { origin: self.origin.to_owned(), run: run.clone(), record_count: seq, head }.to_bytes()
             });
             if expected.as_deref() != Some(seal.leaf_bytes.as_slice()) {
                 return Err(JournalError::Tamper {
@@ -137,11 +119,6 @@ impl Journal<'_> {
                 });
             }
         }
-        Ok(VerifiedRun {
-            records,
-            head: stored.head,
-            seal: stored.seal,
-            outcome: stored.outcome,
-        })
+        Ok(VerifiedRun { records, head: stored.head, seal: stored.seal, outcome: stored.outcome })
     }
 }

@@ -16,14 +16,14 @@ pub mod store;
 pub mod testkit;
 pub mod version;
 
-pub use chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, VerifiedRecord, verify_run};
+pub use chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, VerifiedRecord, verify_links, verify_run};
 pub use error::{BuildSkew, ErrorClass, JournalError, TamperKind};
 pub use ids::{RunId, TenantId};
 pub use journal::{Appended, Journal, VerifiedRun};
 pub use memory::MemoryStore;
 pub use record::{
-    Budget, Build, Counters, Dimension, DoubtAnswer, EffectResult, Holding, Outcome, Record,
-    RecordBody, RecordKind, Verdict,
+    Budget, Build, Counters, Dimension, DoubtAnswer, EffectResult, Holding, Outcome, Record, RecordBody, RecordKind,
+    Verdict,
 };
 pub use seal::SealLeaf;
 #[cfg(feature = "signing")]

@@ -6,9 +6,7 @@
 //! in key order, the proof uses the run's rank in that walk, and the answer
 //! says so; cached nodes never override the walk.
 
-use tlog::{
-    ConsistencyProof, HashReader, InclusionProof, LeafHash, MemoryHashStore, NodeHash, NodeId, Tree,
-};
+use tlog::{ConsistencyProof, HashReader, InclusionProof, LeafHash, MemoryHashStore, NodeHash, NodeId, Tree};
 
 use crate::error::JournalError;
 use crate::ids::{RunId, TenantId};
@@ -85,36 +83,21 @@ pub fn log_head(store: &dyn Store, tenant: &TenantId) -> Result<LogHead, Journal
     if counters.has_holes() {
         let tree = walk(&store.seals(tenant)?).tree();
         tracing::warn!(tenant = %tenant, "log positions have holes: answering from the walk of the seals");
-        return Ok(LogHead {
-            tree,
-            source: LogSource::WalkWithHoles,
-        });
+        return Ok(LogHead { tree, source: LogSource::WalkWithHoles });
     }
     let size = counters.next_position;
     let root = tlog::tree_root(&StoredNodes { store, tenant }, size).map_err(prove_error)?;
-    Ok(LogHead {
-        tree: Tree::new(size, root),
-        source: LogSource::StoredNodes,
-    })
+    Ok(LogHead { tree: Tree::new(size, root), source: LogSource::StoredNodes })
 }
 
 /// The inclusion proof of a sealed run in the current log (R-LOG-2, R-LOG-6).
-pub fn inclusion_proof(
-    store: &dyn Store,
-    tenant: &TenantId,
-    run: &RunId,
-) -> Result<RunInclusion, JournalError> {
+pub fn inclusion_proof(store: &dyn Store, tenant: &TenantId, run: &RunId) -> Result<RunInclusion, JournalError> {
     let counters = store.log_counters(tenant)?;
     if counters.has_holes() {
         let seals = store.seals(tenant)?;
-        let rank = seals
-            .iter()
-            .position(|seal| seal.run == *run)
-            .ok_or_else(|| not_sealed(tenant, run))?;
+        let rank = seals.iter().position(|seal| seal.run == *run).ok_or_else(|| not_sealed(tenant, run))?;
         let tree = walk(&seals);
-        let proof = tree
-            .prove_inclusion(rank as u64, tree.size())
-            .map_err(|err| JournalError::Io(err.to_string()))?;
+        let proof = tree.prove_inclusion(rank as u64, tree.size()).map_err(|err| JournalError::Io(err.to_string()))?;
         let seal = seals.get(rank).ok_or_else(|| not_sealed(tenant, run))?;
         return Ok(RunInclusion {
             index: rank as u64,
@@ -125,13 +108,10 @@ pub fn inclusion_proof(
             source: LogSource::WalkWithHoles,
         });
     }
-    let seal = store
-        .seal_of(tenant, run)?
-        .ok_or_else(|| not_sealed(tenant, run))?;
+    let seal = store.seal_of(tenant, run)?.ok_or_else(|| not_sealed(tenant, run))?;
     let head = log_head(store, tenant)?;
     let nodes = StoredNodes { store, tenant };
-    let proof =
-        tlog::prove_inclusion(&nodes, seal.position, head.tree.size).map_err(prove_error)?;
+    let proof = tlog::prove_inclusion(&nodes, seal.position, head.tree.size).map_err(prove_error)?;
     Ok(RunInclusion {
         index: seal.position,
         tree: head.tree,
@@ -157,8 +137,7 @@ pub fn consistency_proof(
     }
     let proof = match head.source {
         LogSource::StoredNodes => {
-            tlog::prove_consistency(&StoredNodes { store, tenant }, old_size, head.tree.size)
-                .map_err(prove_error)?
+            tlog::prove_consistency(&StoredNodes { store, tenant }, old_size, head.tree.size).map_err(prove_error)?
         }
         LogSource::WalkWithHoles => walk(&store.seals(tenant)?)
             .prove_consistency(old_size, head.tree.size)
@@ -168,24 +147,16 @@ pub fn consistency_proof(
 }
 
 /// The root of the first `size` leaves of the current log.
-pub fn root_at(
-    store: &dyn Store,
-    tenant: &TenantId,
-    size: u64,
-) -> Result<tlog::RootHash, JournalError> {
+pub fn root_at(store: &dyn Store, tenant: &TenantId, size: u64) -> Result<tlog::RootHash, JournalError> {
     let head = log_head(store, tenant)?;
     match head.source {
-        LogSource::StoredNodes => {
-            tlog::tree_root(&StoredNodes { store, tenant }, size).map_err(prove_error)
+        LogSource::StoredNodes => tlog::tree_root(&StoredNodes { store, tenant }, size).map_err(prove_error),
+        LogSource::WalkWithHoles => {
+            tlog::tree_root(&walk(&store.seals(tenant)?), size).map_err(|err| JournalError::Io(err.to_string()))
         }
-        LogSource::WalkWithHoles => tlog::tree_root(&walk(&store.seals(tenant)?), size)
-            .map_err(|err| JournalError::Io(err.to_string())),
     }
 }
 
 fn not_sealed(tenant: &TenantId, run: &RunId) -> JournalError {
-    JournalError::NotFound {
-        tenant: tenant.to_string(),
-        run: format!("{run} (sealed)"),
-    }
+    JournalError::NotFound { tenant: tenant.to_string(), run: format!("{run} (sealed)") }
 }

@@ -11,8 +11,7 @@ use crate::error::JournalError;
 use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
 use crate::store::{
-    AppendRequest, LogCounters, RunRows, SealEntry, Store, check_append, idempotency_key_of,
-    nodes_for_new_leaf,
+    AppendRequest, LogCounters, RunRows, SealEntry, Store, check_append, idempotency_key_of, nodes_for_new_leaf,
 };
 
 #[derive(Default)]
@@ -45,9 +44,7 @@ impl MemoryStore {
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, BTreeMap<TenantId, TenantState>>, JournalError> {
-        self.tenants
-            .lock()
-            .map_err(|_| JournalError::Io("memory store lock poisoned".into()))
+        self.tenants.lock().map_err(|_| JournalError::Io("memory store lock poisoned".into()))
     }
 }
 
@@ -55,10 +52,7 @@ impl Store for MemoryStore {
     fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError> {
         let mut tenants = self.lock()?;
         let tenant = tenants.entry(request.tenant.clone()).or_default();
-        let (head, sealed) = tenant
-            .runs
-            .get(&request.run)
-            .map_or((None, false), |state| (state.head, state.sealed));
+        let (head, sealed) = tenant.runs.get(&request.run).map_or((None, false), |state| (state.head, state.sealed));
         check_append(&request, head, sealed)?;
         let mut position = None;
         let mut new_nodes = Vec::new();
@@ -68,10 +62,7 @@ impl Store for MemoryStore {
             let read = |ids: &[NodeId]| -> Result<Vec<NodeHash>, JournalError> {
                 ids.iter()
                     .map(|id| {
-                        nodes
-                            .get(id)
-                            .copied()
-                            .ok_or_else(|| JournalError::Io(format!("missing log node {id:?}")))
+                        nodes.get(id).copied().ok_or_else(|| JournalError::Io(format!("missing log node {id:?}")))
                     })
                     .collect()
             };
@@ -83,23 +74,15 @@ impl Store for MemoryStore {
             tenant.idempotency.insert(key, request.run.clone());
         }
         let state = tenant.runs.entry(request.run.clone()).or_default();
-        state.head = Some(ExpectedHead {
-            seq: request.row.seq,
-            hash: request.row.hash,
-        });
+        state.head = Some(ExpectedHead { seq: request.row.seq, hash: request.row.hash });
         state.rows.push(request.row);
         if let Some(conclusion) = &request.conclusion {
             state.outcome = Some(conclusion.outcome);
             if let (Some(seal), Some(position)) = (&conclusion.seal, position) {
                 state.sealed = true;
-                tenant.seals.insert(
-                    position,
-                    SealEntry {
-                        position,
-                        run: request.run.clone(),
-                        leaf_bytes: seal.to_bytes(),
-                    },
-                );
+                tenant
+                    .seals
+                    .insert(position, SealEntry { position, run: request.run.clone(), leaf_bytes: seal.to_bytes() });
                 tenant.next_position = position + 1;
                 tenant.nodes.extend(new_nodes);
             }
@@ -109,30 +92,13 @@ impl Store for MemoryStore {
 
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
         let tenants = self.lock()?;
-        let not_found = || JournalError::NotFound {
-            tenant: tenant.to_string(),
-            run: run.to_string(),
-        };
-        let state = tenants
-            .get(tenant)
-            .and_then(|t| t.runs.get(run))
-            .ok_or_else(not_found)?;
-        let seal = tenants
-            .get(tenant)
-            .and_then(|t| t.seals.values().find(|s| s.run == *run).cloned());
-        Ok(RunRows {
-            rows: state.rows.clone(),
-            head: state.head,
-            seal,
-            outcome: state.outcome,
-        })
+        let not_found = || JournalError::NotFound { tenant: tenant.to_string(), run: run.to_string() };
+        let state = tenants.get(tenant).and_then(|t| t.runs.get(run)).ok_or_else(not_found)?;
+        let seal = tenants.get(tenant).and_then(|t| t.seals.values().find(|s| s.run == *run).cloned());
+        Ok(RunRows { rows: state.rows.clone(), head: state.head, seal, outcome: state.outcome })
     }
 
-    fn runs(
-        &self,
-        tenant: &TenantId,
-        outcome: Option<Outcome>,
-    ) -> Result<Vec<RunId>, JournalError> {
+    fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
         let tenants = self.lock()?;
         Ok(tenants
             .get(tenant)
@@ -146,15 +112,8 @@ impl Store for MemoryStore {
             .unwrap_or_default())
     }
 
-    fn run_by_idempotency_key(
-        &self,
-        tenant: &TenantId,
-        key: &str,
-    ) -> Result<Option<RunId>, JournalError> {
-        Ok(self
-            .lock()?
-            .get(tenant)
-            .and_then(|t| t.idempotency.get(key).cloned()))
+    fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError> {
+        Ok(self.lock()?.get(tenant).and_then(|t| t.idempotency.get(key).cloned()))
     }
 
     fn tenants(&self) -> Result<Vec<TenantId>, JournalError> {
@@ -162,38 +121,21 @@ impl Store for MemoryStore {
     }
 
     fn seals(&self, tenant: &TenantId) -> Result<Vec<SealEntry>, JournalError> {
-        Ok(self
-            .lock()?
-            .get(tenant)
-            .map(|t| t.seals.values().cloned().collect())
-            .unwrap_or_default())
+        Ok(self.lock()?.get(tenant).map(|t| t.seals.values().cloned().collect()).unwrap_or_default())
     }
 
     fn seal_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError> {
-        Ok(self
-            .lock()?
-            .get(tenant)
-            .and_then(|t| t.seals.values().find(|s| s.run == *run).cloned()))
+        Ok(self.lock()?.get(tenant).and_then(|t| t.seals.values().find(|s| s.run == *run).cloned()))
     }
 
     fn log_counters(&self, tenant: &TenantId) -> Result<LogCounters, JournalError> {
-        Ok(self.lock()?.get(tenant).map_or(
-            LogCounters {
-                next_position: 0,
-                seal_count: 0,
-            },
-            |t| LogCounters {
-                next_position: t.next_position,
-                seal_count: t.seals.len() as u64,
-            },
-        ))
+        Ok(self.lock()?.get(tenant).map_or(LogCounters { next_position: 0, seal_count: 0 }, |t| LogCounters {
+            next_position: t.next_position,
+            seal_count: t.seals.len() as u64,
+        }))
     }
 
-    fn read_log_nodes(
-        &self,
-        tenant: &TenantId,
-        ids: &[NodeId],
-    ) -> Result<Vec<NodeHash>, JournalError> {
+    fn read_log_nodes(&self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
         let tenants = self.lock()?;
         let nodes = tenants.get(tenant).map(|t| &t.nodes);
         ids.iter()

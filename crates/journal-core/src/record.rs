@@ -24,10 +24,7 @@ pub struct Build {
 impl Build {
     /// This build of journal-core.
     pub fn current() -> Self {
-        Self {
-            name: env!("CARGO_PKG_NAME").to_owned(),
-            version: env!("CARGO_PKG_VERSION").to_owned(),
-        }
+        Self { name: env!("CARGO_PKG_NAME").to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() }
     }
 }
 
@@ -55,13 +52,8 @@ pub enum Dimension {
 
 impl Dimension {
     /// Every dimension, in a fixed order.
-    pub const ALL: [Dimension; 5] = [
-        Dimension::Tokens,
-        Dimension::CostMicros,
-        Dimension::Steps,
-        Dimension::Effects,
-        Dimension::WallMillis,
-    ];
+    pub const ALL: [Dimension; 5] =
+        [Dimension::Tokens, Dimension::CostMicros, Dimension::Steps, Dimension::Effects, Dimension::WallMillis];
 }
 
 impl fmt::Display for Dimension {
@@ -157,11 +149,9 @@ impl Budget {
 
     /// The first dimension whose counter is above its ceiling.
     pub fn first_exceeded(&self, counters: &Counters) -> Option<(Dimension, u64)> {
-        Dimension::ALL.into_iter().find_map(|d| {
-            self.ceiling(d)
-                .filter(|ceiling| counters.get(d) > *ceiling)
-                .map(|ceiling| (d, ceiling))
-        })
+        Dimension::ALL
+            .into_iter()
+            .find_map(|d| self.ceiling(d).filter(|ceiling| counters.get(d) > *ceiling).map(|ceiling| (d, ceiling)))
     }
 }
 
@@ -527,18 +517,11 @@ impl Record {
         if kind.has_effect_key() != self.effect_key.is_some() {
             return Err(JournalError::InvalidRecord(format!(
                 "{kind} records {} an effect key",
-                if kind.has_effect_key() {
-                    "need"
-                } else {
-                    "take no"
-                }
+                if kind.has_effect_key() { "need" } else { "take no" }
             )));
         }
-        let to_json = |value: &dyn erased::Json| {
-            value
-                .json()
-                .map_err(|err| JournalError::InvalidRecord(err.to_string()))
-        };
+        let to_json =
+            |value: &dyn erased::Json| value.json().map_err(|err| JournalError::InvalidRecord(err.to_string()));
         let out = format!(
             "{{\"kind\":{},\"v\":{},\"run\":{},\"seq\":{},\"effect_key\":{},\"build\":{},\"body\":{}}}",
             to_json(&kind.as_str())?,
@@ -547,9 +530,7 @@ impl Record {
             self.seq,
             to_json(&self.effect_key)?,
             to_json(&self.build)?,
-            self.body
-                .to_json()
-                .map_err(|err| JournalError::InvalidRecord(err.to_string()))?,
+            self.body.to_json().map_err(|err| JournalError::InvalidRecord(err.to_string()))?,
         );
         Ok(out.into_bytes())
     }
@@ -557,11 +538,7 @@ impl Record {
     /// Reads the header `(kind, v, build)` of stored bytes, nothing more.
     pub fn header(bytes: &[u8]) -> Option<RecordHeader> {
         let header: Header = serde_json::from_slice(bytes).ok()?;
-        Some(RecordHeader {
-            kind: header.kind,
-            v: header.v,
-            build: header.build,
-        })
+        Some(RecordHeader { kind: header.kind, v: header.v, build: header.build })
     }
 
     /// Decodes bytes whose chain hash the caller has already checked
@@ -588,19 +565,12 @@ impl Record {
                 remedy: BuildSkew::remedy(header.build.as_ref()),
             }))
         };
-        let wire: WireEnvelope<'_> =
-            serde_json::from_slice(&current).map_err(|err| skew(err.to_string()))?;
-        let kind = RecordKind::parse(&wire.kind)
-            .ok_or_else(|| skew(format!("unknown kind {:?}", wire.kind)))?;
+        let wire: WireEnvelope<'_> = serde_json::from_slice(&current).map_err(|err| skew(err.to_string()))?;
+        let kind = RecordKind::parse(&wire.kind).ok_or_else(|| skew(format!("unknown kind {:?}", wire.kind)))?;
         if wire.v != kind.current_version() {
-            return Err(skew(format!(
-                "upcast left version {} where {} is read",
-                wire.v,
-                kind.current_version()
-            )));
+            return Err(skew(format!("upcast left version {} where {} is read", wire.v, kind.current_version())));
         }
-        let body =
-            RecordBody::from_json(kind, wire.body.get()).map_err(|err| skew(err.to_string()))?;
+        let body = RecordBody::from_json(kind, wire.body.get()).map_err(|err| skew(err.to_string()))?;
         if kind.has_effect_key() != wire.effect_key.is_some() {
             return Err(skew(format!(
                 "{kind} with{} an effect key",
@@ -608,13 +578,7 @@ impl Record {
             )));
         }
         let run = RunId::new(&wire.run).map_err(|err| skew(err.to_string()))?;
-        Ok(Record {
-            run,
-            seq: wire.seq,
-            effect_key: wire.effect_key,
-            build: wire.build,
-            body,
-        })
+        Ok(Record { run, seq: wire.seq, effect_key: wire.effect_key, build: wire.build, body })
     }
 }
 

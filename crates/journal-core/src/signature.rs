@@ -81,19 +81,14 @@ mod ed25519 {
 
     impl std::fmt::Debug for Ed25519Signer {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.debug_struct("Ed25519Signer")
-                .field("key_id", &self.key_id)
-                .finish()
+            f.debug_struct("Ed25519Signer").field("key_id", &self.key_id).finish()
         }
     }
 
     impl Ed25519Signer {
         /// A signer from a 32-byte seed.
         pub fn from_seed(key_id: &str, seed: [u8; 32]) -> Self {
-            Self {
-                key_id: key_id.to_owned(),
-                key: SigningKey::from_bytes(&seed),
-            }
+            Self { key_id: key_id.to_owned(), key: SigningKey::from_bytes(&seed) }
         }
 
         /// A fresh key from the operating system's randomness.
@@ -120,10 +115,7 @@ mod ed25519 {
         }
 
         fn sign(&self, hash: &ChainHash) -> KeySignature {
-            KeySignature {
-                key_id: self.key_id.clone(),
-                signature: self.key.sign(hash.as_bytes()).to_bytes().to_vec(),
-            }
+            KeySignature { key_id: self.key_id.clone(), signature: self.key.sign(hash.as_bytes()).to_bytes().to_vec() }
         }
     }
 
@@ -141,8 +133,7 @@ mod ed25519 {
 
         /// Trusts `public_key` under `key_id`; refuses bytes that are not a key.
         pub fn trust(&mut self, key_id: &str, public_key: [u8; 32]) -> Result<(), String> {
-            let key = VerifyingKey::from_bytes(&public_key)
-                .map_err(|err| format!("key {key_id}: {err}"))?;
+            let key = VerifyingKey::from_bytes(&public_key).map_err(|err| format!("key {key_id}: {err}"))?;
             self.keys.insert(key_id.to_owned(), key);
             Ok(())
         }
@@ -154,9 +145,7 @@ mod ed25519 {
                 return SignatureCheck::UnknownKey;
             };
             match ed25519_dalek::Signature::from_slice(signature) {
-                Ok(signature) if key.verify(hash.as_bytes(), &signature).is_ok() => {
-                    SignatureCheck::Valid
-                }
+                Ok(signature) if key.verify(hash.as_bytes(), &signature).is_ok() => SignatureCheck::Valid,
                 _ => SignatureCheck::Invalid,
             }
         }

@@ -98,15 +98,10 @@ pub trait Store: Send + Sync {
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError>;
 
     /// The runs of a tenant, all or those whose indexed outcome is `outcome`, in id order.
-    fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>)
-    -> Result<Vec<RunId>, JournalError>;
+    fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError>;
 
     /// Finds a run by its admission's idempotency key.
-    fn run_by_idempotency_key(
-        &self,
-        tenant: &TenantId,
-        key: &str,
-    ) -> Result<Option<RunId>, JournalError>;
+    fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError>;
 
     /// The tenants with at least one run, in id order.
     fn tenants(&self) -> Result<Vec<TenantId>, JournalError>;
@@ -121,11 +116,7 @@ pub trait Store: Send + Sync {
     fn log_counters(&self, tenant: &TenantId) -> Result<LogCounters, JournalError>;
 
     /// Stored complete-subtree hashes of the tenant's log, by position (R-LOG-7).
-    fn read_log_nodes(
-        &self,
-        tenant: &TenantId,
-        ids: &[NodeId],
-    ) -> Result<Vec<NodeHash>, JournalError>;
+    fn read_log_nodes(&self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError>;
 }
 
 /// Keys the idempotency index by `RunAdmitted`'s key: backends call this
@@ -135,24 +126,14 @@ pub fn idempotency_key_of(row: &StoredRecord) -> Option<String> {
         return None;
     }
     let value: serde_json::Value = serde_json::from_slice(&row.bytes).ok()?;
-    value
-        .get("body")?
-        .get("idempotency_key")?
-        .as_str()
-        .map(str::to_owned)
+    value.get("body")?.get("idempotency_key")?.as_str().map(str::to_owned)
 }
 
 /// Checks an append against the run's current state, as every backend must
 /// inside its transaction. `head` is the stored head, `sealed` whether it is.
-pub fn check_append(
-    request: &AppendRequest,
-    head: Option<ExpectedHead>,
-    sealed: bool,
-) -> Result<(), JournalError> {
+pub fn check_append(request: &AppendRequest, head: Option<ExpectedHead>, sealed: bool) -> Result<(), JournalError> {
     if sealed {
-        return Err(JournalError::Sealed {
-            run: request.run.clone(),
-        });
+        return Err(JournalError::Sealed { run: request.run.clone() });
     }
     if head != request.expected_head {
         return Err(JournalError::Conflict {
@@ -169,20 +150,14 @@ pub fn check_append(
         )));
     }
     if ChainHash::link(&prev, &request.row.bytes) != request.row.hash {
-        return Err(JournalError::InvalidRecord(
-            "row hash is not SHA-256(prev_hash || bytes)".into(),
-        ));
+        return Err(JournalError::InvalidRecord("row hash is not SHA-256(prev_hash || bytes)".into()));
     }
     match &request.conclusion {
         Some(conclusion) if conclusion.outcome.seals() != conclusion.seal.is_some() => {
             Err(JournalError::InvalidRecord(format!(
                 "a {} conclusion {} a seal",
                 conclusion.outcome,
-                if conclusion.outcome.seals() {
-                    "needs"
-                } else {
-                    "takes no"
-                }
+                if conclusion.outcome.seals() { "needs" } else { "takes no" }
             )))
         }
         _ => Ok(()),
@@ -206,11 +181,10 @@ pub fn nodes_for_new_leaf(
             (self.0)(ids)
         }
     }
-    let mut frontier =
-        tlog::Frontier::from_reader(&Reader(stored), position).map_err(|err| match err {
-            tlog::ProveError::Reader(err) => err,
-            other => JournalError::Io(format!("log nodes: {other}")),
-        })?;
+    let mut frontier = tlog::Frontier::from_reader(&Reader(stored), position).map_err(|err| match err {
+        tlog::ProveError::Reader(err) => err,
+        other => JournalError::Io(format!("log nodes: {other}")),
+    })?;
     let mut nodes = Vec::new();
     frontier.append_with(leaf, |id, hash| nodes.push((id, *hash)));
     Ok(nodes)

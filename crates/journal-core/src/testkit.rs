@@ -6,12 +6,7 @@
 //! own `#[test]`.
 
 // Test code: its assertions panic by design.
-#![allow(
-    clippy::expect_used,
-    clippy::panic,
-    clippy::indexing_slicing,
-    clippy::unwrap_used
-)]
+#![allow(clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::unwrap_used)]
 
 use tlog::Tree;
 
@@ -21,8 +16,8 @@ use crate::ids::{RunId, TenantId};
 use crate::journal::Journal;
 use crate::log::{LogSource, consistency_proof, inclusion_proof, log_head};
 use crate::record::{
-    Budget, Counters, EffectDone, EffectResult, EffectStarted, Outcome, PlanFrozen, RecordBody,
-    RunAdmitted, RunConcluded, StepMark, Verdict,
+    Budget, Counters, EffectDone, EffectResult, EffectStarted, Outcome, PlanFrozen, RecordBody, RunAdmitted,
+    RunConcluded, StepMark, Verdict,
 };
 use crate::signature::VerifyOptions;
 use crate::store::Store;
@@ -47,20 +42,11 @@ pub fn tenant() -> TenantId {
 pub const ORIGIN: &str = "testkit.test/plane/tenant-a";
 
 fn journal<'a>(store: &'a dyn Store, tenant: &'a TenantId) -> Journal<'a> {
-    Journal {
-        store,
-        tenant,
-        origin: ORIGIN,
-        signer: None,
-    }
+    Journal { store, tenant, origin: ORIGIN, signer: None }
 }
 
 fn check(upcasters: &Upcasters) -> ChainCheck<'_> {
-    ChainCheck {
-        upcasters,
-        verifier: None,
-        options: VerifyOptions::default(),
-    }
+    ChainCheck { upcasters, verifier: None, options: VerifyOptions::default() }
 }
 
 fn run_id(name: &str) -> RunId {
@@ -68,11 +54,7 @@ fn run_id(name: &str) -> RunId {
 }
 
 /// Appends a small run ending in `outcome`; returns its head.
-pub fn sample_run(
-    journal: &Journal<'_>,
-    run: &RunId,
-    outcome: Outcome,
-) -> Result<ExpectedHead, JournalError> {
+pub fn sample_run(journal: &Journal<'_>, run: &RunId, outcome: Outcome) -> Result<ExpectedHead, JournalError> {
     let key = format!("ek:{run}-1");
     let mut head = None;
     let bodies = vec![
@@ -84,43 +66,20 @@ pub fn sample_run(
                 budget: Budget::default(),
             }),
         ),
-        (
-            None,
-            RecordBody::PlanFrozen(PlanFrozen {
-                steps: vec!["only".into()],
-            }),
-        ),
-        (
-            None,
-            RecordBody::StepStarted(StepMark {
-                step: "only".into(),
-            }),
-        ),
+        (None, RecordBody::PlanFrozen(PlanFrozen { steps: vec!["only".into()] })),
+        (None, RecordBody::StepStarted(StepMark { step: "only".into() })),
         (
             Some(key.clone()),
-            RecordBody::EffectStarted(EffectStarted {
-                step: "only".into(),
-                reserved: Counters::default(),
-            }),
+            RecordBody::EffectStarted(EffectStarted { step: "only".into(), reserved: Counters::default() }),
         ),
         (
             Some(key),
             RecordBody::EffectDone(EffectDone {
-                result: EffectResult::Ok {
-                    output: run.to_string(),
-                },
-                charged: Counters {
-                    tokens: 7,
-                    ..Counters::default()
-                },
+                result: EffectResult::Ok { output: run.to_string() },
+                charged: Counters { tokens: 7, ..Counters::default() },
             }),
         ),
-        (
-            None,
-            RecordBody::StepFinished(StepMark {
-                step: "only".into(),
-            }),
-        ),
+        (None, RecordBody::StepFinished(StepMark { step: "only".into() })),
         (
             None,
             RecordBody::RunConcluded(RunConcluded {
@@ -143,25 +102,15 @@ pub fn append_and_read_back(store: &dyn Store) {
     let journal = journal(store, &tenant);
     let run = run_id("run-1");
     let head = sample_run(&journal, &run, Outcome::Failed).expect("append");
-    let verified = journal
-        .read(&run, check(&upcasters))
-        .expect("verified read");
+    let verified = journal.read(&run, check(&upcasters)).expect("verified read");
     assert_eq!(verified.records.len(), 7);
     assert_eq!(verified.head, Some(head));
-    assert_eq!(
-        verified.records[0].stored.prev_hash,
-        crate::chain::ChainHash::GENESIS
-    );
+    assert_eq!(verified.records[0].stored.prev_hash, crate::chain::ChainHash::GENESIS);
     for (i, record) in verified.records.iter().enumerate() {
         assert_eq!(record.stored.seq, i as u64 + 1);
     }
     assert_eq!(verified.outcome, Some(Outcome::Failed));
-    assert_eq!(
-        store
-            .run_by_idempotency_key(&tenant, "idem-run-1")
-            .expect("lookup"),
-        Some(run.clone())
-    );
+    assert_eq!(store.run_by_idempotency_key(&tenant, "idem-run-1").expect("lookup"), Some(run.clone()));
     assert_eq!(store.runs(&tenant, None).expect("runs"), vec![run]);
 }
 
@@ -170,51 +119,15 @@ pub fn stale_head_is_a_conflict(store: &dyn Store) {
     let tenant = tenant();
     let journal = journal(store, &tenant);
     let run = run_id("run-1");
-    let first = journal
-        .append(
-            &run,
-            None,
-            None,
-            RecordBody::PlanFrozen(PlanFrozen { steps: vec![] }),
-        )
-        .expect("first append");
+    let first =
+        journal.append(&run, None, None, RecordBody::PlanFrozen(PlanFrozen { steps: vec![] })).expect("first append");
     journal
-        .append(
-            &run,
-            Some(first.head),
-            None,
-            RecordBody::StepStarted(StepMark { step: "a".into() }),
-        )
+        .append(&run, Some(first.head), None, RecordBody::StepStarted(StepMark { step: "a".into() }))
         .expect("second");
-    let stale = journal.append(
-        &run,
-        Some(first.head),
-        None,
-        RecordBody::StepStarted(StepMark {
-            step: "fork".into(),
-        }),
-    );
-    assert!(
-        matches!(
-            stale,
-            Err(JournalError::Conflict {
-                expected_seq: 1,
-                found_seq: 2,
-                ..
-            })
-        ),
-        "{stale:?}"
-    );
-    let again = journal.append(
-        &run,
-        None,
-        None,
-        RecordBody::PlanFrozen(PlanFrozen { steps: vec![] }),
-    );
-    assert!(
-        matches!(again, Err(JournalError::Conflict { .. })),
-        "{again:?}"
-    );
+    let stale = journal.append(&run, Some(first.head), None, RecordBody::StepStarted(StepMark { step: "fork".into() }));
+    assert!(matches!(stale, Err(JournalError::Conflict { expected_seq: 1, found_seq: 2, .. })), "{stale:?}");
+    let again = journal.append(&run, None, None, RecordBody::PlanFrozen(PlanFrozen { steps: vec![] }));
+    assert!(matches!(again, Err(JournalError::Conflict { .. })), "{again:?}");
     assert_eq!(store.read_run(&tenant, &run).expect("read").rows.len(), 2);
 }
 
@@ -224,14 +137,7 @@ pub fn sealed_run_refuses_appends(store: &dyn Store) {
     let journal = journal(store, &tenant);
     let run = run_id("run-1");
     let head = sample_run(&journal, &run, Outcome::Succeeded).expect("sealed run");
-    let late = journal.append(
-        &run,
-        Some(head),
-        None,
-        RecordBody::StepStarted(StepMark {
-            step: "late".into(),
-        }),
-    );
+    let late = journal.append(&run, Some(head), None, RecordBody::StepStarted(StepMark { step: "late".into() }));
     assert!(matches!(late, Err(JournalError::Sealed { .. })), "{late:?}");
     assert_eq!(store.read_run(&tenant, &run).expect("read").rows.len(), 7);
 }
@@ -243,10 +149,7 @@ pub fn outcome_index_follows_the_last_conclusion(store: &dyn Store) {
     let journal = journal(store, &tenant);
     let run = run_id("run-1");
     let head = sample_run(&journal, &run, Outcome::Failed).expect("failed run");
-    assert_eq!(
-        store.runs(&tenant, Some(Outcome::Failed)).expect("failed"),
-        vec![run.clone()]
-    );
+    assert_eq!(store.runs(&tenant, Some(Outcome::Failed)).expect("failed"), vec![run.clone()]);
     journal
         .append(
             &run,
@@ -259,23 +162,10 @@ pub fn outcome_index_follows_the_last_conclusion(store: &dyn Store) {
             }),
         )
         .expect("second conclusion");
-    assert!(
-        store
-            .runs(&tenant, Some(Outcome::Failed))
-            .expect("failed")
-            .is_empty()
-    );
-    assert_eq!(
-        store
-            .runs(&tenant, Some(Outcome::Succeeded))
-            .expect("succeeded"),
-        vec![run.clone()]
-    );
+    assert!(store.runs(&tenant, Some(Outcome::Failed)).expect("failed").is_empty());
+    assert_eq!(store.runs(&tenant, Some(Outcome::Succeeded)).expect("succeeded"), vec![run.clone()]);
     let verified = journal.read(&run, check(&upcasters)).expect("read");
-    assert_eq!(
-        verified.last_conclusion().map(|c| c.outcome),
-        Some(Outcome::Succeeded)
-    );
+    assert_eq!(verified.last_conclusion().map(|c| c.outcome), Some(Outcome::Succeeded));
     assert!(verified.seal.is_some());
 }
 
@@ -287,11 +177,7 @@ pub fn log_checkpoints_and_proofs(store: &dyn Store) {
     assert_eq!(trees[0], Tree::empty());
     let runs: Vec<RunId> = (0..9).map(|i| run_id(&format!("run-{i}"))).collect();
     for (i, run) in runs.iter().enumerate() {
-        let outcome = if i % 3 == 2 {
-            Outcome::Failed
-        } else {
-            Outcome::Succeeded
-        };
+        let outcome = if i % 3 == 2 { Outcome::Failed } else { Outcome::Succeeded };
         sample_run(&journal, run, outcome).expect("run");
         trees.push(log_head(store, &tenant).expect("head").tree);
     }
@@ -305,24 +191,15 @@ pub fn log_checkpoints_and_proofs(store: &dyn Store) {
             assert!(seal.is_none());
             continue;
         }
-        assert_eq!(
-            seal.expect("sealed").position,
-            position,
-            "positions follow seal order"
-        );
+        assert_eq!(seal.expect("sealed").position, position, "positions follow seal order");
         let inclusion = inclusion_proof(store, &tenant, run).expect("inclusion");
         assert_eq!(inclusion.index, position);
-        head.tree
-            .verify_inclusion(&inclusion.leaf, inclusion.index, &inclusion.proof)
-            .expect("proof verifies");
+        head.tree.verify_inclusion(&inclusion.leaf, inclusion.index, &inclusion.proof).expect("proof verifies");
         position += 1;
     }
     for old in trees.iter().filter(|t| t.size > 0) {
         let (proof, newest) = consistency_proof(store, &tenant, old.size).expect("consistency");
-        newest
-            .tree
-            .verify_extends(old, &proof)
-            .expect("the log only grew");
+        newest.tree.verify_extends(old, &proof).expect("the log only grew");
     }
 }
 
@@ -332,25 +209,11 @@ pub fn tenants_are_separate(store: &dyn Store) {
     let b = TenantId::new("tenant-b").expect("id");
     let run = run_id("same-name");
     sample_run(&journal(store, &a), &run, Outcome::Succeeded).expect("a");
-    let journal_b = Journal {
-        store,
-        tenant: &b,
-        origin: "testkit.test/plane/tenant-b",
-        signer: None,
-    };
+    let journal_b = Journal { store, tenant: &b, origin: "testkit.test/plane/tenant-b", signer: None };
     sample_run(&journal_b, &run, Outcome::Succeeded).expect("b");
-    assert_eq!(
-        store.seal_of(&a, &run).expect("a").map(|s| s.position),
-        Some(0)
-    );
-    assert_eq!(
-        store.seal_of(&b, &run).expect("b").map(|s| s.position),
-        Some(0)
-    );
-    assert_ne!(
-        log_head(store, &a).expect("a").tree.root,
-        log_head(store, &b).expect("b").tree.root
-    );
+    assert_eq!(store.seal_of(&a, &run).expect("a").map(|s| s.position), Some(0));
+    assert_eq!(store.seal_of(&b, &run).expect("b").map(|s| s.position), Some(0));
+    assert_ne!(log_head(store, &a).expect("a").tree.root, log_head(store, &b).expect("b").tree.root);
     assert_eq!(store.tenants().expect("tenants"), vec![a, b]);
 }
 
@@ -361,17 +224,11 @@ pub fn edited_record_is_tamper(store: &(impl Store + TamperAccess)) {
     let journal = journal(store, &tenant);
     let run = run_id("run-1");
     sample_run(&journal, &run, Outcome::Failed).expect("run");
-    let original = store.read_run(&tenant, &run).expect("read").rows[4]
-        .bytes
-        .clone();
-    let edited = String::from_utf8_lossy(&original)
-        .replace("\"tokens\":7", "\"tokens\":1")
-        .into_bytes();
+    let original = store.read_run(&tenant, &run).expect("read").rows[4].bytes.clone();
+    let edited = String::from_utf8_lossy(&original).replace("\"tokens\":7", "\"tokens\":1").into_bytes();
     assert_ne!(edited, original);
     store.overwrite_record_bytes(&tenant, &run, 5, edited);
-    let err = journal
-        .read(&run, check(&upcasters))
-        .expect_err("edit found");
+    let err = journal.read(&run, check(&upcasters)).expect_err("edit found");
     assert!(
         matches!(&err, JournalError::Tamper { seq: 5, kind: TamperKind::HashMismatch, run: r, .. } if *r == run),
         "{err:?}"
@@ -387,38 +244,14 @@ pub fn deleted_record_is_tamper(store: &(impl Store + TamperAccess)) {
     let run = run_id("run-1");
     sample_run(&journal, &run, Outcome::Failed).expect("run");
     store.delete_record(&tenant, &run, 3);
-    let err = journal
-        .read(&run, check(&upcasters))
-        .expect_err("deletion found");
-    assert!(
-        matches!(
-            err,
-            JournalError::Tamper {
-                seq: 3,
-                kind: TamperKind::Gap,
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    let err = journal.read(&run, check(&upcasters)).expect_err("deletion found");
+    assert!(matches!(err, JournalError::Tamper { seq: 3, kind: TamperKind::Gap, .. }), "{err:?}");
     // The tail record deleted: the recorded head shows it.
     let run2 = run_id("run-2");
     sample_run(&journal, &run2, Outcome::Failed).expect("run");
     store.delete_record(&tenant, &run2, 7);
-    let err = journal
-        .read(&run2, check(&upcasters))
-        .expect_err("tail deletion found");
-    assert!(
-        matches!(
-            err,
-            JournalError::Tamper {
-                seq: 7,
-                kind: TamperKind::Gap,
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    let err = journal.read(&run2, check(&upcasters)).expect_err("tail deletion found");
+    assert!(matches!(err, JournalError::Tamper { seq: 7, kind: TamperKind::Gap, .. }), "{err:?}");
 }
 
 /// R-LOG-6: a whole sealed run deleted is found only against a checkpoint
@@ -435,16 +268,10 @@ pub fn deleted_sealed_run_breaks_consistency(store: &(impl Store + TamperAccess)
     store.delete_run(&tenant, &runs[2]);
     // Every remaining chain verifies: the chain alone cannot see a deleted run.
     for run in runs.iter().filter(|r| **r != runs[2]) {
-        journal
-            .read(run, check(&upcasters))
-            .expect("survivor verifies");
+        journal.read(run, check(&upcasters)).expect("survivor verifies");
     }
     let after = log_head(store, &tenant).expect("head");
-    assert_eq!(
-        after.source,
-        LogSource::WalkWithHoles,
-        "the store notices the hole"
-    );
+    assert_eq!(after.source, LogSource::WalkWithHoles, "the store notices the hole");
     assert_eq!(after.tree.size, 5);
     // The saved checkpoint is not extended by the log as it is now.
     let extends = consistency_proof(store, &tenant, saved.size);
@@ -464,7 +291,7 @@ pub fn deleted_sealed_run_breaks_consistency(store: &(impl Store + TamperAccess)
 
 /// Generates one `#[test]` per conformance case for a backend.
 ///
-/// ```ignore
+/// ```text
 /// journal_core::conformance_tests!(my_backend::Store::open_temporary());
 /// ```
 #[macro_export]

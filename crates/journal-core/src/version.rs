@@ -23,9 +23,7 @@ pub struct Upcasters {
 
 impl std::fmt::Debug for Upcasters {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Upcasters")
-            .field("steps", &self.steps.keys().collect::<Vec<_>>())
-            .finish()
+        f.debug_struct("Upcasters").field("steps", &self.steps.keys().collect::<Vec<_>>()).finish()
     }
 }
 
@@ -48,19 +46,13 @@ impl Upcasters {
 
     /// The version this build reads for `kind`, if it knows the kind.
     pub fn current_version(&self, kind: &str) -> Option<u32> {
-        RecordKind::parse(kind)
-            .map(|k| k.current_version())
-            .or_else(|| self.extra_current.get(kind).copied())
+        RecordKind::parse(kind).map(|k| k.current_version()).or_else(|| self.extra_current.get(kind).copied())
     }
 
     /// Brings `bytes` to the version this build reads, or refuses with
     /// `UnknownRecordVersion` (a version ahead of this build, or one no
     /// upcaster chain reaches).
-    pub fn upcast<'a>(
-        &self,
-        header: &RecordHeader,
-        bytes: &'a [u8],
-    ) -> Result<Cow<'a, [u8]>, JournalError> {
+    pub fn upcast<'a>(&self, header: &RecordHeader, bytes: &'a [u8]) -> Result<Cow<'a, [u8]>, JournalError> {
         let unknown = |readable: Option<u32>, detail: &str| {
             JournalError::BuildSkew(Box::new(BuildSkew::UnknownRecordVersion {
                 kind: header.kind.clone(),
@@ -84,17 +76,10 @@ impl Upcasters {
         let mut out = bytes.to_vec();
         while version < current {
             let Some(step) = self.steps.get(&(header.kind.clone(), version)) else {
-                return Err(unknown(
-                    Some(current),
-                    "no upcaster reaches this build's version",
-                ));
+                return Err(unknown(Some(current), "no upcaster reaches this build's version"));
             };
-            out = step(&out).map_err(|err| {
-                unknown(
-                    Some(current),
-                    &format!("upcaster from v{version} failed: {err}"),
-                )
-            })?;
+            out =
+                step(&out).map_err(|err| unknown(Some(current), &format!("upcaster from v{version} failed: {err}")))?;
             version += 1;
         }
         Ok(Cow::Owned(out))

@@ -1,12 +1,7 @@
 //! `cargo bench -p agentplane-tlog`: appends, proofs from stored nodes at
 //! n = 2^10, 2^16, 2^20, verification, raw SHA-256 as the baseline, and the
 //! same operations in ct-merkle for comparison.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    missing_docs
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, missing_docs)]
 
 use std::hint::black_box;
 
@@ -112,30 +107,16 @@ fn proofs(c: &mut Criterion) {
             b.iter(|| theirs.prove_consistency(black_box((size - old_size) as usize)))
         });
         group.bench_function(BenchmarkId::new("verify inclusion", "tlog"), |b| {
-            b.iter(|| {
-                tree.verify_inclusion(&leaf, black_box(index), &inclusion)
-                    .unwrap()
-            })
+            b.iter(|| tree.verify_inclusion(&leaf, black_box(index), &inclusion).unwrap())
         });
         group.bench_function(BenchmarkId::new("verify inclusion", "ct-merkle"), |b| {
-            b.iter(|| {
-                their_root
-                    .verify_inclusion(&entry(index), black_box(index), &their_inclusion)
-                    .unwrap()
-            })
+            b.iter(|| their_root.verify_inclusion(&entry(index), black_box(index), &their_inclusion).unwrap())
         });
         group.bench_function(BenchmarkId::new("verify consistency", "tlog"), |b| {
-            b.iter(|| {
-                tree.verify_extends(black_box(&older), &consistency)
-                    .unwrap()
-            })
+            b.iter(|| tree.verify_extends(black_box(&older), &consistency).unwrap())
         });
         group.bench_function(BenchmarkId::new("verify consistency", "ct-merkle"), |b| {
-            b.iter(|| {
-                their_root
-                    .verify_consistency(black_box(&their_old_root), &their_consistency)
-                    .unwrap()
-            })
+            b.iter(|| their_root.verify_consistency(black_box(&their_old_root), &their_consistency).unwrap())
         });
         group.finish();
     }

@@ -30,11 +30,7 @@ pub struct FrontierMismatch {
 
 impl fmt::Display for FrontierMismatch {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "a tree of {} leaves has {} frontier subtrees, got {}",
-            self.size, self.expected, self.actual
-        )
+        write!(f, "a tree of {} leaves has {} frontier subtrees, got {}", self.size, self.expected, self.actual)
     }
 }
 
@@ -48,31 +44,21 @@ impl Default for Frontier {
 
 impl fmt::Debug for Frontier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Frontier")
-            .field("size", &self.size)
-            .field("root", &self.root())
-            .finish()
+        f.debug_struct("Frontier").field("size", &self.size).field("root", &self.root()).finish()
     }
 }
 
 impl Frontier {
     /// The frontier of the empty tree.
     pub fn new() -> Self {
-        Self {
-            size: 0,
-            subtrees: Vec::new(),
-        }
+        Self { size: 0, subtrees: Vec::new() }
     }
 
     /// Rebuilds a frontier from its subtree hashes, largest first.
     pub fn from_subtrees(size: u64, subtrees: Vec<NodeHash>) -> Result<Self, FrontierMismatch> {
         let expected = size.count_ones() as usize;
         if subtrees.len() != expected {
-            return Err(FrontierMismatch {
-                size,
-                expected,
-                actual: subtrees.len(),
-            });
+            return Err(FrontierMismatch { size, expected, actual: subtrees.len() });
         }
         Ok(Self { size, subtrees })
     }
@@ -81,16 +67,10 @@ impl Frontier {
     pub fn from_reader<R: HashReader>(reader: &R, size: u64) -> Result<Self, ProveError<R::Error>> {
         let mut ids = Vec::new();
         covering_subtrees(0, size, &mut ids);
-        let subtrees = if ids.is_empty() {
-            Vec::new()
-        } else {
-            reader.read_hashes(&ids).map_err(ProveError::Reader)?
-        };
+        let subtrees =
+            if ids.is_empty() { Vec::new() } else { reader.read_hashes(&ids).map_err(ProveError::Reader)? };
         if subtrees.len() != ids.len() {
-            return Err(ProveError::ShortRead {
-                asked: ids.len(),
-                returned: subtrees.len(),
-            });
+            return Err(ProveError::ShortRead { asked: ids.len(), returned: subtrees.len() });
         }
         Ok(Self { size, subtrees })
     }
@@ -113,11 +93,7 @@ impl Frontier {
     /// Appends a leaf and reports every subtree it completes, the leaf itself
     /// first: exactly the hashes a store keeps so that later proofs need
     /// O(log n) reads. Returns the new leaf's index.
-    pub fn append_with(
-        &mut self,
-        leaf: LeafHash,
-        mut completed: impl FnMut(NodeId, &NodeHash),
-    ) -> u64 {
+    pub fn append_with(&mut self, leaf: LeafHash, mut completed: impl FnMut(NodeId, &NodeHash)) -> u64 {
         let index = self.size;
         let mut hash = NodeHash::from(leaf);
         let mut node = NodeId::new(0, index);
@@ -140,11 +116,6 @@ impl Frontier {
         let Some((last, earlier)) = self.subtrees.split_last() else {
             return RootHash::empty();
         };
-        RootHash::of_nonempty(
-            earlier
-                .iter()
-                .rev()
-                .fold(*last, |acc, left| NodeHash::interior(left, &acc)),
-        )
+        RootHash::of_nonempty(earlier.iter().rev().fold(*last, |acc, left| NodeHash::interior(left, &acc)))
     }
 }

@@ -31,16 +31,12 @@ impl std::error::Error for HashParseError {}
 fn parse_hex(text: &str) -> Result<[u8; HASH_LEN], HashParseError> {
     let digits = text.as_bytes();
     if digits.len() != HASH_LEN * 2 {
-        return Err(HashParseError {
-            reason: "expected 64 hex digits",
-        });
+        return Err(HashParseError { reason: "expected 64 hex digits" });
     }
     let mut out = [0u8; HASH_LEN];
     for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
         let [high, low] = pair else {
-            return Err(HashParseError {
-                reason: "odd number of hex digits",
-            });
+            return Err(HashParseError { reason: "odd number of hex digits" });
         };
         *byte = (hex_value(*high)? << 4) | hex_value(*low)?;
     }
@@ -52,9 +48,7 @@ fn hex_value(digit: u8) -> Result<u8, HashParseError> {
         b'0'..=b'9' => Ok(digit - b'0'),
         b'a'..=b'f' => Ok(digit - b'a' + 10),
         b'A'..=b'F' => Ok(digit - b'A' + 10),
-        _ => Err(HashParseError {
-            reason: "a character that is not a hex digit",
-        }),
+        _ => Err(HashParseError { reason: "a character that is not a hex digit" }),
     }
 }
 

@@ -21,11 +21,7 @@ pub struct MissingNode(pub NodeId);
 
 impl fmt::Display for MissingNode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "no stored hash for level {} index {}",
-            self.0.level, self.0.index
-        )
+        write!(f, "no stored hash for level {} index {}", self.0.level, self.0.index)
     }
 }
 
@@ -62,20 +58,12 @@ impl MemoryHashStore {
     }
 
     /// The inclusion proof of `index` in the tree of the first `size` leaves.
-    pub fn prove_inclusion(
-        &self,
-        index: u64,
-        size: u64,
-    ) -> Result<InclusionProof, ProveError<MissingNode>> {
+    pub fn prove_inclusion(&self, index: u64, size: u64) -> Result<InclusionProof, ProveError<MissingNode>> {
         prove::prove_inclusion(self, index, size)
     }
 
     /// The consistency proof from `old_size` to `new_size`.
-    pub fn prove_consistency(
-        &self,
-        old_size: u64,
-        new_size: u64,
-    ) -> Result<ConsistencyProof, ProveError<MissingNode>> {
+    pub fn prove_consistency(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, ProveError<MissingNode>> {
         prove::prove_consistency(self, old_size, new_size)
     }
 }
@@ -87,11 +75,7 @@ impl HashReader for MemoryHashStore {
         ids.iter()
             .map(|id| {
                 let index = usize::try_from(id.index).map_err(|_| MissingNode(*id))?;
-                self.levels
-                    .get(usize::from(id.level))
-                    .and_then(|row| row.get(index))
-                    .copied()
-                    .ok_or(MissingNode(*id))
+                self.levels.get(usize::from(id.level)).and_then(|row| row.get(index)).copied().ok_or(MissingNode(*id))
             })
             .collect()
     }

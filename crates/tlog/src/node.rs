@@ -54,11 +54,7 @@ pub(crate) fn covering_subtrees(mut start: u64, end: u64, out: &mut Vec<NodeId>)
     while start < end {
         let remaining = end - start;
         let fits = u64::BITS - 1 - remaining.leading_zeros();
-        let aligned = if start == 0 {
-            u64::BITS - 1
-        } else {
-            start.trailing_zeros()
-        };
+        let aligned = if start == 0 { u64::BITS - 1 } else { start.trailing_zeros() };
         let level = fits.min(aligned);
         // level < 64, so the cast and the shifts are exact.
         out.push(NodeId::new(level as u8, start >> level));
@@ -91,10 +87,7 @@ mod tests {
     fn covering_subtrees_of_seven_leaves() {
         let mut ids = Vec::new();
         covering_subtrees(0, 7, &mut ids);
-        assert_eq!(
-            ids,
-            vec![NodeId::new(2, 0), NodeId::new(1, 2), NodeId::new(0, 6)]
-        );
+        assert_eq!(ids, vec![NodeId::new(2, 0), NodeId::new(1, 2), NodeId::new(0, 6)]);
     }
 
     #[test]

@@ -68,10 +68,9 @@ impl<E: fmt::Display> fmt::Display for ProveError<E> {
                 f,
                 "no consistency proof from size {old_size} to size {new_size}: the old size must be between 1 and the new size"
             ),
-            Self::ShortRead { asked, returned } => write!(
-                f,
-                "hash reader returned {returned} hashes for {asked} requested: the store is inconsistent"
-            ),
+            Self::ShortRead { asked, returned } => {
+                write!(f, "hash reader returned {returned} hashes for {asked} requested: the store is inconsistent")
+            }
             Self::Reader(err) => write!(f, "reading stored hashes: {err}"),
         }
     }
@@ -88,10 +87,7 @@ struct Plan {
 
 impl Plan {
     fn new() -> Self {
-        Self {
-            ids: Vec::new(),
-            group_sizes: Vec::new(),
-        }
+        Self { ids: Vec::new(), group_sizes: Vec::new() }
     }
 
     fn push_range(&mut self, start: u64, end: u64) {
@@ -116,19 +112,13 @@ impl Plan {
     }
 }
 
-fn read_exact<R: HashReader>(
-    reader: &R,
-    ids: &[NodeId],
-) -> Result<Vec<NodeHash>, ProveError<R::Error>> {
+fn read_exact<R: HashReader>(reader: &R, ids: &[NodeId]) -> Result<Vec<NodeHash>, ProveError<R::Error>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let hashes = reader.read_hashes(ids).map_err(ProveError::Reader)?;
     if hashes.len() != ids.len() {
-        return Err(ProveError::ShortRead {
-            asked: ids.len(),
-            returned: hashes.len(),
-        });
+        return Err(ProveError::ShortRead { asked: ids.len(), returned: hashes.len() });
     }
     Ok(hashes)
 }
@@ -136,12 +126,7 @@ fn read_exact<R: HashReader>(
 /// `MTH` of a range from its covering subtrees, left to right.
 fn fold_range(subtrees: &[NodeHash]) -> Option<NodeHash> {
     let (last, earlier) = subtrees.split_last()?;
-    Some(
-        earlier
-            .iter()
-            .rev()
-            .fold(*last, |acc, left| NodeHash::interior(left, &acc)),
-    )
+    Some(earlier.iter().rev().fold(*last, |acc, left| NodeHash::interior(left, &acc)))
 }
 
 /// The root of the first `size` leaves.

@@ -48,9 +48,7 @@ fn typed<T: for<'a> TryFrom<&'a [u8], Error = HashParseError>>(
 }
 
 fn typed_path<B: AsRef<[u8]>>(path: &[B]) -> Result<Vec<NodeHash>, RawVerifyError> {
-    path.iter()
-        .map(|hash| typed("proof", hash.as_ref()))
-        .collect()
+    path.iter().map(|hash| typed("proof", hash.as_ref())).collect()
 }
 
 /// [`Tree::verify_inclusion`] over byte strings.
@@ -89,11 +87,7 @@ pub fn verify_consistency<B: AsRef<[u8]>>(
     }
     if old_size == new_size {
         if !path.is_empty() {
-            return Err(VerifyError::WrongProofLength {
-                expected: 0,
-                actual: path.len(),
-            }
-            .into());
+            return Err(VerifyError::WrongProofLength { expected: 0, actual: path.len() }.into());
         }
         return if old_root == new_root {
             Ok(())

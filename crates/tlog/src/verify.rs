@@ -106,24 +106,19 @@ impl fmt::Display for VerifyError {
             Self::IndexOutOfRange { index, size } => {
                 write!(f, "leaf index {index} is not in a tree of {size} leaves")
             }
-            Self::WrongProofLength { expected, actual } => write!(
-                f,
-                "proof has {actual} hashes where {expected} are required for these parameters"
-            ),
+            Self::WrongProofLength { expected, actual } => {
+                write!(f, "proof has {actual} hashes where {expected} are required for these parameters")
+            }
             Self::RootMismatch => write!(f, "inclusion proof does not lead to the trusted root"),
-            Self::Shrinks { old_size, new_size } => write!(
-                f,
-                "tree of {new_size} leaves cannot extend a tree of {old_size} leaves: a log never shrinks"
-            ),
+            Self::Shrinks { old_size, new_size } => {
+                write!(f, "tree of {new_size} leaves cannot extend a tree of {old_size} leaves: a log never shrinks")
+            }
             Self::FromEmptyTree => write!(
                 f,
                 "no consistency proof exists from the empty tree; every tree extends it, check that before asking"
             ),
             Self::SameSizeDifferentRoots { size } => {
-                write!(
-                    f,
-                    "two different roots for the same size {size}: the histories diverge"
-                )
+                write!(f, "two different roots for the same size {size}: the histories diverge")
             }
             Self::OldRootMismatch => write!(f, "consistency proof does not rebuild the older root"),
             Self::NewRootMismatch => write!(f, "consistency proof does not rebuild the newer root"),
@@ -150,10 +145,7 @@ fn inclusion_shape(index: u64, size: u64) -> (usize, usize) {
 impl Tree {
     /// The empty tree: size 0, root `SHA-256("")`.
     pub fn empty() -> Self {
-        Self {
-            size: 0,
-            root: RootHash::empty(),
-        }
+        Self { size: 0, root: RootHash::empty() }
     }
 
     /// A tree head with the given size and root.
@@ -162,35 +154,21 @@ impl Tree {
     }
 
     /// Checks that `leaf` is at `index` in this tree (RFC 9162 section 2.1.3.2).
-    pub fn verify_inclusion(
-        &self,
-        leaf: &LeafHash,
-        index: u64,
-        proof: &InclusionProof,
-    ) -> Result<(), VerifyError> {
+    pub fn verify_inclusion(&self, leaf: &LeafHash, index: u64, proof: &InclusionProof) -> Result<(), VerifyError> {
         if index >= self.size {
-            return Err(VerifyError::IndexOutOfRange {
-                index,
-                size: self.size,
-            });
+            return Err(VerifyError::IndexOutOfRange { index, size: self.size });
         }
         let (inner, border) = inclusion_shape(index, self.size);
         let expected = inner + border;
         if proof.path.len() != expected {
-            return Err(VerifyError::WrongProofLength {
-                expected,
-                actual: proof.path.len(),
-            });
+            return Err(VerifyError::WrongProofLength { expected, actual: proof.path.len() });
         }
         let mut node = index;
         let mut last = self.size - 1;
         let mut hash = NodeHash::from(*leaf);
         for sibling in &proof.path {
             if last == 0 {
-                return Err(VerifyError::WrongProofLength {
-                    expected,
-                    actual: proof.path.len(),
-                });
+                return Err(VerifyError::WrongProofLength { expected, actual: proof.path.len() });
             }
             if node & 1 == 1 || node == last {
                 hash = NodeHash::interior(sibling, &hash);
@@ -205,16 +183,9 @@ impl Tree {
             last >>= 1;
         }
         if last != 0 {
-            return Err(VerifyError::WrongProofLength {
-                expected,
-                actual: proof.path.len(),
-            });
+            return Err(VerifyError::WrongProofLength { expected, actual: proof.path.len() });
         }
-        if hash.as_bytes() == self.root.as_bytes() {
-            Ok(())
-        } else {
-            Err(VerifyError::RootMismatch)
-        }
+        if hash.as_bytes() == self.root.as_bytes() { Ok(()) } else { Err(VerifyError::RootMismatch) }
     }
 
     /// Checks that this tree extends `older`: every leaf of `older` is in this
@@ -223,27 +194,17 @@ impl Tree {
     /// Equal sizes need an empty proof and equal roots. An empty `older` is
     /// refused with [`VerifyError::FromEmptyTree`], as transparency-dev/merkle
     /// does: the RFC defines no proof for it.
-    pub fn verify_extends(
-        &self,
-        older: &Tree,
-        proof: &ConsistencyProof,
-    ) -> Result<(), VerifyError> {
+    pub fn verify_extends(&self, older: &Tree, proof: &ConsistencyProof) -> Result<(), VerifyError> {
         let path = proof.path.as_slice();
         if self.size < older.size {
-            return Err(VerifyError::Shrinks {
-                old_size: older.size,
-                new_size: self.size,
-            });
+            return Err(VerifyError::Shrinks { old_size: older.size, new_size: self.size });
         }
         if older.size == 0 {
             return Err(VerifyError::FromEmptyTree);
         }
         if older.size == self.size {
             if !path.is_empty() {
-                return Err(VerifyError::WrongProofLength {
-                    expected: 0,
-                    actual: path.len(),
-                });
+                return Err(VerifyError::WrongProofLength { expected: 0, actual: path.len() });
             }
             return if older.root == self.root {
                 Ok(())
@@ -257,10 +218,7 @@ impl Tree {
         let shift = older.size.trailing_zeros() as usize;
         let expected = usize::from(!old_is_complete) + inner - shift + border;
         if path.len() != expected {
-            return Err(VerifyError::WrongProofLength {
-                expected,
-                actual: path.len(),
-            });
+            return Err(VerifyError::WrongProofLength { expected, actual: path.len() });
         }
 
         // RFC 9162 2.1.4.2 step 2: a complete old tree is its own first node.
@@ -270,10 +228,7 @@ impl Tree {
             match path.split_first() {
                 Some((first, rest)) => (*first, rest),
                 None => {
-                    return Err(VerifyError::WrongProofLength {
-                        expected,
-                        actual: 0,
-                    });
+                    return Err(VerifyError::WrongProofLength { expected, actual: 0 });
                 }
             }
         };
@@ -287,10 +242,7 @@ impl Tree {
         let mut new_hash = seed;
         for sibling in rest {
             if last == 0 {
-                return Err(VerifyError::WrongProofLength {
-                    expected,
-                    actual: path.len(),
-                });
+                return Err(VerifyError::WrongProofLength { expected, actual: path.len() });
             }
             if node & 1 == 1 || node == last {
                 old_hash = NodeHash::interior(sibling, &old_hash);
@@ -306,10 +258,7 @@ impl Tree {
             last >>= 1;
         }
         if last != 0 {
-            return Err(VerifyError::WrongProofLength {
-                expected,
-                actual: path.len(),
-            });
+            return Err(VerifyError::WrongProofLength { expected, actual: path.len() });
         }
         if old_hash.as_bytes() != older.root.as_bytes() {
             return Err(VerifyError::OldRootMismatch);

@@ -1,18 +1,12 @@
 //! Hostile and degenerate inputs get the typed error that names the problem
 //! (R-LOG-4, R-UX-3), and proofs cost O(log n) stored-hash reads (R-LOG-7).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
 use std::cell::Cell;
 
 use tlog::{
-    ConsistencyProof, HashReader, InclusionProof, LeafHash, MemoryHashStore, MissingNode, NodeHash,
-    NodeId, ProveError, RootHash, Tree, VerifyError,
+    ConsistencyProof, HashReader, InclusionProof, LeafHash, MemoryHashStore, MissingNode, NodeHash, NodeId, ProveError,
+    RootHash, Tree, VerifyError,
 };
 
 fn store_of(size: u64) -> MemoryHashStore {
@@ -29,16 +23,10 @@ fn r_log_4_index_at_or_beyond_size_is_refused() {
     let tree = store.tree();
     let leaf = LeafHash::of(&4u64.to_be_bytes());
     let proof = store.prove_inclusion(4, 5).unwrap();
-    assert_eq!(
-        tree.verify_inclusion(&leaf, 5, &proof),
-        Err(VerifyError::IndexOutOfRange { index: 5, size: 5 })
-    );
+    assert_eq!(tree.verify_inclusion(&leaf, 5, &proof), Err(VerifyError::IndexOutOfRange { index: 5, size: 5 }));
     assert_eq!(
         tree.verify_inclusion(&leaf, u64::MAX, &proof),
-        Err(VerifyError::IndexOutOfRange {
-            index: u64::MAX,
-            size: 5
-        })
+        Err(VerifyError::IndexOutOfRange { index: u64::MAX, size: 5 })
     );
 }
 
@@ -63,24 +51,15 @@ fn r_log_4_wrong_length_is_named_before_hashing() {
     longer.push(proof.path()[0]);
     assert_eq!(
         tree.verify_inclusion(&leaf, 3, &InclusionProof::new(longer)),
-        Err(VerifyError::WrongProofLength {
-            expected: 3,
-            actual: 4
-        })
+        Err(VerifyError::WrongProofLength { expected: 3, actual: 4 })
     );
     assert_eq!(
         tree.verify_inclusion(&leaf, 3, &InclusionProof::default()),
-        Err(VerifyError::WrongProofLength {
-            expected: 3,
-            actual: 0
-        })
+        Err(VerifyError::WrongProofLength { expected: 3, actual: 0 })
     );
     let mut other = proof.path().to_vec();
     other.swap(0, 1);
-    assert_eq!(
-        tree.verify_inclusion(&leaf, 3, &InclusionProof::new(other)),
-        Err(VerifyError::RootMismatch)
-    );
+    assert_eq!(tree.verify_inclusion(&leaf, 3, &InclusionProof::new(other)), Err(VerifyError::RootMismatch));
 }
 
 #[test]
@@ -91,25 +70,13 @@ fn r_log_4_consistency_edges() {
     let proof = store.prove_consistency(5, 8).unwrap();
     assert_eq!(t8.verify_extends(&t5, &proof), Ok(()));
     // Old larger than new.
-    assert_eq!(
-        t5.verify_extends(&t8, &proof),
-        Err(VerifyError::Shrinks {
-            old_size: 8,
-            new_size: 5
-        })
-    );
+    assert_eq!(t5.verify_extends(&t8, &proof), Err(VerifyError::Shrinks { old_size: 8, new_size: 5 }));
     // From the empty tree.
-    assert_eq!(
-        t8.verify_extends(&Tree::empty(), &ConsistencyProof::default()),
-        Err(VerifyError::FromEmptyTree)
-    );
+    assert_eq!(t8.verify_extends(&Tree::empty(), &ConsistencyProof::default()), Err(VerifyError::FromEmptyTree));
     // Empty proof where one is needed.
     assert_eq!(
         t8.verify_extends(&t5, &ConsistencyProof::default()),
-        Err(VerifyError::WrongProofLength {
-            expected: proof.path().len(),
-            actual: 0
-        })
+        Err(VerifyError::WrongProofLength { expected: proof.path().len(), actual: 0 })
     );
     // Same size: empty proof and same root, or a fork.
     assert_eq!(t8.verify_extends(&t8, &ConsistencyProof::default()), Ok(()));
@@ -120,22 +87,13 @@ fn r_log_4_consistency_edges() {
     );
     assert_eq!(
         t8.verify_extends(&t8, &proof),
-        Err(VerifyError::WrongProofLength {
-            expected: 0,
-            actual: proof.path().len()
-        })
+        Err(VerifyError::WrongProofLength { expected: 0, actual: proof.path().len() })
     );
     // The old root wrong, then only the new root wrong.
     let wrong_old = Tree::new(5, RootHash::from_hash_bytes([1; 32]));
-    assert_eq!(
-        t8.verify_extends(&wrong_old, &proof),
-        Err(VerifyError::OldRootMismatch)
-    );
+    assert_eq!(t8.verify_extends(&wrong_old, &proof), Err(VerifyError::OldRootMismatch));
     let wrong_new = Tree::new(8, RootHash::from_hash_bytes([1; 32]));
-    assert_eq!(
-        wrong_new.verify_extends(&t5, &proof),
-        Err(VerifyError::NewRootMismatch)
-    );
+    assert_eq!(wrong_new.verify_extends(&t5, &proof), Err(VerifyError::NewRootMismatch));
 }
 
 #[test]
@@ -143,59 +101,28 @@ fn r_log_4_huge_sizes_do_not_panic() {
     let leaf = LeafHash::of(b"x");
     let tree = Tree::new(u64::MAX, RootHash::empty());
     let proof = InclusionProof::new(vec![NodeHash::from(leaf); 63]);
-    assert!(matches!(
-        tree.verify_inclusion(&leaf, u64::MAX - 1, &proof),
-        Err(VerifyError::RootMismatch)
-    ));
+    assert!(matches!(tree.verify_inclusion(&leaf, u64::MAX - 1, &proof), Err(VerifyError::RootMismatch)));
     let older = Tree::new(u64::MAX - 1, RootHash::empty());
     let consistency = ConsistencyProof::new(vec![NodeHash::from(leaf); 200]);
-    assert!(matches!(
-        tree.verify_extends(&older, &consistency),
-        Err(VerifyError::WrongProofLength { .. })
-    ));
+    assert!(matches!(tree.verify_extends(&older, &consistency), Err(VerifyError::WrongProofLength { .. })));
 }
 
 #[test]
 fn raw_hashes_of_wrong_length_are_refused_not_padded() {
     assert!(LeafHash::try_from(&[0u8; 31][..]).is_err());
     assert!(RootHash::try_from(&[0u8; 33][..]).is_err());
-    let err =
-        tlog::raw::verify_inclusion(&[0u8; 12], 0, 1, &[0u8; 12], &[] as &[&[u8]]).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            tlog::raw::RawVerifyError::Malformed { what: "leaf", .. }
-        ),
-        "{err:?}"
-    );
+    let err = tlog::raw::verify_inclusion(&[0u8; 12], 0, 1, &[0u8; 12], &[] as &[&[u8]]).unwrap_err();
+    assert!(matches!(err, tlog::raw::RawVerifyError::Malformed { what: "leaf", .. }), "{err:?}");
 }
 
 #[test]
 fn proving_outside_the_tree_is_a_typed_error() {
     let store = store_of(4);
-    assert_eq!(
-        store.prove_inclusion(4, 4),
-        Err(ProveError::IndexOutOfRange { index: 4, size: 4 })
-    );
-    assert_eq!(
-        store.prove_consistency(0, 4),
-        Err(ProveError::NoConsistencyProof {
-            old_size: 0,
-            new_size: 4
-        })
-    );
-    assert_eq!(
-        store.prove_consistency(5, 4),
-        Err(ProveError::NoConsistencyProof {
-            old_size: 5,
-            new_size: 4
-        })
-    );
+    assert_eq!(store.prove_inclusion(4, 4), Err(ProveError::IndexOutOfRange { index: 4, size: 4 }));
+    assert_eq!(store.prove_consistency(0, 4), Err(ProveError::NoConsistencyProof { old_size: 0, new_size: 4 }));
+    assert_eq!(store.prove_consistency(5, 4), Err(ProveError::NoConsistencyProof { old_size: 5, new_size: 4 }));
     // Beyond what the store holds: the reader's own error comes back.
-    assert!(matches!(
-        store.prove_inclusion(1, 9),
-        Err(ProveError::Reader(MissingNode(_)))
-    ));
+    assert!(matches!(store.prove_inclusion(1, 9), Err(ProveError::Reader(MissingNode(_)))));
 }
 
 /// A reader that counts the hashes asked for and answers one batch per call.
@@ -221,11 +148,7 @@ fn r_log_7_proofs_read_o_log_n_stored_hashes() {
     let store = store_of(size);
     let log2 = (u64::BITS - size.leading_zeros()) as usize;
     let bound = 2 * log2 + 2;
-    let reader = CountingReader {
-        inner: &store,
-        hashes_read: Cell::new(0),
-        batches: Cell::new(0),
-    };
+    let reader = CountingReader { inner: &store, hashes_read: Cell::new(0), batches: Cell::new(0) };
     let mut probes: Vec<u64> = (0..size).step_by(997).collect();
     probes.extend([0, 1, size / 2, size - 2, size - 1]);
     for index in probes {
@@ -268,12 +191,6 @@ fn short_reads_from_a_store_are_detected() {
             Ok(Vec::new())
         }
     }
-    assert!(matches!(
-        tlog::prove_inclusion(&Liar, 3, 10),
-        Err(ProveError::ShortRead { returned: 0, .. })
-    ));
-    assert!(matches!(
-        tlog::tree_root(&Liar, 10),
-        Err(ProveError::ShortRead { returned: 0, .. })
-    ));
+    assert!(matches!(tlog::prove_inclusion(&Liar, 3, 10), Err(ProveError::ShortRead { returned: 0, .. })));
+    assert!(matches!(tlog::tree_root(&Liar, 10), Err(ProveError::ShortRead { returned: 0, .. })));
 }

@@ -1,12 +1,6 @@
 //! Property tests: every proof of random trees verifies, and any change to a
 //! proof, root, leaf, index or size makes it fail (R-LOG-4).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
 use proptest::prelude::*;
 use tlog::{ConsistencyProof, InclusionProof, LeafHash, MemoryHashStore, NodeHash, RootHash, Tree};

@@ -19,10 +19,7 @@ pub struct Checkpoint {
 
 /// Parses a decimal with no sign, no leading zero (except `0` itself), that fits u64.
 pub(crate) fn parse_canonical_u64(text: &str) -> Option<u64> {
-    if text.is_empty()
-        || !text.bytes().all(|b| b.is_ascii_digit())
-        || (text.len() > 1 && text.starts_with('0'))
-    {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) || (text.len() > 1 && text.starts_with('0')) {
         return None;
     }
     text.parse().ok()
@@ -36,53 +33,32 @@ impl Checkpoint {
 
     /// A checkpoint with extension lines (NOT RECOMMENDED by the spec: they are
     /// not auditable).
-    pub fn with_extensions(
-        origin: &str,
-        tree: Tree,
-        extensions: Vec<String>,
-    ) -> Result<Self, CheckpointError> {
+    pub fn with_extensions(origin: &str, tree: Tree, extensions: Vec<String>) -> Result<Self, CheckpointError> {
         let valid_line = |line: &str| !line.is_empty() && !line.chars().any(|c| c < '\u{20}');
         if !valid_line(origin) {
-            return Err(CheckpointError::Malformed(
-                "the origin must be one non-empty line",
-            ));
+            return Err(CheckpointError::Malformed("the origin must be one non-empty line"));
         }
         if !extensions.iter().all(|line| valid_line(line)) {
-            return Err(CheckpointError::Malformed(
-                "extension lines must be non-empty single lines",
-            ));
+            return Err(CheckpointError::Malformed("extension lines must be non-empty single lines"));
         }
-        Ok(Self {
-            origin: origin.to_owned(),
-            tree,
-            extensions,
-        })
+        Ok(Self { origin: origin.to_owned(), tree, extensions })
     }
 
     /// Parses a checkpoint body (the note text): every line non-empty and
     /// newline-terminated, a canonical decimal size, a canonical base64
     /// 32-byte root.
     pub fn parse(text: &str) -> Result<Self, CheckpointError> {
-        let body = text.strip_suffix('\n').ok_or(CheckpointError::Malformed(
-            "the body must end with a newline",
-        ))?;
+        let body = text.strip_suffix('\n').ok_or(CheckpointError::Malformed("the body must end with a newline"))?;
         let mut lines = body.split('\n');
         let origin = lines.next().unwrap_or_default();
-        let size = lines
-            .next()
-            .ok_or(CheckpointError::Malformed("no tree size line"))?;
-        let root = lines
-            .next()
-            .ok_or(CheckpointError::Malformed("no root hash line"))?;
+        let size = lines.next().ok_or(CheckpointError::Malformed("no tree size line"))?;
+        let root = lines.next().ok_or(CheckpointError::Malformed("no root hash line"))?;
         let extensions: Vec<String> = lines.map(str::to_owned).collect();
-        let size = parse_canonical_u64(size).ok_or(CheckpointError::Malformed(
-            "the tree size must be a decimal with no sign or leading zeros",
-        ))?;
+        let size = parse_canonical_u64(size)
+            .ok_or(CheckpointError::Malformed("the tree size must be a decimal with no sign or leading zeros"))?;
         let root = decode_base64_canonical(root)
             .and_then(|bytes| RootHash::try_from(bytes.as_slice()).ok())
-            .ok_or(CheckpointError::Malformed(
-                "the root must be the canonical base64 of 32 bytes",
-            ))?;
+            .ok_or(CheckpointError::Malformed("the root must be the canonical base64 of 32 bytes"))?;
         Self::with_extensions(origin, Tree::new(size, root), extensions)
     }
 
@@ -128,10 +104,7 @@ pub struct SignedCheckpoint {
 
 impl SignedCheckpoint {
     /// Verifies a signed checkpoint note against the log's trusted keys and parses its body.
-    pub fn open(
-        note_bytes: &[u8],
-        log_keys: &[&dyn NoteVerifier],
-    ) -> Result<(Self, VerifiedNote), CheckpointError> {
+    pub fn open(note_bytes: &[u8], log_keys: &[&dyn NoteVerifier]) -> Result<(Self, VerifiedNote), CheckpointError> {
         let verified = note::open(note_bytes, log_keys)?;
         let checkpoint = Checkpoint::parse(verified.text())?;
         let note = String::from_utf8_lossy(note_bytes).into_owned();
@@ -179,9 +152,6 @@ impl LogKey {
     /// Signs this checkpoint now.
     pub fn sign(&self, checkpoint: &Checkpoint) -> Result<SignedCheckpoint, NoteError> {
         let note = note::sign(&checkpoint.to_text(), &[&self.signer])?;
-        Ok(SignedCheckpoint {
-            checkpoint: checkpoint.clone(),
-            note,
-        })
+        Ok(SignedCheckpoint { checkpoint: checkpoint.clone(), note })
     }
 }

@@ -15,8 +15,7 @@ use crate::cosignature::{Cosignature, TrustedWitness, verify_cosignatures};
 use crate::error::WitnessError;
 use crate::note::parse_signature_lines;
 use crate::protocol::{
-    ADD_CHECKPOINT_PATH, AddCheckpointRequest, MAX_RESPONSE_BYTES, monitor_path,
-    parse_conflict_size,
+    ADD_CHECKPOINT_PATH, AddCheckpointRequest, MAX_RESPONSE_BYTES, monitor_path, parse_conflict_size,
 };
 
 /// The default time a whole exchange with a witness may take.
@@ -77,33 +76,21 @@ fn http_client(timeout: Duration) -> Result<Client, WitnessError> {
             first.host_str() == attempt.url().host_str()
                 && first.port_or_known_default() == attempt.url().port_or_known_default()
         });
-        if attempt.previous().len() > 3 || !same_host {
-            attempt.stop()
-        } else {
-            attempt.follow()
-        }
+        if attempt.previous().len() > 3 || !same_host { attempt.stop() } else { attempt.follow() }
     });
     Client::builder()
         .timeout(timeout)
         .connect_timeout(timeout)
         .redirect(policy)
         .build()
-        .map_err(|err| WitnessError::BadUrl {
-            url: String::new(),
-            reason: err.to_string(),
-        })
+        .map_err(|err| WitnessError::BadUrl { url: String::new(), reason: err.to_string() })
 }
 
 fn check_url(url: &str) -> Result<String, WitnessError> {
-    let parsed = reqwest::Url::parse(url).map_err(|err| WitnessError::BadUrl {
-        url: url.to_owned(),
-        reason: err.to_string(),
-    })?;
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|err| WitnessError::BadUrl { url: url.to_owned(), reason: err.to_string() })?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(WitnessError::BadUrl {
-            url: url.to_owned(),
-            reason: "the scheme must be http or https".into(),
-        });
+        return Err(WitnessError::BadUrl { url: url.to_owned(), reason: "the scheme must be http or https".into() });
     }
     Ok(url.trim_end_matches('/').to_owned())
 }
@@ -112,13 +99,10 @@ fn check_url(url: &str) -> Result<String, WitnessError> {
 fn read_capped(witness: &str, response: Response) -> Result<Vec<u8>, WitnessError> {
     let status = response.status().as_u16();
     let mut body = Vec::new();
-    response
-        .take(MAX_RESPONSE_BYTES as u64 + 1)
-        .read_to_end(&mut body)
-        .map_err(|err| WitnessError::Transport {
-            witness: witness.to_owned(),
-            reason: format!("reading the answer: {err}"),
-        })?;
+    response.take(MAX_RESPONSE_BYTES as u64 + 1).read_to_end(&mut body).map_err(|err| WitnessError::Transport {
+        witness: witness.to_owned(),
+        reason: format!("reading the answer: {err}"),
+    })?;
     if body.len() > MAX_RESPONSE_BYTES {
         return Err(WitnessError::BadAnswer {
             witness: witness.to_owned(),
@@ -130,15 +114,8 @@ fn read_capped(witness: &str, response: Response) -> Result<Vec<u8>, WitnessErro
 }
 
 fn transport(witness: &str, err: &reqwest::Error) -> WitnessError {
-    let reason = if err.is_timeout() {
-        format!("timed out: {err}")
-    } else {
-        err.to_string()
-    };
-    WitnessError::Transport {
-        witness: witness.to_owned(),
-        reason,
-    }
+    let reason = if err.is_timeout() { format!("timed out: {err}") } else { err.to_string() };
+    WitnessError::Transport { witness: witness.to_owned(), reason }
 }
 
 fn snippet(body: &[u8]) -> String {
@@ -158,17 +135,10 @@ fn verified_cosignatures(
         status,
         reason: err.to_string(),
     })?;
-    let report =
-        verify_cosignatures(&checkpoint.to_text(), &signatures, trusted).map_err(|source| {
-            WitnessError::Cosignature {
-                witness: witness.to_owned(),
-                source,
-            }
-        })?;
+    let report = verify_cosignatures(&checkpoint.to_text(), &signatures, trusted)
+        .map_err(|source| WitnessError::Cosignature { witness: witness.to_owned(), source })?;
     if report.valid.is_empty() {
-        return Err(WitnessError::NoTrustedCosignature {
-            witness: witness.to_owned(),
-        });
+        return Err(WitnessError::NoTrustedCosignature { witness: witness.to_owned() });
     }
     Ok(CosignedCheckpoint {
         checkpoint: checkpoint.clone(),
@@ -188,10 +158,7 @@ pub struct HttpWitness {
 
 impl std::fmt::Debug for HttpWitness {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpWitness")
-            .field("url", &self.url)
-            .field("trusted", &self.trusted)
-            .finish()
+        f.debug_struct("HttpWitness").field("url", &self.url).field("trusted", &self.trusted).finish()
     }
 }
 
@@ -208,27 +175,15 @@ impl HttpWitness {
     }
 
     /// As [`HttpWitness::new`], with a timeout for each exchange.
-    pub fn with_timeout(
-        url: &str,
-        trusted: Vec<TrustedWitness>,
-        timeout: Duration,
-    ) -> Result<Self, WitnessError> {
+    pub fn with_timeout(url: &str, trusted: Vec<TrustedWitness>, timeout: Duration) -> Result<Self, WitnessError> {
         if trusted.is_empty() {
             return Err(WitnessError::NoTrustedKeys);
         }
-        Ok(Self {
-            url: check_url(url)?,
-            trusted,
-            http: http_client(timeout)?,
-            known_sizes: Mutex::new(HashMap::new()),
-        })
+        Ok(Self { url: check_url(url)?, trusted, http: http_client(timeout)?, known_sizes: Mutex::new(HashMap::new()) })
     }
 
     fn known_size(&self, origin: &str) -> u64 {
-        self.known_sizes
-            .lock()
-            .map(|sizes| sizes.get(origin).copied().unwrap_or(0))
-            .unwrap_or(0)
+        self.known_sizes.lock().map(|sizes| sizes.get(origin).copied().unwrap_or(0)).unwrap_or(0)
     }
 
     fn remember(&self, origin: &str, size: u64) {
@@ -249,16 +204,9 @@ impl HttpWitness {
             return Err(WitnessError::EmptyTreeRootMismatch);
         }
         if old_size > tree.size {
-            return Err(WitnessError::OldSizeBeyondCheckpoint {
-                old_size,
-                new_size: tree.size,
-            });
+            return Err(WitnessError::OldSizeBeyondCheckpoint { old_size, new_size: tree.size });
         }
-        let history_error = |reason: String| WitnessError::History {
-            old_size,
-            new_size: tree.size,
-            reason,
-        };
+        let history_error = |reason: String| WitnessError::History { old_size, new_size: tree.size, reason };
         let proof = if old_size == 0 {
             ConsistencyProof::default()
         } else {
@@ -266,30 +214,17 @@ impl HttpWitness {
             let proof = if old_size == tree.size {
                 ConsistencyProof::default()
             } else {
-                history
-                    .consistency_proof(old_size, tree.size)
-                    .map_err(history_error)?
+                history.consistency_proof(old_size, tree.size).map_err(history_error)?
             };
-            tree.verify_extends(&Tree::new(old_size, old_root), &proof)
-                .map_err(|err| WitnessError::OwnProofInvalid {
-                    old_size,
-                    new_size: tree.size,
-                    reason: err.to_string(),
-                })?;
+            tree.verify_extends(&Tree::new(old_size, old_root), &proof).map_err(|err| {
+                WitnessError::OwnProofInvalid { old_size, new_size: tree.size, reason: err.to_string() }
+            })?;
             proof
         };
-        Ok(AddCheckpointRequest {
-            old_size,
-            proof,
-            checkpoint_note: signed.note().to_owned(),
-        })
+        Ok(AddCheckpointRequest { old_size, proof, checkpoint_note: signed.note().to_owned() })
     }
 
-    fn attempt(
-        &self,
-        signed: &SignedCheckpoint,
-        request: &AddCheckpointRequest,
-    ) -> Result<Attempt, WitnessError> {
+    fn attempt(&self, signed: &SignedCheckpoint, request: &AddCheckpointRequest) -> Result<Attempt, WitnessError> {
         let witness = self.url.as_str();
         let response = self
             .http
@@ -313,55 +248,34 @@ impl HttpWitness {
                     status,
                     reason: "not UTF-8".into(),
                 })?;
-                verified_cosignatures(witness, checkpoint, lines, &self.trusted, status)
-                    .map(Attempt::Cosigned)
+                verified_cosignatures(witness, checkpoint, lines, &self.trusted, status).map(Attempt::Cosigned)
             }
-            400 => Err(WitnessError::BadRequest {
-                witness: witness.to_owned(),
-                body: snippet(&body),
-            }),
-            403 => Err(WitnessError::Forbidden {
-                witness: witness.to_owned(),
-            }),
-            404 => Err(WitnessError::UnknownOrigin {
-                witness: witness.to_owned(),
-                origin: checkpoint.origin().to_owned(),
-            }),
+            400 => Err(WitnessError::BadRequest { witness: witness.to_owned(), body: snippet(&body) }),
+            403 => Err(WitnessError::Forbidden { witness: witness.to_owned() }),
+            404 => {
+                Err(WitnessError::UnknownOrigin { witness: witness.to_owned(), origin: checkpoint.origin().to_owned() })
+            }
             409 => match parse_conflict_size(content_type.as_deref(), &body) {
                 Some(size) => Ok(Attempt::WitnessAt(size)),
                 // tlog-witness v1.0.0 (and transparency-dev/witness) answer a
                 // same-size fork with a bodiless 409.
-                None if request.old_size == new_size => Err(WitnessError::Fork {
-                    witness: witness.to_owned(),
-                    size: new_size,
-                }),
+                None if request.old_size == new_size => {
+                    Err(WitnessError::Fork { witness: witness.to_owned(), size: new_size })
+                }
                 None => Err(WitnessError::BadAnswer {
                     witness: witness.to_owned(),
                     status,
-                    reason: format!(
-                        "409 without a {} size body",
-                        crate::protocol::SIZE_CONTENT_TYPE
-                    ),
+                    reason: format!("409 without a {} size body", crate::protocol::SIZE_CONTENT_TYPE),
                 }),
             },
-            422 if request.old_size == new_size => Err(WitnessError::Fork {
-                witness: witness.to_owned(),
-                size: new_size,
-            }),
-            422 => Err(WitnessError::Inconsistent {
-                witness: witness.to_owned(),
-                old_size: request.old_size,
-                new_size,
-            }),
-            429 | 500..=599 => Err(WitnessError::Unavailable {
-                witness: witness.to_owned(),
-                status,
-            }),
-            _ => Err(WitnessError::BadAnswer {
-                witness: witness.to_owned(),
-                status,
-                reason: snippet(&body),
-            }),
+            422 if request.old_size == new_size => {
+                Err(WitnessError::Fork { witness: witness.to_owned(), size: new_size })
+            }
+            422 => {
+                Err(WitnessError::Inconsistent { witness: witness.to_owned(), old_size: request.old_size, new_size })
+            }
+            429 | 500..=599 => Err(WitnessError::Unavailable { witness: witness.to_owned(), status }),
+            _ => Err(WitnessError::BadAnswer { witness: witness.to_owned(), status, reason: snippet(&body) }),
         }
     }
 }
@@ -406,10 +320,7 @@ impl Witness for HttpWitness {
             }
             Attempt::WitnessAt(size) => {
                 self.remember(origin, size);
-                Err(WitnessError::Conflict {
-                    witness: self.url.clone(),
-                    witness_size: size,
-                })
+                Err(WitnessError::Conflict { witness: self.url.clone(), witness_size: size })
             }
         }
     }
@@ -425,9 +336,7 @@ pub struct WitnessReader {
 
 impl std::fmt::Debug for WitnessReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WitnessReader")
-            .field("url", &self.url)
-            .finish()
+        f.debug_struct("WitnessReader").field("url", &self.url).finish()
     }
 }
 
@@ -437,11 +346,7 @@ impl WitnessReader {
         if trusted.is_empty() {
             return Err(WitnessError::NoTrustedKeys);
         }
-        Ok(Self {
-            url: check_url(url)?,
-            trusted,
-            http: http_client(DEFAULT_TIMEOUT)?,
-        })
+        Ok(Self { url: check_url(url)?, trusted, http: http_client(DEFAULT_TIMEOUT)? })
     }
 
     /// The monitoring prefix.
@@ -462,24 +367,15 @@ impl WitnessReader {
             .map_err(|err| transport(witness, &err))?;
         let status = response.status().as_u16();
         let body = read_capped(witness, response)?;
-        let bad = |reason: &str| WitnessError::BadAnswer {
-            witness: witness.to_owned(),
-            status,
-            reason: reason.to_owned(),
-        };
+        let bad =
+            |reason: &str| WitnessError::BadAnswer { witness: witness.to_owned(), status, reason: reason.to_owned() };
         match status {
             200 => {}
             404 => {
-                return Err(WitnessError::NothingCosigned {
-                    witness: witness.to_owned(),
-                    origin: origin.to_owned(),
-                });
+                return Err(WitnessError::NothingCosigned { witness: witness.to_owned(), origin: origin.to_owned() });
             }
             429 | 500..=599 => {
-                return Err(WitnessError::Unavailable {
-                    witness: witness.to_owned(),
-                    status,
-                });
+                return Err(WitnessError::Unavailable { witness: witness.to_owned(), status });
             }
             _ => return Err(bad(&snippet(&body))),
         }
@@ -490,13 +386,7 @@ impl WitnessReader {
         if checkpoint.origin() != origin {
             return Err(bad("a checkpoint for another origin"));
         }
-        verified_cosignatures(
-            witness,
-            &checkpoint,
-            lines.strip_prefix('\n').unwrap_or(lines),
-            &self.trusted,
-            status,
-        )
+        verified_cosignatures(witness, &checkpoint, lines.strip_prefix('\n').unwrap_or(lines), &self.trusted, status)
     }
 }
 
@@ -567,34 +457,28 @@ pub fn cosign_quorum(
     signed: &SignedCheckpoint,
     history: &(dyn LogHistory + Sync),
 ) -> QuorumOutcome {
-    let results: Vec<(String, Result<CosignedCheckpoint, WitnessError>)> =
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = witnesses
-                .iter()
-                .map(|witness| {
-                    scope.spawn(move || {
-                        (
-                            witness.endpoint().to_owned(),
-                            witness.add_checkpoint(signed, history),
-                        )
-                    })
+    let results: Vec<(String, Result<CosignedCheckpoint, WitnessError>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = witnesses
+            .iter()
+            .map(|witness| {
+                scope.spawn(move || (witness.endpoint().to_owned(), witness.add_checkpoint(signed, history)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle.join().unwrap_or_else(|_| {
+                    (
+                        String::from("?"),
+                        Err(WitnessError::Transport {
+                            witness: "?".into(),
+                            reason: "submission thread panicked".into(),
+                        }),
+                    )
                 })
-                .collect();
-            handles
-                .into_iter()
-                .map(|handle| {
-                    handle.join().unwrap_or_else(|_| {
-                        (
-                            String::from("?"),
-                            Err(WitnessError::Transport {
-                                witness: "?".into(),
-                                reason: "submission thread panicked".into(),
-                            }),
-                        )
-                    })
-                })
-                .collect()
-        });
+            })
+            .collect()
+    });
     let mut cosigned = Vec::new();
     let mut refusals = Vec::new();
     let mut failures = Vec::new();
@@ -608,22 +492,12 @@ pub fn cosign_quorum(
     let got = cosigned.len();
     let needed = quorum.needed();
     if !refusals.is_empty() {
-        return QuorumOutcome::IntegrityRefusal {
-            refusals,
-            got,
-            needed,
-            quorum_met: got >= needed,
-            failures,
-        };
+        return QuorumOutcome::IntegrityRefusal { refusals, got, needed, quorum_met: got >= needed, failures };
     }
     if got >= needed {
         QuorumOutcome::Met { cosigned, failures }
     } else {
-        QuorumOutcome::Shortfall {
-            got,
-            needed,
-            failures,
-        }
+        QuorumOutcome::Shortfall { got, needed, failures }
     }
 }
 
@@ -653,10 +527,7 @@ pub fn split_view(readers: &[&WitnessReader], origin: &str) -> SplitViewReport {
     for reader in readers {
         match reader.latest(origin) {
             Ok(cosigned) => report.read.push((reader.endpoint().to_owned(), cosigned)),
-            Err(error) => report.failures.push(WitnessFailure {
-                witness: reader.endpoint().to_owned(),
-                error,
-            }),
+            Err(error) => report.failures.push(WitnessFailure { witness: reader.endpoint().to_owned(), error }),
         }
     }
     let mut by_size: Vec<(u64, Vec<(String, RootHash)>)> = Vec::new();
@@ -668,10 +539,7 @@ pub fn split_view(readers: &[&WitnessReader], origin: &str) -> SplitViewReport {
         }
     }
     for (size, views) in by_size {
-        if views
-            .iter()
-            .any(|(_, root)| *root != views.first().map_or(*root, |(_, first)| *first))
-        {
+        if views.iter().any(|(_, root)| *root != views.first().map_or(*root, |(_, first)| *first)) {
             report.split_views.push(SplitView { size, views });
         }
     }

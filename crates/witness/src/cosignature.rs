@@ -20,15 +20,10 @@ pub fn cosignature_v1_message(checkpoint_text: &str, timestamp: u64) -> String {
 
 fn check_timestamp(name: &str, timestamp: u64) -> Result<(), CosignatureError> {
     if timestamp == 0 {
-        return Err(CosignatureError::ZeroTimestamp {
-            name: name.to_owned(),
-        });
+        return Err(CosignatureError::ZeroTimestamp { name: name.to_owned() });
     }
     if timestamp > MAX_TIMESTAMP {
-        return Err(CosignatureError::TimestampOutOfRange {
-            name: name.to_owned(),
-            timestamp,
-        });
+        return Err(CosignatureError::TimestampOutOfRange { name: name.to_owned(), timestamp });
     }
     Ok(())
 }
@@ -43,10 +38,7 @@ impl Cosigner {
     /// A cosigner from an Ed25519 key of algorithm 0x04.
     pub fn new(key: SignerKey) -> Result<Self, CosignatureError> {
         if key.algorithm() != ALG_COSIGNATURE_V1 {
-            return Err(CosignatureError::NotACosigner {
-                name: key.name().to_owned(),
-                algorithm: key.algorithm(),
-            });
+            return Err(CosignatureError::NotACosigner { name: key.name().to_owned(), algorithm: key.algorithm() });
         }
         Ok(Self { key })
     }
@@ -63,23 +55,13 @@ impl Cosigner {
 
     /// Cosigns a checkpoint body as observed at `timestamp` (POSIX seconds;
     /// taken as an argument so that callers control the clock).
-    pub fn cosign(
-        &self,
-        checkpoint_text: &str,
-        timestamp: u64,
-    ) -> Result<NoteSignature, CosignatureError> {
+    pub fn cosign(&self, checkpoint_text: &str, timestamp: u64) -> Result<NoteSignature, CosignatureError> {
         check_timestamp(self.key.name(), timestamp)?;
-        let signature = self
-            .key
-            .sign_bytes(cosignature_v1_message(checkpoint_text, timestamp).as_bytes());
+        let signature = self.key.sign_bytes(cosignature_v1_message(checkpoint_text, timestamp).as_bytes());
         let mut payload = Vec::with_capacity(PAYLOAD_LEN);
         payload.extend_from_slice(&timestamp.to_be_bytes());
         payload.extend_from_slice(&signature);
-        Ok(NoteSignature {
-            name: self.key.name().to_owned(),
-            key_id: self.key.key_id(),
-            signature: payload,
-        })
+        Ok(NoteSignature { name: self.key.name().to_owned(), key_id: self.key.key_id(), signature: payload })
     }
 }
 
@@ -136,8 +118,7 @@ impl TrustedWitness {
     pub fn new(key: VerifierKey) -> Result<Self, KeyError> {
         let algorithm = match key.algorithm() {
             ALG_COSIGNATURE_V1 => WitnessAlgorithm::CosignatureV1(
-                key.ed25519_key()
-                    .ok_or(KeyError::Malformed("not a valid Ed25519 point"))?,
+                key.ed25519_key().ok_or(KeyError::Malformed("not a valid Ed25519 point"))?,
             ),
             ALG_ML_DSA_44 => WitnessAlgorithm::Unsupported(ALG_ML_DSA_44),
             ALG_ED25519 => {
@@ -180,10 +161,7 @@ impl TrustedWitness {
         let name = self.key.name().to_owned();
         let key = match &self.algorithm {
             WitnessAlgorithm::Unsupported(algorithm) => {
-                return CosignatureCheck::Unsupported {
-                    name,
-                    algorithm: *algorithm,
-                };
+                return CosignatureCheck::Unsupported { name, algorithm: *algorithm };
             }
             WitnessAlgorithm::CosignatureV1(key) => key,
         };
@@ -204,17 +182,11 @@ impl TrustedWitness {
             return CosignatureCheck::Invalid(err);
         }
         let Ok(ed25519) = ed25519_dalek::Signature::from_slice(ed25519) else {
-            return CosignatureCheck::Invalid(CosignatureError::BadSignature {
-                name,
-                key_id: self.key.key_id(),
-            });
+            return CosignatureCheck::Invalid(CosignatureError::BadSignature { name, key_id: self.key.key_id() });
         };
         let message = cosignature_v1_message(checkpoint_text, timestamp);
         if key.verify(message.as_bytes(), &ed25519).is_err() {
-            return CosignatureCheck::Invalid(CosignatureError::BadSignature {
-                name,
-                key_id: self.key.key_id(),
-            });
+            return CosignatureCheck::Invalid(CosignatureError::BadSignature { name, key_id: self.key.key_id() });
         }
         CosignatureCheck::Valid(Cosignature {
             name,
@@ -252,18 +224,12 @@ pub fn verify_cosignatures(
         };
         match witness.check(checkpoint_text, signature) {
             CosignatureCheck::Valid(cosignature) => {
-                if !report
-                    .valid
-                    .iter()
-                    .any(|seen| seen.name == cosignature.name && seen.key_id == cosignature.key_id)
-                {
+                if !report.valid.iter().any(|seen| seen.name == cosignature.name && seen.key_id == cosignature.key_id) {
                     report.valid.push(cosignature);
                 }
             }
             CosignatureCheck::Invalid(err) => return Err(err),
-            CosignatureCheck::Unsupported { name, algorithm } => {
-                report.unsupported.push((name, algorithm))
-            }
+            CosignatureCheck::Unsupported { name, algorithm } => report.unsupported.push((name, algorithm)),
         }
     }
     Ok(report)

@@ -9,9 +9,7 @@ pub enum KeyError {
     #[error("malformed key: {0}")]
     Malformed(&'static str),
     /// The key name breaks the signed-note rules.
-    #[error(
-        "bad key name {name:?}: {reason}; a key name is non-empty, with no white space and no '+'"
-    )]
+    #[error("bad key name {name:?}: {reason}; a key name is non-empty, with no white space and no '+'")]
     BadName {
         /// The offending name.
         name: String,
@@ -62,9 +60,7 @@ pub enum NoteError {
     },
     /// A signature whose name and key id match a trusted key does not verify:
     /// the whole note is refused.
-    #[error(
-        "the signature of trusted key {name}+{key_id:08x} does not verify: the note was altered or forged"
-    )]
+    #[error("the signature of trusted key {name}+{key_id:08x} does not verify: the note was altered or forged")]
     InvalidSignature {
         /// The key name.
         name: String,
@@ -72,9 +68,7 @@ pub enum NoteError {
         key_id: u32,
     },
     /// No signature from a trusted key: the note is well formed but unverified.
-    #[error(
-        "no signature from a trusted key ({signatures} signatures, none by a key trusted here)"
-    )]
+    #[error("no signature from a trusted key ({signatures} signatures, none by a key trusted here)")]
     Unverified {
         /// How many signature lines the note has.
         signatures: usize,
@@ -121,9 +115,7 @@ pub enum CosignatureError {
         length: usize,
     },
     /// The Ed25519 signature does not verify.
-    #[error(
-        "cosignature by trusted witness {name}+{key_id:08x} does not verify over this checkpoint"
-    )]
+    #[error("cosignature by trusted witness {name}+{key_id:08x} does not verify over this checkpoint")]
     BadSignature {
         /// The witness's name.
         name: String,
@@ -148,9 +140,7 @@ pub enum CosignatureError {
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum WitnessError {
     /// A client configured with no trusted witness key could count nothing.
-    #[error(
-        "no trusted witness key configured: cosignatures could not be verified, so none would count"
-    )]
+    #[error("no trusted witness key configured: cosignatures could not be verified, so none would count")]
     NoTrustedKeys,
     /// The witness URL is not usable.
     #[error("bad witness URL {url:?}: {reason}")]
@@ -164,9 +154,7 @@ pub enum WitnessError {
     #[error("refused before sending: checkpoint of size 0 does not carry the empty tree's root")]
     EmptyTreeRootMismatch,
     /// Refused before sending: the old size is beyond the checkpoint.
-    #[error(
-        "refused before sending: old size {old_size} is larger than the checkpoint size {new_size}"
-    )]
+    #[error("refused before sending: old size {old_size} is larger than the checkpoint size {new_size}")]
     OldSizeBeyondCheckpoint {
         /// The old size.
         old_size: u64,
@@ -210,9 +198,7 @@ pub enum WitnessError {
         new_size: u64,
     },
     /// Integrity: the witness cosigned another root for this same size.
-    #[error(
-        "witness {witness} holds a different root for size {size}: two histories of this log exist (fork)"
-    )]
+    #[error("witness {witness} holds a different root for size {size}: two histories of this log exist (fork)")]
     Fork {
         /// The witness URL.
         witness: String,
@@ -233,9 +219,7 @@ pub enum WitnessError {
         size: u64,
     },
     /// 404: the witness does not know this origin.
-    #[error(
-        "witness {witness} does not know origin {origin:?} (404); its operator must configure this log"
-    )]
+    #[error("witness {witness} does not know origin {origin:?} (404); its operator must configure this log")]
     UnknownOrigin {
         /// The witness URL.
         witness: String,
@@ -260,9 +244,7 @@ pub enum WitnessError {
         body: String,
     },
     /// 409 twice: the witness's size moved between attempts.
-    #[error(
-        "witness {witness} is at size {witness_size}, which moved during the exchange (409 after a retry)"
-    )]
+    #[error("witness {witness} is at size {witness_size}, which moved during the exchange (409 after a retry)")]
     Conflict {
         /// The witness URL.
         witness: String,
@@ -322,17 +304,11 @@ pub enum WitnessError {
 impl WitnessError {
     /// Evidence about the log: a witness saw it fork or its history move.
     pub fn is_integrity(&self) -> bool {
-        matches!(
-            self,
-            Self::Inconsistent { .. } | Self::Fork { .. } | Self::Rollback { .. }
-        )
+        matches!(self, Self::Inconsistent { .. } | Self::Fork { .. } | Self::Rollback { .. })
     }
 
     /// A witness that is busy or away: the same request may succeed later.
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self,
-            Self::Unavailable { .. } | Self::Transport { .. } | Self::Conflict { .. }
-        )
+        matches!(self, Self::Unavailable { .. } | Self::Transport { .. } | Self::Conflict { .. })
     }
 }

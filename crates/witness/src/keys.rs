@@ -36,22 +36,13 @@ pub fn key_id(name: &str, algorithm: u8, public_key: &[u8]) -> u32 {
 /// Checks a key name: non-empty, no Unicode white space, no `+`.
 pub fn check_key_name(name: &str) -> Result<(), KeyError> {
     if name.is_empty() {
-        return Err(KeyError::BadName {
-            name: name.to_owned(),
-            reason: "it is empty",
-        });
+        return Err(KeyError::BadName { name: name.to_owned(), reason: "it is empty" });
     }
     if name.chars().any(char::is_whitespace) {
-        return Err(KeyError::BadName {
-            name: name.to_owned(),
-            reason: "it contains white space",
-        });
+        return Err(KeyError::BadName { name: name.to_owned(), reason: "it contains white space" });
     }
     if name.contains('+') {
-        return Err(KeyError::BadName {
-            name: name.to_owned(),
-            reason: "it contains '+'",
-        });
+        return Err(KeyError::BadName { name: name.to_owned(), reason: "it contains '+'" });
     }
     Ok(())
 }
@@ -70,8 +61,7 @@ fn parse_key_id(text: &str) -> Result<u32, KeyError> {
     if text.len() != 8 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Err(KeyError::Malformed("the key id must be 8 hex digits"));
     }
-    u32::from_str_radix(text, 16)
-        .map_err(|_| KeyError::Malformed("the key id must be 8 hex digits"))
+    u32::from_str_radix(text, 16).map_err(|_| KeyError::Malformed("the key id must be 8 hex digits"))
 }
 
 /// A public key as a note verifier key: name, key id, algorithm and key bytes.
@@ -95,13 +85,7 @@ impl fmt::Display for VerifierKey {
         let mut encoded = Vec::with_capacity(1 + self.public_key.len());
         encoded.push(self.algorithm);
         encoded.extend_from_slice(&self.public_key);
-        write!(
-            f,
-            "{}+{:08x}+{}",
-            self.name,
-            self.key_id,
-            encode_base64(&encoded)
-        )
+        write!(f, "{}+{:08x}+{}", self.name, self.key_id, encode_base64(&encoded))
     }
 }
 
@@ -123,36 +107,21 @@ impl VerifierKey {
         };
         check_key_name(name)?;
         let key_id = parse_key_id(id)?;
-        let encoded = decode_base64_canonical(key)
-            .ok_or(KeyError::Malformed("the key is not canonical base64"))?;
-        let (&algorithm, public_key) = encoded
-            .split_first()
-            .ok_or(KeyError::Malformed("the key is empty"))?;
+        let encoded = decode_base64_canonical(key).ok_or(KeyError::Malformed("the key is not canonical base64"))?;
+        let (&algorithm, public_key) = encoded.split_first().ok_or(KeyError::Malformed("the key is empty"))?;
         let expected_len = match algorithm {
             ALG_ED25519 | ALG_COSIGNATURE_V1 => ED25519_KEY_LEN,
             ALG_ML_DSA_44 => ML_DSA_44_KEY_LEN,
             other => return Err(KeyError::UnknownAlgorithm(other)),
         };
         if public_key.len() != expected_len {
-            return Err(KeyError::WrongKeyLength {
-                algorithm,
-                expected: expected_len,
-                actual: public_key.len(),
-            });
+            return Err(KeyError::WrongKeyLength { algorithm, expected: expected_len, actual: public_key.len() });
         }
         let computed = self::key_id(name, algorithm, public_key);
         if computed != key_id {
-            return Err(KeyError::KeyIdMismatch {
-                stated: key_id,
-                computed,
-            });
+            return Err(KeyError::KeyIdMismatch { stated: key_id, computed });
         }
-        Ok(Self {
-            name: name.to_owned(),
-            key_id,
-            algorithm,
-            public_key: public_key.to_vec(),
-        })
+        Ok(Self { name: name.to_owned(), key_id, algorithm, public_key: public_key.to_vec() })
     }
 
     /// A verifier key for a 32-byte Ed25519 public key with the given
@@ -162,8 +131,7 @@ impl VerifierKey {
         if !matches!(algorithm, ALG_ED25519 | ALG_COSIGNATURE_V1) {
             return Err(KeyError::UnknownAlgorithm(algorithm));
         }
-        VerifyingKey::from_bytes(&public_key)
-            .map_err(|_| KeyError::Malformed("not a valid Ed25519 public key"))?;
+        VerifyingKey::from_bytes(&public_key).map_err(|_| KeyError::Malformed("not a valid Ed25519 public key"))?;
         let bytes = public_key;
         Ok(Self {
             name: name.to_owned(),
@@ -227,11 +195,7 @@ impl SignerKey {
         if !matches!(algorithm, ALG_ED25519 | ALG_COSIGNATURE_V1) {
             return Err(KeyError::UnknownAlgorithm(algorithm));
         }
-        Ok(Self {
-            name: name.to_owned(),
-            algorithm,
-            signing_key: SigningKey::from_bytes(&seed),
-        })
+        Ok(Self { name: name.to_owned(), algorithm, signing_key: SigningKey::from_bytes(&seed) })
     }
 
     /// A fresh key from the operating system's randomness.
@@ -243,21 +207,15 @@ impl SignerKey {
 
     /// Parses an skey. The key id must be the public key's.
     pub fn parse(text: &str) -> Result<Self, KeyError> {
-        let rest = text
-            .strip_prefix(SKEY_PREFIX)
-            .ok_or(KeyError::Malformed("a signer key starts with PRIVATE+KEY+"))?;
+        let rest =
+            text.strip_prefix(SKEY_PREFIX).ok_or(KeyError::Malformed("a signer key starts with PRIVATE+KEY+"))?;
         let mut parts = rest.splitn(3, '+');
         let (Some(name), Some(id), Some(key)) = (parts.next(), parts.next(), parts.next()) else {
-            return Err(KeyError::Malformed(
-                "a signer key is PRIVATE+KEY+name+hexid+base64",
-            ));
+            return Err(KeyError::Malformed("a signer key is PRIVATE+KEY+name+hexid+base64"));
         };
         let stated = parse_key_id(id)?;
-        let encoded = decode_base64_canonical(key)
-            .ok_or(KeyError::Malformed("the key is not canonical base64"))?;
-        let (&algorithm, seed) = encoded
-            .split_first()
-            .ok_or(KeyError::Malformed("the key is empty"))?;
+        let encoded = decode_base64_canonical(key).ok_or(KeyError::Malformed("the key is not canonical base64"))?;
+        let (&algorithm, seed) = encoded.split_first().ok_or(KeyError::Malformed("the key is empty"))?;
         let seed: [u8; 32] = seed.try_into().map_err(|_| KeyError::WrongKeyLength {
             algorithm,
             expected: ED25519_KEY_LEN,
@@ -276,12 +234,7 @@ impl SignerKey {
         let mut encoded = Vec::with_capacity(33);
         encoded.push(self.algorithm);
         encoded.extend_from_slice(self.signing_key.as_bytes());
-        format!(
-            "{SKEY_PREFIX}{}+{:08x}+{}",
-            self.name,
-            self.key_id(),
-            encode_base64(&encoded)
-        )
+        format!("{SKEY_PREFIX}{}+{:08x}+{}", self.name, self.key_id(), encode_base64(&encoded))
     }
 
     /// The matching verifier key.
@@ -307,11 +260,7 @@ impl SignerKey {
 
     /// The key id of the public key.
     pub fn key_id(&self) -> u32 {
-        key_id(
-            &self.name,
-            self.algorithm,
-            &self.signing_key.verifying_key().to_bytes(),
-        )
+        key_id(&self.name, self.algorithm, &self.signing_key.verifying_key().to_bytes())
     }
 
     pub(crate) fn sign_bytes(&self, message: &[u8]) -> [u8; 64] {

@@ -11,8 +11,8 @@ pub mod server;
 
 pub use checkpoint::{Checkpoint, LogKey, SignedCheckpoint};
 pub use client::{
-    CosignedCheckpoint, HttpWitness, LogHistory, QuorumOutcome, SplitView, SplitViewReport,
-    Witness, WitnessFailure, WitnessQuorum, WitnessReader, cosign_quorum, split_view,
+    CosignedCheckpoint, HttpWitness, LogHistory, QuorumOutcome, SplitView, SplitViewReport, Witness, WitnessFailure,
+    WitnessQuorum, WitnessReader, cosign_quorum, split_view,
 };
 pub use cosignature::{
     Cosignature, CosignatureCheck, CosignatureReport, Cosigner, TrustedWitness, verify_cosignatures,

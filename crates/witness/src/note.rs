@@ -2,9 +2,7 @@
 //! `note.Open`: the only way to a note's text is through verification.
 
 use crate::error::NoteError;
-use crate::keys::{
-    ALG_ED25519, SignerKey, VerifierKey, check_key_name, decode_base64_canonical, encode_base64,
-};
+use crate::keys::{ALG_ED25519, SignerKey, VerifierKey, check_key_name, decode_base64_canonical, encode_base64};
 
 /// The largest note this crate reads (ML-DSA-44 cosignature lines are about
 /// 3.3 kB each; a hundred of them fit).
@@ -39,31 +37,18 @@ impl NoteSignature {
     pub fn parse_line(line: &str) -> Result<Self, NoteError> {
         let rest = line
             .strip_prefix(EM_DASH_SPACE)
-            .ok_or(NoteError::Malformed(
-                "a signature line starts with an em dash and a space",
-            ))?;
-        let (name, encoded) = rest.split_once(' ').ok_or(NoteError::Malformed(
-            "a signature line is name, space, base64",
-        ))?;
-        check_key_name(name)
-            .map_err(|_| NoteError::Malformed("a signature line names an invalid key"))?;
-        let bytes = decode_base64_canonical(encoded)
-            .ok_or(NoteError::Malformed("a signature is not canonical base64"))?;
+            .ok_or(NoteError::Malformed("a signature line starts with an em dash and a space"))?;
+        let (name, encoded) =
+            rest.split_once(' ').ok_or(NoteError::Malformed("a signature line is name, space, base64"))?;
+        check_key_name(name).map_err(|_| NoteError::Malformed("a signature line names an invalid key"))?;
+        let bytes =
+            decode_base64_canonical(encoded).ok_or(NoteError::Malformed("a signature is not canonical base64"))?;
         if bytes.len() < 5 {
-            return Err(NoteError::Malformed(
-                "a signature is shorter than a key id and one byte",
-            ));
+            return Err(NoteError::Malformed("a signature is shorter than a key id and one byte"));
         }
         let (id, signature) = bytes.split_at(4);
-        let key_id = u32::from_be_bytes(
-            id.try_into()
-                .map_err(|_| NoteError::Malformed("a signature has no key id"))?,
-        );
-        Ok(Self {
-            name: name.to_owned(),
-            key_id,
-            signature: signature.to_vec(),
-        })
+        let key_id = u32::from_be_bytes(id.try_into().map_err(|_| NoteError::Malformed("a signature has no key id"))?);
+        Ok(Self { name: name.to_owned(), key_id, signature: signature.to_vec() })
     }
 }
 
@@ -151,9 +136,7 @@ pub(crate) struct ParsedNote<'a> {
 
 fn check_characters(message: &str) -> Result<(), NoteError> {
     if message.chars().any(|c| c < '\u{20}' && c != '\n') {
-        return Err(NoteError::Malformed(
-            "a note contains a control character other than newline",
-        ));
+        return Err(NoteError::Malformed("a note contains a control character other than newline"));
     }
     Ok(())
 }
@@ -161,40 +144,27 @@ fn check_characters(message: &str) -> Result<(), NoteError> {
 /// Splits a note into text and signature lines, enforcing the format and limits.
 pub(crate) fn parse(message: &[u8]) -> Result<ParsedNote<'_>, NoteError> {
     if message.len() > MAX_NOTE_BYTES {
-        return Err(NoteError::TooLarge {
-            size: message.len(),
-            limit: MAX_NOTE_BYTES,
-        });
+        return Err(NoteError::TooLarge { size: message.len(), limit: MAX_NOTE_BYTES });
     }
-    let message =
-        std::str::from_utf8(message).map_err(|_| NoteError::Malformed("a note is not UTF-8"))?;
+    let message = std::str::from_utf8(message).map_err(|_| NoteError::Malformed("a note is not UTF-8"))?;
     check_characters(message)?;
-    let split = message.rfind("\n\n").ok_or(NoteError::Malformed(
-        "no blank line between text and signatures",
-    ))?;
+    let split = message.rfind("\n\n").ok_or(NoteError::Malformed("no blank line between text and signatures"))?;
     let (text, rest) = message.split_at(split + 1);
     let signature_block = rest.strip_prefix('\n').unwrap_or(rest);
-    Ok(ParsedNote {
-        text,
-        signatures: parse_signature_lines(signature_block)?,
-    })
+    Ok(ParsedNote { text, signatures: parse_signature_lines(signature_block)? })
 }
 
 /// Parses a block of signature lines, each ending in a newline (such as a
 /// witness's answer to add-checkpoint). At most [`MAX_SIGNATURES`] lines.
 pub fn parse_signature_lines(block: &str) -> Result<Vec<NoteSignature>, NoteError> {
     if block.len() > MAX_NOTE_BYTES {
-        return Err(NoteError::TooLarge {
-            size: block.len(),
-            limit: MAX_NOTE_BYTES,
-        });
+        return Err(NoteError::TooLarge { size: block.len(), limit: MAX_NOTE_BYTES });
     }
     if block.is_empty() {
         return Err(NoteError::Malformed("no signature lines"));
     }
-    let lines = block.strip_suffix('\n').ok_or(NoteError::Malformed(
-        "the last signature line does not end in a newline",
-    ))?;
+    let lines =
+        block.strip_suffix('\n').ok_or(NoteError::Malformed("the last signature line does not end in a newline"))?;
     let mut signatures = Vec::new();
     for line in lines.split('\n') {
         if signatures.len() == MAX_SIGNATURES {
@@ -218,9 +188,7 @@ pub fn open(message: &[u8], trusted: &[&dyn NoteVerifier]) -> Result<VerifiedNot
     let mut others: Vec<NoteSignature> = Vec::new();
     let mut lines = Vec::new();
     for signature in parsed.signatures {
-        let key = trusted
-            .iter()
-            .find(|key| key.name() == signature.name && key.key_id() == signature.key_id);
+        let key = trusted.iter().find(|key| key.name() == signature.name && key.key_id() == signature.key_id);
         match key {
             None => {
                 if !others.contains(&signature) {
@@ -230,17 +198,11 @@ pub fn open(message: &[u8], trusted: &[&dyn NoteVerifier]) -> Result<VerifiedNot
             }
             Some(key) => {
                 // One signature per trusted key counts; later ones by the same key are dropped unread.
-                if verified
-                    .iter()
-                    .any(|seen| seen.name == signature.name && seen.key_id == signature.key_id)
-                {
+                if verified.iter().any(|seen| seen.name == signature.name && seen.key_id == signature.key_id) {
                     continue;
                 }
                 if !key.verify(parsed.text.as_bytes(), &signature.signature) {
-                    return Err(NoteError::InvalidSignature {
-                        name: signature.name,
-                        key_id: signature.key_id,
-                    });
+                    return Err(NoteError::InvalidSignature { name: signature.name, key_id: signature.key_id });
                 }
                 verified.push(signature.clone());
                 lines.push(signature);
@@ -250,12 +212,7 @@ pub fn open(message: &[u8], trusted: &[&dyn NoteVerifier]) -> Result<VerifiedNot
     if verified.is_empty() {
         return Err(NoteError::Unverified { signatures: total });
     }
-    Ok(VerifiedNote {
-        text: parsed.text.to_owned(),
-        verified,
-        others,
-        lines,
-    })
+    Ok(VerifiedNote { text: parsed.text.to_owned(), verified, others, lines })
 }
 
 /// Checks text that is about to be signed: non-empty, newline-terminated,
@@ -265,16 +222,11 @@ pub(crate) fn check_text(text: &str) -> Result<(), NoteError> {
         return Err(NoteError::BadText("note text must end with a newline"));
     }
     if text.len() > MAX_NOTE_BYTES {
-        return Err(NoteError::BadText(
-            "note text is larger than the note limit",
-        ));
+        return Err(NoteError::BadText("note text is larger than the note limit"));
     }
-    check_characters(text)
-        .map_err(|_| NoteError::BadText("note text contains a control character"))?;
+    check_characters(text).map_err(|_| NoteError::BadText("note text contains a control character"))?;
     if text == "\n" || text.ends_with("\n\n") {
-        return Err(NoteError::BadText(
-            "note text must not end with a blank line",
-        ));
+        return Err(NoteError::BadText("note text must not end with a blank line"));
     }
     Ok(())
 }
@@ -290,9 +242,7 @@ pub fn sign(text: &str, signers: &[&SignerKey]) -> Result<String, NoteError> {
     note.push('\n');
     for signer in signers {
         if signer.algorithm() != ALG_ED25519 {
-            return Err(NoteError::BadText(
-                "a note signer must be an Ed25519 note key (0x01)",
-            ));
+            return Err(NoteError::BadText("a note signer must be an Ed25519 note key (0x01)"));
         }
         let signature = NoteSignature {
             name: signer.name().to_owned(),

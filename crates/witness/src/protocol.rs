@@ -55,33 +55,22 @@ impl AddCheckpointRequest {
             return Err(RequestError("body too large"));
         }
         let body = std::str::from_utf8(body).map_err(|_| RequestError("not UTF-8"))?;
-        let (head, note) = body
-            .split_once("\n\n")
-            .ok_or(RequestError("no blank line before the checkpoint"))?;
+        let (head, note) = body.split_once("\n\n").ok_or(RequestError("no blank line before the checkpoint"))?;
         let mut lines = head.split('\n');
         let old = lines
             .next()
             .and_then(|line| line.strip_prefix("old "))
             .ok_or(RequestError("first line is not `old <size>`"))?;
-        let old_size =
-            parse_canonical_u64(old).ok_or(RequestError("old size is not a canonical decimal"))?;
+        let old_size = parse_canonical_u64(old).ok_or(RequestError("old size is not a canonical decimal"))?;
         let mut path = Vec::new();
         for line in lines {
             if path.len() == MAX_PROOF_LINES {
                 return Err(RequestError("more than 63 proof lines"));
             }
-            let bytes = decode_base64_canonical(line)
-                .ok_or(RequestError("a proof line is not canonical base64"))?;
-            path.push(
-                NodeHash::try_from(bytes.as_slice())
-                    .map_err(|_| RequestError("a proof hash is not 32 bytes"))?,
-            );
+            let bytes = decode_base64_canonical(line).ok_or(RequestError("a proof line is not canonical base64"))?;
+            path.push(NodeHash::try_from(bytes.as_slice()).map_err(|_| RequestError("a proof hash is not 32 bytes"))?);
         }
-        Ok(Self {
-            old_size,
-            proof: ConsistencyProof::new(path),
-            checkpoint_note: note.to_owned(),
-        })
+        Ok(Self { old_size, proof: ConsistencyProof::new(path), checkpoint_note: note.to_owned() })
     }
 }
 

@@ -18,9 +18,7 @@ use crate::cosignature::Cosigner;
 use crate::error::{CheckpointError, NoteError};
 use crate::keys::VerifierKey;
 use crate::note::NoteVerifier;
-use crate::protocol::{
-    ADD_CHECKPOINT_PATH, AddCheckpointRequest, MAX_REQUEST_BYTES, SIZE_CONTENT_TYPE, origin_hash,
-};
+use crate::protocol::{ADD_CHECKPOINT_PATH, AddCheckpointRequest, MAX_REQUEST_BYTES, SIZE_CONTENT_TYPE, origin_hash};
 
 /// origin -> (size, root, the cosigned note served to readers)
 const LATEST: TableDefinition<&str, (u64, &[u8], &str)> = TableDefinition::new("latest_cosigned");
@@ -38,9 +36,7 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> u64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(1, |d| d.as_secs().max(1))
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.as_secs().max(1))
     }
 }
 
@@ -98,46 +94,29 @@ pub struct WitnessServer {
 
 impl std::fmt::Debug for WitnessServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WitnessServer")
-            .field("addr", &self.addr)
-            .finish()
+        f.debug_struct("WitnessServer").field("addr", &self.addr).finish()
     }
 }
 
 fn state_error(path: &Path, err: impl std::fmt::Display) -> ServerError {
-    ServerError::State {
-        path: path.display().to_string(),
-        reason: err.to_string(),
-    }
+    ServerError::State { path: path.display().to_string(), reason: err.to_string() }
 }
 
 impl WitnessServer {
     /// Opens (or creates) the state at `state_path` and serves on `listen`
     /// (`127.0.0.1:0` picks a free port; see [`WitnessServer::addr`]).
-    pub fn start(
-        config: WitnessConfig,
-        state_path: &Path,
-        listen: &str,
-    ) -> Result<Self, ServerError> {
+    pub fn start(config: WitnessConfig, state_path: &Path, listen: &str) -> Result<Self, ServerError> {
         let db = Database::create(state_path).map_err(|err| state_error(state_path, err))?;
-        let txn = db
-            .begin_write()
-            .map_err(|err| state_error(state_path, err))?;
-        txn.open_table(LATEST)
-            .map_err(|err| state_error(state_path, err))?;
+        let txn = db.begin_write().map_err(|err| state_error(state_path, err))?;
+        txn.open_table(LATEST).map_err(|err| state_error(state_path, err))?;
         txn.commit().map_err(|err| state_error(state_path, err))?;
 
-        let http = tiny_http::Server::http(listen).map_err(|err| ServerError::Listen {
-            addr: listen.to_owned(),
-            reason: err.to_string(),
-        })?;
+        let http = tiny_http::Server::http(listen)
+            .map_err(|err| ServerError::Listen { addr: listen.to_owned(), reason: err.to_string() })?;
         let addr = http
             .server_addr()
             .to_ip()
-            .ok_or_else(|| ServerError::Listen {
-                addr: listen.to_owned(),
-                reason: "not an IP address".into(),
-            })?;
+            .ok_or_else(|| ServerError::Listen { addr: listen.to_owned(), reason: "not an IP address".into() })?;
         let http = Arc::new(http);
         let shared = Arc::new(Shared { config, db });
         let workers = (0..WORKERS)
@@ -151,11 +130,7 @@ impl WitnessServer {
                 })
             })
             .collect();
-        Ok(Self {
-            http,
-            addr,
-            workers,
-        })
+        Ok(Self { http, addr, workers })
     }
 
     /// The address it listens on.
@@ -196,11 +171,7 @@ struct Answer {
 
 impl Answer {
     fn text(status: u16, body: impl Into<String>) -> Self {
-        Self {
-            status,
-            content_type: "text/plain; charset=utf-8",
-            body: body.into(),
-        }
+        Self { status, content_type: "text/plain; charset=utf-8", body: body.into() }
     }
 }
 
@@ -210,14 +181,8 @@ impl Shared {
         let answer = match (request.method(), path.as_str()) {
             (Method::Post, ADD_CHECKPOINT_PATH) => {
                 let mut body = Vec::new();
-                match request
-                    .as_reader()
-                    .take(MAX_REQUEST_BYTES as u64 + 1)
-                    .read_to_end(&mut body)
-                {
-                    Ok(_) if body.len() > MAX_REQUEST_BYTES => {
-                        Answer::text(400, "request body too large\n")
-                    }
+                match request.as_reader().take(MAX_REQUEST_BYTES as u64 + 1).read_to_end(&mut body) {
+                    Ok(_) if body.len() > MAX_REQUEST_BYTES => Answer::text(400, "request body too large\n"),
                     Ok(_) => self.add_checkpoint(&body),
                     Err(err) => Answer::text(400, format!("reading the request: {err}\n")),
                 }
@@ -235,26 +200,16 @@ impl Shared {
     }
 
     fn monitor(&self, path: &str) -> Answer {
-        let Some(hash) = path
-            .strip_prefix('/')
-            .and_then(|rest| rest.strip_suffix("/checkpoint"))
-        else {
+        let Some(hash) = path.strip_prefix('/').and_then(|rest| rest.strip_suffix("/checkpoint")) else {
             return Answer::text(404, "not found\n");
         };
-        let Some(log) = self
-            .config
-            .logs
-            .iter()
-            .find(|log| origin_hash(&log.origin) == hash)
-        else {
+        let Some(log) = self.config.logs.iter().find(|log| origin_hash(&log.origin) == hash) else {
             return Answer::text(404, "unknown origin\n");
         };
         let read = || -> Result<Option<String>, redb::Error> {
             let txn = self.db.begin_read()?;
             let table = txn.open_table(LATEST)?;
-            Ok(table
-                .get(log.origin.as_str())?
-                .map(|entry| entry.value().2.to_owned()))
+            Ok(table.get(log.origin.as_str())?.map(|entry| entry.value().2.to_owned()))
         };
         match read() {
             Ok(Some(note)) => Answer::text(200, note),
@@ -268,32 +223,18 @@ impl Shared {
             Ok(request) => request,
             Err(err) => return Answer::text(400, format!("{err}\n")),
         };
-        let origin = request
-            .checkpoint_note
-            .split('\n')
-            .next()
-            .unwrap_or_default();
+        let origin = request.checkpoint_note.split('\n').next().unwrap_or_default();
         let Some(log) = self.config.logs.iter().find(|log| log.origin == origin) else {
             return Answer::text(404, "unknown origin\n");
         };
-        let keys: Vec<&dyn NoteVerifier> = log
-            .keys
-            .iter()
-            .map(|key| key as &dyn NoteVerifier)
-            .collect();
-        let (signed, verified) =
-            match SignedCheckpoint::open(request.checkpoint_note.as_bytes(), &keys) {
-                Ok(opened) => opened,
-                Err(CheckpointError::Note(
-                    NoteError::InvalidSignature { .. } | NoteError::Unverified { .. },
-                )) => {
-                    return Answer::text(
-                        403,
-                        "no valid signature from a key trusted for this origin\n",
-                    );
-                }
-                Err(err) => return Answer::text(400, format!("{err}\n")),
-            };
+        let keys: Vec<&dyn NoteVerifier> = log.keys.iter().map(|key| key as &dyn NoteVerifier).collect();
+        let (signed, verified) = match SignedCheckpoint::open(request.checkpoint_note.as_bytes(), &keys) {
+            Ok(opened) => opened,
+            Err(CheckpointError::Note(NoteError::InvalidSignature { .. } | NoteError::Unverified { .. })) => {
+                return Answer::text(403, "no valid signature from a key trusted for this origin\n");
+            }
+            Err(err) => return Answer::text(400, format!("{err}\n")),
+        };
         let checkpoint = signed.checkpoint();
         let new = checkpoint.tree();
         if request.old_size > new.size {
@@ -325,27 +266,17 @@ impl Shared {
                         Ok(root) => Tree::new(size, root),
                         // Never cosign on top of a state we cannot read.
                         Err(_) => {
-                            return Ok(Answer::text(
-                                500,
-                                "stored state for this origin is damaged\n",
-                            ));
+                            return Ok(Answer::text(500, "stored state for this origin is damaged\n"));
                         }
                     }
                 }
                 None => Tree::empty(),
             };
             if request.old_size != stored.size {
-                return Ok(Answer {
-                    status: 409,
-                    content_type: SIZE_CONTENT_TYPE,
-                    body: format!("{}\n", stored.size),
-                });
+                return Ok(Answer { status: 409, content_type: SIZE_CONTENT_TYPE, body: format!("{}\n", stored.size) });
             }
             if new.size == 0 && new.root != RootHash::empty() {
-                return Ok(Answer::text(
-                    422,
-                    "a checkpoint of size 0 must carry the empty tree's root\n",
-                ));
+                return Ok(Answer::text(422, "a checkpoint of size 0 must carry the empty tree's root\n"));
             }
             if request.old_size == 0 && !request.proof.path().is_empty() {
                 return Ok(Answer::text(422, "old size 0 takes no consistency proof\n"));
@@ -357,11 +288,7 @@ impl Shared {
                 return Ok(Answer::text(422, format!("{err}\n")));
             }
             let timestamp = self.config.clock.now();
-            let cosignature = match self
-                .config
-                .cosigner
-                .cosign(&checkpoint.to_text(), timestamp)
-            {
+            let cosignature = match self.config.cosigner.cosign(&checkpoint.to_text(), timestamp) {
                 Ok(line) => line.to_line(),
                 Err(err) => return Ok(Answer::text(500, format!("cannot cosign: {err}\n"))),
             };
@@ -370,10 +297,7 @@ impl Shared {
                 served.push_str(&line.to_line());
             }
             served.push_str(&cosignature);
-            table.insert(
-                checkpoint.origin(),
-                (new.size, new.root.as_bytes().as_slice(), served.as_str()),
-            )?;
+            table.insert(checkpoint.origin(), (new.size, new.root.as_bytes().as_slice(), served.as_str()))?;
             Answer::text(200, cosignature)
         };
         // Durable before the cosignature leaves.

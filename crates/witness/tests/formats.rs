@@ -1,25 +1,18 @@
 //! Signed notes, checkpoints and cosignatures against the specs' published
 //! examples and Go's reference code (R-NOTE-1, R-WIT-3).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 use witness::{
-    ALG_COSIGNATURE_V1, ALG_ED25519, Checkpoint, CheckpointError, CosignatureCheck,
-    CosignatureError, Cosigner, KeyError, LogKey, NoteError, NoteSignature, NoteVerifier,
-    SignedCheckpoint, SignerKey, TrustedWitness, VerifierKey, open, sign, verify_cosignatures,
+    ALG_COSIGNATURE_V1, ALG_ED25519, Checkpoint, CheckpointError, CosignatureCheck, CosignatureError, Cosigner,
+    KeyError, LogKey, NoteError, NoteSignature, NoteVerifier, SignedCheckpoint, SignerKey, TrustedWitness, VerifierKey,
+    open, sign, verify_cosignatures,
 };
 
 fn read_json(path: PathBuf) -> Value {
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|err| panic!("reading {}: {err}", path.display()));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("reading {}: {err}", path.display()));
     serde_json::from_str(&text).unwrap()
 }
 
@@ -29,11 +22,7 @@ fn published() -> Value {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/specs"));
     let file = dir.join("vectors.json");
-    assert!(
-        file.is_file(),
-        "the published vectors are missing: expected {}",
-        file.display()
-    );
+    assert!(file.is_file(), "the published vectors are missing: expected {}", file.display());
     read_json(file)
 }
 
@@ -42,16 +31,11 @@ fn go() -> Value {
 }
 
 fn s<'a>(v: &'a Value, key: &str) -> &'a str {
-    v[key]
-        .as_str()
-        .unwrap_or_else(|| panic!("{key} missing in {v}"))
+    v[key].as_str().unwrap_or_else(|| panic!("{key} missing in {v}"))
 }
 
 fn hex(text: &str) -> Vec<u8> {
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-        .collect()
+    (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap()).collect()
 }
 
 fn seed(text: &str) -> [u8; 32] {
@@ -67,13 +51,7 @@ fn r_note_1_spec_example_note_verifies() {
         let Some(vkey) = example["vkey"].as_str() else {
             // Published without a key: the note must at least parse as unverified.
             let note = s(example, "signed_note_utf8");
-            assert!(
-                matches!(
-                    open(note.as_bytes(), &[]),
-                    Err(NoteError::Unverified { .. })
-                ),
-                "{note}"
-            );
+            assert!(matches!(open(note.as_bytes(), &[]), Err(NoteError::Unverified { .. })), "{note}");
             continue;
         };
         verified_examples += 1;
@@ -81,18 +59,10 @@ fn r_note_1_spec_example_note_verifies() {
         assert_eq!(key.name(), s(example, "key_name"));
         assert_eq!(format!("{:08x}", key.key_id()), s(example, "key_id"));
         assert_eq!(key.public_key(), hex(s(example, "public_key")).as_slice());
-        assert_eq!(
-            key.to_string(),
-            s(example, "vkey"),
-            "vkey formats back byte for byte"
-        );
+        assert_eq!(key.to_string(), s(example, "vkey"), "vkey formats back byte for byte");
         let note = s(example, "signed_note_utf8");
         let verdict = open(note.as_bytes(), &[&key]);
-        assert_eq!(
-            verdict.is_ok(),
-            example["verifies"].as_bool().unwrap_or(true),
-            "{verdict:?}"
-        );
+        assert_eq!(verdict.is_ok(), example["verifies"].as_bool().unwrap_or(true), "{verdict:?}");
         if let Ok(verified) = verdict {
             assert_eq!(verified.text(), s(example, "note_text_utf8"));
             assert_eq!(verified.to_note(), note);
@@ -106,56 +76,38 @@ fn r_note_1_go_signing_pin_and_negative_cases() {
     let v = published();
     let negative = &v["signed_note_negative"];
     for bad in negative["bad_vkeys"].as_array().unwrap() {
-        assert!(
-            VerifierKey::parse(bad.as_str().unwrap()).is_err(),
-            "{bad} must be refused"
-        );
+        assert!(VerifierKey::parse(bad.as_str().unwrap()).is_err(), "{bad} must be refused");
     }
-    let peter =
-        VerifierKey::parse("PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW")
-            .unwrap();
-    let signer = SignerKey::parse(
-        "PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz",
-    )
-    .unwrap();
+    let peter = VerifierKey::parse("PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW").unwrap();
+    let signer =
+        SignerKey::parse("PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz").unwrap();
     assert_eq!(signer.verifier_key(), peter);
     let text = "If you think cryptography is the answer to your problem,\nthen you don't know what your problem is.\n";
     let signed = sign(text, &[&signer]).unwrap();
-    assert!(signed.contains("— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n"));
+    assert!(signed.contains(
+        "— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n"
+    ));
     for malformed in negative["malformed_notes_utf8"].as_array().unwrap() {
         let verdict = open(malformed.as_str().unwrap().as_bytes(), &[&peter]);
-        assert!(
-            matches!(verdict, Err(NoteError::Malformed(_))),
-            "{malformed}: {verdict:?}"
-        );
+        assert!(matches!(verdict, Err(NoteError::Malformed(_))), "{malformed}: {verdict:?}");
     }
     let mut invalid_utf8 = vec![0xff];
     invalid_utf8.extend_from_slice(signed.as_bytes());
-    assert!(matches!(
-        open(&invalid_utf8, &[&peter]),
-        Err(NoteError::Malformed(_))
-    ));
-    let too_many = format!("{text}\n{}", "— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n".repeat(101));
-    assert!(matches!(
-        open(too_many.as_bytes(), &[&peter]),
-        Err(NoteError::Malformed(_))
-    ));
+    assert!(matches!(open(&invalid_utf8, &[&peter]), Err(NoteError::Malformed(_))));
+    let too_many = format!(
+        "{text}\n{}",
+        "— PeterNeumann x08go/ZJkuBS9UG/SffcvIAQxVBtiFupLLr8pAcElZInNIuGUgYN1FFYC2pZSNXgKvqfqdngotpRZb6KE6RyyBwJnAM=\n"
+            .repeat(101)
+    );
+    assert!(matches!(open(too_many.as_bytes(), &[&peter]), Err(NoteError::Malformed(_))));
     let forged = s(negative, "invalid_signature_from_known_key");
     assert_eq!(
         open(forged.as_bytes(), &[&peter]),
-        Err(NoteError::InvalidSignature {
-            name: "PeterNeumann".into(),
-            key_id: 0xc74f20a3
-        })
+        Err(NoteError::InvalidSignature { name: "PeterNeumann".into(), key_id: 0xc74f20a3 })
     );
     // A note signed only by keys not trusted here is unverified, not accepted.
-    let enoch =
-        VerifierKey::parse("EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLWdop")
-            .unwrap();
-    assert_eq!(
-        open(signed.as_bytes(), &[&enoch]),
-        Err(NoteError::Unverified { signatures: 1 })
-    );
+    let enoch = VerifierKey::parse("EnochRoot+af0cfe78+ATtqJ7zOtqQtYqOo0CpvDXNlMhV3HeJDpjrASKGLWdop").unwrap();
+    assert_eq!(open(signed.as_bytes(), &[&enoch]), Err(NoteError::Unverified { signatures: 1 }));
 }
 
 #[test]
@@ -166,10 +118,7 @@ fn r_note_1_key_ids_from_formats() {
         assert_eq!(format!("{:08x}", key.key_id()), s(pin, "key_id"));
         if let Some(cosig) = pin["as_cosignature_v1_vkey"].as_str() {
             let trusted = TrustedWitness::parse(cosig).unwrap();
-            assert_eq!(
-                format!("{:08x}", trusted.key_id()),
-                s(pin, "as_cosignature_v1_key_id")
-            );
+            assert_eq!(format!("{:08x}", trusted.key_id()), s(pin, "as_cosignature_v1_key_id"));
         }
     }
 }
@@ -181,45 +130,26 @@ fn r_note_1_notes_signed_by_go_verify_and_ours_are_identical() {
     for key in vectors["keys"].as_array().unwrap() {
         let signer = SignerKey::parse(s(key, "skey")).unwrap();
         assert_eq!(signer.to_skey(), s(key, "skey"));
-        assert_eq!(
-            signer.verifier_key().to_string(),
-            s(key, "vkey"),
-            "our vkey equals Go's NewEd25519VerifierKey"
-        );
-        let from_seed =
-            SignerKey::from_seed(s(key, "name"), ALG_COSIGNATURE_V1, seed(s(key, "seed"))).unwrap();
-        assert_eq!(
-            from_seed.verifier_key().to_string(),
-            s(key, "cosignature_vkey"),
-            "formats' VKeyToCosignatureV1"
-        );
+        assert_eq!(signer.verifier_key().to_string(), s(key, "vkey"), "our vkey equals Go's NewEd25519VerifierKey");
+        let from_seed = SignerKey::from_seed(s(key, "name"), ALG_COSIGNATURE_V1, seed(s(key, "seed"))).unwrap();
+        assert_eq!(from_seed.verifier_key().to_string(), s(key, "cosignature_vkey"), "formats' VKeyToCosignatureV1");
         keys.push(signer);
     }
     let verifiers: Vec<VerifierKey> = keys.iter().map(SignerKey::verifier_key).collect();
-    let trusted: Vec<&dyn NoteVerifier> =
-        verifiers.iter().map(|k| k as &dyn NoteVerifier).collect();
+    let trusted: Vec<&dyn NoteVerifier> = verifiers.iter().map(|k| k as &dyn NoteVerifier).collect();
     let notes = vectors["notes"].as_array().unwrap();
     assert!(notes.len() >= 5);
     for entry in notes {
         let note = s(entry, "note");
-        let verified = open(note.as_bytes(), &trusted)
-            .unwrap_or_else(|err| panic!("Go's note refused: {err}\n{note}"));
+        let verified = open(note.as_bytes(), &trusted).unwrap_or_else(|err| panic!("Go's note refused: {err}\n{note}"));
         assert_eq!(verified.text(), s(entry, "text"));
         let signers: Vec<&SignerKey> = entry["signers"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|name| {
-                keys.iter()
-                    .find(|k| k.name() == name.as_str().unwrap())
-                    .unwrap()
-            })
+            .map(|name| keys.iter().find(|k| k.name() == name.as_str().unwrap()).unwrap())
             .collect();
-        assert_eq!(
-            sign(s(entry, "text"), &signers).unwrap(),
-            note,
-            "our signature bytes equal Go's note.Sign"
-        );
+        assert_eq!(sign(s(entry, "text"), &signers).unwrap(), note, "our signature bytes equal Go's note.Sign");
     }
 }
 
@@ -235,21 +165,12 @@ fn r_wit_3_cosignature_pinned_to_the_spec_example() {
     assert_eq!(checkpoint.to_text(), body);
     // The published cosignature line: key id and timestamp layout.
     let note = s(example, "signed_note_utf8");
-    let line = note
-        .lines()
-        .find(|line| line.contains("witness.example.com/w1"))
-        .unwrap();
+    let line = note.lines().find(|line| line.contains("witness.example.com/w1")).unwrap();
     let signature = NoteSignature::parse_line(line).unwrap();
     let cosig = &example["cosignature"];
     assert_eq!(format!("{:08x}", signature.key_id), s(cosig, "key_id"));
-    assert_eq!(
-        4 + signature.signature.len(),
-        cosig["total_len"].as_u64().unwrap() as usize
-    );
-    assert_eq!(
-        u64::from_be_bytes(signature.signature[..8].try_into().unwrap()),
-        cosig["timestamp"].as_u64().unwrap()
-    );
+    assert_eq!(4 + signature.signature.len(), cosig["total_len"].as_u64().unwrap() as usize);
+    assert_eq!(u64::from_be_bytes(signature.signature[..8].try_into().unwrap()), cosig["timestamp"].as_u64().unwrap());
     assert_eq!(signature.signature[8..], hex(s(cosig, "ed25519_signature")));
     assert_eq!(
         witness::cosignature::cosignature_v1_message(body, cosig["timestamp"].as_u64().unwrap()),
@@ -262,12 +183,9 @@ fn r_wit_3_derived_cosignature_reproduced_byte_for_byte() {
     let v = published();
     let derived = &v["derived_cosignature_v1_example"];
     let cosigner_spec = &derived["cosigner"];
-    let key = SignerKey::from_seed(
-        s(cosigner_spec, "key_name"),
-        ALG_COSIGNATURE_V1,
-        seed(s(cosigner_spec, "private_seed")),
-    )
-    .unwrap();
+    let key =
+        SignerKey::from_seed(s(cosigner_spec, "key_name"), ALG_COSIGNATURE_V1, seed(s(cosigner_spec, "private_seed")))
+            .unwrap();
     assert_eq!(key.verifier_key().to_string(), s(cosigner_spec, "vkey"));
     assert_eq!(format!("{:08x}", key.key_id()), s(cosigner_spec, "key_id"));
     let log_spec = &derived["log"];
@@ -277,10 +195,7 @@ fn r_wit_3_derived_cosignature_reproduced_byte_for_byte() {
     let checkpoint = Checkpoint::parse(body).unwrap();
     let log_key = LogKey::new(log_signer).unwrap();
     let signed = log_key.sign(&checkpoint).unwrap();
-    assert!(
-        signed.note().contains(s(log_spec, "signature_line_b64")),
-        "log signature line reproduced"
-    );
+    assert!(signed.note().contains(s(log_spec, "signature_line_b64")), "log signature line reproduced");
 
     let cosigner = Cosigner::new(key).unwrap();
     let timestamp = derived["timestamp"].as_u64().unwrap();
@@ -290,9 +205,7 @@ fn r_wit_3_derived_cosignature_reproduced_byte_for_byte() {
     assert_eq!(full, s(derived, "full_cosigned_note_utf8"));
     let trusted = TrustedWitness::parse(s(cosigner_spec, "vkey")).unwrap();
     let signature = NoteSignature::parse_line(line.trim_end()).unwrap();
-    assert!(
-        matches!(trusted.check(body, &signature), CosignatureCheck::Valid(c) if c.timestamp == timestamp)
-    );
+    assert!(matches!(trusted.check(body, &signature), CosignatureCheck::Valid(c) if c.timestamp == timestamp));
     // Over a different body it fails, naming the witness.
     let other = body.replace("20852163", "20852164");
     assert!(matches!(
@@ -302,51 +215,31 @@ fn r_wit_3_derived_cosignature_reproduced_byte_for_byte() {
     if let Some(with_ext) = derived.get("with_extension_line").filter(|v| v.is_object()) {
         let body = s(with_ext, "checkpoint_body_utf8");
         let line = cosigner.cosign(body, timestamp).unwrap().to_line();
-        assert_eq!(
-            line,
-            format!(
-                "— witness.example.com/w1 {}\n",
-                s(with_ext, "cosignature_line_b64")
-            )
-        );
+        assert_eq!(line, format!("— witness.example.com/w1 {}\n", s(with_ext, "cosignature_line_b64")));
     }
 }
 
 #[test]
 fn r_wit_3_zero_and_huge_timestamps_are_refused() {
-    let cosigner =
-        Cosigner::new(SignerKey::from_seed("w.test/a", ALG_COSIGNATURE_V1, [9; 32]).unwrap())
-            .unwrap();
+    let cosigner = Cosigner::new(SignerKey::from_seed("w.test/a", ALG_COSIGNATURE_V1, [9; 32]).unwrap()).unwrap();
     let body = "log.test\n1\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n";
-    assert!(matches!(
-        cosigner.cosign(body, 0),
-        Err(CosignatureError::ZeroTimestamp { .. })
-    ));
-    assert!(matches!(
-        cosigner.cosign(body, 1 << 63),
-        Err(CosignatureError::TimestampOutOfRange { .. })
-    ));
+    assert!(matches!(cosigner.cosign(body, 0), Err(CosignatureError::ZeroTimestamp { .. })));
+    assert!(matches!(cosigner.cosign(body, 1 << 63), Err(CosignatureError::TimestampOutOfRange { .. })));
     // A zero-timestamp line made by hand with the right key is still refused.
     let mut line = cosigner.cosign(body, 5).unwrap();
     line.signature[..8].copy_from_slice(&0u64.to_be_bytes());
     let trusted = TrustedWitness::new(cosigner.verifier_key()).unwrap();
     assert_eq!(
         verify_cosignatures(body, &[line], &[trusted]),
-        Err(CosignatureError::ZeroTimestamp {
-            name: "w.test/a".into()
-        })
+        Err(CosignatureError::ZeroTimestamp { name: "w.test/a".into() })
     );
 }
 
 #[test]
 fn r_wit_3_untrusted_lines_ignored_and_bad_trusted_lines_refused() {
     let body = "log.test\n1\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n";
-    let ours =
-        Cosigner::new(SignerKey::from_seed("w.test/a", ALG_COSIGNATURE_V1, [1; 32]).unwrap())
-            .unwrap();
-    let stranger =
-        Cosigner::new(SignerKey::from_seed("w.test/b", ALG_COSIGNATURE_V1, [2; 32]).unwrap())
-            .unwrap();
+    let ours = Cosigner::new(SignerKey::from_seed("w.test/a", ALG_COSIGNATURE_V1, [1; 32]).unwrap()).unwrap();
+    let stranger = Cosigner::new(SignerKey::from_seed("w.test/b", ALG_COSIGNATURE_V1, [2; 32]).unwrap()).unwrap();
     let trusted = [TrustedWitness::new(ours.verifier_key()).unwrap()];
     let good = ours.cosign(body, 1_700_000_000).unwrap();
     let unknown = stranger.cosign(body, 1_700_000_000).unwrap();
@@ -355,18 +248,10 @@ fn r_wit_3_untrusted_lines_ignored_and_bad_trusted_lines_refused() {
     assert_eq!(report.ignored, vec![unknown]);
     let mut bad = good;
     bad.signature[20] ^= 1;
-    assert!(matches!(
-        verify_cosignatures(body, &[bad], &trusted),
-        Err(CosignatureError::BadSignature { .. })
-    ));
+    assert!(matches!(verify_cosignatures(body, &[bad], &trusted), Err(CosignatureError::BadSignature { .. })));
     // A note key is not a cosignature key: refused with a reason, not re-derived.
-    let note_key = SignerKey::from_seed("w.test/a", ALG_ED25519, [1; 32])
-        .unwrap()
-        .verifier_key();
-    assert!(matches!(
-        TrustedWitness::new(note_key),
-        Err(KeyError::Malformed(_))
-    ));
+    let note_key = SignerKey::from_seed("w.test/a", ALG_ED25519, [1; 32]).unwrap().verifier_key();
+    assert!(matches!(TrustedWitness::new(note_key), Err(KeyError::Malformed(_))));
 }
 
 #[test]
@@ -378,10 +263,7 @@ fn checkpoints_parse_strictly() {
     }
     // formats accepts non-32-byte hashes; a checkpoint of an RFC 6962 log must not.
     for valid in formats["valid"].as_array().unwrap() {
-        assert!(matches!(
-            Checkpoint::parse(s(valid, "body_utf8")),
-            Err(CheckpointError::Malformed(_))
-        ));
+        assert!(matches!(Checkpoint::parse(s(valid, "body_utf8")), Err(CheckpointError::Malformed(_))));
     }
     let root = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
     for bad in [
@@ -405,28 +287,17 @@ fn checkpoints_parse_strictly() {
 
 #[test]
 fn r_note_2_log_key_signs_each_checkpoint_as_it_goes_out() {
-    let log_key =
-        LogKey::new(SignerKey::from_seed("log.test", ALG_ED25519, [4; 32]).unwrap()).unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed("log.test", ALG_ED25519, [4; 32]).unwrap()).unwrap();
     let vkey = log_key.verifier_key();
-    let first =
-        Checkpoint::parse("log.test\n1\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n").unwrap();
-    let second =
-        Checkpoint::parse("log.test\n2\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n").unwrap();
+    let first = Checkpoint::parse("log.test\n1\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n").unwrap();
+    let second = Checkpoint::parse("log.test\n2\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n").unwrap();
     let a = log_key.sign(&first).unwrap();
     let b = log_key.sign(&second).unwrap();
-    assert_ne!(
-        a.note().lines().last(),
-        b.note().lines().last(),
-        "a fresh signature per checkpoint"
-    );
+    assert_ne!(a.note().lines().last(), b.note().lines().last(), "a fresh signature per checkpoint");
     let (opened, _) = SignedCheckpoint::open(b.note().as_bytes(), &[&vkey]).unwrap();
     assert_eq!(opened.checkpoint(), &second);
     // A held signature moved onto another checkpoint is refused.
-    let spliced = format!(
-        "{}\n{}\n",
-        second.to_text(),
-        a.note().lines().last().unwrap()
-    );
+    let spliced = format!("{}\n{}\n", second.to_text(), a.note().lines().last().unwrap());
     assert!(matches!(
         SignedCheckpoint::open(spliced.as_bytes(), &[&vkey]),
         Err(CheckpointError::Note(NoteError::InvalidSignature { .. }))

@@ -1,11 +1,5 @@
 //! Client and witness server over real HTTP on 127.0.0.1 (R-WIT-1..6).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
 mod support;
 
@@ -13,18 +7,14 @@ use std::time::Duration;
 
 use support::*;
 use witness::{
-    CosignatureError, HttpWitness, QuorumOutcome, Witness, WitnessError, WitnessQuorum,
-    WitnessReader, cosign_quorum, split_view,
+    CosignatureError, HttpWitness, QuorumOutcome, Witness, WitnessError, WitnessQuorum, WitnessReader, cosign_quorum,
+    split_view,
 };
 
 fn setup(plane: &Plane) -> (tempfile::TempDir, witness::WitnessServer, witness::Cosigner) {
     let dir = tempfile::tempdir().unwrap();
     let key = cosigner(7, "witness.test/w1");
-    let server = start_witness(
-        key.clone(),
-        vec![plane.log_config()],
-        &dir.path().join("witness.redb"),
-    );
+    let server = start_witness(key.clone(), vec![plane.log_config()], &dir.path().join("witness.redb"));
     (dir, server, key)
 }
 
@@ -48,19 +38,10 @@ fn r_wit_6_growth_is_cosigned_and_verified() {
 
 #[test]
 fn r_wit_3_client_refuses_to_build_without_trusted_keys() {
-    assert_eq!(
-        HttpWitness::new("http://127.0.0.1:1", vec![]).unwrap_err(),
-        WitnessError::NoTrustedKeys
-    );
-    assert_eq!(
-        WitnessReader::new("http://127.0.0.1:1", vec![]).unwrap_err(),
-        WitnessError::NoTrustedKeys
-    );
+    assert_eq!(HttpWitness::new("http://127.0.0.1:1", vec![]).unwrap_err(), WitnessError::NoTrustedKeys);
+    assert_eq!(WitnessReader::new("http://127.0.0.1:1", vec![]).unwrap_err(), WitnessError::NoTrustedKeys);
     let key = cosigner(7, "witness.test/w1");
-    assert!(matches!(
-        HttpWitness::new("ftp://x", vec![trusted(&key)]),
-        Err(WitnessError::BadUrl { .. })
-    ));
+    assert!(matches!(HttpWitness::new("ftp://x", vec![trusted(&key)]), Err(WitnessError::BadUrl { .. })));
 }
 
 #[test]
@@ -68,10 +49,7 @@ fn r_wit_2_stale_old_size_gets_409_then_succeeds() {
     let mut plane = Plane::new(1);
     let (_dir, server, key) = setup(&plane);
     plane.grow_to(5, u64::MAX);
-    HttpWitness::new(&server.url(), vec![trusted(&key)])
-        .unwrap()
-        .add_checkpoint(&plane.signed(), &plane.log)
-        .unwrap();
+    HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap().add_checkpoint(&plane.signed(), &plane.log).unwrap();
     // A raw request from old 0 shows the witness's answer: 409 with its size.
     let request = witness::protocol::AddCheckpointRequest {
         old_size: 0,
@@ -89,15 +67,7 @@ fn r_wit_2_stale_old_size_gets_409_then_succeeds() {
     // A fresh client (believing 0) learns 5 from the 409 and succeeds on the retry.
     plane.grow_to(9, u64::MAX);
     let fresh = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
-    assert_eq!(
-        fresh
-            .add_checkpoint(&plane.signed(), &plane.log)
-            .unwrap()
-            .checkpoint
-            .tree()
-            .size,
-        9
-    );
+    assert_eq!(fresh.add_checkpoint(&plane.signed(), &plane.log).unwrap().checkpoint.tree().size, 9);
 }
 
 #[test]
@@ -106,21 +76,11 @@ fn r_wit_6_fork_at_equal_size_is_refused_and_classified() {
     let (_dir, server, key) = setup(&honest);
     honest.grow_to(7, u64::MAX);
     let client = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
-    client
-        .add_checkpoint(&honest.signed(), &honest.log)
-        .unwrap();
+    client.add_checkpoint(&honest.signed(), &honest.log).unwrap();
     let mut fork = Plane::forked(1, "forked");
     fork.grow_to(7, 4);
-    let err = client
-        .add_checkpoint(&fork.signed(), &fork.log)
-        .unwrap_err();
-    assert_eq!(
-        err,
-        WitnessError::Fork {
-            witness: server.url(),
-            size: 7
-        }
-    );
+    let err = client.add_checkpoint(&fork.signed(), &fork.log).unwrap_err();
+    assert_eq!(err, WitnessError::Fork { witness: server.url(), size: 7 });
     assert!(err.is_integrity());
 }
 
@@ -130,29 +90,15 @@ fn r_wit_2_history_that_moved_is_inconsistent_on_growth() {
     let (_dir, server, key) = setup(&honest);
     honest.grow_to(7, u64::MAX);
     let client = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
-    client
-        .add_checkpoint(&honest.signed(), &honest.log)
-        .unwrap();
+    client.add_checkpoint(&honest.signed(), &honest.log).unwrap();
     // Same key, a history that differs from leaf 4 on, grown past 7: its own
     // proof from 7 verifies against its own roots, and the witness refuses it.
     let mut moved = Plane::forked(1, "moved");
     moved.grow_to(12, 4);
-    let err = client
-        .add_checkpoint(&moved.signed(), &moved.log)
-        .unwrap_err();
-    assert_eq!(
-        err,
-        WitnessError::Inconsistent {
-            witness: server.url(),
-            old_size: 7,
-            new_size: 12
-        }
-    );
+    let err = client.add_checkpoint(&moved.signed(), &moved.log).unwrap_err();
+    assert_eq!(err, WitnessError::Inconsistent { witness: server.url(), old_size: 7, new_size: 12 });
     assert!(err.is_integrity());
-    assert!(
-        err.to_string()
-            .contains("either this log built a wrong proof, or its history moved")
-    );
+    assert!(err.to_string().contains("either this log built a wrong proof, or its history moved"));
 }
 
 #[test]
@@ -160,24 +106,12 @@ fn r_wit_6_shrink_is_refused() {
     let mut plane = Plane::new(1);
     let (_dir, server, key) = setup(&plane);
     plane.grow_to(7, u64::MAX);
-    HttpWitness::new(&server.url(), vec![trusted(&key)])
-        .unwrap()
-        .add_checkpoint(&plane.signed(), &plane.log)
-        .unwrap();
+    HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap().add_checkpoint(&plane.signed(), &plane.log).unwrap();
     let mut shorter = Plane::new(1);
     shorter.grow_to(5, u64::MAX);
     let fresh = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
-    let err = fresh
-        .add_checkpoint(&shorter.signed(), &shorter.log)
-        .unwrap_err();
-    assert_eq!(
-        err,
-        WitnessError::Rollback {
-            witness: server.url(),
-            witness_size: 7,
-            size: 5
-        }
-    );
+    let err = fresh.add_checkpoint(&shorter.signed(), &shorter.log).unwrap_err();
+    assert_eq!(err, WitnessError::Rollback { witness: server.url(), witness_size: 7, size: 5 });
     assert!(err.is_integrity());
     // The raw protocol: old size 7 with a size-5 checkpoint is a 400.
     let request = witness::protocol::AddCheckpointRequest {
@@ -202,23 +136,14 @@ fn unknown_origin_and_untrusted_log_key() {
     stranger.grow_to(2, u64::MAX);
     let client = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
     assert_eq!(
-        client
-            .add_checkpoint(&stranger.signed(), &stranger.log)
-            .unwrap_err(),
-        WitnessError::UnknownOrigin {
-            witness: server.url(),
-            origin: "agentplane.test/unknown".into()
-        }
+        client.add_checkpoint(&stranger.signed(), &stranger.log).unwrap_err(),
+        WitnessError::UnknownOrigin { witness: server.url(), origin: "agentplane.test/unknown".into() }
     );
     let mut impostor = Plane::new(99);
     impostor.grow_to(2, u64::MAX);
     assert_eq!(
-        client
-            .add_checkpoint(&impostor.signed(), &impostor.log)
-            .unwrap_err(),
-        WitnessError::Forbidden {
-            witness: server.url()
-        }
+        client.add_checkpoint(&impostor.signed(), &impostor.log).unwrap_err(),
+        WitnessError::Forbidden { witness: server.url() }
     );
 }
 
@@ -230,18 +155,9 @@ fn r_wit_2_client_refuses_what_it_can_know_is_wrong_before_sending() {
     let plane = Plane::new(1);
     let bad_empty = plane
         .key
-        .sign(
-            &witness::Checkpoint::new(
-                ORIGIN,
-                tlog::Tree::new(0, tlog::RootHash::from_hash_bytes([1; 32])),
-            )
-            .unwrap(),
-        )
+        .sign(&witness::Checkpoint::new(ORIGIN, tlog::Tree::new(0, tlog::RootHash::from_hash_bytes([1; 32]))).unwrap())
         .unwrap();
-    assert_eq!(
-        client.add_checkpoint(&bad_empty, &plane.log).unwrap_err(),
-        WitnessError::EmptyTreeRootMismatch
-    );
+    assert_eq!(client.add_checkpoint(&bad_empty, &plane.log).unwrap_err(), WitnessError::EmptyTreeRootMismatch);
 
     // A log whose stored nodes disagree with the checkpoint it signs: once the
     // witness names size 5, the proof from 5 is checked against the log's own
@@ -251,17 +167,7 @@ fn r_wit_2_client_refuses_what_it_can_know_is_wrong_before_sending() {
     let mut lying = Plane::forked(1, "lies");
     lying.grow_to(9, 2);
     let outcome = remembering_add_from(&key, &other.signed(), &lying.log, 5);
-    assert!(
-        matches!(
-            outcome,
-            Err(WitnessError::OwnProofInvalid {
-                old_size: 5,
-                new_size: 9,
-                ..
-            })
-        ),
-        "{outcome:?}"
-    );
+    assert!(matches!(outcome, Err(WitnessError::OwnProofInvalid { old_size: 5, new_size: 9, .. })), "{outcome:?}");
 }
 
 /// Submits to a server that answers every request with 409 `witness_size`.
@@ -276,9 +182,7 @@ fn remembering_add_from(
         "text/x.tlog.size",
         format!("{witness_size}\n").as_bytes(),
     )));
-    HttpWitness::new(&url, vec![trusted(key)])
-        .unwrap()
-        .add_checkpoint(signed, history)
+    HttpWitness::new(&url, vec![trusted(key)]).unwrap().add_checkpoint(signed, history)
 }
 
 #[test]
@@ -291,26 +195,16 @@ fn r_wit_3_untrusted_lines_ignored_bad_trusted_lines_refused() {
     let stranger = cosigner(8, "witness.test/stranger");
     let good = ours.cosign(&body, 1_700_000_000).unwrap().to_line();
     let foreign = stranger.cosign(&body, 1_700_000_000).unwrap().to_line();
-    let answer = |lines: String| {
-        misbehaving_server(Misbehaviour::Raw(http_response(
-            "200 OK",
-            "text/plain",
-            lines.as_bytes(),
-        )))
-    };
+    let answer =
+        |lines: String| misbehaving_server(Misbehaviour::Raw(http_response("200 OK", "text/plain", lines.as_bytes())));
 
     let url = answer(format!("{foreign}{good}"));
-    let cosigned = HttpWitness::new(&url, vec![trusted(&ours)])
-        .unwrap()
-        .add_checkpoint(&signed, &plane.log)
-        .unwrap();
+    let cosigned = HttpWitness::new(&url, vec![trusted(&ours)]).unwrap().add_checkpoint(&signed, &plane.log).unwrap();
     assert_eq!(cosigned.cosignatures.len(), 1);
 
     let url = answer(foreign.clone());
     assert!(matches!(
-        HttpWitness::new(&url, vec![trusted(&ours)])
-            .unwrap()
-            .add_checkpoint(&signed, &plane.log),
+        HttpWitness::new(&url, vec![trusted(&ours)]).unwrap().add_checkpoint(&signed, &plane.log),
         Err(WitnessError::NoTrustedCosignature { .. })
     ));
 
@@ -318,26 +212,16 @@ fn r_wit_3_untrusted_lines_ignored_bad_trusted_lines_refused() {
     bad.signature[30] ^= 0x40;
     let url = answer(format!("{foreign}{}", bad.to_line()));
     assert!(matches!(
-        HttpWitness::new(&url, vec![trusted(&ours)])
-            .unwrap()
-            .add_checkpoint(&signed, &plane.log),
-        Err(WitnessError::Cosignature {
-            source: CosignatureError::BadSignature { .. },
-            ..
-        })
+        HttpWitness::new(&url, vec![trusted(&ours)]).unwrap().add_checkpoint(&signed, &plane.log),
+        Err(WitnessError::Cosignature { source: CosignatureError::BadSignature { .. }, .. })
     ));
 
     let mut zero = ours.cosign(&body, 1_700_000_000).unwrap();
     zero.signature[..8].copy_from_slice(&[0; 8]);
     let url = answer(zero.to_line());
     assert!(matches!(
-        HttpWitness::new(&url, vec![trusted(&ours)])
-            .unwrap()
-            .add_checkpoint(&signed, &plane.log),
-        Err(WitnessError::Cosignature {
-            source: CosignatureError::ZeroTimestamp { .. },
-            ..
-        })
+        HttpWitness::new(&url, vec![trusted(&ours)]).unwrap().add_checkpoint(&signed, &plane.log),
+        Err(WitnessError::Cosignature { source: CosignatureError::ZeroTimestamp { .. }, .. })
     ));
 }
 
@@ -347,87 +231,47 @@ fn r_ux_3_hostile_answers_give_typed_errors_within_the_timeout() {
     plane.grow_to(4, u64::MAX);
     let signed = plane.signed();
     let key = cosigner(7, "witness.test/w1");
-    let client = |url: &str| {
-        HttpWitness::with_timeout(url, vec![trusted(&key)], Duration::from_millis(700)).unwrap()
-    };
+    let client = |url: &str| HttpWitness::with_timeout(url, vec![trusted(&key)], Duration::from_millis(700)).unwrap();
 
-    let garbage = misbehaving_server(Misbehaviour::Raw(http_response(
-        "200 OK",
-        "text/plain",
-        b"\xff\xfe not a line\n",
-    )));
+    let garbage =
+        misbehaving_server(Misbehaviour::Raw(http_response("200 OK", "text/plain", b"\xff\xfe not a line\n")));
     assert!(matches!(
         client(&garbage).add_checkpoint(&signed, &plane.log),
         Err(WitnessError::BadAnswer { status: 200, .. })
     ));
 
-    let huge = misbehaving_server(Misbehaviour::Raw(http_response(
-        "200 OK",
-        "text/plain",
-        &vec![b'a'; 4 << 20],
-    )));
-    let err = client(&huge)
-        .add_checkpoint(&signed, &plane.log)
-        .unwrap_err();
-    assert!(
-        matches!(&err, WitnessError::BadAnswer { reason, .. } if reason.contains("larger than")),
-        "{err:?}"
-    );
+    let huge = misbehaving_server(Misbehaviour::Raw(http_response("200 OK", "text/plain", &vec![b'a'; 4 << 20])));
+    let err = client(&huge).add_checkpoint(&signed, &plane.log).unwrap_err();
+    assert!(matches!(&err, WitnessError::BadAnswer { reason, .. } if reason.contains("larger than")), "{err:?}");
 
-    let wrong_409 = misbehaving_server(Misbehaviour::Raw(http_response(
-        "409 Conflict",
-        "text/plain",
-        b"10",
-    )));
+    let wrong_409 = misbehaving_server(Misbehaviour::Raw(http_response("409 Conflict", "text/plain", b"10")));
     assert!(matches!(
         client(&wrong_409).add_checkpoint(&signed, &plane.log),
         Err(WitnessError::BadAnswer { status: 409, .. })
     ));
 
-    let not_http = misbehaving_server(Misbehaviour::Raw(
-        b"hello, this is not HTTP\r\n\r\n".to_vec(),
-    ));
-    assert!(matches!(
-        client(&not_http).add_checkpoint(&signed, &plane.log),
-        Err(WitnessError::Transport { .. })
-    ));
+    let not_http = misbehaving_server(Misbehaviour::Raw(b"hello, this is not HTTP\r\n\r\n".to_vec()));
+    assert!(matches!(client(&not_http).add_checkpoint(&signed, &plane.log), Err(WitnessError::Transport { .. })));
 
-    let busy = misbehaving_server(Misbehaviour::Raw(http_response(
-        "429 Too Many Requests",
-        "text/plain",
-        b"",
-    )));
-    let err = client(&busy)
-        .add_checkpoint(&signed, &plane.log)
-        .unwrap_err();
+    let busy = misbehaving_server(Misbehaviour::Raw(http_response("429 Too Many Requests", "text/plain", b"")));
+    let err = client(&busy).add_checkpoint(&signed, &plane.log).unwrap_err();
     assert!(err.is_retryable() && !err.is_integrity(), "{err:?}");
 
     let silent = misbehaving_server(Misbehaviour::Silent);
     let started = std::time::Instant::now();
-    let err = client(&silent)
-        .add_checkpoint(&signed, &plane.log)
-        .unwrap_err();
-    assert!(
-        matches!(&err, WitnessError::Transport { reason, .. } if reason.contains("timed out")),
-        "{err:?}"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "the timeout bounds the exchange"
-    );
+    let err = client(&silent).add_checkpoint(&signed, &plane.log).unwrap_err();
+    assert!(matches!(&err, WitnessError::Transport { reason, .. } if reason.contains("timed out")), "{err:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "the timeout bounds the exchange");
 }
 
 #[test]
 fn r_wit_409_parsing_follows_the_published_vectors() {
     let path = std::env::var_os("AGENTPLANE_SPECS")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| {
-            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/specs")
-        })
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/specs"))
         .join("vectors.json");
     let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).expect("shared/specs/vectors.json"))
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("shared/specs/vectors.json")).unwrap();
     for case in v["witness_409_parse"]["vectors"].as_array().unwrap() {
         let got = witness::protocol::parse_conflict_size(
             case["content_type"].as_str(),
@@ -435,19 +279,14 @@ fn r_wit_409_parsing_follows_the_published_vectors() {
         );
         assert_eq!(got, case["expect_size"].as_u64(), "{case}");
     }
-    for case in v["witness_monitor_origin_hash"]["vectors"]
-        .as_array()
-        .unwrap()
-    {
+    for case in v["witness_monitor_origin_hash"]["vectors"].as_array().unwrap() {
         assert_eq!(
             witness::protocol::monitor_path(case["origin"].as_str().unwrap()),
             case["monitor_path"].as_str().unwrap()
         );
     }
     // The spec's example request parses and formats back byte for byte.
-    let example = v["c2sp_witness_examples"]["add_checkpoint_request_utf8"]
-        .as_str()
-        .unwrap();
+    let example = v["c2sp_witness_examples"]["add_checkpoint_request_utf8"].as_str().unwrap();
     let request = witness::protocol::AddCheckpointRequest::parse(example.as_bytes()).unwrap();
     assert_eq!(request.old_size, 20852014);
     assert_eq!(request.proof.path().len(), 4);
@@ -460,43 +299,27 @@ fn r_wit_4_reader_returns_the_verified_latest_and_r_wit_5_split_view() {
     let (_d1, w1, k1) = setup(&honest);
     let dir2 = tempfile::tempdir().unwrap();
     let k2 = cosigner(8, "witness.test/w2");
-    let w2 = start_witness(
-        k2.clone(),
-        vec![honest.log_config()],
-        &dir2.path().join("w2.redb"),
-    );
+    let w2 = start_witness(k2.clone(), vec![honest.log_config()], &dir2.path().join("w2.redb"));
     honest.grow_to(6, u64::MAX);
 
     let reader1 = WitnessReader::new(&w1.url(), vec![trusted(&k1)]).unwrap();
     assert_eq!(
         reader1.latest(ORIGIN).unwrap_err(),
-        WitnessError::NothingCosigned {
-            witness: w1.url(),
-            origin: ORIGIN.into()
-        }
+        WitnessError::NothingCosigned { witness: w1.url(), origin: ORIGIN.into() }
     );
 
-    HttpWitness::new(&w1.url(), vec![trusted(&k1)])
-        .unwrap()
-        .add_checkpoint(&honest.signed(), &honest.log)
-        .unwrap();
+    HttpWitness::new(&w1.url(), vec![trusted(&k1)]).unwrap().add_checkpoint(&honest.signed(), &honest.log).unwrap();
     let latest = reader1.latest(ORIGIN).unwrap();
     assert_eq!(latest.checkpoint.tree(), honest.log.tree());
     assert_eq!(latest.cosignatures[0].name, "witness.test/w1");
     // A reader trusting another key gets no trusted cosignature from it.
     let wrong = WitnessReader::new(&w1.url(), vec![trusted(&k2)]).unwrap();
-    assert!(matches!(
-        wrong.latest(ORIGIN),
-        Err(WitnessError::NoTrustedCosignature { .. })
-    ));
+    assert!(matches!(wrong.latest(ORIGIN), Err(WitnessError::NoTrustedCosignature { .. })));
 
     // The operator shows w2 a different history of the same size.
     let mut fork = Plane::forked(1, "fork");
     fork.grow_to(6, 3);
-    HttpWitness::new(&w2.url(), vec![trusted(&k2)])
-        .unwrap()
-        .add_checkpoint(&fork.signed(), &fork.log)
-        .unwrap();
+    HttpWitness::new(&w2.url(), vec![trusted(&k2)]).unwrap().add_checkpoint(&fork.signed(), &fork.log).unwrap();
     let reader2 = WitnessReader::new(&w2.url(), vec![trusted(&k2)]).unwrap();
     let report = split_view(&[&reader1, &reader2], ORIGIN);
     assert_eq!(report.split_views.len(), 1, "{report:?}");
@@ -524,22 +347,9 @@ fn r_wit_6_state_survives_a_restart() {
     let mut fork = Plane::forked(1, "after-restart");
     fork.grow_to(5, 2);
     let client = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
-    assert!(
-        client
-            .add_checkpoint(&fork.signed(), &fork.log)
-            .unwrap_err()
-            .is_integrity()
-    );
+    assert!(client.add_checkpoint(&fork.signed(), &fork.log).unwrap_err().is_integrity());
     plane.grow_to(8, u64::MAX);
-    assert_eq!(
-        client
-            .add_checkpoint(&plane.signed(), &plane.log)
-            .unwrap()
-            .checkpoint
-            .tree()
-            .size,
-        8
-    );
+    assert_eq!(client.add_checkpoint(&plane.signed(), &plane.log).unwrap().checkpoint.tree().size, 8);
 }
 
 #[test]
@@ -557,11 +367,7 @@ fn r_wit_1_quorum_met_short_and_integrity_with_three_witness_processes() {
             .arg(&key_file)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let vkey = String::from_utf8(out.stdout).unwrap();
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
             .args(["serve", "--listen", "127.0.0.1:0", "--state"])
@@ -573,24 +379,13 @@ fn r_wit_1_quorum_met_short_and_integrity_with_three_witness_processes() {
             .spawn()
             .unwrap();
         let mut line = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(child.stdout.take().unwrap()),
-            &mut line,
-        )
-        .unwrap();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
         let url = line.trim().rsplit(' ').next().unwrap().to_owned();
         processes.push(KillOnDrop(child));
-        clients.push(
-            HttpWitness::new(
-                &url,
-                vec![witness::TrustedWitness::parse(vkey.trim()).unwrap()],
-            )
-            .unwrap(),
-        );
+        clients.push(HttpWitness::new(&url, vec![witness::TrustedWitness::parse(vkey.trim()).unwrap()]).unwrap());
         vkeys.push(vkey.trim().to_owned());
     }
-    let all: Vec<&(dyn Witness + Sync)> =
-        clients.iter().map(|c| c as &(dyn Witness + Sync)).collect();
+    let all: Vec<&(dyn Witness + Sync)> = clients.iter().map(|c| c as &(dyn Witness + Sync)).collect();
 
     plane.grow_to(7, u64::MAX);
     match cosign_quorum(&all, WitnessQuorum::of(3), &plane.signed(), &plane.log) {
@@ -602,24 +397,12 @@ fn r_wit_1_quorum_met_short_and_integrity_with_three_witness_processes() {
     }
 
     // One witness unreachable: with a quorum of 3 the round falls short.
-    let unreachable = HttpWitness::new(
-        "http://127.0.0.1:9",
-        vec![witness::TrustedWitness::parse(&vkeys[0]).unwrap()],
-    )
-    .unwrap();
+    let unreachable =
+        HttpWitness::new("http://127.0.0.1:9", vec![witness::TrustedWitness::parse(&vkeys[0]).unwrap()]).unwrap();
     let two_and_dead: Vec<&(dyn Witness + Sync)> = vec![all[0], all[1], &unreachable];
     plane.grow_to(9, u64::MAX);
-    match cosign_quorum(
-        &two_and_dead,
-        WitnessQuorum::of(3),
-        &plane.signed(),
-        &plane.log,
-    ) {
-        QuorumOutcome::Shortfall {
-            got,
-            needed,
-            failures,
-        } => {
+    match cosign_quorum(&two_and_dead, WitnessQuorum::of(3), &plane.signed(), &plane.log) {
+        QuorumOutcome::Shortfall { got, needed, failures } => {
             assert_eq!((got, needed, failures.len()), (2, 3, 1));
             assert!(failures[0].error.is_retryable());
         }
@@ -630,18 +413,10 @@ fn r_wit_1_quorum_met_short_and_integrity_with_three_witness_processes() {
     // witnesses and refused on integrity by the third: reported though met.
     let mut fork = Plane::forked(1, "fork");
     fork.grow_to(10, 8);
-    clients[2]
-        .add_checkpoint(&fork.signed(), &fork.log)
-        .unwrap();
+    clients[2].add_checkpoint(&fork.signed(), &fork.log).unwrap();
     plane.grow_to(12, u64::MAX);
     match cosign_quorum(&all, WitnessQuorum::of(2), &plane.signed(), &plane.log) {
-        QuorumOutcome::IntegrityRefusal {
-            refusals,
-            got,
-            needed,
-            quorum_met,
-            failures,
-        } => {
+        QuorumOutcome::IntegrityRefusal { refusals, got, needed, quorum_met, failures } => {
             assert_eq!((got, needed, quorum_met), (2, 2, true));
             assert_eq!(refusals.len(), 1);
             assert!(refusals[0].error.is_integrity(), "{:?}", refusals[0]);

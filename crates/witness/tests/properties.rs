@@ -1,12 +1,6 @@
 //! Property tests: format then parse is the identity for notes and
 //! checkpoints, and any changed byte of a signed note breaks it (R-NOTE-1).
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
 use proptest::prelude::*;
 use tlog::{RootHash, Tree};
@@ -18,20 +12,11 @@ fn line() -> impl Strategy<Value = String> {
 }
 
 fn checkpoint() -> impl Strategy<Value = Checkpoint> {
-    (
-        "[a-z0-9./\\-]{1,30}",
-        any::<u64>(),
-        any::<[u8; 32]>(),
-        prop::collection::vec(line(), 0..3),
+    ("[a-z0-9./\\-]{1,30}", any::<u64>(), any::<[u8; 32]>(), prop::collection::vec(line(), 0..3)).prop_map(
+        |(origin, size, root, extensions)| {
+            Checkpoint::with_extensions(&origin, Tree::new(size, RootHash::from_hash_bytes(root)), extensions).unwrap()
+        },
     )
-        .prop_map(|(origin, size, root, extensions)| {
-            Checkpoint::with_extensions(
-                &origin,
-                Tree::new(size, RootHash::from_hash_bytes(root)),
-                extensions,
-            )
-            .unwrap()
-        })
 }
 
 proptest! {

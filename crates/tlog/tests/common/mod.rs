@@ -1,10 +1,4 @@
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 //! Helpers shared by the integration tests (each test file includes it).
 #![allow(dead_code)]
 
@@ -14,16 +8,10 @@ use serde_json::Value;
 use tlog::NodeHash;
 
 pub fn hex_bytes(text: &str) -> Vec<u8> {
-    assert!(
-        text.len().is_multiple_of(2),
-        "odd hex length in vector: {text}"
-    );
+    assert!(text.len().is_multiple_of(2), "odd hex length in vector: {text}");
     (0..text.len())
         .step_by(2)
-        .map(|i| {
-            u8::from_str_radix(&text[i..i + 2], 16)
-                .unwrap_or_else(|_| panic!("bad hex in vector: {text}"))
-        })
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap_or_else(|_| panic!("bad hex in vector: {text}")))
         .collect()
 }
 
@@ -32,40 +20,27 @@ pub fn node(text: &str) -> NodeHash {
 }
 
 pub fn str_of<'a>(value: &'a Value, key: &str) -> &'a str {
-    value[key]
-        .as_str()
-        .unwrap_or_else(|| panic!("vector field {key} is not a string: {value}"))
+    value[key].as_str().unwrap_or_else(|| panic!("vector field {key} is not a string: {value}"))
 }
 
 pub fn u64_of(value: &Value, key: &str) -> u64 {
-    value[key]
-        .as_u64()
-        .unwrap_or_else(|| panic!("vector field {key} is not a number: {value}"))
+    value[key].as_u64().unwrap_or_else(|| panic!("vector field {key} is not a number: {value}"))
 }
 
 pub fn list_of<'a>(value: &'a Value, key: &str) -> &'a Vec<Value> {
-    value[key]
-        .as_array()
-        .unwrap_or_else(|| panic!("vector field {key} is not a list: {value}"))
+    value[key].as_array().unwrap_or_else(|| panic!("vector field {key} is not a list: {value}"))
 }
 
 pub fn hex_list(value: &Value, key: &str) -> Vec<Vec<u8>> {
-    list_of(value, key)
-        .iter()
-        .map(|h| hex_bytes(h.as_str().unwrap_or_default()))
-        .collect()
+    list_of(value, key).iter().map(|h| hex_bytes(h.as_str().unwrap_or_default())).collect()
 }
 
 pub fn node_list(value: &Value, key: &str) -> Vec<NodeHash> {
-    list_of(value, key)
-        .iter()
-        .map(|h| node(h.as_str().unwrap_or_default()))
-        .collect()
+    list_of(value, key).iter().map(|h| node(h.as_str().unwrap_or_default())).collect()
 }
 
 pub fn read_json(path: &PathBuf) -> Value {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|err| panic!("reading {}: {err}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|err| panic!("reading {}: {err}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|err| panic!("parsing {}: {err}", path.display()))
 }
 

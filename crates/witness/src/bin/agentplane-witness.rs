@@ -9,8 +9,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use witness::{
-    ALG_COSIGNATURE_V1, Cosigner, LogConfig, SignerKey, SystemClock, VerifierKey, WitnessConfig,
-    WitnessServer,
+    ALG_COSIGNATURE_V1, Cosigner, LogConfig, SignerKey, SystemClock, VerifierKey, WitnessConfig, WitnessServer,
 };
 
 /// A C2SP tlog-witness: cosigns checkpoints of the logs it is configured to
@@ -63,16 +62,11 @@ fn main() -> ExitCode {
 fn parse_logs(specs: &[String]) -> Result<Vec<LogConfig>, String> {
     let mut logs: Vec<LogConfig> = Vec::new();
     for spec in specs {
-        let (origin, vkey) = spec
-            .split_once('=')
-            .ok_or_else(|| format!("--log {spec:?}: expected ORIGIN=VKEY"))?;
+        let (origin, vkey) = spec.split_once('=').ok_or_else(|| format!("--log {spec:?}: expected ORIGIN=VKEY"))?;
         let key = VerifierKey::parse(vkey).map_err(|err| format!("--log {spec:?}: {err}"))?;
         match logs.iter_mut().find(|log| log.origin == origin) {
             Some(log) => log.keys.push(key),
-            None => logs.push(LogConfig {
-                origin: origin.to_owned(),
-                keys: vec![key],
-            }),
+            None => logs.push(LogConfig { origin: origin.to_owned(), keys: vec![key] }),
         }
     }
     Ok(logs)
@@ -81,31 +75,19 @@ fn parse_logs(specs: &[String]) -> Result<Vec<LogConfig>, String> {
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
         Command::Keygen { name, out } => {
-            let key =
-                SignerKey::generate(&name, ALG_COSIGNATURE_V1).map_err(|err| err.to_string())?;
+            let key = SignerKey::generate(&name, ALG_COSIGNATURE_V1).map_err(|err| err.to_string())?;
             write_secret(&out, &key.to_skey())?;
             println!("{}", key.verifier_key());
             Ok(())
         }
-        Command::Serve {
-            listen,
-            state,
-            key_file,
-            logs,
-        } => {
-            let text = std::fs::read_to_string(&key_file)
-                .map_err(|err| format!("reading {}: {err}", key_file.display()))?;
-            let key = SignerKey::parse(text.trim())
-                .map_err(|err| format!("{}: {err}", key_file.display()))?;
+        Command::Serve { listen, state, key_file, logs } => {
+            let text =
+                std::fs::read_to_string(&key_file).map_err(|err| format!("reading {}: {err}", key_file.display()))?;
+            let key = SignerKey::parse(text.trim()).map_err(|err| format!("{}: {err}", key_file.display()))?;
             let cosigner = Cosigner::new(key).map_err(|err| err.to_string())?;
             let vkey = cosigner.verifier_key();
-            let config = WitnessConfig {
-                cosigner,
-                logs: parse_logs(&logs)?,
-                clock: Arc::new(SystemClock),
-            };
-            let server =
-                WitnessServer::start(config, &state, &listen).map_err(|err| err.to_string())?;
+            let config = WitnessConfig { cosigner, logs: parse_logs(&logs)?, clock: Arc::new(SystemClock) };
+            let server = WitnessServer::start(config, &state, &listen).map_err(|err| err.to_string())?;
             println!("agentplane-witness {vkey} listening on {}", server.url());
             server.wait();
             Ok(())
@@ -119,8 +101,6 @@ fn write_secret(path: &PathBuf, contents: &str) -> Result<(), String> {
     options.write(true).create_new(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options
-        .open(path)
-        .map_err(|err| format!("creating {}: {err}", path.display()))?;
+    let mut file = options.open(path).map_err(|err| format!("creating {}: {err}", path.display()))?;
     writeln!(file, "{contents}").map_err(|err| format!("writing {}: {err}", path.display()))
 }

@@ -1,13 +1,6 @@
 //! Test support: a log (plane) that signs checkpoints, witness servers on
 //! 127.0.0.1, and a misbehaving HTTP server.
-#![allow(
-    dead_code,
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::indexing_slicing,
-    clippy::panic,
-    missing_docs
-)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -17,8 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tlog::{LeafHash, MemoryHashStore};
 use witness::{
-    ALG_COSIGNATURE_V1, ALG_ED25519, Checkpoint, Clock, Cosigner, LogConfig, LogKey,
-    SignedCheckpoint, SignerKey, TrustedWitness, WitnessConfig, WitnessServer,
+    ALG_COSIGNATURE_V1, ALG_ED25519, Checkpoint, Clock, Cosigner, LogConfig, LogKey, SignedCheckpoint, SignerKey,
+    TrustedWitness, WitnessConfig, WitnessServer,
 };
 
 pub const ORIGIN: &str = "agentplane.test/plane";
@@ -38,40 +31,25 @@ impl Plane {
     }
 
     pub fn forked(seed: u8, flavour: &str) -> Self {
-        let key =
-            LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [seed; 32]).unwrap()).unwrap();
-        Self {
-            log: MemoryHashStore::new(),
-            key,
-            origin: ORIGIN.to_owned(),
-            flavour: flavour.to_owned(),
-        }
+        let key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [seed; 32]).unwrap()).unwrap();
+        Self { log: MemoryHashStore::new(), key, origin: ORIGIN.to_owned(), flavour: flavour.to_owned() }
     }
 
     /// Grows to `size` leaves; leaves below `shared` are the honest ones.
     pub fn grow_to(&mut self, size: u64, shared: u64) {
         while self.log.size() < size {
             let i = self.log.size();
-            let data = if i < shared {
-                format!("run {i}")
-            } else {
-                format!("run {i} {}", self.flavour)
-            };
+            let data = if i < shared { format!("run {i}") } else { format!("run {i} {}", self.flavour) };
             self.log.append(LeafHash::of(data.as_bytes()));
         }
     }
 
     pub fn signed(&self) -> SignedCheckpoint {
-        self.key
-            .sign(&Checkpoint::new(&self.origin, self.log.tree()).unwrap())
-            .unwrap()
+        self.key.sign(&Checkpoint::new(&self.origin, self.log.tree()).unwrap()).unwrap()
     }
 
     pub fn log_config(&self) -> LogConfig {
-        LogConfig {
-            origin: self.origin.clone(),
-            keys: vec![self.key.verifier_key()],
-        }
+        LogConfig { origin: self.origin.clone(), keys: vec![self.key.verifier_key()] }
     }
 }
 
@@ -94,11 +72,7 @@ pub fn trusted(cosigner: &Cosigner) -> TrustedWitness {
 
 /// Starts an in-process witness server on an ephemeral port.
 pub fn start_witness(cosigner: Cosigner, logs: Vec<LogConfig>, state: &Path) -> WitnessServer {
-    let config = WitnessConfig {
-        cosigner,
-        logs,
-        clock: Arc::new(FixedClock(AtomicU64::new(1_700_000_000))),
-    };
+    let config = WitnessConfig { cosigner, logs, clock: Arc::new(FixedClock(AtomicU64::new(1_700_000_000))) };
     WitnessServer::start(config, state, "127.0.0.1:0").unwrap()
 }
 

@@ -1,0 +1,168 @@
+//! Records, versions and shapes (R-CHAIN-3/4/6, R-VER-1..6).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+use journal_core::golden::golden_records;
+use journal_core::{
+    BuildSkew, ChainHash, JournalError, Record, RecordKind, RunId, StoredRecord, Upcasters, verify_links,
+};
+
+#[test]
+fn r_chain_6_every_kind_has_a_typed_body_that_round_trips() {
+    let records = golden_records().unwrap();
+    let kinds: Vec<RecordKind> = records.iter().map(Record::kind).collect();
+    assert_eq!(kinds, RecordKind::ALL, "the golden set holds one record of every kind");
+    for record in records {
+        let bytes = record.encode().unwrap();
+        assert_eq!(Record::decode_verified(&bytes, &Upcasters::builtin()).unwrap(), record);
+        assert!(!bytes.contains(&b'\n') && !bytes.starts_with(b" "), "one compact line");
+    }
+}
+
+#[test]
+fn r_chain_3_fields_in_fixed_order_nothing_skipped() {
+    let record = &golden_records().unwrap()[1];
+    let text = String::from_utf8(record.encode().unwrap()).unwrap();
+    let order = ["\"kind\"", "\"v\"", "\"run\"", "\"seq\"", "\"effect_key\"", "\"build\"", "\"body\""];
+    let positions: Vec<usize> = order.iter().map(|field| text.find(field).unwrap()).collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{text}");
+    assert!(text.contains("\"effect_key\":null"), "an absent effect key is written as null: {text}");
+}
+
+fn with_field(bytes: &[u8], field: &str, value: serde_json::Value) -> Vec<u8> {
+    // Rewrites one envelope field by text, keeping the rest byte for byte.
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let old = format!("\"{field}\":{}", v[field]);
+    let new = format!("\"{field}\":{value}");
+    assert!(text.contains(&old));
+    text.replacen(&old, &new, 1).into_bytes()
+}
+
+#[test]
+fn r_ver_2_a_newer_version_is_refused_as_build_skew_with_the_remedy() {
+    let record = &golden_records().unwrap()[2];
+    let ahead = with_field(&record.encode().unwrap(), "v", serde_json::json!(2));
+    let err = Record::decode_verified(&ahead, &Upcasters::builtin()).unwrap_err();
+    assert!(err.is_build_skew() && !err.is_tamper(), "{err:?}");
+    let JournalError::BuildSkew(skew) = &err else { panic!() };
+    let BuildSkew::UnknownRecordVersion { kind, v, readable, writer, remedy, .. } = skew.as_ref() else {
+        panic!("{skew:?}")
+    };
+    assert_eq!((kind.as_str(), *v, *readable), ("StepStarted", 2, Some(1)));
+    assert_eq!(writer.as_ref().unwrap().version, "golden");
+    assert!(remedy.contains("agentplane-journal-core golden"), "the remedy names the writer: {remedy}");
+}
+
+#[test]
+fn r_ver_3_an_unknown_field_is_refused_as_unreadable_shape() {
+    let record = &golden_records().unwrap()[2];
+    let text = String::from_utf8(record.encode().unwrap()).unwrap();
+    let extra_body = text.replace("{\"step\":\"search\"}", "{\"step\":\"search\",\"priority\":1}");
+    let extra_envelope = text.replacen("\"body\":", "\"trace\":\"x\",\"body\":", 1);
+    for bytes in [extra_body, extra_envelope] {
+        let err = Record::decode_verified(bytes.as_bytes(), &Upcasters::builtin()).unwrap_err();
+        assert!(
+            matches!(&err, JournalError::BuildSkew(skew) if matches!(skew.as_ref(), BuildSkew::UnreadableRecordShape { .. })),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("UnreadableRecordShape"));
+    }
+}
+
+#[test]
+fn r_ver_2_the_upcaster_seam_is_on_the_read_path_of_every_kind() {
+    // A v0 StepStarted (an imagined older shape with "title" for "step") reads
+    // only through a registered upcaster: the registry is consulted on every read.
+    let record = &golden_records().unwrap()[2];
+    let text = String::from_utf8(record.encode().unwrap()).unwrap();
+    let v0 = text.replace("\"v\":1", "\"v\":0").replace("{\"step\":", "{\"title\":");
+    let refused = Record::decode_verified(v0.as_bytes(), &Upcasters::builtin()).unwrap_err();
+    assert!(refused.is_build_skew(), "{refused:?}");
+    let mut upcasters = Upcasters::builtin();
+    upcasters.register("StepStarted", 0, |bytes| {
+        let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
+        Ok(text.replace("\"v\":0", "\"v\":1").replace("{\"title\":", "{\"step\":").into_bytes())
+    });
+    assert_eq!(&Record::decode_verified(v0.as_bytes(), &upcasters).unwrap(), record);
+}
+
+/// A test-only kind with two shapes.
+#[derive(serde::Deserialize, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct TestNoteV2 {
+    text: String,
+    lang: String,
+}
+
+fn test_note(run: &str, seq: u64, v: u32, body: &str) -> Vec<u8> {
+    format!(
+        "{{\"kind\":\"TestNote\",\"v\":{v},\"run\":\"{run}\",\"seq\":{seq},\"effect_key\":null,\"build\":{{\"name\":\"test-writer\",\"version\":\"{v}.0\"}},\"body\":{body}}}"
+    )
+    .into_bytes()
+}
+
+fn upcast_v1_to_v2(bytes: &[u8]) -> Result<Vec<u8>, String> {
+    let mut value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    value["v"] = serde_json::json!(2);
+    value["body"]["lang"] = serde_json::json!("en");
+    serde_json::to_vec(&value).map_err(|e| e.to_string())
+}
+
+#[test]
+fn r_ver_5_an_upcast_record_still_verifies_its_link_over_the_original_bytes() {
+    let mut upcasters = Upcasters::builtin();
+    upcasters.declare_current("TestNote", 2);
+    upcasters.register("TestNote", 1, upcast_v1_to_v2);
+    let run = RunId::new("versions").unwrap();
+    let originals = [
+        test_note("versions", 1, 1, "{\"text\":\"hello\"}"),
+        test_note("versions", 2, 2, "{\"text\":\"hi\",\"lang\":\"fr\"}"),
+    ];
+    let mut prev = ChainHash::GENESIS;
+    let rows: Vec<StoredRecord> = originals
+        .iter()
+        .enumerate()
+        .map(|(i, bytes)| {
+            let hash = ChainHash::link(&prev, bytes);
+            let row = StoredRecord {
+                seq: i as u64 + 1,
+                kind: "TestNote".into(),
+                effect_key: None,
+                prev_hash: prev,
+                hash,
+                bytes: bytes.clone(),
+                signature: None,
+            };
+            prev = hash;
+            row
+        })
+        .collect();
+    // The chain commits to the bytes as written.
+    verify_links(&run, &rows, None).unwrap();
+    for row in &rows {
+        let header = Record::header(&row.bytes).unwrap();
+        let current = upcasters.upcast(&header, &row.bytes).unwrap();
+        let note: TestNoteV2 = serde_json::from_slice::<serde_json::Value>(&current)
+            .map(|v| serde_json::from_value(v["body"].clone()).unwrap())
+            .unwrap();
+        assert!(note.lang == "en" || note.lang == "fr");
+        assert_eq!(ChainHash::link(&row.prev_hash, &row.bytes), row.hash, "the upcast never touched the stored bytes");
+    }
+    // Pure and total (R-VER-6): the same input gives the same output.
+    assert_eq!(upcast_v1_to_v2(&originals[0]), upcast_v1_to_v2(&originals[0]));
+
+    // A v3 record (from a newer writer) is refused with the remedy.
+    let v3 = test_note("versions", 3, 3, "{\"text\":\"x\",\"lang\":\"de\",\"tone\":\"dry\"}");
+    let header = Record::header(&v3).unwrap();
+    let err = upcasters.upcast(&header, &v3).unwrap_err();
+    assert!(err.is_build_skew());
+    assert!(err.to_string().contains("UnknownRecordVersion") && err.to_string().contains("test-writer 3.0"), "{err}");
+}
+
+#[test]
+fn r_ux_3_garbage_bytes_never_panic_and_are_typed() {
+    for garbage in [&b""[..], b"{", b"null", b"{\"kind\":1}", b"\xff\xfe", b"{\"kind\":\"RunAdmitted\",\"v\":1}"] {
+        let err = Record::decode_verified(garbage, &Upcasters::builtin()).unwrap_err();
+        assert!(err.is_build_skew(), "{err:?}");
+    }
+}
