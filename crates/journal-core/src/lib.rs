@@ -9,11 +9,14 @@ pub mod journal;
 pub mod log;
 pub mod memory;
 pub mod record;
+pub mod runtime;
 pub mod seal;
 pub mod signature;
 pub mod store;
 #[cfg(feature = "testkit")]
 pub mod testkit;
+#[cfg(feature = "testkit")]
+pub mod testkit_runtime;
 pub mod version;
 
 pub use chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, VerifiedRecord, verify_links, verify_run};
@@ -24,6 +27,9 @@ pub use memory::MemoryStore;
 pub use record::{
     Budget, Build, Counters, Dimension, DoubtAnswer, EffectResult, Holding, Outcome, Record, RecordBody, RecordKind,
     Verdict,
+};
+pub use runtime::{
+    Admission, AdmitRequest, BuildError, EffectOutput, RunHandle, RunStatus, Runtime, RuntimeBuilder, RuntimeError,
 };
 pub use seal::SealLeaf;
 #[cfg(feature = "signing")]

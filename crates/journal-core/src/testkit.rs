@@ -333,5 +333,41 @@ macro_rules! conformance_tests {
         fn conformance_r_log_6_deleted_sealed_run_breaks_consistency() {
             $crate::testkit::deleted_sealed_run_breaks_consistency(&$make);
         }
+        #[test]
+        fn runtime_r_run_1_every_outcome_and_its_listing() {
+            $crate::testkit_runtime::every_outcome_and_its_listing(std::sync::Arc::new($make));
+        }
+        #[test]
+        fn runtime_r_run_3_failed_run_resumed_to_success() {
+            $crate::testkit_runtime::failed_run_resumed_to_success(std::sync::Arc::new($make));
+        }
+        #[test]
+        fn runtime_r_run_4_exhaustion_redelivery_and_raised_ceiling() {
+            $crate::testkit_runtime::exhaustion_redelivery_and_raised_ceiling(std::sync::Arc::new($make));
+        }
+        #[test]
+        fn runtime_r_run_5_withhold_and_lift() {
+            $crate::testkit_runtime::withhold_and_lift(std::sync::Arc::new($make));
+        }
+        #[test]
+        fn runtime_r_run_5_crash_mid_effect_quarantines_and_answers_continue() {
+            $crate::testkit_runtime::crash_mid_effect_quarantines_and_answers_continue(std::sync::Arc::new($make));
+        }
+        #[test]
+        fn runtime_r_store_3_second_runtime_conflicts() {
+            $crate::testkit_runtime::second_runtime_conflicts(std::sync::Arc::new($make));
+        }
+        #[test]
+        fn runtime_r_run_7_cost_is_read_from_the_journal() {
+            $crate::testkit_runtime::cost_is_read_from_the_journal(std::sync::Arc::new($make));
+        }
+        #[test]
+        fn runtime_r_sig_4_signed_and_unsigned_planes() {
+            $crate::testkit_runtime::signed_and_unsigned_planes(std::sync::Arc::new($make));
+        }
+        #[test]
+        fn runtime_unknown_tenant_is_refused() {
+            $crate::testkit_runtime::unknown_tenant_is_refused(std::sync::Arc::new($make));
+        }
     };
 }

@@ -1,0 +1,287 @@
+//! The runtime's cases, run against every backend (issue: the runtime's tests
+//! are part of the suite every store passes).
+#![allow(clippy::expect_used, clippy::panic, clippy::indexing_slicing, clippy::unwrap_used)]
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use crate::ids::TenantId;
+use crate::record::{Budget, Counters, Dimension, DoubtAnswer, EffectResult, Outcome, Verdict};
+use crate::runtime::{
+    Admission, AdmitRequest, EffectOutput, RunHandle, RunStatus, Runtime, RuntimeBuilder, RuntimeError,
+};
+use crate::store::Store;
+use crate::testkit::{ORIGIN, tenant};
+
+fn runtime(store: Arc<dyn Store>) -> Runtime {
+    RuntimeBuilder::new(store).tenant(tenant(), ORIGIN, None).build().expect("runtime")
+}
+
+fn request(key: &str, budget: Budget) -> AdmitRequest {
+    AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget }
+}
+
+fn admit<'rt>(runtime: &'rt Runtime, key: &str, budget: Budget) -> RunHandle<'rt> {
+    match runtime.admit(&tenant(), request(key, budget)).expect("admit") {
+        Admission::New(handle) => *handle,
+        Admission::Existing { run, status } => panic!("{key} already admitted as {run}: {status}"),
+    }
+}
+
+fn ok(output: &str, tokens: u64) -> EffectOutput {
+    EffectOutput {
+        result: EffectResult::Ok { output: output.into() },
+        charged: Counters { tokens, ..Counters::default() },
+    }
+}
+
+/// R-RUN-1/3: every outcome is reached and listed; sealing ones seal.
+pub fn every_outcome_and_its_listing(store: Arc<dyn Store>) {
+    let rt = runtime(store);
+    let t = tenant();
+    let mut ids = Vec::new();
+    for (i, outcome) in Outcome::ALL.into_iter().enumerate() {
+        let mut run = admit(&rt, &format!("outcome-{i}"), Budget { effects: Some(1), ..Budget::default() });
+        let id = run.run().clone();
+        run.start_step("work").expect("step");
+        match outcome {
+            Outcome::Succeeded => run.succeed("done").expect("succeed"),
+            Outcome::Cancelled => rt.cancel(&t, &id, "not needed").expect("cancel"),
+            Outcome::Abandoned => rt.abandon(&t, &id, "gave up").expect("abandon"),
+            Outcome::Failed => {
+                let err = run.effect("ek:fail", "work", || EffectOutput {
+                    result: EffectResult::Err { error: "503".into() },
+                    charged: Counters::default(),
+                });
+                assert!(matches!(err, Err(RuntimeError::Stopped { status: RunStatus::Failed { .. }, .. })), "{err:?}");
+            }
+            Outcome::Exhausted => {
+                run.effect("ek:1", "work", || ok("one", 1)).expect("first effect");
+                let err = run.effect("ek:2", "work", || ok("two", 1));
+                assert!(
+                    matches!(err, Err(RuntimeError::Stopped { status: RunStatus::Exhausted { .. }, .. })),
+                    "{err:?}"
+                );
+            }
+            Outcome::Withheld => rt.withhold(&t, &id, "operator hold").expect("withhold"),
+            Outcome::Quarantined => {
+                run.effect("ek:q", "work", || ok("x", 0)).expect("effect");
+                rt.conclude(&t, &id, Outcome::Quarantined, Verdict::Doubt { effect_key: "ek:q".into() }, "checking")
+                    .expect("quarantine");
+            }
+        }
+        assert_eq!(rt.status(&t, &id).expect("status").outcome(), Some(outcome), "{outcome}");
+        ids.push((outcome, id));
+    }
+    for (outcome, id) in &ids {
+        assert_eq!(rt.runs(&t, Some(*outcome)).expect("listing"), vec![id.clone()], "listing of {outcome}");
+        let sealed = rt.store().seal_of(&t, id).expect("seal lookup").is_some();
+        assert_eq!(sealed, outcome.seals(), "{outcome} seals: {}", outcome.seals());
+    }
+}
+
+/// R-RUN-3/5/6: a failed run resumed to success moves between listings, and
+/// its completed effect is read back rather than performed again.
+pub fn failed_run_resumed_to_success(store: Arc<dyn Store>) {
+    let rt = runtime(store);
+    let t = tenant();
+    let mut run = admit(&rt, "flaky", Budget::default());
+    let id = run.run().clone();
+    run.start_step("work").expect("step");
+    run.effect("ek:fetch", "work", || ok("page", 10)).expect("fetch");
+    let err = run.effect("ek:post", "work", || EffectOutput {
+        result: EffectResult::Err { error: "timeout".into() },
+        charged: Counters::default(),
+    });
+    assert!(err.is_err());
+    assert_eq!(rt.runs(&t, Some(Outcome::Failed)).expect("failed"), vec![id.clone()]);
+
+    let mut resumed = rt.resume(&t, &id).expect("a failed run resumes");
+    let performed = Cell::new(0);
+    let fetched = resumed.effect("ek:fetch", "work", || {
+        performed.set(performed.get() + 1);
+        ok("page again", 10)
+    });
+    assert_eq!(fetched.expect("read back"), EffectResult::Ok { output: "page".into() });
+    assert_eq!(performed.get(), 0, "a done effect is read back, never performed again");
+    resumed.effect("ek:post-retry", "work", || ok("posted", 5)).expect("retry");
+    resumed.succeed("done").expect("succeed");
+    assert!(rt.runs(&t, Some(Outcome::Failed)).expect("failed").is_empty());
+    assert_eq!(rt.runs(&t, Some(Outcome::Succeeded)).expect("succeeded"), vec![id]);
+}
+
+/// R-RUN-4: redelivering the admission returns the exact verdict; a raised
+/// ceiling continues the run (R-RUN-5).
+pub fn exhaustion_redelivery_and_raised_ceiling(store: Arc<dyn Store>) {
+    let rt = runtime(store);
+    let t = tenant();
+    let budget = Budget { tokens: Some(100), ..Budget::default() };
+    let mut run = admit(&rt, "hungry", budget);
+    let id = run.run().clone();
+    run.effect("ek:1", "work", || ok("a", 60)).expect("first");
+    let err = run.effect("ek:2", "work", || ok("b", 70)).expect_err("crosses the ceiling");
+    let expected = Verdict::BudgetExceeded {
+        dimension: Dimension::Tokens,
+        ceiling: 100,
+        counters: Counters { tokens: 130, effects: 2, ..Counters::default() },
+    };
+    assert!(
+        matches!(&err, RuntimeError::Stopped { status: RunStatus::Exhausted { verdict, .. }, .. } if *verdict == expected),
+        "{err:?}"
+    );
+    match rt.admit(&t, request("hungry", budget)).expect("redelivery") {
+        Admission::Existing { run, status: RunStatus::Exhausted { verdict, reason } } => {
+            assert_eq!(run, id);
+            assert_eq!(verdict, expected, "the exact ceiling and counters, from the verified journal");
+            assert!(reason.contains("tokens ceiling 100"), "{reason}");
+        }
+        _ => panic!("redelivery must return the exhausted status"),
+    }
+    assert!(matches!(rt.resume(&t, &id), Err(RuntimeError::Stopped { status: RunStatus::Exhausted { .. }, .. })));
+    rt.raise_ceiling(&t, &id, Dimension::Tokens, Some(1_000)).expect("raise");
+    let mut resumed = rt.resume(&t, &id).expect("a raised ceiling continues the run");
+    resumed.effect("ek:3", "work", || ok("c", 10)).expect("continues");
+    resumed.succeed("done").expect("succeed");
+    assert_eq!(rt.cost(&t, &id).expect("cost").tokens, 140);
+}
+
+/// R-RUN-5: a withheld run continues only after it is lifted.
+pub fn withhold_and_lift(store: Arc<dyn Store>) {
+    let rt = runtime(store);
+    let t = tenant();
+    let run = admit(&rt, "held", Budget::default());
+    let id = run.run().clone();
+    drop(run);
+    rt.withhold(&t, &id, "compliance review").expect("withhold");
+    assert!(matches!(rt.resume(&t, &id), Err(RuntimeError::Stopped { status: RunStatus::Withheld { .. }, .. })));
+    assert_eq!(rt.runs(&t, Some(Outcome::Withheld)).expect("listing"), vec![id.clone()]);
+    rt.lift(&t, &id, "review passed").expect("lift");
+    assert_eq!(rt.status(&t, &id).expect("status"), RunStatus::Running);
+    rt.resume(&t, &id).expect("continues").succeed("done").expect("succeed");
+}
+
+/// R-RUN-5: a crash between EffectStarted and EffectDone is a doubt: resume
+/// quarantines the run naming the effect, never performing it twice; a
+/// person's answer continues it, both ways.
+pub fn crash_mid_effect_quarantines_and_answers_continue(store: Arc<dyn Store>) {
+    let t = tenant();
+    let mut ids = Vec::new();
+    for key in ["crash-a", "crash-b"] {
+        let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let rt = runtime(Arc::clone(&store));
+            let mut run = admit(&rt, key, Budget::default());
+            ids.push(run.run().clone());
+            // The process dies while the payment is in flight: the runtime is dropped mid-effect.
+            run.effect("ek:pay", "work", || panic!("power cut"))
+        }));
+        assert!(crashed.is_err());
+    }
+    let rt = runtime(store);
+    let performed = Cell::new(0);
+    for (id, answer) in ids.iter().zip([
+        DoubtAnswer::Happened { result: EffectResult::Ok { output: "receipt 42".into() } },
+        DoubtAnswer::DidNotHappen,
+    ]) {
+        let err = rt.resume(&t, id).err().expect("a doubt stops the resume");
+        match &err {
+            RuntimeError::Stopped {
+                status: RunStatus::Quarantined { verdict: Verdict::Doubt { effect_key }, .. },
+                ..
+            } => {
+                assert_eq!(effect_key, "ek:pay");
+            }
+            other => panic!("expected quarantine, got {other:?}"),
+        }
+        assert!(rt.runs(&t, Some(Outcome::Quarantined)).expect("listing").contains(id));
+        let happened = matches!(answer, DoubtAnswer::Happened { .. });
+        rt.answer_doubt(&t, id, "ek:pay", answer).expect("answer");
+        let mut resumed = rt.resume(&t, id).expect("an answered doubt continues");
+        let result = resumed
+            .effect("ek:pay", "work", || {
+                performed.set(performed.get() + 1);
+                ok("paid now", 1)
+            })
+            .expect("effect");
+        if happened {
+            assert_eq!(result, EffectResult::Ok { output: "receipt 42".into() }, "the answer is read back");
+        } else {
+            assert_eq!(result, EffectResult::Ok { output: "paid now".into() }, "did not happen: performed now");
+        }
+        resumed.succeed("done").expect("succeed");
+    }
+    assert_eq!(performed.get(), 1, "performed again only where a person said it did not happen");
+}
+
+/// R-STORE-3: a second runtime appending to the same run gets a conflict, never a fork.
+pub fn second_runtime_conflicts(store: Arc<dyn Store>) {
+    let first = runtime(Arc::clone(&store));
+    let second = runtime(store);
+    let t = tenant();
+    let mut a = admit(&first, "contended", Budget::default());
+    let mut b = second.resume(&t, a.run()).expect("second runtime resumes");
+    a.start_step("a").expect("first appends");
+    let err = b.start_step("b").expect_err("second conflicts");
+    assert!(matches!(err, RuntimeError::Journal(crate::error::JournalError::Conflict { .. })), "{err:?}");
+    assert_eq!(first.store().read_run(&t, a.run()).expect("read").rows.len(), 3, "no fork was written");
+}
+
+/// R-RUN-7: cost per run and per tenant are reads of the journal.
+pub fn cost_is_read_from_the_journal(store: Arc<dyn Store>) {
+    let rt = runtime(store);
+    let t = tenant();
+    for (key, tokens) in [("cost-a", 5), ("cost-b", 7)] {
+        let mut run = admit(&rt, key, Budget::default());
+        run.start_step("work").expect("step");
+        run.effect("ek:1", "work", || ok("x", tokens)).expect("effect");
+        run.succeed("done").expect("succeed");
+    }
+    let total = rt.tenant_cost(&t).expect("tenant cost");
+    assert_eq!((total.tokens, total.effects, total.steps), (12, 2, 2));
+}
+
+/// R-SIG-4: a plane with no signer writes unsigned records; with one, every record is signed.
+#[cfg(feature = "signing")]
+pub fn signed_and_unsigned_planes(store: Arc<dyn Store>) {
+    use crate::chain::ChainCheck;
+    use crate::signature::{Ed25519Signer, Ed25519Verifier, Signer as _, VerifyOptions};
+    use crate::version::Upcasters;
+
+    let t = tenant();
+    let unsigned = runtime(Arc::clone(&store));
+    let plain = admit(&unsigned, "plain", Budget::default());
+    let plain_id = plain.run().clone();
+    plain.succeed("done").expect("succeed");
+    let signer = Arc::new(Ed25519Signer::from_seed("spiffe://plane.test/runtime", [5; 32]));
+    let signed = RuntimeBuilder::new(Arc::clone(&store))
+        .signer(signer.clone())
+        .tenant(t.clone(), ORIGIN, None)
+        .build()
+        .expect("runtime");
+    let run = admit(&signed, "signed", Budget::default());
+    let signed_id = run.run().clone();
+    run.succeed("done").expect("succeed");
+
+    let mut verifier = Ed25519Verifier::new();
+    verifier.trust(signer.key_id(), signer.public_key()).expect("key");
+    let upcasters = Upcasters::builtin();
+    let strict = ChainCheck {
+        upcasters: &upcasters,
+        verifier: Some(&verifier),
+        options: VerifyOptions { require_signature: true },
+    };
+    let journal = crate::journal::Journal { store: store.as_ref(), tenant: &t, origin: ORIGIN, signer: None };
+    journal.read(&signed_id, strict).expect("every record signed and verified");
+    assert!(store.read_run(&t, &plain_id).expect("read").rows.iter().all(|r| r.signature.is_none()));
+    assert!(journal.read(&plain_id, strict).is_err(), "strict refuses the unsigned plane's records");
+}
+
+/// Without the `signing` feature there is nothing to sign with.
+#[cfg(not(feature = "signing"))]
+pub fn signed_and_unsigned_planes(_store: Arc<dyn Store>) {}
+
+/// A tenant the runtime does not serve is refused.
+pub fn unknown_tenant_is_refused(store: Arc<dyn Store>) {
+    let rt = runtime(store);
+    let other = TenantId::new("nobody").expect("id");
+    assert!(matches!(rt.admit(&other, request("x", Budget::default())), Err(RuntimeError::UnknownTenant(_))));
+}
