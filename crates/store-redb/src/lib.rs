@@ -1,0 +1,530 @@
+#![doc = include_str!("../README.md")]
+
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use journal_core::store::{check_append, idempotency_key_of, nodes_for_new_leaf};
+use journal_core::{
+    AppendRequest, ChainHash, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows,
+    SealEntry, Store, StoredRecord, TenantId,
+};
+use redb::{
+    Database, ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _, TableDefinition,
+    WriteTransaction,
+};
+use tlog::{NodeHash, NodeId};
+
+/// (tenant, run, seq) -> (kind, effect_key, prev_hash, hash, bytes, signature key id, signature)
+type RecordValue<'a> = (&'a str, Option<&'a str>, &'a [u8], &'a [u8], &'a [u8], Option<&'a str>, Option<&'a [u8]>);
+const RECORDS: TableDefinition<(&str, &str, u64), RecordValue> = TableDefinition::new("records");
+/// (tenant, run) -> (head seq, head hash, sealed, outcome)
+type RunValue<'a> = (u64, &'a [u8], bool, Option<&'a str>);
+const RUNS: TableDefinition<(&str, &str), RunValue> = TableDefinition::new("runs");
+/// (tenant, idempotency key) -> run
+const IDEMPOTENCY: TableDefinition<(&str, &str), &str> = TableDefinition::new("idempotency");
+/// (tenant, outcome, run) -> ()
+const OUTCOMES: TableDefinition<(&str, &str, &str), ()> = TableDefinition::new("outcome_index");
+/// One table per tenant, `seals/<tenant>`: position -> (run, leaf bytes). Its
+/// length is the tenant's seal count in O(1), so holes are noticed cheaply.
+fn seals_table(tenant: &str) -> String {
+    format!("seals/{tenant}")
+}
+
+fn seals_def(name: &str) -> TableDefinition<'_, u64, (&'static str, &'static [u8])> {
+    TableDefinition::new(name)
+}
+/// (tenant, run) -> position
+const SEAL_BY_RUN: TableDefinition<(&str, &str), u64> = TableDefinition::new("seal_by_run");
+/// tenant -> next log position (the counter advanced inside the sealing transaction; R-LOG-5)
+const LOG_COUNTER: TableDefinition<&str, u64> = TableDefinition::new("log_counter");
+/// (tenant, level, index) -> node hash (R-LOG-7)
+const NODES: TableDefinition<(&str, u8, u64), &[u8]> = TableDefinition::new("log_nodes");
+
+/// The most appends one group commit carries.
+pub const MAX_BATCH: usize = 512;
+
+fn io(err: impl std::fmt::Display) -> JournalError {
+    JournalError::Io(err.to_string())
+}
+
+struct Job {
+    request: AppendRequest,
+    reply: mpsc::Sender<Result<Option<u64>, JournalError>>,
+}
+
+/// A journal store in one redb file.
+pub struct RedbStore {
+    db: Arc<Database>,
+    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+    /// The directory of a temporary store, removed when the store is dropped.
+    #[cfg(feature = "testkit")]
+    _temporary: Option<tempfile::TempDir>,
+}
+
+impl std::fmt::Debug for RedbStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedbStore").finish_non_exhaustive()
+    }
+}
+
+impl RedbStore {
+    /// Opens the store at `path`, creating it if there is no file there.
+    pub fn create(path: &Path) -> Result<Self, JournalError> {
+        let db = Database::create(path).map_err(|err| JournalError::Io(format!("{}: {err}", path.display())))?;
+        Self::start(db)
+    }
+
+    /// Opens an existing store; refuses a missing file.
+    pub fn open(path: &Path) -> Result<Self, JournalError> {
+        let db = Database::open(path).map_err(|err| JournalError::Io(format!("{}: {err}", path.display())))?;
+        Self::start(db)
+    }
+
+    fn start(db: Database) -> Result<Self, JournalError> {
+        let txn = db.begin_write().map_err(io)?;
+        txn.open_table(RECORDS).map_err(io)?;
+        txn.open_table(RUNS).map_err(io)?;
+        txn.open_table(IDEMPOTENCY).map_err(io)?;
+        txn.open_table(OUTCOMES).map_err(io)?;
+        txn.open_table(SEAL_BY_RUN).map_err(io)?;
+        txn.open_table(LOG_COUNTER).map_err(io)?;
+        txn.open_table(NODES).map_err(io)?;
+        txn.commit().map_err(io)?;
+        let db = Arc::new(db);
+        let (sender, receiver) = mpsc::channel::<Job>();
+        let writer = Arc::clone(&db);
+        let committer = std::thread::Builder::new()
+            .name("agentplane-redb-committer".into())
+            .spawn(move || commit_loop(&writer, &receiver))
+            .map_err(io)?;
+        Ok(Self {
+            db,
+            jobs: Mutex::new(Some(sender)),
+            committer: Mutex::new(Some(committer)),
+            #[cfg(feature = "testkit")]
+            _temporary: None,
+        })
+    }
+
+    /// A store in a fresh temporary directory, removed on drop (for tests).
+    #[cfg(feature = "testkit")]
+    pub fn temporary() -> Result<Self, JournalError> {
+        let dir = tempfile::tempdir().map_err(io)?;
+        let mut store = Self::create(&dir.path().join("journal.redb"))?;
+        store._temporary = Some(dir);
+        Ok(store)
+    }
+
+    fn read_txn(&self) -> Result<ReadTransaction, JournalError> {
+        self.db.begin_read().map_err(io)
+    }
+}
+
+impl Drop for RedbStore {
+    fn drop(&mut self) {
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.take();
+        }
+        if let Some(handle) = self.committer.lock().ok().and_then(|mut c| c.take()) {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// Group commit: every append waiting when a transaction starts goes into it,
+/// and each caller is answered only after that one commit is durable.
+fn commit_loop(db: &Database, jobs: &mpsc::Receiver<Job>) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let replies = commit_batch(db, &batch);
+        for (job, reply) in batch.into_iter().zip(replies) {
+            let _ = job.reply.send(reply);
+        }
+    }
+}
+
+fn commit_batch(db: &Database, batch: &[Job]) -> Vec<Result<Option<u64>, JournalError>> {
+    let fail_all = |err: JournalError| batch.iter().map(|_| Err(err.clone())).collect();
+    let txn = match db.begin_write() {
+        Ok(txn) => txn,
+        Err(err) => return fail_all(io(err)),
+    };
+    let mut replies = Vec::with_capacity(batch.len());
+    for job in batch {
+        match apply(&txn, &job.request) {
+            Ok(position) => replies.push(Ok(position)),
+            // Refused before anything was written: only this append fails.
+            Err(Applied::Refused(err)) => replies.push(Err(err)),
+            // A write failed half way: nothing of this batch may commit.
+            Err(Applied::Broken(err)) => {
+                let _ = txn.abort();
+                return fail_all(err);
+            }
+        }
+    }
+    match txn.commit() {
+        Ok(()) => replies,
+        Err(err) => fail_all(io(err)),
+    }
+}
+
+enum Applied {
+    Refused(JournalError),
+    Broken(JournalError),
+}
+
+fn head_of(value: RunValue<'_>) -> Result<(ExpectedHead, bool, Option<Outcome>), JournalError> {
+    let (seq, hash, sealed, outcome) = value;
+    let hash = ChainHash::from_slice(hash).ok_or_else(|| io("a stored head hash is not 32 bytes"))?;
+    Ok((ExpectedHead { seq, hash }, sealed, outcome.and_then(Outcome::parse)))
+}
+
+/// Validates then writes one append inside the batch's transaction.
+fn apply(txn: &WriteTransaction, request: &AppendRequest) -> Result<Option<u64>, Applied> {
+    let refused = Applied::Refused;
+    let broken = |err: JournalError| Applied::Broken(err);
+    let tenant = request.tenant.as_str();
+    let run = request.run.as_str();
+    let mut runs = txn.open_table(RUNS).map_err(|e| refused(io(e)))?;
+    let current = match runs.get((tenant, run)).map_err(|e| refused(io(e)))? {
+        Some(value) => Some(head_of(value.value()).map_err(refused)?),
+        None => None,
+    };
+    let (head, sealed, old_outcome) = current.map_or((None, false, None), |(h, s, o)| (Some(h), s, o));
+    check_append(request, head, sealed).map_err(refused)?;
+
+    // Everything the seal needs is computed before the first write.
+    let seal = request.conclusion.as_ref().and_then(|c| c.seal.as_ref());
+    let mut counter = txn.open_table(LOG_COUNTER).map_err(|e| refused(io(e)))?;
+    let mut nodes = txn.open_table(NODES).map_err(|e| refused(io(e)))?;
+    let sealing = match seal {
+        Some(seal) => {
+            let position = counter.get(tenant).map_err(|e| refused(io(e)))?.map_or(0, |v| v.value());
+            let read = |ids: &[NodeId]| -> Result<Vec<NodeHash>, JournalError> { read_nodes(&nodes, tenant, ids) };
+            let new_nodes = nodes_for_new_leaf(&read, position, seal.leaf_hash()).map_err(refused)?;
+            Some((position, seal.to_bytes(), new_nodes))
+        }
+        None => None,
+    };
+
+    let row = &request.row;
+    let signature = row.signature.as_ref();
+    txn.open_table(RECORDS)
+        .and_then(|mut records| {
+            records.insert(
+                (tenant, run, row.seq),
+                (
+                    row.kind.as_str(),
+                    row.effect_key.as_deref(),
+                    row.prev_hash.as_bytes().as_slice(),
+                    row.hash.as_bytes().as_slice(),
+                    row.bytes.as_slice(),
+                    signature.map(|s| s.key_id.as_str()),
+                    signature.map(|s| s.signature.as_slice()),
+                ),
+            )?;
+            Ok(())
+        })
+        .map_err(|e| broken(io(e)))?;
+    if let Some(key) = idempotency_key_of(row) {
+        let mut idempotency = txn.open_table(IDEMPOTENCY).map_err(|e| broken(io(e)))?;
+        idempotency.insert((tenant, key.as_str()), run).map_err(|e| broken(io(e)))?;
+    }
+    let outcome = request.conclusion.as_ref().map(|c| c.outcome).or(old_outcome);
+    if let Some(conclusion) = &request.conclusion {
+        let mut index = txn.open_table(OUTCOMES).map_err(|e| broken(io(e)))?;
+        if let Some(old) = old_outcome {
+            index.remove((tenant, old.as_str(), run)).map_err(|e| broken(io(e)))?;
+        }
+        index.insert((tenant, conclusion.outcome.as_str(), run), ()).map_err(|e| broken(io(e)))?;
+    }
+    let mut position = None;
+    if let Some((next, leaf_bytes, new_nodes)) = sealing {
+        let name = seals_table(tenant);
+        let mut seals = txn.open_table(seals_def(&name)).map_err(|e| broken(io(e)))?;
+        seals.insert(next, (run, leaf_bytes.as_slice())).map_err(|e| broken(io(e)))?;
+        let mut by_run = txn.open_table(SEAL_BY_RUN).map_err(|e| broken(io(e)))?;
+        by_run.insert((tenant, run), next).map_err(|e| broken(io(e)))?;
+        counter.insert(tenant, next + 1).map_err(|e| broken(io(e)))?;
+        for (id, hash) in new_nodes {
+            nodes.insert((tenant, id.level, id.index), hash.as_bytes().as_slice()).map_err(|e| broken(io(e)))?;
+        }
+        position = Some(next);
+    }
+    let sealed_now = position.is_some();
+    runs.insert((tenant, run), (row.seq, row.hash.as_bytes().as_slice(), sealed_now, outcome.map(|o| o.as_str())))
+        .map_err(|e| broken(io(e)))?;
+    Ok(position)
+}
+
+fn read_nodes(
+    table: &impl ReadableTable<(&'static str, u8, u64), &'static [u8]>,
+    tenant: &str,
+    ids: &[NodeId],
+) -> Result<Vec<NodeHash>, JournalError> {
+    ids.iter()
+        .map(|id| {
+            let value = table.get((tenant, id.level, id.index)).map_err(io)?;
+            let bytes = value.ok_or_else(|| io(format!("log node {id:?} of tenant {tenant} is missing")))?;
+            NodeHash::try_from(bytes.value()).map_err(|_| io("a stored log node is not 32 bytes"))
+        })
+        .collect()
+}
+
+fn row_of(seq: u64, value: RecordValue<'_>) -> Result<StoredRecord, JournalError> {
+    let (kind, effect_key, prev, hash, bytes, key_id, signature) = value;
+    let hash_of = |b: &[u8]| ChainHash::from_slice(b).ok_or_else(|| io("a stored record hash is not 32 bytes"));
+    Ok(StoredRecord {
+        seq,
+        kind: kind.to_owned(),
+        effect_key: effect_key.map(str::to_owned),
+        prev_hash: hash_of(prev)?,
+        hash: hash_of(hash)?,
+        bytes: bytes.to_vec(),
+        signature: match (key_id, signature) {
+            (Some(key_id), Some(signature)) => {
+                Some(KeySignature { key_id: key_id.to_owned(), signature: signature.to_vec() })
+            }
+            _ => None,
+        },
+    })
+}
+
+fn run_id(text: &str) -> Result<RunId, JournalError> {
+    RunId::new(text).map_err(|_| io(format!("a stored run id {text:?} is invalid")))
+}
+
+impl Store for RedbStore {
+    fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError> {
+        let (reply, answer) = mpsc::channel();
+        {
+            let jobs = self.jobs.lock().map_err(|_| io("the committer lock is poisoned"))?;
+            let sender = jobs.as_ref().ok_or_else(|| io("the store is closing"))?;
+            sender.send(Job { request, reply }).map_err(|_| io("the committer thread has stopped"))?;
+        }
+        answer.recv().map_err(|_| io("the committer thread stopped before answering"))?
+    }
+
+    fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
+        let txn = self.read_txn()?;
+        let runs = txn.open_table(RUNS).map_err(io)?;
+        let (head, _, outcome) = match runs.get((tenant.as_str(), run.as_str())).map_err(io)? {
+            Some(value) => head_of(value.value())?,
+            None => return Err(JournalError::NotFound { tenant: tenant.to_string(), run: run.to_string() }),
+        };
+        let records = txn.open_table(RECORDS).map_err(io)?;
+        let mut rows = Vec::new();
+        for entry in
+            records.range((tenant.as_str(), run.as_str(), 0)..=(tenant.as_str(), run.as_str(), u64::MAX)).map_err(io)?
+        {
+            let (key, value) = entry.map_err(io)?;
+            rows.push(row_of(key.value().2, value.value())?);
+        }
+        let seal = seal_of(&txn, tenant, run)?;
+        Ok(RunRows { rows, head: Some(head), seal, outcome })
+    }
+
+    fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
+        let txn = self.read_txn()?;
+        let t = tenant.as_str();
+        let mut out = Vec::new();
+        match outcome {
+            Some(outcome) => {
+                let index = txn.open_table(OUTCOMES).map_err(io)?;
+                let o = outcome.as_str();
+                for entry in index.range((t, o, "")..).map_err(io)? {
+                    let (key, _) = entry.map_err(io)?;
+                    let (kt, ko, run) = key.value();
+                    if kt != t || ko != o {
+                        break;
+                    }
+                    out.push(run_id(run)?);
+                }
+            }
+            None => {
+                let runs = txn.open_table(RUNS).map_err(io)?;
+                for entry in runs.range((t, "")..).map_err(io)? {
+                    let (key, _) = entry.map_err(io)?;
+                    let (kt, run) = key.value();
+                    if kt != t {
+                        break;
+                    }
+                    out.push(run_id(run)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError> {
+        let txn = self.read_txn()?;
+        let table = txn.open_table(IDEMPOTENCY).map_err(io)?;
+        table.get((tenant.as_str(), key)).map_err(io)?.map(|v| run_id(v.value())).transpose()
+    }
+
+    fn tenants(&self) -> Result<Vec<TenantId>, JournalError> {
+        let txn = self.read_txn()?;
+        let runs = txn.open_table(RUNS).map_err(io)?;
+        let mut out: Vec<TenantId> = Vec::new();
+        for entry in runs.iter().map_err(io)? {
+            let (key, _) = entry.map_err(io)?;
+            let tenant = key.value().0;
+            if out.last().is_none_or(|last| last.as_str() != tenant) {
+                out.push(TenantId::new(tenant).map_err(|_| io("a stored tenant id is invalid"))?);
+            }
+        }
+        Ok(out)
+    }
+
+    fn seals(&self, tenant: &TenantId) -> Result<Vec<SealEntry>, JournalError> {
+        let txn = self.read_txn()?;
+        let name = seals_table(tenant.as_str());
+        let seals = match txn.open_table(seals_def(&name)) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(err) => return Err(io(err)),
+        };
+        let mut out = Vec::new();
+        for entry in seals.iter().map_err(io)? {
+            let (key, value) = entry.map_err(io)?;
+            let (run, leaf) = value.value();
+            out.push(SealEntry { position: key.value(), run: run_id(run)?, leaf_bytes: leaf.to_vec() });
+        }
+        Ok(out)
+    }
+
+    fn seal_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError> {
+        seal_of(&self.read_txn()?, tenant, run)
+    }
+
+    fn log_counters(&self, tenant: &TenantId) -> Result<LogCounters, JournalError> {
+        let txn = self.read_txn()?;
+        let counter = txn.open_table(LOG_COUNTER).map_err(io)?;
+        let next_position = counter.get(tenant.as_str()).map_err(io)?.map_or(0, |v| v.value());
+        let name = seals_table(tenant.as_str());
+        let seal_count = match txn.open_table(seals_def(&name)) {
+            Ok(table) => table.len().map_err(io)?,
+            Err(redb::TableError::TableDoesNotExist(_)) => 0,
+            Err(err) => return Err(io(err)),
+        };
+        Ok(LogCounters { next_position, seal_count })
+    }
+
+    fn read_log_nodes(&self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
+        let txn = self.read_txn()?;
+        let nodes = txn.open_table(NODES).map_err(io)?;
+        read_nodes(&nodes, tenant.as_str(), ids)
+    }
+}
+
+fn seal_of(txn: &ReadTransaction, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError> {
+    let by_run = txn.open_table(SEAL_BY_RUN).map_err(io)?;
+    let Some(position) = by_run.get((tenant.as_str(), run.as_str())).map_err(io)?.map(|v| v.value()) else {
+        return Ok(None);
+    };
+    let name = seals_table(tenant.as_str());
+    let seals = match txn.open_table(seals_def(&name)) {
+        Ok(table) => table,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(err) => return Err(io(err)),
+    };
+    let Some(value) = seals.get(position).map_err(io)? else {
+        return Ok(None);
+    };
+    let (stored_run, leaf) = value.value();
+    Ok(Some(SealEntry { position, run: run_id(stored_run)?, leaf_bytes: leaf.to_vec() }))
+}
+
+#[cfg(feature = "testkit")]
+impl journal_core::testkit::TamperAccess for RedbStore {
+    fn overwrite_record_bytes(&self, tenant: &TenantId, run: &RunId, seq: u64, bytes: Vec<u8>) {
+        let write = || -> Result<(), Box<dyn std::error::Error>> {
+            let txn = self.db.begin_write()?;
+            {
+                let mut records = txn.open_table(RECORDS)?;
+                let key = (tenant.as_str(), run.as_str(), seq);
+                let old = records.get(key)?.map(|v| {
+                    let (kind, ek, prev, hash, _, kid, sig) = v.value();
+                    (
+                        kind.to_owned(),
+                        ek.map(str::to_owned),
+                        prev.to_vec(),
+                        hash.to_vec(),
+                        kid.map(str::to_owned),
+                        sig.map(<[u8]>::to_vec),
+                    )
+                });
+                if let Some((kind, ek, prev, hash, kid, sig)) = old {
+                    records.insert(
+                        key,
+                        (
+                            kind.as_str(),
+                            ek.as_deref(),
+                            prev.as_slice(),
+                            hash.as_slice(),
+                            bytes.as_slice(),
+                            kid.as_deref(),
+                            sig.as_deref(),
+                        ),
+                    )?;
+                }
+            }
+            txn.commit()?;
+            Ok(())
+        };
+        if let Err(err) = write() {
+            tracing::error!("tamper write failed: {err}");
+        }
+    }
+
+    fn delete_record(&self, tenant: &TenantId, run: &RunId, seq: u64) {
+        let write = || -> Result<(), Box<dyn std::error::Error>> {
+            let txn = self.db.begin_write()?;
+            txn.open_table(RECORDS)?.remove((tenant.as_str(), run.as_str(), seq))?;
+            txn.commit()?;
+            Ok(())
+        };
+        if let Err(err) = write() {
+            tracing::error!("tamper delete failed: {err}");
+        }
+    }
+
+    fn delete_run(&self, tenant: &TenantId, run: &RunId) {
+        let write = || -> Result<(), Box<dyn std::error::Error>> {
+            let (t, r) = (tenant.as_str(), run.as_str());
+            let txn = self.db.begin_write()?;
+            {
+                let mut records = txn.open_table(RECORDS)?;
+                let seqs: Vec<u64> = records
+                    .range((t, r, 0)..=(t, r, u64::MAX))?
+                    .filter_map(|e| e.ok().map(|(k, _)| k.value().2))
+                    .collect();
+                for seq in seqs {
+                    records.remove((t, r, seq))?;
+                }
+                let outcome = txn.open_table(RUNS)?.remove((t, r))?.and_then(|v| v.value().3.map(str::to_owned));
+                if let Some(outcome) = outcome {
+                    txn.open_table(OUTCOMES)?.remove((t, outcome.as_str(), r))?;
+                }
+                if let Some(position) = txn.open_table(SEAL_BY_RUN)?.remove((t, r))?.map(|v| v.value()) {
+                    let name = seals_table(t);
+                    txn.open_table(seals_def(&name))?.remove(position)?;
+                }
+            }
+            txn.commit()?;
+            Ok(())
+        };
+        if let Err(err) = write() {
+            tracing::error!("tamper delete failed: {err}");
+        }
+    }
+}
