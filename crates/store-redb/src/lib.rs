@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -57,6 +58,7 @@ struct Job {
 /// A journal store in one redb file.
 pub struct RedbStore {
     db: Arc<Database>,
+    commits: Arc<AtomicU64>,
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     committer: Mutex<Option<JoinHandle<()>>>,
     /// The directory of a temporary store, removed when the store is dropped.
@@ -96,12 +98,15 @@ impl RedbStore {
         let db = Arc::new(db);
         let (sender, receiver) = mpsc::channel::<Job>();
         let writer = Arc::clone(&db);
+        let commits = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&commits);
         let committer = std::thread::Builder::new()
             .name("agentplane-redb-committer".into())
-            .spawn(move || commit_loop(&writer, &receiver))
+            .spawn(move || commit_loop(&writer, &receiver, &counted))
             .map_err(io)?;
         Ok(Self {
             db,
+            commits,
             jobs: Mutex::new(Some(sender)),
             committer: Mutex::new(Some(committer)),
             #[cfg(feature = "testkit")]
@@ -116,6 +121,12 @@ impl RedbStore {
         let mut store = Self::create(&dir.path().join("journal.redb"))?;
         store._temporary = Some(dir);
         Ok(store)
+    }
+
+    /// How many write transactions appends have committed so far: fewer
+    /// than the appends when concurrent appenders share group commits.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
     }
 
     fn read_txn(&self) -> Result<ReadTransaction, JournalError> {
@@ -136,7 +147,7 @@ impl Drop for RedbStore {
 
 /// Group commit: every append waiting when a transaction starts goes into it,
 /// and each caller is answered only after that one commit is durable.
-fn commit_loop(db: &Database, jobs: &mpsc::Receiver<Job>) {
+fn commit_loop(db: &Database, jobs: &mpsc::Receiver<Job>, commits: &AtomicU64) {
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -146,6 +157,7 @@ fn commit_loop(db: &Database, jobs: &mpsc::Receiver<Job>) {
             }
         }
         let replies = commit_batch(db, &batch);
+        commits.fetch_add(1, Ordering::Relaxed);
         for (job, reply) in batch.into_iter().zip(replies) {
             let _ = job.reply.send(reply);
         }
