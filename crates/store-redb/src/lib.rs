@@ -55,9 +55,24 @@ struct Job {
     reply: mpsc::Sender<Result<Option<u64>, JournalError>>,
 }
 
+/// The file, open for writing (with the committer thread) or only for reading.
+enum Db {
+    Writable(Arc<Database>),
+    ReadOnly(redb::ReadOnlyDatabase),
+}
+
+impl Db {
+    fn begin_read(&self) -> Result<ReadTransaction, redb::TransactionError> {
+        match self {
+            Self::Writable(db) => db.begin_read(),
+            Self::ReadOnly(db) => db.begin_read(),
+        }
+    }
+}
+
 /// A journal store in one redb file.
 pub struct RedbStore {
-    db: Arc<Database>,
+    db: Db,
     commits: Arc<AtomicU64>,
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     committer: Mutex<Option<JoinHandle<()>>>,
@@ -85,6 +100,21 @@ impl RedbStore {
         Self::start(db)
     }
 
+    /// Opens an existing store for reading only: the file is never written,
+    /// whatever is in it, and appends are refused.
+    pub fn open_read_only(path: &Path) -> Result<Self, JournalError> {
+        let db =
+            redb::ReadOnlyDatabase::open(path).map_err(|err| JournalError::Io(format!("{}: {err}", path.display())))?;
+        Ok(Self {
+            db: Db::ReadOnly(db),
+            commits: Arc::new(AtomicU64::new(0)),
+            jobs: Mutex::new(None),
+            committer: Mutex::new(None),
+            #[cfg(feature = "testkit")]
+            _temporary: None,
+        })
+    }
+
     fn start(db: Database) -> Result<Self, JournalError> {
         let txn = db.begin_write().map_err(io)?;
         txn.open_table(RECORDS).map_err(io)?;
@@ -105,7 +135,7 @@ impl RedbStore {
             .spawn(move || commit_loop(&writer, &receiver, &counted))
             .map_err(io)?;
         Ok(Self {
-            db,
+            db: Db::Writable(db),
             commits,
             jobs: Mutex::new(Some(sender)),
             committer: Mutex::new(Some(committer)),
@@ -320,7 +350,7 @@ impl Store for RedbStore {
         let (reply, answer) = mpsc::channel();
         {
             let jobs = self.jobs.lock().map_err(|_| io("the committer lock is poisoned"))?;
-            let sender = jobs.as_ref().ok_or_else(|| io("the store is closing"))?;
+            let sender = jobs.as_ref().ok_or_else(|| io("the store is open read-only, or closing"))?;
             sender.send(Job { request, reply }).map_err(|_| io("the committer thread has stopped"))?;
         }
         answer.recv().map_err(|_| io("the committer thread stopped before answering"))?
@@ -457,10 +487,20 @@ fn seal_of(txn: &ReadTransaction, tenant: &TenantId, run: &RunId) -> Result<Opti
 }
 
 #[cfg(feature = "testkit")]
+impl RedbStore {
+    fn writable(&self) -> Result<&Database, Box<dyn std::error::Error>> {
+        match &self.db {
+            Db::Writable(db) => Ok(db),
+            Db::ReadOnly(_) => Err("read-only store".into()),
+        }
+    }
+}
+
+#[cfg(feature = "testkit")]
 impl journal_core::testkit::TamperAccess for RedbStore {
     fn overwrite_record_bytes(&self, tenant: &TenantId, run: &RunId, seq: u64, bytes: Vec<u8>) {
         let write = || -> Result<(), Box<dyn std::error::Error>> {
-            let txn = self.db.begin_write()?;
+            let txn = self.writable()?.begin_write()?;
             {
                 let mut records = txn.open_table(RECORDS)?;
                 let key = (tenant.as_str(), run.as_str(), seq);
@@ -500,7 +540,7 @@ impl journal_core::testkit::TamperAccess for RedbStore {
 
     fn delete_record(&self, tenant: &TenantId, run: &RunId, seq: u64) {
         let write = || -> Result<(), Box<dyn std::error::Error>> {
-            let txn = self.db.begin_write()?;
+            let txn = self.writable()?.begin_write()?;
             txn.open_table(RECORDS)?.remove((tenant.as_str(), run.as_str(), seq))?;
             txn.commit()?;
             Ok(())
@@ -513,7 +553,7 @@ impl journal_core::testkit::TamperAccess for RedbStore {
     fn delete_run(&self, tenant: &TenantId, run: &RunId) {
         let write = || -> Result<(), Box<dyn std::error::Error>> {
             let (t, r) = (tenant.as_str(), run.as_str());
-            let txn = self.db.begin_write()?;
+            let txn = self.writable()?.begin_write()?;
             {
                 let mut records = txn.open_table(RECORDS)?;
                 let seqs: Vec<u64> = records

@@ -1,0 +1,95 @@
+//! The plane's key file: the log's checkpoint key and the record signer.
+//!
+//! ```text
+//! # agentplane plane keys: keep this file secret
+//! log PRIVATE+KEY+<origin>+<hexid>+<base64>
+//! record <key id> <base64 Ed25519 seed>
+//! ```
+
+use std::io::Write as _;
+use std::path::Path;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use journal_core::{Ed25519Signer, Ed25519Verifier, Signer as _};
+use witness::{ALG_ED25519, LogKey, SignerKey};
+
+use crate::Failure;
+
+/// The default origin (and log key name) of a plane made by `keygen`/`demo`.
+pub const DEFAULT_ORIGIN: &str = "agentplane.local/plane";
+
+/// The plane's keys.
+pub struct PlaneKeys {
+    log_signer: SignerKey,
+    /// Signs checkpoints; its name is the log's origin.
+    pub log: LogKey,
+    /// Signs records.
+    pub record: Ed25519Signer,
+}
+
+impl PlaneKeys {
+    /// Fresh keys.
+    pub fn generate(origin: &str) -> Result<Self, Failure> {
+        let log_signer = SignerKey::generate(origin, ALG_ED25519).map_err(|err| Failure::Usage(err.to_string()))?;
+        let log = LogKey::new(log_signer.clone()).map_err(|err| Failure::Usage(err.to_string()))?;
+        let record = Ed25519Signer::generate(&format!("spiffe://{origin}/runtime")).map_err(Failure::Io)?;
+        Ok(Self { log_signer, log, record })
+    }
+
+    /// Reads a key file.
+    pub fn read(path: &Path) -> Result<Self, Failure> {
+        let text = std::fs::read_to_string(path).map_err(|err| {
+            Failure::Io(format!("reading key file {}: {err} (run `agentplane keygen` to make one)", path.display()))
+        })?;
+        let bad = |what: &str| Failure::Usage(format!("key file {}: {what}", path.display()));
+        let mut log: Option<SignerKey> = None;
+        let mut record = None;
+        for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+            let mut words = line.split_whitespace();
+            match (words.next(), words.next(), words.next(), words.next()) {
+                (Some("log"), Some(skey), None, None) => {
+                    log = Some(SignerKey::parse(skey).map_err(|err| bad(&format!("log key: {err}")))?);
+                }
+                (Some("record"), Some(key_id), Some(seed), None) => {
+                    let seed = STANDARD.decode(seed).map_err(|_| bad("record seed is not base64"))?;
+                    let seed: [u8; 32] = seed.try_into().map_err(|_| bad("record seed is not 32 bytes"))?;
+                    record = Some(Ed25519Signer::from_seed(key_id, seed));
+                }
+                _ => return Err(bad("expected `log <skey>` and `record <key id> <seed>` lines")),
+            }
+        }
+        let log_signer = log.ok_or_else(|| bad("no log key"))?;
+        let log = LogKey::new(log_signer.clone()).map_err(|err| bad(&format!("log key: {err}")))?;
+        Ok(Self { log_signer, log, record: record.ok_or_else(|| bad("no record key"))? })
+    }
+
+    /// Writes a new key file, refusing to overwrite one.
+    pub fn write(&self, path: &Path) -> Result<(), Failure> {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file =
+            options.open(path).map_err(|err| Failure::Io(format!("creating key file {}: {err}", path.display())))?;
+        let log_skey = self.log_signer.to_skey();
+        let body = format!(
+            "# agentplane plane keys: keep this file secret\nlog {log_skey}\nrecord {} {}\n",
+            self.record.key_id(),
+            STANDARD.encode(self.record.seed())
+        );
+        file.write_all(body.as_bytes()).map_err(|err| Failure::Io(format!("writing {}: {err}", path.display())))
+    }
+
+    /// The log's origin (its key name).
+    pub fn origin(&self) -> &str {
+        self.log.name()
+    }
+
+    /// The trusted-record-key verifier for this plane's own signer.
+    pub fn record_verifier(&self) -> Result<Ed25519Verifier, Failure> {
+        let mut verifier = Ed25519Verifier::new();
+        verifier.trust(self.record.key_id(), self.record.public_key()).map_err(Failure::Io)?;
+        Ok(verifier)
+    }
+}
