@@ -435,3 +435,30 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+#[test]
+fn redirects_to_another_host_are_not_followed() {
+    let mut plane = Plane::new(1);
+    plane.grow_to(2, u64::MAX);
+    let key = cosigner(7, "witness.test/w1");
+    let redirect = b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://localhost:9/add-checkpoint\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec();
+    let url = misbehaving_server(Misbehaviour::Raw(redirect));
+    let err =
+        HttpWitness::new(&url, vec![trusted(&key)]).unwrap().add_checkpoint(&plane.signed(), &plane.log).unwrap_err();
+    assert!(matches!(err, WitnessError::BadAnswer { status: 307, .. }), "{err:?}");
+}
+
+#[test]
+fn the_witness_binary_has_help() {
+    for args in [vec!["--help"], vec!["serve", "--help"], vec!["keygen", "--help"]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness")).args(&args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Usage"), "{args:?}");
+    }
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["serve", "--state", "/nonexistent/dir/x.redb", "--key-file", "/nonexistent/key", "--log", "a=b"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("agentplane-witness:"));
+}
