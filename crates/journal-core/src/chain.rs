@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{JournalError, TamperKind};
 use crate::ids::RunId;
 use crate::record::{Record, RecordKind};
-use crate::signature::{KeySignature, SignatureCheck, Verifier, VerifyOptions};
+use crate::signature::{KeySignature, SignatureCheck, Signer, Verifier, VerifyOptions};
 use crate::version::Upcasters;
 
 /// A link of a run's chain.
@@ -84,10 +84,12 @@ pub struct StoredRecord {
 }
 
 impl StoredRecord {
-    /// The row for `record` after `prev` (seq and run come from the record).
-    pub fn new(record: &Record, prev: ChainHash, signature: Option<KeySignature>) -> Result<Self, JournalError> {
+    /// The row for `record` after `prev`: encoded once, chained, and signed
+    /// by `signer` when the plane has one.
+    pub fn new(record: &Record, prev: ChainHash, signer: Option<&dyn Signer>) -> Result<Self, JournalError> {
         let bytes = record.encode()?;
         let hash = ChainHash::link(&prev, &bytes);
+        let signature = signer.map(|signer| signer.sign(&hash));
         Ok(Self {
             seq: record.seq,
             kind: record.kind().as_str().to_owned(),

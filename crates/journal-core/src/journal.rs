@@ -67,18 +67,8 @@ impl Journal<'_> {
         let seq = head.map_or(1, |h| h.seq + 1);
         let prev = head.map_or(ChainHash::GENESIS, |h| h.hash);
         let record = Record { run: run.clone(), seq, effect_key, build: Build::current(), body };
-        let bytes = record.encode()?;
-        let hash = ChainHash::link(&prev, &bytes);
-        let signature = self.signer.map(|signer| signer.sign(&hash));
-        let row = StoredRecord {
-            seq,
-            kind: record.kind().as_str().to_owned(),
-            effect_key: record.effect_key.clone(),
-            prev_hash: prev,
-            hash,
-            bytes,
-            signature,
-        };
+        let row = StoredRecord::new(&record, prev, self.signer)?;
+        let hash = row.hash;
         let conclusion = match &record.body {
             RecordBody::RunConcluded(concluded) => Some(Conclusion {
                 outcome: concluded.outcome,
