@@ -201,21 +201,54 @@ fn commit_batch(db: &Database, batch: &[Job]) -> Vec<Result<Option<u64>, Journal
         Err(err) => return fail_all(io(err)),
     };
     let mut replies = Vec::with_capacity(batch.len());
-    for job in batch {
-        match apply(&txn, &job.request) {
-            Ok(position) => replies.push(Ok(position)),
-            // Refused before anything was written: only this append fails.
-            Err(Applied::Refused(err)) => replies.push(Err(err)),
-            // A write failed half way: nothing of this batch may commit.
-            Err(Applied::Broken(err)) => {
-                let _ = txn.abort();
-                return fail_all(err);
+    {
+        // The batch's tables are opened once, not once per append.
+        let mut tables = match Tables::open(&txn) {
+            Ok(tables) => tables,
+            Err(err) => return fail_all(err),
+        };
+        for job in batch {
+            match apply(&txn, &mut tables, &job.request) {
+                Ok(position) => replies.push(Ok(position)),
+                // Refused before anything was written: only this append fails.
+                Err(Applied::Refused(err)) => replies.push(Err(err)),
+                // A write failed half way: nothing of this batch may commit.
+                Err(Applied::Broken(err)) => {
+                    drop(tables);
+                    let _ = txn.abort();
+                    return fail_all(err);
+                }
             }
         }
     }
     match txn.commit() {
         Ok(()) => replies,
         Err(err) => fail_all(io(err)),
+    }
+}
+
+/// The tables every append touches, open for one batch.
+struct Tables<'txn> {
+    records: redb::Table<'txn, (&'static str, &'static str, u64), RecordValue<'static>>,
+    runs: redb::Table<'txn, (&'static str, &'static str), RunValue<'static>>,
+    idempotency: redb::Table<'txn, (&'static str, &'static str), &'static str>,
+    outcomes: redb::Table<'txn, (&'static str, &'static str, &'static str), ()>,
+    seal_by_run: redb::Table<'txn, (&'static str, &'static str), u64>,
+    counter: redb::Table<'txn, &'static str, u64>,
+    nodes: redb::Table<'txn, (&'static str, u8, u64), &'static [u8]>,
+}
+
+impl<'txn> Tables<'txn> {
+    fn open(txn: &'txn WriteTransaction) -> Result<Self, JournalError> {
+        Ok(Self {
+            records: txn.open_table(RECORDS).map_err(io)?,
+            runs: txn.open_table(RUNS).map_err(io)?,
+            idempotency: txn.open_table(IDEMPOTENCY).map_err(io)?,
+            outcomes: txn.open_table(OUTCOMES).map_err(io)?,
+            seal_by_run: txn.open_table(SEAL_BY_RUN).map_err(io)?,
+            counter: txn.open_table(LOG_COUNTER).map_err(io)?,
+            nodes: txn.open_table(NODES).map_err(io)?,
+        })
     }
 }
 
@@ -231,13 +264,12 @@ fn head_of(value: RunValue<'_>) -> Result<(ExpectedHead, bool, Option<Outcome>),
 }
 
 /// Validates then writes one append inside the batch's transaction.
-fn apply(txn: &WriteTransaction, request: &AppendRequest) -> Result<Option<u64>, Applied> {
+fn apply(txn: &WriteTransaction, tables: &mut Tables<'_>, request: &AppendRequest) -> Result<Option<u64>, Applied> {
     let refused = Applied::Refused;
-    let broken = |err: JournalError| Applied::Broken(err);
+    let broken = |err: redb::Error| Applied::Broken(io(err));
     let tenant = request.tenant.as_str();
     let run = request.run.as_str();
-    let mut runs = txn.open_table(RUNS).map_err(|e| refused(io(e)))?;
-    let current = match runs.get((tenant, run)).map_err(|e| refused(io(e)))? {
+    let current = match tables.runs.get((tenant, run)).map_err(|e| refused(io(e)))? {
         Some(value) => Some(head_of(value.value()).map_err(refused)?),
         None => None,
     };
@@ -246,12 +278,11 @@ fn apply(txn: &WriteTransaction, request: &AppendRequest) -> Result<Option<u64>,
 
     // Everything the seal needs is computed before the first write.
     let seal = request.conclusion.as_ref().and_then(|c| c.seal.as_ref());
-    let mut counter = txn.open_table(LOG_COUNTER).map_err(|e| refused(io(e)))?;
-    let mut nodes = txn.open_table(NODES).map_err(|e| refused(io(e)))?;
     let sealing = match seal {
         Some(seal) => {
-            let position = counter.get(tenant).map_err(|e| refused(io(e)))?.map_or(0, |v| v.value());
-            let read = |ids: &[NodeId]| -> Result<Vec<NodeHash>, JournalError> { read_nodes(&nodes, tenant, ids) };
+            let position = tables.counter.get(tenant).map_err(|e| refused(io(e)))?.map_or(0, |v| v.value());
+            let nodes = &tables.nodes;
+            let read = |ids: &[NodeId]| -> Result<Vec<NodeHash>, JournalError> { read_nodes(nodes, tenant, ids) };
             let new_nodes = nodes_for_new_leaf(&read, position, seal.leaf_hash()).map_err(refused)?;
             Some((position, seal.to_bytes(), new_nodes))
         }
@@ -260,51 +291,51 @@ fn apply(txn: &WriteTransaction, request: &AppendRequest) -> Result<Option<u64>,
 
     let row = &request.row;
     let signature = row.signature.as_ref();
-    txn.open_table(RECORDS)
-        .and_then(|mut records| {
-            records.insert(
-                (tenant, run, row.seq),
-                (
-                    row.kind.as_str(),
-                    row.effect_key.as_deref(),
-                    row.prev_hash.as_bytes().as_slice(),
-                    row.hash.as_bytes().as_slice(),
-                    row.bytes.as_slice(),
-                    signature.map(|s| s.key_id.as_str()),
-                    signature.map(|s| s.signature.as_slice()),
-                ),
-            )?;
-            Ok(())
-        })
-        .map_err(|e| broken(io(e)))?;
+    tables
+        .records
+        .insert(
+            (tenant, run, row.seq),
+            (
+                row.kind.as_str(),
+                row.effect_key.as_deref(),
+                row.prev_hash.as_bytes().as_slice(),
+                row.hash.as_bytes().as_slice(),
+                row.bytes.as_slice(),
+                signature.map(|s| s.key_id.as_str()),
+                signature.map(|s| s.signature.as_slice()),
+            ),
+        )
+        .map_err(|e| broken(e.into()))?;
     if let Some(key) = idempotency_key_of(row) {
-        let mut idempotency = txn.open_table(IDEMPOTENCY).map_err(|e| broken(io(e)))?;
-        idempotency.insert((tenant, key.as_str()), run).map_err(|e| broken(io(e)))?;
+        tables.idempotency.insert((tenant, key.as_str()), run).map_err(|e| broken(e.into()))?;
     }
     let outcome = request.conclusion.as_ref().map(|c| c.outcome).or(old_outcome);
     if let Some(conclusion) = &request.conclusion {
-        let mut index = txn.open_table(OUTCOMES).map_err(|e| broken(io(e)))?;
         if let Some(old) = old_outcome {
-            index.remove((tenant, old.as_str(), run)).map_err(|e| broken(io(e)))?;
+            tables.outcomes.remove((tenant, old.as_str(), run)).map_err(|e| broken(e.into()))?;
         }
-        index.insert((tenant, conclusion.outcome.as_str(), run), ()).map_err(|e| broken(io(e)))?;
+        tables.outcomes.insert((tenant, conclusion.outcome.as_str(), run), ()).map_err(|e| broken(e.into()))?;
     }
     let mut position = None;
     if let Some((next, leaf_bytes, new_nodes)) = sealing {
         let name = seals_table(tenant);
-        let mut seals = txn.open_table(seals_def(&name)).map_err(|e| broken(io(e)))?;
-        seals.insert(next, (run, leaf_bytes.as_slice())).map_err(|e| broken(io(e)))?;
-        let mut by_run = txn.open_table(SEAL_BY_RUN).map_err(|e| broken(io(e)))?;
-        by_run.insert((tenant, run), next).map_err(|e| broken(io(e)))?;
-        counter.insert(tenant, next + 1).map_err(|e| broken(io(e)))?;
+        let mut seals = txn.open_table(seals_def(&name)).map_err(|e| broken(e.into()))?;
+        seals.insert(next, (run, leaf_bytes.as_slice())).map_err(|e| broken(e.into()))?;
+        tables.seal_by_run.insert((tenant, run), next).map_err(|e| broken(e.into()))?;
+        tables.counter.insert(tenant, next + 1).map_err(|e| broken(e.into()))?;
         for (id, hash) in new_nodes {
-            nodes.insert((tenant, id.level, id.index), hash.as_bytes().as_slice()).map_err(|e| broken(io(e)))?;
+            tables
+                .nodes
+                .insert((tenant, id.level, id.index), hash.as_bytes().as_slice())
+                .map_err(|e| broken(e.into()))?;
         }
         position = Some(next);
     }
     let sealed_now = position.is_some();
-    runs.insert((tenant, run), (row.seq, row.hash.as_bytes().as_slice(), sealed_now, outcome.map(|o| o.as_str())))
-        .map_err(|e| broken(io(e)))?;
+    tables
+        .runs
+        .insert((tenant, run), (row.seq, row.hash.as_bytes().as_slice(), sealed_now, outcome.map(|o| o.as_str())))
+        .map_err(|e| broken(e.into()))?;
     Ok(position)
 }
 
