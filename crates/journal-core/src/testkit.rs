@@ -95,7 +95,7 @@ pub fn sample_run(journal: &Journal<'_>, run: &RunId, outcome: Outcome) -> Resul
     head.ok_or_else(|| JournalError::InvalidRecord("empty sample".into()))
 }
 
-/// R-CHAIN-1/2: appended rows read back in order, with seq from 1 and the genesis link.
+/// R-CHAIN-1/2: appended rows read back in order, with seq from 1, the genesis link, and hash = SHA-256(prev || bytes).
 pub fn append_and_read_back(store: &dyn Store) {
     let tenant = tenant();
     let upcasters = Upcasters::builtin();
@@ -106,8 +106,11 @@ pub fn append_and_read_back(store: &dyn Store) {
     assert_eq!(verified.records.len(), 7);
     assert_eq!(verified.head, Some(head));
     assert_eq!(verified.records[0].stored.prev_hash, crate::chain::ChainHash::GENESIS);
+    let mut prev = crate::chain::ChainHash::GENESIS;
     for (i, record) in verified.records.iter().enumerate() {
         assert_eq!(record.stored.seq, i as u64 + 1);
+        assert_eq!(record.stored.hash, crate::chain::ChainHash::link(&prev, &record.stored.bytes));
+        prev = record.stored.hash;
     }
     assert_eq!(verified.outcome, Some(Outcome::Failed));
     assert_eq!(store.run_by_idempotency_key(&tenant, "idem-run-1").expect("lookup"), Some(run.clone()));
@@ -254,7 +257,7 @@ pub fn deleted_record_is_tamper(store: &(impl Store + TamperAccess)) {
     assert!(matches!(err, JournalError::Tamper { seq: 7, kind: TamperKind::Gap, .. }), "{err:?}");
 }
 
-/// R-LOG-6: a whole sealed run deleted is found only against a checkpoint
+/// R-LOG-6/7: a whole sealed run deleted is found only against a checkpoint
 /// saved before; every surviving run still proves inclusion; the deleted cannot.
 pub fn deleted_sealed_run_breaks_consistency(store: &(impl Store + TamperAccess)) {
     let tenant = tenant();

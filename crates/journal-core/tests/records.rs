@@ -166,3 +166,60 @@ fn r_ux_3_garbage_bytes_never_panic_and_are_typed() {
         assert!(err.is_build_skew(), "{err:?}");
     }
 }
+
+#[test]
+fn r_chain_4_the_hash_is_checked_before_the_body_is_parsed() {
+    // A row whose bytes were replaced by an unreadable shape, hash left as it
+    // was: the reader reports damage (the hash), not a build skew (the shape),
+    // because it never parses bytes the chain does not vouch for.
+    let record = &golden_records().unwrap()[0];
+    let bytes = record.encode().unwrap();
+    let hash = ChainHash::link(&ChainHash::GENESIS, &bytes);
+    let mut unreadable = bytes.clone();
+    unreadable.extend_from_slice(b"garbage");
+    let row = StoredRecord {
+        seq: 1,
+        kind: "RunAdmitted".into(),
+        effect_key: None,
+        prev_hash: ChainHash::GENESIS,
+        hash,
+        bytes: unreadable,
+        signature: None,
+    };
+    let upcasters = Upcasters::builtin();
+    let check = journal_core::ChainCheck {
+        upcasters: &upcasters,
+        verifier: None,
+        options: journal_core::VerifyOptions::default(),
+    };
+    let err = journal_core::verify_run(&record.run, &[row], None, check).unwrap_err();
+    assert!(err.is_tamper() && !err.is_build_skew(), "{err:?}");
+}
+
+#[test]
+fn r_ver_1_r_ver_4_every_read_compares_the_version_and_skew_is_never_tamper() {
+    // The same well-formed bytes, version bumped and rechained: the chain is
+    // intact, so the refusal is build skew, with the writer and the remedy.
+    let record = &golden_records().unwrap()[0];
+    let ahead = with_field(&record.encode().unwrap(), "v", serde_json::json!(7));
+    let hash = ChainHash::link(&ChainHash::GENESIS, &ahead);
+    let row = StoredRecord {
+        seq: 1,
+        kind: "RunAdmitted".into(),
+        effect_key: None,
+        prev_hash: ChainHash::GENESIS,
+        hash,
+        bytes: ahead,
+        signature: None,
+    };
+    let upcasters = Upcasters::builtin();
+    let check = journal_core::ChainCheck {
+        upcasters: &upcasters,
+        verifier: None,
+        options: journal_core::VerifyOptions::default(),
+    };
+    let err = journal_core::verify_run(&record.run, &[row], None, check).unwrap_err();
+    assert!(err.is_build_skew() && !err.is_tamper(), "{err:?}");
+    assert_eq!(err.class(), journal_core::ErrorClass::BuildSkew);
+    assert!(err.to_string().contains("read it with agentplane-journal-core golden"), "{err}");
+}
