@@ -114,9 +114,19 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         Command::Verify { require_signature, run, json } => {
             verify(&plane(&cli, false)?, run.as_deref().map(run_id).transpose()?, *require_signature, *json)
         }
-        Command::Checkpoint => {
+        Command::Checkpoint { json } => {
             let plane = plane(&cli, false)?;
-            print!("{}", checkpoint(&plane)?.note());
+            let signed = checkpoint(&plane)?;
+            if *json {
+                let body = signed.checkpoint();
+                return print_json(&json!({
+                    "origin": body.origin(),
+                    "size": body.tree().size,
+                    "root": b64(body.tree().root.as_bytes()),
+                    "note": signed.note(),
+                }));
+            }
+            print!("{}", signed.note());
             Ok(())
         }
         Command::Prove { run, consistency, json } => {

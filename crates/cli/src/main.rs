@@ -113,7 +113,11 @@ enum Command {
         json: bool,
     },
     /// Print the log's checkpoint as a signed note, exactly as a witness receives it.
-    Checkpoint,
+    Checkpoint {
+        /// JSON output: origin, size, root (base64) and the note.
+        #[arg(long)]
+        json: bool,
+    },
     /// Prove a sealed run's inclusion, or the log's consistency with an older size.
     Prove {
         /// The run (for an inclusion proof).

@@ -57,6 +57,10 @@ fn r_ux_1_demo_reaches_every_outcome_and_prints_a_verifiable_checkpoint() {
     let note = ok(dir.path(), &["checkpoint"]);
     let (signed, _) = witness::SignedCheckpoint::open(note.as_bytes(), &[&vkey]).unwrap();
     assert_eq!(signed.checkpoint().tree().size, 5, "five sealed runs");
+    let as_json = json(dir.path(), &["checkpoint", "--json"]);
+    assert_eq!(as_json["size"], 5);
+    assert_eq!(as_json["origin"], "agentplane.local/plane");
+    assert!(witness::SignedCheckpoint::open(as_json["note"].as_str().unwrap().as_bytes(), &[&vkey]).is_ok());
     // Running it again reuses the store and the key, and the log only grows.
     ok(dir.path(), &["demo"]);
     let later = ok(dir.path(), &["checkpoint"]);

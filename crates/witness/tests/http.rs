@@ -462,3 +462,25 @@ fn the_witness_binary_has_help() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("agentplane-witness:"));
 }
+
+#[test]
+fn a_bodiless_409_at_equal_size_is_the_v1_fork_answer() {
+    // transparency-dev/witness follows tlog-witness v1.0.0: same size, other
+    // root is a 409 with no body. The client learns size 5, resends from 5,
+    // and reads the bodiless 409 as a fork.
+    let mut plane = Plane::new(1);
+    plane.grow_to(5, u64::MAX);
+    let key = cosigner(7, "witness.test/w1");
+    let responses = vec![
+        http_response("409 Conflict", "text/x.tlog.size", b"5\n"),
+        b"HTTP/1.1 409 Conflict\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
+    ];
+    let url = misbehaving_server(Misbehaviour::Sequence(
+        std::sync::Arc::new(responses),
+        std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0)),
+    ));
+    let err =
+        HttpWitness::new(&url, vec![trusted(&key)]).unwrap().add_checkpoint(&plane.signed(), &plane.log).unwrap_err();
+    assert_eq!(err, WitnessError::Fork { witness: url, size: 5 });
+    assert!(err.is_integrity());
+}

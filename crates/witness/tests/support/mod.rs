@@ -83,6 +83,8 @@ pub enum Misbehaviour {
     Raw(Vec<u8>),
     /// Read the request and never answer; hold the connection until the client gives up.
     Silent,
+    /// Answer the n-th request with the n-th response (the last one repeats).
+    Sequence(Arc<Vec<Vec<u8>>>, Arc<AtomicU64>),
 }
 
 /// A hand-written HTTP server on 127.0.0.1 that misbehaves. Returns its URL.
@@ -119,6 +121,12 @@ fn serve_one(mut stream: TcpStream, behaviour: &Misbehaviour) {
     match behaviour {
         Misbehaviour::Raw(bytes) => {
             let _ = stream.write_all(bytes);
+            let _ = stream.flush();
+        }
+        Misbehaviour::Sequence(responses, served) => {
+            let n = served.fetch_add(1, Ordering::SeqCst) as usize;
+            let response = responses.get(n.min(responses.len().saturating_sub(1))).cloned().unwrap_or_default();
+            let _ = stream.write_all(&response);
             let _ = stream.flush();
         }
         Misbehaviour::Silent => {
