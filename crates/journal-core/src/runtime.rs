@@ -443,14 +443,12 @@ impl Runtime {
         Ok(Admission::New(Box::new(RunHandle { runtime: self, tenant: config, run, head: frozen.head, state })))
     }
 
-    /// The run's status from its verified journal.
+    /// The run's status from its verified journal: its last conclusion, the
+    /// same answer the outcome index gives (R-RUN-3). A lifted withholding or
+    /// an answered doubt changes it at the run's next conclusion.
     pub fn status(&self, tenant: &TenantId, run: &RunId) -> Result<RunStatus, RuntimeError> {
         let verified = self.read(self.tenant(tenant)?, run)?;
-        let state = replay(&verified);
-        Ok(match &state.last {
-            Some(last) if !state.continued_after_last => RunStatus::of(last),
-            _ => RunStatus::Running,
-        })
+        Ok(replay(&verified).last.as_ref().map_or(RunStatus::Running, RunStatus::of))
     }
 
     /// The runs of a tenant whose answer is `outcome` (all when `None`).
@@ -507,7 +505,9 @@ impl Runtime {
 
     /// Lifts a withholding; a resume then continues the run.
     pub fn lift(&self, tenant: &TenantId, run: &RunId, note: &str) -> Result<(), RuntimeError> {
-        if !matches!(self.status(tenant, run)?, RunStatus::Withheld { .. }) {
+        let state = replay(&self.read(self.tenant(tenant)?, run)?);
+        let withheld = matches!(&state.last, Some(c) if c.outcome == Outcome::Withheld) && !state.continued_after_last;
+        if !withheld {
             return Err(RuntimeError::NotApplicable { run: run.clone(), reason: "it is not withheld".into() });
         }
         self.append_to(tenant, run, None, RecordBody::WithholdingLifted(WithholdingLifted { note: note.to_owned() }))

@@ -156,8 +156,12 @@ pub fn withhold_and_lift(store: Arc<dyn Store>) {
     assert!(matches!(rt.resume(&t, &id), Err(RuntimeError::Stopped { status: RunStatus::Withheld { .. }, .. })));
     assert_eq!(rt.runs(&t, Some(Outcome::Withheld)).expect("listing"), vec![id.clone()]);
     rt.lift(&t, &id, "review passed").expect("lift");
-    assert_eq!(rt.status(&t, &id).expect("status"), RunStatus::Running);
+    assert!(matches!(rt.lift(&t, &id, "again"), Err(RuntimeError::NotApplicable { .. })), "lifted once");
+    // The answer stays the last conclusion, as in the index, until the run concludes again.
+    assert!(matches!(rt.status(&t, &id).expect("status"), RunStatus::Withheld { .. }));
     rt.resume(&t, &id).expect("continues").succeed("done").expect("succeed");
+    assert_eq!(rt.status(&t, &id).expect("status"), RunStatus::Succeeded);
+    assert_eq!(rt.runs(&t, Some(Outcome::Succeeded)).expect("listing"), vec![id]);
 }
 
 /// R-RUN-5: a crash between EffectStarted and EffectDone is a doubt: resume
