@@ -92,6 +92,9 @@ fn test() -> Result<()> {
     step("cargo test --workspace --all-features");
     let counts = run_tests(cargo().args(["test", "--workspace", "--all-features"]))?;
 
+    step("cargo publish --dry-run -p agentplane-tlog (publishable on its own)");
+    run_command(cargo().args(["publish", "--dry-run", "--quiet", "--allow-dirty", "-p", "agentplane-tlog"]))?;
+
     step("cargo doc --workspace --no-deps (warnings are errors)");
     run_command(
         cargo().args(["doc", "--workspace", "--no-deps", "--all-features"]).env("RUSTDOCFLAGS", "-D warnings"),

@@ -303,3 +303,21 @@ fn r_note_2_log_key_signs_each_checkpoint_as_it_goes_out() {
         Err(CheckpointError::Note(NoteError::InvalidSignature { .. }))
     ));
 }
+
+#[test]
+fn ml_dsa_lines_are_reported_unsupported_neither_valid_nor_failed() {
+    use base64::Engine as _;
+    let name = "w.test/mldsa";
+    let public = vec![7u8; 1312];
+    let id = witness::key_id(name, witness::ALG_ML_DSA_44, &public);
+    let mut encoded = vec![witness::ALG_ML_DSA_44];
+    encoded.extend_from_slice(&public);
+    let vkey = format!("{name}+{id:08x}+{}", base64::engine::general_purpose::STANDARD.encode(&encoded));
+    let trusted = TrustedWitness::parse(&vkey).unwrap();
+    let line = NoteSignature { name: name.into(), key_id: id, signature: vec![1; 8 + 2420] };
+    let body = "log.test\n1\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n";
+    assert!(matches!(trusted.check(body, &line), CosignatureCheck::Unsupported { algorithm: 0x06, .. }));
+    let report = verify_cosignatures(body, &[line], &[trusted]).unwrap();
+    assert!(report.valid.is_empty());
+    assert_eq!(report.unsupported, vec![(name.to_owned(), 0x06)]);
+}
