@@ -349,6 +349,9 @@ pub struct RunHandle<'rt> {
     run: RunId,
     head: ExpectedHead,
     state: Replay,
+    /// Set when this handle concluded the run: it drives nothing more (a
+    /// resume, after the reason is answered, gives a new handle).
+    stopped: bool,
 }
 
 /// What `admit` found.
@@ -440,7 +443,14 @@ impl Runtime {
         let frozen =
             journal.append(&run, Some(first.head), None, RecordBody::PlanFrozen(PlanFrozen { steps: request.plan }))?;
         let state = Replay { budget: request.budget, ..Replay::default() };
-        Ok(Admission::New(Box::new(RunHandle { runtime: self, tenant: config, run, head: frozen.head, state })))
+        Ok(Admission::New(Box::new(RunHandle {
+            runtime: self,
+            tenant: config,
+            run,
+            head: frozen.head,
+            state,
+            stopped: false,
+        })))
     }
 
     /// The run's status from its verified journal: its last conclusion, the
@@ -568,7 +578,7 @@ impl Runtime {
         let head =
             verified.head.ok_or_else(|| JournalError::NotFound { tenant: tenant.to_string(), run: run.to_string() })?;
         let state = replay(&verified);
-        let mut handle = RunHandle { runtime: self, tenant: config, run: run.clone(), head, state };
+        let mut handle = RunHandle { runtime: self, tenant: config, run: run.clone(), head, state, stopped: false };
         if let Some(key) = handle.state.open.first().cloned() {
             let already = matches!(&handle.state.last, Some(c) if c.outcome == Outcome::Quarantined && !handle.state.continued_after_last);
             if !already {
@@ -607,6 +617,9 @@ impl RunHandle<'_> {
     }
 
     fn append(&mut self, effect_key: Option<String>, body: RecordBody) -> Result<(), RuntimeError> {
+        if self.stopped {
+            return Err(self.stopped());
+        }
         let appended = self.runtime.journal(&self.tenant).append(&self.run, Some(self.head), effect_key, body)?;
         self.head = appended.head;
         Ok(())
@@ -617,6 +630,7 @@ impl RunHandle<'_> {
         self.append(None, RecordBody::RunConcluded(concluded.clone()))?;
         self.state.last = Some(concluded);
         self.state.continued_after_last = false;
+        self.stopped = true;
         Ok(())
     }
 
@@ -661,6 +675,9 @@ impl RunHandle<'_> {
         step: &str,
         perform: impl FnOnce() -> EffectOutput,
     ) -> Result<EffectResult, RuntimeError> {
+        if self.stopped {
+            return Err(self.stopped());
+        }
         if let Some(result) = self.state.done.get(effect_key) {
             return Ok(result.clone());
         }

@@ -129,6 +129,14 @@ pub fn exhaustion_redelivery_and_raised_ceiling(store: Arc<dyn Store>) {
         matches!(&err, RuntimeError::Stopped { status: RunStatus::Exhausted { verdict, .. }, .. } if *verdict == expected),
         "{err:?}"
     );
+    // The handle that concluded the run drives nothing more.
+    let performed = Cell::new(false);
+    let again = run.effect("ek:sneak", "work", || {
+        performed.set(true);
+        ok("x", 1)
+    });
+    assert!(matches!(again, Err(RuntimeError::Stopped { .. })) && !performed.get(), "{again:?}");
+    assert!(matches!(run.start_step("more"), Err(RuntimeError::Stopped { .. })));
     match rt.admit(&t, request("hungry", budget)).expect("redelivery") {
         Admission::Existing { run, status: RunStatus::Exhausted { verdict, reason } } => {
             assert_eq!(run, id);
