@@ -167,6 +167,26 @@ fn r_ux_3_garbage_bytes_never_panic_and_are_typed() {
     }
 }
 
+/// Verifies a one-row run holding `bytes` under `hash` and returns the refusal.
+fn single_row_refusal(run: &RunId, bytes: Vec<u8>, hash: ChainHash) -> JournalError {
+    let row = StoredRecord {
+        seq: 1,
+        kind: "RunAdmitted".into(),
+        effect_key: None,
+        prev_hash: ChainHash::GENESIS,
+        hash,
+        bytes,
+        signature: None,
+    };
+    let upcasters = Upcasters::builtin();
+    let check = journal_core::ChainCheck {
+        upcasters: &upcasters,
+        verifier: None,
+        options: journal_core::VerifyOptions::default(),
+    };
+    journal_core::verify_run(run, &[row], None, check).unwrap_err()
+}
+
 #[test]
 fn r_chain_4_the_hash_is_checked_before_the_body_is_parsed() {
     // A row whose bytes were replaced by an unreadable shape, hash left as it
@@ -177,22 +197,7 @@ fn r_chain_4_the_hash_is_checked_before_the_body_is_parsed() {
     let hash = ChainHash::link(&ChainHash::GENESIS, &bytes);
     let mut unreadable = bytes.clone();
     unreadable.extend_from_slice(b"garbage");
-    let row = StoredRecord {
-        seq: 1,
-        kind: "RunAdmitted".into(),
-        effect_key: None,
-        prev_hash: ChainHash::GENESIS,
-        hash,
-        bytes: unreadable,
-        signature: None,
-    };
-    let upcasters = Upcasters::builtin();
-    let check = journal_core::ChainCheck {
-        upcasters: &upcasters,
-        verifier: None,
-        options: journal_core::VerifyOptions::default(),
-    };
-    let err = journal_core::verify_run(&record.run, &[row], None, check).unwrap_err();
+    let err = single_row_refusal(&record.run, unreadable, hash);
     assert!(err.is_tamper() && !err.is_build_skew(), "{err:?}");
 }
 
@@ -203,22 +208,7 @@ fn r_ver_1_r_ver_4_every_read_compares_the_version_and_skew_is_never_tamper() {
     let record = &golden_records().unwrap()[0];
     let ahead = with_field(&record.encode().unwrap(), "v", serde_json::json!(7));
     let hash = ChainHash::link(&ChainHash::GENESIS, &ahead);
-    let row = StoredRecord {
-        seq: 1,
-        kind: "RunAdmitted".into(),
-        effect_key: None,
-        prev_hash: ChainHash::GENESIS,
-        hash,
-        bytes: ahead,
-        signature: None,
-    };
-    let upcasters = Upcasters::builtin();
-    let check = journal_core::ChainCheck {
-        upcasters: &upcasters,
-        verifier: None,
-        options: journal_core::VerifyOptions::default(),
-    };
-    let err = journal_core::verify_run(&record.run, &[row], None, check).unwrap_err();
+    let err = single_row_refusal(&record.run, ahead, hash);
     assert!(err.is_build_skew() && !err.is_tamper(), "{err:?}");
     assert_eq!(err.class(), journal_core::ErrorClass::BuildSkew);
     assert!(err.to_string().contains("read it with agentplane-journal-core golden"), "{err}");
