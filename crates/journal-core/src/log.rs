@@ -160,3 +160,26 @@ pub fn root_at(store: &dyn Store, tenant: &TenantId, size: u64) -> Result<tlog::
 fn not_sealed(tenant: &TenantId, run: &RunId) -> JournalError {
     JournalError::NotFound { tenant: tenant.to_string(), run: format!("{run} (sealed)") }
 }
+
+/// A tenant's log as a [`witness::LogHistory`]: what a witness client needs
+/// to prove that the checkpoint it submits extends the one a witness holds.
+pub struct StoreHistory<'a> {
+    /// The store.
+    pub store: &'a dyn Store,
+    /// The tenant.
+    pub tenant: &'a TenantId,
+}
+
+impl witness::LogHistory for StoreHistory<'_> {
+    fn root_at(&self, size: u64) -> Result<tlog::RootHash, String> {
+        root_at(self.store, self.tenant, size).map_err(|err| err.to_string())
+    }
+
+    fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, String> {
+        let (proof, head) = consistency_proof(self.store, self.tenant, old_size).map_err(|err| err.to_string())?;
+        if head.tree.size != new_size {
+            return Err(format!("the log is at size {}, not {new_size}: sign a fresh checkpoint", head.tree.size));
+        }
+        Ok(proof)
+    }
+}
