@@ -66,6 +66,7 @@ fn ensure_ssh_tools() -> Result<()> {
         return Ok(());
     }
     step("ssh-agent is missing (litewitness keeps its key in one): installing Debian's openssh-client");
+    run_command(Command::new("apt-get").args(["update", "-q"]))?;
     run_command(Command::new("apt-get").args(["install", "-y", "-q", "openssh-client"]))
 }
 
