@@ -79,3 +79,18 @@ proptest! {
         prop_assert_eq!(named_seq(&err), i as u64 + 1);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// R-UX-3: arbitrary record bytes and export text are refused with a typed error, never a panic.
+    #[test]
+    fn r_ux_3_arbitrary_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..400), text in "\\PC{0,400}") {
+        let upcasters = Upcasters::builtin();
+        prop_assert!(journal_core::Record::decode_verified(&bytes, &upcasters).is_err() || serde_json::from_slice::<serde_json::Value>(&bytes).is_ok());
+        let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+        prop_assert!(journal_core::export::verify_export(&text, &[], check).is_err());
+        let _ = journal_core::chain::ChainHash::from_hex(&text);
+        let _ = RunId::new(&text);
+    }
+}

@@ -47,3 +47,22 @@ proptest! {
         prop_assert!(open(&bytes, &trusted).is_err(), "a note with byte {} changed still verified", at);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// R-UX-3: hostile bytes get a typed refusal, never a panic.
+    #[test]
+    fn r_ux_3_arbitrary_input_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..600), text in "\\PC{0,300}") {
+        let key = SignerKey::from_seed("prop.test/log", ALG_ED25519, [1; 32]).unwrap().verifier_key();
+        let trusted: [&dyn NoteVerifier; 1] = [&key];
+        let _ = open(&bytes, &trusted);
+        let _ = Checkpoint::parse(&text);
+        let _ = witness::protocol::AddCheckpointRequest::parse(&bytes);
+        let _ = witness::parse_signature_lines(&text);
+        let _ = witness::VerifierKey::parse(&text);
+        let _ = witness::SignerKey::parse(&text);
+        let _ = witness::TrustedWitness::parse(&text);
+        let _ = witness::protocol::parse_conflict_size(Some("text/x.tlog.size"), &bytes);
+    }
+}
