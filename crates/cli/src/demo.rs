@@ -34,6 +34,11 @@ fn admit<'rt>(
     }
 }
 
+/// Admits a run that this demo does not drive itself; returns its id.
+fn admit_id(runtime: &Runtime, plane: &crate::commands::Plane, key: &str) -> Result<journal_core::RunId, Failure> {
+    Ok(admit(runtime, plane, key, Budget::default())?.run().clone())
+}
+
 /// Stops the demo unless the error is the conclusion the scenario expects.
 fn expect_stop<T>(result: Result<T, RuntimeError>) -> Result<(), Failure> {
     match result {
@@ -77,9 +82,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
     resumed.succeed("answered after the ceiling was raised")?;
 
     // Quarantined (a worker died mid-effect), answered, succeeded.
-    let run = admit(&runtime, &plane, &key("doubt-answered"), Budget::default())?;
-    let id = run.run().clone();
-    drop(run);
+    let id = admit_id(&runtime, &plane, &key("doubt-answered"))?;
     simulate_crash_mid_effect(&plane, &id, "ek:pay")?;
     expect_stop(runtime.resume(t, &id))?;
     runtime.answer_doubt(
@@ -100,24 +103,16 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
     let mut run = admit(&runtime, &plane, &key("exhausted"), Budget { effects: Some(1), ..Budget::default() })?;
     run.effect("ek:one", "research", || charge("one", 10))?;
     expect_stop(run.effect("ek:two", "research", || charge("two", 10)))?;
-    let run = admit(&runtime, &plane, &key("withheld"), Budget::default())?;
-    let id = run.run().clone();
-    drop(run);
+    let id = admit_id(&runtime, &plane, &key("withheld"))?;
     runtime.withhold(t, &id, "held for compliance review")?;
-    let run = admit(&runtime, &plane, &key("quarantined"), Budget::default())?;
-    let id = run.run().clone();
-    drop(run);
+    let id = admit_id(&runtime, &plane, &key("quarantined"))?;
     simulate_crash_mid_effect(&plane, &id, "ek:transfer")?;
     expect_stop(runtime.resume(t, &id))?;
 
     // Sealed without success: cancelled, abandoned.
-    let run = admit(&runtime, &plane, &key("cancelled"), Budget::default())?;
-    let id = run.run().clone();
-    drop(run);
+    let id = admit_id(&runtime, &plane, &key("cancelled"))?;
     runtime.cancel(t, &id, "the user withdrew the question")?;
-    let run = admit(&runtime, &plane, &key("abandoned"), Budget::default())?;
-    let id = run.run().clone();
-    drop(run);
+    let id = admit_id(&runtime, &plane, &key("abandoned"))?;
     runtime.abandon(t, &id, "superseded")?;
 
     print_runs_table(&run_rows(&plane, None)?);

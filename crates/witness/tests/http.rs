@@ -11,6 +11,13 @@ use witness::{
     split_view,
 };
 
+/// Posts an add-checkpoint request by hand, with no proof, and returns the raw answer.
+fn raw_add_checkpoint(url: &str, old_size: u64, checkpoint_note: String) -> reqwest::blocking::Response {
+    let request =
+        witness::protocol::AddCheckpointRequest { old_size, proof: tlog::ConsistencyProof::default(), checkpoint_note };
+    reqwest::blocking::Client::new().post(format!("{url}/add-checkpoint")).body(request.to_body()).send().unwrap()
+}
+
 fn setup(plane: &Plane) -> (tempfile::TempDir, witness::WitnessServer, witness::Cosigner) {
     let dir = tempfile::tempdir().unwrap();
     let key = cosigner(7, "witness.test/w1");
@@ -51,16 +58,7 @@ fn r_wit_2_stale_old_size_gets_409_then_succeeds() {
     plane.grow_to(5, u64::MAX);
     HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap().add_checkpoint(&plane.signed(), &plane.log).unwrap();
     // A raw request from old 0 shows the witness's answer: 409 with its size.
-    let request = witness::protocol::AddCheckpointRequest {
-        old_size: 0,
-        proof: tlog::ConsistencyProof::default(),
-        checkpoint_note: plane.signed().note().to_owned(),
-    };
-    let raw = reqwest::blocking::Client::new()
-        .post(format!("{}/add-checkpoint", server.url()))
-        .body(request.to_body())
-        .send()
-        .unwrap();
+    let raw = raw_add_checkpoint(&server.url(), 0, plane.signed().note().to_owned());
     assert_eq!(raw.status().as_u16(), 409);
     assert_eq!(raw.headers()["content-type"], "text/x.tlog.size");
     assert_eq!(raw.text().unwrap(), "5\n");
@@ -114,16 +112,7 @@ fn r_wit_6_shrink_is_refused() {
     assert_eq!(err, WitnessError::Rollback { witness: server.url(), witness_size: 7, size: 5 });
     assert!(err.is_integrity());
     // The raw protocol: old size 7 with a size-5 checkpoint is a 400.
-    let request = witness::protocol::AddCheckpointRequest {
-        old_size: 7,
-        proof: tlog::ConsistencyProof::default(),
-        checkpoint_note: shorter.signed().note().to_owned(),
-    };
-    let raw = reqwest::blocking::Client::new()
-        .post(format!("{}/add-checkpoint", server.url()))
-        .body(request.to_body())
-        .send()
-        .unwrap();
+    let raw = raw_add_checkpoint(&server.url(), 7, shorter.signed().note().to_owned());
     assert_eq!(raw.status().as_u16(), 400);
 }
 
