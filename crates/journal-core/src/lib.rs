@@ -30,6 +30,7 @@ pub use record::{
 };
 pub use runtime::{
     Admission, AdmitRequest, BuildError, EffectOutput, RunHandle, RunStatus, Runtime, RuntimeBuilder, RuntimeError,
+    SweepOutcome, SweepReport,
 };
 pub use seal::SealLeaf;
 #[cfg(feature = "signing")]
