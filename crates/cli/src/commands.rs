@@ -10,7 +10,7 @@ use std::sync::Arc;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use journal_core::{
-    ChainCheck, Ed25519Verifier, Journal, Outcome, RunId, Runtime, RuntimeBuilder, Signer as _, Store, TenantId,
+    Build, ChainCheck, Ed25519Verifier, Journal, Outcome, RunId, Runtime, RuntimeBuilder, Signer as _, Store, TenantId,
     Upcasters, VerifiedRun, Verifier, VerifyOptions,
 };
 use serde_json::json;
@@ -18,6 +18,12 @@ use store_redb::RedbStore;
 
 use crate::keys::PlaneKeys;
 use crate::{Cli, Command, Failure};
+
+/// This binary, named as the writer of every record it appends (R-VER-4).
+pub fn cli_build() -> &'static Build {
+    static BUILD: std::sync::OnceLock<Build> = std::sync::OnceLock::new();
+    BUILD.get_or_init(|| Build::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")))
+}
 
 /// What every command works on.
 pub struct Plane {
@@ -28,7 +34,7 @@ pub struct Plane {
 
 impl Plane {
     pub fn journal(&self) -> Journal<'_> {
-        Journal { store: self.store.as_ref(), tenant: &self.tenant, origin: self.keys.origin(), signer: None }
+        Journal::new(self.store.as_ref(), &self.tenant, self.keys.origin()).written_by(cli_build())
     }
 
     pub fn runtime(&self) -> Result<Runtime, Failure> {
@@ -36,6 +42,7 @@ impl Plane {
             .signer(Arc::new(self.keys.record.clone()))
             .verifier(Arc::new(self.keys.record_verifier()?))
             .tenant(self.tenant.clone(), self.keys.origin(), Some(self.keys.log.clone()))
+            .written_by(cli_build().clone())
             .build()
             .map_err(|err| Failure::Usage(err.to_string()))
     }

@@ -134,7 +134,7 @@ fn simulate_crash_mid_effect(
 ) -> Result<(), Failure> {
     let head = plane.store.read_run(&plane.tenant, run)?.head;
     let signer = plane.keys.record.clone();
-    let journal = journal_core::Journal { signer: Some(&signer), ..plane.journal() };
+    let journal = plane.journal().signed_by(&signer);
     let body = RecordBody::EffectStarted(EffectStarted {
         step: "research".into(),
         reserved: Counters { effects: 1, ..Counters::default() },

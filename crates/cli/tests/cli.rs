@@ -124,6 +124,12 @@ fn show_cost_and_runs_read_the_journal() {
     assert_eq!(records[0]["kind"], "RunAdmitted");
     assert!(records.iter().all(|r| r["signed_by"].as_str().unwrap().starts_with("spiffe://")));
     assert_eq!(records.last().unwrap()["kind"], "RunConcluded");
+    // R-VER-4: the records name the binary that wrote them.
+    let store = store_redb::RedbStore::open_read_only(&dir.path().join("agentplane.redb")).unwrap();
+    let tenant = journal_core::TenantId::new("default").unwrap();
+    let rows = journal_core::Store::read_run(&store, &tenant, &journal_core::RunId::new(&run).unwrap()).unwrap().rows;
+    let header = journal_core::Record::header(&rows[0].bytes).unwrap();
+    assert_eq!(header.build.unwrap().name, "agentplane-cli");
     let table = ok(dir.path(), &["show", &run]);
     assert!(table.contains("SEQ") && table.contains("RunAdmitted"));
     let tenant = json(dir.path(), &["cost", "--json"]);

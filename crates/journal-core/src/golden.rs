@@ -138,7 +138,7 @@ pub fn export_corpus() -> Result<String, JournalError> {
     let store = MemoryStore::new();
     let tenant = TenantId::new("tenant-a")?;
     let signer = Ed25519Signer::from_seed(RECORD_KEY_ID, RECORD_KEY_SEED);
-    let journal = Journal { store: &store, tenant: &tenant, origin: ORIGIN, signer: Some(&signer) };
+    let journal = Journal::new(&store, &tenant, ORIGIN).signed_by(&signer);
     // Two earlier sealed runs, so the proof has siblings.
     let mut target = None;
     for (n, name) in ["golden-a", "golden-b", "golden-run-0001"].into_iter().enumerate() {

@@ -9,7 +9,8 @@ use crate::seal::SealLeaf;
 use crate::signature::Signer;
 use crate::store::{AppendRequest, Conclusion, SealEntry, Store};
 
-/// A tenant's journal on a store, with the plane's optional record signer.
+/// A tenant's journal on a store, with the plane's optional record signer
+/// and the build that writes (named in every record, R-VER-4).
 #[derive(Clone, Copy)]
 pub struct Journal<'a> {
     /// The store.
@@ -20,6 +21,8 @@ pub struct Journal<'a> {
     pub origin: &'a str,
     /// The record signer; `None` writes unsigned records (R-SIG-4).
     pub signer: Option<&'a dyn Signer>,
+    /// The build named as the writer of every record appended here.
+    pub build: &'a Build,
 }
 
 /// What an append produced.
@@ -54,7 +57,22 @@ impl VerifiedRun {
     }
 }
 
-impl Journal<'_> {
+impl<'a> Journal<'a> {
+    /// An unsigned journal written by this build of journal-core.
+    pub fn new(store: &'a dyn Store, tenant: &'a TenantId, origin: &'a str) -> Self {
+        Self { store, tenant, origin, signer: None, build: Build::journal_core() }
+    }
+
+    /// Signs every record with `signer`.
+    pub fn signed_by(self, signer: &'a dyn Signer) -> Self {
+        Self { signer: Some(signer), ..self }
+    }
+
+    /// Names `build` (the binary running) as the writer of every record.
+    pub fn written_by(self, build: &'a Build) -> Self {
+        Self { build, ..self }
+    }
+
     /// Appends `body` after `head` (`None` for a new run's first record).
     /// A `RunConcluded` updates the outcome index; a sealing one seals.
     pub fn append(
@@ -66,7 +84,7 @@ impl Journal<'_> {
     ) -> Result<Appended, JournalError> {
         let seq = head.map_or(1, |h| h.seq + 1);
         let prev = head.map_or(ChainHash::GENESIS, |h| h.hash);
-        let record = Record { run: run.clone(), seq, effect_key, build: Build::current(), body };
+        let record = Record { run: run.clone(), seq, effect_key, build: self.build.clone(), body };
         let row = StoredRecord::new(&record, prev, self.signer)?;
         let hash = row.hash;
         let conclusion = match &record.body {

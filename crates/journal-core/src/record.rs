@@ -22,9 +22,21 @@ pub struct Build {
 }
 
 impl Build {
+    /// A build by package name and version; a binary names itself with
+    /// `Build::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))`.
+    pub fn new(name: &str, version: &str) -> Self {
+        Self { name: name.to_owned(), version: version.to_owned() }
+    }
+
     /// This build of journal-core.
     pub fn current() -> Self {
-        Self { name: env!("CARGO_PKG_NAME").to_owned(), version: env!("CARGO_PKG_VERSION").to_owned() }
+        Self::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))
+    }
+
+    /// [`Build::current`], shared.
+    pub fn journal_core() -> &'static Build {
+        static CURRENT: std::sync::OnceLock<Build> = std::sync::OnceLock::new();
+        CURRENT.get_or_init(Build::current)
     }
 }
 

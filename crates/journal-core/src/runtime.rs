@@ -198,6 +198,8 @@ pub struct Runtime {
     upcasters: Upcasters,
     /// Per tenant, the log size the last round that met the quorum witnessed.
     witnessed: std::sync::Mutex<BTreeMap<TenantId, u64>>,
+    /// The build named as the writer of every record.
+    build: crate::record::Build,
 }
 
 /// Builds a [`Runtime`].
@@ -210,6 +212,7 @@ pub struct RuntimeBuilder {
     witnesses: Vec<Arc<dyn witness::Witness + Send + Sync>>,
     quorum: Option<witness::WitnessQuorum>,
     upcasters: Option<Upcasters>,
+    build: Option<crate::record::Build>,
 }
 
 impl RuntimeBuilder {
@@ -245,6 +248,14 @@ impl RuntimeBuilder {
     ) -> Self {
         self.witnesses = witnesses;
         self.quorum = Some(quorum);
+        self
+    }
+
+    /// Names the binary that writes (its package name and version), so that a
+    /// build-skew refusal can say which binary wrote a journal (R-VER-4).
+    /// Defaults to this build of journal-core.
+    pub fn written_by(mut self, build: crate::record::Build) -> Self {
+        self.build = Some(build);
         self
     }
 
@@ -287,6 +298,7 @@ impl RuntimeBuilder {
             quorum,
             upcasters: self.upcasters.unwrap_or_else(Upcasters::builtin),
             witnessed: std::sync::Mutex::new(BTreeMap::new()),
+            build: self.build.unwrap_or_else(crate::record::Build::current),
         })
     }
 }
@@ -393,6 +405,7 @@ impl Runtime {
             tenant: &tenant.tenant,
             origin: &tenant.origin,
             signer: self.signer.as_deref(),
+            build: &self.build,
         }
     }
 

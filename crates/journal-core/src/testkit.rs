@@ -42,7 +42,7 @@ pub fn tenant() -> TenantId {
 pub const ORIGIN: &str = "testkit.test/plane/tenant-a";
 
 fn journal<'a>(store: &'a dyn Store, tenant: &'a TenantId) -> Journal<'a> {
-    Journal { store, tenant, origin: ORIGIN, signer: None }
+    Journal::new(store, tenant, ORIGIN)
 }
 
 fn check(upcasters: &Upcasters) -> ChainCheck<'_> {
@@ -212,7 +212,7 @@ pub fn tenants_are_separate(store: &dyn Store) {
     let b = TenantId::new("tenant-b").expect("id");
     let run = run_id("same-name");
     sample_run(&journal(store, &a), &run, Outcome::Succeeded).expect("a");
-    let journal_b = Journal { store, tenant: &b, origin: "testkit.test/plane/tenant-b", signer: None };
+    let journal_b = Journal::new(store, &b, "testkit.test/plane/tenant-b");
     sample_run(&journal_b, &run, Outcome::Succeeded).expect("b");
     assert_eq!(store.seal_of(&a, &run).expect("a").map(|s| s.position), Some(0));
     assert_eq!(store.seal_of(&b, &run).expect("b").map(|s| s.position), Some(0));

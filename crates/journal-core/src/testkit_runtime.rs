@@ -281,7 +281,7 @@ pub fn signed_and_unsigned_planes(store: Arc<dyn Store>) {
         verifier: Some(&verifier),
         options: VerifyOptions { require_signature: true },
     };
-    let journal = crate::journal::Journal { store: store.as_ref(), tenant: &t, origin: ORIGIN, signer: None };
+    let journal = crate::journal::Journal::new(store.as_ref(), &t, ORIGIN);
     journal.read(&signed_id, strict).expect("every record signed and verified");
     assert!(store.read_run(&t, &plain_id).expect("read").rows.iter().all(|r| r.signature.is_none()));
     assert!(journal.read(&plain_id, strict).is_err(), "strict refuses the unsigned plane's records");

@@ -12,7 +12,7 @@ const SPIFFE: &str = "spiffe://plane.test/ns/agents/sa/planner";
 fn signed_run(signer: Option<&dyn Signer>, records: usize) -> (RunId, Vec<StoredRecord>) {
     let store = MemoryStore::new();
     let tenant = TenantId::new("t").unwrap();
-    let journal = Journal { store: &store, tenant: &tenant, origin: "sig.test/plane", signer };
+    let journal = Journal { signer, ..Journal::new(&store, &tenant, "sig.test/plane") };
     let run = RunId::new("signed").unwrap();
     let mut head = None;
     for i in 0..records {

@@ -12,7 +12,7 @@ use proptest::prelude::*;
 fn journal_of(steps: &[String]) -> (RunId, Vec<StoredRecord>, ExpectedHead) {
     let store = MemoryStore::new();
     let tenant = TenantId::new("t").unwrap();
-    let journal = Journal { store: &store, tenant: &tenant, origin: "prop.test/plane", signer: None };
+    let journal = Journal::new(&store, &tenant, "prop.test/plane");
     let run = RunId::new("prop-run").unwrap();
     let mut head = Some(
         journal.append(&run, None, None, RecordBody::PlanFrozen(PlanFrozen { steps: steps.to_vec() })).unwrap().head,

@@ -27,8 +27,7 @@ fn journal_appends(concurrency: usize, iters: u64) -> Duration {
                 let store = Arc::clone(&store);
                 let tenant = tenant.clone();
                 scope.spawn(move || {
-                    let journal =
-                        Journal { store: store.as_ref(), tenant: &tenant, origin: "bench.test/plane", signer: None };
+                    let journal = Journal::new(store.as_ref(), &tenant, "bench.test/plane");
                     let run = RunId::new(&format!("run-{round}-{n}")).unwrap();
                     let mut head = None;
                     for i in 0..RECORDS_PER_RUN {

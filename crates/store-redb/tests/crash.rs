@@ -65,7 +65,7 @@ fn r_store_2_sigkill_at_random_moments_loses_nothing_committed() {
         drop(reader);
 
         let store = RedbStore::open(&path).unwrap_or_else(|err| panic!("seed {seed} cycle {cycle}: reopening: {err}"));
-        let journal = Journal { store: &store, tenant: &tenant, origin: "crash.test/plane", signer: None };
+        let journal = Journal::new(&store, &tenant, "crash.test/plane");
         let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
         for run in store.runs(&tenant, None).unwrap() {
             journal.read(&run, check).unwrap_or_else(|err| panic!("seed {seed} cycle {cycle}: run {run}: {err}"));

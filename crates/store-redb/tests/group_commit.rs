@@ -23,8 +23,7 @@ fn r_store_2_concurrent_appenders_are_group_committed_and_durable() {
             for n in 0..THREADS {
                 let (store, barrier, tenant) = (Arc::clone(&store), Arc::clone(&barrier), tenant.clone());
                 scope.spawn(move || {
-                    let journal =
-                        Journal { store: store.as_ref(), tenant: &tenant, origin: "g.test/plane", signer: None };
+                    let journal = Journal::new(store.as_ref(), &tenant, "g.test/plane");
                     let run = RunId::new(&format!("run-{n}")).unwrap();
                     barrier.wait();
                     let mut head = None;
@@ -40,7 +39,7 @@ fn r_store_2_concurrent_appenders_are_group_committed_and_durable() {
     }
     // Reopened, every acknowledged append is there and verifies.
     let store = RedbStore::open(&path).unwrap();
-    let journal = Journal { store: &store, tenant: &tenant, origin: "g.test/plane", signer: None };
+    let journal = Journal::new(&store, &tenant, "g.test/plane");
     let upcasters = Upcasters::builtin();
     let runs = store.runs(&tenant, None).unwrap();
     assert_eq!(runs.len(), THREADS);

@@ -25,7 +25,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("usage: crash-writer <path>")?;
     let store = RedbStore::create(std::path::Path::new(&path))?;
     let tenant = TenantId::new("crash")?;
-    let journal = Journal { store: &store, tenant: &tenant, origin: "crash.test/plane", signer: None };
+    let journal = Journal::new(&store, &tenant, "crash.test/plane");
     let mut stdout = std::io::stdout().lock();
     let start = store.runs(&tenant, None)?.len();
     for i in start.. {
