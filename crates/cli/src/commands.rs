@@ -255,20 +255,39 @@ fn verify(plane: &Plane, only: Option<RunId>, require_signature: bool, json: boo
     } else {
         indicatif::ProgressBar::hidden()
     };
+    let head = journal_core::log::log_head(plane.store.as_ref(), &plane.tenant)?;
     let mut findings = Vec::new();
+    let mut inclusions = 0;
     for run in &runs {
         progress.inc(1);
-        if let Err(err) = plane.read(run, Some(&verifier), VerifyOptions { require_signature }) {
-            findings.push(json!({ "run": run.as_str(), "finding": failure_text(&err) }));
+        match plane.read(run, Some(&verifier), VerifyOptions { require_signature }) {
+            Err(err) => findings.push(json!({ "run": run.as_str(), "finding": failure_text(&err) })),
+            // A sealed run must also prove its inclusion in the current log.
+            Ok(verified) if verified.seal.is_some() => {
+                inclusions += 1;
+                let proven = journal_core::log::inclusion_proof(plane.store.as_ref(), &plane.tenant, run)
+                    .map_err(|err| err.to_string())
+                    .and_then(|p| {
+                        head.tree.verify_inclusion(&p.leaf, p.index, &p.proof).map_err(|err| err.to_string())
+                    });
+                if let Err(reason) = proven {
+                    findings.push(json!({ "run": run.as_str(), "finding": format!("sealed run does not prove inclusion: {reason}") }));
+                }
+            }
+            Ok(_) => {}
         }
     }
     progress.finish_and_clear();
-    let head = journal_core::log::log_head(plane.store.as_ref(), &plane.tenant)?;
     if head.source == journal_core::log::LogSource::WalkWithHoles {
         findings.push(json!({ "run": null, "finding": "the log's positions have holes: a sealed run was removed behind the store's back" }));
     }
     if json {
-        print_json(&json!({ "runs_checked": runs.len(), "log_size": head.tree.size, "findings": findings }))?;
+        print_json(&json!({
+            "runs_checked": runs.len(),
+            "inclusions_checked": inclusions,
+            "log_size": head.tree.size,
+            "findings": findings,
+        }))?;
     } else {
         for finding in &findings {
             println!(
@@ -277,7 +296,12 @@ fn verify(plane: &Plane, only: Option<RunId>, require_signature: bool, json: boo
                 finding["finding"].as_str().unwrap_or_default()
             );
         }
-        println!("{} runs checked, {} findings, log size {}", runs.len(), findings.len(), head.tree.size);
+        println!(
+            "{} runs checked, {inclusions} sealed runs proven in the log of size {}, {} findings",
+            runs.len(),
+            head.tree.size,
+            findings.len()
+        );
     }
     if findings.is_empty() { Ok(()) } else { Err(Failure::Findings(format!("{} findings", findings.len()))) }
 }

@@ -145,6 +145,8 @@ fn show_cost_and_runs_read_the_journal() {
 fn r_chain_5_verify_finds_a_record_edited_in_the_store_file() {
     let dir = demo_dir();
     assert!(ok(dir.path(), &["verify", "--require-signature"]).contains("0 findings"));
+    let clean = json(dir.path(), &["verify", "--json"]);
+    assert_eq!(clean["inclusions_checked"], 5, "every sealed run proves inclusion: {clean}");
     let run = sealed_run(dir.path());
     {
         use journal_core::testkit::TamperAccess;
