@@ -93,7 +93,10 @@ pub fn failed_run_resumed_to_success(store: Arc<dyn Store>) {
         result: EffectResult::Err { error: "timeout".into() },
         charged: Counters::default(),
     });
-    assert!(err.is_err());
+    assert!(
+        matches!(&err, Err(RuntimeError::Stopped { status: RunStatus::Failed { verdict: Verdict::EffectFailed { effect_key, .. }, .. }, .. }) if effect_key == "ek:post"),
+        "{err:?}"
+    );
     assert_eq!(rt.runs(&t, Some(Outcome::Failed)).expect("failed"), vec![id.clone()]);
 
     let mut resumed = rt.resume(&t, &id).expect("a failed run resumes");
