@@ -6,21 +6,21 @@
 
 use std::sync::Arc;
 
-use journal_core::log::{StoreHistory, log_head};
+use journal_core::LogView;
 use journal_core::testkit::TamperAccess;
 use journal_core::{Admission, AdmitRequest, Budget, Ed25519Signer, RunId, RuntimeBuilder, Store, TenantId};
 use store_redb::RedbStore;
 use witness::{
-    ALG_COSIGNATURE_V1, ALG_ED25519, Checkpoint, Cosigner, HttpWitness, LogConfig, LogKey, SignerKey, SystemClock,
-    TrustedWitness, Witness, WitnessConfig, WitnessServer,
+    ALG_COSIGNATURE_V1, ALG_ED25519, Checkpoint, Cosigner, HttpWitness, LogKey, SignerKey, TrustedWitness, Witness,
 };
+use witness_server::{LogConfig, SystemClock, WitnessConfig, WitnessServer};
 
 const ORIGIN: &str = "e2e.test/plane/tenant-a";
 
 fn seal_runs(store: &Arc<RedbStore>, tenant: &TenantId, keys: std::ops::Range<u32>) -> Vec<RunId> {
     let runtime = RuntimeBuilder::new(Arc::clone(store) as Arc<dyn Store>)
         .signer(Arc::new(Ed25519Signer::from_seed("spiffe://e2e.test/runtime", [3; 32])))
-        .tenant(tenant.clone(), ORIGIN, None)
+        .tenant(tenant.clone(), witness::Origin::new(ORIGIN).unwrap(), None)
         .build()
         .unwrap();
     keys.map(|n| {
@@ -49,11 +49,11 @@ fn a_witness_cosigns_the_growing_log_and_refuses_it_after_a_deletion() {
     };
     let server = WitnessServer::start(config, &dir.path().join("witness.redb"), "127.0.0.1:0").unwrap();
     let client = HttpWitness::new(&server.url(), vec![TrustedWitness::new(cosigner.verifier_key()).unwrap()]).unwrap();
-    let history = StoreHistory { store: store.as_ref(), tenant: &tenant };
     let submit = || {
-        let head = log_head(store.as_ref(), &tenant).unwrap();
-        let signed = log_key.sign(&Checkpoint::new(ORIGIN, head.tree).unwrap()).unwrap();
-        client.add_checkpoint(&signed, &history)
+        let view = LogView::open(store.as_ref(), &tenant).unwrap();
+        let signed =
+            log_key.sign(&Checkpoint::new(&witness::Origin::new(ORIGIN).unwrap(), view.head().unwrap().tree)).unwrap();
+        client.add_checkpoint(&signed, &view)
     };
 
     let runs = seal_runs(&store, &tenant, 0..3);

@@ -160,7 +160,7 @@ impl Log {
     }
 
     fn signed(&self, origin: &str) -> Result<SignedCheckpoint> {
-        Ok(self.key.sign(&Checkpoint::new(origin, self.leaves.tree())?)?)
+        Ok(self.key.sign(&Checkpoint::new(&witness::Origin::new(origin)?, self.leaves.tree()))?)
     }
 }
 
@@ -239,7 +239,11 @@ pub fn run() -> Result<()> {
     // torchwood snapshot the spec digest read signed only the first three
     // lines; v0.6.1 signs the whole body, and this pins that.
     honest.grow_to(101, u64::MAX);
-    let extended = Checkpoint::with_extensions(ORIGIN, honest.leaves.tree(), vec!["extension line".into()])?;
+    let extended = Checkpoint::with_extensions(
+        &witness::Origin::new(ORIGIN)?,
+        honest.leaves.tree(),
+        vec!["extension line".into()],
+    )?;
     let outcome = client.add_checkpoint(&honest.key.sign(&extended)?, &honest.leaves);
     eprintln!("xtask: litewitness with an extension line: {}", describe(&outcome));
     ensure!(outcome.is_ok(), "litewitness's cosignature over a checkpoint with an extension line: {outcome:?}");

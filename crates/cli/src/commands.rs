@@ -9,9 +9,10 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use journal_core::log::sign_checkpoint;
 use journal_core::{
-    Build, ChainCheck, Ed25519Verifier, Journal, Outcome, RunId, Runtime, RuntimeBuilder, Signer as _, Store, TenantId,
-    Upcasters, VerifiedRun, Verifier, VerifyOptions,
+    At, Build, ChainCheck, Ed25519Verifier, Journal, LogSource, LogView, Outcome, RunId, Runtime, RuntimeBuilder,
+    Signer as _, Store, TenantId, TimeWindow, Upcasters, VerifiedRun, Verifier, VerifyOptions,
 };
 use serde_json::json;
 use store_redb::RedbStore;
@@ -41,7 +42,7 @@ impl Plane {
         RuntimeBuilder::new(Arc::clone(&self.store) as Arc<dyn Store>)
             .signer(Arc::new(self.keys.record.clone()))
             .verifier(Arc::new(self.keys.record_verifier()?))
-            .tenant(self.tenant.clone(), self.keys.origin(), Some(self.keys.log.clone()))
+            .tenant(self.tenant.clone(), self.keys.origin().clone(), Some(self.keys.log.clone()))
             .written_by(cli_build().clone())
             .build()
             .map_err(|err| Failure::Usage(err.to_string()))
@@ -53,9 +54,19 @@ impl Plane {
         verifier: Option<&dyn Verifier>,
         options: VerifyOptions,
     ) -> Result<VerifiedRun, Failure> {
-        let upcasters = Upcasters::builtin();
+        let upcasters = reader_upcasters();
         Ok(self.journal().read(run, ChainCheck { upcasters: &upcasters, verifier, options })?)
     }
+
+    /// The tenant's log, as one view (R-LOG-7).
+    pub fn log(&self) -> Result<LogView<'_>, Failure> {
+        Ok(LogView::open(self.store.as_ref(), &self.tenant)?)
+    }
+}
+
+/// What this binary reads, naming itself in a build-skew remedy (R-VER-4).
+pub fn reader_upcasters() -> Upcasters {
+    Upcasters::builtin().read_by(cli_build().clone())
 }
 
 fn tenant(text: &str) -> Result<TenantId, Failure> {
@@ -144,7 +155,13 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                 _ => Err(Failure::Usage("give a RUN, or --consistency OLD_SIZE".into())),
             }
         }
-        Command::Cost { run, json } => cost(&plane(&cli, false)?, run.as_deref().map(run_id).transpose()?, *json),
+        Command::Cost { run, since, until, json } => {
+            let window = TimeWindow {
+                since: since.as_deref().map(|t| instant("--since", t)).transpose()?,
+                until: until.as_deref().map(|t| instant("--until", t)).transpose()?,
+            };
+            cost(&plane(&cli, false)?, run.as_deref().map(run_id).transpose()?, window, *json)
+        }
         Command::Export { run, output } => export(&plane(&cli, false)?, &run_id(run)?, output),
         Command::VerifyExport { file, log_key, record_key, require_signature, json } => {
             verify_export(file, log_key, record_key, *require_signature, *json)
@@ -152,11 +169,15 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
+fn instant(flag: &str, text: &str) -> Result<At, Failure> {
+    At::parse_lenient(text)
+        .map_err(|err| Failure::Usage(format!("{flag}: {err} (give 2026-11-01 or 2026-11-01T09:00:00Z)")))
+}
+
 /// The current log head signed now (R-NOTE-2).
 pub fn checkpoint(plane: &Plane) -> Result<witness::SignedCheckpoint, Failure> {
-    let head = journal_core::log::log_head(plane.store.as_ref(), &plane.tenant)?;
-    let body = witness::Checkpoint::new(plane.keys.origin(), head.tree).map_err(|err| Failure::Io(err.to_string()))?;
-    plane.keys.log.sign(&body).map_err(|err| Failure::Io(err.to_string()))
+    let head = plane.log()?.head()?;
+    Ok(sign_checkpoint(plane.keys.origin(), head.tree, &plane.keys.log)?)
 }
 
 pub fn run_rows(plane: &Plane, outcome: Option<Outcome>) -> Result<Vec<serde_json::Value>, Failure> {
@@ -214,6 +235,7 @@ fn show(plane: &Plane, run: &RunId, json: bool) -> Result<(), Failure> {
         .map(|r| {
             json!({
                 "seq": r.stored.seq,
+                "at": r.record.at.to_string(),
                 "kind": r.stored.kind,
                 "effect_key": r.stored.effect_key,
                 "prev_hash": r.stored.prev_hash.to_string(),
@@ -228,12 +250,16 @@ fn show(plane: &Plane, run: &RunId, json: bool) -> Result<(), Failure> {
         );
     }
     println!("run {run} ({})", verified.outcome.map_or("running", |o| o.as_str()));
-    println!("{:>4}  {:<18} {:<22} {:<12} {:<12} SIGNED BY", "SEQ", "KIND", "EFFECT KEY", "PREV_HASH", "HASH");
+    println!(
+        "{:>4}  {:<24} {:<18} {:<22} {:<12} {:<12} SIGNED BY",
+        "SEQ", "AT (UTC)", "KIND", "EFFECT KEY", "PREV_HASH", "HASH"
+    );
     for r in &records {
         let short = |key: &str| r[key].as_str().map(|h| format!("{}…", &h[..h.len().min(10)])).unwrap_or_default();
         println!(
-            "{:>4}  {:<18} {:<22} {:<12} {:<12} {}",
+            "{:>4}  {:<24} {:<18} {:<22} {:<12} {:<12} {}",
             r["seq"],
+            r["at"].as_str().unwrap_or_default(),
             r["kind"].as_str().unwrap_or_default(),
             r["effect_key"].as_str().unwrap_or("–"),
             short("prev_hash"),
@@ -255,7 +281,8 @@ fn verify(plane: &Plane, only: Option<RunId>, require_signature: bool, json: boo
     } else {
         indicatif::ProgressBar::hidden()
     };
-    let head = journal_core::log::log_head(plane.store.as_ref(), &plane.tenant)?;
+    let log = plane.log()?;
+    let head = log.head()?;
     let mut findings = Vec::new();
     let mut inclusions = 0;
     for run in &runs {
@@ -265,11 +292,9 @@ fn verify(plane: &Plane, only: Option<RunId>, require_signature: bool, json: boo
             // A sealed run must also prove its inclusion in the current log.
             Ok(verified) if verified.seal.is_some() => {
                 inclusions += 1;
-                let proven = journal_core::log::inclusion_proof(plane.store.as_ref(), &plane.tenant, run)
-                    .map_err(|err| err.to_string())
-                    .and_then(|p| {
-                        head.tree.verify_inclusion(&p.leaf, p.index, &p.proof).map_err(|err| err.to_string())
-                    });
+                let proven = log.inclusion(run).map_err(|err| err.to_string()).and_then(|p| {
+                    head.tree.verify_inclusion(&p.leaf, p.index, &p.proof).map_err(|err| err.to_string())
+                });
                 if let Err(reason) = proven {
                     findings.push(json!({ "run": run.as_str(), "finding": format!("sealed run does not prove inclusion: {reason}") }));
                 }
@@ -278,7 +303,7 @@ fn verify(plane: &Plane, only: Option<RunId>, require_signature: bool, json: boo
         }
     }
     progress.finish_and_clear();
-    if head.source == journal_core::log::LogSource::WalkWithHoles {
+    if head.source == LogSource::WalkWithHoles {
         findings.push(json!({ "run": null, "finding": "the log's positions have holes: a sealed run was removed behind the store's back" }));
     }
     if json {
@@ -308,13 +333,14 @@ fn verify(plane: &Plane, only: Option<RunId>, require_signature: bool, json: boo
 
 fn failure_text(failure: &Failure) -> String {
     match failure {
-        Failure::Findings(m) | Failure::Usage(m) | Failure::Io(m) => m.clone(),
+        Failure::Findings(m) | Failure::Usage(m) | Failure::Io(m) | Failure::BuildSkew(m) => m.clone(),
     }
 }
 
 fn prove_inclusion(plane: &Plane, run: &RunId, json: bool) -> Result<(), Failure> {
-    let inclusion = journal_core::log::inclusion_proof(plane.store.as_ref(), &plane.tenant, run)?;
+    let inclusion = plane.log()?.inclusion(run)?;
     let proof: Vec<String> = inclusion.proof.path().iter().map(|h| b64(h.as_bytes())).collect();
+    let walked = inclusion.source.has_holes();
     if json {
         return print_json(&json!({
             "run": run.as_str(),
@@ -323,7 +349,11 @@ fn prove_inclusion(plane: &Plane, run: &RunId, json: bool) -> Result<(), Failure
             "root": b64(inclusion.tree.root.as_bytes()),
             "leaf_hash": b64(inclusion.leaf.as_bytes()),
             "proof": proof,
+            "from_walk_with_holes": walked,
         }));
+    }
+    if walked {
+        eprintln!("warning: the log's positions have holes (a sealed run was removed); this proof is from the walk");
     }
     println!("run {run} is leaf {} of {}", inclusion.index, inclusion.tree.size);
     println!("root      {}", b64(inclusion.tree.root.as_bytes()));
@@ -335,35 +365,51 @@ fn prove_inclusion(plane: &Plane, run: &RunId, json: bool) -> Result<(), Failure
 }
 
 fn prove_consistency(plane: &Plane, old: u64, json: bool) -> Result<(), Failure> {
-    let (proof, head) = journal_core::log::consistency_proof(plane.store.as_ref(), &plane.tenant, old)?;
-    let old_root = journal_core::log::root_at(plane.store.as_ref(), &plane.tenant, old)?;
-    let hashes: Vec<String> = proof.path().iter().map(|h| b64(h.as_bytes())).collect();
+    let log = plane.log()?;
+    let consistency = log.consistency(old, log.size())?;
+    let hashes: Vec<String> = consistency.proof.path().iter().map(|h| b64(h.as_bytes())).collect();
+    let walked = consistency.source.has_holes();
     if json {
         return print_json(&json!({
             "old_size": old,
-            "old_root": b64(old_root.as_bytes()),
-            "size": head.tree.size,
-            "root": b64(head.tree.root.as_bytes()),
+            "old_root": b64(consistency.old.root.as_bytes()),
+            "size": consistency.new.size,
+            "root": b64(consistency.new.root.as_bytes()),
             "proof": hashes,
+            "from_walk_with_holes": walked,
         }));
     }
-    println!("size {old} -> {}", head.tree.size);
+    if walked {
+        eprintln!("warning: the log's positions have holes (a sealed run was removed); this proof is from the walk");
+    }
+    println!("size {old} -> {}", consistency.new.size);
     for hash in hashes {
         println!("proof {hash}");
     }
     Ok(())
 }
 
-fn cost(plane: &Plane, run: Option<RunId>, json: bool) -> Result<(), Failure> {
+fn cost(plane: &Plane, run: Option<RunId>, window: TimeWindow, json: bool) -> Result<(), Failure> {
     let runtime = plane.runtime()?;
     let counters = match &run {
-        Some(run) => runtime.cost(&plane.tenant, run)?,
-        None => runtime.tenant_cost(&plane.tenant)?,
+        Some(run) => {
+            let verifier = plane.keys.record_verifier()?;
+            journal_core::runtime::cost_in(&plane.read(run, Some(&verifier), VerifyOptions::default())?, window)
+        }
+        None => runtime.tenant_cost_in(&plane.tenant, window)?,
     };
-    let scope = run.as_ref().map_or_else(|| format!("tenant {}", plane.tenant), |r| format!("run {r}"));
+    let mut scope = run.as_ref().map_or_else(|| format!("tenant {}", plane.tenant), |r| format!("run {r}"));
+    if let Some(since) = window.since {
+        scope.push_str(&format!(" since {since}"));
+    }
+    if let Some(until) = window.until {
+        scope.push_str(&format!(" until {until}"));
+    }
     if json {
         return print_json(&json!({
             "scope": scope,
+            "since": window.since.map(|at| at.to_string()),
+            "until": window.until.map(|at| at.to_string()),
             "tokens": counters.tokens,
             "cost_micros": counters.cost_micros,
             "steps": counters.steps,
@@ -384,11 +430,10 @@ fn export(plane: &Plane, run: &RunId, output: &Path) -> Result<(), Failure> {
     if verified.seal.is_none() {
         return Err(Failure::Usage(format!("run {run} is not sealed; only sealed runs export")));
     }
-    let inclusion = journal_core::log::inclusion_proof(plane.store.as_ref(), &plane.tenant, run)?;
-    let body =
-        witness::Checkpoint::new(plane.keys.origin(), inclusion.tree).map_err(|err| Failure::Io(err.to_string()))?;
-    let signed = plane.keys.log.sign(&body).map_err(|err| Failure::Io(err.to_string()))?;
-    let text = journal_core::export::write_export(plane.keys.origin(), run, &verified, &inclusion, &signed)?;
+    let inclusion = plane.log()?.inclusion(run)?;
+    let signed = sign_checkpoint(plane.keys.origin(), inclusion.tree, &plane.keys.log)?;
+    let text =
+        journal_core::export::write_export(&plane.tenant, plane.keys.origin(), run, &verified, &inclusion, &signed)?;
     std::fs::write(output, text).map_err(|err| Failure::Io(format!("writing {}: {err}", output.display())))?;
     eprintln!("exported run {run} ({} records) to {}", verified.records.len(), output.display());
     Ok(())
@@ -415,7 +460,7 @@ fn verify_export(
     let text = std::fs::read(file).map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
     let text =
         String::from_utf8(text).map_err(|_| Failure::Findings(format!("{} is not UTF-8 text", file.display())))?;
-    let upcasters = Upcasters::builtin();
+    let upcasters = reader_upcasters();
     let check =
         ChainCheck { upcasters: &upcasters, verifier: Some(&verifier), options: VerifyOptions { require_signature } };
     match journal_core::export::verify_export(&text, &[log_key], check) {
@@ -423,7 +468,7 @@ fn verify_export(
             if json {
                 print_json(&json!({
                     "valid": true,
-                    "origin": verified.origin,
+                    "origin": verified.origin.as_str(),
                     "run": verified.run.as_str(),
                     "records": verified.records,
                     "index": verified.index,

@@ -12,7 +12,7 @@ use std::path::Path;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use journal_core::{Ed25519Signer, Ed25519Verifier, Signer as _};
-use witness::{ALG_ED25519, LogKey, SignerKey};
+use witness::{ALG_ED25519, LogKey, Origin, SignerKey};
 
 use crate::Failure;
 
@@ -22,6 +22,7 @@ pub const DEFAULT_ORIGIN: &str = "agentplane.local/plane";
 /// The plane's keys.
 pub struct PlaneKeys {
     log_signer: SignerKey,
+    origin: Origin,
     /// Signs checkpoints; its name is the log's origin.
     pub log: LogKey,
     /// Signs records.
@@ -31,10 +32,12 @@ pub struct PlaneKeys {
 impl PlaneKeys {
     /// Fresh keys.
     pub fn generate(origin: &str) -> Result<Self, Failure> {
-        let log_signer = SignerKey::generate(origin, ALG_ED25519).map_err(|err| Failure::Usage(err.to_string()))?;
+        let origin = Origin::new(origin).map_err(|err| Failure::Usage(format!("--origin: {err}")))?;
+        let log_signer =
+            SignerKey::generate(origin.as_str(), ALG_ED25519).map_err(|err| Failure::Usage(err.to_string()))?;
         let log = LogKey::new(log_signer.clone()).map_err(|err| Failure::Usage(err.to_string()))?;
         let record = Ed25519Signer::generate(&format!("spiffe://{origin}/runtime")).map_err(Failure::Io)?;
-        Ok(Self { log_signer, log, record })
+        Ok(Self { log_signer, origin, log, record })
     }
 
     /// Reads a key file.
@@ -61,7 +64,9 @@ impl PlaneKeys {
         }
         let log_signer = log.ok_or_else(|| bad("no log key"))?;
         let log = LogKey::new(log_signer.clone()).map_err(|err| bad(&format!("log key: {err}")))?;
-        Ok(Self { log_signer, log, record: record.ok_or_else(|| bad("no record key"))? })
+        let origin =
+            Origin::new(log.name()).map_err(|err| bad(&format!("the log key's name is not an origin: {err}")))?;
+        Ok(Self { log_signer, origin, log, record: record.ok_or_else(|| bad("no record key"))? })
     }
 
     /// Writes a new key file, refusing to overwrite one.
@@ -82,8 +87,8 @@ impl PlaneKeys {
     }
 
     /// The log's origin (its key name).
-    pub fn origin(&self) -> &str {
-        self.log.name()
+    pub fn origin(&self) -> &Origin {
+        &self.origin
     }
 
     /// The trusted-record-key verifier for this plane's own signer.

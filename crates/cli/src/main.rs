@@ -1,6 +1,8 @@
 //! `agentplane`: the journal on the embedded redb store, from the command line.
 //!
-//! Exit codes: 0 clean, 1 findings (tampering, failed verification), 2 usage or I/O.
+//! Exit codes: 0 clean, 1 findings (tampering, failed verification), 2 usage
+//! or I/O, 3 build skew (this binary cannot read what a newer or older build
+//! wrote: the history is not damaged; run the binary the message names).
 
 mod commands;
 mod demo;
@@ -20,6 +22,8 @@ pub enum Failure {
     Usage(String),
     /// Storage or I/O (exit 2).
     Io(String),
+    /// This binary cannot read what another build wrote (exit 3): never damage.
+    BuildSkew(String),
 }
 
 impl Failure {
@@ -27,12 +31,14 @@ impl Failure {
         match self {
             Self::Findings(_) => 1,
             Self::Usage(_) | Self::Io(_) => 2,
+            Self::BuildSkew(_) => 3,
         }
     }
 
-    fn message(&self) -> &str {
+    /// The one-line message, with its remedy.
+    pub fn message(&self) -> &str {
         match self {
-            Self::Findings(m) | Self::Usage(m) | Self::Io(m) => m,
+            Self::Findings(m) | Self::Usage(m) | Self::Io(m) | Self::BuildSkew(m) => m,
         }
     }
 }
@@ -41,6 +47,7 @@ impl From<journal_core::JournalError> for Failure {
     fn from(err: journal_core::JournalError) -> Self {
         match err.class() {
             journal_core::ErrorClass::Tamper => Self::Findings(err.to_string()),
+            journal_core::ErrorClass::BuildSkew => Self::BuildSkew(err.to_string()),
             journal_core::ErrorClass::Io => Self::Io(err.to_string()),
             _ => Self::Usage(err.to_string()),
         }
@@ -92,7 +99,7 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Show a run's journal: seq, kind, effect key, hashes, signer.
+    /// Show a run's journal: seq, time written, kind, effect key, hashes, signer.
     Show {
         /// The run.
         run: String,
@@ -129,10 +136,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// What a run, or the whole tenant, has consumed.
+    /// What a run, or the whole tenant, has consumed (by the time on each record).
     Cost {
         /// The run (the tenant when absent).
         run: Option<String>,
+        /// Count only records written at or after this instant (2026-11-01 or 2026-11-01T09:00:00Z, UTC).
+        #[arg(long)]
+        since: Option<String>,
+        /// Count only records written before this instant (same forms as --since).
+        #[arg(long)]
+        until: Option<String>,
         /// JSON output.
         #[arg(long)]
         json: bool,

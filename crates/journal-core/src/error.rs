@@ -2,10 +2,11 @@
 //! conflict, sealed, I/O (see `JournalError::class`).
 
 use std::fmt;
+use std::sync::Arc;
 
 use thiserror::Error;
 
-use crate::ids::RunId;
+use crate::ids::{RunId, TenantId};
 use crate::record::Build;
 
 /// What kind of damage a chain check found.
@@ -25,6 +26,8 @@ pub enum TamperKind {
     BadSignature,
     /// A run's seal or log entry disagrees with its journal.
     SealMismatch,
+    /// A stored value has the wrong length or shape (a hash that is not 32 bytes).
+    MalformedRow,
 }
 
 impl fmt::Display for TamperKind {
@@ -37,6 +40,7 @@ impl fmt::Display for TamperKind {
             Self::ColumnMismatch => "a stored column disagrees with the record bytes",
             Self::BadSignature => "a trusted key's signature does not verify",
             Self::SealMismatch => "the seal disagrees with the journal",
+            Self::MalformedRow => "a stored value has the wrong length or shape",
         })
     }
 }
@@ -75,9 +79,10 @@ pub enum BuildSkew {
 }
 
 impl BuildSkew {
-    /// The remedy text: which build wrote it, and which to run.
-    pub fn remedy(writer: Option<&Build>) -> String {
-        let this = Build::current();
+    /// The remedy text: which build wrote it, and which to run instead of
+    /// `reader`, the binary that is running.
+    pub fn remedy(writer: Option<&Build>, reader: &Build) -> String {
+        let this = reader;
         match writer {
             Some(writer) => format!(
                 "this journal was written by {writer}; read it with {writer} (or a later build that reads its records), not {this}"
@@ -102,6 +107,68 @@ impl fmt::Display for BuildSkew {
         }
     }
 }
+
+/// A storage backend's failure, keeping the backend's own error as its
+/// source so a caller can look beneath the message.
+#[derive(Debug, Clone)]
+pub struct StorageError {
+    context: String,
+    source: Option<Arc<dyn std::error::Error + Send + Sync + 'static>>,
+    retryable: bool,
+}
+
+impl StorageError {
+    /// A failure of `context` (what was being done) caused by `source`.
+    pub fn new(context: impl Into<String>, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Self { context: context.into(), source: Some(Arc::new(source)), retryable: false }
+    }
+
+    /// A failure with no underlying error value.
+    pub fn message(context: impl Into<String>) -> Self {
+        Self { context: context.into(), source: None, retryable: false }
+    }
+
+    /// Marks the failure as one the same call may survive when retried (a
+    /// lost connection, a serialization failure): nothing was written.
+    #[must_use]
+    pub fn retryable(mut self) -> Self {
+        self.retryable = true;
+        self
+    }
+
+    /// Whether the same call may succeed when retried.
+    pub fn is_retryable(&self) -> bool {
+        self.retryable
+    }
+
+    /// What was being done.
+    pub fn context(&self) -> &str {
+        &self.context
+    }
+}
+
+impl fmt::Display for StorageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.source {
+            Some(source) => write!(f, "{}: {source}", self.context),
+            None => f.write_str(&self.context),
+        }
+    }
+}
+
+impl std::error::Error for StorageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source.as_deref().map(|source| source as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl PartialEq for StorageError {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string() && self.retryable == other.retryable
+    }
+}
+
+impl Eq for StorageError {}
 
 /// The class of an error, for callers that route on it (exit codes, alarms).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,17 +223,45 @@ pub enum JournalError {
         /// The run.
         run: RunId,
     },
+    /// Stored data of a tenant is damaged outside any one run's chain: a log
+    /// node hash missing or of the wrong length, a stored id that is not one.
+    #[error("tamper evidence in the store of tenant {tenant}: {detail}")]
+    StoreDamage {
+        /// The tenant.
+        tenant: TenantId,
+        /// What was found.
+        detail: String,
+    },
     /// No such run.
     #[error("no run {run} in tenant {tenant}")]
     NotFound {
         /// The tenant.
-        tenant: String,
+        tenant: TenantId,
         /// The run.
-        run: String,
+        run: RunId,
+    },
+    /// The run exists but is not sealed, so it has no leaf, no inclusion
+    /// proof and no export yet.
+    #[error("run {run} of tenant {tenant} is not sealed: it has no place in the log yet (conclude it first)")]
+    NotSealed {
+        /// The tenant.
+        tenant: TenantId,
+        /// The run.
+        run: RunId,
+    },
+    /// A consistency proof asked for sizes the log cannot prove.
+    #[error("no consistency proof from size {old_size} to size {new_size}: the log has {size} leaves")]
+    NoConsistencyProof {
+        /// The older size asked for.
+        old_size: u64,
+        /// The newer size asked for.
+        new_size: u64,
+        /// The log's size.
+        size: u64,
     },
     /// The store failed.
     #[error("storage: {0}")]
-    Io(String),
+    Io(#[from] StorageError),
     /// An identifier breaks the rules.
     #[error("invalid {what} {id:?}: {rule}")]
     InvalidId {
@@ -196,20 +291,33 @@ impl JournalError {
     /// The error's class.
     pub fn class(&self) -> ErrorClass {
         match self {
-            Self::Tamper { .. } => ErrorClass::Tamper,
+            Self::Tamper { .. } | Self::StoreDamage { .. } => ErrorClass::Tamper,
             Self::BuildSkew(_) => ErrorClass::BuildSkew,
             Self::Conflict { .. } => ErrorClass::Conflict,
             Self::Sealed { .. } => ErrorClass::Sealed,
             Self::Io(_) => ErrorClass::Io,
-            Self::NotFound { .. } | Self::InvalidId { .. } | Self::InvalidRecord(_) | Self::Unsigned { .. } => {
-                ErrorClass::Invalid
-            }
+            Self::NotFound { .. }
+            | Self::NotSealed { .. }
+            | Self::NoConsistencyProof { .. }
+            | Self::InvalidId { .. }
+            | Self::InvalidRecord(_)
+            | Self::Unsigned { .. } => ErrorClass::Invalid,
         }
     }
 
     /// Damage or tampering.
     pub fn is_tamper(&self) -> bool {
         self.class() == ErrorClass::Tamper
+    }
+
+    /// A failure the same call may survive when retried (a conflict, or a
+    /// storage failure the backend marked retryable): nothing was written.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Conflict { .. } => true,
+            Self::Io(storage) => storage.is_retryable(),
+            _ => false,
+        }
     }
 
     /// A build skew.

@@ -3,7 +3,7 @@
 //! checkpoint, verified offline with only the trusted keys.
 //!
 //! The file is JSON Lines, in this order:
-//! 1. `{"type":"header","format":"agentplane-export/v1","origin":…,"run":…}`
+//! 1. `{"type":"header","format":"agentplane-export/v2","origin":…,"run":…}`
 //! 2. one `{"type":"record","seq":…,"kind":…,"effect_key":…,"prev_hash":…,"hash":…,"bytes":…,"signature":…}` per record
 //!    (`bytes` is the record's exact wire text; hashes are lowercase hex)
 //! 3. `{"type":"seal","leaf":…}` (the seal leaf's exact text)
@@ -14,18 +14,25 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 use tlog::{InclusionProof, NodeHash, RootHash, Tree};
-use witness::{NoteVerifier, SignedCheckpoint, VerifierKey};
+use witness::{NoteVerifier, Origin, SignedCheckpoint, VerifierKey};
 
 use crate::chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, verify_run};
 use crate::error::JournalError;
 use crate::ids::RunId;
-use crate::journal::VerifiedRun;
+use crate::journal::{VerifiedRun, last_conclusion};
 use crate::log::RunInclusion;
-use crate::record::RecordBody;
+use crate::seal::SealLeaf;
 use crate::signature::KeySignature;
 
-/// The format name on the header line.
-pub const EXPORT_FORMAT: &str = "agentplane-export/v1";
+/// The format name on the header line. v2: the records carry `at` (the hard
+/// cut of the record envelope before the format freeze).
+pub const EXPORT_FORMAT: &str = "agentplane-export/v2";
+
+/// Export formats this build knows it cannot read, with the reason.
+const RETIRED_FORMATS: &[(&str, &str)] = &[(
+    "agentplane-export/v1",
+    "its records were written before records carried `at` (a hard cut before the format freeze); read it with the build that wrote it",
+)];
 
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -93,19 +100,21 @@ fn to_json(line: &Line) -> String {
 
 /// Writes the export of a verified, sealed run.
 pub fn write_export(
-    origin: &str,
+    tenant: &crate::ids::TenantId,
+    origin: &Origin,
     run: &RunId,
     verified: &VerifiedRun,
     inclusion: &RunInclusion,
     checkpoint: &SignedCheckpoint,
 ) -> Result<String, JournalError> {
-    let seal = verified.seal.as_ref().ok_or_else(|| JournalError::InvalidRecord(format!("run {run} is not sealed")))?;
+    let seal =
+        verified.seal.as_ref().ok_or_else(|| JournalError::NotSealed { tenant: tenant.clone(), run: run.clone() })?;
     let mut out = String::new();
     let mut push = |line: Line| {
         out.push_str(&to_json(&line));
         out.push('\n');
     };
-    push(Line::Header { format: EXPORT_FORMAT.into(), origin: origin.into(), run: run.to_string() });
+    push(Line::Header { format: EXPORT_FORMAT.into(), origin: origin.to_string(), run: run.to_string() });
     for record in &verified.records {
         let row = &record.stored;
         push(Line::Record {
@@ -133,7 +142,7 @@ pub fn write_export(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifiedExport {
     /// The log origin.
-    pub origin: String,
+    pub origin: Origin,
     /// The run.
     pub run: RunId,
     /// How many records.
@@ -192,9 +201,13 @@ pub fn verify_export(
         }
         match line {
             Line::Header { format, origin, run } => {
+                if let Some((_, why)) = RETIRED_FORMATS.iter().find(|(retired, _)| *retired == format) {
+                    return Err(malformed(format!("format {format:?} is not read by this build: {why}")));
+                }
                 if format != EXPORT_FORMAT {
                     return Err(malformed(format!("format {format:?}, this build reads {EXPORT_FORMAT}")));
                 }
+                let origin = Origin::new(&origin).map_err(|err| malformed(err.to_string()))?;
                 header = Some((origin, RunId::new(&run).map_err(|err| malformed(err.to_string()))?));
             }
             Line::Record { seq, kind, effect_key, prev_hash, hash, bytes, signature } => {
@@ -233,8 +246,7 @@ pub fn verify_export(
     let last = rows.last().map(|row| ExpectedHead { seq: row.seq, hash: row.hash });
     let records = verify_run(&run, &rows, last, check)?;
     let head = last.ok_or_else(|| ExportError::Mismatch("an export with no records".into()))?;
-    let expected_leaf =
-        crate::seal::SealLeaf { origin: origin.clone(), run: run.clone(), record_count: head.seq, head: head.hash };
+    let expected_leaf = SealLeaf::new(&origin, &run, head);
     if expected_leaf.to_bytes() != seal.as_bytes() {
         return Err(ExportError::Mismatch("the seal leaf does not match the records".into()));
     }
@@ -242,7 +254,7 @@ pub fn verify_export(
     let (signed, _) =
         SignedCheckpoint::open(note.as_bytes(), &verifiers).map_err(|err| ExportError::Checkpoint(err.to_string()))?;
     let checkpoint = signed.checkpoint();
-    if checkpoint.origin() != origin {
+    if checkpoint.origin_id() != &origin {
         return Err(ExportError::Mismatch(format!(
             "the checkpoint is for origin {:?}, the export for {origin:?}",
             checkpoint.origin()
@@ -253,10 +265,7 @@ pub fn verify_export(
     }
     tree.verify_inclusion(&expected_leaf.leaf_hash(), index, &proof)
         .map_err(|err| ExportError::Mismatch(format!("the run's inclusion proof fails: {err}")))?;
-    let outcome = records.iter().rev().find_map(|r| match &r.record.body {
-        RecordBody::RunConcluded(c) => Some(c.outcome),
-        _ => None,
-    });
+    let outcome = last_conclusion(&records).map(|concluded| concluded.outcome);
     if !outcome.is_some_and(|o| o.seals()) {
         return Err(ExportError::Mismatch("the last conclusion of an exported run must seal it".into()));
     }

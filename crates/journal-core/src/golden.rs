@@ -15,8 +15,31 @@ use crate::record::{
 
 /// The path of the record corpus, from the workspace root.
 pub const RECORDS_PATH: &str = "tests/golden/records.jsonl";
-/// The path of the export corpus, from the workspace root.
-pub const EXPORT_PATH: &str = "tests/golden/export.jsonl";
+/// The folder of frozen exports, from the workspace root: one file per export
+/// format ever blessed ([`export_file_name`]), each of which every later build
+/// must still verify (R-GOLD-2). Blessing adds a file; it never rewrites one.
+pub const EXPORTS_DIR: &str = "tests/golden/exports";
+/// The instant the golden records were written at (each a quarter second apart).
+pub const GOLDEN_START_MILLIS: i64 = 1_767_225_600_000; // 2026-01-01T00:00:00.000Z
+/// The step between the golden records' instants.
+pub const GOLDEN_STEP_MILLIS: i64 = 250;
+
+/// The file in [`EXPORTS_DIR`] that freezes this build's export format.
+pub fn export_file_name() -> String {
+    format!("{}.jsonl", crate::export::EXPORT_FORMAT.replace('/', "-"))
+}
+
+/// The clock the golden corpus is written with.
+pub fn golden_clock() -> Result<crate::clock::SteppingClock, JournalError> {
+    let start = crate::clock::At::from_unix_millis(GOLDEN_START_MILLIS)
+        .map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
+    Ok(crate::clock::SteppingClock::new(start, GOLDEN_STEP_MILLIS))
+}
+
+/// The golden tenant's origin, validated.
+pub fn origin() -> Result<witness::Origin, JournalError> {
+    witness::Origin::new(ORIGIN).map_err(|err| JournalError::InvalidRecord(err.to_string()))
+}
 /// The seed of the golden export's record signing key.
 pub const RECORD_KEY_SEED: [u8; 32] = [0x52; 32];
 /// The record key's id.
@@ -40,10 +63,16 @@ fn counters(tokens: u64, cost: u64) -> Counters {
     Counters { tokens, cost_micros: cost, steps: 1, effects: 1, wall_millis: 250 }
 }
 
+/// The writer the golden corpus names: fixed, so a version bump does not
+/// change frozen bytes.
+pub fn golden_build() -> Build {
+    Build { name: "agentplane-journal-core".into(), version: "golden".into() }
+}
+
 /// One record of every kind, with fixed values and a fixed build.
 pub fn golden_records() -> Result<Vec<Record>, JournalError> {
     let run = RunId::new("golden-run-0001")?;
-    let build = Build { name: "agentplane-journal-core".into(), version: "golden".into() };
+    let build = golden_build();
     let effect = Some("ek:search-1".to_owned());
     let bodies: Vec<(Option<String>, RecordBody)> = vec![
         (
@@ -91,12 +120,14 @@ pub fn golden_records() -> Result<Vec<Record>, JournalError> {
         (None, RecordBody::WithholdingLifted(WithholdingLifted { note: "lifted by operator".into() })),
         (effect, RecordBody::DoubtAnswered(DoubtAnswered { answer: DoubtAnswer::DidNotHappen })),
     ];
+    let clock = golden_clock()?;
     Ok(bodies
         .into_iter()
         .enumerate()
         .map(|(i, (effect_key, body))| Record {
             run: run.clone(),
             seq: i as u64 + 1,
+            at: crate::clock::Clock::now(&clock),
             effect_key,
             build: build.clone(),
             body,
@@ -138,7 +169,10 @@ pub fn export_corpus() -> Result<String, JournalError> {
     let store = MemoryStore::new();
     let tenant = TenantId::new("tenant-a")?;
     let signer = Ed25519Signer::from_seed(RECORD_KEY_ID, RECORD_KEY_SEED);
-    let journal = Journal::new(&store, &tenant, ORIGIN).signed_by(&signer);
+    let origin = origin()?;
+    let clock = golden_clock()?;
+    let build = golden_build();
+    let journal = Journal::new(&store, &tenant, &origin).signed_by(&signer).timed_by(&clock).written_by(&build);
     // Two earlier sealed runs, so the proof has siblings.
     let mut target = None;
     for (n, name) in ["golden-a", "golden-b", "golden-run-0001"].into_iter().enumerate() {
@@ -184,9 +218,7 @@ pub fn export_corpus() -> Result<String, JournalError> {
     let upcasters = Upcasters::builtin();
     let verified =
         journal.read(&run, ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() })?;
-    let inclusion = crate::log::inclusion_proof(&store, &tenant, &run)?;
-    let checkpoint =
-        witness::Checkpoint::new(ORIGIN, inclusion.tree).map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
-    let signed = log_key()?.sign(&checkpoint).map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
-    crate::export::write_export(ORIGIN, &run, &verified, &inclusion, &signed)
+    let inclusion = crate::log::LogView::open(&store, &tenant)?.inclusion(&run)?;
+    let signed = crate::log::sign_checkpoint(&origin, inclusion.tree, &log_key()?)?;
+    crate::export::write_export(&tenant, &origin, &run, &verified, &inclusion, &signed)
 }

@@ -1,10 +1,13 @@
 //! Writing and reading one tenant's journal through a [`Store`]: records are
 //! encoded once, chained, signed, and appended; reads verify before they parse.
 
+use witness::Origin;
+
 use crate::chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, VerifiedRecord, verify_run};
+use crate::clock::{Clock, system_clock};
 use crate::error::{JournalError, TamperKind};
 use crate::ids::{RunId, TenantId};
-use crate::record::{Build, Outcome, Record, RecordBody};
+use crate::record::{Build, Outcome, Record, RecordBody, RunConcluded, Verdict};
 use crate::seal::SealLeaf;
 use crate::signature::Signer;
 use crate::store::{AppendRequest, Conclusion, SealEntry, Store};
@@ -18,11 +21,13 @@ pub struct Journal<'a> {
     /// The tenant.
     pub tenant: &'a TenantId,
     /// The tenant's log origin (it goes into seal leaves).
-    pub origin: &'a str,
+    pub origin: &'a Origin,
     /// The record signer; `None` writes unsigned records (R-SIG-4).
     pub signer: Option<&'a dyn Signer>,
     /// The build named as the writer of every record appended here.
     pub build: &'a Build,
+    /// Where the time written on every record comes from.
+    pub clock: &'a dyn Clock,
 }
 
 /// What an append produced.
@@ -47,20 +52,32 @@ pub struct VerifiedRun {
     pub outcome: Option<Outcome>,
 }
 
+/// The last conclusion in a verified chain: the run's answer (R-RUN-3). The
+/// one place it is read; the outcome index, status, exports and the audit
+/// all take it from here.
+pub fn last_conclusion(records: &[VerifiedRecord]) -> Option<&RunConcluded> {
+    records.iter().rev().find_map(|r| match &r.record.body {
+        RecordBody::RunConcluded(concluded) => Some(concluded),
+        _ => None,
+    })
+}
+
 impl VerifiedRun {
     /// The last conclusion in the chain: the run's answer (R-RUN-3).
-    pub fn last_conclusion(&self) -> Option<&crate::record::RunConcluded> {
-        self.records.iter().rev().find_map(|r| match &r.record.body {
-            RecordBody::RunConcluded(concluded) => Some(concluded),
-            _ => None,
-        })
+    pub fn last_conclusion(&self) -> Option<&RunConcluded> {
+        last_conclusion(&self.records)
     }
 }
 
 impl<'a> Journal<'a> {
     /// An unsigned journal written by this build of journal-core.
-    pub fn new(store: &'a dyn Store, tenant: &'a TenantId, origin: &'a str) -> Self {
-        Self { store, tenant, origin, signer: None, build: Build::journal_core() }
+    pub fn new(store: &'a dyn Store, tenant: &'a TenantId, origin: &'a Origin) -> Self {
+        Self { store, tenant, origin, signer: None, build: Build::journal_core(), clock: system_clock() }
+    }
+
+    /// Reads the time written on every record from `clock`.
+    pub fn timed_by(self, clock: &'a dyn Clock) -> Self {
+        Self { clock, ..self }
     }
 
     /// Signs every record with `signer`.
@@ -74,7 +91,9 @@ impl<'a> Journal<'a> {
     }
 
     /// Appends `body` after `head` (`None` for a new run's first record).
-    /// A `RunConcluded` updates the outcome index; a sealing one seals.
+    /// A `RunConcluded` updates the outcome index; a sealing one seals. An
+    /// `exhausted` conclusion must carry its `BudgetExceeded` verdict
+    /// (R-RUN-4): redelivery answers with it, so it cannot be missing.
     pub fn append(
         &self,
         run: &RunId,
@@ -82,20 +101,25 @@ impl<'a> Journal<'a> {
         effect_key: Option<String>,
         body: RecordBody,
     ) -> Result<Appended, JournalError> {
+        if let RecordBody::RunConcluded(concluded) = &body
+            && concluded.outcome == Outcome::Exhausted
+            && !matches!(concluded.verdict, Verdict::BudgetExceeded { .. })
+        {
+            return Err(JournalError::InvalidRecord(
+                "an exhausted conclusion needs its BudgetExceeded verdict (which ceiling, its value, the counters)"
+                    .into(),
+            ));
+        }
         let seq = head.map_or(1, |h| h.seq + 1);
         let prev = head.map_or(ChainHash::GENESIS, |h| h.hash);
-        let record = Record { run: run.clone(), seq, effect_key, build: self.build.clone(), body };
+        let at = self.clock.now();
+        let record = Record { run: run.clone(), seq, at, effect_key, build: self.build.clone(), body };
         let row = StoredRecord::new(&record, prev, self.signer)?;
-        let hash = row.hash;
+        let new_head = ExpectedHead { seq, hash: row.hash };
         let conclusion = match &record.body {
             RecordBody::RunConcluded(concluded) => Some(Conclusion {
                 outcome: concluded.outcome,
-                seal: concluded.outcome.seals().then(|| SealLeaf {
-                    origin: self.origin.to_owned(),
-                    run: run.clone(),
-                    record_count: seq,
-                    head: hash,
-                }),
+                seal: concluded.outcome.seals().then(|| SealLeaf::new(self.origin, run, new_head)),
             }),
             _ => None,
         };
@@ -106,7 +130,7 @@ impl<'a> Journal<'a> {
             row,
             conclusion,
         })?;
-        Ok(Appended { head: ExpectedHead { seq, hash }, position })
+        Ok(Appended { head: new_head, position })
     }
 
     /// Reads and verifies a run: chain, signatures, shapes, head, and seal.
@@ -114,14 +138,12 @@ impl<'a> Journal<'a> {
         let stored = self.store.read_run(self.tenant, run)?;
         let records = verify_run(run, &stored.rows, stored.head, check)?;
         if let Some(seal) = &stored.seal {
-            let last = records.last().map(|r| (r.stored.seq, r.stored.hash));
-            let expected = last.map(|(seq, head)| {
-                SealLeaf { origin: self.origin.to_owned(), run: run.clone(), record_count: seq, head }.to_bytes()
-            });
+            let last = records.last().map(|r| ExpectedHead { seq: r.stored.seq, hash: r.stored.hash });
+            let expected = last.map(|head| SealLeaf::new(self.origin, run, head).to_bytes());
             if expected.as_deref() != Some(seal.leaf_bytes.as_slice()) {
                 return Err(JournalError::Tamper {
                     run: run.clone(),
-                    seq: last.map_or(1, |(seq, _)| seq),
+                    seq: last.map_or(1, |head| head.seq),
                     kind: TamperKind::SealMismatch,
                     detail: Some("the seal's leaf does not match the journal".into()),
                 });

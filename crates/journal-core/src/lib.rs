@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod chain;
+pub mod clock;
 pub mod error;
 pub mod export;
 pub mod golden;
@@ -20,9 +21,11 @@ pub mod testkit_runtime;
 pub mod version;
 
 pub use chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, VerifiedRecord, verify_links, verify_run};
-pub use error::{BuildSkew, ErrorClass, JournalError, TamperKind};
+pub use clock::{At, Clock, SteppingClock, SystemClock};
+pub use error::{BuildSkew, ErrorClass, JournalError, StorageError, TamperKind};
 pub use ids::{RunId, TenantId};
-pub use journal::{Appended, Journal, VerifiedRun};
+pub use journal::{Appended, Journal, VerifiedRun, last_conclusion};
+pub use log::{LogHead, LogSource, LogView, RunInclusion};
 pub use memory::MemoryStore;
 pub use record::{
     Budget, Build, Counters, Dimension, DoubtAnswer, EffectResult, Holding, Outcome, Record, RecordBody, RecordKind,
@@ -30,7 +33,7 @@ pub use record::{
 };
 pub use runtime::{
     Admission, AdmitRequest, BuildError, EffectOutput, RunHandle, RunStatus, Runtime, RuntimeBuilder, RuntimeError,
-    SweepOutcome, SweepReport,
+    SweepOutcome, SweepReport, TimeWindow,
 };
 pub use seal::SealLeaf;
 #[cfg(feature = "signing")]
@@ -38,3 +41,4 @@ pub use signature::{Ed25519Signer, Ed25519Verifier};
 pub use signature::{KeySignature, SignatureCheck, Signer, Verifier, VerifyOptions};
 pub use store::{AppendRequest, Conclusion, LogCounters, RunRows, SealEntry, Store};
 pub use version::{Upcaster, Upcasters};
+pub use witness::Origin;

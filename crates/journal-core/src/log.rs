@@ -1,12 +1,15 @@
 //! The plane's log over sealed runs, read from any [`Store`]: checkpoints,
 //! inclusion and consistency proofs (R-LOG-2, R-LOG-6, R-LOG-7).
 //!
-//! With no holes (as many seals as positions given) proofs come from stored
-//! node hashes in O(log n) reads. With holes the tree is the walk of the seals
-//! in key order, the proof uses the run's rank in that walk, and the answer
-//! says so; cached nodes never override the walk.
+//! Every read goes through one [`LogView`], which decides once, when it is
+//! opened, where the tenant's tree comes from: with no holes (as many seals as
+//! positions given) from stored node hashes in O(log n) reads; with holes from
+//! the walk of the seals in key order, where a proof uses the run's rank in
+//! that walk. The answer says which ([`LogSource`]); cached nodes never
+//! override the walk.
 
-use tlog::{ConsistencyProof, HashReader, InclusionProof, LeafHash, MemoryHashStore, NodeHash, NodeId, Tree};
+use tlog::{ConsistencyProof, HashReader, InclusionProof, LeafHash, MemoryHashStore, NodeHash, NodeId, RootHash, Tree};
+use witness::{Checkpoint, LogKey, Origin, SignedCheckpoint};
 
 use crate::error::JournalError;
 use crate::ids::{RunId, TenantId};
@@ -20,6 +23,13 @@ pub enum LogSource {
     /// A walk of the seals in key order: positions have holes, so seals were
     /// removed behind the store's back.
     WalkWithHoles,
+}
+
+impl LogSource {
+    /// Whether the log has holes (seals removed behind the store's back).
+    pub fn has_holes(&self) -> bool {
+        *self == Self::WalkWithHoles
+    }
 }
 
 /// A checkpoint's tree with its source.
@@ -48,24 +58,17 @@ pub struct RunInclusion {
     pub source: LogSource,
 }
 
-struct StoredNodes<'a> {
-    store: &'a dyn Store,
-    tenant: &'a TenantId,
-}
-
-impl HashReader for StoredNodes<'_> {
-    type Error = JournalError;
-
-    fn read_hashes(&self, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
-        self.store.read_log_nodes(self.tenant, ids)
-    }
-}
-
-fn prove_error(err: tlog::ProveError<JournalError>) -> JournalError {
-    match err {
-        tlog::ProveError::Reader(err) => err,
-        other => JournalError::Io(format!("log: {other}")),
-    }
+/// A consistency proof between two sizes of the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogConsistency {
+    /// The older tree.
+    pub old: Tree,
+    /// The newer tree.
+    pub new: Tree,
+    /// The proof that `new` extends `old`.
+    pub proof: ConsistencyProof,
+    /// How it was computed.
+    pub source: LogSource,
 }
 
 /// The tree rebuilt from the seals in key order.
@@ -77,109 +80,160 @@ pub fn walk(seals: &[SealEntry]) -> MemoryHashStore {
     tree
 }
 
-/// The tenant's current log head (R-LOG-2).
-pub fn log_head(store: &dyn Store, tenant: &TenantId) -> Result<LogHead, JournalError> {
-    let counters = store.log_counters(tenant)?;
-    if counters.has_holes() {
-        let tree = walk(&store.seals(tenant)?).tree();
-        tracing::warn!(tenant = %tenant, "log positions have holes: answering from the walk of the seals");
-        return Ok(LogHead { tree, source: LogSource::WalkWithHoles });
-    }
-    let size = counters.next_position;
-    let root = tlog::tree_root(&StoredNodes { store, tenant }, size).map_err(prove_error)?;
-    Ok(LogHead { tree: Tree::new(size, root), source: LogSource::StoredNodes })
+enum Source {
+    Stored,
+    Walk { seals: Vec<SealEntry>, tree: MemoryHashStore },
 }
 
-/// The inclusion proof of a sealed run in the current log (R-LOG-2, R-LOG-6).
-pub fn inclusion_proof(store: &dyn Store, tenant: &TenantId, run: &RunId) -> Result<RunInclusion, JournalError> {
-    let counters = store.log_counters(tenant)?;
-    if counters.has_holes() {
+/// One tenant's log at the size it had when the view was opened: the one
+/// way the log is read. It implements [`tlog::HashReader`] (so any `tlog`
+/// proof can be served from it) and [`witness::LogHistory`] (so a witness
+/// client can prove any `old <= new <= size` consistency, even while seals
+/// land during a round).
+pub struct LogView<'a> {
+    store: &'a dyn Store,
+    tenant: &'a TenantId,
+    size: u64,
+    source: Source,
+}
+
+impl std::fmt::Debug for LogView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogView").field("tenant", self.tenant).field("size", &self.size).finish()
+    }
+}
+
+fn walk_error(tenant: &TenantId, err: impl std::fmt::Display) -> JournalError {
+    JournalError::StoreDamage { tenant: tenant.clone(), detail: err.to_string() }
+}
+
+impl<'a> LogView<'a> {
+    /// Opens the tenant's log: reads its counters once and decides whether it
+    /// is served from stored nodes or from the walk (R-LOG-7).
+    pub fn open(store: &'a dyn Store, tenant: &'a TenantId) -> Result<Self, JournalError> {
+        let counters = store.log_counters(tenant)?;
+        if !counters.has_holes() {
+            return Ok(Self { store, tenant, size: counters.next_position, source: Source::Stored });
+        }
         let seals = store.seals(tenant)?;
-        let rank = seals.iter().position(|seal| seal.run == *run).ok_or_else(|| not_sealed(tenant, run))?;
         let tree = walk(&seals);
-        let proof = tree.prove_inclusion(rank as u64, tree.size()).map_err(|err| JournalError::Io(err.to_string()))?;
-        let seal = seals.get(rank).ok_or_else(|| not_sealed(tenant, run))?;
-        return Ok(RunInclusion {
-            index: rank as u64,
-            tree: tree.tree(),
-            leaf: seal.leaf_hash(),
-            leaf_bytes: seal.leaf_bytes.clone(),
-            proof,
-            source: LogSource::WalkWithHoles,
-        });
+        tracing::warn!(
+            tenant = %tenant,
+            positions = counters.next_position,
+            seals = seals.len(),
+            "log positions have holes: answering from the walk of the seals"
+        );
+        Ok(Self { store, tenant, size: tree.size(), source: Source::Walk { seals, tree } })
     }
-    let seal = store.seal_of(tenant, run)?.ok_or_else(|| not_sealed(tenant, run))?;
-    let head = log_head(store, tenant)?;
-    let nodes = StoredNodes { store, tenant };
-    let proof = tlog::prove_inclusion(&nodes, seal.position, head.tree.size).map_err(prove_error)?;
-    Ok(RunInclusion {
-        index: seal.position,
-        tree: head.tree,
-        leaf: seal.leaf_hash(),
-        leaf_bytes: seal.leaf_bytes,
-        proof,
-        source: LogSource::StoredNodes,
-    })
-}
 
-/// The consistency proof from `old_size` to the current log (R-LOG-2).
-pub fn consistency_proof(
-    store: &dyn Store,
-    tenant: &TenantId,
-    old_size: u64,
-) -> Result<(ConsistencyProof, LogHead), JournalError> {
-    let head = log_head(store, tenant)?;
-    if old_size == 0 || old_size > head.tree.size {
-        return Err(JournalError::InvalidRecord(format!(
-            "no consistency proof from size {old_size} to the log's size {}",
-            head.tree.size
-        )));
-    }
-    let proof = match head.source {
-        LogSource::StoredNodes => {
-            tlog::prove_consistency(&StoredNodes { store, tenant }, old_size, head.tree.size).map_err(prove_error)?
-        }
-        LogSource::WalkWithHoles => walk(&store.seals(tenant)?)
-            .prove_consistency(old_size, head.tree.size)
-            .map_err(|err| JournalError::Io(err.to_string()))?,
-    };
-    Ok((proof, head))
-}
-
-/// The root of the first `size` leaves of the current log.
-pub fn root_at(store: &dyn Store, tenant: &TenantId, size: u64) -> Result<tlog::RootHash, JournalError> {
-    let head = log_head(store, tenant)?;
-    match head.source {
-        LogSource::StoredNodes => tlog::tree_root(&StoredNodes { store, tenant }, size).map_err(prove_error),
-        LogSource::WalkWithHoles => {
-            tlog::tree_root(&walk(&store.seals(tenant)?), size).map_err(|err| JournalError::Io(err.to_string()))
-        }
-    }
-}
-
-fn not_sealed(tenant: &TenantId, run: &RunId) -> JournalError {
-    JournalError::NotFound { tenant: tenant.to_string(), run: format!("{run} (sealed)") }
-}
-
-/// A tenant's log as a [`witness::LogHistory`]: what a witness client needs
-/// to prove that the checkpoint it submits extends the one a witness holds.
-pub struct StoreHistory<'a> {
-    /// The store.
-    pub store: &'a dyn Store,
     /// The tenant.
-    pub tenant: &'a TenantId,
+    pub fn tenant(&self) -> &TenantId {
+        self.tenant
+    }
+
+    /// The log's size when the view was opened.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Where answers come from.
+    pub fn source(&self) -> LogSource {
+        match self.source {
+            Source::Stored => LogSource::StoredNodes,
+            Source::Walk { .. } => LogSource::WalkWithHoles,
+        }
+    }
+
+    fn prove_error(&self, err: tlog::ProveError<JournalError>) -> JournalError {
+        match err {
+            tlog::ProveError::Reader(err) => err,
+            other => walk_error(self.tenant, other),
+        }
+    }
+
+    /// The root of the first `size` leaves, for any `size <= self.size()`.
+    pub fn root_at(&self, size: u64) -> Result<RootHash, JournalError> {
+        if size > self.size {
+            return Err(JournalError::NoConsistencyProof { old_size: size, new_size: size, size: self.size });
+        }
+        tlog::tree_root(self, size).map_err(|err| self.prove_error(err))
+    }
+
+    /// The current head (R-LOG-2).
+    pub fn head(&self) -> Result<LogHead, JournalError> {
+        Ok(LogHead { tree: Tree::new(self.size, self.root_at(self.size)?), source: self.source() })
+    }
+
+    /// The inclusion proof of a sealed run in the tree of this view
+    /// (R-LOG-2, R-LOG-6): at its stored position, or its rank in the walk.
+    pub fn inclusion(&self, run: &RunId) -> Result<RunInclusion, JournalError> {
+        let not_sealed = || self.not_sealed(run);
+        let (index, seal) = match &self.source {
+            Source::Walk { seals, .. } => {
+                let rank = seals.iter().position(|seal| seal.run == *run).ok_or_else(not_sealed)?;
+                let seal = seals.get(rank).cloned().ok_or_else(not_sealed)?;
+                (rank as u64, seal)
+            }
+            Source::Stored => {
+                let seal = self.store.seal_of(self.tenant, run)?.ok_or_else(not_sealed)?;
+                (seal.position, seal)
+            }
+        };
+        if index >= self.size {
+            // Sealed after this view was opened.
+            return Err(not_sealed());
+        }
+        let proof = tlog::prove_inclusion(self, index, self.size).map_err(|err| self.prove_error(err))?;
+        Ok(RunInclusion {
+            index,
+            tree: self.head()?.tree,
+            leaf: seal.leaf_hash(),
+            leaf_bytes: seal.leaf_bytes,
+            proof,
+            source: self.source(),
+        })
+    }
+
+    /// The consistency proof from `old_size` to `new_size`, for any
+    /// `1 <= old_size <= new_size <= self.size()` (R-LOG-2).
+    pub fn consistency(&self, old_size: u64, new_size: u64) -> Result<LogConsistency, JournalError> {
+        if old_size == 0 || old_size > new_size || new_size > self.size {
+            return Err(JournalError::NoConsistencyProof { old_size, new_size, size: self.size });
+        }
+        let proof = tlog::prove_consistency(self, old_size, new_size).map_err(|err| self.prove_error(err))?;
+        Ok(LogConsistency {
+            old: Tree::new(old_size, self.root_at(old_size)?),
+            new: Tree::new(new_size, self.root_at(new_size)?),
+            proof,
+            source: self.source(),
+        })
+    }
+
+    fn not_sealed(&self, run: &RunId) -> JournalError {
+        match self.store.read_run(self.tenant, run) {
+            Ok(rows) if !rows.rows.is_empty() => {
+                JournalError::NotSealed { tenant: self.tenant.clone(), run: run.clone() }
+            }
+            _ => JournalError::NotFound { tenant: self.tenant.clone(), run: run.clone() },
+        }
+    }
 }
 
-impl witness::LogHistory for StoreHistory<'_> {
-    fn root_at(&self, size: u64) -> Result<tlog::RootHash, String> {
-        root_at(self.store, self.tenant, size).map_err(|err| err.to_string())
-    }
+impl HashReader for LogView<'_> {
+    type Error = JournalError;
 
-    fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, String> {
-        let (proof, head) = consistency_proof(self.store, self.tenant, old_size).map_err(|err| err.to_string())?;
-        if head.tree.size != new_size {
-            return Err(format!("the log is at size {}, not {new_size}: sign a fresh checkpoint", head.tree.size));
+    fn read_hashes(&self, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
+        match &self.source {
+            Source::Stored => self.store.read_log_nodes(self.tenant, ids),
+            Source::Walk { tree, .. } => tree.read_hashes(ids).map_err(|err| walk_error(self.tenant, err)),
         }
-        Ok(proof)
     }
+}
+
+/// Signs a checkpoint of `tree` for `origin` with `key`, now (R-NOTE-2): the
+/// one place the plane signs its log. Callers first make sure the tree is one
+/// this plane may sign.
+pub fn sign_checkpoint(origin: &Origin, tree: Tree, key: &LogKey) -> Result<SignedCheckpoint, JournalError> {
+    key.sign(&Checkpoint::new(origin, tree))
+        .map_err(|err| JournalError::InvalidRecord(format!("signing the checkpoint of {origin}: {err}")))
 }

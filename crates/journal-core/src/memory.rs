@@ -44,7 +44,9 @@ impl MemoryStore {
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, BTreeMap<TenantId, TenantState>>, JournalError> {
-        self.tenants.lock().map_err(|_| JournalError::Io("memory store lock poisoned".into()))
+        self.tenants
+            .lock()
+            .map_err(|_| JournalError::Io(crate::error::StorageError::message("memory store lock poisoned")))
     }
 }
 
@@ -62,11 +64,14 @@ impl Store for MemoryStore {
             let read = |ids: &[NodeId]| -> Result<Vec<NodeHash>, JournalError> {
                 ids.iter()
                     .map(|id| {
-                        nodes.get(id).copied().ok_or_else(|| JournalError::Io(format!("missing log node {id:?}")))
+                        nodes.get(id).copied().ok_or_else(|| JournalError::StoreDamage {
+                            tenant: request.tenant.clone(),
+                            detail: format!("missing log node {id:?}"),
+                        })
                     })
                     .collect()
             };
-            new_nodes = nodes_for_new_leaf(&read, next, seal.leaf_hash())?;
+            new_nodes = nodes_for_new_leaf(&request.tenant, &read, next, seal.leaf_hash())?;
             position = Some(next);
         }
         // Everything below is one step: no error can happen after this point.
@@ -92,7 +97,7 @@ impl Store for MemoryStore {
 
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
         let tenants = self.lock()?;
-        let not_found = || JournalError::NotFound { tenant: tenant.to_string(), run: run.to_string() };
+        let not_found = || JournalError::NotFound { tenant: tenant.clone(), run: run.clone() };
         let state = tenants.get(tenant).and_then(|t| t.runs.get(run)).ok_or_else(not_found)?;
         let seal = tenants.get(tenant).and_then(|t| t.seals.values().find(|s| s.run == *run).cloned());
         Ok(RunRows { rows: state.rows.clone(), head: state.head, seal, outcome: state.outcome })
@@ -140,10 +145,10 @@ impl Store for MemoryStore {
         let nodes = tenants.get(tenant).map(|t| &t.nodes);
         ids.iter()
             .map(|id| {
-                nodes
-                    .and_then(|n| n.get(id))
-                    .copied()
-                    .ok_or_else(|| JournalError::Io(format!("missing log node {id:?}")))
+                nodes.and_then(|n| n.get(id)).copied().ok_or_else(|| JournalError::StoreDamage {
+                    tenant: tenant.clone(),
+                    detail: format!("missing log node {id:?}"),
+                })
             })
             .collect()
     }

@@ -7,6 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::clock::At;
 use crate::error::{BuildSkew, JournalError};
 use crate::ids::RunId;
 use crate::version::Upcasters;
@@ -44,6 +45,18 @@ impl fmt::Display for Build {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.name, self.version)
     }
+}
+
+/// Reads an `Option` field that must be present (`null` for none): serde
+/// would otherwise read a missing field as `None`, and a record missing its
+/// budget ceiling would read as "unlimited" (R-VER-3: a missing field is a
+/// shape this build does not read, like an unknown one).
+fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer)
 }
 
 /// A budget dimension.
@@ -124,14 +137,19 @@ impl Counters {
 #[serde(deny_unknown_fields)]
 pub struct Budget {
     /// Token ceiling.
+    #[serde(deserialize_with = "present")]
     pub tokens: Option<u64>,
     /// Cost ceiling in micro-units.
+    #[serde(deserialize_with = "present")]
     pub cost_micros: Option<u64>,
     /// Step ceiling.
+    #[serde(deserialize_with = "present")]
     pub steps: Option<u64>,
     /// Effect ceiling.
+    #[serde(deserialize_with = "present")]
     pub effects: Option<u64>,
     /// Wall-time ceiling in milliseconds.
+    #[serde(deserialize_with = "present")]
     pub wall_millis: Option<u64>,
 }
 
@@ -375,6 +393,7 @@ pub struct CeilingRaised {
     /// The dimension.
     pub dimension: Dimension,
     /// The new ceiling (`None`: unlimited).
+    #[serde(deserialize_with = "present")]
     pub ceiling: Option<u64>,
 }
 
@@ -473,6 +492,8 @@ pub struct Record {
     pub run: RunId,
     /// Position in the run's chain, from 1.
     pub seq: u64,
+    /// When the writer wrote it (UTC, milliseconds), from its injected clock.
+    pub at: At,
     /// The effect this record is about, for the kinds that have one.
     pub effect_key: Option<String>,
     /// The build that wrote it.
@@ -489,6 +510,8 @@ struct WireEnvelope<'a> {
     v: u32,
     run: String,
     seq: u64,
+    at: At,
+    #[serde(deserialize_with = "present")]
     effect_key: Option<String>,
     build: Build,
     #[serde(borrow)]
@@ -500,7 +523,16 @@ struct WireEnvelope<'a> {
 struct Header {
     kind: String,
     v: u32,
-    build: Option<Build>,
+    build: Option<WriterName>,
+}
+
+/// The writer's name and version, read leniently: a writer ahead of this
+/// build may name itself with fields this build does not know, and the
+/// remedy must still name it.
+#[derive(Deserialize)]
+struct WriterName {
+    name: String,
+    version: String,
 }
 
 /// The version and writer of a record, read without parsing its body.
@@ -521,7 +553,7 @@ impl Record {
     }
 
     /// The canonical wire bytes: one JSON object, fields in the fixed order
-    /// `kind, v, run, seq, effect_key, build, body`, nothing skipped (an
+    /// `kind, v, run, seq, at, effect_key, build, body`, nothing skipped (an
     /// absent effect key is `null`), body fields in declaration order,
     /// compact (no spaces), UTF-8, no trailing newline.
     pub fn encode(&self) -> Result<Vec<u8>, JournalError> {
@@ -535,11 +567,12 @@ impl Record {
         let to_json =
             |value: &dyn erased::Json| value.json().map_err(|err| JournalError::InvalidRecord(err.to_string()));
         let out = format!(
-            "{{\"kind\":{},\"v\":{},\"run\":{},\"seq\":{},\"effect_key\":{},\"build\":{},\"body\":{}}}",
+            "{{\"kind\":{},\"v\":{},\"run\":{},\"seq\":{},\"at\":{},\"effect_key\":{},\"build\":{},\"body\":{}}}",
             to_json(&kind.as_str())?,
             kind.current_version(),
             to_json(&self.run.as_str())?,
             self.seq,
+            to_json(&self.at)?,
             to_json(&self.effect_key)?,
             to_json(&self.build)?,
             self.body.to_json().map_err(|err| JournalError::InvalidRecord(err.to_string()))?,
@@ -550,7 +583,8 @@ impl Record {
     /// Reads the header `(kind, v, build)` of stored bytes, nothing more.
     pub fn header(bytes: &[u8]) -> Option<RecordHeader> {
         let header: Header = serde_json::from_slice(bytes).ok()?;
-        Some(RecordHeader { kind: header.kind, v: header.v, build: header.build })
+        let build = header.build.map(|writer| Build { name: writer.name, version: writer.version });
+        Some(RecordHeader { kind: header.kind, v: header.v, build })
     }
 
     /// Decodes bytes whose chain hash the caller has already checked
@@ -564,7 +598,7 @@ impl Record {
                 v: 0,
                 writer: None,
                 detail: "no readable kind and version".into(),
-                remedy: BuildSkew::remedy(None),
+                remedy: BuildSkew::remedy(None, upcasters.reader()),
             }))
         })?;
         let current = upcasters.upcast(&header, bytes)?;
@@ -574,7 +608,7 @@ impl Record {
                 v: header.v,
                 writer: header.build.clone(),
                 detail,
-                remedy: BuildSkew::remedy(header.build.as_ref()),
+                remedy: BuildSkew::remedy(header.build.as_ref(), upcasters.reader()),
             }))
         };
         let wire: WireEnvelope<'_> = serde_json::from_slice(&current).map_err(|err| skew(err.to_string()))?;
@@ -590,7 +624,7 @@ impl Record {
             )));
         }
         let run = RunId::new(&wire.run).map_err(|err| skew(err.to_string()))?;
-        Ok(Record { run, seq: wire.seq, effect_key: wire.effect_key, build: wire.build, body })
+        Ok(Record { run, seq: wire.seq, at: wire.at, effect_key: wire.effect_key, build: wire.build, body })
     }
 }
 

@@ -2,7 +2,9 @@
 
 use tlog::LeafHash;
 
-use crate::chain::ChainHash;
+use witness::Origin;
+
+use crate::chain::{ChainHash, ExpectedHead};
 use crate::ids::RunId;
 
 /// The bytes of a sealed run's log leaf, exactly:
@@ -22,7 +24,7 @@ use crate::ids::RunId;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SealLeaf {
     /// The tenant's log origin.
-    pub origin: String,
+    pub origin: Origin,
     /// The sealed run.
     pub run: RunId,
     /// How many records the sealed journal holds.
@@ -32,6 +34,12 @@ pub struct SealLeaf {
 }
 
 impl SealLeaf {
+    /// The leaf of `run` in `origin`'s log, sealed at `head` (its last
+    /// record): the one place a seal leaf is made from a chain.
+    pub fn new(origin: &Origin, run: &RunId, head: ExpectedHead) -> Self {
+        Self { origin: origin.clone(), run: run.clone(), record_count: head.seq, head: head.hash }
+    }
+
     /// The leaf bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         format!(

@@ -170,6 +170,7 @@ pub type NodeRead<'a> = &'a dyn Fn(&[NodeId]) -> Result<Vec<NodeHash>, JournalEr
 /// The node hashes a new leaf at `position` completes, given a reader of the
 /// nodes already stored: what a backend writes in its sealing transaction.
 pub fn nodes_for_new_leaf(
+    tenant: &TenantId,
     stored: NodeRead<'_>,
     position: u64,
     leaf: LeafHash,
@@ -183,7 +184,7 @@ pub fn nodes_for_new_leaf(
     }
     let mut frontier = tlog::Frontier::from_reader(&Reader(stored), position).map_err(|err| match err {
         tlog::ProveError::Reader(err) => err,
-        other => JournalError::Io(format!("log nodes: {other}")),
+        other => JournalError::StoreDamage { tenant: tenant.clone(), detail: format!("log nodes: {other}") },
     })?;
     let mut nodes = Vec::new();
     frontier.append_with(leaf, |id, hash| nodes.push((id, *hash)));

@@ -14,7 +14,7 @@ use crate::chain::{ChainCheck, ExpectedHead};
 use crate::error::{JournalError, TamperKind};
 use crate::ids::{RunId, TenantId};
 use crate::journal::Journal;
-use crate::log::{LogSource, consistency_proof, inclusion_proof, log_head};
+use crate::log::{LogHead, LogSource, LogView};
 use crate::record::{
     Budget, Counters, EffectDone, EffectResult, EffectStarted, Outcome, PlanFrozen, RecordBody, RunAdmitted,
     RunConcluded, StepMark, Verdict,
@@ -41,8 +41,22 @@ pub fn tenant() -> TenantId {
 /// The origin of the case tenant's log.
 pub const ORIGIN: &str = "testkit.test/plane/tenant-a";
 
+/// [`ORIGIN`], validated.
+pub fn origin() -> witness::Origin {
+    witness::Origin::new(ORIGIN).expect("a valid origin")
+}
+
+fn origin_ref() -> &'static witness::Origin {
+    static ORIGIN_ID: std::sync::OnceLock<witness::Origin> = std::sync::OnceLock::new();
+    ORIGIN_ID.get_or_init(origin)
+}
+
 fn journal<'a>(store: &'a dyn Store, tenant: &'a TenantId) -> Journal<'a> {
-    Journal::new(store, tenant, ORIGIN)
+    Journal::new(store, tenant, origin_ref())
+}
+
+fn log_head(store: &dyn Store, tenant: &TenantId) -> Result<LogHead, JournalError> {
+    LogView::open(store, tenant)?.head()
 }
 
 fn check(upcasters: &Upcasters) -> ChainCheck<'_> {
@@ -195,15 +209,32 @@ pub fn log_checkpoints_and_proofs(store: &dyn Store) {
             continue;
         }
         assert_eq!(seal.expect("sealed").position, position, "positions follow seal order");
-        let inclusion = inclusion_proof(store, &tenant, run).expect("inclusion");
+        let inclusion = LogView::open(store, &tenant).and_then(|view| view.inclusion(run)).expect("inclusion");
         assert_eq!(inclusion.index, position);
         head.tree.verify_inclusion(&inclusion.leaf, inclusion.index, &inclusion.proof).expect("proof verifies");
         position += 1;
     }
+    // One view serves consistency between any two sizes it holds, not only
+    // to its newest (a witness round must not fail because a seal landed).
+    let view = LogView::open(store, &tenant).expect("view");
     for old in trees.iter().filter(|t| t.size > 0) {
-        let (proof, newest) = consistency_proof(store, &tenant, old.size).expect("consistency");
-        newest.tree.verify_extends(old, &proof).expect("the log only grew");
+        for new in trees.iter().filter(|t| t.size >= old.size) {
+            let consistency = view.consistency(old.size, new.size).expect("consistency");
+            assert_eq!(consistency.new, *new, "the view's root at {} is the head seen then", new.size);
+            new.verify_extends(old, &consistency.proof).expect("the log only grew");
+        }
     }
+    let beyond = view.consistency(1, head.tree.size + 1);
+    assert!(matches!(beyond, Err(JournalError::NoConsistencyProof { size: 6, .. })), "{beyond:?}");
+    // A view opened before more seals still proves what it saw.
+    sample_run(&journal, &run_id("run-late"), Outcome::Succeeded).expect("late run");
+    let late = view.consistency(2, head.tree.size).expect("an older view still proves");
+    head.tree.verify_extends(&late.old, &late.proof).expect("verifies");
+    // An open run is "not sealed", a missing run "not found": two answers.
+    let open = view.inclusion(&runs[2]);
+    assert!(matches!(open, Err(JournalError::NotSealed { .. })), "{open:?}");
+    let missing = view.inclusion(&run_id("no-such-run"));
+    assert!(matches!(missing, Err(JournalError::NotFound { .. })), "{missing:?}");
 }
 
 /// R-STORE-4: tenants have their own runs, logs and positions.
@@ -212,7 +243,8 @@ pub fn tenants_are_separate(store: &dyn Store) {
     let b = TenantId::new("tenant-b").expect("id");
     let run = run_id("same-name");
     sample_run(&journal(store, &a), &run, Outcome::Succeeded).expect("a");
-    let journal_b = Journal::new(store, &b, "testkit.test/plane/tenant-b");
+    let origin_b = witness::Origin::new("testkit.test/plane/tenant-b").expect("origin");
+    let journal_b = Journal::new(store, &b, &origin_b);
     sample_run(&journal_b, &run, Outcome::Succeeded).expect("b");
     assert_eq!(store.seal_of(&a, &run).expect("a").map(|s| s.position), Some(0));
     assert_eq!(store.seal_of(&b, &run).expect("b").map(|s| s.position), Some(0));
@@ -277,19 +309,18 @@ pub fn deleted_sealed_run_breaks_consistency(store: &(impl Store + TamperAccess)
     assert_eq!(after.source, LogSource::WalkWithHoles, "the store notices the hole");
     assert_eq!(after.tree.size, 5);
     // The saved checkpoint is not extended by the log as it is now.
-    let extends = consistency_proof(store, &tenant, saved.size);
-    match extends {
-        Err(_) => {}
-        Ok((proof, newest)) => assert!(newest.tree.verify_extends(&saved, &proof).is_err()),
-    }
+    let view = LogView::open(store, &tenant).expect("view");
+    assert_eq!(view.source(), LogSource::WalkWithHoles);
+    let extends = view.consistency(saved.size, view.size());
+    assert!(matches!(extends, Err(JournalError::NoConsistencyProof { .. })), "the log shrank below: {extends:?}");
     for run in runs.iter().filter(|r| **r != runs[2]) {
-        let inclusion = inclusion_proof(store, &tenant, run).expect("inclusion");
+        let inclusion = view.inclusion(run).expect("inclusion");
         after
             .tree
             .verify_inclusion(&inclusion.leaf, inclusion.index, &inclusion.proof)
             .expect("survivor proves inclusion");
     }
-    let gone = inclusion_proof(store, &tenant, &runs[2]);
+    let gone = view.inclusion(&runs[2]);
     assert!(matches!(gone, Err(JournalError::NotFound { .. })), "the deleted run cannot prove inclusion: {gone:?}");
 }
 
@@ -348,6 +379,10 @@ macro_rules! conformance_tests {
         #[test]
         fn runtime_r_run_4_exhaustion_redelivery_and_raised_ceiling() {
             $crate::testkit_runtime::exhaustion_redelivery_and_raised_ceiling(std::sync::Arc::new($make));
+        }
+        #[test]
+        fn runtime_r_run_4_count_ceilings_match_cost_and_resume_appends_nothing() {
+            $crate::testkit_runtime::count_ceilings_match_cost_and_resume_appends_nothing(std::sync::Arc::new($make));
         }
         #[test]
         fn runtime_r_run_5_withhold_and_lift() {

@@ -11,10 +11,10 @@ use crate::runtime::{
     Admission, AdmitRequest, EffectOutput, RunHandle, RunStatus, Runtime, RuntimeBuilder, RuntimeError,
 };
 use crate::store::Store;
-use crate::testkit::{ORIGIN, tenant};
+use crate::testkit::tenant;
 
 fn runtime(store: Arc<dyn Store>) -> Runtime {
-    RuntimeBuilder::new(store).tenant(tenant(), ORIGIN, None).build().expect("runtime")
+    RuntimeBuilder::new(store).tenant(tenant(), crate::testkit::origin(), None).build().expect("runtime")
 }
 
 fn request(key: &str, budget: Budget) -> AdmitRequest {
@@ -156,6 +156,62 @@ pub fn exhaustion_redelivery_and_raised_ceiling(store: Arc<dyn Store>) {
     assert_eq!(rt.cost(&t, &id).expect("cost").tokens, 140);
 }
 
+/// R-RUN-4, R-RUN-7: a steps or effects ceiling refuses the step or effect it
+/// would cross, and the verdict's counters are exactly what `cost` reads from
+/// the same journal; a resume with no raised ceiling answers with the verdict
+/// and appends nothing; an exhausted conclusion with no verdict is refused.
+pub fn count_ceilings_match_cost_and_resume_appends_nothing(store: Arc<dyn Store>) {
+    let rt = runtime(store.clone());
+    let t = tenant();
+    let mut run = admit(&rt, "steps", Budget { steps: Some(2), ..Budget::default() });
+    let id = run.run().clone();
+    run.start_step("a").expect("first step");
+    run.start_step("b").expect("second step");
+    let err = run.start_step("c").expect_err("the third step crosses the ceiling");
+    let RuntimeError::Stopped { status: RunStatus::Exhausted { verdict, .. }, .. } = err else {
+        panic!("exhausted expected: {err:?}")
+    };
+    let cost = rt.cost(&t, &id).expect("cost");
+    assert_eq!(verdict, Verdict::BudgetExceeded { dimension: Dimension::Steps, ceiling: 2, counters: cost });
+    assert_eq!(cost.steps, 2, "the refused step was never started");
+    let rows = store.read_run(&t, &id).expect("rows").rows.len();
+    let again = rt.resume(&t, &id);
+    assert!(
+        matches!(&again, Err(RuntimeError::Stopped { status: RunStatus::Exhausted { verdict: v, .. }, .. }) if *v == verdict),
+        "{:?}",
+        again.as_ref().err()
+    );
+    assert_eq!(
+        store.read_run(&t, &id).expect("rows").rows.len(),
+        rows,
+        "a resume that cannot continue appends nothing"
+    );
+    rt.raise_ceiling(&t, &id, Dimension::Steps, Some(3)).expect("raise");
+    rt.resume(&t, &id).expect("a raised ceiling continues").start_step("c").expect("the third step now");
+
+    let mut run = admit(&rt, "effects", Budget { effects: Some(1), ..Budget::default() });
+    let id = run.run().clone();
+    run.effect("ek:1", "work", || ok("one", 3)).expect("first effect");
+    let performed = Cell::new(false);
+    let err = run.effect("ek:2", "work", || {
+        performed.set(true);
+        ok("two", 3)
+    });
+    assert!(!performed.get(), "an effect past the ceiling is not performed");
+    let Err(RuntimeError::Stopped { status: RunStatus::Exhausted { verdict, .. }, .. }) = err else {
+        panic!("exhausted expected: {err:?}")
+    };
+    let cost = rt.cost(&t, &id).expect("cost");
+    assert_eq!(verdict, Verdict::BudgetExceeded { dimension: Dimension::Effects, ceiling: 1, counters: cost });
+    assert_eq!(cost.effects, 1);
+
+    let bare = rt.conclude(&t, &id, Outcome::Exhausted, Verdict::None, "out of budget");
+    assert!(
+        matches!(&bare, Err(RuntimeError::Journal(crate::error::JournalError::InvalidRecord(why))) if why.contains("BudgetExceeded")),
+        "{bare:?}"
+    );
+}
+
 /// R-RUN-5: a withheld run continues only after it is lifted.
 pub fn withhold_and_lift(store: Arc<dyn Store>) {
     let rt = runtime(store);
@@ -269,7 +325,7 @@ pub fn signed_and_unsigned_planes(store: Arc<dyn Store>) {
     let signer = Arc::new(Ed25519Signer::from_seed("spiffe://plane.test/runtime", [5; 32]));
     let signed = RuntimeBuilder::new(Arc::clone(&store))
         .signer(signer.clone())
-        .tenant(t.clone(), ORIGIN, None)
+        .tenant(t.clone(), crate::testkit::origin(), None)
         .build()
         .expect("runtime");
     let run = admit(&signed, "signed", Budget::default());
@@ -284,7 +340,8 @@ pub fn signed_and_unsigned_planes(store: Arc<dyn Store>) {
         verifier: Some(&verifier),
         options: VerifyOptions { require_signature: true },
     };
-    let journal = crate::journal::Journal::new(store.as_ref(), &t, ORIGIN);
+    let origin = crate::testkit::origin();
+    let journal = crate::journal::Journal::new(store.as_ref(), &t, &origin);
     journal.read(&signed_id, strict).expect("every record signed and verified");
     assert!(store.read_run(&t, &plain_id).expect("read").rows.iter().all(|r| r.signature.is_none()));
     assert!(journal.read(&plain_id, strict).is_err(), "strict refuses the unsigned plane's records");

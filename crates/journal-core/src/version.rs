@@ -5,20 +5,28 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::error::{BuildSkew, JournalError};
-use crate::record::{RecordHeader, RecordKind};
+use crate::record::{Build, RecordHeader, RecordKind};
 
 /// A pure, total function from the bytes of one version of a kind to the
 /// bytes of the next version (R-VER-6). It is a read-time view: the chain is
 /// always verified over the bytes as written (R-VER-5).
 pub type Upcaster = fn(&[u8]) -> Result<Vec<u8>, String>;
 
-/// Upcasters by `(kind name, from version)`, and the version this build reads
-/// for each kind.
-#[derive(Clone, Default)]
+/// What this build reads: upcasters by `(kind name, from version)`, the
+/// version it reads for each kind, and the binary that is reading (named in
+/// a build-skew remedy as the one not to use, R-VER-4).
+#[derive(Clone)]
 pub struct Upcasters {
     steps: BTreeMap<(String, u32), Upcaster>,
     /// Versions read for kinds that are not journal-core's own (tests, extensions).
     extra_current: BTreeMap<String, u32>,
+    reader: Build,
+}
+
+impl Default for Upcasters {
+    fn default() -> Self {
+        Self { steps: BTreeMap::new(), extra_current: BTreeMap::new(), reader: Build::current() }
+    }
 }
 
 impl std::fmt::Debug for Upcasters {
@@ -31,6 +39,19 @@ impl Upcasters {
     /// The registry this build ships: empty until the format freeze.
     pub fn builtin() -> Self {
         Self::default()
+    }
+
+    /// Names the binary that reads (its package name and version), so a
+    /// refusal says which binary is running; defaults to journal-core.
+    #[must_use]
+    pub fn read_by(mut self, reader: Build) -> Self {
+        self.reader = reader;
+        self
+    }
+
+    /// The binary that reads.
+    pub fn reader(&self) -> &Build {
+        &self.reader
     }
 
     /// Registers an upcaster from `from_version` to `from_version + 1` of `kind`.
@@ -60,7 +81,7 @@ impl Upcasters {
                 readable,
                 writer: header.build.clone(),
                 detail: detail.to_owned(),
-                remedy: BuildSkew::remedy(header.build.as_ref()),
+                remedy: BuildSkew::remedy(header.build.as_ref(), &self.reader),
             }))
         };
         let Some(current) = self.current_version(&header.kind) else {

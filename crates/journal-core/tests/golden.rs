@@ -50,17 +50,71 @@ fn export_check(
     )
 }
 
-#[test]
-fn r_gold_2_the_frozen_export_verifies_offline_and_any_altered_line_is_caught() {
-    let text = workspace_file(golden::EXPORT_PATH);
+fn golden_verifier() -> Ed25519Verifier {
     let signer = journal_core::Ed25519Signer::from_seed(golden::RECORD_KEY_ID, golden::RECORD_KEY_SEED);
     let mut verifier = Ed25519Verifier::new();
     verifier.trust(signer.key_id(), signer.public_key()).unwrap();
-    let upcasters = Upcasters::builtin();
-    let verified = export_check(&verifier, &upcasters, &text).unwrap();
-    assert_eq!(verified.run.as_str(), "golden-run-0001");
-    assert_eq!(verified.index, 2);
+    verifier
+}
 
+/// Every export ever blessed, one file per format, by name.
+fn frozen_exports() -> Vec<(String, String)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..").join(golden::EXPORTS_DIR);
+    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|err| panic!("{}: {err}; run `cargo xtask bless` to create it", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .map(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&path).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn r_gold_2_every_export_ever_blessed_still_verifies_offline() {
+    let verifier = golden_verifier();
+    let upcasters = Upcasters::builtin();
+    let exports = frozen_exports();
+    let current = golden::export_file_name();
+    assert!(
+        exports.iter().any(|(name, _)| *name == current),
+        "no frozen export for this build's format ({current} in {}): run `cargo xtask bless` and commit it",
+        golden::EXPORTS_DIR
+    );
+    for (name, text) in &exports {
+        let verified = export_check(&verifier, &upcasters, text).unwrap_or_else(|err| {
+            panic!(
+                "{}/{name}, an export an earlier build blessed, no longer verifies: {err}.\n\
+                 Every build must verify every export ever blessed (R-GOLD-2): fix this build, never the file.",
+                golden::EXPORTS_DIR
+            )
+        });
+        assert_eq!(verified.run.as_str(), "golden-run-0001", "{name}");
+        assert_eq!(verified.index, 2, "{name}");
+    }
+}
+
+#[test]
+fn r_gold_2_this_build_writes_its_format_byte_for_byte_as_frozen() {
+    let current = golden::export_file_name();
+    let frozen = frozen_exports().into_iter().find(|(name, _)| *name == current).map(|(_, text)| text);
+    let fresh = golden::export_corpus().unwrap();
+    assert!(
+        frozen.as_deref() == Some(fresh.as_str()),
+        "the export this build writes differs from {}/{current}: a frozen format cannot change. \
+         Name a new format (journal_core::export::EXPORT_FORMAT) and run `cargo xtask bless`, which adds its file.",
+        golden::EXPORTS_DIR
+    );
+}
+
+#[test]
+fn r_gold_2_any_altered_or_dropped_line_of_the_export_is_caught() {
+    let verifier = golden_verifier();
+    let upcasters = Upcasters::builtin();
+    let text = golden::export_corpus().unwrap();
     let lines: Vec<&str> = text.lines().collect();
     for (i, line) in lines.iter().enumerate() {
         // Change one character inside the line (a digit or a letter), keeping it JSON where possible.
@@ -83,6 +137,17 @@ fn r_gold_2_the_frozen_export_verifies_offline_and_any_altered_line_is_caught() 
         dropped.remove(i);
         assert!(export_check(&verifier, &upcasters, &(dropped.join("\n") + "\n")).is_err(), "line {} removed", i + 1);
     }
+}
+
+/// The export of the format before records carried `at` (a hard cut before
+/// the format freeze) is refused by name, never read as damage.
+#[test]
+fn r_ver_4_an_export_from_before_the_hard_cut_is_refused_by_its_format() {
+    let text = workspace_file("tests/golden/retired/agentplane-export-v1.jsonl");
+    let err = export_check(&golden_verifier(), &Upcasters::builtin(), &text).unwrap_err();
+    assert!(!err.is_tamper(), "{err}");
+    let message = err.to_string();
+    assert!(message.contains("agentplane-export/v1") && message.contains("not read by this build"), "{message}");
 }
 
 #[test]

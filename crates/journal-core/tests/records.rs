@@ -22,7 +22,7 @@ fn r_chain_6_every_kind_has_a_typed_body_that_round_trips() {
 fn r_chain_3_fields_in_fixed_order_nothing_skipped() {
     let record = &golden_records().unwrap()[1];
     let text = String::from_utf8(record.encode().unwrap()).unwrap();
-    let order = ["\"kind\"", "\"v\"", "\"run\"", "\"seq\"", "\"effect_key\"", "\"build\"", "\"body\""];
+    let order = ["\"kind\"", "\"v\"", "\"run\"", "\"seq\"", "\"at\"", "\"effect_key\"", "\"build\"", "\"body\""];
     let positions: Vec<usize> = order.iter().map(|field| text.find(field).unwrap()).collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{text}");
     assert!(text.contains("\"effect_key\":null"), "an absent effect key is written as null: {text}");
@@ -96,7 +96,7 @@ struct TestNoteV2 {
 
 fn test_note(run: &str, seq: u64, v: u32, body: &str) -> Vec<u8> {
     format!(
-        "{{\"kind\":\"TestNote\",\"v\":{v},\"run\":\"{run}\",\"seq\":{seq},\"effect_key\":null,\"build\":{{\"name\":\"test-writer\",\"version\":\"{v}.0\"}},\"body\":{body}}}"
+        "{{\"kind\":\"TestNote\",\"v\":{v},\"run\":\"{run}\",\"seq\":{seq},\"at\":\"2026-01-01T00:00:00.000Z\",\"effect_key\":null,\"build\":{{\"name\":\"test-writer\",\"version\":\"{v}.0\"}},\"body\":{body}}}"
     )
     .into_bytes()
 }
@@ -212,4 +212,72 @@ fn r_ver_1_r_ver_4_every_read_compares_the_version_and_skew_is_never_tamper() {
     assert!(err.is_build_skew() && !err.is_tamper(), "{err:?}");
     assert_eq!(err.class(), journal_core::ErrorClass::BuildSkew);
     assert!(err.to_string().contains("read it with agentplane-journal-core golden"), "{err}");
+}
+
+fn shape_refusal(bytes: &[u8]) -> JournalError {
+    let err = Record::decode_verified(bytes, &Upcasters::builtin()).unwrap_err();
+    assert!(
+        matches!(&err, JournalError::BuildSkew(skew) if matches!(skew.as_ref(), BuildSkew::UnreadableRecordShape { .. })),
+        "{err:?}"
+    );
+    err
+}
+
+/// R-VER-3: a field missing from a record is refused like an unknown one:
+/// a budget whose ceiling is absent must not read as "unlimited", and an
+/// envelope without its effect key or its time is not a record this build reads.
+#[test]
+fn r_ver_3_a_missing_field_is_refused_as_unreadable_shape_options_included() {
+    let records = golden_records().unwrap();
+    let admitted = String::from_utf8(records[0].encode().unwrap()).unwrap();
+    assert!(admitted.contains("\"effects\":null,"), "{admitted}");
+    shape_refusal(admitted.replacen("\"effects\":null,", "", 1).as_bytes());
+    shape_refusal(admitted.replacen("\"tokens\":10000,", "", 1).as_bytes());
+    shape_refusal(admitted.replacen("\"effect_key\":null,", "", 1).as_bytes());
+    let at = admitted.find("\"at\":").unwrap();
+    let end = admitted[at..].find(',').unwrap() + at + 1;
+    shape_refusal(format!("{}{}", &admitted[..at], &admitted[end..]).as_bytes());
+    let raised = String::from_utf8(records[8].encode().unwrap()).unwrap();
+    shape_refusal(raised.replacen(",\"ceiling\":20000", "", 1).as_bytes());
+}
+
+/// The instant has one spelling: another spelling of the same instant is a
+/// shape this build does not read (the bytes are hashed; two spellings would
+/// be two histories of one moment).
+#[test]
+fn records_carry_their_instant_in_one_canonical_spelling() {
+    let record = &golden_records().unwrap()[3];
+    let bytes = record.encode().unwrap();
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(text.contains("\"at\":\"2026-01-01T00:00:00.750Z\""), "{text}");
+    assert_eq!(Record::decode_verified(&bytes, &Upcasters::builtin()).unwrap().at, record.at);
+    for other in [
+        "2026-01-01T00:00:00.75Z",
+        "2026-01-01T00:00:00.750+00:00",
+        "2026-01-01 00:00:00.750Z",
+        "1969-12-31T23:59:59.999Z",
+    ] {
+        shape_refusal(text.replace("2026-01-01T00:00:00.750Z", other).as_bytes());
+    }
+}
+
+/// R-VER-4: the remedy names the binary that is running (not this library),
+/// and still names the writer when the writer's `build` has fields this build
+/// does not know.
+#[test]
+fn r_ver_4_the_remedy_names_the_running_binary_and_a_writer_ahead() {
+    let record = &golden_records().unwrap()[2];
+    let text = String::from_utf8(record.encode().unwrap()).unwrap();
+    let ahead = text.replace("\"version\":\"golden\"}", "\"version\":\"9.0\",\"commit\":\"abc\"}").replacen(
+        "\"body\":",
+        "\"trace\":1,\"body\":",
+        1,
+    );
+    let reader = Upcasters::builtin().read_by(journal_core::Build::new("agentplane-cli", "0.1.0"));
+    let err = Record::decode_verified(ahead.as_bytes(), &reader).unwrap_err();
+    let JournalError::BuildSkew(skew) = &err else { panic!("{err:?}") };
+    let BuildSkew::UnreadableRecordShape { writer, remedy, .. } = skew.as_ref() else { panic!("{skew:?}") };
+    assert_eq!(writer.as_ref().map(|w| w.to_string()).as_deref(), Some("agentplane-journal-core 9.0"));
+    assert!(remedy.contains("read it with agentplane-journal-core 9.0"), "{remedy}");
+    assert!(remedy.contains("not agentplane-cli 0.1.0"), "the running binary is named: {remedy}");
 }

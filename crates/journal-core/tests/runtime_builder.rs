@@ -21,7 +21,7 @@ fn log_key() -> LogKey {
 fn builder() -> RuntimeBuilder {
     RuntimeBuilder::new(Arc::new(MemoryStore::new())).tenant(
         TenantId::new("t").unwrap(),
-        "example.test/plane",
+        journal_core::Origin::new("example.test/plane").unwrap(),
         Some(log_key()),
     )
 }
@@ -46,7 +46,7 @@ fn r_wit_7_a_valid_policy_builds_and_witnessing_needs_log_keys() {
         builder().witnesses(vec![witness_client(1), witness_client(2)], WitnessQuorum::of(2)).build().unwrap();
     assert_eq!(runtime.witness_policy().1.needed(), 2);
     let no_key = RuntimeBuilder::new(Arc::new(MemoryStore::new()))
-        .tenant(TenantId::new("t").unwrap(), "example.test/plane", None)
+        .tenant(TenantId::new("t").unwrap(), journal_core::Origin::new("example.test/plane").unwrap(), None)
         .witnesses(vec![witness_client(1)], WitnessQuorum::of(1))
         .build()
         .err()

@@ -12,7 +12,8 @@ const SPIFFE: &str = "spiffe://plane.test/ns/agents/sa/planner";
 fn signed_run(signer: Option<&dyn Signer>, records: usize) -> (RunId, Vec<StoredRecord>) {
     let store = MemoryStore::new();
     let tenant = TenantId::new("t").unwrap();
-    let journal = Journal { signer, ..Journal::new(&store, &tenant, "sig.test/plane") };
+    let origin = journal_core::Origin::new("sig.test/plane").unwrap();
+    let journal = Journal { signer, ..Journal::new(&store, &tenant, &origin) };
     let run = RunId::new("signed").unwrap();
     let mut head = None;
     for i in 0..records {

@@ -9,9 +9,10 @@ use journal_core::{
     Admission, AdmitRequest, Budget, MemoryStore, RunId, Runtime, RuntimeBuilder, Store, SweepOutcome, TenantId,
 };
 use witness::{
-    ALG_COSIGNATURE_V1, ALG_ED25519, Cosigner, HttpWitness, LogConfig, LogKey, QuorumOutcome, SignerKey, SystemClock,
-    TrustedWitness, Witness, WitnessConfig, WitnessQuorum, WitnessServer,
+    ALG_COSIGNATURE_V1, ALG_ED25519, Cosigner, HttpWitness, LogKey, QuorumOutcome, SignerKey, TrustedWitness, Witness,
+    WitnessQuorum,
 };
+use witness_server::{LogConfig, SystemClock, WitnessConfig, WitnessServer};
 
 const ORIGIN: &str = "sweep.test/plane";
 
@@ -59,7 +60,7 @@ fn r_wit_8_r_wit_9_rounds_meet_skip_fall_short_and_refuse() {
     let ws = witnesses(2, &log_key);
     let store = Arc::new(MemoryStore::new());
     let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
-        .tenant(tenant.clone(), ORIGIN, Some(log_key.clone()))
+        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
         .witnesses(ws.clients.clone(), WitnessQuorum::of(2))
         .build()
         .unwrap();
@@ -82,7 +83,7 @@ fn r_wit_8_r_wit_9_rounds_meet_skip_fall_short_and_refuse() {
     let dead: Arc<dyn Witness + Send + Sync> =
         Arc::new(HttpWitness::new("http://127.0.0.1:9", vec![TrustedWitness::new(nobody).unwrap()]).unwrap());
     let short = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
-        .tenant(tenant.clone(), ORIGIN, Some(log_key.clone()))
+        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
         .witnesses(vec![Arc::clone(&ws.clients[0]), dead], WitnessQuorum::of(2))
         .build()
         .unwrap();
@@ -104,7 +105,9 @@ fn r_wit_8_r_wit_9_rounds_meet_skip_fall_short_and_refuse() {
 #[test]
 fn a_plane_without_witnesses_reports_so() {
     let tenant = TenantId::new("t").unwrap();
-    let runtime =
-        RuntimeBuilder::new(Arc::new(MemoryStore::new())).tenant(tenant.clone(), ORIGIN, None).build().unwrap();
+    let runtime = RuntimeBuilder::new(Arc::new(MemoryStore::new()))
+        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), None)
+        .build()
+        .unwrap();
     assert_eq!(runtime.sweep(&tenant).unwrap().outcome, SweepOutcome::NoWitnesses);
 }

@@ -12,7 +12,8 @@ use proptest::prelude::*;
 fn journal_of(steps: &[String]) -> (RunId, Vec<StoredRecord>, ExpectedHead) {
     let store = MemoryStore::new();
     let tenant = TenantId::new("t").unwrap();
-    let journal = Journal::new(&store, &tenant, "prop.test/plane");
+    let origin = journal_core::Origin::new("prop.test/plane").unwrap();
+    let journal = Journal::new(&store, &tenant, &origin);
     let run = RunId::new("prop-run").unwrap();
     let mut head = Some(
         journal.append(&run, None, None, RecordBody::PlanFrozen(PlanFrozen { steps: steps.to_vec() })).unwrap().head,

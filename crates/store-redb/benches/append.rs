@@ -27,7 +27,8 @@ fn journal_appends(concurrency: usize, iters: u64) -> Duration {
                 let store = Arc::clone(&store);
                 let tenant = tenant.clone();
                 scope.spawn(move || {
-                    let journal = Journal::new(store.as_ref(), &tenant, "bench.test/plane");
+                    let origin = journal_core::Origin::new("bench.test/plane").unwrap();
+                    let journal = Journal::new(store.as_ref(), &tenant, &origin);
                     let run = RunId::new(&format!("run-{round}-{n}")).unwrap();
                     let mut head = None;
                     for i in 0..RECORDS_PER_RUN {

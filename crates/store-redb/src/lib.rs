@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use journal_core::store::{check_append, idempotency_key_of, nodes_for_new_leaf};
 use journal_core::{
     AppendRequest, ChainHash, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows,
-    SealEntry, Store, StoredRecord, TenantId,
+    SealEntry, StorageError, Store, StoredRecord, TamperKind, TenantId,
 };
 use redb::{
     Database, ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _, TableDefinition,
@@ -46,8 +46,28 @@ const NODES: TableDefinition<(&str, u8, u64), &[u8]> = TableDefinition::new("log
 /// The most appends one group commit carries.
 pub const MAX_BATCH: usize = 512;
 
-fn io(err: impl std::fmt::Display) -> JournalError {
-    JournalError::Io(err.to_string())
+/// A redb failure, kept as the error's source.
+fn io(err: impl Into<redb::Error>) -> JournalError {
+    JournalError::Io(StorageError::new("redb", err.into()))
+}
+
+/// A failure of this backend's own machinery (its committer thread).
+fn machinery(what: &str) -> JournalError {
+    JournalError::Io(StorageError::message(what))
+}
+
+/// Stored data of `tenant` that is not what this backend writes.
+fn damaged(tenant: &str, detail: String) -> JournalError {
+    match TenantId::new(tenant) {
+        Ok(tenant) => JournalError::StoreDamage { tenant, detail },
+        Err(_) => {
+            JournalError::Io(StorageError::message(format!("a stored tenant id {tenant:?} is invalid: {detail}")))
+        }
+    }
+}
+
+fn open_error(path: &Path, err: impl Into<redb::Error>) -> JournalError {
+    JournalError::Io(StorageError::new(path.display().to_string(), err.into()))
 }
 
 struct Job {
@@ -90,21 +110,20 @@ impl std::fmt::Debug for RedbStore {
 impl RedbStore {
     /// Opens the store at `path`, creating it if there is no file there.
     pub fn create(path: &Path) -> Result<Self, JournalError> {
-        let db = Database::create(path).map_err(|err| JournalError::Io(format!("{}: {err}", path.display())))?;
+        let db = Database::create(path).map_err(|err| open_error(path, err))?;
         Self::start(db)
     }
 
     /// Opens an existing store; refuses a missing file.
     pub fn open(path: &Path) -> Result<Self, JournalError> {
-        let db = Database::open(path).map_err(|err| JournalError::Io(format!("{}: {err}", path.display())))?;
+        let db = Database::open(path).map_err(|err| open_error(path, err))?;
         Self::start(db)
     }
 
     /// Opens an existing store for reading only: the file is never written,
     /// whatever is in it, and appends are refused.
     pub fn open_read_only(path: &Path) -> Result<Self, JournalError> {
-        let db =
-            redb::ReadOnlyDatabase::open(path).map_err(|err| JournalError::Io(format!("{}: {err}", path.display())))?;
+        let db = redb::ReadOnlyDatabase::open(path).map_err(|err| open_error(path, err))?;
         Ok(Self {
             db: Db::ReadOnly(db),
             commits: Arc::new(AtomicU64::new(0)),
@@ -133,7 +152,7 @@ impl RedbStore {
         let committer = std::thread::Builder::new()
             .name("agentplane-redb-committer".into())
             .spawn(move || commit_loop(&writer, &receiver, &counted))
-            .map_err(io)?;
+            .map_err(|err| JournalError::Io(StorageError::new("starting the committer thread", err)))?;
         Ok(Self {
             db: Db::Writable(db),
             commits,
@@ -147,7 +166,8 @@ impl RedbStore {
     /// A store in a fresh temporary directory, removed on drop (for tests).
     #[cfg(feature = "testkit")]
     pub fn temporary() -> Result<Self, JournalError> {
-        let dir = tempfile::tempdir().map_err(io)?;
+        let dir = tempfile::tempdir()
+            .map_err(|err| JournalError::Io(StorageError::new("creating a temporary directory", err)))?;
         let mut store = Self::create(&dir.path().join("journal.redb"))?;
         store._temporary = Some(dir);
         Ok(store)
@@ -257,9 +277,14 @@ enum Applied {
     Broken(JournalError),
 }
 
-fn head_of(value: RunValue<'_>) -> Result<(ExpectedHead, bool, Option<Outcome>), JournalError> {
+fn head_of(run: &RunId, value: RunValue<'_>) -> Result<(ExpectedHead, bool, Option<Outcome>), JournalError> {
     let (seq, hash, sealed, outcome) = value;
-    let hash = ChainHash::from_slice(hash).ok_or_else(|| io("a stored head hash is not 32 bytes"))?;
+    let hash = ChainHash::from_slice(hash).ok_or_else(|| JournalError::Tamper {
+        run: run.clone(),
+        seq,
+        kind: TamperKind::MalformedRow,
+        detail: Some("the runs table's head hash is not 32 bytes".into()),
+    })?;
     Ok((ExpectedHead { seq, hash }, sealed, outcome.and_then(Outcome::parse)))
 }
 
@@ -270,7 +295,7 @@ fn apply(txn: &WriteTransaction, tables: &mut Tables<'_>, request: &AppendReques
     let tenant = request.tenant.as_str();
     let run = request.run.as_str();
     let current = match tables.runs.get((tenant, run)).map_err(|e| refused(io(e)))? {
-        Some(value) => Some(head_of(value.value()).map_err(refused)?),
+        Some(value) => Some(head_of(&request.run, value.value()).map_err(refused)?),
         None => None,
     };
     let (head, sealed, old_outcome) = current.map_or((None, false, None), |(h, s, o)| (Some(h), s, o));
@@ -283,7 +308,7 @@ fn apply(txn: &WriteTransaction, tables: &mut Tables<'_>, request: &AppendReques
             let position = tables.counter.get(tenant).map_err(|e| refused(io(e)))?.map_or(0, |v| v.value());
             let nodes = &tables.nodes;
             let read = |ids: &[NodeId]| -> Result<Vec<NodeHash>, JournalError> { read_nodes(nodes, tenant, ids) };
-            let new_nodes = nodes_for_new_leaf(&read, position, seal.leaf_hash()).map_err(refused)?;
+            let new_nodes = nodes_for_new_leaf(&request.tenant, &read, position, seal.leaf_hash()).map_err(refused)?;
             Some((position, seal.to_bytes(), new_nodes))
         }
         None => None,
@@ -347,15 +372,22 @@ fn read_nodes(
     ids.iter()
         .map(|id| {
             let value = table.get((tenant, id.level, id.index)).map_err(io)?;
-            let bytes = value.ok_or_else(|| io(format!("log node {id:?} of tenant {tenant} is missing")))?;
-            NodeHash::try_from(bytes.value()).map_err(|_| io("a stored log node is not 32 bytes"))
+            let bytes = value.ok_or_else(|| damaged(tenant, format!("log node {id:?} is missing")))?;
+            NodeHash::try_from(bytes.value()).map_err(|_| damaged(tenant, format!("log node {id:?} is not 32 bytes")))
         })
         .collect()
 }
 
-fn row_of(seq: u64, value: RecordValue<'_>) -> Result<StoredRecord, JournalError> {
+fn row_of(run: &RunId, seq: u64, value: RecordValue<'_>) -> Result<StoredRecord, JournalError> {
     let (kind, effect_key, prev, hash, bytes, key_id, signature) = value;
-    let hash_of = |b: &[u8]| ChainHash::from_slice(b).ok_or_else(|| io("a stored record hash is not 32 bytes"));
+    let hash_of = |b: &[u8]| {
+        ChainHash::from_slice(b).ok_or_else(|| JournalError::Tamper {
+            run: run.clone(),
+            seq,
+            kind: TamperKind::MalformedRow,
+            detail: Some("a stored record hash is not 32 bytes".into()),
+        })
+    };
     Ok(StoredRecord {
         seq,
         kind: kind.to_owned(),
@@ -372,27 +404,27 @@ fn row_of(seq: u64, value: RecordValue<'_>) -> Result<StoredRecord, JournalError
     })
 }
 
-fn run_id(text: &str) -> Result<RunId, JournalError> {
-    RunId::new(text).map_err(|_| io(format!("a stored run id {text:?} is invalid")))
+fn run_id(tenant: &TenantId, text: &str) -> Result<RunId, JournalError> {
+    RunId::new(text).map_err(|_| damaged(tenant.as_str(), format!("a stored run id {text:?} is invalid")))
 }
 
 impl Store for RedbStore {
     fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError> {
         let (reply, answer) = mpsc::channel();
         {
-            let jobs = self.jobs.lock().map_err(|_| io("the committer lock is poisoned"))?;
-            let sender = jobs.as_ref().ok_or_else(|| io("the store is open read-only, or closing"))?;
-            sender.send(Job { request, reply }).map_err(|_| io("the committer thread has stopped"))?;
+            let jobs = self.jobs.lock().map_err(|_| machinery("the committer lock is poisoned"))?;
+            let sender = jobs.as_ref().ok_or_else(|| machinery("the store is open read-only, or closing"))?;
+            sender.send(Job { request, reply }).map_err(|_| machinery("the committer thread has stopped"))?;
         }
-        answer.recv().map_err(|_| io("the committer thread stopped before answering"))?
+        answer.recv().map_err(|_| machinery("the committer thread stopped before answering"))?
     }
 
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
         let txn = self.read_txn()?;
         let runs = txn.open_table(RUNS).map_err(io)?;
         let (head, _, outcome) = match runs.get((tenant.as_str(), run.as_str())).map_err(io)? {
-            Some(value) => head_of(value.value())?,
-            None => return Err(JournalError::NotFound { tenant: tenant.to_string(), run: run.to_string() }),
+            Some(value) => head_of(run, value.value())?,
+            None => return Err(JournalError::NotFound { tenant: tenant.clone(), run: run.clone() }),
         };
         let records = txn.open_table(RECORDS).map_err(io)?;
         let mut rows = Vec::new();
@@ -400,7 +432,7 @@ impl Store for RedbStore {
             records.range((tenant.as_str(), run.as_str(), 0)..=(tenant.as_str(), run.as_str(), u64::MAX)).map_err(io)?
         {
             let (key, value) = entry.map_err(io)?;
-            rows.push(row_of(key.value().2, value.value())?);
+            rows.push(row_of(run, key.value().2, value.value())?);
         }
         let seal = seal_of(&txn, tenant, run)?;
         Ok(RunRows { rows, head: Some(head), seal, outcome })
@@ -420,7 +452,7 @@ impl Store for RedbStore {
                     if kt != t || ko != o {
                         break;
                     }
-                    out.push(run_id(run)?);
+                    out.push(run_id(tenant, run)?);
                 }
             }
             None => {
@@ -431,7 +463,7 @@ impl Store for RedbStore {
                     if kt != t {
                         break;
                     }
-                    out.push(run_id(run)?);
+                    out.push(run_id(tenant, run)?);
                 }
             }
         }
@@ -441,7 +473,7 @@ impl Store for RedbStore {
     fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError> {
         let txn = self.read_txn()?;
         let table = txn.open_table(IDEMPOTENCY).map_err(io)?;
-        table.get((tenant.as_str(), key)).map_err(io)?.map(|v| run_id(v.value())).transpose()
+        table.get((tenant.as_str(), key)).map_err(io)?.map(|v| run_id(tenant, v.value())).transpose()
     }
 
     fn tenants(&self) -> Result<Vec<TenantId>, JournalError> {
@@ -452,7 +484,7 @@ impl Store for RedbStore {
             let (key, _) = entry.map_err(io)?;
             let tenant = key.value().0;
             if out.last().is_none_or(|last| last.as_str() != tenant) {
-                out.push(TenantId::new(tenant).map_err(|_| io("a stored tenant id is invalid"))?);
+                out.push(TenantId::new(tenant).map_err(|_| damaged(tenant, "a stored tenant id is invalid".into()))?);
             }
         }
         Ok(out)
@@ -470,7 +502,7 @@ impl Store for RedbStore {
         for entry in seals.iter().map_err(io)? {
             let (key, value) = entry.map_err(io)?;
             let (run, leaf) = value.value();
-            out.push(SealEntry { position: key.value(), run: run_id(run)?, leaf_bytes: leaf.to_vec() });
+            out.push(SealEntry { position: key.value(), run: run_id(tenant, run)?, leaf_bytes: leaf.to_vec() });
         }
         Ok(out)
     }
@@ -514,7 +546,7 @@ fn seal_of(txn: &ReadTransaction, tenant: &TenantId, run: &RunId) -> Result<Opti
         return Ok(None);
     };
     let (stored_run, leaf) = value.value();
-    Ok(Some(SealEntry { position, run: run_id(stored_run)?, leaf_bytes: leaf.to_vec() }))
+    Ok(Some(SealEntry { position, run: run_id(tenant, stored_run)?, leaf_bytes: leaf.to_vec() }))
 }
 
 #[cfg(feature = "testkit")]

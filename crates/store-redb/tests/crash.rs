@@ -65,7 +65,8 @@ fn r_store_2_sigkill_at_random_moments_loses_nothing_committed() {
         drop(reader);
 
         let store = RedbStore::open(&path).unwrap_or_else(|err| panic!("seed {seed} cycle {cycle}: reopening: {err}"));
-        let journal = Journal::new(&store, &tenant, "crash.test/plane");
+        let origin = journal_core::Origin::new("crash.test/plane").unwrap();
+        let journal = Journal::new(&store, &tenant, &origin);
         let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
         for run in store.runs(&tenant, None).unwrap() {
             journal.read(&run, check).unwrap_or_else(|err| panic!("seed {seed} cycle {cycle}: run {run}: {err}"));
@@ -78,13 +79,13 @@ fn r_store_2_sigkill_at_random_moments_loses_nothing_committed() {
             );
         }
         if let Some(seen) = last_seen {
-            let head = journal_core::log::log_head(&store, &tenant).unwrap();
+            let view = journal_core::LogView::open(&store, &tenant).unwrap();
+            let head = view.head().unwrap();
             assert!(head.tree.size >= seen.size);
             if seen.size > 0 {
-                let (proof, newest) = journal_core::log::consistency_proof(&store, &tenant, seen.size).unwrap();
-                newest
-                    .tree
-                    .verify_extends(&seen, &proof)
+                let consistency = view.consistency(seen.size, head.tree.size).unwrap();
+                head.tree
+                    .verify_extends(&seen, &consistency.proof)
                     .unwrap_or_else(|err| panic!("seed {seed} cycle {cycle}: {err}"));
             }
         }

@@ -23,7 +23,8 @@ fn r_store_2_concurrent_appenders_are_group_committed_and_durable() {
             for n in 0..THREADS {
                 let (store, barrier, tenant) = (Arc::clone(&store), Arc::clone(&barrier), tenant.clone());
                 scope.spawn(move || {
-                    let journal = Journal::new(store.as_ref(), &tenant, "g.test/plane");
+                    let origin = journal_core::Origin::new("g.test/plane").unwrap();
+                    let journal = Journal::new(store.as_ref(), &tenant, &origin);
                     let run = RunId::new(&format!("run-{n}")).unwrap();
                     barrier.wait();
                     let mut head = None;
@@ -39,7 +40,8 @@ fn r_store_2_concurrent_appenders_are_group_committed_and_durable() {
     }
     // Reopened, every acknowledged append is there and verifies.
     let store = RedbStore::open(&path).unwrap();
-    let journal = Journal::new(&store, &tenant, "g.test/plane");
+    let origin = journal_core::Origin::new("g.test/plane").unwrap();
+    let journal = Journal::new(&store, &tenant, &origin);
     let upcasters = Upcasters::builtin();
     let runs = store.runs(&tenant, None).unwrap();
     assert_eq!(runs.len(), THREADS);

@@ -9,10 +9,78 @@ use crate::error::{CheckpointError, KeyError, NoteError};
 use crate::keys::{ALG_ED25519, SignerKey, VerifierKey, decode_base64_canonical, encode_base64};
 use crate::note::{self, NoteVerifier, VerifiedNote};
 
+/// A log's origin: the first line of its checkpoints, validated once
+/// (non-empty, one line, printable: no control character).
+///
+/// ```
+/// use witness::Origin;
+/// assert!(Origin::new("example.com/log").is_ok());
+/// assert!(Origin::new("").is_err());
+/// assert!(Origin::new("two\nlines").is_err());
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Origin(String);
+
+impl Origin {
+    /// The longest origin accepted: a line, not a document.
+    pub const MAX_LEN: usize = 1024;
+
+    /// Validates `origin`.
+    pub fn new(origin: &str) -> Result<Self, CheckpointError> {
+        if origin.is_empty() {
+            return Err(CheckpointError::BadOrigin("the origin is empty"));
+        }
+        if origin.len() > Self::MAX_LEN {
+            return Err(CheckpointError::BadOrigin("the origin is longer than 1024 bytes"));
+        }
+        if origin.chars().any(char::is_control) {
+            return Err(CheckpointError::BadOrigin("the origin contains a newline or another control character"));
+        }
+        Ok(Self(origin.to_owned()))
+    }
+
+    /// The origin line.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::str::FromStr for Origin {
+    type Err = CheckpointError;
+
+    fn from_str(origin: &str) -> Result<Self, CheckpointError> {
+        Self::new(origin)
+    }
+}
+
+impl AsRef<str> for Origin {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for Origin {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Origin {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
 /// The body of a checkpoint: origin, tree size and root, and opaque extension lines.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Checkpoint {
-    origin: String,
+    origin: Origin,
     tree: Tree,
     extensions: Vec<String>,
 }
@@ -27,21 +95,18 @@ pub(crate) fn parse_canonical_u64(text: &str) -> Option<u64> {
 
 impl Checkpoint {
     /// A checkpoint of `tree` for `origin`, with no extension lines.
-    pub fn new(origin: &str, tree: Tree) -> Result<Self, CheckpointError> {
-        Self::with_extensions(origin, tree, Vec::new())
+    pub fn new(origin: &Origin, tree: Tree) -> Self {
+        Self { origin: origin.clone(), tree, extensions: Vec::new() }
     }
 
     /// A checkpoint with extension lines (NOT RECOMMENDED by the spec: they are
     /// not auditable).
-    pub fn with_extensions(origin: &str, tree: Tree, extensions: Vec<String>) -> Result<Self, CheckpointError> {
+    pub fn with_extensions(origin: &Origin, tree: Tree, extensions: Vec<String>) -> Result<Self, CheckpointError> {
         let valid_line = |line: &str| !line.is_empty() && !line.chars().any(|c| c < '\u{20}');
-        if !valid_line(origin) {
-            return Err(CheckpointError::Malformed("the origin must be one non-empty line"));
-        }
         if !extensions.iter().all(|line| valid_line(line)) {
             return Err(CheckpointError::Malformed("extension lines must be non-empty single lines"));
         }
-        Ok(Self { origin: origin.to_owned(), tree, extensions })
+        Ok(Self { origin: origin.clone(), tree, extensions })
     }
 
     /// Parses a checkpoint body (the note text): every line non-empty and
@@ -59,11 +124,16 @@ impl Checkpoint {
         let root = decode_base64_canonical(root)
             .and_then(|bytes| RootHash::try_from(bytes.as_slice()).ok())
             .ok_or(CheckpointError::Malformed("the root must be the canonical base64 of 32 bytes"))?;
-        Self::with_extensions(origin, Tree::new(size, root), extensions)
+        Self::with_extensions(&Origin::new(origin)?, Tree::new(size, root), extensions)
     }
 
     /// The log's origin line.
     pub fn origin(&self) -> &str {
+        self.origin.as_str()
+    }
+
+    /// The log's origin, validated.
+    pub fn origin_id(&self) -> &Origin {
         &self.origin
     }
 

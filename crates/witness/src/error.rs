@@ -81,6 +81,9 @@ pub enum NoteError {
 /// A checkpoint body that is refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum CheckpointError {
+    /// The origin is not one printable line.
+    #[error("invalid origin: {0}")]
+    BadOrigin(&'static str),
     /// The body is not a tlog-checkpoint.
     #[error("malformed checkpoint: {0}")]
     Malformed(&'static str),
@@ -175,14 +178,15 @@ pub enum WitnessError {
         reason: String,
     },
     /// The log could not produce a root or proof.
-    #[error("this log could not produce its proof from {old_size} to {new_size}: {reason}")]
+    #[error("this log could not produce its proof from {old_size} to {new_size}: {source}")]
     History {
         /// The old size.
         old_size: u64,
         /// The new size.
         new_size: u64,
-        /// The store's reason.
-        reason: String,
+        /// Why the log could not.
+        #[source]
+        source: crate::quorum::HistoryError,
     },
     /// Integrity: the witness holds a different tree at the old size (a 422 on
     /// growth). Either the proof this log built is wrong, or its history moved.

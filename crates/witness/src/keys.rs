@@ -53,6 +53,21 @@ pub(crate) fn decode_base64_canonical(text: &str) -> Option<Vec<u8>> {
     (STANDARD.encode(&bytes) == text).then_some(bytes)
 }
 
+/// Decodes base64 as Go's `base64.StdEncoding` does: padding required,
+/// non-zero trailing bits accepted. Signed-note signature lines are read this
+/// way, so that a line from an unknown key that Go's `note.Open` ignores is
+/// ignored here too rather than refusing the whole note.
+pub(crate) fn decode_base64_go(text: &str) -> Option<Vec<u8>> {
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const GO_STD: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(DecodePaddingMode::RequireCanonical),
+    );
+    GO_STD.decode(text).ok()
+}
+
 pub(crate) fn encode_base64(bytes: &[u8]) -> String {
     STANDARD.encode(bytes)
 }

@@ -2,7 +2,7 @@
 //! `note.Open`: the only way to a note's text is through verification.
 
 use crate::error::NoteError;
-use crate::keys::{ALG_ED25519, SignerKey, VerifierKey, check_key_name, decode_base64_canonical, encode_base64};
+use crate::keys::{ALG_ED25519, SignerKey, VerifierKey, check_key_name, decode_base64_go, encode_base64};
 
 /// The largest note this crate reads (ML-DSA-44 cosignature lines are about
 /// 3.3 kB each; a hundred of them fit).
@@ -41,8 +41,9 @@ impl NoteSignature {
         let (name, encoded) =
             rest.split_once(' ').ok_or(NoteError::Malformed("a signature line is name, space, base64"))?;
         check_key_name(name).map_err(|_| NoteError::Malformed("a signature line names an invalid key"))?;
-        let bytes =
-            decode_base64_canonical(encoded).ok_or(NoteError::Malformed("a signature is not canonical base64"))?;
+        // Go's decoder, not the canonical one: a line Go's `note.Open` reads
+        // (and ignores when its key is unknown) must not refuse the note here.
+        let bytes = decode_base64_go(encoded).ok_or(NoteError::Malformed("a signature is not base64"))?;
         if bytes.len() < 5 {
             return Err(NoteError::Malformed("a signature is shorter than a key id and one byte"));
         }
@@ -148,10 +149,16 @@ pub(crate) fn parse(message: &[u8]) -> Result<ParsedNote<'_>, NoteError> {
     }
     let message = std::str::from_utf8(message).map_err(|_| NoteError::Malformed("a note is not UTF-8"))?;
     check_characters(message)?;
+    let (text, signature_block) = split_note(message)?;
+    Ok(ParsedNote { text, signatures: parse_signature_lines(signature_block)? })
+}
+
+/// Splits a note at its last blank line into the text (with its final
+/// newline) and the block of signature lines. The one place a note is split.
+pub fn split_note(message: &str) -> Result<(&str, &str), NoteError> {
     let split = message.rfind("\n\n").ok_or(NoteError::Malformed("no blank line between text and signatures"))?;
     let (text, rest) = message.split_at(split + 1);
-    let signature_block = rest.strip_prefix('\n').unwrap_or(rest);
-    Ok(ParsedNote { text, signatures: parse_signature_lines(signature_block)? })
+    Ok((text, rest.strip_prefix('\n').unwrap_or(rest)))
 }
 
 /// Parses a block of signature lines, each ending in a newline (such as a

@@ -321,3 +321,15 @@ fn ml_dsa_lines_are_reported_unsupported_neither_valid_nor_failed() {
     assert!(report.valid.is_empty());
     assert_eq!(report.unsupported, vec![(name.to_owned(), 0x06)]);
 }
+
+#[test]
+fn r_wit_409_parsing_follows_the_published_vectors() {
+    let v = published();
+    for case in v["witness_409_parse"]["vectors"].as_array().unwrap() {
+        let got = witness::protocol::parse_conflict_size(
+            case["content_type"].as_str(),
+            case["body"].as_str().unwrap().as_bytes(),
+        );
+        assert_eq!(got, case["expect_size"].as_u64(), "{case}");
+    }
+}

@@ -14,7 +14,12 @@ fn line() -> impl Strategy<Value = String> {
 fn checkpoint() -> impl Strategy<Value = Checkpoint> {
     ("[a-z0-9./\\-]{1,30}", any::<u64>(), any::<[u8; 32]>(), prop::collection::vec(line(), 0..3)).prop_map(
         |(origin, size, root, extensions)| {
-            Checkpoint::with_extensions(&origin, Tree::new(size, RootHash::from_hash_bytes(root)), extensions).unwrap()
+            Checkpoint::with_extensions(
+                &witness::Origin::new(&origin).unwrap(),
+                Tree::new(size, RootHash::from_hash_bytes(root)),
+                extensions,
+            )
+            .unwrap()
         },
     )
 }

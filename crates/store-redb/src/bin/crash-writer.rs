@@ -25,7 +25,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args().nth(1).ok_or("usage: crash-writer <path>")?;
     let store = RedbStore::create(std::path::Path::new(&path))?;
     let tenant = TenantId::new("crash")?;
-    let journal = Journal::new(&store, &tenant, "crash.test/plane");
+    let origin = journal_core::Origin::new("crash.test/plane")?;
+    let journal = Journal::new(&store, &tenant, &origin);
     let mut stdout = std::io::stdout().lock();
     let start = store.runs(&tenant, None)?.len();
     for i in start.. {
@@ -43,7 +44,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             head = Some(appended.head);
             writeln!(stdout, "committed {run} {}", appended.head.seq)?;
             if appended.position.is_some() {
-                let log = journal_core::log::log_head(&store, &tenant)?;
+                let log = journal_core::LogView::open(&store, &tenant)?.head()?;
                 writeln!(stdout, "sealed {} {}", log.tree.size, log.tree.root)?;
             }
             stdout.flush()?;

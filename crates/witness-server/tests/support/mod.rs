@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tlog::{LeafHash, MemoryHashStore};
 use witness::{
-    ALG_COSIGNATURE_V1, ALG_ED25519, Checkpoint, Clock, Cosigner, LogConfig, LogKey, SignedCheckpoint, SignerKey,
-    TrustedWitness, WitnessConfig, WitnessServer,
+    ALG_COSIGNATURE_V1, ALG_ED25519, Checkpoint, Cosigner, LogKey, SignedCheckpoint, SignerKey, TrustedWitness,
 };
+use witness_server::{Clock, LogConfig, WitnessConfig, WitnessServer};
 
 pub const ORIGIN: &str = "agentplane.test/plane";
 
@@ -45,7 +45,7 @@ impl Plane {
     }
 
     pub fn signed(&self) -> SignedCheckpoint {
-        self.key.sign(&Checkpoint::new(&self.origin, self.log.tree()).unwrap()).unwrap()
+        self.key.sign(&Checkpoint::new(&witness::Origin::new(&self.origin).unwrap(), self.log.tree())).unwrap()
     }
 
     pub fn log_config(&self) -> LogConfig {

@@ -1,7 +1,9 @@
-//! A witness that remembers (R-WIT-6): serves C2SP tlog-witness
-//! `add-checkpoint` and the monitor endpoint, keeps each origin's latest
-//! cosigned checkpoint durably in redb, and cosigns only a checkpoint it can
-//! prove extends the last one it cosigned.
+#![doc = include_str!("../README.md")]
+
+// A witness that remembers (R-WIT-6): serves C2SP tlog-witness
+// `add-checkpoint` and the monitor endpoint, keeps each origin's latest
+// cosigned checkpoint durably in redb, and cosigns only a checkpoint it can
+// prove extends the last one it cosigned.
 
 use std::io::Read as _;
 use std::net::SocketAddr;
@@ -13,12 +15,8 @@ use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition}
 use tiny_http::{Header, Method, Request, Response};
 use tlog::{RootHash, Tree};
 
-use crate::checkpoint::SignedCheckpoint;
-use crate::cosignature::Cosigner;
-use crate::error::{CheckpointError, NoteError};
-use crate::keys::VerifierKey;
-use crate::note::NoteVerifier;
-use crate::protocol::{ADD_CHECKPOINT_PATH, AddCheckpointRequest, MAX_REQUEST_BYTES, SIZE_CONTENT_TYPE, origin_hash};
+use witness::protocol::{ADD_CHECKPOINT_PATH, AddCheckpointRequest, MAX_REQUEST_BYTES, SIZE_CONTENT_TYPE, origin_hash};
+use witness::{CheckpointError, Cosigner, NoteError, NoteVerifier, SignedCheckpoint, VerifierKey};
 
 /// origin -> (size, root, the cosigned note served to readers)
 const LATEST: TableDefinition<&str, (u64, &[u8], &str)> = TableDefinition::new("latest_cosigned");
@@ -252,7 +250,7 @@ impl Shared {
         &self,
         request: &AddCheckpointRequest,
         signed: &SignedCheckpoint,
-        verified: &crate::note::VerifiedNote,
+        verified: &witness::VerifiedNote,
     ) -> Result<Answer, redb::Error> {
         let checkpoint = signed.checkpoint();
         let new = checkpoint.tree();

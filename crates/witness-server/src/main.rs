@@ -1,16 +1,16 @@
 //! `agentplane-witness`: a C2SP tlog-witness server that remembers.
 //!
-//! It lives in the witness crate, beside the protocol it serves, so that a
-//! witness operator installs one small binary with no journal code in it.
+//! It is a crate of its own, beside the protocol crate it serves, so that a
+//! witness operator installs one small binary with no journal code in it, and
+//! no log or auditor inherits an HTTP server.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
-use witness::{
-    ALG_COSIGNATURE_V1, Cosigner, LogConfig, SignerKey, SystemClock, VerifierKey, WitnessConfig, WitnessServer,
-};
+use witness::{ALG_COSIGNATURE_V1, Cosigner, SignerKey, VerifierKey};
+use witness_server::{LogConfig, SystemClock, WitnessConfig, WitnessServer};
 
 /// A C2SP tlog-witness: cosigns checkpoints of the logs it is configured to
 /// watch, only when it can prove each extends the last it cosigned.

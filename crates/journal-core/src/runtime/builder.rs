@@ -1,0 +1,157 @@
+//! Building a [`Runtime`]: its store, signer, tenants, witnesses, clock and
+//! the build it names as the writer; the configuration is checked once here.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use witness::Origin;
+
+use super::{Runtime, TenantConfig};
+use crate::clock::{Clock, SystemClock};
+use crate::ids::TenantId;
+use crate::record::Build;
+use crate::signature::{Signer, Verifier};
+use crate::store::Store;
+use crate::version::Upcasters;
+
+/// Why a runtime could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    /// No store was given.
+    #[error("a runtime needs a store")]
+    NoStore,
+    /// No tenant was configured.
+    #[error("a runtime needs at least one tenant (RuntimeBuilder::tenant)")]
+    NoTenant,
+    /// A tenant was configured twice.
+    #[error("tenant {0} is configured twice")]
+    DuplicateTenant(String),
+    /// A quorum larger than the witness list: no round could ever meet it (R-WIT-7).
+    #[error("a quorum of {quorum} cannot be met by {witnesses} witnesses; every round would report a shortfall")]
+    QuorumTooLarge {
+        /// The quorum.
+        quorum: usize,
+        /// The number of witnesses.
+        witnesses: usize,
+    },
+    /// A zero quorum with witnesses configured: it would mean nothing (R-WIT-7).
+    #[error("a quorum of 0 with {witnesses} witnesses configured means nothing; set at least 1")]
+    ZeroQuorum {
+        /// The number of witnesses.
+        witnesses: usize,
+    },
+    /// Witnessing needs every tenant's checkpoints signed.
+    #[error("witnesses are configured but tenant {0} has no log key to sign its checkpoints")]
+    NoLogKey(String),
+}
+
+/// Builds a [`Runtime`].
+#[derive(Default)]
+pub struct RuntimeBuilder {
+    store: Option<Arc<dyn Store>>,
+    signer: Option<Arc<dyn Signer>>,
+    verifier: Option<Arc<dyn Verifier>>,
+    tenants: Vec<TenantConfig>,
+    witnesses: Vec<Arc<dyn witness::Witness + Send + Sync>>,
+    quorum: Option<witness::WitnessQuorum>,
+    upcasters: Option<Upcasters>,
+    build: Option<Build>,
+    clock: Option<Arc<dyn Clock>>,
+}
+
+impl RuntimeBuilder {
+    /// A builder over `store`.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self { store: Some(store), ..Self::default() }
+    }
+
+    /// Signs every record with `signer`. Without one, records are unsigned:
+    /// the runtime never mints a key (R-SIG-4).
+    pub fn signer(mut self, signer: Arc<dyn Signer>) -> Self {
+        self.signer = Some(signer);
+        self
+    }
+
+    /// Trusted record keys for the runtime's own reads (lenient: resume my history).
+    pub fn verifier(mut self, verifier: Arc<dyn Verifier>) -> Self {
+        self.verifier = Some(verifier);
+        self
+    }
+
+    /// Serves a tenant with its log origin and checkpoint key.
+    pub fn tenant(mut self, tenant: TenantId, origin: Origin, log_key: Option<witness::LogKey>) -> Self {
+        self.tenants.push(TenantConfig { tenant, origin, log_key });
+        self
+    }
+
+    /// Reads the time written on every record from `clock` (the system
+    /// clock by default; a fixed one keeps tests byte-stable).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The witnesses a sweep submits to, and how many must cosign (R-WIT-7).
+    pub fn witnesses(
+        mut self,
+        witnesses: Vec<Arc<dyn witness::Witness + Send + Sync>>,
+        quorum: witness::WitnessQuorum,
+    ) -> Self {
+        self.witnesses = witnesses;
+        self.quorum = Some(quorum);
+        self
+    }
+
+    /// Names the binary that writes (its package name and version), so that a
+    /// build-skew refusal can say which binary wrote a journal (R-VER-4).
+    /// Defaults to this build of journal-core.
+    pub fn written_by(mut self, build: Build) -> Self {
+        self.build = Some(build);
+        self
+    }
+
+    /// Replaces the upcaster registry (tests, extensions).
+    pub fn upcasters(mut self, upcasters: Upcasters) -> Self {
+        self.upcasters = Some(upcasters);
+        self
+    }
+
+    /// Checks the configuration and builds.
+    pub fn build(self) -> Result<Runtime, BuildError> {
+        let store = self.store.ok_or(BuildError::NoStore)?;
+        if self.tenants.is_empty() {
+            return Err(BuildError::NoTenant);
+        }
+        for (i, tenant) in self.tenants.iter().enumerate() {
+            if self.tenants.iter().skip(i + 1).any(|other| other.tenant == tenant.tenant) {
+                return Err(BuildError::DuplicateTenant(tenant.tenant.to_string()));
+            }
+        }
+        let quorum = self.quorum.unwrap_or(witness::WitnessQuorum::of(0));
+        let count = self.witnesses.len();
+        if quorum.needed() > count {
+            return Err(BuildError::QuorumTooLarge { quorum: quorum.needed(), witnesses: count });
+        }
+        if count > 0 && quorum.needed() == 0 {
+            return Err(BuildError::ZeroQuorum { witnesses: count });
+        }
+        if count > 0
+            && let Some(tenant) = self.tenants.iter().find(|t| t.log_key.is_none())
+        {
+            return Err(BuildError::NoLogKey(tenant.tenant.to_string()));
+        }
+        let build = self.build.unwrap_or_else(Build::current);
+        Ok(Runtime {
+            store,
+            signer: self.signer,
+            verifier: self.verifier,
+            tenants: self.tenants,
+            witnesses: self.witnesses,
+            quorum,
+            upcasters: self.upcasters.unwrap_or_else(Upcasters::builtin).read_by(build.clone()),
+            witnessed: std::sync::Mutex::new(BTreeMap::new()),
+            build,
+            clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+        })
+    }
+}

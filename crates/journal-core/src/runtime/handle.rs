@@ -1,0 +1,195 @@
+//! Driving a run: admission's answer, the handle agent code calls (steps,
+//! effects at most once, conclusions), and resume.
+
+use super::replay::{Replay, replay};
+use super::{RunStatus, Runtime, RuntimeError, TenantConfig};
+use crate::chain::ExpectedHead;
+use crate::error::JournalError;
+use crate::ids::{RunId, TenantId};
+use crate::record::{
+    Counters, Dimension, EffectDone, EffectResult, EffectStarted, Holding, Outcome, RecordBody, Released, RunConcluded,
+    StepMark, Verdict,
+};
+
+/// A run being driven by this runtime. Its head is the one it appended last;
+/// if another runtime appended since, the next append is a `Conflict`.
+pub struct RunHandle<'rt> {
+    pub(super) runtime: &'rt Runtime,
+    pub(super) tenant: TenantConfig,
+    pub(super) run: RunId,
+    pub(super) head: ExpectedHead,
+    pub(super) state: Replay,
+    /// Set when this handle concluded the run: it drives nothing more (a
+    /// resume, after the reason is answered, gives a new handle).
+    pub(super) stopped: bool,
+}
+
+/// What `admit` found.
+pub enum Admission<'rt> {
+    /// A new run, ready to drive (boxed: a handle carries the run's replayed state).
+    New(Box<RunHandle<'rt>>),
+    /// The key was admitted before: the run's status, from its verified journal.
+    Existing {
+        /// The run.
+        run: RunId,
+        /// Its status.
+        status: RunStatus,
+    },
+}
+
+/// What an effect's closure reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectOutput {
+    /// The result to record (and to read back on resume).
+    pub result: EffectResult,
+    /// What it cost.
+    pub charged: Counters,
+}
+
+impl Runtime {
+    /// Resumes a run (R-RUN-5, R-RUN-6): verifies its chain, reads its own last
+    /// outcome from that history, and continues when the reason for stopping
+    /// is answered. An effect started with no recorded end quarantines it.
+    pub fn resume(&self, tenant: &TenantId, run: &RunId) -> Result<RunHandle<'_>, RuntimeError> {
+        let config = self.tenant(tenant)?.clone();
+        let verified = self.read(&config, run)?;
+        let head = verified.head.ok_or_else(|| JournalError::NotFound { tenant: tenant.clone(), run: run.clone() })?;
+        let state = replay(&verified);
+        let mut handle = RunHandle { runtime: self, tenant: config, run: run.clone(), head, state, stopped: false };
+        if let Some(key) = handle.state.open.first().cloned() {
+            let already = matches!(&handle.state.last, Some(c) if c.outcome == Outcome::Quarantined && !handle.state.continued_after_last);
+            if !already {
+                handle.conclude(
+                    Outcome::Quarantined,
+                    Verdict::Doubt { effect_key: key.clone() },
+                    &format!("effect {key} started and has no recorded end; a person must say whether it happened"),
+                )?;
+            }
+            return Err(handle.stopped());
+        }
+        if !handle.state.may_continue() {
+            // The reason to stop is unanswered: the verdict already in the
+            // journal is the answer, and nothing more is appended.
+            return Err(handle.stopped());
+        }
+        Ok(handle)
+    }
+}
+
+impl RunHandle<'_> {
+    /// The run.
+    pub fn run(&self) -> &RunId {
+        &self.run
+    }
+
+    /// What the run has consumed so far.
+    pub fn counters(&self) -> Counters {
+        self.state.counters
+    }
+
+    fn append(&mut self, effect_key: Option<String>, body: RecordBody) -> Result<(), RuntimeError> {
+        if self.stopped {
+            return Err(self.stopped());
+        }
+        let appended = self.runtime.journal(&self.tenant).append(&self.run, Some(self.head), effect_key, body)?;
+        self.head = appended.head;
+        Ok(())
+    }
+
+    pub(super) fn conclude(&mut self, outcome: Outcome, verdict: Verdict, reason: &str) -> Result<(), RuntimeError> {
+        let concluded = RunConcluded { outcome, verdict, reason: reason.to_owned() };
+        self.append(None, RecordBody::RunConcluded(concluded.clone()))?;
+        self.state.last = Some(concluded);
+        self.state.continued_after_last = false;
+        self.stopped = true;
+        Ok(())
+    }
+
+    pub(super) fn stopped(&self) -> RuntimeError {
+        let status = self.state.last.as_ref().map_or(RunStatus::Running, RunStatus::of);
+        RuntimeError::Stopped { run: self.run.clone(), status }
+    }
+
+    fn exhaust(&mut self, dimension: Dimension, ceiling: u64, counters: Counters, what: &str) -> RuntimeError {
+        let reason = format!("{what}: {dimension} ceiling {ceiling} reached at {}", counters.get(dimension));
+        match self.conclude(Outcome::Exhausted, Verdict::BudgetExceeded { dimension, ceiling, counters }, &reason) {
+            Ok(()) => self.stopped(),
+            Err(err) => err,
+        }
+    }
+
+    /// Starts a step; the steps ceiling is checked first. A step the
+    /// ceiling refuses is not started, so the verdict's counters are what
+    /// the journal holds (what `cost` reads), not what the step would have made.
+    pub fn start_step(&mut self, step: &str) -> Result<(), RuntimeError> {
+        let counters = self.state.counters;
+        if let Some(ceiling) = self.state.budget.ceiling(Dimension::Steps).filter(|c| counters.steps >= *c) {
+            return Err(self.exhaust(Dimension::Steps, ceiling, counters, &format!("starting step {step}")));
+        }
+        self.append(None, RecordBody::StepStarted(StepMark { step: step.to_owned() }))?;
+        self.state.counters.steps += 1;
+        Ok(())
+    }
+
+    /// Finishes a step.
+    pub fn finish_step(&mut self, step: &str) -> Result<(), RuntimeError> {
+        self.append(None, RecordBody::StepFinished(StepMark { step: step.to_owned() }))
+    }
+
+    /// Performs an effect at most once (R-RUN-5): `EffectStarted` is recorded
+    /// before `perform` runs and `EffectDone` after. An effect already done
+    /// (or answered as happened) is read back, not performed. Charges count
+    /// against the budget; crossing a ceiling concludes `exhausted`; an error
+    /// concludes `failed`.
+    pub fn effect(
+        &mut self,
+        effect_key: &str,
+        step: &str,
+        perform: impl FnOnce() -> EffectOutput,
+    ) -> Result<EffectResult, RuntimeError> {
+        if self.stopped {
+            return Err(self.stopped());
+        }
+        if let Some(result) = self.state.done.get(effect_key) {
+            return Ok(result.clone());
+        }
+        let counters = self.state.counters;
+        if let Some(ceiling) = self.state.budget.ceiling(Dimension::Effects).filter(|c| counters.effects >= *c) {
+            return Err(self.exhaust(Dimension::Effects, ceiling, counters, &format!("effect {effect_key}")));
+        }
+        let key = Some(effect_key.to_owned());
+        let reserved = Counters { effects: 1, ..Counters::default() };
+        self.append(key.clone(), RecordBody::EffectStarted(EffectStarted { step: step.to_owned(), reserved }))?;
+        self.state.open.push(effect_key.to_owned());
+        let output = perform();
+        self.append(
+            key.clone(),
+            RecordBody::EffectDone(EffectDone { result: output.result.clone(), charged: output.charged }),
+        )?;
+        self.append(key, RecordBody::Released(Released { holding: Holding::Reservation, amount: reserved }))?;
+        self.state.open.retain(|open| open != effect_key);
+        self.state.counters.add(&output.charged);
+        self.state.counters.effects += 1;
+        self.state.done.insert(effect_key.to_owned(), output.result.clone());
+        if let EffectResult::Err { error } = &output.result {
+            let verdict = Verdict::EffectFailed { effect_key: effect_key.to_owned(), error: error.clone() };
+            self.conclude(Outcome::Failed, verdict, &format!("effect {effect_key} failed: {error}"))?;
+            return Err(self.stopped());
+        }
+        if let Some((dimension, ceiling)) = self.state.budget.first_exceeded(&self.state.counters) {
+            let counters = self.state.counters;
+            return Err(self.exhaust(dimension, ceiling, counters, &format!("effect {effect_key}")));
+        }
+        Ok(output.result)
+    }
+
+    /// Concludes `succeeded`: the run seals and enters the log. Returns its log position.
+    pub fn succeed(mut self, reason: &str) -> Result<(), RuntimeError> {
+        self.conclude(Outcome::Succeeded, Verdict::None, reason)
+    }
+
+    /// Concludes `failed` with an error of the caller's.
+    pub fn fail(mut self, error: &str) -> Result<(), RuntimeError> {
+        self.conclude(Outcome::Failed, Verdict::None, error)
+    }
+}

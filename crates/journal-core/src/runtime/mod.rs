@@ -1,0 +1,316 @@
+//! The runtime an operator's code calls (R-RUN-1..7): admitting runs,
+//! journaled effects, budgets, conclusions, resume, and the reads that
+//! recovery and cost accounting are made of. Every decision is read back from
+//! the verified journal; no side table is consulted for what happened.
+
+//!
+//! The runtime is split in rooms: [`builder`] checks a configuration once,
+//! [`handle`] drives a run (admission's answer, effects, conclusions, resume),
+//! [`replay`] rebuilds a run's state from its journal (the one read behind
+//! resume, status and cost), [`status`] names the answer, and [`sweep`]
+//! witnesses the log off the run path. This module holds the runtime itself
+//! and the operator's calls on runs it is not driving.
+
+pub mod builder;
+pub mod handle;
+pub mod replay;
+pub mod status;
+pub mod sweep;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use sha2::{Digest, Sha256};
+use witness::Origin;
+
+pub use builder::{BuildError, RuntimeBuilder};
+pub use handle::{Admission, EffectOutput, RunHandle};
+pub use replay::{TimeWindow, charge, cost_in};
+pub use status::RunStatus;
+pub use sweep::{SweepOutcome, SweepReport};
+
+use crate::chain::ChainCheck;
+use crate::clock::Clock;
+use crate::error::JournalError;
+use crate::ids::{RunId, TenantId};
+use crate::journal::{Journal, VerifiedRun};
+use crate::record::{
+    Budget, Build, CeilingRaised, Counters, Dimension, DoubtAnswer, DoubtAnswered, Outcome, PlanFrozen, RecordBody,
+    RunAdmitted, RunConcluded, Verdict, WithholdingLifted,
+};
+use crate::signature::{Signer, Verifier, VerifyOptions};
+use crate::store::Store;
+use crate::version::Upcasters;
+use replay::{Replay, replay};
+
+/// A tenant the runtime serves: its id, its log origin and the key that signs its checkpoints.
+#[derive(Clone)]
+pub struct TenantConfig {
+    /// The tenant.
+    pub tenant: TenantId,
+    /// Its log's origin (C2SP checkpoint origin; also in every seal leaf).
+    pub origin: Origin,
+    /// The key that signs its checkpoints as they go out.
+    pub log_key: Option<witness::LogKey>,
+}
+
+/// Everything that can go wrong driving a run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RuntimeError {
+    /// The journal refused or failed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The tenant is not configured.
+    #[error("tenant {0} is not configured in this runtime")]
+    UnknownTenant(String),
+    /// The run has concluded and cannot continue as asked; its status says why.
+    #[error("run {run} is {status}")]
+    Stopped {
+        /// The run.
+        run: RunId,
+        /// Its status.
+        status: RunStatus,
+    },
+    /// The tenant's checkpoint could not be made or signed.
+    #[error("checkpoint: {0}")]
+    Checkpoint(String),
+    /// The operation does not fit the run's state.
+    #[error("run {run}: {reason}")]
+    NotApplicable {
+        /// The run.
+        run: RunId,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A request to run something.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdmitRequest {
+    /// Redelivering the same key returns the same run's status (R-RUN-4).
+    pub idempotency_key: String,
+    /// The steps the run will follow.
+    pub plan: Vec<String>,
+    /// Its ceilings.
+    pub budget: Budget,
+}
+
+/// What the runtime was given to run, and how to verify what it reads.
+pub struct Runtime {
+    store: Arc<dyn Store>,
+    signer: Option<Arc<dyn Signer>>,
+    verifier: Option<Arc<dyn Verifier>>,
+    tenants: Vec<TenantConfig>,
+    witnesses: Vec<Arc<dyn witness::Witness + Send + Sync>>,
+    quorum: witness::WitnessQuorum,
+    upcasters: Upcasters,
+    /// Per tenant, the log size the last round that met the quorum witnessed.
+    witnessed: std::sync::Mutex<BTreeMap<TenantId, u64>>,
+    /// The build named as the writer of every record.
+    build: Build,
+    /// Where the time on every record comes from.
+    clock: Arc<dyn Clock>,
+}
+
+impl Runtime {
+    fn tenant(&self, tenant: &TenantId) -> Result<&TenantConfig, RuntimeError> {
+        self.tenants.iter().find(|t| t.tenant == *tenant).ok_or_else(|| RuntimeError::UnknownTenant(tenant.to_string()))
+    }
+
+    fn journal<'a>(&'a self, tenant: &'a TenantConfig) -> Journal<'a> {
+        Journal {
+            store: self.store.as_ref(),
+            tenant: &tenant.tenant,
+            origin: &tenant.origin,
+            signer: self.signer.as_deref(),
+            build: &self.build,
+            clock: self.clock.as_ref(),
+        }
+    }
+
+    fn read(&self, tenant: &TenantConfig, run: &RunId) -> Result<VerifiedRun, RuntimeError> {
+        let check = ChainCheck {
+            upcasters: &self.upcasters,
+            verifier: self.verifier.as_deref(),
+            options: VerifyOptions::default(),
+        };
+        Ok(self.journal(tenant).read(run, check)?)
+    }
+
+    /// The store.
+    pub fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
+    /// The configured witnesses and quorum.
+    pub fn witness_policy(&self) -> (&[Arc<dyn witness::Witness + Send + Sync>], witness::WitnessQuorum) {
+        (&self.witnesses, self.quorum)
+    }
+
+    /// The run id an idempotency key gets: derived, so that two admissions of
+    /// one key race to the same run and the store's conflict settles it.
+    pub fn run_id_for(tenant: &TenantId, idempotency_key: &str) -> Result<RunId, JournalError> {
+        let digest: [u8; 32] = Sha256::digest(format!("{tenant}\n{idempotency_key}").as_bytes()).into();
+        let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+        RunId::new(&format!("run-{hex}"))
+    }
+
+    /// Admits a run, or returns the status of the run admitted before with the
+    /// same idempotency key, read from its verified journal (R-RUN-4).
+    pub fn admit(&self, tenant: &TenantId, request: AdmitRequest) -> Result<Admission<'_>, RuntimeError> {
+        let config = self.tenant(tenant)?.clone();
+        if let Some(run) = self.store.run_by_idempotency_key(tenant, &request.idempotency_key)? {
+            let status = self.status(tenant, &run)?;
+            return Ok(Admission::Existing { run, status });
+        }
+        let run = Self::run_id_for(tenant, &request.idempotency_key)?;
+        let journal = self.journal(&config);
+        let admitted = RecordBody::RunAdmitted(RunAdmitted {
+            tenant: tenant.to_string(),
+            idempotency_key: request.idempotency_key.clone(),
+            budget: request.budget,
+        });
+        let first = match journal.append(&run, None, None, admitted) {
+            Ok(appended) => appended,
+            Err(JournalError::Conflict { .. }) => {
+                let status = self.status(tenant, &run)?;
+                return Ok(Admission::Existing { run, status });
+            }
+            Err(err) => return Err(err.into()),
+        };
+        let frozen =
+            journal.append(&run, Some(first.head), None, RecordBody::PlanFrozen(PlanFrozen { steps: request.plan }))?;
+        let state = Replay { budget: request.budget, ..Replay::default() };
+        Ok(Admission::New(Box::new(RunHandle {
+            runtime: self,
+            tenant: config,
+            run,
+            head: frozen.head,
+            state,
+            stopped: false,
+        })))
+    }
+
+    /// The run's status from its verified journal: its last conclusion, the
+    /// same answer the outcome index gives (R-RUN-3). A lifted withholding or
+    /// an answered doubt changes it at the run's next conclusion.
+    pub fn status(&self, tenant: &TenantId, run: &RunId) -> Result<RunStatus, RuntimeError> {
+        let verified = self.read(self.tenant(tenant)?, run)?;
+        Ok(verified.last_conclusion().map_or(RunStatus::Running, RunStatus::of))
+    }
+
+    /// The runs of a tenant whose answer is `outcome` (all when `None`).
+    pub fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, RuntimeError> {
+        self.tenant(tenant)?;
+        Ok(self.store.runs(tenant, outcome)?)
+    }
+
+    /// What a run has consumed, read from its journal (R-RUN-7).
+    pub fn cost(&self, tenant: &TenantId, run: &RunId) -> Result<Counters, RuntimeError> {
+        Ok(replay(&self.read(self.tenant(tenant)?, run)?).counters)
+    }
+
+    /// What all of a tenant's runs have consumed (R-RUN-7).
+    pub fn tenant_cost(&self, tenant: &TenantId) -> Result<Counters, RuntimeError> {
+        self.tenant_cost_in(tenant, TimeWindow::ALL)
+    }
+
+    /// What a tenant's runs consumed within `window`, by the time written on
+    /// each record ("what did this tenant spend in November").
+    pub fn tenant_cost_in(&self, tenant: &TenantId, window: TimeWindow) -> Result<Counters, RuntimeError> {
+        let config = self.tenant(tenant)?;
+        let mut total = Counters::default();
+        for run in self.runs(tenant, None)? {
+            total.add(&cost_in(&self.read(config, &run)?, window));
+        }
+        Ok(total)
+    }
+
+    fn append_to(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        effect_key: Option<String>,
+        body: RecordBody,
+    ) -> Result<(), RuntimeError> {
+        let config = self.tenant(tenant)?;
+        let verified = self.read(config, run)?;
+        if verified.seal.is_some() {
+            return Err(JournalError::Sealed { run: run.clone() }.into());
+        }
+        self.journal(config).append(run, verified.head, effect_key, body)?;
+        Ok(())
+    }
+
+    /// Raises (or lifts, with `None`) a ceiling; a resume then continues an exhausted run.
+    pub fn raise_ceiling(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        dimension: Dimension,
+        ceiling: Option<u64>,
+    ) -> Result<(), RuntimeError> {
+        self.append_to(tenant, run, None, RecordBody::CeilingRaised(CeilingRaised { dimension, ceiling }))
+    }
+
+    /// Withholds a run: it concludes `withheld` until lifted.
+    pub fn withhold(&self, tenant: &TenantId, run: &RunId, reason: &str) -> Result<(), RuntimeError> {
+        self.conclude(tenant, run, Outcome::Withheld, Verdict::None, reason)
+    }
+
+    /// Lifts a withholding; a resume then continues the run.
+    pub fn lift(&self, tenant: &TenantId, run: &RunId, note: &str) -> Result<(), RuntimeError> {
+        let state = replay(&self.read(self.tenant(tenant)?, run)?);
+        let withheld = matches!(&state.last, Some(c) if c.outcome == Outcome::Withheld) && !state.continued_after_last;
+        if !withheld {
+            return Err(RuntimeError::NotApplicable { run: run.clone(), reason: "it is not withheld".into() });
+        }
+        self.append_to(tenant, run, None, RecordBody::WithholdingLifted(WithholdingLifted { note: note.to_owned() }))
+    }
+
+    /// Cancels a run: it concludes `cancelled` and seals.
+    pub fn cancel(&self, tenant: &TenantId, run: &RunId, reason: &str) -> Result<(), RuntimeError> {
+        self.conclude(tenant, run, Outcome::Cancelled, Verdict::None, reason)
+    }
+
+    /// Abandons a run: it concludes `abandoned` and seals.
+    pub fn abandon(&self, tenant: &TenantId, run: &RunId, reason: &str) -> Result<(), RuntimeError> {
+        self.conclude(tenant, run, Outcome::Abandoned, Verdict::None, reason)
+    }
+
+    /// A person's answer to a doubt: the effect happened with a result (read
+    /// back from now on), or did not (it may be performed again).
+    pub fn answer_doubt(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        effect_key: &str,
+        answer: DoubtAnswer,
+    ) -> Result<(), RuntimeError> {
+        let verified = self.read(self.tenant(tenant)?, run)?;
+        if !replay(&verified).open.iter().any(|open| open == effect_key) {
+            return Err(RuntimeError::NotApplicable {
+                run: run.clone(),
+                reason: format!("effect {effect_key} is not in doubt"),
+            });
+        }
+        self.append_to(tenant, run, Some(effect_key.to_owned()), RecordBody::DoubtAnswered(DoubtAnswered { answer }))
+    }
+
+    /// Appends a conclusion to a run not being driven here.
+    pub fn conclude(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        outcome: Outcome,
+        verdict: Verdict,
+        reason: &str,
+    ) -> Result<(), RuntimeError> {
+        self.append_to(
+            tenant,
+            run,
+            None,
+            RecordBody::RunConcluded(RunConcluded { outcome, verdict, reason: reason.to_owned() }),
+        )
+    }
+}

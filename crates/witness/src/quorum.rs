@@ -1,0 +1,314 @@
+//! The witness protocol without I/O: what a log offers a witness client
+//! ([`LogHistory`]), what a witness does ([`Witness`]), how a round is held to
+//! a quorum ([`cosign_quorum`]) and how readings of several witnesses reveal a
+//! split view ([`find_split_views`]). The HTTP client that implements
+//! [`Witness`] lives in `client`, behind the `client` feature.
+
+use tlog::{ConsistencyProof, HashReader, ProveError, RootHash, Tree};
+
+use crate::checkpoint::{Checkpoint, SignedCheckpoint};
+use crate::cosignature::{Cosignature, TrustedWitness, verify_cosignatures};
+use crate::error::WitnessError;
+use crate::note::parse_signature_lines;
+use crate::protocol::AddCheckpointRequest;
+
+/// Why a log could not give a root or a consistency proof.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HistoryError {
+    /// The log has not reached a size asked for.
+    #[error("the log has not reached size {size}")]
+    NotReached {
+        /// The size asked for.
+        size: u64,
+    },
+    /// The sizes have no consistency proof (old is zero or beyond new).
+    #[error("no consistency proof from size {old_size} to size {new_size}")]
+    NoProof {
+        /// The older size.
+        old_size: u64,
+        /// The newer size.
+        new_size: u64,
+    },
+    /// The log's own stored data is damaged: a missing or malformed hash.
+    #[error("the log's stored hashes are damaged: {reason}")]
+    Damaged {
+        /// What is damaged.
+        reason: String,
+    },
+    /// The log's store failed to answer.
+    #[error("the log's store failed: {reason}")]
+    Store {
+        /// What failed.
+        reason: String,
+    },
+}
+
+impl<E: std::fmt::Display> From<ProveError<E>> for HistoryError {
+    fn from(err: ProveError<E>) -> Self {
+        match err {
+            ProveError::IndexOutOfRange { size, .. } => Self::NotReached { size },
+            ProveError::NoConsistencyProof { old_size, new_size } => Self::NoProof { old_size, new_size },
+            ProveError::ShortRead { .. } => Self::Damaged { reason: err.to_string() },
+            ProveError::Reader(reader) => Self::Store { reason: reader.to_string() },
+        }
+    }
+}
+
+/// What the log offers a client: its roots and consistency proofs at any size
+/// it has reached. Implemented for every [`tlog::HashReader`].
+pub trait LogHistory {
+    /// The root of the first `size` leaves.
+    fn root_at(&self, size: u64) -> Result<RootHash, HistoryError>;
+    /// The consistency proof from `old_size` to `new_size`, for any
+    /// `0 < old_size <= new_size <= ` the log's size.
+    fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, HistoryError>;
+}
+
+impl<R> LogHistory for R
+where
+    R: HashReader,
+    R::Error: std::fmt::Display,
+{
+    fn root_at(&self, size: u64) -> Result<RootHash, HistoryError> {
+        Ok(tlog::tree_root(self, size)?)
+    }
+
+    fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, HistoryError> {
+        Ok(tlog::prove_consistency(self, old_size, new_size)?)
+    }
+}
+
+/// A checkpoint with verified cosignatures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CosignedCheckpoint {
+    /// The checkpoint.
+    pub checkpoint: Checkpoint,
+    /// Verified cosignatures from trusted witnesses (at least one).
+    pub cosignatures: Vec<Cosignature>,
+    /// Trusted witnesses whose lines used an algorithm this build does not verify.
+    pub unsupported: Vec<(String, u8)>,
+}
+
+/// A witness a log submits to. Implemented by `HttpWitness` (feature `client`).
+pub trait Witness {
+    /// A name for reports: the URL.
+    fn endpoint(&self) -> &str;
+    /// Submits a signed checkpoint with a consistency proof from the size the
+    /// witness last cosigned, and returns its verified cosignatures.
+    fn add_checkpoint(
+        &self,
+        signed: &SignedCheckpoint,
+        history: &dyn LogHistory,
+    ) -> Result<CosignedCheckpoint, WitnessError>;
+}
+
+/// Builds and checks the add-checkpoint request from `old_size` before
+/// anything is sent (R-WIT-2): a size-zero checkpoint must carry the empty
+/// root, and the proof must verify against the log's own roots, so no 422 is
+/// ever caused by this log's own input.
+pub fn build_request(
+    signed: &SignedCheckpoint,
+    old_size: u64,
+    history: &dyn LogHistory,
+) -> Result<AddCheckpointRequest, WitnessError> {
+    let tree = signed.checkpoint().tree();
+    if tree.size == 0 && tree.root != RootHash::empty() {
+        return Err(WitnessError::EmptyTreeRootMismatch);
+    }
+    if old_size > tree.size {
+        return Err(WitnessError::OldSizeBeyondCheckpoint { old_size, new_size: tree.size });
+    }
+    let history_error = |source: HistoryError| WitnessError::History { old_size, new_size: tree.size, source };
+    let proof =
+        if old_size == 0 {
+            ConsistencyProof::default()
+        } else {
+            let old_root = history.root_at(old_size).map_err(history_error)?;
+            let proof = if old_size == tree.size {
+                ConsistencyProof::default()
+            } else {
+                history.consistency_proof(old_size, tree.size).map_err(history_error)?
+            };
+            tree.verify_extends(&Tree::new(old_size, old_root), &proof).map_err(|err| {
+                WitnessError::OwnProofInvalid { old_size, new_size: tree.size, reason: err.to_string() }
+            })?;
+            proof
+        };
+    Ok(AddCheckpointRequest { old_size, proof, checkpoint_note: signed.note().to_owned() })
+}
+
+/// Verifies the cosignature lines a witness answered over a checkpoint body;
+/// at least one must come from a trusted witness.
+pub fn verified_cosignatures(
+    witness: &str,
+    checkpoint: &Checkpoint,
+    lines: &str,
+    trusted: &[TrustedWitness],
+    status: u16,
+) -> Result<CosignedCheckpoint, WitnessError> {
+    let signatures = parse_signature_lines(lines).map_err(|err| WitnessError::BadAnswer {
+        witness: witness.to_owned(),
+        status,
+        reason: err.to_string(),
+    })?;
+    let report = verify_cosignatures(&checkpoint.to_text(), &signatures, trusted)
+        .map_err(|source| WitnessError::Cosignature { witness: witness.to_owned(), source })?;
+    if report.valid.is_empty() {
+        return Err(WitnessError::NoTrustedCosignature { witness: witness.to_owned() });
+    }
+    Ok(CosignedCheckpoint {
+        checkpoint: checkpoint.clone(),
+        cosignatures: report.valid,
+        unsupported: report.unsupported,
+    })
+}
+
+/// How many verified cosignatures a round needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WitnessQuorum(usize);
+
+impl WitnessQuorum {
+    /// A quorum of `n` witnesses.
+    pub const fn of(n: usize) -> Self {
+        Self(n)
+    }
+
+    /// The number of cosignatures needed.
+    pub const fn needed(&self) -> usize {
+        self.0
+    }
+}
+
+/// One witness's failure in a round.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WitnessFailure {
+    /// The witness's endpoint.
+    pub witness: String,
+    /// What happened.
+    pub error: WitnessError,
+}
+
+/// The result of a submission round: three answers kept apart (R-WIT-1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QuorumOutcome {
+    /// Enough witnesses cosigned and none saw the log misbehave.
+    Met {
+        /// Every verified cosignature.
+        cosigned: Vec<CosignedCheckpoint>,
+        /// Witnesses that did not cosign, for reasons that are not integrity.
+        failures: Vec<WitnessFailure>,
+    },
+    /// Too few cosignatures: a finding to clear.
+    Shortfall {
+        /// Cosignatures gathered.
+        got: usize,
+        /// Cosignatures needed.
+        needed: usize,
+        /// Why the others did not cosign.
+        failures: Vec<WitnessFailure>,
+    },
+    /// A witness saw this log fork or its history move. Reported whether or
+    /// not the quorum was met.
+    IntegrityRefusal {
+        /// The witnesses that refused on integrity grounds.
+        refusals: Vec<WitnessFailure>,
+        /// Cosignatures gathered all the same.
+        got: usize,
+        /// Cosignatures needed.
+        needed: usize,
+        /// Whether `got >= needed`.
+        quorum_met: bool,
+        /// Every other failure.
+        failures: Vec<WitnessFailure>,
+    },
+}
+
+/// Submits `signed` to every witness concurrently and holds the round to `quorum`.
+pub fn cosign_quorum(
+    witnesses: &[&(dyn Witness + Sync)],
+    quorum: WitnessQuorum,
+    signed: &SignedCheckpoint,
+    history: &(dyn LogHistory + Sync),
+) -> QuorumOutcome {
+    let results: Vec<(String, Result<CosignedCheckpoint, WitnessError>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = witnesses
+            .iter()
+            .map(|witness| {
+                scope.spawn(move || (witness.endpoint().to_owned(), witness.add_checkpoint(signed, history)))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle.join().unwrap_or_else(|_| {
+                    (
+                        String::from("?"),
+                        Err(WitnessError::Transport {
+                            witness: "?".into(),
+                            reason: "submission thread panicked".into(),
+                        }),
+                    )
+                })
+            })
+            .collect()
+    });
+    let mut cosigned = Vec::new();
+    let mut refusals = Vec::new();
+    let mut failures = Vec::new();
+    for (witness, result) in results {
+        match result {
+            Ok(ok) => cosigned.push(ok),
+            Err(error) if error.is_integrity() => refusals.push(WitnessFailure { witness, error }),
+            Err(error) => failures.push(WitnessFailure { witness, error }),
+        }
+    }
+    let got = cosigned.len();
+    let needed = quorum.needed();
+    if !refusals.is_empty() {
+        return QuorumOutcome::IntegrityRefusal { refusals, got, needed, quorum_met: got >= needed, failures };
+    }
+    if got >= needed {
+        QuorumOutcome::Met { cosigned, failures }
+    } else {
+        QuorumOutcome::Shortfall { got, needed, failures }
+    }
+}
+
+/// Two witnesses holding two roots for one size of one log (R-WIT-5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitView {
+    /// The size with two roots.
+    pub size: u64,
+    /// Each witness with the root it cosigned.
+    pub views: Vec<(String, RootHash)>,
+}
+
+/// What reading several witnesses found.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SplitViewReport {
+    /// Sizes at which witnesses disagree on the root.
+    pub split_views: Vec<SplitView>,
+    /// Verified checkpoints read, by witness.
+    pub read: Vec<(String, CosignedCheckpoint)>,
+    /// Witnesses that could not be read.
+    pub failures: Vec<WitnessFailure>,
+}
+
+/// The sizes at which the checkpoints read from several witnesses disagree on
+/// the root (R-WIT-5): each such size is a split view naming every witness
+/// and the root it holds.
+pub fn find_split_views(read: &[(String, CosignedCheckpoint)]) -> Vec<SplitView> {
+    let mut by_size: Vec<(u64, Vec<(String, RootHash)>)> = Vec::new();
+    for (witness, cosigned) in read {
+        let tree = cosigned.checkpoint.tree();
+        match by_size.iter_mut().find(|(size, _)| *size == tree.size) {
+            Some((_, views)) => views.push((witness.clone(), tree.root)),
+            None => by_size.push((tree.size, vec![(witness.clone(), tree.root)])),
+        }
+    }
+    by_size
+        .into_iter()
+        .filter(|(_, views)| views.windows(2).any(|pair| matches!(pair, [a, b] if a.1 != b.1)))
+        .map(|(size, views)| SplitView { size, views })
+        .collect()
+}
