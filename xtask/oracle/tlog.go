@@ -23,6 +23,7 @@ type tlogOut struct {
 	StoredNodes []storedNode        `json:"stored_nodes"`
 	Inclusion   []inclusionVector   `json:"inclusion"`
 	Consistency []consistencyVector `json:"consistency"`
+	Huge        hugeOut             `json:"huge"`
 }
 
 type storedNode struct {
@@ -187,5 +188,10 @@ func tlogVectors() (any, error) {
 			out.Consistency = append(out.Consistency, consistencyVector{Old: old, New: size, Proof: hexList(tdProof)})
 		}
 	}
+	huge, err := hugeVectors()
+	if err != nil {
+		return nil, err
+	}
+	out.Huge = huge
 	return out, nil
 }

@@ -187,6 +187,9 @@ pub fn nodes_for_new_leaf(
         other => JournalError::StoreDamage { tenant: tenant.clone(), detail: format!("log nodes: {other}") },
     })?;
     let mut nodes = Vec::new();
-    frontier.append_with(leaf, |id, hash| nodes.push((id, *hash)));
+    frontier.append_with(leaf, |id, hash| nodes.push((id, *hash))).map_err(|full| JournalError::StoreDamage {
+        tenant: tenant.clone(),
+        detail: format!("the log counter is at {position}: {full}"),
+    })?;
     Ok(nodes)
 }

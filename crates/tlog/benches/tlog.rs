@@ -41,7 +41,7 @@ fn append(c: &mut Criterion) {
         b.iter(|| {
             let mut frontier = Frontier::new();
             for i in 0..APPEND_BATCH {
-                frontier.append(LeafHash::of(&entry(i)));
+                frontier.append(LeafHash::of(&entry(i))).unwrap();
             }
             black_box(frontier.size())
         })

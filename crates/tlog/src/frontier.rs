@@ -36,6 +36,19 @@ impl fmt::Display for FrontierMismatch {
 
 impl std::error::Error for FrontierMismatch {}
 
+/// The tree already holds `u64::MAX` leaves: a leaf index is a `u64`, so no
+/// further leaf has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeFull;
+
+impl fmt::Display for TreeFull {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the tree holds u64::MAX leaves and takes no more")
+    }
+}
+
+impl std::error::Error for TreeFull {}
+
 impl Default for Frontier {
     fn default() -> Self {
         Self::new()
@@ -86,15 +99,22 @@ impl Frontier {
     }
 
     /// Appends a leaf; amortized two hashes per leaf, counting the leaf's own.
-    pub fn append(&mut self, leaf: LeafHash) {
-        self.append_with(leaf, |_, _| {});
+    /// Returns the new leaf's index.
+    pub fn append(&mut self, leaf: LeafHash) -> Result<u64, TreeFull> {
+        self.append_with(leaf, |_, _| {})
     }
 
     /// Appends a leaf and reports every subtree it completes, the leaf itself
     /// first: exactly the hashes a store keeps so that later proofs need
-    /// O(log n) reads. Returns the new leaf's index.
-    pub fn append_with(&mut self, leaf: LeafHash, mut completed: impl FnMut(NodeId, &NodeHash)) -> u64 {
+    /// O(log n) reads. Returns the new leaf's index; a tree of `u64::MAX`
+    /// leaves is refused ([`TreeFull`]) before anything is reported.
+    pub fn append_with(
+        &mut self,
+        leaf: LeafHash,
+        mut completed: impl FnMut(NodeId, &NodeHash),
+    ) -> Result<u64, TreeFull> {
         let index = self.size;
+        let next = index.checked_add(1).ok_or(TreeFull)?;
         let mut hash = NodeHash::from(leaf);
         let mut node = NodeId::new(0, index);
         completed(node, &hash);
@@ -107,8 +127,8 @@ impl Frontier {
             completed(node, &hash);
         }
         self.subtrees.push(hash);
-        self.size += 1;
-        index
+        self.size = next;
+        Ok(index)
     }
 
     /// The root over every leaf appended so far: O(log n) hashes.

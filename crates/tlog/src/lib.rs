@@ -8,7 +8,7 @@ mod prove;
 pub mod raw;
 mod verify;
 
-pub use frontier::{Frontier, FrontierMismatch};
+pub use frontier::{Frontier, FrontierMismatch, TreeFull};
 pub use hash::{HASH_LEN, HashParseError, LeafHash, NodeHash, RootHash};
 pub use memory::{MemoryHashStore, MissingNode};
 pub use node::NodeId;

@@ -34,9 +34,11 @@ impl MemoryHashStore {
     }
 
     /// Appends a leaf, storing every subtree it completes; returns its index.
+    /// (Memory runs out long before `u64::MAX` leaves; were a store to hold
+    /// that many, the leaf would be refused and `u64::MAX` returned.)
     pub fn append(&mut self, leaf: LeafHash) -> u64 {
         let levels = &mut self.levels;
-        self.frontier.append_with(leaf, |id, hash| {
+        let appended = self.frontier.append_with(leaf, |id, hash| {
             let level = usize::from(id.level);
             if levels.len() <= level {
                 levels.resize_with(level + 1, Vec::new);
@@ -44,7 +46,8 @@ impl MemoryHashStore {
             if let Some(row) = levels.get_mut(level) {
                 row.push(*hash);
             }
-        })
+        });
+        appended.unwrap_or(u64::MAX)
     }
 
     /// Number of leaves.

@@ -20,30 +20,46 @@ impl NodeId {
         Self { level, index }
     }
 
-    /// The first leaf the subtree covers.
-    pub const fn first_leaf(&self) -> u64 {
-        self.index << self.level
+    /// The first leaf the subtree covers, or `None` when that is past
+    /// `u64::MAX` (no tree of `u64` leaves has such a node).
+    pub const fn first_leaf(&self) -> Option<u64> {
+        if self.level >= 64 || self.index > (u64::MAX >> self.level) {
+            return None;
+        }
+        Some(self.index << self.level)
     }
 
     /// The position this node has in the flat sequence Go's
     /// `golang.org/x/mod/sumdb/tlog` uses (`StoredHashIndex`): all stored
     /// hashes in the order they complete. A store that wants one integer key
     /// per node can use it and share a layout with Go's sumdb.
-    pub const fn stored_index(&self) -> u64 {
+    ///
+    /// `None` when the position does not fit a `u64` (Go's `int64` would
+    /// wrap there): nodes of trees past about 2^62 leaves.
+    pub const fn stored_index(&self) -> Option<u64> {
         // Move to the last leaf under this node, count every hash stored up to
         // and including that leaf's, then the `level` hashes completed after it.
         let mut n = self.index;
         let mut level = self.level;
         while level > 0 {
-            n = 2 * n + 1;
+            n = match n.checked_mul(2) {
+                Some(double) => match double.checked_add(1) {
+                    Some(next) => next,
+                    None => return None,
+                },
+                None => return None,
+            };
             level -= 1;
         }
-        let mut stored = 0;
+        let mut stored: u64 = 0;
         while n > 0 {
-            stored += n;
+            stored = match stored.checked_add(n) {
+                Some(sum) => sum,
+                None => return None,
+            };
             n >>= 1;
         }
-        stored + self.level as u64
+        stored.checked_add(self.level as u64)
     }
 }
 
@@ -95,7 +111,19 @@ mod tests {
         // Go's StoredHashes order for leaves 0..4: L0[0], L0[1], L1[0], L0[2], L0[3], L1[1], L2[0].
         let order = [(0, 0), (0, 1), (1, 0), (0, 2), (0, 3), (1, 1), (2, 0)];
         for (position, (level, index)) in order.into_iter().enumerate() {
-            assert_eq!(NodeId::new(level, index).stored_index(), position as u64);
+            assert_eq!(NodeId::new(level, index).stored_index(), Some(position as u64));
         }
+    }
+
+    #[test]
+    fn node_arithmetic_at_the_extremes_is_checked_not_wrapped() {
+        assert_eq!(NodeId::new(63, 1).first_leaf(), Some(1 << 63));
+        assert_eq!(NodeId::new(63, 2).first_leaf(), None);
+        assert_eq!(NodeId::new(64, 0).first_leaf(), None);
+        assert_eq!(NodeId::new(255, u64::MAX).first_leaf(), None);
+        assert_eq!(NodeId::new(0, u64::MAX).first_leaf(), Some(u64::MAX));
+        assert_eq!(NodeId::new(0, u64::MAX).stored_index(), None);
+        assert_eq!(NodeId::new(255, 1).stored_index(), None);
+        assert_eq!(NodeId::new(0, 1 << 61).stored_index(), Some((1 << 62) - 1));
     }
 }

@@ -138,7 +138,9 @@ fn bit_len(x: u64) -> usize {
 /// part above (the right border). Their sum is the proof length.
 fn inclusion_shape(index: u64, size: u64) -> (usize, usize) {
     let inner = bit_len(index ^ (size - 1));
-    let border = (index >> inner).count_ones() as usize;
+    // `inner` is 64 when the index and the last leaf differ in bit 63: Go's
+    // shift then gives 0, Rust's would panic (debug) or shift by 0 (release).
+    let border = index.checked_shr(inner as u32).unwrap_or(0).count_ones() as usize;
     (inner, border)
 }
 

@@ -113,10 +113,10 @@ proptest! {
         let store = store_of(size + more);
         let mut resumed = tlog::Frontier::from_reader(&store, size).unwrap();
         let mut fresh = tlog::Frontier::new();
-        for i in 0..size { fresh.append(LeafHash::of(&i.to_be_bytes())); }
+        for i in 0..size { fresh.append(LeafHash::of(&i.to_be_bytes())).unwrap(); }
         prop_assert_eq!(&resumed, &fresh);
         for i in size..size + more {
-            resumed.append(LeafHash::of(&i.to_be_bytes()));
+            resumed.append(LeafHash::of(&i.to_be_bytes())).unwrap();
         }
         prop_assert_eq!(resumed.root(), store.tree().root);
     }

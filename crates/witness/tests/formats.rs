@@ -110,6 +110,37 @@ fn r_note_1_go_signing_pin_and_negative_cases() {
     assert_eq!(open(signed.as_bytes(), &[&enoch]), Err(NoteError::Unverified { signatures: 1 }));
 }
 
+/// signed-note: "unknown signatures MUST be ignored". A line from a key not
+/// trusted here whose base64 Go's `base64.StdEncoding` reads but is not the
+/// canonical spelling (non-zero trailing bits) is kept unverified, as Go's
+/// `note.Open` does, instead of refusing the whole note.
+#[test]
+fn r_note_1_an_unknown_keys_non_canonical_line_is_ignored_as_go_does() {
+    let peter = VerifierKey::parse("PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW").unwrap();
+    let signer =
+        SignerKey::parse("PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz").unwrap();
+    let text = "If you think cryptography is the answer to your problem,\nthen you don't know what your problem is.\n";
+    let signed = sign(text, &[&signer]).unwrap();
+    // 68 bytes end in one padding '=': the character before it carries two
+    // unused bits, zero in the canonical spelling; the next character of the
+    // alphabet sets one of them and decodes to the same bytes.
+    const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let canonical = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, [0x5a; 68]);
+    let last = canonical.chars().rev().nth(1).unwrap();
+    let bumped = ALPHABET.chars().nth(ALPHABET.find(last).unwrap() + 1).unwrap();
+    let non_canonical = format!("{}{bumped}=", &canonical[..canonical.len() - 2]);
+    assert_ne!(non_canonical, canonical);
+    let with_unknown = format!("{signed}— someone.else/key {non_canonical}\n");
+    let verified = open(with_unknown.as_bytes(), &[&peter]).expect("an unknown key's line is ignored");
+    assert_eq!(verified.text(), text);
+    assert_eq!(verified.verified_signatures().len(), 1);
+    assert_eq!(verified.other_signatures().len(), 1);
+    assert_eq!(verified.other_signatures()[0].name, "someone.else/key");
+    // Not base64 at all is still malformed, as in Go.
+    let garbage = format!("{signed}— someone.else/key !!!!\n");
+    assert!(matches!(open(garbage.as_bytes(), &[&peter]), Err(NoteError::Malformed(_))));
+}
+
 #[test]
 fn r_note_1_key_ids_from_formats() {
     let v = published();
