@@ -1,7 +1,7 @@
 //! Driving a run: admission's answer, the handle agent code calls (steps,
 //! effects at most once, conclusions), and resume.
 
-use super::replay::{Replay, replay};
+use super::replay::{Replay, charge, replay};
 use super::{RunStatus, Runtime, RuntimeError, TenantConfig};
 use crate::chain::ExpectedHead;
 use crate::error::JournalError;
@@ -126,8 +126,9 @@ impl RunHandle<'_> {
         if let Some(ceiling) = self.state.budget.ceiling(Dimension::Steps).filter(|c| counters.steps >= *c) {
             return Err(self.exhaust(Dimension::Steps, ceiling, counters, &format!("starting step {step}")));
         }
-        self.append(None, RecordBody::StepStarted(StepMark { step: step.to_owned() }))?;
-        self.state.counters.steps += 1;
+        let started = RecordBody::StepStarted(StepMark { step: step.to_owned() });
+        self.append(None, started.clone())?;
+        charge(&mut self.state.counters, &started);
         Ok(())
     }
 
@@ -162,14 +163,11 @@ impl RunHandle<'_> {
         self.append(key.clone(), RecordBody::EffectStarted(EffectStarted { step: step.to_owned(), reserved }))?;
         self.state.open.push(effect_key.to_owned());
         let output = perform();
-        self.append(
-            key.clone(),
-            RecordBody::EffectDone(EffectDone { result: output.result.clone(), charged: output.charged }),
-        )?;
+        let done = RecordBody::EffectDone(EffectDone { result: output.result.clone(), charged: output.charged });
+        self.append(key.clone(), done.clone())?;
         self.append(key, RecordBody::Released(Released { holding: Holding::Reservation, amount: reserved }))?;
         self.state.open.retain(|open| open != effect_key);
-        self.state.counters.add(&output.charged);
-        self.state.counters.effects += 1;
+        charge(&mut self.state.counters, &done);
         self.state.done.insert(effect_key.to_owned(), output.result.clone());
         if let EffectResult::Err { error } = &output.result {
             let verdict = Verdict::EffectFailed { effect_key: effect_key.to_owned(), error: error.clone() };

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::clock::At;
 use crate::journal::VerifiedRun;
-use crate::record::{Budget, Counters, DoubtAnswer, EffectResult, Outcome, Record, RecordBody, RunConcluded, Verdict};
+use crate::record::{Budget, Counters, DoubtAnswer, EffectResult, Outcome, RecordBody, RunConcluded, Verdict};
 
 /// The state of a run, rebuilt from its verified journal.
 #[derive(Debug, Clone, Default)]
@@ -25,8 +25,8 @@ pub(crate) struct Replay {
 /// Adds what one record consumed to `counters` (R-RUN-7): a started step, a
 /// performed effect and its charges, an effect a person said happened. The
 /// one place the journal is turned into cost.
-pub fn charge(counters: &mut Counters, record: &Record) {
-    match &record.body {
+pub fn charge(counters: &mut Counters, body: &RecordBody) {
+    match body {
         RecordBody::StepStarted(_) => counters.steps = counters.steps.saturating_add(1),
         RecordBody::EffectDone(done) => {
             counters.add(&done.charged);
@@ -63,7 +63,7 @@ impl TimeWindow {
 pub fn cost_in(verified: &VerifiedRun, window: TimeWindow) -> Counters {
     let mut counters = Counters::default();
     for record in verified.records.iter().filter(|record| window.contains(record.record.at)) {
-        charge(&mut counters, &record.record);
+        charge(&mut counters, &record.record.body);
     }
     counters
 }
@@ -71,7 +71,7 @@ pub fn cost_in(verified: &VerifiedRun, window: TimeWindow) -> Counters {
 pub(crate) fn replay(verified: &VerifiedRun) -> Replay {
     let mut state = Replay::default();
     for record in &verified.records {
-        charge(&mut state.counters, &record.record);
+        charge(&mut state.counters, &record.record.body);
         let key = record.record.effect_key.clone();
         match &record.record.body {
             RecordBody::RunAdmitted(admitted) => state.budget = admitted.budget,
