@@ -217,6 +217,27 @@ pub enum JournalError {
         /// The head seq found.
         found_seq: u64,
     },
+    /// Another signer recorded a checkpoint first: nothing was written.
+    #[error(
+        "the last checkpoint signed for tenant {tenant} is at size {found:?}, not {expected:?}: another signer got there first; sign again"
+    )]
+    CheckpointConflict {
+        /// The tenant.
+        tenant: TenantId,
+        /// The size the caller read as the last signed.
+        expected: Option<u64>,
+        /// The size found.
+        found: Option<u64>,
+    },
+    /// The plane was asked to sign a tree that does not extend what it signed
+    /// before, or a tree read with holes: it never signs a rollback.
+    #[error("refusing to sign the log of tenant {tenant}: {reason}")]
+    WouldSignRollback {
+        /// The tenant.
+        tenant: TenantId,
+        /// What is wrong with the tree.
+        reason: String,
+    },
     /// The run is sealed: its journal is frozen (R-RUN-2).
     #[error("run {run} is sealed: its journal is frozen and takes no more records")]
     Sealed {
@@ -291,9 +312,9 @@ impl JournalError {
     /// The error's class.
     pub fn class(&self) -> ErrorClass {
         match self {
-            Self::Tamper { .. } | Self::StoreDamage { .. } => ErrorClass::Tamper,
+            Self::Tamper { .. } | Self::StoreDamage { .. } | Self::WouldSignRollback { .. } => ErrorClass::Tamper,
             Self::BuildSkew(_) => ErrorClass::BuildSkew,
-            Self::Conflict { .. } => ErrorClass::Conflict,
+            Self::Conflict { .. } | Self::CheckpointConflict { .. } => ErrorClass::Conflict,
             Self::Sealed { .. } => ErrorClass::Sealed,
             Self::Io(_) => ErrorClass::Io,
             Self::NotFound { .. }
@@ -314,7 +335,7 @@ impl JournalError {
     /// storage failure the backend marked retryable): nothing was written.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::Conflict { .. } => true,
+            Self::Conflict { .. } | Self::CheckpointConflict { .. } => true,
             Self::Io(storage) => storage.is_retryable(),
             _ => false,
         }

@@ -4,14 +4,15 @@
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
-use tlog::{NodeHash, NodeId};
+use tlog::{NodeHash, NodeId, Tree};
 
 use crate::chain::{ExpectedHead, StoredRecord};
 use crate::error::JournalError;
 use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
 use crate::store::{
-    AppendRequest, LogCounters, RunRows, SealEntry, Store, check_append, idempotency_key_of, nodes_for_new_leaf,
+    AppendRequest, LogCounters, RunRows, SealEntry, SignedTree, Store, check_append, idempotency_key_of,
+    nodes_for_new_leaf,
 };
 
 #[derive(Default)]
@@ -29,6 +30,7 @@ struct TenantState {
     seals: BTreeMap<u64, SealEntry>,
     next_position: u64,
     nodes: BTreeMap<NodeId, NodeHash>,
+    signed: Vec<SignedTree>,
 }
 
 /// The in-memory store.
@@ -41,6 +43,15 @@ impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    #[cfg(feature = "testkit")]
+    fn with_run(&self, tenant: &TenantId, run: &RunId, change: impl FnOnce(&mut RunState)) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(state) = tenants.get_mut(tenant).and_then(|t| t.runs.get_mut(run))
+        {
+            change(state);
+        }
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, BTreeMap<TenantId, TenantState>>, JournalError> {
@@ -100,7 +111,7 @@ impl Store for MemoryStore {
         let not_found = || JournalError::NotFound { tenant: tenant.clone(), run: run.clone() };
         let state = tenants.get(tenant).and_then(|t| t.runs.get(run)).ok_or_else(not_found)?;
         let seal = tenants.get(tenant).and_then(|t| t.seals.values().find(|s| s.run == *run).cloned());
-        Ok(RunRows { rows: state.rows.clone(), head: state.head, seal, outcome: state.outcome })
+        Ok(RunRows { rows: state.rows.clone(), head: state.head, sealed: state.sealed, seal, outcome: state.outcome })
     }
 
     fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
@@ -152,6 +163,30 @@ impl Store for MemoryStore {
             })
             .collect()
     }
+
+    fn signed_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
+        Ok(self.lock()?.get(tenant).map(|t| t.signed.clone()).unwrap_or_default())
+    }
+
+    fn record_signed_checkpoint(
+        &self,
+        tenant: &TenantId,
+        previous: Option<Tree>,
+        signed: SignedTree,
+    ) -> Result<(), JournalError> {
+        let mut tenants = self.lock()?;
+        let state = tenants.entry(tenant.clone()).or_default();
+        let last = state.signed.last().map(|s| s.tree);
+        if last != previous {
+            return Err(JournalError::CheckpointConflict {
+                tenant: tenant.clone(),
+                expected: previous.map(|t| t.size),
+                found: last.map(|t| t.size),
+            });
+        }
+        state.signed.push(signed);
+        Ok(())
+    }
 }
 
 #[cfg(feature = "testkit")]
@@ -164,6 +199,77 @@ impl crate::testkit::TamperAccess for MemoryStore {
                 .and_then(|r| r.rows.iter_mut().find(|row| row.seq == seq))
         {
             row.bytes = bytes;
+        }
+    }
+
+    fn overwrite_row(&self, tenant: &TenantId, run: &RunId, row: StoredRecord) {
+        self.with_run(tenant, run, |state| {
+            if let Some(stored) = state.rows.iter_mut().find(|stored| stored.seq == row.seq) {
+                *stored = row;
+            }
+        });
+    }
+
+    fn set_outcome_index(&self, tenant: &TenantId, run: &RunId, outcome: Option<Outcome>) {
+        self.with_run(tenant, run, |state| state.outcome = outcome);
+    }
+
+    fn set_sealed_flag(&self, tenant: &TenantId, run: &RunId, sealed: bool) {
+        self.with_run(tenant, run, |state| state.sealed = sealed);
+    }
+
+    fn set_runs_head(&self, tenant: &TenantId, run: &RunId, head: ExpectedHead) {
+        self.with_run(tenant, run, |state| state.head = Some(head));
+    }
+
+    fn overwrite_seal_leaf(&self, tenant: &TenantId, run: &RunId, leaf: Vec<u8>) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(seal) = tenants.get_mut(tenant).and_then(|t| t.seals.values_mut().find(|s| s.run == *run))
+        {
+            seal.leaf_bytes = leaf;
+        }
+    }
+
+    fn set_idempotency(&self, tenant: &TenantId, key: &str, run: &RunId) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(t) = tenants.get_mut(tenant)
+        {
+            t.idempotency.insert(key.to_owned(), run.clone());
+        }
+    }
+
+    fn rewind_log(&self, tenant: &TenantId, next_position: u64) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(t) = tenants.get_mut(tenant)
+        {
+            t.next_position = next_position;
+            t.nodes.retain(|id, _| crate::testkit::node_ends_before(*id, next_position));
+        }
+    }
+
+    fn overwrite_log_node(&self, tenant: &TenantId, id: NodeId, hash: NodeHash) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(t) = tenants.get_mut(tenant)
+        {
+            t.nodes.insert(id, hash);
+        }
+    }
+
+    fn rewrite_log(&self, tenant: &TenantId, seals: &[(RunId, Vec<u8>)]) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(t) = tenants.get_mut(tenant)
+        {
+            t.seals = seals
+                .iter()
+                .enumerate()
+                .map(|(position, (run, leaf))| {
+                    let position = position as u64;
+                    (position, SealEntry { position, run: run.clone(), leaf_bytes: leaf.clone() })
+                })
+                .collect();
+            t.next_position = seals.len() as u64;
+            let leaves: Vec<Vec<u8>> = seals.iter().map(|(_, leaf)| leaf.clone()).collect();
+            t.nodes = crate::testkit::dense_log_nodes(&leaves).into_iter().collect();
         }
     }
 

@@ -1,7 +1,7 @@
 //! The storage contract every backend implements (R-STORE-1) and the
 //! conformance suite checks. Synchronous; tenants are explicit arguments.
 
-use tlog::{LeafHash, NodeHash, NodeId};
+use tlog::{LeafHash, NodeHash, NodeId, Tree};
 
 use crate::chain::{ChainHash, ExpectedHead, StoredRecord};
 use crate::error::JournalError;
@@ -61,6 +61,9 @@ pub struct RunRows {
     pub rows: Vec<StoredRecord>,
     /// The head the store recorded at the last append.
     pub head: Option<ExpectedHead>,
+    /// The runs table's sealed flag: the store refuses appends while it is
+    /// set (R-RUN-2). Derived data the audit holds to the last conclusion.
+    pub sealed: bool,
     /// Its seal, if sealed.
     pub seal: Option<SealEntry>,
     /// The outcome index's entry.
@@ -81,6 +84,16 @@ impl LogCounters {
     pub fn has_holes(&self) -> bool {
         self.seal_count != self.next_position
     }
+}
+
+/// A checkpoint this plane signed for a tenant's log, kept in the store so
+/// the plane never signs a tree that does not extend one it signed before.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedTree {
+    /// The tree signed.
+    pub tree: Tree,
+    /// The signed note as it went out.
+    pub note: String,
 }
 
 /// A journal store. Every method is atomic; `append` is durable when it returns.
@@ -117,6 +130,21 @@ pub trait Store: Send + Sync {
 
     /// Stored complete-subtree hashes of the tenant's log, by position (R-LOG-7).
     fn read_log_nodes(&self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError>;
+
+    /// The checkpoints this plane signed for the tenant's log, oldest first.
+    fn signed_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError>;
+
+    /// Records a checkpoint the plane signed, durably, in one transaction
+    /// that first checks that the last one recorded is `previous` (`None`:
+    /// none yet); otherwise nothing is written and the answer is
+    /// [`JournalError::CheckpointConflict`]. The caller proves, before it
+    /// signs, that `signed` extends `previous`.
+    fn record_signed_checkpoint(
+        &self,
+        tenant: &TenantId,
+        previous: Option<Tree>,
+        signed: SignedTree,
+    ) -> Result<(), JournalError>;
 }
 
 /// Keys the idempotency index by `RunAdmitted`'s key: backends call this

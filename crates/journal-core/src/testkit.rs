@@ -23,14 +23,59 @@ use crate::signature::VerifyOptions;
 use crate::store::Store;
 use crate::version::Upcasters;
 
-/// Raw access to a backend's own tables, for tamper tests only.
+/// Raw access to a backend's own tables, for tamper tests only: what someone
+/// with write access to the file or the database can do behind the store.
 pub trait TamperAccess {
     /// Overwrites a record's stored bytes (leaving its hash as it was).
     fn overwrite_record_bytes(&self, tenant: &TenantId, run: &RunId, seq: u64, bytes: Vec<u8>);
+    /// Replaces the whole stored row at `row.seq` (bytes, hashes, signature, columns).
+    fn overwrite_row(&self, tenant: &TenantId, run: &RunId, row: crate::chain::StoredRecord);
     /// Deletes one record row.
     fn delete_record(&self, tenant: &TenantId, run: &RunId, seq: u64);
     /// Deletes a whole run: its rows, its runs-table entry, its seal and its index entry.
     fn delete_run(&self, tenant: &TenantId, run: &RunId);
+    /// Moves a run in the outcome index (the listing `runs(tenant, Some(..))`
+    /// reads), and nothing else.
+    fn set_outcome_index(&self, tenant: &TenantId, run: &RunId, outcome: Option<Outcome>);
+    /// Sets or clears the runs table's sealed flag.
+    fn set_sealed_flag(&self, tenant: &TenantId, run: &RunId, sealed: bool);
+    /// Rewrites the head the runs table records.
+    fn set_runs_head(&self, tenant: &TenantId, run: &RunId, head: ExpectedHead);
+    /// Rewrites a run's seal leaf bytes in the log.
+    fn overwrite_seal_leaf(&self, tenant: &TenantId, run: &RunId, leaf: Vec<u8>);
+    /// Points an idempotency key at `run`.
+    fn set_idempotency(&self, tenant: &TenantId, key: &str, run: &RunId);
+    /// Rolls the log counter back to `next_position` and drops the stored
+    /// nodes that cover positions at or past it: what hides the newest seal.
+    fn rewind_log(&self, tenant: &TenantId, next_position: u64);
+    /// Overwrites one stored log node hash.
+    fn overwrite_log_node(&self, tenant: &TenantId, id: tlog::NodeId, hash: tlog::NodeHash);
+    /// Replaces the tenant's whole log with `seals` (run, leaf bytes) at
+    /// dense positions 0, 1, ..., with a matching counter and node hashes:
+    /// what a careful hider does after deleting a sealed run, so that no
+    /// hole is left for the store to notice.
+    fn rewrite_log(&self, tenant: &TenantId, seals: &[(RunId, Vec<u8>)]);
+}
+
+/// The node hashes of a dense log of `leaves`, as a backend stores them.
+pub fn dense_log_nodes(leaves: &[Vec<u8>]) -> Vec<(tlog::NodeId, tlog::NodeHash)> {
+    let mut frontier = tlog::Frontier::new();
+    let mut nodes = Vec::new();
+    for leaf in leaves {
+        frontier
+            .append_with(tlog::LeafHash::of(leaf), |id, hash| nodes.push((id, *hash)))
+            .expect("a test log is far from 2^64 leaves");
+    }
+    nodes
+}
+
+/// Whether every leaf under `id` lies below `next_position` (a node a
+/// rewound log keeps).
+pub fn node_ends_before(id: tlog::NodeId, next_position: u64) -> bool {
+    id.index
+        .checked_add(1)
+        .and_then(|end| tlog::NodeId::new(id.level, end).first_leaf())
+        .is_some_and(|end| end <= next_position)
 }
 
 /// The tenant the cases use.
@@ -156,7 +201,30 @@ pub fn sealed_run_refuses_appends(store: &dyn Store) {
     let head = sample_run(&journal, &run, Outcome::Succeeded).expect("sealed run");
     let late = journal.append(&run, Some(head), None, RecordBody::StepStarted(StepMark { step: "late".into() }));
     assert!(matches!(late, Err(JournalError::Sealed { .. })), "{late:?}");
-    assert_eq!(store.read_run(&tenant, &run).expect("read").rows.len(), 7);
+    let stored = store.read_run(&tenant, &run).expect("read");
+    assert_eq!(stored.rows.len(), 7);
+    assert!(stored.sealed, "the runs table's flag says sealed");
+    let open = run_id("run-open");
+    sample_run(&journal, &open, Outcome::Failed).expect("open run");
+    assert!(!store.read_run(&tenant, &open).expect("read").sealed, "a failed run stays open");
+}
+
+/// The plane's signed checkpoints are kept with a compare-and-swap on the
+/// last one, so two signers cannot both extend the same predecessor unseen.
+pub fn signed_checkpoints_are_kept_in_order(store: &dyn Store) {
+    let tenant = tenant();
+    let a =
+        crate::store::SignedTree { tree: Tree::new(1, tlog::RootHash::from_hash_bytes([1; 32])), note: "a\n".into() };
+    let b =
+        crate::store::SignedTree { tree: Tree::new(3, tlog::RootHash::from_hash_bytes([3; 32])), note: "b\n".into() };
+    assert!(store.signed_checkpoints(&tenant).expect("none yet").is_empty());
+    store.record_signed_checkpoint(&tenant, None, a.clone()).expect("first");
+    let stale = store.record_signed_checkpoint(&tenant, None, b.clone());
+    assert!(matches!(stale, Err(JournalError::CheckpointConflict { expected: None, found: Some(1), .. })), "{stale:?}");
+    store.record_signed_checkpoint(&tenant, Some(a.tree), b.clone()).expect("second");
+    assert_eq!(store.signed_checkpoints(&tenant).expect("list"), vec![a, b]);
+    let other = TenantId::new("tenant-b").expect("id");
+    assert!(store.signed_checkpoints(&other).expect("per tenant").is_empty());
 }
 
 /// R-RUN-3: several conclusions in one chain; the last is the answer and the index moves.
@@ -343,6 +411,10 @@ macro_rules! conformance_tests {
         #[test]
         fn conformance_r_run_2_sealed_run_refuses_appends() {
             $crate::testkit::sealed_run_refuses_appends(&$make);
+        }
+        #[test]
+        fn conformance_signed_checkpoints_are_kept_in_order() {
+            $crate::testkit::signed_checkpoints_are_kept_in_order(&$make);
         }
         #[test]
         fn conformance_r_run_3_outcome_index_follows_the_last_conclusion() {

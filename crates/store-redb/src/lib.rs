@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use journal_core::store::{check_append, idempotency_key_of, nodes_for_new_leaf};
+use journal_core::store::{SignedTree, check_append, idempotency_key_of, nodes_for_new_leaf};
 use journal_core::{
     AppendRequest, ChainHash, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows,
     SealEntry, StorageError, Store, StoredRecord, TamperKind, TenantId,
@@ -15,7 +15,7 @@ use redb::{
     Database, ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _, TableDefinition,
     WriteTransaction,
 };
-use tlog::{NodeHash, NodeId};
+use tlog::{NodeHash, NodeId, RootHash, Tree};
 
 /// (tenant, run, seq) -> (kind, effect_key, prev_hash, hash, bytes, signature key id, signature)
 type RecordValue<'a> = (&'a str, Option<&'a str>, &'a [u8], &'a [u8], &'a [u8], Option<&'a str>, Option<&'a [u8]>);
@@ -42,6 +42,8 @@ const SEAL_BY_RUN: TableDefinition<(&str, &str), u64> = TableDefinition::new("se
 const LOG_COUNTER: TableDefinition<&str, u64> = TableDefinition::new("log_counter");
 /// (tenant, level, index) -> node hash (R-LOG-7)
 const NODES: TableDefinition<(&str, u8, u64), &[u8]> = TableDefinition::new("log_nodes");
+/// (tenant, n) -> (size, root, note): the checkpoints this plane signed, in order.
+const SIGNED: TableDefinition<(&str, u64), (u64, &[u8], &str)> = TableDefinition::new("signed_checkpoints");
 
 /// The most appends one group commit carries.
 pub const MAX_BATCH: usize = 512;
@@ -90,14 +92,25 @@ impl Db {
     }
 }
 
+/// How [`RedbStore::open_read_only_or_repaired_copy`] opened a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadOnlyOpening {
+    /// The file itself, read-only.
+    Direct,
+    /// The file needed a repair (it was left by a crash): a private copy was
+    /// repaired and is read; the original is untouched. Opening it once for
+    /// writing repairs it in place.
+    RepairedCopy,
+}
+
 /// A journal store in one redb file.
 pub struct RedbStore {
     db: Db,
     commits: Arc<AtomicU64>,
     jobs: Mutex<Option<mpsc::Sender<Job>>>,
     committer: Mutex<Option<JoinHandle<()>>>,
-    /// The directory of a temporary store, removed when the store is dropped.
-    #[cfg(feature = "testkit")]
+    /// The directory of a temporary store or a repaired private copy,
+    /// removed when the store is dropped.
     _temporary: Option<tempfile::TempDir>,
 }
 
@@ -124,14 +137,40 @@ impl RedbStore {
     /// whatever is in it, and appends are refused.
     pub fn open_read_only(path: &Path) -> Result<Self, JournalError> {
         let db = redb::ReadOnlyDatabase::open(path).map_err(|err| open_error(path, err))?;
-        Ok(Self {
+        Ok(Self::read_only(db, None))
+    }
+
+    /// Opens for reading whatever state the file is in. A file left by a
+    /// crash needs a repair, which a read-only open cannot make (redb answers
+    /// "repair aborted"): then a private copy is repaired in a temporary
+    /// directory and read instead, and [`ReadOnlyOpening::RepairedCopy`] says
+    /// so. The original file is never written.
+    pub fn open_read_only_or_repaired_copy(path: &Path) -> Result<(Self, ReadOnlyOpening), JournalError> {
+        match redb::ReadOnlyDatabase::open(path) {
+            Ok(db) => Ok((Self::read_only(db, None), ReadOnlyOpening::Direct)),
+            Err(redb::DatabaseError::RepairAborted) => {
+                let copy_error = |err: std::io::Error| {
+                    JournalError::Io(StorageError::new(format!("repairing a private copy of {}", path.display()), err))
+                };
+                let dir = tempfile::tempdir().map_err(copy_error)?;
+                let copy = dir.path().join("repaired.redb");
+                std::fs::copy(path, &copy).map_err(copy_error)?;
+                drop(Database::open(&copy).map_err(|err| open_error(&copy, err))?);
+                let db = redb::ReadOnlyDatabase::open(&copy).map_err(|err| open_error(&copy, err))?;
+                Ok((Self::read_only(db, Some(dir)), ReadOnlyOpening::RepairedCopy))
+            }
+            Err(err) => Err(open_error(path, err)),
+        }
+    }
+
+    fn read_only(db: redb::ReadOnlyDatabase, temporary: Option<tempfile::TempDir>) -> Self {
+        Self {
             db: Db::ReadOnly(db),
             commits: Arc::new(AtomicU64::new(0)),
             jobs: Mutex::new(None),
             committer: Mutex::new(None),
-            #[cfg(feature = "testkit")]
-            _temporary: None,
-        })
+            _temporary: temporary,
+        }
     }
 
     fn start(db: Database) -> Result<Self, JournalError> {
@@ -143,6 +182,7 @@ impl RedbStore {
         txn.open_table(SEAL_BY_RUN).map_err(io)?;
         txn.open_table(LOG_COUNTER).map_err(io)?;
         txn.open_table(NODES).map_err(io)?;
+        txn.open_table(SIGNED).map_err(io)?;
         txn.commit().map_err(io)?;
         let db = Arc::new(db);
         let (sender, receiver) = mpsc::channel::<Job>();
@@ -158,7 +198,6 @@ impl RedbStore {
             commits,
             jobs: Mutex::new(Some(sender)),
             committer: Mutex::new(Some(committer)),
-            #[cfg(feature = "testkit")]
             _temporary: None,
         })
     }
@@ -422,7 +461,7 @@ impl Store for RedbStore {
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
         let txn = self.read_txn()?;
         let runs = txn.open_table(RUNS).map_err(io)?;
-        let (head, _, outcome) = match runs.get((tenant.as_str(), run.as_str())).map_err(io)? {
+        let (head, sealed, outcome) = match runs.get((tenant.as_str(), run.as_str())).map_err(io)? {
             Some(value) => head_of(run, value.value())?,
             None => return Err(JournalError::NotFound { tenant: tenant.clone(), run: run.clone() }),
         };
@@ -435,7 +474,7 @@ impl Store for RedbStore {
             rows.push(row_of(run, key.value().2, value.value())?);
         }
         let seal = seal_of(&txn, tenant, run)?;
-        Ok(RunRows { rows, head: Some(head), seal, outcome })
+        Ok(RunRows { rows, head: Some(head), sealed, seal, outcome })
     }
 
     fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
@@ -529,6 +568,63 @@ impl Store for RedbStore {
         let nodes = txn.open_table(NODES).map_err(io)?;
         read_nodes(&nodes, tenant.as_str(), ids)
     }
+
+    fn signed_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
+        let txn = self.read_txn()?;
+        let table = match txn.open_table(SIGNED) {
+            Ok(table) => table,
+            // A file made before the table existed, opened read-only.
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(err) => return Err(io(err)),
+        };
+        let t = tenant.as_str();
+        let mut out = Vec::new();
+        for entry in table.range((t, 0)..=(t, u64::MAX)).map_err(io)? {
+            let (_, value) = entry.map_err(io)?;
+            out.push(signed_tree(t, value.value())?);
+        }
+        Ok(out)
+    }
+
+    fn record_signed_checkpoint(
+        &self,
+        tenant: &TenantId,
+        previous: Option<Tree>,
+        signed: SignedTree,
+    ) -> Result<(), JournalError> {
+        let Db::Writable(db) = &self.db else {
+            return Err(machinery("the store is open read-only: it cannot record a signed checkpoint"));
+        };
+        let t = tenant.as_str();
+        let txn = db.begin_write().map_err(io)?;
+        {
+            let mut table = txn.open_table(SIGNED).map_err(io)?;
+            let (next, last_tree) = {
+                let last = table.range((t, 0)..=(t, u64::MAX)).map_err(io)?.next_back().transpose().map_err(io)?;
+                match last {
+                    Some((key, value)) => (key.value().1 + 1, Some(signed_tree(t, value.value())?.tree)),
+                    None => (0, None),
+                }
+            };
+            if last_tree != previous {
+                return Err(JournalError::CheckpointConflict {
+                    tenant: tenant.clone(),
+                    expected: previous.map(|tree| tree.size),
+                    found: last_tree.map(|tree| tree.size),
+                });
+            }
+            table
+                .insert((t, next), (signed.tree.size, signed.tree.root.as_bytes().as_slice(), signed.note.as_str()))
+                .map_err(io)?;
+        }
+        txn.commit().map_err(io)
+    }
+}
+
+fn signed_tree(tenant: &str, (size, root, note): (u64, &[u8], &str)) -> Result<SignedTree, JournalError> {
+    let root = RootHash::try_from(root)
+        .map_err(|_| damaged(tenant, format!("a signed checkpoint's root at size {size} is not 32 bytes")))?;
+    Ok(SignedTree { tree: Tree::new(size, root), note: note.to_owned() })
 }
 
 fn seal_of(txn: &ReadTransaction, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError> {
@@ -556,6 +652,44 @@ impl RedbStore {
             Db::Writable(db) => Ok(db),
             Db::ReadOnly(_) => Err("read-only store".into()),
         }
+    }
+}
+
+#[cfg(feature = "testkit")]
+impl RedbStore {
+    /// Runs one write transaction straight on the file, behind the store's
+    /// back; a failure is logged (tamper helpers have no caller to tell).
+    fn tamper(&self, what: &str, write: impl FnOnce(&WriteTransaction) -> Result<(), Box<dyn std::error::Error>>) {
+        let result = (|| -> Result<(), Box<dyn std::error::Error>> {
+            let txn = self.writable()?.begin_write()?;
+            write(&txn)?;
+            txn.commit()?;
+            Ok(())
+        })();
+        if let Err(err) = result {
+            tracing::error!("tamper {what} failed: {err}");
+        }
+    }
+
+    fn update_run(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        change: impl FnOnce(&mut (u64, Vec<u8>, bool, Option<String>)),
+    ) {
+        self.tamper("runs row", |txn| {
+            let mut runs = txn.open_table(RUNS)?;
+            let key = (tenant.as_str(), run.as_str());
+            let current = runs.get(key)?.map(|v| {
+                let (seq, hash, sealed, outcome) = v.value();
+                (seq, hash.to_vec(), sealed, outcome.map(str::to_owned))
+            });
+            if let Some(mut row) = current {
+                change(&mut row);
+                runs.insert(key, (row.0, row.1.as_slice(), row.2, row.3.as_deref()))?;
+            }
+            Ok(())
+        });
     }
 }
 
@@ -599,6 +733,137 @@ impl journal_core::testkit::TamperAccess for RedbStore {
         if let Err(err) = write() {
             tracing::error!("tamper write failed: {err}");
         }
+    }
+
+    fn overwrite_row(&self, tenant: &TenantId, run: &RunId, row: StoredRecord) {
+        self.tamper("overwrite row", |txn| {
+            let signature = row.signature.as_ref();
+            txn.open_table(RECORDS)?.insert(
+                (tenant.as_str(), run.as_str(), row.seq),
+                (
+                    row.kind.as_str(),
+                    row.effect_key.as_deref(),
+                    row.prev_hash.as_bytes().as_slice(),
+                    row.hash.as_bytes().as_slice(),
+                    row.bytes.as_slice(),
+                    signature.map(|s| s.key_id.as_str()),
+                    signature.map(|s| s.signature.as_slice()),
+                ),
+            )?;
+            Ok(())
+        });
+    }
+
+    fn set_outcome_index(&self, tenant: &TenantId, run: &RunId, outcome: Option<Outcome>) {
+        self.tamper("outcome index", |txn| {
+            let mut index = txn.open_table(OUTCOMES)?;
+            for old in Outcome::ALL {
+                index.remove((tenant.as_str(), old.as_str(), run.as_str()))?;
+            }
+            if let Some(outcome) = outcome {
+                index.insert((tenant.as_str(), outcome.as_str(), run.as_str()), ())?;
+            }
+            Ok(())
+        });
+    }
+
+    fn set_sealed_flag(&self, tenant: &TenantId, run: &RunId, sealed: bool) {
+        self.update_run(tenant, run, |row| row.2 = sealed);
+    }
+
+    fn set_runs_head(&self, tenant: &TenantId, run: &RunId, head: ExpectedHead) {
+        self.update_run(tenant, run, |row| {
+            row.0 = head.seq;
+            row.1 = head.hash.as_bytes().to_vec();
+        });
+    }
+
+    fn overwrite_seal_leaf(&self, tenant: &TenantId, run: &RunId, leaf: Vec<u8>) {
+        self.tamper("seal leaf", |txn| {
+            let position = txn.open_table(SEAL_BY_RUN)?.get((tenant.as_str(), run.as_str()))?.map(|v| v.value());
+            if let Some(position) = position {
+                let name = seals_table(tenant.as_str());
+                txn.open_table(seals_def(&name))?.insert(position, (run.as_str(), leaf.as_slice()))?;
+            }
+            Ok(())
+        });
+    }
+
+    fn set_idempotency(&self, tenant: &TenantId, key: &str, run: &RunId) {
+        self.tamper("idempotency index", |txn| {
+            txn.open_table(IDEMPOTENCY)?.insert((tenant.as_str(), key), run.as_str())?;
+            Ok(())
+        });
+    }
+
+    fn rewind_log(&self, tenant: &TenantId, next_position: u64) {
+        self.tamper("rewind log", |txn| {
+            let t = tenant.as_str();
+            txn.open_table(LOG_COUNTER)?.insert(t, next_position)?;
+            let mut nodes = txn.open_table(NODES)?;
+            let doomed: Vec<(u8, u64)> = nodes
+                .range((t, 0, 0)..=(t, u8::MAX, u64::MAX))?
+                .filter_map(|entry| entry.ok().map(|(key, _)| (key.value().1, key.value().2)))
+                .filter(|(level, index)| {
+                    !journal_core::testkit::node_ends_before(NodeId::new(*level, *index), next_position)
+                })
+                .collect();
+            for (level, index) in doomed {
+                nodes.remove((t, level, index))?;
+            }
+            Ok(())
+        });
+    }
+
+    fn overwrite_log_node(&self, tenant: &TenantId, id: NodeId, hash: NodeHash) {
+        self.tamper("log node", |txn| {
+            txn.open_table(NODES)?.insert((tenant.as_str(), id.level, id.index), hash.as_bytes().as_slice())?;
+            Ok(())
+        });
+    }
+
+    fn rewrite_log(&self, tenant: &TenantId, seals: &[(RunId, Vec<u8>)]) {
+        self.tamper("rewrite log", |txn| {
+            let t = tenant.as_str();
+            let name = seals_table(t);
+            let mut table = txn.open_table(seals_def(&name))?;
+            let old: Vec<u64> = table.iter()?.filter_map(|entry| entry.ok().map(|(key, _)| key.value())).collect();
+            for position in old {
+                table.remove(position)?;
+            }
+            let mut by_run = txn.open_table(SEAL_BY_RUN)?;
+            let old: Vec<String> = by_run
+                .range((t, "")..)?
+                .filter_map(|entry| entry.ok())
+                .map(|(key, _)| {
+                    let (kt, run) = key.value();
+                    (kt == t, run.to_owned())
+                })
+                .take_while(|(ours, _)| *ours)
+                .map(|(_, run)| run)
+                .collect();
+            for run in old {
+                by_run.remove((t, run.as_str()))?;
+            }
+            let mut nodes = txn.open_table(NODES)?;
+            let old: Vec<(u8, u64)> = nodes
+                .range((t, 0, 0)..=(t, u8::MAX, u64::MAX))?
+                .filter_map(|entry| entry.ok().map(|(key, _)| (key.value().1, key.value().2)))
+                .collect();
+            for (level, index) in old {
+                nodes.remove((t, level, index))?;
+            }
+            for (position, (run, leaf)) in seals.iter().enumerate() {
+                table.insert(position as u64, (run.as_str(), leaf.as_slice()))?;
+                by_run.insert((t, run.as_str()), position as u64)?;
+            }
+            let leaves: Vec<Vec<u8>> = seals.iter().map(|(_, leaf)| leaf.clone()).collect();
+            for (id, hash) in journal_core::testkit::dense_log_nodes(&leaves) {
+                nodes.insert((t, id.level, id.index), hash.as_bytes().as_slice())?;
+            }
+            txn.open_table(LOG_COUNTER)?.insert(t, seals.len() as u64)?;
+            Ok(())
+        });
     }
 
     fn delete_record(&self, tenant: &TenantId, run: &RunId, seq: u64) {

@@ -92,3 +92,42 @@ fn r_store_2_sigkill_at_random_moments_loses_nothing_committed() {
     }
     assert!(committed.len() as u64 >= CYCLES, "the writer committed records in every cycle");
 }
+
+/// A file a crash left behind needs a repair a read-only open cannot make:
+/// readers then read a repaired private copy, with every committed record,
+/// and the original file is not written.
+#[test]
+fn a_crashed_file_is_read_through_a_repaired_private_copy_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crash.redb");
+    let mut child = Command::new(writer()).arg(&path).stdout(Stdio::piped()).spawn().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let mut committed = Vec::new();
+    let mut line = String::new();
+    while committed.len() < 20 {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the writer stopped by itself");
+        if let ["committed", run, seq] = line.split_whitespace().collect::<Vec<_>>().as_slice() {
+            committed.push(((*run).to_owned(), seq.parse::<u64>().unwrap()));
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let before = std::fs::read(&path).unwrap();
+
+    let direct = RedbStore::open_read_only(&path);
+    assert!(direct.is_err(), "a crashed file cannot be opened read-only as it is");
+    let (store, opening) = RedbStore::open_read_only_or_repaired_copy(&path).unwrap();
+    assert_eq!(opening, store_redb::ReadOnlyOpening::RepairedCopy);
+    let tenant = TenantId::new("crash").unwrap();
+    for (run, seq) in &committed {
+        let rows = store.read_run(&tenant, &RunId::new(run).unwrap()).unwrap().rows;
+        assert!(rows.iter().any(|row| row.seq == *seq), "committed {run} seq {seq} is in the repaired copy");
+    }
+    drop(store);
+    assert!(std::fs::read(&path).unwrap() == before, "the original file was not written");
+    // A writer repairs it in place; then readers open it directly.
+    drop(RedbStore::open(&path).unwrap());
+    let (_, opening) = RedbStore::open_read_only_or_repaired_copy(&path).unwrap();
+    assert_eq!(opening, store_redb::ReadOnlyOpening::Direct);
+}

@@ -1,0 +1,549 @@
+//! The checks, in the order the design gives them: chains, signatures,
+//! derived data per run (on every core); then the log rebuilt from its seals,
+//! inclusion, and every anchor on its own and against the others.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use journal_core::store::SealEntry;
+use journal_core::{
+    BuildSkew, ChainCheck, Ed25519Verifier, ExpectedHead, JournalError, Outcome, RecordBody, RunId, SealLeaf,
+    SignatureCheck, Store, Upcasters, VerifiedRecord, Verifier, VerifyOptions, last_conclusion, verify_run,
+};
+use tlog::{HashReader, MemoryHashStore, NodeId, Tree};
+
+use crate::AuditError;
+use crate::inputs::{AnchorSource, AuditInputs};
+use crate::report::{AuditReport, Finding, FindingCode, NotChecked};
+
+/// What one run's chain says, once verified: the facts the log checks need.
+struct RunFacts {
+    last: Option<Outcome>,
+    /// The leaf its chain gives, when its last conclusion seals.
+    leaf: Option<Vec<u8>>,
+}
+
+#[derive(Default)]
+struct RunAudit {
+    findings: Vec<Finding>,
+    records: u64,
+    signatures: u64,
+    unsigned: u64,
+    untrusted: u64,
+    derived: u64,
+    facts: Option<RunFacts>,
+}
+
+/// Audits one tenant of `store` with what the auditor holds (R-AUD-1..5).
+pub fn audit(store: &dyn Store, inputs: &AuditInputs) -> Result<AuditReport, AuditError> {
+    audit_with_progress(store, inputs, &|_, _| {})
+}
+
+/// [`audit`], reporting `(runs done, runs in all)` as runs are verified.
+pub fn audit_with_progress(
+    store: &dyn Store,
+    inputs: &AuditInputs,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<AuditReport, AuditError> {
+    let mut verifier = Ed25519Verifier::new();
+    for key in &inputs.record_keys {
+        verifier
+            .trust(&key.key_id, key.public_key)
+            .map_err(|reason| AuditError::RecordKey { key_id: key.key_id.clone(), reason })?;
+    }
+    let verifier = (!inputs.record_keys.is_empty()).then_some(&verifier as &dyn Verifier);
+    let upcasters = Upcasters::builtin().read_by(inputs.reader.clone());
+    let runs = store.runs(&inputs.tenant, None).map_err(AuditError::Store)?;
+
+    let audits = audit_runs(store, inputs, verifier, &upcasters, &runs, progress)?;
+    let mut report = AuditReport::default();
+    let (mut unsigned, mut untrusted) = (0, 0);
+    let mut facts: BTreeMap<RunId, RunFacts> = BTreeMap::new();
+    for (run, audit) in runs.iter().zip(audits) {
+        report.findings.extend(audit.findings);
+        report.checked.records += audit.records;
+        report.checked.signatures += audit.signatures;
+        report.checked.derived += audit.derived;
+        unsigned += audit.unsigned;
+        untrusted += audit.untrusted;
+        if let Some(run_facts) = audit.facts {
+            report.checked.runs += 1;
+            facts.insert(run.clone(), run_facts);
+        }
+    }
+    check_outcome_listing(store, inputs, &facts, &mut report)?;
+    let rebuilt = check_log(store, inputs, &facts, &mut report)?;
+    check_anchors(inputs, &rebuilt, &mut report);
+    report.log_size = rebuilt.size();
+    report.log_root = rebuilt.tree().root.to_string();
+    say_what_was_not_checked(inputs, unsigned, untrusted, &mut report);
+    Ok(report)
+}
+
+/// Checks 1 to 3 for every run, on every core: runs are independent.
+fn audit_runs(
+    store: &dyn Store,
+    inputs: &AuditInputs,
+    verifier: Option<&dyn Verifier>,
+    upcasters: &Upcasters,
+    runs: &[RunId],
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<Vec<RunAudit>, AuditError> {
+    let workers = std::thread::available_parallelism().map_or(1, usize::from).min(runs.len()).max(1);
+    let next = AtomicUsize::new(0);
+    let done = AtomicU64::new(0);
+    let total = runs.len() as u64;
+    let results: Vec<Vec<(usize, Result<RunAudit, AuditError>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(run) = runs.get(index) else { break };
+                        mine.push((index, audit_run(store, inputs, verifier, upcasters, run)));
+                        progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect()
+    });
+    let mut ordered: Vec<Option<RunAudit>> = (0..runs.len()).map(|_| None).collect();
+    for (index, result) in results.into_iter().flatten() {
+        if let Some(slot) = ordered.get_mut(index) {
+            *slot = Some(result?);
+        }
+    }
+    // A worker that panicked leaves its runs unanswered: refuse rather than skip them.
+    ordered.into_iter().map(|audit| audit.ok_or(AuditError::WorkerFailed)).collect()
+}
+
+/// A journal error met while reading one run: damage becomes a finding, a
+/// store that cannot be read stops the audit.
+fn finding_of(run: &RunId, err: JournalError) -> Result<Finding, AuditError> {
+    Ok(match err {
+        JournalError::Tamper { seq, kind, detail, .. } => {
+            let detail = detail.map_or_else(|| kind.to_string(), |d| format!("{kind} ({d})"));
+            Finding::new(FindingCode::ChainBroken, detail).run(run).seq(seq)
+        }
+        JournalError::BuildSkew(skew) => {
+            let (detail, remedy) = match skew.as_ref() {
+                BuildSkew::UnknownRecordVersion { remedy, .. } | BuildSkew::UnreadableRecordShape { remedy, .. } => {
+                    (skew.to_string(), remedy.clone())
+                }
+            };
+            let mut finding = Finding::new(FindingCode::BuildSkew, detail).run(run);
+            finding.remedy = Some(remedy);
+            finding
+        }
+        JournalError::StoreDamage { detail, .. } => Finding::new(FindingCode::StoreDamaged, detail).run(run),
+        JournalError::Io(_) => return Err(AuditError::Store(err)),
+        other => Finding::new(FindingCode::ChainBroken, other.to_string()).run(run),
+    })
+}
+
+fn audit_run(
+    store: &dyn Store,
+    inputs: &AuditInputs,
+    verifier: Option<&dyn Verifier>,
+    upcasters: &Upcasters,
+    run: &RunId,
+) -> Result<RunAudit, AuditError> {
+    let mut audit = RunAudit::default();
+    let stored = match store.read_run(&inputs.tenant, run) {
+        Ok(stored) => stored,
+        Err(err) => {
+            audit.findings.push(finding_of(run, err)?);
+            return Ok(audit);
+        }
+    };
+    // 1. The chain from the stored bytes: hash before parse, version, shape.
+    // The runs table's head is derived data, checked below, not here.
+    let check = ChainCheck { upcasters, verifier: None, options: VerifyOptions::default() };
+    let records = match verify_run(run, &stored.rows, None, check) {
+        Ok(records) => records,
+        Err(err) => {
+            audit.findings.push(finding_of(run, err)?);
+            return Ok(audit);
+        }
+    };
+    audit.records = records.len() as u64;
+    // 2. Signatures.
+    check_signatures(run, &records, verifier, inputs.require_signature, &mut audit);
+    // 3. Derived data held to the verified chain.
+    let last = last_conclusion(&records);
+    let outcome = last.map(|concluded| concluded.outcome);
+    let seals = outcome.is_some_and(|o| o.seals());
+    let head = records.last().map(|record| ExpectedHead { seq: record.stored.seq, hash: record.stored.hash });
+    let name = |o: Option<Outcome>| o.map_or("none (running)", |o| o.as_str());
+    audit.derived += 3;
+    if stored.outcome != outcome {
+        audit.findings.push(
+            Finding::new(
+                FindingCode::OutcomeIndexMismatch,
+                format!("the runs table says {}, the last conclusion {}", name(stored.outcome), name(outcome)),
+            )
+            .run(run),
+        );
+    }
+    if stored.sealed != seals {
+        let detail = if stored.sealed {
+            format!("the store refuses appends, but the last conclusion ({}) does not seal", name(outcome))
+        } else {
+            format!("the store accepts appends, but the last conclusion ({}) seals the run", name(outcome))
+        };
+        audit.findings.push(Finding::new(FindingCode::SealedFlagMismatch, detail).run(run));
+    }
+    if stored.head != head {
+        let seq = |h: Option<ExpectedHead>| h.map_or_else(|| "none".to_owned(), |h| format!("seq {}", h.seq));
+        audit.findings.push(
+            Finding::new(
+                FindingCode::RunsHeadMismatch,
+                format!("the runs table's head is {}, the chain ends at {}", seq(stored.head), seq(head)),
+            )
+            .run(run),
+        );
+    }
+    if let Some(key) = records.first().and_then(|first| match &first.record.body {
+        RecordBody::RunAdmitted(admitted) => Some(admitted.idempotency_key.clone()),
+        _ => None,
+    }) {
+        audit.derived += 1;
+        let indexed = store.run_by_idempotency_key(&inputs.tenant, &key).map_err(AuditError::Store)?;
+        if indexed.as_ref() != Some(run) {
+            let points = indexed.map_or_else(|| "nothing".to_owned(), |other| format!("run {other}"));
+            audit.findings.push(
+                Finding::new(
+                    FindingCode::IdempotencyIndexMismatch,
+                    format!("key {key:?} points at {points}; this run's admission carries it"),
+                )
+                .run(run),
+            );
+        }
+    }
+    let leaf = match (seals, head) {
+        (true, Some(head)) => Some(SealLeaf::new(&inputs.origin, run, head).to_bytes()),
+        _ => None,
+    };
+    audit.facts = Some(RunFacts { last: outcome, leaf });
+    Ok(audit)
+}
+
+fn check_signatures(
+    run: &RunId,
+    records: &[VerifiedRecord],
+    verifier: Option<&dyn Verifier>,
+    strict: bool,
+    audit: &mut RunAudit,
+) {
+    let mut first: BTreeMap<FindingCode, (u64, String, u64)> = BTreeMap::new();
+    let mut note = |code: FindingCode, seq: u64, detail: String| {
+        first.entry(code).and_modify(|entry| entry.2 += 1).or_insert((seq, detail, 1));
+    };
+    for record in records {
+        let row = &record.stored;
+        match (&row.signature, verifier) {
+            (None, _) => {
+                audit.unsigned += 1;
+                if strict {
+                    note(FindingCode::UnsignedRecord, row.seq, "unsigned record".into());
+                }
+            }
+            (Some(signature), Some(verifier)) => {
+                match verifier.verify(&signature.key_id, &row.hash, &signature.signature) {
+                    SignatureCheck::Valid => audit.signatures += 1,
+                    SignatureCheck::Invalid => note(
+                        FindingCode::BadSignature,
+                        row.seq,
+                        format!(
+                            "the signature by trusted key {:?} does not verify over the record's hash",
+                            signature.key_id
+                        ),
+                    ),
+                    SignatureCheck::UnknownKey => {
+                        audit.untrusted += 1;
+                        if strict {
+                            note(
+                                FindingCode::UntrustedKey,
+                                row.seq,
+                                format!("signed by key {:?}, not trusted", signature.key_id),
+                            );
+                        }
+                    }
+                }
+            }
+            (Some(signature), None) => {
+                audit.untrusted += 1;
+                if strict {
+                    note(
+                        FindingCode::UntrustedKey,
+                        row.seq,
+                        format!("signed by key {:?}, and no record key is trusted", signature.key_id),
+                    );
+                }
+            }
+        }
+    }
+    for (code, (seq, detail, count)) in first {
+        let detail = if count > 1 { format!("{detail} (and {} more records)", count - 1) } else { detail };
+        audit.findings.push(Finding::new(code, detail).run(run).seq(seq));
+    }
+}
+
+/// The outcome listing (`runs by outcome`) against every verified last conclusion.
+fn check_outcome_listing(
+    store: &dyn Store,
+    inputs: &AuditInputs,
+    facts: &BTreeMap<RunId, RunFacts>,
+    report: &mut AuditReport,
+) -> Result<(), AuditError> {
+    for outcome in Outcome::ALL {
+        let listed: BTreeSet<RunId> =
+            store.runs(&inputs.tenant, Some(outcome)).map_err(AuditError::Store)?.into_iter().collect();
+        report.checked.derived += 1;
+        for (run, run_facts) in facts {
+            let expected = run_facts.last == Some(outcome);
+            if expected != listed.contains(run) {
+                let detail = if expected {
+                    format!("its last conclusion is {outcome}, but the outcome index does not list it there")
+                } else {
+                    let last = run_facts.last.map_or("none", |o| o.as_str());
+                    format!("the outcome index lists it as {outcome}; its last conclusion is {last}")
+                };
+                report.findings.push(Finding::new(FindingCode::OutcomeIndexMismatch, detail).run(run));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Checks 4 and 5: the log rebuilt from the seals in key order, never from
+/// cached nodes (R-LOG-7); counters and nodes compared with it; every sealed
+/// run proven included.
+fn check_log(
+    store: &dyn Store,
+    inputs: &AuditInputs,
+    facts: &BTreeMap<RunId, RunFacts>,
+    report: &mut AuditReport,
+) -> Result<MemoryHashStore, AuditError> {
+    let tenant = &inputs.tenant;
+    let seals: Vec<SealEntry> = store.seals(tenant).map_err(AuditError::Store)?;
+    let rebuilt = journal_core::log::walk(&seals);
+    let tree = rebuilt.tree();
+    report.checked.seals = seals.len() as u64;
+    let mut in_log: BTreeSet<&RunId> = BTreeSet::new();
+    for (rank, seal) in seals.iter().enumerate() {
+        if !in_log.insert(&seal.run) {
+            report.findings.push(
+                Finding::new(
+                    FindingCode::SealWithoutRun,
+                    format!("sealed a second time, at position {}", seal.position),
+                )
+                .run(&seal.run),
+            );
+            continue;
+        }
+        let Some(run_facts) = facts.get(&seal.run) else {
+            // Its chain failed (already a finding), or it has no journal at all.
+            if store.read_run(tenant, &seal.run).is_err() {
+                report.findings.push(
+                    Finding::new(
+                        FindingCode::SealWithoutRun,
+                        format!("the log's position {} seals a run with no journal", seal.position),
+                    )
+                    .run(&seal.run),
+                );
+            }
+            continue;
+        };
+        let Some(leaf) = &run_facts.leaf else {
+            report.findings.push(
+                Finding::new(
+                    FindingCode::SealWithoutRun,
+                    format!("the log seals it at position {}, but its last conclusion does not seal", seal.position),
+                )
+                .run(&seal.run),
+            );
+            continue;
+        };
+        if *leaf != seal.leaf_bytes {
+            report.findings.push(
+                Finding::new(FindingCode::SealLeafMismatch, "the seal leaf is not the one its verified chain gives")
+                    .run(&seal.run),
+            );
+            continue;
+        }
+        // 5. Inclusion of the leaf the chain gives, at its rank in the rebuilt log.
+        let index = rank as u64;
+        let proven = rebuilt.prove_inclusion(index, tree.size).map_err(|err| err.to_string()).and_then(|proof| {
+            tree.verify_inclusion(&tlog::LeafHash::of(leaf), index, &proof).map_err(|err| err.to_string())
+        });
+        match proven {
+            Ok(()) => report.checked.inclusions += 1,
+            Err(reason) => {
+                report.findings.push(Finding::new(FindingCode::InclusionFailed, reason).run(&seal.run));
+            }
+        }
+    }
+    for (run, run_facts) in facts {
+        if run_facts.leaf.is_some() && !in_log.contains(run) {
+            report.findings.push(
+                Finding::new(FindingCode::SealMissing, "its last conclusion seals it, but the log holds no seal of it")
+                    .run(run),
+            );
+        }
+    }
+    // 4. Counters and cached nodes against the rebuild.
+    let counters = store.log_counters(tenant).map_err(AuditError::Store)?;
+    let dense = seals.iter().enumerate().all(|(rank, seal)| seal.position == rank as u64);
+    if counters.seal_count != seals.len() as u64 {
+        report.findings.push(Finding::new(
+            FindingCode::CachedNodesMismatch,
+            format!("the store counts {} seals; {} are stored", counters.seal_count, seals.len()),
+        ));
+    }
+    if counters.has_holes() || !dense || counters.next_position != seals.len() as u64 {
+        report.findings.push(Finding::new(
+            FindingCode::LogHoles,
+            format!(
+                "the counter has given {} positions and {} seals remain: sealed runs were removed behind the store",
+                counters.next_position,
+                seals.len()
+            ),
+        ));
+    } else {
+        compare_nodes(store, inputs, &rebuilt, report);
+    }
+    Ok(rebuilt)
+}
+
+/// Every complete subtree of the rebuilt log against the node the store keeps.
+fn compare_nodes(store: &dyn Store, inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut AuditReport) {
+    let size = rebuilt.size();
+    let mut ids = Vec::new();
+    for level in 0..64u8 {
+        let width = 1u64 << level;
+        if width > size {
+            break;
+        }
+        ids.extend((0..size / width).map(|index| NodeId::new(level, index)));
+    }
+    let expected = match rebuilt.read_hashes(&ids) {
+        Ok(hashes) => hashes,
+        Err(err) => {
+            report.findings.push(Finding::new(FindingCode::CachedNodesMismatch, format!("rebuilding: {err}")));
+            return;
+        }
+    };
+    match store.read_log_nodes(&inputs.tenant, &ids) {
+        Ok(stored) => {
+            report.checked.nodes = ids.len() as u64;
+            let differs = ids.iter().zip(expected.iter().zip(stored.iter())).find(|(_, (want, got))| want != got);
+            if let Some((id, _)) = differs {
+                report.findings.push(Finding::new(
+                    FindingCode::CachedNodesMismatch,
+                    format!("the stored node at level {} index {} is not the rebuilt one", id.level, id.index),
+                ));
+            }
+        }
+        Err(err) => report.findings.push(Finding::new(FindingCode::CachedNodesMismatch, err.to_string())),
+    }
+}
+
+/// Checks 6 and 7: each anchor on its own (never reduced to the strongest,
+/// R-AUD-4), then the anchors against each other (split views).
+fn check_anchors(inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut AuditReport) {
+    let log = rebuilt.tree();
+    let mut resolved: Vec<(&str, Tree)> = Vec::new();
+    for anchor in &inputs.anchors {
+        let tree = match &anchor.source {
+            AnchorSource::Saved { checkpoint, .. } => checkpoint.tree(),
+            AnchorSource::Witness(reader) => match reader.latest(inputs.origin.as_str()) {
+                Ok(cosigned) => cosigned.checkpoint.tree(),
+                Err(err) => {
+                    report.not_checked.push(NotChecked {
+                        what: format!("anchor {}", anchor.label),
+                        why: format!("the witness could not be read: {err}"),
+                    });
+                    continue;
+                }
+            },
+        };
+        report.checked.anchors += 1;
+        resolved.push((&anchor.label, tree));
+        let finding = if tree.size > log.size {
+            Some(Finding::new(
+                FindingCode::LogShrank,
+                format!(
+                    "the log shrank below the anchor: it has {} sealed runs, the anchor saw {}",
+                    log.size, tree.size
+                ),
+            ))
+        } else if tree.size == log.size {
+            (tree.root != log.root).then(|| {
+                Finding::new(
+                    FindingCode::AnchorNotExtended,
+                    format!("the log has the anchor's size {} with another root: its history was rewritten", tree.size),
+                )
+            })
+        } else if tree.size == 0 {
+            (tree.root != tlog::RootHash::empty())
+                .then(|| Finding::new(FindingCode::AnchorNotExtended, "the anchor's empty tree has a non-empty root"))
+        } else {
+            let extends = rebuilt
+                .prove_consistency(tree.size, log.size)
+                .map_err(|err| err.to_string())
+                .and_then(|proof| log.verify_extends(&tree, &proof).map_err(|err| err.to_string()));
+            extends.err().map(|reason| {
+                Finding::new(
+                    FindingCode::AnchorNotExtended,
+                    format!(
+                        "the log of {} does not extend the anchor's {} ({reason}): a sealed run it covers was deleted or replaced",
+                        log.size, tree.size
+                    ),
+                )
+            })
+        };
+        if let Some(finding) = finding {
+            report.findings.push(finding.anchor(&anchor.label));
+        }
+    }
+    for (i, (label_a, a)) in resolved.iter().enumerate() {
+        for (label_b, b) in resolved.iter().skip(i + 1) {
+            if a.size == b.size && a.root != b.root {
+                report.findings.push(
+                    Finding::new(FindingCode::SplitView, format!("two roots for size {}", a.size))
+                        .anchor(label_a)
+                        .anchor(label_b),
+                );
+            }
+        }
+    }
+}
+
+fn say_what_was_not_checked(inputs: &AuditInputs, unsigned: u64, untrusted: u64, report: &mut AuditReport) {
+    if report.checked.anchors == 0 {
+        report.not_checked.push(NotChecked {
+            what: "deletion of sealed runs".into(),
+            why: "no anchor: a sealed run deleted behind the store, with the log rolled back, cannot be told from one \
+                  never sealed; bring a checkpoint saved earlier or a witness to read"
+                .into(),
+        });
+    }
+    if inputs.record_keys.is_empty() {
+        report.not_checked.push(NotChecked {
+            what: "record signatures".into(),
+            why: "no trusted record key: who wrote the records is not checked".into(),
+        });
+    } else if !inputs.require_signature && (unsigned > 0 || untrusted > 0) {
+        report.not_checked.push(NotChecked {
+            what: "authorship of some records".into(),
+            why: format!(
+                "{unsigned} unsigned records and {untrusted} signed by keys not trusted here were accepted \
+                 (lenient); require signatures to refuse them"
+            ),
+        });
+    }
+}

@@ -1,0 +1,256 @@
+//! What an audit found, what it checked, and what it could not check.
+
+use serde::Serialize;
+
+/// The class of a finding: what kind of claim about the history failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingClass {
+    /// The stored bytes or chain are not what was written.
+    Tamper,
+    /// A sealed run the log committed to is gone.
+    Deletion,
+    /// Two histories of one log were shown to different observers.
+    Fork,
+    /// Derived data (indexes, flags, heads, seal leaves, counters, cached
+    /// nodes) disagrees with the verified chain.
+    DerivedData,
+    /// A record signature is missing, untrusted or invalid.
+    Signature,
+    /// This build cannot read what another build wrote: not damage.
+    BuildSkew,
+}
+
+/// What was found, with a code that stays stable across versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingCode {
+    /// A run's chain fails: a hash, a link, a gap, an order, a column.
+    ChainBroken,
+    /// Stored data outside any one chain is damaged (a log node, an id).
+    StoreDamaged,
+    /// A record has no signature (with `require_signature`).
+    UnsignedRecord,
+    /// A record is signed by a key the auditor does not trust (with `require_signature`).
+    UntrustedKey,
+    /// A trusted key's signature does not verify over the record's hash.
+    BadSignature,
+    /// A record this build cannot read (version or shape).
+    BuildSkew,
+    /// The outcome index disagrees with the run's last conclusion.
+    OutcomeIndexMismatch,
+    /// The sealed flag disagrees with the run's last conclusion.
+    SealedFlagMismatch,
+    /// The runs table's head is not the run's last record.
+    RunsHeadMismatch,
+    /// The seal leaf is not the one the verified chain gives.
+    SealLeafMismatch,
+    /// The idempotency index does not point at the run whose admission carries the key.
+    IdempotencyIndexMismatch,
+    /// A run whose last conclusion seals has no seal in the log.
+    SealMissing,
+    /// A seal in the log names a run with no journal, or a run that is not sealed.
+    SealWithoutRun,
+    /// Log positions have holes: seals were removed behind the store.
+    LogHoles,
+    /// Stored node hashes or counters disagree with the log rebuilt from its seals.
+    CachedNodesMismatch,
+    /// A sealed run does not prove its inclusion in the rebuilt log.
+    InclusionFailed,
+    /// The log is smaller than an anchor: it shrank below a size an observer saw.
+    LogShrank,
+    /// The log does not extend an anchor: a run the anchor covers was deleted or replaced.
+    AnchorNotExtended,
+    /// Two anchors hold one size with two roots.
+    SplitView,
+}
+
+impl FindingCode {
+    /// The class of this finding.
+    pub fn class(self) -> FindingClass {
+        match self {
+            Self::ChainBroken | Self::StoreDamaged | Self::InclusionFailed => FindingClass::Tamper,
+            Self::UnsignedRecord | Self::UntrustedKey | Self::BadSignature => FindingClass::Signature,
+            Self::BuildSkew => FindingClass::BuildSkew,
+            Self::OutcomeIndexMismatch
+            | Self::SealedFlagMismatch
+            | Self::RunsHeadMismatch
+            | Self::SealLeafMismatch
+            | Self::IdempotencyIndexMismatch
+            | Self::CachedNodesMismatch
+            | Self::SealWithoutRun => FindingClass::DerivedData,
+            Self::SealMissing | Self::LogHoles | Self::LogShrank | Self::AnchorNotExtended => FindingClass::Deletion,
+            Self::SplitView => FindingClass::Fork,
+        }
+    }
+}
+
+/// One finding: what, where, and for a build skew what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// The stable code.
+    pub code: FindingCode,
+    /// Its class.
+    pub class: FindingClass,
+    /// The run it concerns.
+    pub run: Option<String>,
+    /// The first record it concerns.
+    pub seq: Option<u64>,
+    /// The anchors it concerns (by label).
+    pub anchors: Vec<String>,
+    /// What exactly.
+    pub detail: String,
+    /// What to do, where there is something to do (build skew).
+    pub remedy: Option<String>,
+}
+
+impl Finding {
+    pub(crate) fn new(code: FindingCode, detail: impl Into<String>) -> Self {
+        Self {
+            code,
+            class: code.class(),
+            run: None,
+            seq: None,
+            anchors: Vec::new(),
+            detail: detail.into(),
+            remedy: None,
+        }
+    }
+
+    pub(crate) fn run(mut self, run: &journal_core::RunId) -> Self {
+        self.run = Some(run.to_string());
+        self
+    }
+
+    pub(crate) fn seq(mut self, seq: u64) -> Self {
+        self.seq = Some(seq);
+        self
+    }
+
+    pub(crate) fn anchor(mut self, label: &str) -> Self {
+        self.anchors.push(label.to_owned());
+        self
+    }
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "[{}] ", self.code.name())?;
+        if let Some(run) = &self.run {
+            write!(f, "run {run}")?;
+            if let Some(seq) = self.seq {
+                write!(f, " seq {seq}")?;
+            }
+            f.write_str(": ")?;
+        }
+        if !self.anchors.is_empty() {
+            write!(f, "anchor {}: ", self.anchors.join(" vs "))?;
+        }
+        f.write_str(&self.detail)?;
+        if let Some(remedy) = &self.remedy {
+            write!(f, " Remedy: {remedy}")?;
+        }
+        Ok(())
+    }
+}
+
+impl FindingCode {
+    /// The stable snake_case name, the one serde writes.
+    pub fn name(self) -> String {
+        let debug = format!("{self:?}");
+        let mut out = String::with_capacity(debug.len() + 4);
+        for (i, c) in debug.chars().enumerate() {
+            if c.is_ascii_uppercase() {
+                if i > 0 {
+                    out.push('_');
+                }
+                out.push(c.to_ascii_lowercase());
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+}
+
+/// Something the audit could not establish, and why: as prominent as a finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NotChecked {
+    /// What is still unknown.
+    pub what: String,
+    /// Why, and what would check it.
+    pub why: String,
+}
+
+/// What the audit checked, counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Checked {
+    /// Runs whose chain was verified from the stored bytes.
+    pub runs: u64,
+    /// Records verified (hash before parse, version, shape).
+    pub records: u64,
+    /// Record signatures verified against a trusted key.
+    pub signatures: u64,
+    /// Derived-data claims held to the chain (index entries, flags, heads, leaves, keys).
+    pub derived: u64,
+    /// Seals read and rebuilt into the log.
+    pub seals: u64,
+    /// Sealed runs proven included in the rebuilt log.
+    pub inclusions: u64,
+    /// Stored node hashes compared with the rebuilt log.
+    pub nodes: u64,
+    /// Anchors the rebuilt log was held to.
+    pub anchors: u64,
+}
+
+/// The audit's answer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AuditReport {
+    /// Every finding, in check order.
+    pub findings: Vec<Finding>,
+    /// What is still unknown.
+    pub not_checked: Vec<NotChecked>,
+    /// What was checked.
+    pub checked: Checked,
+    /// The log rebuilt from the seals: its size.
+    pub log_size: u64,
+    /// The rebuilt log's root, as lowercase hex.
+    pub log_root: String,
+}
+
+/// Why [`AuditReport::assert_complete`] refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the audit is not clean and complete: {findings} findings, {not_checked} checks not made")]
+pub struct Incomplete {
+    /// How many findings.
+    pub findings: usize,
+    /// How many checks were not made.
+    pub not_checked: usize,
+}
+
+impl AuditReport {
+    /// Clean: no finding. (Something may still be unchecked.)
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    /// Fails on a finding and on a check not made (R-AUD-5).
+    pub fn assert_complete(&self) -> Result<(), Incomplete> {
+        if self.findings.is_empty() && self.not_checked.is_empty() {
+            Ok(())
+        } else {
+            Err(Incomplete { findings: self.findings.len(), not_checked: self.not_checked.len() })
+        }
+    }
+
+    /// The findings of one code.
+    pub fn with_code(&self, code: FindingCode) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(move |finding| finding.code == code)
+    }
+
+    /// Whether every finding is a build skew (the history may be intact;
+    /// this build cannot read it).
+    pub fn only_build_skew(&self) -> bool {
+        !self.findings.is_empty() && self.findings.iter().all(|finding| finding.class == FindingClass::BuildSkew)
+    }
+}
