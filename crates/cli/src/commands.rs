@@ -3,19 +3,19 @@
 
 //! The commands.
 
-use std::io::IsTerminal as _;
 use std::path::Path;
 use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use journal_core::log::sign_checkpoint;
+use journal_core::log::sign_head;
+use journal_core::runtime::cost_in;
 use journal_core::{
-    At, Build, ChainCheck, Ed25519Verifier, Journal, LogSource, LogView, Outcome, RunId, Runtime, RuntimeBuilder,
-    Signer as _, Store, TenantId, TimeWindow, Upcasters, VerifiedRun, Verifier, VerifyOptions,
+    At, Build, ChainCheck, Counters, Ed25519Verifier, Journal, LogView, Origin, Outcome, RunId, Runtime,
+    RuntimeBuilder, Signer as _, Store, TenantId, TimeWindow, Upcasters, VerifiedRun, Verifier, VerifyOptions,
 };
 use serde_json::json;
-use store_redb::RedbStore;
+use store_redb::{ReadOnlyOpening, RedbStore};
 
 use crate::keys::PlaneKeys;
 use crate::{Cli, Command, Failure};
@@ -26,7 +26,8 @@ pub fn cli_build() -> &'static Build {
     BUILD.get_or_init(|| Build::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")))
 }
 
-/// What every command works on.
+/// What the commands that sign work on: the store open for writing, and the
+/// plane's private keys.
 pub struct Plane {
     pub store: Arc<RedbStore>,
     pub tenant: TenantId,
@@ -48,14 +49,38 @@ impl Plane {
             .map_err(|err| Failure::Usage(err.to_string()))
     }
 
-    pub fn read(
-        &self,
-        run: &RunId,
-        verifier: Option<&dyn Verifier>,
-        options: VerifyOptions,
-    ) -> Result<VerifiedRun, Failure> {
+    pub fn read(&self, run: &RunId) -> Result<VerifiedRun, Failure> {
+        let verifier = self.keys.record_verifier()?;
         let upcasters = reader_upcasters();
-        Ok(self.journal().read(run, ChainCheck { upcasters: &upcasters, verifier, options })?)
+        let check = ChainCheck { upcasters: &upcasters, verifier: Some(&verifier), options: VerifyOptions::default() };
+        Ok(self.journal().read(run, check)?)
+    }
+
+    /// The tenant's log, as one view (R-LOG-7).
+    pub fn log(&self) -> Result<LogView<'_>, Failure> {
+        Ok(LogView::open(self.store.as_ref(), &self.tenant)?)
+    }
+}
+
+/// What the read commands work on: the store opened read-only, the origin,
+/// and the plane's record key when its key file is at hand. No private key
+/// is needed to read.
+pub struct Reader {
+    pub store: Arc<RedbStore>,
+    pub tenant: TenantId,
+    pub origin: Origin,
+    pub verifier: Option<Ed25519Verifier>,
+}
+
+impl Reader {
+    /// A run, its chain verified from the stored bytes (and its signatures,
+    /// when the plane's record key is at hand).
+    pub fn read(&self, run: &RunId) -> Result<VerifiedRun, Failure> {
+        let upcasters = reader_upcasters();
+        let verifier = self.verifier.as_ref().map(|v| v as &dyn Verifier);
+        let check = ChainCheck { upcasters: &upcasters, verifier, options: VerifyOptions::default() };
+        let journal = Journal::new(self.store.as_ref(), &self.tenant, &self.origin);
+        Ok(journal.read(run, check)?)
     }
 
     /// The tenant's log, as one view (R-LOG-7).
@@ -69,7 +94,7 @@ pub fn reader_upcasters() -> Upcasters {
     Upcasters::builtin().read_by(cli_build().clone())
 }
 
-fn tenant(text: &str) -> Result<TenantId, Failure> {
+pub fn tenant(text: &str) -> Result<TenantId, Failure> {
     TenantId::new(text).map_err(|err| Failure::Usage(err.to_string()))
 }
 
@@ -77,30 +102,84 @@ fn run_id(text: &str) -> Result<RunId, Failure> {
     RunId::new(text).map_err(|err| Failure::Usage(err.to_string()))
 }
 
-/// Opens an existing store without ever writing to it.
-fn open_existing(path: &Path) -> Result<RedbStore, Failure> {
-    if !path.is_file() {
-        return Err(Failure::Usage(format!(
-            "no store at {} (run `agentplane demo` to make one, or pass --store)",
-            path.display()
-        )));
-    }
-    RedbStore::open_read_only(path).map_err(|err| {
-        Failure::Io(format!("{err}; the file is not a readable agentplane store (it was left untouched)"))
-    })
+fn no_store(path: &Path) -> Failure {
+    Failure::Usage(format!("no store at {} (run `agentplane demo` to make one, or pass --store)", path.display()))
 }
 
-pub fn plane(cli: &Cli, writable: bool) -> Result<Plane, Failure> {
+/// Opens an existing store without ever writing to it. A file a crash left
+/// needing a repair is read through a repaired private copy, and said so.
+pub fn open_existing(path: &Path) -> Result<RedbStore, Failure> {
+    if !path.is_file() {
+        return Err(no_store(path));
+    }
+    let (store, opening) = RedbStore::open_read_only_or_repaired_copy(path).map_err(|err| {
+        Failure::Io(format!("{err}; the file is not a readable agentplane store (it was left untouched)"))
+    })?;
+    if opening == ReadOnlyOpening::RepairedCopy {
+        eprintln!(
+            "agentplane: {} was not closed cleanly (a crash) and needs a repair; reading a repaired private copy, \
+             the file itself untouched. `agentplane repair` repairs it in place.",
+            path.display()
+        );
+    }
+    Ok(store)
+}
+
+/// Opens an existing store for a command that writes to it (a signed
+/// checkpoint is recorded in it), refusing one that needs a repair or is not
+/// a store: a writing command repairs nothing by accident.
+fn open_for_signing(path: &Path) -> Result<RedbStore, Failure> {
+    if !path.is_file() {
+        return Err(no_store(path));
+    }
+    match RedbStore::open_read_only_or_repaired_copy(path) {
+        Ok((_, ReadOnlyOpening::Direct)) => {}
+        Ok((_, ReadOnlyOpening::RepairedCopy)) => {
+            return Err(Failure::Usage(format!(
+                "{} was not closed cleanly (a crash) and needs a repair first: run `agentplane repair`",
+                path.display()
+            )));
+        }
+        Err(err) => {
+            return Err(Failure::Io(format!(
+                "{err}; the file is not a readable agentplane store (it was left untouched)"
+            )));
+        }
+    }
+    RedbStore::open(path).map_err(|err| Failure::Io(err.to_string()))
+}
+
+/// The plane, for a command that signs: its key file is required.
+pub fn plane(cli: &Cli, create: bool) -> Result<Plane, Failure> {
     let keys = PlaneKeys::read(&cli.keys)?;
-    let store = if writable {
+    let store = if create {
         RedbStore::create(&cli.store).map_err(|err| Failure::Io(err.to_string()))?
     } else {
-        open_existing(&cli.store)?
+        open_for_signing(&cli.store)?
     };
     Ok(Plane { store: Arc::new(store), tenant: tenant(&cli.tenant)?, keys })
 }
 
-fn print_json(value: &serde_json::Value) -> Result<(), Failure> {
+/// The store for reading, with the origin from `--origin` or the key file.
+pub fn reader(cli: &Cli) -> Result<Reader, Failure> {
+    let keys = PlaneKeys::read_if_present(&cli.keys)?;
+    let origin = match (&cli.origin, &keys) {
+        (Some(origin), _) => Origin::new(origin).map_err(|err| Failure::Usage(format!("--origin: {err}")))?,
+        (None, Some(keys)) => keys.origin().clone(),
+        (None, None) => {
+            return Err(Failure::Usage(format!(
+                "no key file at {} to take the log's origin from: pass --origin ORIGIN (an auditor: use `agentplane audit`, \
+                 which needs only public keys; `agentplane keys` prints them on the plane)",
+                cli.keys.display()
+            )));
+        }
+    };
+    let verifier = keys.as_ref().map(PlaneKeys::record_verifier).transpose()?;
+    let store = open_existing(&cli.store)?;
+    Ok(Reader { store: Arc::new(store), tenant: tenant(&cli.tenant)?, origin, verifier })
+}
+
+pub fn print_json(value: &serde_json::Value) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(value).map_err(|err| Failure::Io(err.to_string()))?;
     println!("{text}");
     Ok(())
@@ -112,26 +191,27 @@ fn b64(bytes: &[u8]) -> String {
 
 pub fn run(cli: Cli) -> Result<(), Failure> {
     match &cli.command {
-        Command::Keygen { origin } => {
-            let keys = PlaneKeys::generate(origin)?;
-            keys.write(&cli.keys)?;
-            eprintln!("wrote {}; the record key id is {}", cli.keys.display(), keys.record.key_id());
-            println!("{}", keys.log.verifier_key());
-            Ok(())
-        }
+        Command::Keygen { origin } => keygen(&cli, origin),
+        Command::Keys { json } => keys(&cli, *json),
         Command::Demo => crate::demo::run(&cli),
         Command::Runs { outcome, json } => {
-            let plane = plane(&cli, false)?;
+            let reader = reader(&cli)?;
             let outcome = outcome
                 .as_deref()
                 .map(|o| Outcome::parse(o).ok_or_else(|| Failure::Usage(format!("unknown outcome {o:?}; one of succeeded, cancelled, abandoned, failed, exhausted, withheld, quarantined"))))
                 .transpose()?;
-            runs(&plane, outcome, *json)
+            let rows = run_rows(reader.store.as_ref(), &reader.tenant, outcome, &|run| reader.read(run))?;
+            if *json {
+                return print_json(&serde_json::Value::Array(rows));
+            }
+            print_runs_table(&rows);
+            Ok(())
         }
-        Command::Show { run, json } => show(&plane(&cli, false)?, &run_id(run)?, *json),
-        Command::Verify { require_signature, run, json } => {
-            verify(&plane(&cli, false)?, run.as_deref().map(run_id).transpose()?, *require_signature, *json)
+        Command::Show { run, json } => show(&reader(&cli)?, &run_id(run)?, *json),
+        Command::Verify { require_signature, assert_complete, json } => {
+            crate::audit::verify(&cli, *require_signature, *assert_complete, *json)
         }
+        Command::Audit(args) => crate::audit::audit(&cli, args),
         Command::Checkpoint { json } => {
             let plane = plane(&cli, false)?;
             let signed = checkpoint(&plane)?;
@@ -148,10 +228,10 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Prove { run, consistency, json } => {
-            let plane = plane(&cli, false)?;
+            let reader = reader(&cli)?;
             match (run, consistency) {
-                (Some(run), None) => prove_inclusion(&plane, &run_id(run)?, *json),
-                (None, Some(old)) => prove_consistency(&plane, *old, *json),
+                (Some(run), None) => prove_inclusion(&reader, &run_id(run)?, *json),
+                (None, Some(old)) => prove_consistency(&reader, *old, *json),
                 _ => Err(Failure::Usage("give a RUN, or --consistency OLD_SIZE".into())),
             }
         }
@@ -160,13 +240,62 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                 since: since.as_deref().map(|t| instant("--since", t)).transpose()?,
                 until: until.as_deref().map(|t| instant("--until", t)).transpose()?,
             };
-            cost(&plane(&cli, false)?, run.as_deref().map(run_id).transpose()?, window, *json)
+            cost(&reader(&cli)?, run.as_deref().map(run_id).transpose()?, window, *json)
         }
         Command::Export { run, output } => export(&plane(&cli, false)?, &run_id(run)?, output),
         Command::VerifyExport { file, log_key, record_key, require_signature, json } => {
             verify_export(file, log_key, record_key, *require_signature, *json)
         }
+        Command::Repair => {
+            if !cli.store.is_file() {
+                return Err(no_store(&cli.store));
+            }
+            drop(RedbStore::open(&cli.store).map_err(|err| Failure::Io(err.to_string()))?);
+            eprintln!("{} opens cleanly", cli.store.display());
+            Ok(())
+        }
     }
+}
+
+fn keygen(cli: &Cli, origin: &str) -> Result<(), Failure> {
+    // A store that holds runs was signed by keys already: minting new ones
+    // would mix two planes in one file.
+    if cli.store.is_file() {
+        let store = open_existing(&cli.store)?;
+        if !store.tenants()?.is_empty() {
+            return Err(Failure::Usage(format!(
+                "{} already holds runs: its keys exist (use the plane's key file); an auditor needs no key file \
+                 (`agentplane audit` with the public keys `agentplane keys` prints on the plane)",
+                cli.store.display()
+            )));
+        }
+    }
+    let keys = PlaneKeys::generate(origin)?;
+    keys.write(&cli.keys)?;
+    eprintln!("wrote {}; the record key id is {}", cli.keys.display(), keys.record.key_id());
+    println!("{}", keys.log.verifier_key());
+    Ok(())
+}
+
+fn keys(cli: &Cli, json: bool) -> Result<(), Failure> {
+    let keys = PlaneKeys::read(&cli.keys)?;
+    let record_key = format!("{}={}", keys.record.key_id(), b64(&keys.record.public_key()));
+    let vkey = keys.log.verifier_key().to_string();
+    if json {
+        return print_json(&json!({ "origin": keys.origin().as_str(), "log_key": vkey, "record_key": record_key }));
+    }
+    println!("origin      {}", keys.origin());
+    println!("log key     {vkey}");
+    println!("record key  {record_key}");
+    println!();
+    println!("an auditor runs:");
+    println!(
+        "  agentplane audit --store {} --tenant {} --origin '{}' --log-key '{vkey}' --record-key '{record_key}' --checkpoint SAVED.note",
+        cli.store.display(),
+        cli.tenant,
+        keys.origin()
+    );
+    Ok(())
 }
 
 fn instant(flag: &str, text: &str) -> Result<At, Failure> {
@@ -174,30 +303,42 @@ fn instant(flag: &str, text: &str) -> Result<At, Failure> {
         .map_err(|err| Failure::Usage(format!("{flag}: {err} (give 2026-11-01 or 2026-11-01T09:00:00Z)")))
 }
 
-/// The current log head signed now (R-NOTE-2).
+/// The current log head signed now (R-NOTE-2), never a rollback.
 pub fn checkpoint(plane: &Plane) -> Result<witness::SignedCheckpoint, Failure> {
-    let head = plane.log()?.head()?;
-    Ok(sign_checkpoint(plane.keys.origin(), head.tree, &plane.keys.log)?)
+    let view = plane.log()?;
+    Ok(sign_head(plane.store.as_ref(), &view, plane.keys.origin(), &plane.keys.log)?)
 }
 
-pub fn run_rows(plane: &Plane, outcome: Option<Outcome>) -> Result<Vec<serde_json::Value>, Failure> {
+/// One row per run, every figure read through chain verification; a run
+/// whose chain does not verify is listed with its problem and no figures.
+pub fn run_rows(
+    store: &dyn Store,
+    tenant: &TenantId,
+    outcome: Option<Outcome>,
+    read: &dyn Fn(&RunId) -> Result<VerifiedRun, Failure>,
+) -> Result<Vec<serde_json::Value>, Failure> {
     let mut out = Vec::new();
-    for run in plane.store.runs(&plane.tenant, outcome)? {
-        let rows = plane.store.read_run(&plane.tenant, &run)?;
-        let tokens = rows
-            .rows
-            .iter()
-            .filter_map(|row| serde_json::from_slice::<serde_json::Value>(&row.bytes).ok())
-            .filter_map(|v| v["body"]["charged"]["tokens"].as_u64())
-            .sum::<u64>();
-        out.push(json!({
-            "run": run.as_str(),
-            "outcome": rows.outcome.map(|o| o.as_str()),
-            "records": rows.rows.len(),
-            "sealed": rows.seal.is_some(),
-            "position": rows.seal.map(|s| s.position),
-            "tokens": tokens,
-        }));
+    for run in store.runs(tenant, outcome)? {
+        match read(&run) {
+            Ok(verified) => {
+                let cost = cost_in(&verified, TimeWindow::ALL);
+                out.push(json!({
+                    "run": run.as_str(),
+                    "verified": true,
+                    "outcome": verified.last_conclusion().map(|c| c.outcome.as_str()),
+                    "records": verified.records.len(),
+                    "sealed": verified.seal.is_some(),
+                    "position": verified.seal.as_ref().map(|s| s.position),
+                    "tokens": cost.tokens,
+                }));
+            }
+            Err(Failure::Io(message)) => return Err(Failure::Io(message)),
+            Err(problem) => out.push(json!({
+                "run": run.as_str(),
+                "verified": false,
+                "problem": problem.message(),
+            })),
+        }
     }
     Ok(out)
 }
@@ -205,6 +346,14 @@ pub fn run_rows(plane: &Plane, outcome: Option<Outcome>) -> Result<Vec<serde_jso
 pub fn print_runs_table(rows: &[serde_json::Value]) {
     println!("{:<30} {:<12} {:>7} {:>7} {:>8}", "RUN", "OUTCOME", "RECORDS", "SEALED", "TOKENS");
     for row in rows {
+        if row["verified"] == false {
+            println!(
+                "{:<30} UNVERIFIED: {}",
+                row["run"].as_str().unwrap_or_default(),
+                row["problem"].as_str().unwrap_or_default()
+            );
+            continue;
+        }
         let sealed = row["position"].as_u64().map_or_else(|| "-".to_owned(), |p| format!("#{p}"));
         println!(
             "{:<30} {:<12} {:>7} {:>7} {:>8}",
@@ -217,18 +366,8 @@ pub fn print_runs_table(rows: &[serde_json::Value]) {
     }
 }
 
-fn runs(plane: &Plane, outcome: Option<Outcome>, json: bool) -> Result<(), Failure> {
-    let rows = run_rows(plane, outcome)?;
-    if json {
-        return print_json(&serde_json::Value::Array(rows));
-    }
-    print_runs_table(&rows);
-    Ok(())
-}
-
-fn show(plane: &Plane, run: &RunId, json: bool) -> Result<(), Failure> {
-    let verifier = plane.keys.record_verifier()?;
-    let verified = plane.read(run, Some(&verifier), VerifyOptions::default())?;
+fn show(reader: &Reader, run: &RunId, json: bool) -> Result<(), Failure> {
+    let verified = reader.read(run)?;
     let records: Vec<serde_json::Value> = verified
         .records
         .iter()
@@ -244,12 +383,14 @@ fn show(plane: &Plane, run: &RunId, json: bool) -> Result<(), Failure> {
             })
         })
         .collect();
+    let outcome = verified.last_conclusion().map(|c| c.outcome.as_str());
+    let signatures = if reader.verifier.is_some() { "checked" } else { "not checked (no key file)" };
     if json {
         return print_json(
-            &json!({ "run": run.as_str(), "outcome": verified.outcome.map(|o| o.as_str()), "records": records }),
+            &json!({ "run": run.as_str(), "outcome": outcome, "signatures": signatures, "records": records }),
         );
     }
-    println!("run {run} ({})", verified.outcome.map_or("running", |o| o.as_str()));
+    println!("run {run} ({}); signatures {signatures}", outcome.unwrap_or("running"));
     println!(
         "{:>4}  {:<24} {:<18} {:<22} {:<12} {:<12} SIGNED BY",
         "SEQ", "AT (UTC)", "KIND", "EFFECT KEY", "PREV_HASH", "HASH"
@@ -270,77 +411,15 @@ fn show(plane: &Plane, run: &RunId, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-fn verify(plane: &Plane, only: Option<RunId>, require_signature: bool, json: bool) -> Result<(), Failure> {
-    let verifier = plane.keys.record_verifier()?;
-    let runs = match only {
-        Some(run) => vec![run],
-        None => plane.store.runs(&plane.tenant, None)?,
-    };
-    let progress = if std::io::stderr().is_terminal() {
-        indicatif::ProgressBar::new(runs.len() as u64)
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    let log = plane.log()?;
-    let head = log.head()?;
-    let mut findings = Vec::new();
-    let mut inclusions = 0;
-    for run in &runs {
-        progress.inc(1);
-        match plane.read(run, Some(&verifier), VerifyOptions { require_signature }) {
-            Err(err) => findings.push(json!({ "run": run.as_str(), "finding": failure_text(&err) })),
-            // A sealed run must also prove its inclusion in the current log.
-            Ok(verified) if verified.seal.is_some() => {
-                inclusions += 1;
-                let proven = log.inclusion(run).map_err(|err| err.to_string()).and_then(|p| {
-                    head.tree.verify_inclusion(&p.leaf, p.index, &p.proof).map_err(|err| err.to_string())
-                });
-                if let Err(reason) = proven {
-                    findings.push(json!({ "run": run.as_str(), "finding": format!("sealed run does not prove inclusion: {reason}") }));
-                }
-            }
-            Ok(_) => {}
-        }
-    }
-    progress.finish_and_clear();
-    if head.source == LogSource::WalkWithHoles {
-        findings.push(json!({ "run": null, "finding": "the log's positions have holes: a sealed run was removed behind the store's back" }));
-    }
-    if json {
-        print_json(&json!({
-            "runs_checked": runs.len(),
-            "inclusions_checked": inclusions,
-            "log_size": head.tree.size,
-            "findings": findings,
-        }))?;
-    } else {
-        for finding in &findings {
-            println!(
-                "FINDING {}: {}",
-                finding["run"].as_str().unwrap_or("log"),
-                finding["finding"].as_str().unwrap_or_default()
-            );
-        }
-        println!(
-            "{} runs checked, {inclusions} sealed runs proven in the log of size {}, {} findings",
-            runs.len(),
-            head.tree.size,
-            findings.len()
-        );
-    }
-    if findings.is_empty() { Ok(()) } else { Err(Failure::Findings(format!("{} findings", findings.len()))) }
-}
-
-fn failure_text(failure: &Failure) -> String {
-    match failure {
-        Failure::Findings(m) | Failure::Usage(m) | Failure::Io(m) | Failure::BuildSkew(m) => m.clone(),
+fn warn_if_walked(source: journal_core::LogSource) {
+    if source.has_holes() {
+        eprintln!("warning: the log's positions have holes (a sealed run was removed); this proof is from the walk");
     }
 }
 
-fn prove_inclusion(plane: &Plane, run: &RunId, json: bool) -> Result<(), Failure> {
-    let inclusion = plane.log()?.inclusion(run)?;
+fn prove_inclusion(reader: &Reader, run: &RunId, json: bool) -> Result<(), Failure> {
+    let inclusion = reader.log()?.inclusion(run)?;
     let proof: Vec<String> = inclusion.proof.path().iter().map(|h| b64(h.as_bytes())).collect();
-    let walked = inclusion.source.has_holes();
     if json {
         return print_json(&json!({
             "run": run.as_str(),
@@ -349,12 +428,10 @@ fn prove_inclusion(plane: &Plane, run: &RunId, json: bool) -> Result<(), Failure
             "root": b64(inclusion.tree.root.as_bytes()),
             "leaf_hash": b64(inclusion.leaf.as_bytes()),
             "proof": proof,
-            "from_walk_with_holes": walked,
+            "from_walk_with_holes": inclusion.source.has_holes(),
         }));
     }
-    if walked {
-        eprintln!("warning: the log's positions have holes (a sealed run was removed); this proof is from the walk");
-    }
+    warn_if_walked(inclusion.source);
     println!("run {run} is leaf {} of {}", inclusion.index, inclusion.tree.size);
     println!("root      {}", b64(inclusion.tree.root.as_bytes()));
     println!("leaf hash {}", b64(inclusion.leaf.as_bytes()));
@@ -364,11 +441,10 @@ fn prove_inclusion(plane: &Plane, run: &RunId, json: bool) -> Result<(), Failure
     Ok(())
 }
 
-fn prove_consistency(plane: &Plane, old: u64, json: bool) -> Result<(), Failure> {
-    let log = plane.log()?;
+fn prove_consistency(reader: &Reader, old: u64, json: bool) -> Result<(), Failure> {
+    let log = reader.log()?;
     let consistency = log.consistency(old, log.size())?;
     let hashes: Vec<String> = consistency.proof.path().iter().map(|h| b64(h.as_bytes())).collect();
-    let walked = consistency.source.has_holes();
     if json {
         return print_json(&json!({
             "old_size": old,
@@ -376,12 +452,10 @@ fn prove_consistency(plane: &Plane, old: u64, json: bool) -> Result<(), Failure>
             "size": consistency.new.size,
             "root": b64(consistency.new.root.as_bytes()),
             "proof": hashes,
-            "from_walk_with_holes": walked,
+            "from_walk_with_holes": consistency.source.has_holes(),
         }));
     }
-    if walked {
-        eprintln!("warning: the log's positions have holes (a sealed run was removed); this proof is from the walk");
-    }
+    warn_if_walked(consistency.source);
     println!("size {old} -> {}", consistency.new.size);
     for hash in hashes {
         println!("proof {hash}");
@@ -389,16 +463,17 @@ fn prove_consistency(plane: &Plane, old: u64, json: bool) -> Result<(), Failure>
     Ok(())
 }
 
-fn cost(plane: &Plane, run: Option<RunId>, window: TimeWindow, json: bool) -> Result<(), Failure> {
-    let runtime = plane.runtime()?;
-    let counters = match &run {
-        Some(run) => {
-            let verifier = plane.keys.record_verifier()?;
-            journal_core::runtime::cost_in(&plane.read(run, Some(&verifier), VerifyOptions::default())?, window)
-        }
-        None => runtime.tenant_cost_in(&plane.tenant, window)?,
+fn cost(reader: &Reader, run: Option<RunId>, window: TimeWindow, json: bool) -> Result<(), Failure> {
+    let runs = match &run {
+        Some(run) => vec![run.clone()],
+        None => reader.store.runs(&reader.tenant, None)?,
     };
-    let mut scope = run.as_ref().map_or_else(|| format!("tenant {}", plane.tenant), |r| format!("run {r}"));
+    let mut counters = Counters::default();
+    for run in &runs {
+        // A figure read from bytes nobody verified is not reported: the run's problem is.
+        counters.add(&cost_in(&reader.read(run)?, window));
+    }
+    let mut scope = run.as_ref().map_or_else(|| format!("tenant {}", reader.tenant), |r| format!("run {r}"));
     if let Some(since) = window.since {
         scope.push_str(&format!(" since {since}"));
     }
@@ -410,6 +485,7 @@ fn cost(plane: &Plane, run: Option<RunId>, window: TimeWindow, json: bool) -> Re
             "scope": scope,
             "since": window.since.map(|at| at.to_string()),
             "until": window.until.map(|at| at.to_string()),
+            "runs": runs.len(),
             "tokens": counters.tokens,
             "cost_micros": counters.cost_micros,
             "steps": counters.steps,
@@ -425,18 +501,27 @@ fn cost(plane: &Plane, run: Option<RunId>, window: TimeWindow, json: bool) -> Re
 }
 
 fn export(plane: &Plane, run: &RunId, output: &Path) -> Result<(), Failure> {
-    let verifier = plane.keys.record_verifier()?;
-    let verified = plane.read(run, Some(&verifier), VerifyOptions::default())?;
+    let verified = plane.read(run)?;
     if verified.seal.is_none() {
         return Err(Failure::Usage(format!("run {run} is not sealed; only sealed runs export")));
     }
-    let inclusion = plane.log()?.inclusion(run)?;
-    let signed = sign_checkpoint(plane.keys.origin(), inclusion.tree, &plane.keys.log)?;
+    let view = plane.log()?;
+    let signed = sign_head(plane.store.as_ref(), &view, plane.keys.origin(), &plane.keys.log)?;
+    let inclusion = view.inclusion(run)?;
     let text =
         journal_core::export::write_export(&plane.tenant, plane.keys.origin(), run, &verified, &inclusion, &signed)?;
     std::fs::write(output, text).map_err(|err| Failure::Io(format!("writing {}: {err}", output.display())))?;
     eprintln!("exported run {run} ({} records) to {}", verified.records.len(), output.display());
     Ok(())
+}
+
+/// Parses `KEY_ID=BASE64_PUBLIC_KEY`.
+pub fn record_key(spec: &str) -> Result<(String, [u8; 32]), Failure> {
+    let (key_id, public) =
+        spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: expected KEY_ID=BASE64")))?;
+    let public = STANDARD.decode(public).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
+    let public = public.ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: not a base64 32-byte key")))?;
+    Ok((key_id.to_owned(), public))
 }
 
 fn verify_export(
@@ -449,13 +534,8 @@ fn verify_export(
     let log_key = witness::VerifierKey::parse(log_key).map_err(|err| Failure::Usage(format!("--log-key: {err}")))?;
     let mut verifier = Ed25519Verifier::new();
     for spec in record_keys {
-        let (key_id, public) = spec
-            .split_once('=')
-            .ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: expected KEY_ID=BASE64")))?;
-        let public = STANDARD.decode(public).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
-        let public =
-            public.ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: not a base64 32-byte key")))?;
-        verifier.trust(key_id, public).map_err(Failure::Usage)?;
+        let (key_id, public) = record_key(spec)?;
+        verifier.trust(&key_id, public).map_err(Failure::Usage)?;
     }
     let text = std::fs::read(file).map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
     let text =

@@ -115,7 +115,7 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
     let id = admit_id(&runtime, &plane, &key("abandoned"))?;
     runtime.abandon(t, &id, "superseded")?;
 
-    print_runs_table(&run_rows(&plane, None)?);
+    print_runs_table(&run_rows(plane.store.as_ref(), &plane.tenant, None, &|run| plane.read(run))?);
     println!();
     println!("log verifier key:");
     println!("{}", plane.keys.log.verifier_key());

@@ -40,10 +40,21 @@ impl PlaneKeys {
         Ok(Self { log_signer, origin, log, record })
     }
 
+    /// Reads the key file when there is one: read commands use it for the
+    /// origin and the record key, and need none.
+    pub fn read_if_present(path: &Path) -> Result<Option<Self>, Failure> {
+        if path.exists() { Self::read(path).map(Some) } else { Ok(None) }
+    }
+
     /// Reads a key file.
     pub fn read(path: &Path) -> Result<Self, Failure> {
         let text = std::fs::read_to_string(path).map_err(|err| {
-            Failure::Io(format!("reading key file {}: {err} (run `agentplane keygen` to make one)", path.display()))
+            Failure::Usage(format!(
+                "reading key file {}: {err}. This command signs with the plane's private keys: run it on the plane, \
+                 beside its key file. To check a plane from outside, use `agentplane audit`, which needs only the \
+                 public keys (`agentplane keys` prints them on the plane); never make new keys for an existing store",
+                path.display()
+            ))
         })?;
         let bad = |what: &str| Failure::Usage(format!("key file {}: {what}", path.display()));
         let mut log: Option<SignerKey> = None;

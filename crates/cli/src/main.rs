@@ -4,6 +4,7 @@
 //! or I/O, 3 build skew (this binary cannot read what a newer or older build
 //! wrote: the history is not damaged; run the binary the message names).
 
+mod audit;
 mod commands;
 mod demo;
 mod keys;
@@ -70,12 +71,15 @@ struct Cli {
     /// The store file.
     #[arg(long, global = true, default_value = "agentplane.redb")]
     store: PathBuf,
-    /// The plane's key file (log key and record key).
+    /// The plane's key file (log key and record key). Only commands that sign need it.
     #[arg(long, global = true, default_value = "agentplane.key")]
     keys: PathBuf,
     /// The tenant.
     #[arg(long, global = true, default_value = "default")]
     tenant: String,
+    /// The tenant log's origin, for reading without the key file (default: the key file's).
+    #[arg(long, global = true)]
+    origin: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -90,7 +94,13 @@ enum Command {
         #[arg(long, default_value = keys::DEFAULT_ORIGIN)]
         origin: String,
     },
-    /// List runs.
+    /// Print the plane's public keys, in the forms `agentplane audit` takes, for an auditor.
+    Keys {
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List runs, with figures read through chain verification (unverifiable runs are marked).
     Runs {
         /// Only runs whose answer is this outcome.
         #[arg(long)]
@@ -107,19 +117,27 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Verify every run's chain, signatures, shapes and seal (exit 1 on findings).
+    /// The audit with the plane's own public keys and, as anchors, every checkpoint it signed before.
     Verify {
         /// Every record must carry a signature by the plane's record key.
         #[arg(long)]
         require_signature: bool,
-        /// Only this run.
+        /// Exit 1 when anything could not be checked, not only on findings.
         #[arg(long)]
-        run: Option<String>,
-        /// JSON output.
+        assert_complete: bool,
+        /// JSON output (the audit report).
         #[arg(long)]
         json: bool,
     },
+    /// Audit a store with only public inputs: no key file, the store opened read-only.
+    ///
+    /// Exit 0 clean, 1 findings (or incomplete with --assert-complete), 2 usage or I/O,
+    /// 3 build skew only (this binary cannot read what another build wrote).
+    Audit(AuditArgs),
     /// Print the log's checkpoint as a signed note, exactly as a witness receives it.
+    ///
+    /// Refuses (exit 1) to sign a log with holes, or one that does not extend
+    /// the last checkpoint this plane signed.
     Checkpoint {
         /// JSON output: origin, size, root (base64) and the note.
         #[arg(long)]
@@ -175,6 +193,37 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Repair a store left by a crash, in place (read commands read a repaired private copy instead).
+    Repair,
+}
+
+/// `agentplane audit`: what the auditor holds (R-AUD-6).
+#[derive(clap::Args)]
+struct AuditArgs {
+    /// The log's verifier key, a C2SP vkey (repeatable; `agentplane keys` prints it on the plane).
+    #[arg(long = "log-key", value_name = "VKEY", required = true)]
+    log_keys: Vec<String>,
+    /// A trusted record key: KEY_ID=BASE64_PUBLIC_KEY (repeatable).
+    #[arg(long = "record-key", value_name = "KEY_ID=BASE64")]
+    record_keys: Vec<String>,
+    /// Every record must carry a signature by a trusted record key.
+    #[arg(long)]
+    require_signature: bool,
+    /// A signed checkpoint note saved earlier: the log must extend it (repeatable).
+    #[arg(long = "checkpoint", value_name = "FILE")]
+    checkpoints: Vec<PathBuf>,
+    /// A witness to read the latest cosigned checkpoint from: its URL prefix (repeatable).
+    #[arg(long = "witness", value_name = "URL")]
+    witnesses: Vec<String>,
+    /// A witness key to trust: a vkey, or NAME=BASE64 of its Ed25519 public key (repeatable).
+    #[arg(long = "witness-key", value_name = "NAME=BASE64_OR_VKEY")]
+    witness_keys: Vec<String>,
+    /// Exit 1 when anything could not be checked, not only on findings.
+    #[arg(long)]
+    assert_complete: bool,
+    /// JSON output (the audit report).
+    #[arg(long)]
+    json: bool,
 }
 
 fn main() -> ExitCode {

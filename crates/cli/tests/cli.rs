@@ -144,9 +144,10 @@ fn show_cost_and_runs_read_the_journal() {
 #[test]
 fn r_chain_5_verify_finds_a_record_edited_in_the_store_file() {
     let dir = demo_dir();
-    assert!(ok(dir.path(), &["verify", "--require-signature"]).contains("0 findings"));
+    assert!(ok(dir.path(), &["verify", "--require-signature"]).contains("clean and complete"));
     let clean = json(dir.path(), &["verify", "--json"]);
-    assert_eq!(clean["inclusions_checked"], 5, "every sealed run proves inclusion: {clean}");
+    assert_eq!(clean["checked"]["inclusions"], 5, "every sealed run proves inclusion: {clean}");
+    assert_eq!(clean["checked"]["anchors"], 1, "the checkpoint the demo signed is an anchor: {clean}");
     let run = sealed_run(dir.path());
     {
         use journal_core::testkit::TamperAccess;
@@ -161,9 +162,17 @@ fn r_chain_5_verify_finds_a_record_edited_in_the_store_file() {
     assert_eq!(out.status.code(), Some(1), "findings exit 1");
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let findings = report["findings"].as_array().unwrap();
-    assert_eq!(findings.len(), 1);
+    assert_eq!(findings.len(), 1, "{findings:?}");
     assert_eq!(findings[0]["run"], run.as_str());
-    assert!(findings[0]["finding"].as_str().unwrap().contains("seq 2"), "{findings:?}");
+    assert_eq!(findings[0]["seq"], 2);
+    assert_eq!(findings[0]["code"], "chain_broken");
+    assert_eq!(findings[0]["class"], "tamper");
+    // `runs` shows no figure read from bytes nobody verified.
+    let rows = json(dir.path(), &["runs", "--json"]);
+    let edited = rows.as_array().unwrap().iter().find(|r| r["run"] == run.as_str()).unwrap();
+    assert_eq!(edited["verified"], false);
+    assert!(edited["tokens"].is_null(), "{edited}");
+    assert_eq!(agentplane(dir.path(), &["cost"]).status.code(), Some(1), "cost refuses an unverifiable figure");
 }
 
 #[test]
@@ -225,12 +234,220 @@ fn r_ux_3_corrupt_truncated_or_missing_store_files_are_refused_and_untouched() {
 #[test]
 fn r_ux_2_every_command_has_help_and_usage_errors_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    for command in
-        ["demo", "keygen", "runs", "show", "verify", "checkpoint", "prove", "cost", "export", "verify-export"]
-    {
+    for command in [
+        "demo",
+        "keygen",
+        "keys",
+        "runs",
+        "show",
+        "verify",
+        "audit",
+        "checkpoint",
+        "prove",
+        "cost",
+        "export",
+        "verify-export",
+        "repair",
+    ] {
         let out = ok(dir.path(), &[command, "--help"]);
         assert!(out.contains("Usage"), "{command} --help");
     }
     assert_eq!(agentplane(dir.path(), &["no-such-command"]).status.code(), Some(2));
     assert_eq!(agentplane(dir.path(), &["prove"]).status.code(), Some(2));
+}
+
+fn keys_of(dir: &Path) -> (String, String, String) {
+    let keys = json(dir, &["keys", "--json"]);
+    let field = |name: &str| keys[name].as_str().unwrap().to_owned();
+    (field("origin"), field("log_key"), field("record_key"))
+}
+
+/// Deletes the newest sealed run behind the store and rolls the log back over
+/// it, as someone with the file would: nothing is left for the store to notice.
+fn hide_the_newest_sealed_run(store_path: &Path) {
+    use journal_core::testkit::TamperAccess;
+    let store = store_redb::RedbStore::open(store_path).unwrap();
+    let tenant = journal_core::TenantId::new("default").unwrap();
+    let seals = journal_core::Store::seals(&store, &tenant).unwrap();
+    let newest = seals.last().unwrap();
+    store.delete_run(&tenant, &newest.run);
+    store.rewind_log(&tenant, newest.position);
+}
+
+/// R-AUD-3, R-AUD-6: an auditor holding only the log vkey, a record key and a
+/// checkpoint saved last week finds a deletion made since, with one command,
+/// in a directory with no key file.
+#[test]
+fn r_aud_6_an_auditor_with_public_keys_and_a_saved_checkpoint_finds_a_deletion() {
+    let dir = demo_dir();
+    let (origin, log_key, record_key) = keys_of(dir.path());
+    let auditor = tempfile::tempdir().unwrap();
+    std::fs::write(auditor.path().join("last-week.note"), ok(dir.path(), &["checkpoint"])).unwrap();
+    let store = dir.path().join("agentplane.redb");
+    let store = store.to_str().unwrap();
+    let audit = |extra: &[&str]| {
+        let mut args =
+            vec!["--store", store, "--origin", &origin, "audit", "--log-key", &log_key, "--record-key", &record_key];
+        args.extend_from_slice(extra);
+        agentplane(auditor.path(), &args)
+    };
+    let before = audit(&["--checkpoint", "last-week.note", "--require-signature", "--assert-complete"]);
+    assert_eq!(before.status.code(), Some(0), "{}", String::from_utf8_lossy(&before.stdout));
+    assert!(String::from_utf8_lossy(&before.stdout).contains("clean and complete"));
+
+    hide_the_newest_sealed_run(&dir.path().join("agentplane.redb"));
+    // No anchor: clean, honestly, and it says what it could not check.
+    let blind = audit(&[]);
+    assert_eq!(blind.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&blind.stdout);
+    assert!(text.contains("NOT CHECKED deletion of sealed runs"), "{text}");
+    assert_eq!(audit(&["--assert-complete"]).status.code(), Some(1), "a skipped check fails --assert-complete");
+    // The saved checkpoint: the deletion, naming the anchor.
+    let found = audit(&["--checkpoint", "last-week.note", "--json"]);
+    assert_eq!(found.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&found.stdout).unwrap();
+    assert_eq!(report["findings"][0]["code"], "log_shrank", "{report}");
+    assert_eq!(report["findings"][0]["class"], "deletion");
+    assert_eq!(report["findings"][0]["anchors"][0], "last-week.note");
+    assert!(!auditor.path().join("agentplane.key").exists(), "the auditor never needed a key file");
+}
+
+/// The plane never signs the shrunken log, and its own verify holds the
+/// store to every checkpoint it signed before.
+#[test]
+fn the_plane_refuses_to_sign_a_rollback_and_verify_finds_it() {
+    let dir = demo_dir();
+    hide_the_newest_sealed_run(&dir.path().join("agentplane.redb"));
+    let refused = agentplane(dir.path(), &["checkpoint"]);
+    assert_eq!(refused.status.code(), Some(1), "an integrity refusal, never a new signature");
+    assert!(refused.stdout.is_empty(), "nothing was signed");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("shrank"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    let verify = agentplane(dir.path(), &["verify", "--json"]);
+    assert_eq!(verify.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    assert_eq!(report["findings"][0]["code"], "log_shrank", "{report}");
+}
+
+/// R-AUD-3 from the command line: the anchor read from a witness over HTTP.
+#[test]
+fn r_aud_6_audit_reads_the_anchor_from_a_witness() {
+    let dir = demo_dir();
+    let (origin, log_key, record_key) = keys_of(dir.path());
+    let state = tempfile::tempdir().unwrap();
+    let cosigner = witness::Cosigner::new(
+        witness::SignerKey::from_seed("cli.test/witness", witness::ALG_COSIGNATURE_V1, [3; 32]).unwrap(),
+    )
+    .unwrap();
+    let config = witness_server::WitnessConfig {
+        cosigner: cosigner.clone(),
+        logs: vec![witness_server::LogConfig {
+            origin: origin.clone(),
+            keys: vec![witness::VerifierKey::parse(&log_key).unwrap()],
+        }],
+        clock: std::sync::Arc::new(witness_server::SystemClock),
+    };
+    let server = witness_server::WitnessServer::start(config, &state.path().join("w.redb"), "127.0.0.1:0").unwrap();
+    {
+        let note = ok(dir.path(), &["checkpoint"]);
+        let (signed, _) =
+            witness::SignedCheckpoint::open(note.as_bytes(), &[&witness::VerifierKey::parse(&log_key).unwrap()])
+                .unwrap();
+        let store = store_redb::RedbStore::open_read_only(&dir.path().join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        let view = journal_core::LogView::open(&store, &tenant).unwrap();
+        let client = witness::HttpWitness::new(
+            &server.url(),
+            vec![witness::TrustedWitness::new(cosigner.verifier_key()).unwrap()],
+        )
+        .unwrap();
+        witness::Witness::add_checkpoint(&client, &signed, &view).unwrap();
+    }
+    hide_the_newest_sealed_run(&dir.path().join("agentplane.redb"));
+    let auditor = tempfile::tempdir().unwrap();
+    let store = dir.path().join("agentplane.redb");
+    let witness_key = cosigner.verifier_key().to_string();
+    let out = agentplane(
+        auditor.path(),
+        &[
+            "--store",
+            store.to_str().unwrap(),
+            "--origin",
+            &origin,
+            "audit",
+            "--log-key",
+            &log_key,
+            "--record-key",
+            &record_key,
+            "--witness",
+            &server.url(),
+            "--witness-key",
+            &witness_key,
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["findings"][0]["code"], "log_shrank", "{report}");
+    assert_eq!(report["findings"][0]["anchors"][0], server.url());
+}
+
+/// R-VER-4 at the command line: a record from a newer writer gets the build
+/// skew exit code (3) and its remedy on stderr, never "tamper".
+#[test]
+fn r_ver_4_build_skew_has_an_exit_code_of_its_own() {
+    let dir = demo_dir();
+    let (origin, log_key, _) = keys_of(dir.path());
+    {
+        use journal_core::testkit::TamperAccess;
+        let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        let failed = journal_core::Store::runs(&store, &tenant, Some(journal_core::Outcome::Failed)).unwrap();
+        let run = &failed[0];
+        let rows = journal_core::Store::read_run(&store, &tenant, run).unwrap().rows;
+        let last = rows.last().unwrap().clone();
+        let bytes = String::from_utf8(last.bytes.clone())
+            .unwrap()
+            .replace(
+                "\"name\":\"agentplane-cli\",\"version\":\"0.1.0\"",
+                "\"name\":\"agentplane-cli\",\"version\":\"7.0.0\"",
+            )
+            .replacen("\"body\":", "\"priority\":1,\"body\":", 1)
+            .into_bytes();
+        let hash = journal_core::ChainHash::link(&last.prev_hash, &bytes);
+        store.overwrite_row(&tenant, run, journal_core::StoredRecord { bytes, hash, signature: None, ..last.clone() });
+        store.set_runs_head(&tenant, run, journal_core::ExpectedHead { seq: last.seq, hash });
+    }
+    let out = agentplane(dir.path(), &["--origin", &origin, "audit", "--log-key", &log_key]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stdout));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("agentplane-cli 7.0.0") && stderr.contains("not agentplane-cli 0.1.0"), "{stderr}");
+}
+
+#[test]
+fn keygen_refuses_a_store_that_holds_runs_and_reads_need_no_key_file() {
+    let dir = demo_dir();
+    let (origin, _, _) = keys_of(dir.path());
+    std::fs::rename(dir.path().join("agentplane.key"), dir.path().join("elsewhere.key")).unwrap();
+    let keygen = agentplane(dir.path(), &["keygen"]);
+    assert_eq!(keygen.status.code(), Some(2));
+    assert!(!dir.path().join("agentplane.key").exists(), "no key was minted for a store with runs");
+    let checkpoint = agentplane(dir.path(), &["checkpoint"]);
+    assert_eq!(checkpoint.status.code(), Some(2));
+    let advice = String::from_utf8_lossy(&checkpoint.stderr);
+    assert!(advice.contains("agentplane audit") && !advice.contains("run `agentplane keygen`"), "{advice}");
+    let rows = json(dir.path(), &["--origin", &origin, "runs", "--json"]);
+    assert!(rows.as_array().unwrap().iter().all(|r| r["verified"] == true), "{rows}");
+    assert!(
+        ok(dir.path(), &["--origin", &origin, "show", &sealed_run_with_origin(dir.path(), &origin)])
+            .contains("not checked")
+    );
+}
+
+fn sealed_run_with_origin(dir: &Path, origin: &str) -> String {
+    let runs = json(dir, &["--origin", origin, "runs", "--outcome", "succeeded", "--json"]);
+    runs[0]["run"].as_str().unwrap().to_owned()
 }

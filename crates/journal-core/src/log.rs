@@ -230,10 +230,66 @@ impl HashReader for LogView<'_> {
     }
 }
 
-/// Signs a checkpoint of `tree` for `origin` with `key`, now (R-NOTE-2): the
-/// one place the plane signs its log. Callers first make sure the tree is one
-/// this plane may sign.
+/// Signs a checkpoint of `tree` for `origin` with `key`, now (R-NOTE-2).
+/// The plane itself signs through [`sign_head`], which first makes sure the
+/// tree is one it may sign; this is the bare signature, for fixtures and
+/// observers' copies.
 pub fn sign_checkpoint(origin: &Origin, tree: Tree, key: &LogKey) -> Result<SignedCheckpoint, JournalError> {
     key.sign(&Checkpoint::new(origin, tree))
         .map_err(|err| JournalError::InvalidRecord(format!("signing the checkpoint of {origin}: {err}")))
+}
+
+/// Signs the head of `view` with the plane's log key, never a rollback: a
+/// tree read with holes, or one that does not extend the last checkpoint this
+/// plane signed for the tenant (kept in the store), is refused with
+/// [`JournalError::WouldSignRollback`] and nothing is signed. A new tree is
+/// recorded as the last signed in the same transaction that checks the one
+/// before it is still the last ([`Store::record_signed_checkpoint`]).
+pub fn sign_head(
+    store: &dyn Store,
+    view: &LogView<'_>,
+    origin: &Origin,
+    key: &LogKey,
+) -> Result<SignedCheckpoint, JournalError> {
+    let tenant = view.tenant();
+    let refuse = |reason: String| JournalError::WouldSignRollback { tenant: tenant.clone(), reason };
+    if view.source().has_holes() {
+        return Err(refuse(
+            "its positions have holes: sealed runs were removed behind the store (run `agentplane audit`)".into(),
+        ));
+    }
+    let head = view.head()?.tree;
+    let last = store.signed_checkpoints(tenant)?.last().map(|signed| signed.tree);
+    if let Some(last) = last {
+        if head.size < last.size {
+            return Err(refuse(format!(
+                "the log has {} sealed runs; this plane signed {} before: the log shrank",
+                head.size, last.size
+            )));
+        }
+        let extends = if head.size == last.size {
+            if head.root == last.root { Ok(()) } else { Err(format!("another root at size {}", head.size)) }
+        } else if last.size == 0 {
+            Ok(())
+        } else {
+            view.consistency(last.size, head.size)
+                .map_err(|err| err.to_string())
+                .and_then(|consistency| head.verify_extends(&last, &consistency.proof).map_err(|err| err.to_string()))
+        };
+        if let Err(reason) = extends {
+            return Err(refuse(format!(
+                "the log of {} does not extend the checkpoint of {} this plane signed before ({reason}): its history was rewritten",
+                head.size, last.size
+            )));
+        }
+    }
+    let signed = sign_checkpoint(origin, head, key)?;
+    if last != Some(head) {
+        store.record_signed_checkpoint(
+            tenant,
+            last,
+            crate::store::SignedTree { tree: head, note: signed.note().to_owned() },
+        )?;
+    }
+    Ok(signed)
 }

@@ -392,6 +392,51 @@ pub fn deleted_sealed_run_breaks_consistency(store: &(impl Store + TamperAccess)
     assert!(matches!(gone, Err(JournalError::NotFound { .. })), "the deleted run cannot prove inclusion: {gone:?}");
 }
 
+/// The plane never signs a rollback: a tree with holes, a shrunken log, or
+/// another root at a size it signed is refused before anything is signed,
+/// and nothing is recorded; honest growth is signed and recorded once.
+pub fn the_plane_never_signs_a_rollback(store: &(impl Store + TamperAccess)) {
+    use crate::log::sign_head;
+    let tenant = tenant();
+    let journal = journal(store, &tenant);
+    let origin = origin();
+    let signer = witness::SignerKey::from_seed(ORIGIN, witness::ALG_ED25519, [8; 32]).expect("key");
+    let key = witness::LogKey::new(signer).expect("log key");
+    let sign = || LogView::open(store, &tenant).and_then(|view| sign_head(store, &view, &origin, &key));
+    let runs: Vec<RunId> = (0..4).map(|i| run_id(&format!("run-{i}"))).collect();
+    for run in &runs[..3] {
+        sample_run(&journal, run, Outcome::Succeeded).expect("run");
+    }
+    assert_eq!(sign().expect("first").checkpoint().tree().size, 3);
+    sign().expect("the same tree again");
+    assert_eq!(store.signed_checkpoints(&tenant).expect("list").len(), 1, "the same tree is recorded once");
+    sample_run(&journal, &runs[3], Outcome::Succeeded).expect("run");
+    assert_eq!(sign().expect("growth").checkpoint().tree().size, 4);
+    assert_eq!(store.signed_checkpoints(&tenant).expect("list").len(), 2);
+
+    store.delete_run(&tenant, &runs[3]);
+    store.rewind_log(&tenant, 3);
+    let shrunk = sign();
+    assert!(
+        matches!(&shrunk, Err(JournalError::WouldSignRollback { reason, .. }) if reason.contains("shrank")),
+        "{shrunk:?}"
+    );
+    sample_run(&journal, &run_id("run-replacement"), Outcome::Succeeded).expect("run");
+    let rewritten = sign();
+    assert!(
+        matches!(&rewritten, Err(JournalError::WouldSignRollback { reason, .. }) if reason.contains("another root")),
+        "{rewritten:?}"
+    );
+    store.delete_run(&tenant, &runs[1]);
+    let holes = sign();
+    assert!(
+        matches!(&holes, Err(JournalError::WouldSignRollback { reason, .. }) if reason.contains("holes")),
+        "{holes:?}"
+    );
+    assert!(holes.as_ref().is_err_and(JournalError::is_tamper));
+    assert_eq!(store.signed_checkpoints(&tenant).expect("list").len(), 2, "nothing was recorded");
+}
+
 /// Generates one `#[test]` per conformance case for a backend.
 ///
 /// ```text
@@ -439,6 +484,10 @@ macro_rules! conformance_tests {
         #[test]
         fn conformance_r_log_6_deleted_sealed_run_breaks_consistency() {
             $crate::testkit::deleted_sealed_run_breaks_consistency(&$make);
+        }
+        #[test]
+        fn conformance_the_plane_never_signs_a_rollback() {
+            $crate::testkit::the_plane_never_signs_a_rollback(&$make);
         }
         #[test]
         fn runtime_r_run_1_every_outcome_and_its_listing() {

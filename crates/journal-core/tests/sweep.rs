@@ -95,11 +95,16 @@ fn r_wit_8_r_wit_9_rounds_meet_skip_fall_short_and_refuse() {
     );
     assert!(report.needs_attention() && !report.integrity_refusal());
 
-    // A sealed run deleted behind the store's back: the witnesses refuse the rewritten log.
+    // A sealed run deleted behind the store's back: the plane refuses to sign
+    // the rewritten log before any witness sees it, and says why.
     store.delete_run(&tenant, &first);
     seal(&runtime, &tenant, "d");
     let report = runtime.sweep(&tenant).unwrap();
     assert!(report.integrity_refusal() && report.needs_attention(), "{report:?}");
+    assert!(
+        matches!(&report.outcome, SweepOutcome::RefusedToSign { reason } if reason.contains("holes")),
+        "{report:?}"
+    );
 }
 
 #[test]

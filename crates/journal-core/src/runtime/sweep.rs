@@ -4,7 +4,7 @@
 
 use super::{Runtime, RuntimeError};
 use crate::ids::TenantId;
-use crate::log::{LogView, sign_checkpoint};
+use crate::log::{LogView, sign_head};
 
 /// What one witnessing round of a tenant's log came to (R-WIT-8, R-WIT-9).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +18,13 @@ pub enum SweepOutcome {
     NoWitnesses,
     /// A round was held: met, short, or an integrity refusal.
     Round(witness::QuorumOutcome),
+    /// The plane refused to sign its own log (holes, or a tree that does not
+    /// extend the last checkpoint it signed): nothing was signed or sent. An
+    /// integrity finding, like a witness's refusal.
+    RefusedToSign {
+        /// Why.
+        reason: String,
+    },
 }
 
 /// The report of [`Runtime::sweep`].
@@ -34,17 +41,17 @@ pub struct SweepReport {
 impl SweepReport {
     /// A shortfall or an integrity refusal: a finding for the operator to clear.
     pub fn needs_attention(&self) -> bool {
-        matches!(
-            self.outcome,
-            SweepOutcome::Round(
-                witness::QuorumOutcome::Shortfall { .. } | witness::QuorumOutcome::IntegrityRefusal { .. }
-            )
-        )
+        matches!(self.outcome, SweepOutcome::Round(witness::QuorumOutcome::Shortfall { .. }))
+            || self.integrity_refusal()
     }
 
-    /// A witness saw this log shrink or fork.
+    /// A witness saw this log shrink or fork, or the plane itself refused to
+    /// sign it for that reason.
     pub fn integrity_refusal(&self) -> bool {
-        matches!(self.outcome, SweepOutcome::Round(witness::QuorumOutcome::IntegrityRefusal { .. }))
+        matches!(
+            self.outcome,
+            SweepOutcome::Round(witness::QuorumOutcome::IntegrityRefusal { .. }) | SweepOutcome::RefusedToSign { .. }
+        )
     }
 }
 
@@ -70,7 +77,20 @@ impl Runtime {
         let log_key = config.log_key.as_ref().ok_or_else(|| {
             RuntimeError::Checkpoint(format!("tenant {tenant} has no log key to sign its checkpoints"))
         })?;
-        let signed = sign_checkpoint(&config.origin, head.tree, log_key)?;
+        let signed = match sign_head(self.store.as_ref(), &view, &config.origin, log_key) {
+            Ok(signed) => signed,
+            Err(crate::error::JournalError::WouldSignRollback { reason, .. }) => {
+                tracing::error!(
+                    target: "agentplane.witness.integrity",
+                    tenant = %tenant,
+                    size = head.tree.size,
+                    root = %head.tree.root,
+                    "the plane refused to sign its own log: {reason}"
+                );
+                return Ok(report(SweepOutcome::RefusedToSign { reason }));
+            }
+            Err(err) => return Err(err.into()),
+        };
         let witnesses: Vec<&(dyn witness::Witness + Sync)> =
             self.witnesses.iter().map(|w| w.as_ref() as &(dyn witness::Witness + Sync)).collect();
         let outcome = witness::cosign_quorum(&witnesses, self.quorum, &signed, &view);

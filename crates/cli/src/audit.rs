@@ -1,0 +1,158 @@
+//! `agentplane audit` and `agentplane verify`: one audit, two sets of inputs.
+//! The auditor brings public keys and anchors; the plane's own `verify` brings
+//! its public keys and, as anchors, every checkpoint it signed before.
+
+use std::io::IsTerminal as _;
+
+use audit::{Anchor, AuditInputs, AuditReport, FindingClass, RecordKey};
+use journal_core::Origin;
+use witness::{ALG_COSIGNATURE_V1, TrustedWitness, VerifierKey};
+
+use crate::commands::{cli_build, open_existing, print_json, record_key, tenant};
+use crate::keys::PlaneKeys;
+use crate::{AuditArgs, Cli, Failure};
+
+/// `agentplane audit`: public inputs only, the store read-only (R-AUD-6).
+pub fn audit(cli: &Cli, args: &AuditArgs) -> Result<(), Failure> {
+    let origin = cli
+        .origin
+        .as_deref()
+        .ok_or_else(|| {
+            Failure::Usage("--origin ORIGIN is required: the log's origin (`agentplane keys` prints it)".into())
+        })
+        .and_then(|origin| Origin::new(origin).map_err(|err| Failure::Usage(format!("--origin: {err}"))))?;
+    let mut inputs = AuditInputs::new(tenant(&cli.tenant)?, origin);
+    inputs.reader = cli_build().clone();
+    inputs.require_signature = args.require_signature;
+    for vkey in &args.log_keys {
+        inputs.log_keys.push(VerifierKey::parse(vkey).map_err(|err| Failure::Usage(format!("--log-key: {err}")))?);
+    }
+    for spec in &args.record_keys {
+        let (key_id, public_key) = record_key(spec)?;
+        inputs.record_keys.push(RecordKey { key_id, public_key });
+    }
+    for file in &args.checkpoints {
+        let note = std::fs::read(file).map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
+        let label = file.display().to_string();
+        inputs.anchors.push(Anchor::saved(&label, &note, &inputs.log_keys, &inputs.origin).map_err(usage)?);
+    }
+    let witness_keys = args.witness_keys.iter().map(|spec| witness_key(spec)).collect::<Result<Vec<_>, _>>()?;
+    if !args.witnesses.is_empty() && witness_keys.is_empty() {
+        return Err(Failure::Usage("--witness needs at least one --witness-key to trust its cosignatures".into()));
+    }
+    for url in &args.witnesses {
+        inputs.anchors.push(Anchor::witness(url, witness_keys.clone()).map_err(usage)?);
+    }
+    let store = open_existing(&cli.store)?;
+    run_and_report(&store, &inputs, args.assert_complete, args.json)
+}
+
+/// `agentplane verify`: the same audit, with the plane's public keys and the
+/// checkpoints it signed before as anchors.
+pub fn verify(cli: &Cli, require_signature: bool, assert_complete: bool, json: bool) -> Result<(), Failure> {
+    let keys = PlaneKeys::read(&cli.keys)?;
+    let store = open_existing(&cli.store)?;
+    let tenant = tenant(&cli.tenant)?;
+    let mut inputs = AuditInputs::new(tenant.clone(), keys.origin().clone());
+    inputs.reader = cli_build().clone();
+    inputs.require_signature = require_signature;
+    inputs.log_keys = vec![keys.log.verifier_key()];
+    inputs.record_keys = vec![RecordKey {
+        key_id: journal_core::Signer::key_id(&keys.record).to_owned(),
+        public_key: keys.record.public_key(),
+    }];
+    for signed in journal_core::Store::signed_checkpoints(&store, &tenant)? {
+        let label = format!("the checkpoint this plane signed at size {}", signed.tree.size);
+        inputs
+            .anchors
+            .push(Anchor::saved(&label, signed.note.as_bytes(), &inputs.log_keys, &inputs.origin).map_err(usage)?);
+    }
+    run_and_report(&store, &inputs, assert_complete, json)
+}
+
+fn usage(err: audit::AuditError) -> Failure {
+    Failure::Usage(err.to_string())
+}
+
+/// A witness key: a vkey (`name+hexid+base64`), or `NAME=BASE64` of its
+/// Ed25519 public key (a cosignature/v1 key).
+fn witness_key(spec: &str) -> Result<TrustedWitness, Failure> {
+    let bad = |why: String| Failure::Usage(format!("--witness-key {spec:?}: {why}"));
+    let key = match VerifierKey::parse(spec) {
+        Ok(key) => key,
+        Err(_) => {
+            let (name, encoded) = spec.split_once('=').ok_or_else(|| bad("expected a vkey or NAME=BASE64".into()))?;
+            let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, encoded)
+                .map_err(|_| bad("the key is not base64".into()))?;
+            let public: [u8; 32] = bytes.try_into().map_err(|_| bad("the key is not 32 bytes".into()))?;
+            VerifierKey::ed25519(name, ALG_COSIGNATURE_V1, public).map_err(|err| bad(err.to_string()))?
+        }
+    };
+    TrustedWitness::new(key).map_err(|err| bad(err.to_string()))
+}
+
+fn run_and_report(
+    store: &store_redb::RedbStore,
+    inputs: &AuditInputs,
+    assert_complete: bool,
+    json: bool,
+) -> Result<(), Failure> {
+    let progress =
+        if std::io::stderr().is_terminal() { indicatif::ProgressBar::new(0) } else { indicatif::ProgressBar::hidden() };
+    let report = audit::audit_with_progress(store, inputs, &|done, total| {
+        progress.set_length(total);
+        progress.set_position(done);
+    })
+    .map_err(|err| match err {
+        audit::AuditError::Store(err) => Failure::from(err),
+        other => Failure::Usage(other.to_string()),
+    })?;
+    progress.finish_and_clear();
+    if json {
+        print_json(&serde_json::to_value(&report).map_err(|err| Failure::Io(err.to_string()))?)?;
+    } else {
+        print_human(&report);
+    }
+    verdict(&report, assert_complete)
+}
+
+fn print_human(report: &AuditReport) {
+    for finding in &report.findings {
+        println!("FINDING {finding}");
+    }
+    let c = report.checked;
+    println!(
+        "checked: {} runs, {} records, {} signatures, {} derived claims, {} seals, {} inclusions, {} log nodes, {} anchors",
+        c.runs, c.records, c.signatures, c.derived, c.seals, c.inclusions, c.nodes, c.anchors
+    );
+    println!("log: {} sealed runs, root {}", report.log_size, report.log_root);
+    for missing in &report.not_checked {
+        println!("NOT CHECKED {}: {}", missing.what, missing.why);
+    }
+    match (report.findings.len(), report.not_checked.is_empty()) {
+        (0, true) => println!("clean and complete"),
+        (0, false) => println!("0 findings; clean as far as it could check"),
+        (n, _) => println!("{n} findings"),
+    }
+}
+
+/// Exit 0 clean; 1 findings (or incomplete with --assert-complete); 3 when
+/// every finding is build skew (the history may be intact, this binary
+/// cannot read it: the remedy says which one can).
+fn verdict(report: &AuditReport, assert_complete: bool) -> Result<(), Failure> {
+    if report.only_build_skew() {
+        let remedy = report.findings.iter().find_map(|f| f.remedy.clone()).unwrap_or_default();
+        return Err(Failure::BuildSkew(format!("{} records this binary cannot read. {remedy}", report.findings.len())));
+    }
+    if !report.findings.is_empty() {
+        let classes: std::collections::BTreeSet<FindingClass> = report.findings.iter().map(|f| f.class).collect();
+        return Err(Failure::Findings(format!("{} findings ({classes:?})", report.findings.len())));
+    }
+    if assert_complete && !report.not_checked.is_empty() {
+        return Err(Failure::Findings(format!(
+            "incomplete: {} checks not made (--assert-complete)",
+            report.not_checked.len()
+        )));
+    }
+    Ok(())
+}
