@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use journal_core::log::sign_head;
+use journal_core::log::sign_current_head;
 use journal_core::runtime::cost_in;
 use journal_core::{
     At, Build, ChainCheck, Counters, Ed25519Verifier, Journal, LogView, Origin, Outcome, RunId, Runtime,
@@ -54,11 +54,6 @@ impl Plane {
         let upcasters = reader_upcasters();
         let check = ChainCheck { upcasters: &upcasters, verifier: Some(&verifier), options: VerifyOptions::default() };
         Ok(self.journal().read(run, check)?)
-    }
-
-    /// The tenant's log, as one view (R-LOG-7).
-    pub fn log(&self) -> Result<LogView<'_>, Failure> {
-        Ok(LogView::open(self.store.as_ref(), &self.tenant)?)
     }
 }
 
@@ -305,8 +300,8 @@ fn instant(flag: &str, text: &str) -> Result<At, Failure> {
 
 /// The current log head signed now (R-NOTE-2), never a rollback.
 pub fn checkpoint(plane: &Plane) -> Result<witness::SignedCheckpoint, Failure> {
-    let view = plane.log()?;
-    Ok(sign_head(plane.store.as_ref(), &view, plane.keys.origin(), &plane.keys.log)?)
+    let (_, signed) = sign_current_head(plane.store.as_ref(), &plane.tenant, plane.keys.origin(), &plane.keys.log)?;
+    Ok(signed)
 }
 
 /// One row per run, every figure read through chain verification; a run
@@ -505,8 +500,7 @@ fn export(plane: &Plane, run: &RunId, output: &Path) -> Result<(), Failure> {
     if verified.seal.is_none() {
         return Err(Failure::Usage(format!("run {run} is not sealed; only sealed runs export")));
     }
-    let view = plane.log()?;
-    let signed = sign_head(plane.store.as_ref(), &view, plane.keys.origin(), &plane.keys.log)?;
+    let (view, signed) = sign_current_head(plane.store.as_ref(), &plane.tenant, plane.keys.origin(), &plane.keys.log)?;
     let inclusion = view.inclusion(run)?;
     let text =
         journal_core::export::write_export(&plane.tenant, plane.keys.origin(), run, &verified, &inclusion, &signed)?;

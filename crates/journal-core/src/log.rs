@@ -230,6 +230,25 @@ impl HashReader for LogView<'_> {
     }
 }
 
+impl witness::LogHistory for LogView<'_> {
+    fn root_at(&self, size: u64) -> Result<RootHash, witness::HistoryError> {
+        Ok(tlog::tree_root(self, size)?)
+    }
+
+    fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, witness::HistoryError> {
+        Ok(tlog::prove_consistency(self, old_size, new_size)?)
+    }
+
+    /// Read afresh: another instance may have sealed more since the view opened.
+    fn reached(&self, size: u64) -> Result<bool, witness::HistoryError> {
+        let counters = self
+            .store
+            .log_counters(self.tenant)
+            .map_err(|err| witness::HistoryError::Store { reason: err.to_string() })?;
+        Ok(counters.seal_count >= size)
+    }
+}
+
 /// Signs a checkpoint of `tree` for `origin` with `key`, now (R-NOTE-2).
 /// The plane itself signs through [`sign_head`], which first makes sure the
 /// tree is one it may sign; this is the bare signature, for fixtures and
@@ -244,7 +263,10 @@ pub fn sign_checkpoint(origin: &Origin, tree: Tree, key: &LogKey) -> Result<Sign
 /// plane signed for the tenant (kept in the store), is refused with
 /// [`JournalError::WouldSignRollback`] and nothing is signed. A new tree is
 /// recorded as the last signed in the same transaction that checks the one
-/// before it is still the last ([`Store::record_signed_checkpoint`]).
+/// before it is still the last ([`Store::record_signed_checkpoint`]). When
+/// another signer got further since the view was opened, the answer is the
+/// retryable [`JournalError::CheckpointConflict`]: open a new view and sign
+/// again ([`sign_current_head`] does).
 pub fn sign_head(
     store: &dyn Store,
     view: &LogView<'_>,
@@ -261,6 +283,15 @@ pub fn sign_head(
     let head = view.head()?.tree;
     let last = store.signed_checkpoints(tenant)?.last().map(|signed| signed.tree);
     if let Some(last) = last {
+        if head.size < last.size && store.log_counters(tenant)?.seal_count >= last.size {
+            // Another signer saw more of this log after this view was opened:
+            // the view is stale, not the log. Nothing is signed; open a new view.
+            return Err(JournalError::CheckpointConflict {
+                tenant: tenant.clone(),
+                expected: Some(head.size),
+                found: Some(last.size),
+            });
+        }
         if head.size < last.size {
             return Err(refuse(format!(
                 "the log has {} sealed runs; this plane signed {} before: the log shrank",
@@ -292,4 +323,23 @@ pub fn sign_head(
         )?;
     }
     Ok(signed)
+}
+
+/// Opens the tenant's log and signs its head ([`sign_head`]), opening a new
+/// view when another signer got further meanwhile (a few times at most).
+pub fn sign_current_head<'a>(
+    store: &'a dyn Store,
+    tenant: &'a TenantId,
+    origin: &Origin,
+    key: &LogKey,
+) -> Result<(LogView<'a>, SignedCheckpoint), JournalError> {
+    let mut attempts = 0;
+    loop {
+        let view = LogView::open(store, tenant)?;
+        match sign_head(store, &view, origin, key) {
+            Ok(signed) => return Ok((view, signed)),
+            Err(JournalError::CheckpointConflict { .. }) if attempts < 4 => attempts += 1,
+            Err(err) => return Err(err),
+        }
+    }
 }

@@ -31,6 +31,7 @@ struct TenantState {
     next_position: u64,
     nodes: BTreeMap<NodeId, NodeHash>,
     signed: Vec<SignedTree>,
+    cosigned: Vec<SignedTree>,
 }
 
 /// The in-memory store.
@@ -185,6 +186,15 @@ impl Store for MemoryStore {
             });
         }
         state.signed.push(signed);
+        Ok(())
+    }
+
+    fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
+        Ok(self.lock()?.get(tenant).map(|t| t.cosigned.clone()).unwrap_or_default())
+    }
+
+    fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {
+        self.lock()?.entry(tenant.clone()).or_default().cosigned.push(cosigned);
         Ok(())
     }
 }

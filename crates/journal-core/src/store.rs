@@ -145,6 +145,14 @@ pub trait Store: Send + Sync {
         previous: Option<Tree>,
         signed: SignedTree,
     ) -> Result<(), JournalError>;
+
+    /// The cosigned checkpoints of the tenant's log (one per witnessing round
+    /// that met its quorum: the note carries the log's signature and the
+    /// witnesses' cosignatures), oldest first.
+    fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError>;
+
+    /// Records a met round's cosigned checkpoint, durably.
+    fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError>;
 }
 
 /// Keys the idempotency index by `RunAdmitted`'s key: backends call this

@@ -11,7 +11,7 @@ use witness::{
 fn witness_client(seed: u8) -> Arc<dyn Witness + Send + Sync> {
     let key = SignerKey::from_seed("witness.test/w", ALG_COSIGNATURE_V1, [seed; 32]).unwrap();
     let trusted = TrustedWitness::new(key.verifier_key()).unwrap();
-    Arc::new(HttpWitness::new("http://127.0.0.1:9", vec![trusted]).unwrap())
+    Arc::new(HttpWitness::new(&format!("http://127.0.0.{seed}:9"), vec![trusted]).unwrap())
 }
 
 fn log_key() -> LogKey {

@@ -116,3 +116,84 @@ fn a_plane_without_witnesses_reports_so() {
         .unwrap();
     assert_eq!(runtime.sweep(&tenant).unwrap().outcome, SweepOutcome::NoWitnesses);
 }
+
+fn client_for(server_url: &str, cosigner_seed: u8, name: &str) -> Arc<dyn Witness + Send + Sync> {
+    let key = SignerKey::from_seed(name, ALG_COSIGNATURE_V1, [cosigner_seed; 32]).unwrap().verifier_key();
+    Arc::new(HttpWitness::new(server_url, vec![TrustedWitness::new(key).unwrap()]).unwrap())
+}
+
+/// A log rewritten to the size a quorum cosigned (a sealed run deleted, another
+/// sealed in its place) is an integrity refusal, never a skip: the sweep
+/// remembers the root of the last met round, not only its size.
+#[test]
+fn r_wit_9_a_log_rewritten_to_the_same_size_is_an_integrity_refusal_not_a_skip() {
+    let tenant = TenantId::new("t").unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(1, &log_key);
+    let store = Arc::new(MemoryStore::new());
+    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+        .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
+        .build()
+        .unwrap();
+    seal(&runtime, &tenant, "a");
+    let newest = seal(&runtime, &tenant, "b");
+    assert!(matches!(runtime.sweep(&tenant).unwrap().outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })));
+    assert_eq!(store.cosigned_checkpoints(&tenant).unwrap().len(), 1, "the met round is kept, cosigned");
+    store.delete_run(&tenant, &newest);
+    store.rewind_log(&tenant, 1);
+    seal(&runtime, &tenant, "c");
+    let report = runtime.sweep(&tenant).unwrap();
+    assert!(report.integrity_refusal() && report.needs_attention(), "{report:?}");
+    assert!(
+        matches!(&report.outcome, SweepOutcome::RefusedToSign { reason } if reason.contains("rewritten")),
+        "{report:?}"
+    );
+}
+
+/// Two instances of one plane sweeping one log: each sees witnesses ahead of
+/// what it last sent, and neither raises an integrity alarm; both end cosigned.
+#[test]
+fn r_wit_8_two_instances_sweeping_one_log_raise_no_alarm_and_both_end_cosigned() {
+    let tenant = TenantId::new("t").unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(2, &log_key);
+    let urls: Vec<String> = ws.clients.iter().map(|c| c.endpoint().to_owned()).collect();
+    let store = Arc::new(MemoryStore::new());
+    let instance = |clients: Vec<Arc<dyn Witness + Send + Sync>>| {
+        RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+            .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+            .witnesses(clients, WitnessQuorum::of(2))
+            .build()
+            .unwrap()
+    };
+    let a = instance(ws.clients.clone());
+    let b = instance(vec![client_for(&urls[0], 10, "sweep.test/w0"), client_for(&urls[1], 11, "sweep.test/w1")]);
+    for round in 0..3 {
+        seal(&a, &tenant, &format!("a-{round}"));
+        let report = a.sweep(&tenant).unwrap();
+        assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "a {round}: {report:?}");
+        seal(&b, &tenant, &format!("b-{round}"));
+        let report = b.sweep(&tenant).unwrap();
+        assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "b {round}: {report:?}");
+    }
+    let report = a.sweep(&tenant).unwrap();
+    assert_eq!(report.outcome, SweepOutcome::Skipped { size: 6 }, "b's met round counts for a: one log, one store");
+    assert_eq!(store.cosigned_checkpoints(&tenant).unwrap().last().unwrap().tree.size, 6);
+}
+
+/// One witness listed twice (its URL with and without a slash) is refused
+/// when the runtime is built: a quorum counts witnesses, not list entries.
+#[test]
+fn r_wit_7_one_witness_listed_twice_is_refused() {
+    let tenant = TenantId::new("t").unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(1, &log_key);
+    let url = ws.clients[0].endpoint().to_owned();
+    let twice = vec![Arc::clone(&ws.clients[0]), client_for(&format!("{url}/"), 10, "sweep.test/w0")];
+    let built = RuntimeBuilder::new(Arc::new(MemoryStore::new()))
+        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+        .witnesses(twice, WitnessQuorum::of(2))
+        .build();
+    assert!(matches!(built, Err(journal_core::BuildError::DuplicateWitness(_))), "{:?}", built.err());
+}

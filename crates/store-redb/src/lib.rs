@@ -44,6 +44,8 @@ const LOG_COUNTER: TableDefinition<&str, u64> = TableDefinition::new("log_counte
 const NODES: TableDefinition<(&str, u8, u64), &[u8]> = TableDefinition::new("log_nodes");
 /// (tenant, n) -> (size, root, note): the checkpoints this plane signed, in order.
 const SIGNED: TableDefinition<(&str, u64), (u64, &[u8], &str)> = TableDefinition::new("signed_checkpoints");
+/// (tenant, n) -> (size, root, cosigned note): each witnessing round that met its quorum.
+const COSIGNED: TableDefinition<(&str, u64), (u64, &[u8], &str)> = TableDefinition::new("cosigned_checkpoints");
 
 /// The most appends one group commit carries.
 pub const MAX_BATCH: usize = 512;
@@ -183,6 +185,7 @@ impl RedbStore {
         txn.open_table(LOG_COUNTER).map_err(io)?;
         txn.open_table(NODES).map_err(io)?;
         txn.open_table(SIGNED).map_err(io)?;
+        txn.open_table(COSIGNED).map_err(io)?;
         txn.commit().map_err(io)?;
         let db = Arc::new(db);
         let (sender, receiver) = mpsc::channel::<Job>();
@@ -220,6 +223,28 @@ impl RedbStore {
 
     fn read_txn(&self) -> Result<ReadTransaction, JournalError> {
         self.db.begin_read().map_err(io)
+    }
+
+    /// A tenant's checkpoints kept in `definition`, oldest first.
+    fn read_trees(
+        &self,
+        definition: TableDefinition<(&str, u64), (u64, &[u8], &str)>,
+        tenant: &TenantId,
+    ) -> Result<Vec<SignedTree>, JournalError> {
+        let txn = self.read_txn()?;
+        let table = match txn.open_table(definition) {
+            Ok(table) => table,
+            // A file made before the table existed, opened read-only.
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+            Err(err) => return Err(io(err)),
+        };
+        let t = tenant.as_str();
+        let mut out = Vec::new();
+        for entry in table.range((t, 0)..=(t, u64::MAX)).map_err(io)? {
+            let (_, value) = entry.map_err(io)?;
+            out.push(signed_tree(t, value.value())?);
+        }
+        Ok(out)
     }
 }
 
@@ -570,20 +595,36 @@ impl Store for RedbStore {
     }
 
     fn signed_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
-        let txn = self.read_txn()?;
-        let table = match txn.open_table(SIGNED) {
-            Ok(table) => table,
-            // A file made before the table existed, opened read-only.
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(err) => return Err(io(err)),
+        self.read_trees(SIGNED, tenant)
+    }
+
+    fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
+        self.read_trees(COSIGNED, tenant)
+    }
+
+    fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {
+        let Db::Writable(db) = &self.db else {
+            return Err(machinery("the store is open read-only: it cannot record a cosigned checkpoint"));
         };
         let t = tenant.as_str();
-        let mut out = Vec::new();
-        for entry in table.range((t, 0)..=(t, u64::MAX)).map_err(io)? {
-            let (_, value) = entry.map_err(io)?;
-            out.push(signed_tree(t, value.value())?);
+        let txn = db.begin_write().map_err(io)?;
+        {
+            let mut table = txn.open_table(COSIGNED).map_err(io)?;
+            let next = table
+                .range((t, 0)..=(t, u64::MAX))
+                .map_err(io)?
+                .next_back()
+                .transpose()
+                .map_err(io)?
+                .map_or(0, |(key, _)| key.value().1 + 1);
+            table
+                .insert(
+                    (t, next),
+                    (cosigned.tree.size, cosigned.tree.root.as_bytes().as_slice(), cosigned.note.as_str()),
+                )
+                .map_err(io)?;
         }
-        Ok(out)
+        txn.commit().map_err(io)
     }
 
     fn record_signed_checkpoint(

@@ -116,6 +116,38 @@ fn r_wit_6_shrink_is_refused() {
     assert_eq!(raw.status().as_u16(), 400);
 }
 
+/// A witness ahead of a checkpoint that this log has also reached since (a
+/// second instance submitted first) is a stale submission, never a rollback:
+/// the one alarm that must stay believable is kept for logs that lost history.
+#[test]
+fn r_wit_6_a_witness_ahead_of_a_stale_checkpoint_is_stale_not_rollback() {
+    let mut plane = Plane::new(1);
+    let (_dir, server, key) = setup(&plane);
+    plane.grow_to(5, u64::MAX);
+    let stale = plane.signed();
+    plane.grow_to(7, u64::MAX);
+    HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap().add_checkpoint(&plane.signed(), &plane.log).unwrap();
+    let other_instance = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
+    let err = other_instance.add_checkpoint(&stale, &plane.log).unwrap_err();
+    assert_eq!(err, WitnessError::Stale { witness: server.url(), witness_size: 7, size: 5 });
+    assert!(!err.is_integrity() && err.is_retryable());
+    // Signed afresh, the same instance is cosigned.
+    other_instance.add_checkpoint(&plane.signed(), &plane.log).unwrap();
+}
+
+/// A quorum counts distinct witness identities: one witness reached through
+/// two clients is one cosigner.
+#[test]
+fn r_wit_1_a_quorum_counts_identities_not_endpoints() {
+    let mut plane = Plane::new(1);
+    let (_dir, server, key) = setup(&plane);
+    plane.grow_to(3, u64::MAX);
+    let one = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
+    let same = HttpWitness::new(&format!("{}/", server.url()), vec![trusted(&key)]).unwrap();
+    let outcome = cosign_quorum(&[&one, &same], WitnessQuorum::of(2), &plane.signed(), &plane.log);
+    assert!(matches!(outcome, QuorumOutcome::Shortfall { got: 1, needed: 2, .. }), "{outcome:?}");
+}
+
 #[test]
 fn unknown_origin_and_untrusted_log_key() {
     let plane = Plane::new(1);

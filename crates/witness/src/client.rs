@@ -20,8 +20,8 @@ use crate::protocol::{
     ADD_CHECKPOINT_PATH, AddCheckpointRequest, MAX_RESPONSE_BYTES, monitor_path, parse_conflict_size,
 };
 use crate::quorum::{
-    CosignedCheckpoint, LogHistory, SplitViewReport, Witness, WitnessFailure, build_request, find_split_views,
-    verified_cosignatures,
+    CosignedCheckpoint, LogHistory, SplitViewReport, Witness, WitnessFailure, WitnessIdentity, build_request,
+    find_split_views, verified_cosignatures,
 };
 
 /// The default time a whole exchange with a witness may take.
@@ -182,9 +182,27 @@ impl HttpWitness {
     }
 }
 
+impl HttpWitness {
+    /// A witness ahead of the checkpoint: stale when the log has reached its
+    /// size since (another instance submitted first), an integrity refusal
+    /// when the log never had that many leaves.
+    fn ahead(&self, witness_size: u64, size: u64, history: &dyn LogHistory) -> WitnessError {
+        let reached = history.reached(witness_size);
+        match reached {
+            Ok(true) => WitnessError::Stale { witness: self.url.clone(), witness_size, size },
+            Ok(false) => WitnessError::Rollback { witness: self.url.clone(), witness_size, size },
+            Err(source) => WitnessError::History { old_size: size, new_size: witness_size, source },
+        }
+    }
+}
+
 impl Witness for HttpWitness {
     fn endpoint(&self) -> &str {
         &self.url
+    }
+
+    fn identities(&self) -> Vec<WitnessIdentity> {
+        self.trusted.iter().map(|key| WitnessIdentity { name: key.name().to_owned(), key_id: key.key_id() }).collect()
     }
 
     /// Sends from the size this client last saw the witness at (0 at first);
@@ -206,11 +224,7 @@ impl Witness for HttpWitness {
             Attempt::WitnessAt(size) => {
                 self.remember(origin, size);
                 if size > new_size {
-                    return Err(WitnessError::Rollback {
-                        witness: self.url.clone(),
-                        witness_size: size,
-                        size: new_size,
-                    });
+                    return Err(self.ahead(size, new_size, history));
                 }
                 build_request(signed, size, history)?
             }

@@ -209,10 +209,10 @@ pub enum WitnessError {
         /// The size with two roots.
         size: u64,
     },
-    /// Integrity: the witness cosigned a larger tree than the checkpoint
-    /// offered: this log has lost history, or is submitting a stale checkpoint.
+    /// Integrity: the witness cosigned a larger tree than this log has
+    /// reached: the log lost history.
     #[error(
-        "witness {witness} has cosigned size {witness_size} of this log, larger than the checkpoint's {size}: the log lost history, or this checkpoint is stale"
+        "witness {witness} has cosigned size {witness_size} of this log, larger than anything the log has ({size}): the log lost history"
     )]
     Rollback {
         /// The witness URL.
@@ -220,6 +220,20 @@ pub enum WitnessError {
         /// The size the witness cosigned.
         witness_size: u64,
         /// The checkpoint's size.
+        size: u64,
+    },
+    /// Not integrity: the witness cosigned a larger size of this log, which
+    /// the log has also reached (another instance of the plane submitted
+    /// first). Sign the log's current checkpoint and submit again.
+    #[error(
+        "witness {witness} has cosigned size {witness_size}, which this log has reached since its checkpoint of size {size} was signed: stale, sign afresh"
+    )]
+    Stale {
+        /// The witness URL.
+        witness: String,
+        /// The size the witness cosigned.
+        witness_size: u64,
+        /// The stale checkpoint's size.
         size: u64,
     },
     /// 404: the witness does not know this origin.
@@ -313,6 +327,6 @@ impl WitnessError {
 
     /// A witness that is busy or away: the same request may succeed later.
     pub fn is_retryable(&self) -> bool {
-        matches!(self, Self::Unavailable { .. } | Self::Transport { .. } | Self::Conflict { .. })
+        matches!(self, Self::Unavailable { .. } | Self::Transport { .. } | Self::Conflict { .. } | Self::Stale { .. })
     }
 }

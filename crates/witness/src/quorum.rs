@@ -4,7 +4,7 @@
 //! split view ([`find_split_views`]). The HTTP client that implements
 //! [`Witness`] lives in `client`, behind the `client` feature.
 
-use tlog::{ConsistencyProof, HashReader, ProveError, RootHash, Tree};
+use tlog::{ConsistencyProof, MemoryHashStore, ProveError, RootHash, Tree};
 
 use crate::checkpoint::{Checkpoint, SignedCheckpoint};
 use crate::cosignature::{Cosignature, TrustedWitness, verify_cosignatures};
@@ -55,26 +55,30 @@ impl<E: std::fmt::Display> From<ProveError<E>> for HistoryError {
 }
 
 /// What the log offers a client: its roots and consistency proofs at any size
-/// it has reached. Implemented for every [`tlog::HashReader`].
+/// it has reached, and whether it has reached a size at all (so a witness
+/// ahead of a stale checkpoint is not mistaken for a log that lost history).
 pub trait LogHistory {
     /// The root of the first `size` leaves.
     fn root_at(&self, size: u64) -> Result<RootHash, HistoryError>;
     /// The consistency proof from `old_size` to `new_size`, for any
     /// `0 < old_size <= new_size <= ` the log's size.
     fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, HistoryError>;
+    /// Whether the log has reached `size` leaves by now (it may have grown
+    /// since the checkpoint being submitted was signed).
+    fn reached(&self, size: u64) -> Result<bool, HistoryError>;
 }
 
-impl<R> LogHistory for R
-where
-    R: HashReader,
-    R::Error: std::fmt::Display,
-{
+impl LogHistory for MemoryHashStore {
     fn root_at(&self, size: u64) -> Result<RootHash, HistoryError> {
         Ok(tlog::tree_root(self, size)?)
     }
 
     fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, HistoryError> {
         Ok(tlog::prove_consistency(self, old_size, new_size)?)
+    }
+
+    fn reached(&self, size: u64) -> Result<bool, HistoryError> {
+        Ok(size <= self.size())
     }
 }
 
@@ -89,10 +93,22 @@ pub struct CosignedCheckpoint {
     pub unsupported: Vec<(String, u8)>,
 }
 
+/// Who a witness is: the name and key id of a key its cosignatures are
+/// checked against. A quorum counts identities, not endpoints.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WitnessIdentity {
+    /// The key name.
+    pub name: String,
+    /// The key id.
+    pub key_id: u32,
+}
+
 /// A witness a log submits to. Implemented by `HttpWitness` (feature `client`).
 pub trait Witness {
     /// A name for reports: the URL.
     fn endpoint(&self) -> &str;
+    /// The identities whose cosignatures this client accepts.
+    fn identities(&self) -> Vec<WitnessIdentity>;
     /// Submits a signed checkpoint with a consistency proof from the size the
     /// witness last cosigned, and returns its verified cosignatures.
     fn add_checkpoint(
@@ -262,7 +278,13 @@ pub fn cosign_quorum(
             Err(error) => failures.push(WitnessFailure { witness, error }),
         }
     }
-    let got = cosigned.len();
+    // Distinct identities, not answers: one witness listed twice (or two URLs
+    // of one witness) is one cosigner.
+    let got = cosigned
+        .iter()
+        .flat_map(|c| c.cosignatures.iter().map(|s| WitnessIdentity { name: s.name.clone(), key_id: s.key_id }))
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
     let needed = quorum.needed();
     if !refusals.is_empty() {
         return QuorumOutcome::IntegrityRefusal { refusals, got, needed, quorum_met: got >= needed, failures };

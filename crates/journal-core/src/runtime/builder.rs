@@ -1,7 +1,6 @@
 //! Building a [`Runtime`]: its store, signer, tenants, witnesses, clock and
 //! the build it names as the writer; the configuration is checked once here.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use witness::Origin;
@@ -40,6 +39,10 @@ pub enum BuildError {
         /// The number of witnesses.
         witnesses: usize,
     },
+    /// One witness listed twice (the same endpoint, or a key another entry
+    /// also trusts): a quorum counts witnesses, not entries (R-WIT-7).
+    #[error("witness {0} is listed twice: a quorum counts distinct witnesses")]
+    DuplicateWitness(String),
     /// Witnessing needs every tenant's checkpoints signed.
     #[error("witnesses are configured but tenant {0} has no log key to sign its checkpoints")]
     NoLogKey(String),
@@ -127,6 +130,18 @@ impl RuntimeBuilder {
                 return Err(BuildError::DuplicateTenant(tenant.tenant.to_string()));
             }
         }
+        let mut identities = std::collections::BTreeSet::new();
+        let mut endpoints = std::collections::BTreeSet::new();
+        for witness in &self.witnesses {
+            if !endpoints.insert(witness.endpoint().trim_end_matches('/').to_owned()) {
+                return Err(BuildError::DuplicateWitness(witness.endpoint().to_owned()));
+            }
+            for identity in witness.identities() {
+                if !identities.insert(identity.clone()) {
+                    return Err(BuildError::DuplicateWitness(format!("{} ({:08x})", identity.name, identity.key_id)));
+                }
+            }
+        }
         let quorum = self.quorum.unwrap_or(witness::WitnessQuorum::of(0));
         let count = self.witnesses.len();
         if quorum.needed() > count {
@@ -149,7 +164,6 @@ impl RuntimeBuilder {
             witnesses: self.witnesses,
             quorum,
             upcasters: self.upcasters.unwrap_or_else(Upcasters::builtin).read_by(build.clone()),
-            witnessed: std::sync::Mutex::new(BTreeMap::new()),
             build,
             clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
         })

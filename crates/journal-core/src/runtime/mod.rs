@@ -17,7 +17,6 @@ pub mod replay;
 pub mod status;
 pub mod sweep;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
@@ -104,8 +103,6 @@ pub struct Runtime {
     witnesses: Vec<Arc<dyn witness::Witness + Send + Sync>>,
     quorum: witness::WitnessQuorum,
     upcasters: Upcasters,
-    /// Per tenant, the log size the last round that met the quorum witnessed.
-    witnessed: std::sync::Mutex<BTreeMap<TenantId, u64>>,
     /// The build named as the writer of every record.
     build: Build,
     /// Where the time on every record comes from.
