@@ -5,22 +5,57 @@
 // cosigned checkpoint durably in redb, and cosigns only a checkpoint it can
 // prove extends the last one it cosigned.
 
-use std::io::Read as _;
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Duration;
 
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{ALLOW, CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
-use tiny_http::{Header, Method, Request, Response};
 use tlog::{RootHash, Tree};
+use tokio::sync::{Semaphore, watch};
+use tokio::task::JoinSet;
 
 use witness::protocol::{ADD_CHECKPOINT_PATH, AddCheckpointRequest, MAX_REQUEST_BYTES, SIZE_CONTENT_TYPE, origin_hash};
 use witness::{CheckpointError, Cosigner, NoteError, NoteVerifier, SignedCheckpoint, VerifierKey};
 
 /// origin -> (size, root, the cosigned note served to readers)
 const LATEST: TableDefinition<&str, (u64, &[u8], &str)> = TableDefinition::new("latest_cosigned");
-const WORKERS: usize = 4;
+/// Where every refusal is logged (integrity refusals also go to
+/// `agentplane.witness.integrity`).
+const LOG_TARGET: &str = "agentplane.witness";
+
+/// How long a client may take and how many may be connected: what keeps slow
+/// or many clients from stopping the witness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// The request line and headers must arrive within this (else the
+    /// connection is closed).
+    pub header_timeout: Duration,
+    /// The body must arrive within this (else 408).
+    pub body_timeout: Duration,
+    /// Connections served at once; more are closed as they arrive.
+    pub max_connections: usize,
+    /// On shutdown, how long connections in flight may take to finish.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        Self {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}
 
 /// The time source for cosignature timestamps (POSIX seconds).
 pub trait Clock: Send + Sync {
@@ -76,18 +111,24 @@ pub enum ServerError {
         /// What failed.
         reason: String,
     },
+    /// The configuration cannot be served.
+    #[error("configuration: {0}")]
+    Config(String),
 }
 
 struct Shared {
     config: WitnessConfig,
     db: Database,
+    limits: ServerLimits,
 }
 
-/// A running witness server. Dropping it stops it.
+/// A running witness server: an HTTP/1.1 server on tokio. Dropping it (or
+/// [`WitnessServer::shutdown`]) stops accepting, lets connections in flight
+/// finish within the grace period, and stops.
 pub struct WitnessServer {
-    http: Arc<tiny_http::Server>,
     addr: SocketAddr,
-    workers: Vec<JoinHandle<()>>,
+    shutdown: watch::Sender<bool>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for WitnessServer {
@@ -104,31 +145,54 @@ impl WitnessServer {
     /// Opens (or creates) the state at `state_path` and serves on `listen`
     /// (`127.0.0.1:0` picks a free port; see [`WitnessServer::addr`]).
     pub fn start(config: WitnessConfig, state_path: &Path, listen: &str) -> Result<Self, ServerError> {
+        Self::start_with(config, state_path, listen, ServerLimits::default())
+    }
+
+    /// As [`WitnessServer::start`], with explicit limits.
+    pub fn start_with(
+        config: WitnessConfig,
+        state_path: &Path,
+        listen: &str,
+        limits: ServerLimits,
+    ) -> Result<Self, ServerError> {
+        let own = config.cosigner.verifier_key();
+        for log in &config.logs {
+            if log.keys.iter().any(|key| key.public_key() == own.public_key()) {
+                return Err(ServerError::Config(format!(
+                    "log {}: the witness's own key is listed as a log key; a witness cannot witness itself",
+                    log.origin
+                )));
+            }
+        }
         let db = Database::create(state_path).map_err(|err| state_error(state_path, err))?;
         let txn = db.begin_write().map_err(|err| state_error(state_path, err))?;
         txn.open_table(LATEST).map_err(|err| state_error(state_path, err))?;
         txn.commit().map_err(|err| state_error(state_path, err))?;
 
-        let http = tiny_http::Server::http(listen)
-            .map_err(|err| ServerError::Listen { addr: listen.to_owned(), reason: err.to_string() })?;
-        let addr = http
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| ServerError::Listen { addr: listen.to_owned(), reason: "not an IP address".into() })?;
-        let http = Arc::new(http);
-        let shared = Arc::new(Shared { config, db });
-        let workers = (0..WORKERS)
-            .map(|_| {
-                let http = Arc::clone(&http);
-                let shared = Arc::clone(&shared);
-                std::thread::spawn(move || {
-                    while let Ok(request) = http.recv() {
-                        shared.handle(request);
+        let listen_error = |reason: String| ServerError::Listen { addr: listen.to_owned(), reason };
+        let listener = std::net::TcpListener::bind(listen).map_err(|err| listen_error(err.to_string()))?;
+        listener.set_nonblocking(true).map_err(|err| listen_error(err.to_string()))?;
+        let addr = listener.local_addr().map_err(|err| listen_error(err.to_string()))?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("agentplane-witness")
+            .enable_all()
+            .build()
+            .map_err(|err| listen_error(err.to_string()))?;
+        let shared = Arc::new(Shared { config, db, limits });
+        let (shutdown, stop) = watch::channel(false);
+        let thread = std::thread::Builder::new()
+            .name("agentplane-witness-accept".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    match tokio::net::TcpListener::from_std(listener) {
+                        Ok(listener) => serve(listener, shared, stop).await,
+                        Err(err) => tracing::error!(target: LOG_TARGET, "listening: {err}"),
                     }
-                })
+                });
             })
-            .collect();
-        Ok(Self { http, addr, workers })
+            .map_err(|err| listen_error(err.to_string()))?;
+        Ok(Self { addr, shutdown, thread: Some(thread) })
     }
 
     /// The address it listens on.
@@ -141,23 +205,96 @@ impl WitnessServer {
         format!("http://{}", self.addr)
     }
 
-    /// Blocks until the server stops (it runs until the process ends).
+    /// Stops accepting, lets connections in flight finish (within the grace
+    /// period), and returns when the server has stopped.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    /// Blocks until the server stops (after [`WitnessServer::shutdown`] from
+    /// elsewhere, or never).
     pub fn wait(mut self) {
-        for worker in self.workers.drain(..) {
-            let _ = worker.join();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+
+    /// A handle that stops the server from another thread (a signal handler).
+    pub fn stopper(&self) -> impl Fn() + Send + Sync + 'static {
+        let shutdown = self.shutdown.clone();
+        move || {
+            let _ = shutdown.send(true);
+        }
+    }
+
+    fn stop(&mut self) {
+        let _ = self.shutdown.send(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
 }
 
 impl Drop for WitnessServer {
     fn drop(&mut self) {
-        for _ in 0..self.workers.len() {
-            self.http.unblock();
-        }
-        for worker in self.workers.drain(..) {
-            let _ = worker.join();
-        }
+        self.stop();
     }
+}
+
+/// Accepts connections until told to stop, each on a task of its own (a
+/// client that stalls holds only its own task), at most `max_connections`.
+async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let limits = shared.limits;
+    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let mut connections = JoinSet::new();
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.changed() => break,
+            accepted = listener.accept() => accepted,
+            // Reap finished connections as we go, so the set stays small.
+            Some(_) = connections.join_next(), if !connections.is_empty() => continue,
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(err) => {
+                tracing::warn!(target: LOG_TARGET, "accepting a connection: {err}");
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+            tracing::warn!(target: LOG_TARGET, %peer, "refused: {} connections already open", limits.max_connections);
+            drop(stream);
+            continue;
+        };
+        let shared = Arc::clone(&shared);
+        let mut stop = stop.clone();
+        connections.spawn(async move {
+            let service = hyper::service::service_fn(move |request| {
+                let shared = Arc::clone(&shared);
+                async move { Ok::<_, Infallible>(shared.handle(request).await) }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            tokio::select! {
+                result = connection.as_mut() => {
+                    if let Err(err) = result {
+                        tracing::debug!(target: LOG_TARGET, %peer, "connection: {err}");
+                    }
+                }
+                _ = stop.changed() => {
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
+            }
+            drop(permit);
+        });
+    }
+    // Stopped: no new connections; those in flight get the grace period.
+    let _ =
+        tokio::time::timeout(limits.shutdown_grace, async { while connections.join_next().await.is_some() {} }).await;
 }
 
 /// A status, a content type and a body.
@@ -165,36 +302,66 @@ struct Answer {
     status: u16,
     content_type: &'static str,
     body: String,
+    allow: Option<&'static str>,
 }
 
 impl Answer {
     fn text(status: u16, body: impl Into<String>) -> Self {
-        Self { status, content_type: "text/plain; charset=utf-8", body: body.into() }
+        Self { status, content_type: "text/plain; charset=utf-8", body: body.into(), allow: None }
+    }
+
+    fn not_allowed(allow: &'static str) -> Self {
+        Self { allow: Some(allow), ..Self::text(405, format!("method not allowed; use {allow}\n")) }
+    }
+
+    fn into_response(self) -> Response<Full<Bytes>> {
+        let mut response = Response::new(Full::new(Bytes::from(self.body)));
+        *response.status_mut() = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        response.headers_mut().insert(CONTENT_TYPE, HeaderValue::from_static(self.content_type));
+        if let Some(allow) = self.allow {
+            response.headers_mut().insert(ALLOW, HeaderValue::from_static(allow));
+        }
+        response
     }
 }
 
 impl Shared {
-    fn handle(&self, mut request: Request) {
-        let path = request.url().to_owned();
-        let answer = match (request.method(), path.as_str()) {
-            (Method::Post, ADD_CHECKPOINT_PATH) => {
-                let mut body = Vec::new();
-                match request.as_reader().take(MAX_REQUEST_BYTES as u64 + 1).read_to_end(&mut body) {
-                    Ok(_) if body.len() > MAX_REQUEST_BYTES => Answer::text(400, "request body too large\n"),
-                    Ok(_) => self.add_checkpoint(&body),
-                    Err(err) => Answer::text(400, format!("reading the request: {err}\n")),
+    async fn handle(self: Arc<Self>, request: Request<Incoming>) -> Response<Full<Bytes>> {
+        let path = request.uri().path().to_owned();
+        let method = request.method().clone();
+        let answer = match (method.clone(), path.as_str()) {
+            (Method::POST, ADD_CHECKPOINT_PATH) => {
+                let limited = Limited::new(request.into_body(), MAX_REQUEST_BYTES);
+                match tokio::time::timeout(self.limits.body_timeout, limited.collect()).await {
+                    Err(_) => Answer::text(408, "the request body did not arrive in time\n"),
+                    Ok(Err(err)) if err.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+                        Answer::text(400, "request body too large\n")
+                    }
+                    Ok(Err(err)) => Answer::text(400, format!("reading the request: {err}\n")),
+                    Ok(Ok(body)) => {
+                        let body = body.to_bytes();
+                        let shared = Arc::clone(&self);
+                        tokio::task::spawn_blocking(move || shared.add_checkpoint(&body))
+                            .await
+                            .unwrap_or_else(|err| Answer::text(500, format!("cosigning failed: {err}\n")))
+                    }
                 }
             }
-            (Method::Get, _) => self.monitor(&path),
+            (_, ADD_CHECKPOINT_PATH) => Answer::not_allowed("POST"),
+            (Method::GET, _) => {
+                let shared = Arc::clone(&self);
+                let lookup = path.clone();
+                tokio::task::spawn_blocking(move || shared.monitor(&lookup))
+                    .await
+                    .unwrap_or_else(|err| Answer::text(500, format!("reading state failed: {err}\n")))
+            }
+            (_, other) if other.ends_with("/checkpoint") => Answer::not_allowed("GET"),
             _ => Answer::text(404, "not found\n"),
         };
-        let mut response = Response::from_string(answer.body).with_status_code(answer.status);
-        if let Ok(header) = Header::from_bytes("Content-Type", answer.content_type) {
-            response = response.with_header(header);
+        if answer.status >= 400 {
+            tracing::warn!(target: LOG_TARGET, %method, path, status = answer.status, "refused: {}", answer.body.trim_end());
         }
-        if let Err(err) = request.respond(response) {
-            tracing::debug!("witness: answering failed: {err}");
-        }
+        answer.into_response()
     }
 
     fn monitor(&self, path: &str) -> Answer {
@@ -271,7 +438,12 @@ impl Shared {
                 None => Tree::empty(),
             };
             if request.old_size != stored.size {
-                return Ok(Answer { status: 409, content_type: SIZE_CONTENT_TYPE, body: format!("{}\n", stored.size) });
+                return Ok(Answer {
+                    status: 409,
+                    content_type: SIZE_CONTENT_TYPE,
+                    body: format!("{}\n", stored.size),
+                    allow: None,
+                });
             }
             if new.size == 0 && new.root != RootHash::empty() {
                 return Ok(Answer::text(422, "a checkpoint of size 0 must carry the empty tree's root\n"));
@@ -282,7 +454,16 @@ impl Shared {
             if stored.size > 0
                 && let Err(err) = new.verify_extends(&stored, &request.proof)
             {
-                tracing::warn!(target: "agentplane.witness.integrity", origin = checkpoint.origin(), "refused: {err}");
+                tracing::warn!(
+                    target: "agentplane.witness.integrity",
+                    witness = self.config.cosigner.name(),
+                    origin = checkpoint.origin(),
+                    cosigned_size = stored.size,
+                    cosigned_root = %stored.root,
+                    size = new.size,
+                    root = %new.root,
+                    "refused a checkpoint that does not extend the one cosigned: {err}"
+                );
                 return Ok(Answer::text(422, format!("{err}\n")));
             }
             let timestamp = self.config.clock.now();

@@ -4,7 +4,7 @@
 //! witness operator installs one small binary with no journal code in it, and
 //! no log or auditor inherits an HTTP server.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -14,6 +14,9 @@ use witness_server::{LogConfig, SystemClock, WitnessConfig, WitnessServer};
 
 /// A C2SP tlog-witness: cosigns checkpoints of the logs it is configured to
 /// watch, only when it can prove each extends the last it cosigned.
+///
+/// Logging: RUST_LOG (default `info`); every refusal is logged on
+/// `agentplane.witness`, and refusals on consistency on `agentplane.witness.integrity`.
 #[derive(Parser)]
 #[command(name = "agentplane-witness", version)]
 struct Cli {
@@ -23,19 +26,23 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve `POST /add-checkpoint` and `GET /<origin hash>/checkpoint`.
+    /// Serve `POST /add-checkpoint` and `GET /<origin hash>/checkpoint` until SIGINT or SIGTERM.
     Serve {
-        /// Address to listen on (port 0 picks a free one; the address is printed).
-        #[arg(long, default_value = "127.0.0.1:7380")]
-        listen: String,
+        /// A configuration file (TOML: listen, state, key_file, [[log]] origin and keys);
+        /// the flags below override it.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Address to listen on (port 0 picks a free one; the address is printed). Default 127.0.0.1:7380.
+        #[arg(long)]
+        listen: Option<String>,
         /// The redb file holding each origin's latest cosigned checkpoint.
         #[arg(long)]
-        state: PathBuf,
+        state: Option<PathBuf>,
         /// File holding the witness's signer key (PRIVATE+KEY+name+id+..., made by `keygen`).
         #[arg(long)]
-        key_file: PathBuf,
+        key_file: Option<PathBuf>,
         /// A log to watch: ORIGIN=VKEY (repeatable; several keys for one origin are allowed).
-        #[arg(long = "log", value_name = "ORIGIN=VKEY", required = true)]
+        #[arg(long = "log", value_name = "ORIGIN=VKEY")]
         logs: Vec<String>,
     },
     /// Make a cosigning key: writes the signer key to FILE, prints the verifier key.
@@ -49,7 +56,28 @@ enum Command {
     },
 }
 
+/// The configuration file.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    listen: Option<String>,
+    state: Option<PathBuf>,
+    key_file: Option<PathBuf>,
+    #[serde(default, rename = "log")]
+    logs: Vec<LogEntry>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LogEntry {
+    origin: String,
+    keys: Vec<String>,
+}
+
 fn main() -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -59,17 +87,18 @@ fn main() -> ExitCode {
     }
 }
 
-fn parse_logs(specs: &[String]) -> Result<Vec<LogConfig>, String> {
-    let mut logs: Vec<LogConfig> = Vec::new();
-    for spec in specs {
-        let (origin, vkey) = spec.split_once('=').ok_or_else(|| format!("--log {spec:?}: expected ORIGIN=VKEY"))?;
-        let key = VerifierKey::parse(vkey).map_err(|err| format!("--log {spec:?}: {err}"))?;
-        match logs.iter_mut().find(|log| log.origin == origin) {
-            Some(log) => log.keys.push(key),
-            None => logs.push(LogConfig { origin: origin.to_owned(), keys: vec![key] }),
-        }
+fn add_log(logs: &mut Vec<LogConfig>, origin: &str, vkey: &str, what: &str) -> Result<(), String> {
+    let key = VerifierKey::parse(vkey).map_err(|err| format!("{what}: {err}"))?;
+    match logs.iter_mut().find(|log| log.origin == origin) {
+        Some(log) => log.keys.push(key),
+        None => logs.push(LogConfig { origin: origin.to_owned(), keys: vec![key] }),
     }
-    Ok(logs)
+    Ok(())
+}
+
+fn read_config(path: &Path) -> Result<ConfigFile, String> {
+    let text = std::fs::read_to_string(path).map_err(|err| format!("reading {}: {err}", path.display()))?;
+    toml::from_str(&text).map_err(|err| format!("{}: {err}", path.display()))
 }
 
 fn run(cli: Cli) -> Result<(), String> {
@@ -80,19 +109,60 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", key.verifier_key());
             Ok(())
         }
-        Command::Serve { listen, state, key_file, logs } => {
+        Command::Serve { config, listen, state, key_file, logs } => {
+            let file = config.as_deref().map(read_config).transpose()?.unwrap_or_default();
+            let listen = listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:7380".to_owned());
+            let state = state.or(file.state).ok_or("no state file: --state or `state` in the configuration")?;
+            let key_file =
+                key_file.or(file.key_file).ok_or("no key file: --key-file or `key_file` in the configuration")?;
+            let mut watched = Vec::new();
+            for entry in &file.logs {
+                for vkey in &entry.keys {
+                    add_log(&mut watched, &entry.origin, vkey, &format!("log {}", entry.origin))?;
+                }
+            }
+            for spec in &logs {
+                let (origin, vkey) =
+                    spec.split_once('=').ok_or_else(|| format!("--log {spec:?}: expected ORIGIN=VKEY"))?;
+                add_log(&mut watched, origin, vkey, &format!("--log {spec:?}"))?;
+            }
+            if watched.is_empty() {
+                return Err("no log to watch: --log ORIGIN=VKEY or [[log]] in the configuration".into());
+            }
             let text =
                 std::fs::read_to_string(&key_file).map_err(|err| format!("reading {}: {err}", key_file.display()))?;
             let key = SignerKey::parse(text.trim()).map_err(|err| format!("{}: {err}", key_file.display()))?;
             let cosigner = Cosigner::new(key).map_err(|err| err.to_string())?;
             let vkey = cosigner.verifier_key();
-            let config = WitnessConfig { cosigner, logs: parse_logs(&logs)?, clock: Arc::new(SystemClock) };
+            let config = WitnessConfig { cosigner, logs: watched, clock: Arc::new(SystemClock) };
             let server = WitnessServer::start(config, &state, &listen).map_err(|err| err.to_string())?;
             println!("agentplane-witness {vkey} listening on {}", server.url());
-            server.wait();
+            wait_for_a_signal()?;
+            tracing::info!(target: "agentplane.witness", "stopping: finishing the requests in flight");
+            server.shutdown();
             Ok(())
         }
     }
+}
+
+/// Blocks until SIGINT or SIGTERM.
+fn wait_for_a_signal() -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|err| err.to_string())?;
+    runtime.block_on(async {
+        #[cfg(unix)]
+        {
+            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                .map_err(|err| err.to_string())?;
+            tokio::select! {
+                result = tokio::signal::ctrl_c() => result.map_err(|err| err.to_string()),
+                _ = term.recv() => Ok(()),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::signal::ctrl_c().await.map_err(|err| err.to_string())
+        }
+    })
 }
 
 fn write_secret(path: &PathBuf, contents: &str) -> Result<(), String> {

@@ -1,0 +1,191 @@
+//! The witness server on its HTTP stack: slow clients cannot stop it, wrong
+//! methods get 405 with Allow, its own key is refused as a log key, it shuts
+//! down gracefully, and the binary reads a configuration file and stops on
+//! SIGTERM. Bounded: every wait is on a socket or a process, with a timeout.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+use support::*;
+use witness::{HttpWitness, Witness};
+use witness_server::{LogConfig, ServerLimits, WitnessConfig, WitnessServer};
+
+fn start(plane: &Plane, dir: &tempfile::TempDir, limits: ServerLimits) -> (WitnessServer, witness::Cosigner) {
+    let key = cosigner(7, "witness.test/w1");
+    let config = WitnessConfig {
+        cosigner: key.clone(),
+        logs: vec![plane.log_config()],
+        clock: Arc::new(FixedClock(AtomicU64::new(1_700_000_000))),
+    };
+    (WitnessServer::start_with(config, &dir.path().join("w.redb"), "127.0.0.1:0", limits).unwrap(), key)
+}
+
+fn connect(server: &WitnessServer) -> TcpStream {
+    let stream = TcpStream::connect(server.addr()).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    stream
+}
+
+/// Reads what the server sends until it closes the connection (or the read timeout).
+fn answer_of(mut stream: TcpStream) -> String {
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[test]
+fn sixteen_connections_stalled_mid_body_do_not_stop_an_honest_client() {
+    let mut plane = Plane::new(1);
+    plane.grow_to(4, u64::MAX);
+    let dir = tempfile::tempdir().unwrap();
+    let limits = ServerLimits { body_timeout: Duration::from_millis(500), ..ServerLimits::default() };
+    let (server, key) = start(&plane, &dir, limits);
+    let mut stalled = Vec::new();
+    for _ in 0..16 {
+        let mut stream = connect(&server);
+        stream
+            .write_all(b"POST /add-checkpoint HTTP/1.1\r\nHost: witness\r\nContent-Length: 4000\r\n\r\nold 0\n")
+            .unwrap();
+        stalled.push(stream);
+    }
+    // While all sixteen hold their connections, an honest client whose every
+    // exchange must finish within a second is cosigned.
+    let honest = HttpWitness::with_timeout(&server.url(), vec![trusted(&key)], Duration::from_secs(1)).unwrap();
+    let cosigned = honest.add_checkpoint(&plane.signed(), &plane.log).unwrap();
+    assert_eq!(cosigned.checkpoint.tree().size, 4);
+    // The stalled ones are cut when their body does not arrive in time.
+    for stream in stalled {
+        let answer = answer_of(stream);
+        assert!(answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+    }
+}
+
+#[test]
+fn a_client_that_never_finishes_its_headers_is_disconnected() {
+    let plane = Plane::new(1);
+    let dir = tempfile::tempdir().unwrap();
+    let limits = ServerLimits { header_timeout: Duration::from_millis(300), ..ServerLimits::default() };
+    let (server, _) = start(&plane, &dir, limits);
+    let mut stream = connect(&server);
+    stream.write_all(b"POST /add-checkpoint HTTP/1.1\r\nHost: wit").unwrap();
+    // The server closes it (end of stream), long before our own read timeout.
+    let mut answer = Vec::new();
+    let closed = stream.read_to_end(&mut answer);
+    assert!(closed.is_ok(), "the server closed the connection: {closed:?}");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 408"), "{answer:?}");
+}
+
+#[test]
+fn a_wrong_method_is_405_with_allow() {
+    let plane = Plane::new(1);
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _) = start(&plane, &dir, ServerLimits::default());
+    let client = reqwest::blocking::Client::new();
+    let put = client.put(format!("{}/add-checkpoint", server.url())).body("x").send().unwrap();
+    assert_eq!(put.status().as_u16(), 405);
+    assert_eq!(put.headers().get("allow").unwrap(), "POST");
+    let post =
+        client.post(format!("{}/{}/checkpoint", server.url(), witness::protocol::origin_hash(ORIGIN))).send().unwrap();
+    assert_eq!(post.status().as_u16(), 405);
+    assert_eq!(post.headers().get("allow").unwrap(), "GET");
+    assert_eq!(client.get(format!("{}/nothing", server.url())).send().unwrap().status().as_u16(), 404);
+}
+
+#[test]
+fn the_witness_refuses_its_own_key_as_a_log_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = cosigner(7, "witness.test/w1");
+    let own = witness::VerifierKey::ed25519("witness.test/w1", witness::ALG_ED25519, {
+        let mut public = [0; 32];
+        public.copy_from_slice(key.verifier_key().public_key());
+        public
+    })
+    .unwrap();
+    let config = WitnessConfig {
+        cosigner: key,
+        logs: vec![LogConfig { origin: ORIGIN.into(), keys: vec![own] }],
+        clock: Arc::new(FixedClock(AtomicU64::new(1))),
+    };
+    let refused = WitnessServer::start(config, &dir.path().join("w.redb"), "127.0.0.1:0");
+    assert!(matches!(refused, Err(witness_server::ServerError::Config(_))), "{refused:?}");
+}
+
+#[test]
+fn shutdown_stops_accepting_and_returns() {
+    let plane = Plane::new(1);
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _) = start(&plane, &dir, ServerLimits::default());
+    let addr = server.addr();
+    server.shutdown();
+    assert!(TcpStream::connect(addr).is_err(), "nothing listens after shutdown");
+}
+
+#[test]
+fn the_binary_serves_from_a_configuration_file_and_stops_on_sigterm() {
+    let mut plane = Plane::new(1);
+    plane.grow_to(3, u64::MAX);
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("w.key");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["keygen", "--name", "witness.test/config", "--out"])
+        .arg(&key_file)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let vkey = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let config = dir.path().join("witness.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\nstate = {:?}\nkey_file = {:?}\n\n[[log]]\norigin = \"{ORIGIN}\"\nkeys = [\"{}\"]\n",
+            dir.path().join("w.redb"),
+            key_file,
+            plane.key.verifier_key()
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    let client = HttpWitness::new(&url, vec![witness::TrustedWitness::parse(&vkey).unwrap()]).unwrap();
+    assert_eq!(client.add_checkpoint(&plane.signed(), &plane.log).unwrap().checkpoint.tree().size, 3);
+    // A refusal is logged: a shrink.
+    let mut shorter = Plane::new(1);
+    shorter.grow_to(2, u64::MAX);
+    let fresh = HttpWitness::new(&url, vec![witness::TrustedWitness::parse(&vkey).unwrap()]).unwrap();
+    assert!(fresh.add_checkpoint(&shorter.signed(), &shorter.log).is_err());
+    let status = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "a SIGTERM is a clean stop: {exit:?}");
+    let mut log = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    assert!(log.contains("refused") && log.contains("409"), "every refusal is logged: {log}");
+    // A configuration that lists the witness's own key as a log key is refused.
+    let own = config.with_file_name("own.toml");
+    std::fs::write(
+        &own,
+        std::fs::read_to_string(&config).unwrap().replace(&plane.key.verifier_key().to_string(), &vkey),
+    )
+    .unwrap();
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["serve", "--config"])
+        .arg(&own)
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+}
