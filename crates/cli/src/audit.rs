@@ -8,12 +8,13 @@ use audit::{Anchor, AuditInputs, AuditReport, FindingClass, RecordKey};
 use journal_core::Origin;
 use witness::{ALG_COSIGNATURE_V1, TrustedWitness, VerifierKey};
 
-use crate::commands::{cli_build, open_existing, print_json, record_key, tenant};
+use crate::commands::{cli_build, open_existing, print_json, record_key};
+use crate::config::Settings;
 use crate::keys::PlaneKeys;
-use crate::{AuditArgs, Cli, Failure};
+use crate::{AuditArgs, Failure};
 
 /// `agentplane audit`: public inputs only, the store read-only (R-AUD-6).
-pub fn audit(cli: &Cli, args: &AuditArgs) -> Result<(), Failure> {
+pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
     let origin = cli
         .origin
         .as_deref()
@@ -21,7 +22,7 @@ pub fn audit(cli: &Cli, args: &AuditArgs) -> Result<(), Failure> {
             Failure::Usage("--origin ORIGIN is required: the log's origin (`agentplane keys` prints it)".into())
         })
         .and_then(|origin| Origin::new(origin).map_err(|err| Failure::Usage(format!("--origin: {err}"))))?;
-    let mut inputs = AuditInputs::new(tenant(&cli.tenant)?, origin);
+    let mut inputs = AuditInputs::new(cli.tenant_id()?, origin);
     inputs.reader = cli_build().clone();
     inputs.require_signature = args.require_signature;
     for vkey in &args.log_keys {
@@ -49,14 +50,15 @@ pub fn audit(cli: &Cli, args: &AuditArgs) -> Result<(), Failure> {
 
 /// `agentplane verify`: the same audit, with the plane's public keys and the
 /// checkpoints it signed before as anchors.
-pub fn verify(cli: &Cli, require_signature: bool, assert_complete: bool, json: bool) -> Result<(), Failure> {
+pub fn verify(cli: &Settings, require_signature: bool, assert_complete: bool, json: bool) -> Result<(), Failure> {
     let keys = PlaneKeys::read(&cli.keys)?;
     let store = open_existing(&cli.store)?;
-    let tenant = tenant(&cli.tenant)?;
-    let mut inputs = AuditInputs::new(tenant.clone(), keys.origin().clone());
+    let tenant = cli.tenant_id()?;
+    let origin = cli.origin(Some(&keys))?;
+    let mut inputs = AuditInputs::new(tenant.clone(), origin.clone());
     inputs.reader = cli_build().clone();
     inputs.require_signature = require_signature;
-    inputs.log_keys = vec![keys.log.verifier_key()];
+    inputs.log_keys = vec![keys.log_for(&origin)?.verifier_key()];
     inputs.record_keys = vec![RecordKey {
         key_id: journal_core::Signer::key_id(&keys.record).to_owned(),
         public_key: keys.record.public_key(),

@@ -17,6 +17,7 @@ use journal_core::{
 use serde_json::json;
 use store_redb::{ReadOnlyOpening, RedbStore};
 
+use crate::config::Settings;
 use crate::keys::PlaneKeys;
 use crate::{Cli, Command, Failure};
 
@@ -31,19 +32,21 @@ pub fn cli_build() -> &'static Build {
 pub struct Plane {
     pub store: Arc<RedbStore>,
     pub tenant: TenantId,
+    pub origin: Origin,
+    pub log: witness::LogKey,
     pub keys: PlaneKeys,
 }
 
 impl Plane {
     pub fn journal(&self) -> Journal<'_> {
-        Journal::new(self.store.as_ref(), &self.tenant, self.keys.origin()).written_by(cli_build())
+        Journal::new(self.store.as_ref(), &self.tenant, &self.origin).written_by(cli_build())
     }
 
     pub fn runtime(&self) -> Result<Runtime, Failure> {
         RuntimeBuilder::new(Arc::clone(&self.store) as Arc<dyn Store>)
             .signer(Arc::new(self.keys.record.clone()))
             .verifier(Arc::new(self.keys.record_verifier()?))
-            .tenant(self.tenant.clone(), self.keys.origin().clone(), Some(self.keys.log.clone()))
+            .tenant(self.tenant.clone(), self.origin.clone(), Some(self.log.clone()))
             .written_by(cli_build().clone())
             .build()
             .map_err(|err| Failure::Usage(err.to_string()))
@@ -89,10 +92,6 @@ pub fn reader_upcasters() -> Upcasters {
     Upcasters::builtin().read_by(cli_build().clone())
 }
 
-pub fn tenant(text: &str) -> Result<TenantId, Failure> {
-    TenantId::new(text).map_err(|err| Failure::Usage(err.to_string()))
-}
-
 fn run_id(text: &str) -> Result<RunId, Failure> {
     RunId::new(text).map_err(|err| Failure::Usage(err.to_string()))
 }
@@ -123,7 +122,7 @@ pub fn open_existing(path: &Path) -> Result<RedbStore, Failure> {
 /// Opens an existing store for a command that writes to it (a signed
 /// checkpoint is recorded in it), refusing one that needs a repair or is not
 /// a store: a writing command repairs nothing by accident.
-fn open_for_signing(path: &Path) -> Result<RedbStore, Failure> {
+pub fn open_for_signing(path: &Path) -> Result<RedbStore, Failure> {
     if !path.is_file() {
         return Err(no_store(path));
     }
@@ -145,33 +144,25 @@ fn open_for_signing(path: &Path) -> Result<RedbStore, Failure> {
 }
 
 /// The plane, for a command that signs: its key file is required.
-pub fn plane(cli: &Cli, create: bool) -> Result<Plane, Failure> {
-    let keys = PlaneKeys::read(&cli.keys)?;
+pub fn plane(settings: &Settings, create: bool) -> Result<Plane, Failure> {
+    let keys = PlaneKeys::read(&settings.keys)?;
+    let origin = settings.origin(Some(&keys))?;
+    let log = keys.log_for(&origin)?.clone();
     let store = if create {
-        RedbStore::create(&cli.store).map_err(|err| Failure::Io(err.to_string()))?
+        RedbStore::create(&settings.store).map_err(|err| Failure::Io(err.to_string()))?
     } else {
-        open_for_signing(&cli.store)?
+        open_for_signing(&settings.store)?
     };
-    Ok(Plane { store: Arc::new(store), tenant: tenant(&cli.tenant)?, keys })
+    Ok(Plane { store: Arc::new(store), tenant: settings.tenant_id()?, origin, log, keys })
 }
 
-/// The store for reading, with the origin from `--origin` or the key file.
-pub fn reader(cli: &Cli) -> Result<Reader, Failure> {
-    let keys = PlaneKeys::read_if_present(&cli.keys)?;
-    let origin = match (&cli.origin, &keys) {
-        (Some(origin), _) => Origin::new(origin).map_err(|err| Failure::Usage(format!("--origin: {err}")))?,
-        (None, Some(keys)) => keys.origin().clone(),
-        (None, None) => {
-            return Err(Failure::Usage(format!(
-                "no key file at {} to take the log's origin from: pass --origin ORIGIN (an auditor: use `agentplane audit`, \
-                 which needs only public keys; `agentplane keys` prints them on the plane)",
-                cli.keys.display()
-            )));
-        }
-    };
+/// The store for reading, with the origin from `--origin`, the configuration or the key file.
+pub fn reader(settings: &Settings) -> Result<Reader, Failure> {
+    let keys = PlaneKeys::read_if_present(&settings.keys)?;
+    let origin = settings.origin(keys.as_ref())?;
     let verifier = keys.as_ref().map(PlaneKeys::record_verifier).transpose()?;
-    let store = open_existing(&cli.store)?;
-    Ok(Reader { store: Arc::new(store), tenant: tenant(&cli.tenant)?, origin, verifier })
+    let store = open_existing(&settings.store)?;
+    Ok(Reader { store: Arc::new(store), tenant: settings.tenant_id()?, origin, verifier })
 }
 
 pub fn print_json(value: &serde_json::Value) -> Result<(), Failure> {
@@ -184,13 +175,19 @@ fn b64(bytes: &[u8]) -> String {
     STANDARD.encode(bytes)
 }
 
-pub fn run(cli: Cli) -> Result<(), Failure> {
-    match &cli.command {
-        Command::Keygen { origin } => keygen(&cli, origin),
-        Command::Keys { json } => keys(&cli, *json),
-        Command::Demo => crate::demo::run(&cli),
+pub fn run(flags: Cli) -> Result<(), Failure> {
+    let settings = Settings::resolve(&flags)?;
+    let cli = &settings;
+    match &flags.command {
+        Command::Init { tenants, origin_base, witnesses, quorum, sweep_every } => {
+            crate::sweep::init(tenants, origin_base, witnesses, *quorum, sweep_every)
+        }
+        Command::Sweep { every, json } => crate::sweep::sweep(cli, every.as_deref(), *json),
+        Command::Keygen { origin } => keygen(cli, origin),
+        Command::Keys { witness_config, json } => keys(cli, *witness_config, *json),
+        Command::Demo => crate::demo::run(cli, &flags),
         Command::Runs { outcome, json } => {
-            let reader = reader(&cli)?;
+            let reader = reader(cli)?;
             let outcome = outcome
                 .as_deref()
                 .map(|o| Outcome::parse(o).ok_or_else(|| Failure::Usage(format!("unknown outcome {o:?}; one of succeeded, cancelled, abandoned, failed, exhausted, withheld, quarantined"))))
@@ -202,28 +199,48 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             print_runs_table(&rows);
             Ok(())
         }
-        Command::Show { run, json } => show(&reader(&cli)?, &run_id(run)?, *json),
+        Command::Show { run, json } => show(&reader(cli)?, &run_id(run)?, *json),
         Command::Verify { require_signature, assert_complete, json } => {
-            crate::audit::verify(&cli, *require_signature, *assert_complete, *json)
+            crate::audit::verify(cli, *require_signature, *assert_complete, *json)
         }
-        Command::Audit(args) => crate::audit::audit(&cli, args),
-        Command::Checkpoint { json } => {
-            let plane = plane(&cli, false)?;
-            let signed = checkpoint(&plane)?;
+        Command::Audit(args) => crate::audit::audit(cli, args),
+        Command::Checkpoint { cosigned, json } => {
+            let (body, note) = if *cosigned {
+                let reader = reader(cli)?;
+                let latest = reader.store.cosigned_checkpoints(&reader.tenant)?.pop().ok_or_else(|| {
+                    Failure::Usage(format!(
+                        "no witness quorum has cosigned tenant {}'s log yet: run `agentplane sweep`",
+                        reader.tenant
+                    ))
+                })?;
+                let opened = witness::SignedCheckpoint::open(latest.note.as_bytes(), &[&NoKeyCheck])
+                    .map(|(signed, _)| signed.checkpoint().clone());
+                let body = match opened {
+                    Ok(body) => body,
+                    Err(_) => witness::Checkpoint::parse(
+                        witness::split_note(&latest.note).map(|(text, _)| text).unwrap_or_default(),
+                    )
+                    .map_err(|err| Failure::Findings(format!("the stored cosigned note is damaged: {err}")))?,
+                };
+                (body, latest.note)
+            } else {
+                let plane = plane(cli, false)?;
+                let signed = checkpoint(&plane)?;
+                (signed.checkpoint().clone(), signed.note().to_owned())
+            };
             if *json {
-                let body = signed.checkpoint();
                 return print_json(&json!({
                     "origin": body.origin(),
                     "size": body.tree().size,
                     "root": b64(body.tree().root.as_bytes()),
-                    "note": signed.note(),
+                    "note": note,
                 }));
             }
-            print!("{}", signed.note());
+            print!("{note}");
             Ok(())
         }
         Command::Prove { run, consistency, json } => {
-            let reader = reader(&cli)?;
+            let reader = reader(cli)?;
             match (run, consistency) {
                 (Some(run), None) => prove_inclusion(&reader, &run_id(run)?, *json),
                 (None, Some(old)) => prove_consistency(&reader, *old, *json),
@@ -235,11 +252,11 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                 since: since.as_deref().map(|t| instant("--since", t)).transpose()?,
                 until: until.as_deref().map(|t| instant("--until", t)).transpose()?,
             };
-            cost(&reader(&cli)?, run.as_deref().map(run_id).transpose()?, window, *json)
+            cost(&reader(cli)?, run.as_deref().map(run_id).transpose()?, window, *json)
         }
-        Command::Export { run, output } => export(&plane(&cli, false)?, &run_id(run)?, output),
-        Command::VerifyExport { file, log_key, record_key, require_signature, json } => {
-            verify_export(file, log_key, record_key, *require_signature, *json)
+        Command::Export { run, output } => export(&plane(cli, false)?, &run_id(run)?, output),
+        Command::VerifyExport { file, log_key, record_key, require_signature, witness_keys, quorum, json } => {
+            verify_export(file, log_key, record_key, *require_signature, witness_keys, *quorum, *json)
         }
         Command::Repair => {
             if !cli.store.is_file() {
@@ -252,7 +269,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-fn keygen(cli: &Cli, origin: &str) -> Result<(), Failure> {
+fn keygen(cli: &Settings, origin: &str) -> Result<(), Failure> {
     // A store that holds runs was signed by keys already: minting new ones
     // would mix two planes in one file.
     if cli.store.is_file() {
@@ -265,32 +282,64 @@ fn keygen(cli: &Cli, origin: &str) -> Result<(), Failure> {
             )));
         }
     }
-    let keys = PlaneKeys::generate(origin)?;
+    let origin = Origin::new(origin).map_err(|err| Failure::Usage(format!("--origin: {err}")))?;
+    let keys = PlaneKeys::generate(&[origin])?;
     keys.write(&cli.keys)?;
     eprintln!("wrote {}; the record key id is {}", cli.keys.display(), keys.record.key_id());
-    println!("{}", keys.log.verifier_key());
+    for origin in keys.origins() {
+        println!("{}", keys.log_for(&origin)?.verifier_key());
+    }
     Ok(())
 }
 
-fn keys(cli: &Cli, json: bool) -> Result<(), Failure> {
+fn keys(cli: &Settings, witness_config: bool, json: bool) -> Result<(), Failure> {
     let keys = PlaneKeys::read(&cli.keys)?;
-    let record_key = format!("{}={}", keys.record.key_id(), b64(&keys.record.public_key()));
-    let vkey = keys.log.verifier_key().to_string();
-    if json {
-        return print_json(&json!({ "origin": keys.origin().as_str(), "log_key": vkey, "record_key": record_key }));
+    if witness_config {
+        for origin in keys.origins() {
+            println!(
+                "[[log]]\norigin = {:?}\nkeys = [{:?}]\n",
+                origin.as_str(),
+                keys.log_for(&origin)?.verifier_key().to_string()
+            );
+        }
+        return Ok(());
     }
-    println!("origin      {}", keys.origin());
+    let origin = cli.origin(Some(&keys))?;
+    let vkey = keys.log_for(&origin)?.verifier_key().to_string();
+    let record_key = keys.record_key_spec();
+    if json {
+        return print_json(
+            &json!({ "tenant": cli.tenant, "origin": origin.as_str(), "log_key": vkey, "record_key": record_key }),
+        );
+    }
+    println!("tenant      {}", cli.tenant);
+    println!("origin      {origin}");
     println!("log key     {vkey}");
     println!("record key  {record_key}");
     println!();
     println!("an auditor runs:");
     println!(
-        "  agentplane audit --store {} --tenant {} --origin '{}' --log-key '{vkey}' --record-key '{record_key}' --checkpoint SAVED.note",
+        "  agentplane --store {} --tenant {} --origin '{origin}' audit --log-key '{vkey}' --record-key '{record_key}' --checkpoint SAVED.note",
         cli.store.display(),
         cli.tenant,
-        keys.origin()
     );
     Ok(())
+}
+
+/// Only parses a note's checkpoint: no key is trusted, so opening always
+/// fails verification, which is all the caller needs to fall back to parsing.
+struct NoKeyCheck;
+
+impl witness::NoteVerifier for NoKeyCheck {
+    fn name(&self) -> &str {
+        ""
+    }
+    fn key_id(&self) -> u32 {
+        0
+    }
+    fn verify(&self, _: &[u8], _: &[u8]) -> bool {
+        false
+    }
 }
 
 fn instant(flag: &str, text: &str) -> Result<At, Failure> {
@@ -300,7 +349,7 @@ fn instant(flag: &str, text: &str) -> Result<At, Failure> {
 
 /// The current log head signed now (R-NOTE-2), never a rollback.
 pub fn checkpoint(plane: &Plane) -> Result<witness::SignedCheckpoint, Failure> {
-    let (_, signed) = sign_current_head(plane.store.as_ref(), &plane.tenant, plane.keys.origin(), &plane.keys.log)?;
+    let (_, signed) = sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log)?;
     Ok(signed)
 }
 
@@ -500,10 +549,9 @@ fn export(plane: &Plane, run: &RunId, output: &Path) -> Result<(), Failure> {
     if verified.seal.is_none() {
         return Err(Failure::Usage(format!("run {run} is not sealed; only sealed runs export")));
     }
-    let (view, signed) = sign_current_head(plane.store.as_ref(), &plane.tenant, plane.keys.origin(), &plane.keys.log)?;
+    let (view, signed) = sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log)?;
     let inclusion = view.inclusion(run)?;
-    let text =
-        journal_core::export::write_export(&plane.tenant, plane.keys.origin(), run, &verified, &inclusion, &signed)?;
+    let text = journal_core::export::write_export(&plane.tenant, &plane.origin, run, &verified, &inclusion, &signed)?;
     std::fs::write(output, text).map_err(|err| Failure::Io(format!("writing {}: {err}", output.display())))?;
     eprintln!("exported run {run} ({} records) to {}", verified.records.len(), output.display());
     Ok(())
@@ -523,8 +571,11 @@ fn verify_export(
     log_key: &str,
     record_keys: &[String],
     require_signature: bool,
+    witness_keys: &[String],
+    quorum: Option<usize>,
     json: bool,
 ) -> Result<(), Failure> {
+    let _ = (witness_keys, quorum);
     let log_key = witness::VerifierKey::parse(log_key).map_err(|err| Failure::Usage(format!("--log-key: {err}")))?;
     let mut verifier = Ed25519Verifier::new();
     for spec in record_keys {

@@ -8,7 +8,8 @@ use journal_core::{
 };
 
 use crate::commands::{checkpoint, plane, print_runs_table, run_rows};
-use crate::keys::{DEFAULT_ORIGIN, PlaneKeys};
+use crate::config::{DEFAULT_CONFIG, DEMO_DIR, Settings, init_plane};
+use crate::keys::DEFAULT_ORIGIN;
 use crate::{Cli, Failure};
 
 fn charge(output: &str, tokens: u64) -> EffectOutput {
@@ -48,13 +49,41 @@ fn expect_stop<T>(result: Result<T, RuntimeError>) -> Result<(), Failure> {
     }
 }
 
-pub fn run(cli: &Cli) -> Result<(), Failure> {
-    if !cli.keys.exists() {
-        let keys = PlaneKeys::generate(DEFAULT_ORIGIN)?;
-        keys.write(&cli.keys)?;
-        eprintln!("made a signing key in {}", cli.keys.display());
+/// Whether every run of the store was admitted by a demo.
+fn only_demo_runs(plane: &crate::commands::Plane) -> Result<bool, Failure> {
+    for run in plane.store.runs(&plane.tenant, None)? {
+        let rows = plane.store.read_run(&plane.tenant, &run)?.rows;
+        let key = rows.first().and_then(journal_core::store::idempotency_key_of);
+        if !key.is_some_and(|key| key.starts_with("demo-")) {
+            return Ok(false);
+        }
     }
-    let plane = plane(cli, true)?;
+    Ok(true)
+}
+
+pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
+    // A plane of its own, unless the caller chose one.
+    let own;
+    let settings = if settings.config_path.is_none() && !settings.store_chosen {
+        let dir = std::path::Path::new(DEMO_DIR);
+        let config = dir.join(DEFAULT_CONFIG);
+        if !config.is_file() {
+            std::fs::create_dir_all(dir).map_err(|err| Failure::Io(format!("creating {}: {err}", dir.display())))?;
+            init_plane(dir, &[], DEFAULT_ORIGIN, Vec::new(), 0, "5m")?;
+        }
+        own = Settings::of_config(config, cli)?;
+        &own
+    } else {
+        settings
+    };
+    let plane = plane(settings, true)?;
+    if !only_demo_runs(&plane)? {
+        return Err(Failure::Usage(format!(
+            "{} holds runs the demo did not make: the demo writes only to a plane of its own (run it without --store or --config)",
+            settings.store.display()
+        )));
+    }
+    let cli = settings;
     let runtime = plane.runtime()?;
     let t = &plane.tenant;
     let batch = plane.store.runs(t, None)?.len() / 8 + 1;
@@ -118,10 +147,21 @@ pub fn run(cli: &Cli) -> Result<(), Failure> {
     print_runs_table(&run_rows(plane.store.as_ref(), &plane.tenant, None, &|run| plane.read(run))?);
     println!();
     println!("log verifier key:");
-    println!("{}", plane.keys.log.verifier_key());
+    println!("{}", plane.log.verifier_key());
     println!();
     println!("signed checkpoint:");
     print!("{}", checkpoint(&plane)?.note());
+    eprintln!(
+        "the plane is {}: its configuration {}, keys {}, store {}",
+        settings
+            .config_path
+            .as_deref()
+            .and_then(|p| p.parent())
+            .map_or_else(|| ".".into(), |p| p.display().to_string()),
+        settings.config_path.as_deref().map_or_else(|| "(none)".into(), |p| p.display().to_string()),
+        settings.keys.display(),
+        settings.store.display()
+    );
     Ok(())
 }
 

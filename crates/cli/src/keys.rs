@@ -1,8 +1,9 @@
-//! The plane's key file: the log's checkpoint key and the record signer.
+//! The plane's key file: one checkpoint key per tenant log (named after its
+//! origin) and the record signer.
 //!
 //! ```text
 //! # agentplane plane keys: keep this file secret
-//! log PRIVATE+KEY+<origin>+<hexid>+<base64>
+//! log PRIVATE+KEY+<origin>+<hexid>+<base64>      (one line per tenant log)
 //! record <key id> <base64 Ed25519 seed>
 //! ```
 
@@ -21,23 +22,24 @@ pub const DEFAULT_ORIGIN: &str = "agentplane.local/plane";
 
 /// The plane's keys.
 pub struct PlaneKeys {
-    log_signer: SignerKey,
-    origin: Origin,
-    /// Signs checkpoints; its name is the log's origin.
-    pub log: LogKey,
+    logs: Vec<(SignerKey, Origin, LogKey)>,
     /// Signs records.
     pub record: Ed25519Signer,
 }
 
 impl PlaneKeys {
-    /// Fresh keys.
-    pub fn generate(origin: &str) -> Result<Self, Failure> {
-        let origin = Origin::new(origin).map_err(|err| Failure::Usage(format!("--origin: {err}")))?;
-        let log_signer =
-            SignerKey::generate(origin.as_str(), ALG_ED25519).map_err(|err| Failure::Usage(err.to_string()))?;
-        let log = LogKey::new(log_signer.clone()).map_err(|err| Failure::Usage(err.to_string()))?;
-        let record = Ed25519Signer::generate(&format!("spiffe://{origin}/runtime")).map_err(Failure::Io)?;
-        Ok(Self { log_signer, origin, log, record })
+    /// Fresh keys: a log key for each origin, one record key.
+    pub fn generate(origins: &[Origin]) -> Result<Self, Failure> {
+        let mut logs = Vec::new();
+        for origin in origins {
+            let signer =
+                SignerKey::generate(origin.as_str(), ALG_ED25519).map_err(|err| Failure::Usage(err.to_string()))?;
+            let log = LogKey::new(signer.clone()).map_err(|err| Failure::Usage(err.to_string()))?;
+            logs.push((signer, origin.clone(), log));
+        }
+        let first = origins.first().map_or(DEFAULT_ORIGIN, Origin::as_str);
+        let record = Ed25519Signer::generate(&format!("spiffe://{first}/runtime")).map_err(Failure::Io)?;
+        Ok(Self { logs, record })
     }
 
     /// Reads the key file when there is one: read commands use it for the
@@ -57,13 +59,17 @@ impl PlaneKeys {
             ))
         })?;
         let bad = |what: &str| Failure::Usage(format!("key file {}: {what}", path.display()));
-        let mut log: Option<SignerKey> = None;
+        let mut logs = Vec::new();
         let mut record = None;
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
             let mut words = line.split_whitespace();
             match (words.next(), words.next(), words.next(), words.next()) {
                 (Some("log"), Some(skey), None, None) => {
-                    log = Some(SignerKey::parse(skey).map_err(|err| bad(&format!("log key: {err}")))?);
+                    let signer = SignerKey::parse(skey).map_err(|err| bad(&format!("log key: {err}")))?;
+                    let log = LogKey::new(signer.clone()).map_err(|err| bad(&format!("log key: {err}")))?;
+                    let origin = Origin::new(log.name())
+                        .map_err(|err| bad(&format!("a log key's name is not an origin: {err}")))?;
+                    logs.push((signer, origin, log));
                 }
                 (Some("record"), Some(key_id), Some(seed), None) => {
                     let seed = STANDARD.decode(seed).map_err(|_| bad("record seed is not base64"))?;
@@ -73,11 +79,10 @@ impl PlaneKeys {
                 _ => return Err(bad("expected `log <skey>` and `record <key id> <seed>` lines")),
             }
         }
-        let log_signer = log.ok_or_else(|| bad("no log key"))?;
-        let log = LogKey::new(log_signer.clone()).map_err(|err| bad(&format!("log key: {err}")))?;
-        let origin =
-            Origin::new(log.name()).map_err(|err| bad(&format!("the log key's name is not an origin: {err}")))?;
-        Ok(Self { log_signer, origin, log, record: record.ok_or_else(|| bad("no record key"))? })
+        if logs.is_empty() {
+            return Err(bad("no log key"));
+        }
+        Ok(Self { logs, record: record.ok_or_else(|| bad("no record key"))? })
     }
 
     /// Writes a new key file, refusing to overwrite one.
@@ -88,18 +93,40 @@ impl PlaneKeys {
         std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         let mut file =
             options.open(path).map_err(|err| Failure::Io(format!("creating key file {}: {err}", path.display())))?;
-        let log_skey = self.log_signer.to_skey();
-        let body = format!(
-            "# agentplane plane keys: keep this file secret\nlog {log_skey}\nrecord {} {}\n",
-            self.record.key_id(),
-            STANDARD.encode(self.record.seed())
-        );
+        let mut body = String::from("# agentplane plane keys: keep this file secret\n");
+        for (signer, _, _) in &self.logs {
+            body.push_str(&format!("log {}\n", signer.to_skey()));
+        }
+        body.push_str(&format!("record {} {}\n", self.record.key_id(), STANDARD.encode(self.record.seed())));
         file.write_all(body.as_bytes()).map_err(|err| Failure::Io(format!("writing {}: {err}", path.display())))
     }
 
-    /// The log's origin (its key name).
-    pub fn origin(&self) -> &Origin {
-        &self.origin
+    /// The origins this file holds a log key for.
+    pub fn origins(&self) -> Vec<Origin> {
+        self.logs.iter().map(|(_, origin, _)| origin.clone()).collect()
+    }
+
+    /// The origin, when the file holds exactly one log key.
+    pub fn single_origin(&self) -> Option<&Origin> {
+        match self.logs.as_slice() {
+            [(_, origin, _)] => Some(origin),
+            _ => None,
+        }
+    }
+
+    /// The key that signs `origin`'s checkpoints.
+    pub fn log_for(&self, origin: &Origin) -> Result<&LogKey, Failure> {
+        self.logs.iter().find(|(_, o, _)| o == origin).map(|(_, _, log)| log).ok_or_else(|| {
+            Failure::Usage(format!(
+                "the key file holds no log key for origin {origin} (it has: {})",
+                self.origins().iter().map(Origin::as_str).collect::<Vec<_>>().join(", ")
+            ))
+        })
+    }
+
+    /// The record key as `--record-key` takes it: `KEY_ID=BASE64`.
+    pub fn record_key_spec(&self) -> String {
+        format!("{}={}", self.record.key_id(), STANDARD.encode(self.record.public_key()))
     }
 
     /// The trusted-record-key verifier for this plane's own signer.

@@ -6,8 +6,10 @@
 
 mod audit;
 mod commands;
+mod config;
 mod demo;
 mod keys;
+mod sweep;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -65,28 +67,54 @@ impl From<journal_core::RuntimeError> for Failure {
 }
 
 /// agentplane: the append-only, hash-chained, signed journal of agent runs.
-#[derive(Parser)]
+#[derive(Parser, Clone)]
 #[command(name = "agentplane", version, about)]
 struct Cli {
-    /// The store file.
-    #[arg(long, global = true, default_value = "agentplane.redb")]
-    store: PathBuf,
-    /// The plane's key file (log key and record key). Only commands that sign need it.
-    #[arg(long, global = true, default_value = "agentplane.key")]
-    keys: PathBuf,
-    /// The tenant.
-    #[arg(long, global = true, default_value = "default")]
-    tenant: String,
-    /// The tenant log's origin, for reading without the key file (default: the key file's).
+    /// The plane's configuration (default: ./agentplane.toml when it exists); the flags below override it.
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    /// The store file (default: the configuration's, else ./agentplane.redb).
+    #[arg(long, global = true)]
+    store: Option<PathBuf>,
+    /// The plane's key file (default: the configuration's, else ./agentplane.key). Only commands that sign need it.
+    #[arg(long, global = true)]
+    keys: Option<PathBuf>,
+    /// The tenant (default: the configuration's first, else `default`).
+    #[arg(long, global = true)]
+    tenant: Option<String>,
+    /// The tenant log's origin, for reading without the key file (default: the configuration's or the key file's).
     #[arg(long, global = true)]
     origin: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
 
-#[derive(Subcommand)]
+#[derive(Subcommand, Clone)]
 enum Command {
+    /// Make a plane: agentplane.toml and a key file with fresh keys; prints the public keys.
+    ///
+    /// Refuses to overwrite either file, and to make keys for a store that holds runs.
+    Init {
+        /// A tenant, with its own log (repeatable; default `default`).
+        #[arg(long = "tenant-name", value_name = "NAME")]
+        tenants: Vec<String>,
+        /// Each tenant's origin is BASE/NAME.
+        #[arg(long, default_value = keys::DEFAULT_ORIGIN)]
+        origin_base: String,
+        /// A witness the sweep submits to: URL=VKEY (repeatable).
+        #[arg(long = "witness", value_name = "URL=VKEY")]
+        witnesses: Vec<String>,
+        /// How many witnesses must cosign (default: all of them).
+        #[arg(long)]
+        quorum: Option<usize>,
+        /// How often `sweep --every` runs by default.
+        #[arg(long, default_value = "5m")]
+        sweep_every: String,
+    },
     /// Run sample agent runs that reach every outcome, then print the runs and the signed checkpoint.
+    ///
+    /// Without --config or --store it makes (or reuses) a plane of its own in ./agentplane-demo;
+    /// it refuses a store that holds runs it did not make.
     Demo,
     /// Make the plane's keys; prints the log's verifier key (a C2SP vkey line).
     Keygen {
@@ -96,7 +124,21 @@ enum Command {
     },
     /// Print the plane's public keys, in the forms `agentplane audit` takes, for an auditor.
     Keys {
+        /// Print the `[[log]]` entries a witness's configuration needs for every tenant log.
+        #[arg(long)]
+        witness_config: bool,
         /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Submit every tenant's checkpoint, signed now, to the configured witnesses, holding each round to the quorum.
+    ///
+    /// Exit 0 met or skipped, 1 shortfall or integrity, 2 usage or I/O.
+    Sweep {
+        /// Sweep again every DURATION (90s, 5m, 1h) until SIGINT or SIGTERM.
+        #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "")]
+        every: Option<String>,
+        /// JSON output (one object per tenant and round).
         #[arg(long)]
         json: bool,
     },
@@ -139,6 +181,9 @@ enum Command {
     /// Refuses (exit 1) to sign a log with holes, or one that does not extend
     /// the last checkpoint this plane signed.
     Checkpoint {
+        /// Print the latest checkpoint a witness quorum cosigned (kept by the sweep) instead of signing one.
+        #[arg(long)]
+        cosigned: bool,
         /// JSON output: origin, size, root (base64) and the note.
         #[arg(long)]
         json: bool,
@@ -189,6 +234,12 @@ enum Command {
         /// Every record must carry a signature by a trusted record key.
         #[arg(long)]
         require_signature: bool,
+        /// A witness key to trust for the export's cosigned checkpoint: a vkey (repeatable).
+        #[arg(long = "witness-key", value_name = "VKEY")]
+        witness_keys: Vec<String>,
+        /// How many distinct trusted witnesses must have cosigned (needs --witness-key).
+        #[arg(long)]
+        quorum: Option<usize>,
         /// JSON output.
         #[arg(long)]
         json: bool,
@@ -198,7 +249,7 @@ enum Command {
 }
 
 /// `agentplane audit`: what the auditor holds (R-AUD-6).
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 struct AuditArgs {
     /// The log's verifier key, a C2SP vkey (repeatable; `agentplane keys` prints it on the plane).
     #[arg(long = "log-key", value_name = "VKEY", required = true)]
@@ -226,7 +277,18 @@ struct AuditArgs {
     json: bool,
 }
 
+impl Cli {
+    /// The global flags, with the command left as it is.
+    fn clone_flags(&self) -> Self {
+        self.clone()
+    }
+}
+
 fn main() -> ExitCode {
+    // Integrity refusals are logged on `agentplane.witness.integrity`: they are errors, and shown by default.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     let cli = Cli::parse();
     match commands::run(cli) {
         Ok(()) => ExitCode::SUCCESS,

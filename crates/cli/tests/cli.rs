@@ -23,14 +23,29 @@ fn json(dir: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&ok(dir, args)).unwrap()
 }
 
-fn demo_dir() -> tempfile::TempDir {
+/// A directory where `agentplane demo` ran; `path()` is the plane it made
+/// there, in a folder of its own.
+struct Demo {
+    _root: tempfile::TempDir,
+    plane: std::path::PathBuf,
+}
+
+impl Demo {
+    fn path(&self) -> &Path {
+        &self.plane
+    }
+}
+
+fn demo_dir() -> Demo {
     demo_dir_with_output().0
 }
 
-fn demo_dir_with_output() -> (tempfile::TempDir, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let out = ok(dir.path(), &["demo"]);
-    (dir, out)
+fn demo_dir_with_output() -> (Demo, String) {
+    let root = tempfile::tempdir().unwrap();
+    let out = ok(root.path(), &["demo"]);
+    let plane = root.path().join("agentplane-demo");
+    assert!(plane.join("agentplane.toml").is_file() && plane.join("agentplane.redb").is_file());
+    (Demo { _root: root, plane }, out)
 }
 
 fn vkey_line(text: &str) -> String {
@@ -44,8 +59,7 @@ fn sealed_run(dir: &Path) -> String {
 
 #[test]
 fn r_ux_1_demo_reaches_every_outcome_and_prints_a_verifiable_checkpoint() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = ok(dir.path(), &["demo"]);
+    let (dir, out) = demo_dir_with_output();
     let vkey = witness::VerifierKey::parse(&vkey_line(&out)).unwrap();
     let runs = json(dir.path(), &["runs", "--json"]);
     let outcomes: Vec<&str> = runs.as_array().unwrap().iter().map(|r| r["outcome"].as_str().unwrap()).collect();
@@ -59,7 +73,7 @@ fn r_ux_1_demo_reaches_every_outcome_and_prints_a_verifiable_checkpoint() {
     assert_eq!(signed.checkpoint().tree().size, 5, "five sealed runs");
     let as_json = json(dir.path(), &["checkpoint", "--json"]);
     assert_eq!(as_json["size"], 5);
-    assert_eq!(as_json["origin"], "agentplane.local/plane");
+    assert_eq!(as_json["origin"], "agentplane.local/plane/default");
     assert!(witness::SignedCheckpoint::open(as_json["note"].as_str().unwrap().as_bytes(), &[&vkey]).is_ok());
     // Running it again reuses the store and the key, and the log only grows.
     ok(dir.path(), &["demo"]);

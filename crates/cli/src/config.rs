@@ -1,0 +1,256 @@
+//! `agentplane.toml`, the plane's configuration, and the settings a command
+//! runs with: the configuration file, with the command-line flags over it.
+//!
+//! ```toml
+//! store = "agentplane.redb"
+//! keys = "agentplane.key"
+//! quorum = 1
+//! sweep_every = "5m"
+//!
+//! [[tenant]]
+//! name = "shop"
+//! origin = "agentplane.local/plane/shop"
+//!
+//! [[witness]]
+//! url = "http://127.0.0.1:7380"
+//! key = "witness.example/w1+abcd1234+B..."
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use journal_core::{Origin, Store as _, TenantId};
+use serde::{Deserialize, Serialize};
+
+use crate::keys::PlaneKeys;
+use crate::{Cli, Failure};
+
+/// The file `agentplane` reads when `--config` is not given and it exists.
+pub const DEFAULT_CONFIG: &str = "agentplane.toml";
+
+/// A tenant: its own runs, its own log and origin (R-STORE-4).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantEntry {
+    /// The tenant id.
+    pub name: String,
+    /// Its log's origin (also its log key's name).
+    pub origin: String,
+}
+
+/// A witness the sweep submits to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WitnessEntry {
+    /// Its submission and monitoring prefix.
+    pub url: String,
+    /// Its cosignature verifier key (a C2SP vkey).
+    pub key: String,
+}
+
+/// `agentplane.toml`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlaneConfig {
+    /// The store file, relative to the configuration file.
+    pub store: PathBuf,
+    /// The key file, relative to the configuration file.
+    pub keys: PathBuf,
+    /// How many witnesses must cosign a round.
+    #[serde(default)]
+    pub quorum: usize,
+    /// How often `agentplane sweep --every` runs when no interval is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_every: Option<String>,
+    /// The tenants, each with its own origin.
+    #[serde(default, rename = "tenant")]
+    pub tenants: Vec<TenantEntry>,
+    /// The witnesses.
+    #[serde(default, rename = "witness")]
+    pub witnesses: Vec<WitnessEntry>,
+}
+
+/// What a command runs with.
+pub struct Settings {
+    /// The store file.
+    pub store: PathBuf,
+    /// The key file.
+    pub keys: PathBuf,
+    /// The tenant the command is about.
+    pub tenant: String,
+    /// `--origin`, or the configured tenant's origin.
+    pub origin: Option<String>,
+    /// The configuration, when there is one.
+    pub plane: Option<PlaneConfig>,
+    /// Where the configuration was read from.
+    pub config_path: Option<PathBuf>,
+    /// Whether the store came from `--store` or a configuration (not the default).
+    pub store_chosen: bool,
+}
+
+/// Where `agentplane demo` makes a plane of its own.
+pub const DEMO_DIR: &str = "agentplane-demo";
+
+fn relative_to(config: &Path, path: &Path) -> PathBuf {
+    if path.is_absolute() {
+        return path.to_path_buf();
+    }
+    config.parent().map_or_else(|| path.to_path_buf(), |dir| dir.join(path))
+}
+
+impl Settings {
+    /// The configuration file (`--config`, or `./agentplane.toml` when it
+    /// exists) with the flags over it.
+    pub fn resolve(cli: &Cli) -> Result<Self, Failure> {
+        let config_path = match &cli.config {
+            Some(path) => Some(path.clone()),
+            None => Some(PathBuf::from(DEFAULT_CONFIG)).filter(|path| path.is_file()),
+        };
+        Self::from_parts(config_path, cli)
+    }
+
+    /// The settings of the plane configured at `config`, with the tenant and
+    /// origin flags of `cli` (the store and key flags are the configuration's).
+    pub fn of_config(config: PathBuf, cli: &Cli) -> Result<Self, Failure> {
+        let flags = Cli { config: None, store: None, keys: None, ..cli.clone_flags() };
+        Self::from_parts(Some(config), &flags)
+    }
+
+    fn from_parts(config_path: Option<PathBuf>, cli: &Cli) -> Result<Self, Failure> {
+        let plane = config_path.as_deref().map(read_config).transpose()?;
+        let (config_store, config_keys) = match (&plane, &config_path) {
+            (Some(plane), Some(path)) => (Some(relative_to(path, &plane.store)), Some(relative_to(path, &plane.keys))),
+            _ => (None, None),
+        };
+        let store_chosen = cli.store.is_some() || config_store.is_some();
+        let store = cli.store.clone().or(config_store).unwrap_or_else(|| PathBuf::from("agentplane.redb"));
+        let keys = cli.keys.clone().or(config_keys).unwrap_or_else(|| PathBuf::from("agentplane.key"));
+        let tenant = cli
+            .tenant
+            .clone()
+            .or_else(|| plane.as_ref().and_then(|p| p.tenants.first()).map(|t| t.name.clone()))
+            .unwrap_or_else(|| "default".to_owned());
+        let configured_origin =
+            plane.as_ref().and_then(|p| p.tenants.iter().find(|t| t.name == tenant)).map(|t| t.origin.clone());
+        let origin = cli.origin.clone().or(configured_origin);
+        Ok(Self { store, keys, tenant, origin, plane, config_path, store_chosen })
+    }
+
+    /// The tenant the command is about.
+    pub fn tenant_id(&self) -> Result<TenantId, Failure> {
+        TenantId::new(&self.tenant).map_err(|err| Failure::Usage(format!("--tenant: {err}")))
+    }
+
+    /// The tenant's origin: `--origin`, the configuration's, or the key
+    /// file's single log key.
+    pub fn origin(&self, keys: Option<&PlaneKeys>) -> Result<Origin, Failure> {
+        if let Some(origin) = &self.origin {
+            return Origin::new(origin).map_err(|err| Failure::Usage(format!("origin {origin:?}: {err}")));
+        }
+        match keys.and_then(PlaneKeys::single_origin) {
+            Some(origin) => Ok(origin.clone()),
+            None => Err(Failure::Usage(format!(
+                "no origin for tenant {}: pass --origin ORIGIN, or list the tenant in agentplane.toml \
+                 (an auditor: `agentplane audit`, which needs only public keys; `agentplane keys` prints them on the plane)",
+                self.tenant
+            ))),
+        }
+    }
+
+    /// Every tenant with its origin: the configured ones, or the one this
+    /// command is about.
+    pub fn tenants(&self, keys: Option<&PlaneKeys>) -> Result<Vec<(TenantId, Origin)>, Failure> {
+        match self.plane.as_ref().filter(|plane| !plane.tenants.is_empty()) {
+            Some(plane) => plane
+                .tenants
+                .iter()
+                .map(|t| {
+                    let id =
+                        TenantId::new(&t.name).map_err(|err| Failure::Usage(format!("tenant {}: {err}", t.name)))?;
+                    let origin =
+                        Origin::new(&t.origin).map_err(|err| Failure::Usage(format!("tenant {}: {err}", t.name)))?;
+                    Ok((id, origin))
+                })
+                .collect(),
+            None => Ok(vec![(self.tenant_id()?, self.origin(keys)?)]),
+        }
+    }
+}
+
+fn read_config(path: &Path) -> Result<PlaneConfig, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|err| Failure::Usage(format!("reading the configuration {}: {err}", path.display())))?;
+    toml::from_str(&text).map_err(|err| Failure::Usage(format!("{}: {err}", path.display())))
+}
+
+/// Writes a new configuration, refusing to overwrite one.
+pub fn write_config(path: &Path, config: &PlaneConfig) -> Result<(), Failure> {
+    let text = toml::to_string_pretty(config).map_err(|err| Failure::Io(err.to_string()))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    let mut file = options.open(path).map_err(|err| {
+        Failure::Io(format!("creating {}: {err} (an existing configuration is never overwritten)", path.display()))
+    })?;
+    std::io::Write::write_all(&mut file, format!("# agentplane plane configuration\n{text}").as_bytes())
+        .map_err(|err| Failure::Io(format!("writing {}: {err}", path.display())))
+}
+
+/// Parses an interval such as `90s`, `5m` or `1h`.
+pub fn interval(text: &str) -> Result<std::time::Duration, Failure> {
+    let duration: jiff::SignedDuration =
+        text.parse().map_err(|err| Failure::Usage(format!("interval {text:?}: {err} (give 90s, 5m or 1h)")))?;
+    std::time::Duration::try_from(duration)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| Failure::Usage(format!("interval {text:?} must be positive")))
+}
+
+/// Makes a plane in `dir`: `agentplane.toml` and `agentplane.key` with a
+/// fresh log key per tenant (origin `BASE/NAME`) and a record key. Refuses to
+/// overwrite either file, and a store there that holds runs (R-SIG-4: a plane
+/// never mints keys for a history it did not sign).
+pub fn init_plane(
+    dir: &Path,
+    tenants: &[String],
+    origin_base: &str,
+    witnesses: Vec<WitnessEntry>,
+    quorum: usize,
+    sweep_every: &str,
+) -> Result<(PlaneConfig, PlaneKeys), Failure> {
+    interval(sweep_every)?;
+    let config_path = dir.join(DEFAULT_CONFIG);
+    let keys_path = dir.join("agentplane.key");
+    let store_path = dir.join("agentplane.redb");
+    for existing in [&config_path, &keys_path] {
+        if existing.exists() {
+            return Err(Failure::Usage(format!("{} exists: a plane is already made here", existing.display())));
+        }
+    }
+    if store_path.is_file() && !crate::commands::open_existing(&store_path)?.tenants()?.is_empty() {
+        return Err(Failure::Usage(format!(
+            "{} already holds runs: a plane never mints keys for a history it did not sign",
+            store_path.display()
+        )));
+    }
+    let names: Vec<String> = if tenants.is_empty() { vec!["default".to_owned()] } else { tenants.to_vec() };
+    let mut entries = Vec::new();
+    let mut origins = Vec::new();
+    for name in &names {
+        TenantId::new(name).map_err(|err| Failure::Usage(format!("tenant {name:?}: {err}")))?;
+        let origin = Origin::new(&format!("{}/{name}", origin_base.trim_end_matches('/')))
+            .map_err(|err| Failure::Usage(format!("origin of tenant {name}: {err}")))?;
+        entries.push(TenantEntry { name: name.clone(), origin: origin.to_string() });
+        origins.push(origin);
+    }
+    let config = PlaneConfig {
+        store: PathBuf::from("agentplane.redb"),
+        keys: PathBuf::from("agentplane.key"),
+        quorum,
+        sweep_every: Some(sweep_every.to_owned()),
+        tenants: entries,
+        witnesses,
+    };
+    let keys = PlaneKeys::generate(&origins)?;
+    keys.write(&keys_path)?;
+    write_config(&config_path, &config)?;
+    Ok((config, keys))
+}

@@ -1,0 +1,193 @@
+//! `agentplane init` (a plane's configuration and keys) and `agentplane sweep`
+//! (every tenant's checkpoint, signed now, cosigned by the configured witnesses).
+
+use std::sync::Arc;
+
+use journal_core::{Runtime, RuntimeBuilder, Store, SweepOutcome, SweepReport};
+use serde_json::json;
+use witness::{HttpWitness, QuorumOutcome, TrustedWitness, Witness, WitnessQuorum};
+
+use crate::Failure;
+use crate::commands::{cli_build, open_for_signing, print_json};
+use crate::config::{DEFAULT_CONFIG, Settings, WitnessEntry, init_plane, interval};
+
+/// `agentplane init`: the configuration and fresh keys in this directory.
+pub fn init(
+    tenants: &[String],
+    origin_base: &str,
+    witnesses: &[String],
+    quorum: Option<usize>,
+    sweep_every: &str,
+) -> Result<(), Failure> {
+    let mut entries = Vec::new();
+    for spec in witnesses {
+        let (url, key) =
+            spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--witness {spec:?}: expected URL=VKEY")))?;
+        TrustedWitness::parse(key).map_err(|err| Failure::Usage(format!("--witness {spec:?}: {err}")))?;
+        entries.push(WitnessEntry { url: url.to_owned(), key: key.to_owned() });
+    }
+    let quorum = quorum.unwrap_or(entries.len());
+    if quorum > entries.len() || (quorum == 0 && !entries.is_empty()) {
+        return Err(Failure::Usage(format!("--quorum {quorum} does not fit {} witnesses", entries.len())));
+    }
+    let (config, keys) = init_plane(std::path::Path::new("."), tenants, origin_base, entries, quorum, sweep_every)?;
+    eprintln!("wrote {DEFAULT_CONFIG} and agentplane.key (keep it secret); the store will be agentplane.redb");
+    for tenant in &config.tenants {
+        let origin = journal_core::Origin::new(&tenant.origin).map_err(|err| Failure::Usage(err.to_string()))?;
+        println!("tenant {}  origin {}  log key {}", tenant.name, origin, keys.log_for(&origin)?.verifier_key());
+    }
+    println!("record key {}", keys.record_key_spec());
+    Ok(())
+}
+
+fn witnesses(settings: &Settings) -> Result<(Vec<Arc<dyn Witness + Send + Sync>>, WitnessQuorum), Failure> {
+    let plane = settings.plane.as_ref().filter(|plane| !plane.witnesses.is_empty()).ok_or_else(|| {
+        Failure::Usage(
+            "no witness configured: add [[witness]] url and key to agentplane.toml (agentplane init --witness URL=VKEY)"
+                .into(),
+        )
+    })?;
+    let mut clients: Vec<Arc<dyn Witness + Send + Sync>> = Vec::new();
+    for entry in &plane.witnesses {
+        let trusted = TrustedWitness::parse(&entry.key)
+            .map_err(|err| Failure::Usage(format!("witness {}: key: {err}", entry.url)))?;
+        let client =
+            HttpWitness::new(&entry.url, vec![trusted]).map_err(|err| Failure::Usage(format!("witness: {err}")))?;
+        clients.push(Arc::new(client));
+    }
+    Ok((clients, WitnessQuorum::of(plane.quorum)))
+}
+
+fn runtime(settings: &Settings) -> Result<Runtime, Failure> {
+    let keys = crate::keys::PlaneKeys::read(&settings.keys)?;
+    let store: Arc<dyn Store> = Arc::new(open_for_signing(&settings.store)?);
+    let (clients, quorum) = witnesses(settings)?;
+    let mut builder = RuntimeBuilder::new(store)
+        .signer(Arc::new(keys.record.clone()))
+        .verifier(Arc::new(keys.record_verifier()?))
+        .witnesses(clients, quorum)
+        .written_by(cli_build().clone());
+    for (tenant, origin) in settings.tenants(Some(&keys))? {
+        let log = keys.log_for(&origin)?.clone();
+        builder = builder.tenant(tenant, origin, Some(log));
+    }
+    builder.build().map_err(|err| Failure::Usage(err.to_string()))
+}
+
+/// One line or object per tenant; whether the round needs attention.
+fn show(report: &SweepReport, json: bool) -> Result<bool, Failure> {
+    let tree = report.tree;
+    let (outcome, got, needed, problems) = match &report.outcome {
+        SweepOutcome::Skipped { .. } => ("skipped", None, None, Vec::new()),
+        SweepOutcome::NoWitnesses => ("no_witnesses", None, None, Vec::new()),
+        SweepOutcome::RefusedToSign { reason } => {
+            ("refused_to_sign", None, None, vec![("plane".to_owned(), reason.clone())])
+        }
+        SweepOutcome::Round(QuorumOutcome::Met { cosigned, failures }) => (
+            "met",
+            Some(cosigned.len()),
+            None,
+            failures.iter().map(|f| (f.witness.clone(), f.error.to_string())).collect(),
+        ),
+        SweepOutcome::Round(QuorumOutcome::Shortfall { got, needed, failures }) => (
+            "shortfall",
+            Some(*got),
+            Some(*needed),
+            failures.iter().map(|f| (f.witness.clone(), f.error.to_string())).collect(),
+        ),
+        SweepOutcome::Round(QuorumOutcome::IntegrityRefusal { refusals, got, needed, failures, .. }) => (
+            "integrity",
+            Some(*got),
+            Some(*needed),
+            refusals.iter().chain(failures).map(|f| (f.witness.clone(), f.error.to_string())).collect(),
+        ),
+    };
+    if json {
+        print_json(&json!({
+            "tenant": report.tenant.as_str(),
+            "size": tree.size,
+            "root": tree.root.to_string(),
+            "outcome": outcome,
+            "cosigned": got,
+            "needed": needed,
+            "needs_attention": report.needs_attention(),
+            "problems": problems.iter().map(|(w, e)| json!({ "witness": w, "error": e })).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        let mut line = format!("tenant {}: {outcome} at size {}", report.tenant, tree.size);
+        if let Some(got) = got {
+            line.push_str(&format!(", {got} cosigned"));
+        }
+        if let Some(needed) = needed {
+            line.push_str(&format!(" of {needed} needed"));
+        }
+        println!("{line}");
+        for (witness, error) in problems {
+            println!("  {witness}: {error}");
+        }
+    }
+    Ok(report.needs_attention())
+}
+
+fn round(runtime: &Runtime, settings: &Settings, json: bool) -> Result<bool, Failure> {
+    let keys = crate::keys::PlaneKeys::read(&settings.keys)?;
+    let mut attention = false;
+    for (tenant, _) in settings.tenants(Some(&keys))? {
+        let report = runtime.sweep(&tenant)?;
+        attention |= show(&report, json)?;
+    }
+    Ok(attention)
+}
+
+/// `agentplane sweep [--every DURATION]`.
+pub fn sweep(settings: &Settings, every: Option<&str>, json: bool) -> Result<(), Failure> {
+    let runtime = runtime(settings)?;
+    let every = match every {
+        None => None,
+        Some("") => {
+            let configured =
+                settings.plane.as_ref().and_then(|p| p.sweep_every.clone()).ok_or_else(|| {
+                    Failure::Usage("--every needs a DURATION, or sweep_every in agentplane.toml".into())
+                })?;
+            Some(interval(&configured)?)
+        }
+        Some(text) => Some(interval(text)?),
+    };
+    let mut attention = round(&runtime, settings, json)?;
+    if let Some(every) = every {
+        let signals = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|err| Failure::Io(err.to_string()))?;
+        while !signals.block_on(stopped_within(every))? {
+            attention = round(&runtime, settings, json)?;
+        }
+        eprintln!("agentplane: sweep stopped by a signal");
+    }
+    if attention {
+        Err(Failure::Findings("a round fell short or was refused on integrity grounds".into()))
+    } else {
+        Ok(())
+    }
+}
+
+/// Waits `every`; true when SIGINT or SIGTERM came first.
+async fn stopped_within(every: std::time::Duration) -> Result<bool, Failure> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|err| Failure::Io(err.to_string()))?;
+        tokio::select! {
+            _ = tokio::time::sleep(every) => Ok(false),
+            _ = tokio::signal::ctrl_c() => Ok(true),
+            _ = term.recv() => Ok(true),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::select! {
+            _ = tokio::time::sleep(every) => Ok(false),
+            _ = tokio::signal::ctrl_c() => Ok(true),
+        }
+    }
+}
