@@ -551,7 +551,36 @@ fn export(plane: &Plane, run: &RunId, output: &Path) -> Result<(), Failure> {
     }
     let (view, signed) = sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log)?;
     let inclusion = view.inclusion(run)?;
-    let text = journal_core::export::write_export(&plane.tenant, &plane.origin, run, &verified, &inclusion, &signed)?;
+    // The latest checkpoint a witness quorum cosigned that covers the run, with
+    // the run's inclusion in it, so a reader can check the witnesses offline.
+    let cosigned = plane
+        .store
+        .cosigned_checkpoints(&plane.tenant)?
+        .into_iter()
+        .rev()
+        .find(|cosigned| cosigned.tree.size > inclusion.index && cosigned.tree.size <= view.size())
+        .map(|cosigned| -> Result<journal_core::export::CosignedInclusion, Failure> {
+            let proof = tlog::prove_inclusion(&view, inclusion.index, cosigned.tree.size)
+                .map_err(|err| Failure::Io(format!("proving the run in the cosigned checkpoint: {err}")))?;
+            cosigned
+                .tree
+                .verify_inclusion(&inclusion.leaf, inclusion.index, &proof)
+                .map_err(|err| Failure::Findings(format!("the cosigned checkpoint does not hold the run: {err}")))?;
+            Ok(journal_core::export::CosignedInclusion { note: cosigned.note, index: inclusion.index, proof })
+        })
+        .transpose()?;
+    let text = journal_core::export::write_export(
+        &plane.tenant,
+        &plane.origin,
+        run,
+        &verified,
+        &inclusion,
+        &signed,
+        cosigned.as_ref(),
+    )?;
+    if cosigned.is_none() {
+        eprintln!("note: no witness quorum has cosigned a checkpoint holding this run yet (`agentplane sweep`)");
+    }
     std::fs::write(output, text).map_err(|err| Failure::Io(format!("writing {}: {err}", output.display())))?;
     eprintln!("exported run {run} ({} records) to {}", verified.records.len(), output.display());
     Ok(())
@@ -575,7 +604,6 @@ fn verify_export(
     quorum: Option<usize>,
     json: bool,
 ) -> Result<(), Failure> {
-    let _ = (witness_keys, quorum);
     let log_key = witness::VerifierKey::parse(log_key).map_err(|err| Failure::Usage(format!("--log-key: {err}")))?;
     let mut verifier = Ed25519Verifier::new();
     for spec in record_keys {
@@ -588,8 +616,33 @@ fn verify_export(
     let upcasters = reader_upcasters();
     let check =
         ChainCheck { upcasters: &upcasters, verifier: Some(&verifier), options: VerifyOptions { require_signature } };
-    match journal_core::export::verify_export(&text, &[log_key], check) {
-        Ok(verified) => {
+    let trusted = witness_keys
+        .iter()
+        .map(|key| witness::TrustedWitness::parse(key).map_err(|err| Failure::Usage(format!("--witness-key: {err}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    if quorum.is_some() && trusted.is_empty() {
+        return Err(Failure::Usage("--quorum needs at least one --witness-key".into()));
+    }
+    let result = journal_core::export::verify_export(&text, &[log_key], check).and_then(|verified| {
+        let cosignatures = match quorum.or((!trusted.is_empty()).then_some(1)) {
+            Some(quorum) => Some(verified.cosignatures(&trusted, quorum)?),
+            None => None,
+        };
+        Ok((verified, cosignatures))
+    });
+    let record_check = if record_keys.is_empty() {
+        "not checked (no --record-key)".to_owned()
+    } else if require_signature {
+        "every record signed by a trusted key".to_owned()
+    } else {
+        "signatures by trusted keys verified; unsigned records accepted".to_owned()
+    };
+    match result {
+        Ok((verified, cosignatures)) => {
+            let witness_check = cosignatures.map_or_else(
+                || "not checked (no --witness-key)".to_owned(),
+                |count| format!("{count} trusted witnesses cosigned a checkpoint holding the run"),
+            );
             if json {
                 print_json(&json!({
                     "valid": true,
@@ -599,6 +652,9 @@ fn verify_export(
                     "index": verified.index,
                     "size": verified.tree.size,
                     "outcome": verified.outcome.map(|o| o.as_str()),
+                    "record_signatures": record_check,
+                    "cosignatures": cosignatures,
+                    "cosigned_size": verified.cosigned.as_ref().map(|c| c.tree.size),
                 }))?;
             } else {
                 println!(
@@ -610,6 +666,8 @@ fn verify_export(
                     verified.tree.size,
                     verified.origin
                 );
+                println!("record signatures: {record_check}");
+                println!("witnesses: {witness_check}");
             }
             Ok(())
         }

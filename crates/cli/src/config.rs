@@ -65,7 +65,7 @@ pub struct PlaneConfig {
     #[serde(default, rename = "tenant")]
     pub tenants: Vec<TenantEntry>,
     /// The witnesses.
-    #[serde(default, rename = "witness")]
+    #[serde(default, rename = "witness", skip_serializing_if = "Vec::is_empty")]
     pub witnesses: Vec<WitnessEntry>,
 }
 
@@ -190,7 +190,14 @@ pub fn write_config(path: &Path, config: &PlaneConfig) -> Result<(), Failure> {
     let mut file = options.open(path).map_err(|err| {
         Failure::Io(format!("creating {}: {err} (an existing configuration is never overwritten)", path.display()))
     })?;
-    std::io::Write::write_all(&mut file, format!("# agentplane plane configuration\n{text}").as_bytes())
+    let mut text = format!("# agentplane plane configuration\n{}\n", text.trim_end());
+    if config.witnesses.is_empty() {
+        text.push_str(
+            "\n# A witness the sweep submits to (repeat the table for more; set quorum above):\n\
+             # [[witness]]\n# url = \"http://127.0.0.1:7380\"\n# key = \"witness.example/w1+abcd1234+...\"\n",
+        );
+    }
+    std::io::Write::write_all(&mut file, text.as_bytes())
         .map_err(|err| Failure::Io(format!("writing {}: {err}", path.display())))
 }
 

@@ -465,3 +465,157 @@ fn sealed_run_with_origin(dir: &Path, origin: &str) -> String {
     let runs = json(dir, &["--origin", origin, "runs", "--outcome", "succeeded", "--json"]);
     runs[0]["run"].as_str().unwrap().to_owned()
 }
+
+struct Witnesses {
+    servers: Vec<witness_server::WitnessServer>,
+    vkeys: Vec<String>,
+    _state: tempfile::TempDir,
+}
+
+/// Starts `count` witness servers that watch every tenant log of the plane in `dir`.
+fn start_witnesses(dir: &Path, tenants: &[&str], count: u8) -> Witnesses {
+    let state = tempfile::tempdir().unwrap();
+    let mut logs = Vec::new();
+    for tenant in tenants {
+        let keys = json(dir, &["--tenant", tenant, "keys", "--json"]);
+        logs.push(witness_server::LogConfig {
+            origin: keys["origin"].as_str().unwrap().to_owned(),
+            keys: vec![witness::VerifierKey::parse(keys["log_key"].as_str().unwrap()).unwrap()],
+        });
+    }
+    let (mut servers, mut vkeys) = (Vec::new(), Vec::new());
+    for i in 0..count {
+        let cosigner = witness::Cosigner::new(
+            witness::SignerKey::from_seed(&format!("cli.test/w{i}"), witness::ALG_COSIGNATURE_V1, [40 + i; 32])
+                .unwrap(),
+        )
+        .unwrap();
+        vkeys.push(cosigner.verifier_key().to_string());
+        let config = witness_server::WitnessConfig {
+            cosigner,
+            logs: logs.clone(),
+            clock: std::sync::Arc::new(witness_server::SystemClock),
+        };
+        let path = state.path().join(format!("w{i}.redb"));
+        servers.push(witness_server::WitnessServer::start(config, &path, "127.0.0.1:0").unwrap());
+    }
+    Witnesses { servers, vkeys, _state: state }
+}
+
+fn sweep_json(dir: &Path) -> (Option<i32>, Vec<Value>, String) {
+    let out = agentplane(dir, &["sweep", "--json"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let reports = serde_json::Deserializer::from_str(&text).into_iter::<Value>().map(Result::unwrap).collect();
+    (out.status.code(), reports, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// R-WIT-1/8/9, R-STORE-4: a plane with two tenants, each its own log and
+/// origin, swept against two witness servers over HTTP: met, skipped without
+/// growth, a shortfall with one witness down, an integrity refusal (logged)
+/// after a sealed run is deleted and another sealed at the same size; and an
+/// export carrying a cosigned checkpoint that verifies offline.
+#[test]
+fn r_wit_8_sweep_meets_skips_falls_short_and_refuses_a_rewrite() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop", "--tenant-name", "search"]);
+    let mut witnesses = start_witnesses(plane, &["shop", "search"], 2);
+    let mut config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    config = config.replace("quorum = 0", "quorum = 2");
+    for (server, vkey) in witnesses.servers.iter().zip(&witnesses.vkeys) {
+        config.push_str(&format!("\n[[witness]]\nurl = \"{}\"\nkey = \"{vkey}\"\n", server.url()));
+    }
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    ok(plane, &["--tenant", "shop", "demo"]);
+    ok(plane, &["--tenant", "search", "demo"]);
+
+    let (code, reports, _) = sweep_json(plane);
+    assert_eq!(code, Some(0), "{reports:?}");
+    assert_eq!(reports.len(), 2, "one report per tenant: {reports:?}");
+    assert!(reports.iter().all(|r| r["outcome"] == "met" && r["size"] == 5), "{reports:?}");
+    let (code, reports, _) = sweep_json(plane);
+    assert_eq!(code, Some(0));
+    assert!(reports.iter().all(|r| r["outcome"] == "skipped"), "no growth, no round: {reports:?}");
+    // The cosigned checkpoint is kept; an export carries it and verifies offline.
+    let cosigned = ok(plane, &["--tenant", "shop", "checkpoint", "--cosigned"]);
+    assert_eq!(cosigned.matches("\n— ").count(), 3, "the log's signature and two cosignatures: {cosigned}");
+    let run = json(plane, &["--tenant", "shop", "runs", "--outcome", "succeeded", "--json"])[0]["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ok(plane, &["--tenant", "shop", "export", &run, "-o", "run.export"]);
+    let log_key = json(plane, &["--tenant", "shop", "keys", "--json"])["log_key"].as_str().unwrap().to_owned();
+    let verified = json(
+        plane,
+        &[
+            "verify-export",
+            "run.export",
+            "--log-key",
+            &log_key,
+            "--witness-key",
+            &witnesses.vkeys[0],
+            "--witness-key",
+            &witnesses.vkeys[1],
+            "--quorum",
+            "2",
+            "--json",
+        ],
+    );
+    assert_eq!(verified["cosignatures"], 2, "{verified}");
+    let stranger = witness::SignerKey::from_seed("cli.test/stranger", witness::ALG_COSIGNATURE_V1, [99; 32]).unwrap();
+    let refused = agentplane(
+        plane,
+        &[
+            "verify-export",
+            "run.export",
+            "--log-key",
+            &log_key,
+            "--witness-key",
+            &stranger.verifier_key().to_string(),
+            "--quorum",
+            "1",
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1), "a witness that did not cosign it does not count");
+
+    // One witness down: the shop tenant grows and falls short.
+    ok(plane, &["--tenant", "shop", "demo"]);
+    let down = witnesses.servers.pop().unwrap();
+    down.shutdown();
+    let (code, reports, _) = sweep_json(plane);
+    assert_eq!(code, Some(1), "{reports:?}");
+    let shop = reports.iter().find(|r| r["tenant"] == "shop").unwrap();
+    assert_eq!(shop["outcome"], "shortfall", "{shop}");
+    assert_eq!(shop["cosigned"], 1);
+    assert_eq!(reports.iter().find(|r| r["tenant"] == "search").unwrap()["outcome"], "skipped");
+
+    // search: the newest sealed run deleted and another sealed in its place.
+    {
+        use journal_core::testkit::TamperAccess;
+        let store = store_redb::RedbStore::open(&plane.join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("search").unwrap();
+        let seals = journal_core::Store::seals(&store, &tenant).unwrap();
+        let newest = seals.last().unwrap();
+        store.delete_run(&tenant, &newest.run);
+        store.rewind_log(&tenant, newest.position);
+        // A run sealed at the reissued position, written straight into the store.
+        let origin = journal_core::Origin::new(
+            json(plane, &["--tenant", "search", "keys", "--json"])["origin"].as_str().unwrap(),
+        )
+        .unwrap();
+        let journal = journal_core::Journal::new(&store, &tenant, &origin);
+        let run = journal_core::RunId::new("run-replacement").unwrap();
+        let concluded = journal_core::RecordBody::RunConcluded(journal_core::record::RunConcluded {
+            outcome: journal_core::Outcome::Succeeded,
+            verdict: journal_core::Verdict::None,
+            reason: "replacement".into(),
+        });
+        journal.append(&run, None, None, concluded).unwrap();
+    }
+    let (code, reports, stderr) = sweep_json(plane);
+    assert_eq!(code, Some(1));
+    let search = reports.iter().find(|r| r["tenant"] == "search").unwrap();
+    assert_eq!(search["outcome"], "refused_to_sign", "{search}");
+    assert_eq!(search["needs_attention"], true);
+    assert!(stderr.contains("agentplane.witness.integrity"), "the refusal is logged: {stderr}");
+}

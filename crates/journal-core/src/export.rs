@@ -9,12 +9,15 @@
 //! 3. `{"type":"seal","leaf":…}` (the seal leaf's exact text)
 //! 4. `{"type":"inclusion","index":…,"size":…,"root":…,"proof":[…]}` (hashes in standard base64, as in checkpoints)
 //! 5. `{"type":"checkpoint","note":…}` (the log's signed checkpoint note)
+//! 6. optionally, `{"type":"cosigned","note":…,"index":…,"proof":[…]}`: the latest checkpoint a witness
+//!    quorum cosigned that covers the run (its note carries the log's signature and the witnesses'
+//!    cosignatures), with the run's inclusion proof in it. Format v3; v2 files have no such line.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 use tlog::{InclusionProof, NodeHash, RootHash, Tree};
-use witness::{NoteVerifier, Origin, SignedCheckpoint, VerifierKey};
+use witness::{NoteVerifier, Origin, SignedCheckpoint, TrustedWitness, VerifierKey};
 
 use crate::chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, verify_run};
 use crate::error::JournalError;
@@ -24,9 +27,13 @@ use crate::log::RunInclusion;
 use crate::seal::SealLeaf;
 use crate::signature::KeySignature;
 
-/// The format name on the header line. v2: the records carry `at` (the hard
-/// cut of the record envelope before the format freeze).
-pub const EXPORT_FORMAT: &str = "agentplane-export/v2";
+/// The format name on the header line this build writes. v2: the records
+/// carry `at` (the hard cut of the record envelope before the format freeze);
+/// v3: an optional cosigned checkpoint line after the checkpoint.
+pub const EXPORT_FORMAT: &str = "agentplane-export/v3";
+
+/// Every format this build reads (R-GOLD-2: every export ever blessed keeps verifying).
+const READ_FORMATS: &[&str] = &["agentplane-export/v2", EXPORT_FORMAT];
 
 /// Export formats this build knows it cannot read, with the reason.
 const RETIRED_FORMATS: &[(&str, &str)] = &[(
@@ -63,6 +70,36 @@ enum Line {
     Checkpoint {
         note: String,
     },
+    Cosigned {
+        note: String,
+        index: u64,
+        proof: Vec<String>,
+    },
+}
+
+/// A checkpoint a witness quorum cosigned, with the run's inclusion in it:
+/// what an export carries so an auditor can check the witnesses offline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CosignedInclusion {
+    /// The cosigned note (checkpoint, the log's signature, the cosignatures).
+    pub note: String,
+    /// The run's leaf index in it.
+    pub index: u64,
+    /// The run's inclusion proof in the cosigned tree.
+    pub proof: InclusionProof,
+}
+
+/// The cosigned checkpoint of a verified export: its tree is signed by a
+/// trusted log key and the run is proven in it; the cosignatures are checked
+/// by [`VerifiedExport::cosignatures`] against the witness keys a reader trusts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedCosigned {
+    /// The cosigned tree.
+    pub tree: Tree,
+    /// The checkpoint text the cosignatures cover.
+    pub text: String,
+    /// The signature lines by keys other than the log's.
+    pub lines: Vec<witness::NoteSignature>,
 }
 
 /// Why an export was refused.
@@ -85,12 +122,16 @@ pub enum ExportError {
     /// The seal, proof and checkpoint do not agree with each other.
     #[error("export: {0}")]
     Mismatch(String),
+    /// The witness quorum asked for is not met by the export's cosigned checkpoint.
+    #[error("export cosignatures: {0}")]
+    Cosignatures(String),
 }
 
 impl ExportError {
     /// Whether this is evidence of tampering rather than a malformed or foreign file.
     pub fn is_tamper(&self) -> bool {
-        matches!(self, Self::Journal(err) if err.is_tamper()) || matches!(self, Self::Mismatch(_) | Self::Checkpoint(_))
+        matches!(self, Self::Journal(err) if err.is_tamper())
+            || matches!(self, Self::Mismatch(_) | Self::Checkpoint(_) | Self::Cosignatures(_))
     }
 }
 
@@ -106,6 +147,7 @@ pub fn write_export(
     verified: &VerifiedRun,
     inclusion: &RunInclusion,
     checkpoint: &SignedCheckpoint,
+    cosigned: Option<&CosignedInclusion>,
 ) -> Result<String, JournalError> {
     let seal =
         verified.seal.as_ref().ok_or_else(|| JournalError::NotSealed { tenant: tenant.clone(), run: run.clone() })?;
@@ -135,6 +177,13 @@ pub fn write_export(
         proof: inclusion.proof.path().iter().map(|h| STANDARD.encode(h.as_bytes())).collect(),
     });
     push(Line::Checkpoint { note: checkpoint.note().to_owned() });
+    if let Some(cosigned) = cosigned {
+        push(Line::Cosigned {
+            note: cosigned.note.clone(),
+            index: cosigned.index,
+            proof: cosigned.proof.path().iter().map(|h| STANDARD.encode(h.as_bytes())).collect(),
+        });
+    }
     Ok(out)
 }
 
@@ -153,6 +202,30 @@ pub struct VerifiedExport {
     pub tree: Tree,
     /// The run's last conclusion's outcome.
     pub outcome: Option<crate::record::Outcome>,
+    /// The cosigned checkpoint it carries, if any (format v3).
+    pub cosigned: Option<VerifiedCosigned>,
+}
+
+impl VerifiedExport {
+    /// Checks the carried cosigned checkpoint against the witness keys the
+    /// reader trusts: at least `quorum` distinct trusted witnesses must have
+    /// cosigned it. Returns how many did.
+    pub fn cosignatures(&self, trusted: &[TrustedWitness], quorum: usize) -> Result<usize, ExportError> {
+        let cosigned = self
+            .cosigned
+            .as_ref()
+            .ok_or_else(|| ExportError::Cosignatures("the export carries no cosigned checkpoint".into()))?;
+        let report = witness::verify_cosignatures(&cosigned.text, &cosigned.lines, trusted)
+            .map_err(|err| ExportError::Cosignatures(err.to_string()))?;
+        let valid = report.valid.len();
+        if valid < quorum {
+            return Err(ExportError::Cosignatures(format!(
+                "{valid} trusted witnesses cosigned the checkpoint of size {}; {quorum} are required",
+                cosigned.tree.size
+            )));
+        }
+        Ok(valid)
+    }
 }
 
 fn b64_hash(line: usize, text: &str) -> Result<[u8; 32], ExportError> {
@@ -174,6 +247,8 @@ pub fn verify_export(
     let mut seal = None;
     let mut inclusion = None;
     let mut checkpoint = None;
+    let mut cosigned_line = None;
+    let mut format_read = String::new();
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;
         let malformed = |detail: String| ExportError::Malformed { line: line_no, detail };
@@ -184,6 +259,7 @@ pub fn verify_export(
             Line::Seal { .. } => 2,
             Line::Inclusion { .. } => 3,
             Line::Checkpoint { .. } => 4,
+            Line::Cosigned { .. } => 5,
         };
         let expected = if header.is_none() {
             0
@@ -193,8 +269,10 @@ pub fn verify_export(
             3
         } else if checkpoint.is_none() {
             4
-        } else {
+        } else if cosigned_line.is_none() && format_read == EXPORT_FORMAT {
             5
+        } else {
+            6
         };
         if stage != expected {
             return Err(malformed("a line out of the format's order".into()));
@@ -204,9 +282,10 @@ pub fn verify_export(
                 if let Some((_, why)) = RETIRED_FORMATS.iter().find(|(retired, _)| *retired == format) {
                     return Err(malformed(format!("format {format:?} is not read by this build: {why}")));
                 }
-                if format != EXPORT_FORMAT {
-                    return Err(malformed(format!("format {format:?}, this build reads {EXPORT_FORMAT}")));
+                if !READ_FORMATS.contains(&format.as_str()) {
+                    return Err(malformed(format!("format {format:?}, this build reads {}", READ_FORMATS.join(", "))));
                 }
+                format_read = format;
                 let origin = Origin::new(&origin).map_err(|err| malformed(err.to_string()))?;
                 header = Some((origin, RunId::new(&run).map_err(|err| malformed(err.to_string()))?));
             }
@@ -234,6 +313,14 @@ pub fn verify_export(
                 inclusion = Some((index, Tree::new(size, root), InclusionProof::new(path)));
             }
             Line::Checkpoint { note } => checkpoint = Some(note),
+            Line::Cosigned { note, index, proof } => {
+                let path = proof.iter().map(|h| b64_hash(line_no, h).map(NodeHash::from_hash_bytes)).collect::<Result<
+                    Vec<_>,
+                    _,
+                >>(
+                )?;
+                cosigned_line = Some((note, index, InclusionProof::new(path)));
+            }
         }
     }
     let missing =
@@ -269,5 +356,24 @@ pub fn verify_export(
     if !outcome.is_some_and(|o| o.seals()) {
         return Err(ExportError::Mismatch("the last conclusion of an exported run must seal it".into()));
     }
-    Ok(VerifiedExport { origin, run, records: head.seq, index, tree, outcome })
+    let cosigned = match cosigned_line {
+        None => None,
+        Some((note, index, proof)) => {
+            let (signed, opened) = SignedCheckpoint::open(note.as_bytes(), &verifiers)
+                .map_err(|err| ExportError::Checkpoint(format!("the cosigned checkpoint: {err}")))?;
+            let body = signed.checkpoint();
+            if body.origin_id() != &origin {
+                return Err(ExportError::Mismatch("the cosigned checkpoint is for another origin".into()));
+            }
+            body.tree().verify_inclusion(&expected_leaf.leaf_hash(), index, &proof).map_err(|err| {
+                ExportError::Mismatch(format!("the run's inclusion in the cosigned checkpoint fails: {err}"))
+            })?;
+            Some(VerifiedCosigned {
+                tree: body.tree(),
+                text: opened.text().to_owned(),
+                lines: opened.other_signatures().to_vec(),
+            })
+        }
+    };
+    Ok(VerifiedExport { origin, run, records: head.seq, index, tree, outcome, cosigned })
 }

@@ -149,6 +149,20 @@ pub fn records_corpus() -> Result<String, JournalError> {
     Ok(out)
 }
 
+/// The seed of the golden witness's cosigning key.
+pub const WITNESS_KEY_SEED: [u8; 32] = [0x57; 32];
+/// The golden witness's name.
+pub const WITNESS_NAME: &str = "golden.test/witness";
+/// When the golden witness cosigned (POSIX seconds): 2026-01-01T00:00:00Z.
+pub const GOLDEN_COSIGNATURE_TIME: u64 = 1_767_225_600;
+
+/// The golden witness's cosigner.
+pub fn witness_cosigner() -> Result<witness::Cosigner, JournalError> {
+    let key = witness::SignerKey::from_seed(WITNESS_NAME, witness::ALG_COSIGNATURE_V1, WITNESS_KEY_SEED)
+        .map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
+    witness::Cosigner::new(key).map_err(|err| JournalError::InvalidRecord(err.to_string()))
+}
+
 /// The golden log key.
 pub fn log_key() -> Result<witness::LogKey, JournalError> {
     let signer = witness::SignerKey::from_seed(ORIGIN, witness::ALG_ED25519, LOG_KEY_SEED)
@@ -220,5 +234,14 @@ pub fn export_corpus() -> Result<String, JournalError> {
         journal.read(&run, ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() })?;
     let inclusion = crate::log::LogView::open(&store, &tenant)?.inclusion(&run)?;
     let signed = crate::log::sign_checkpoint(&origin, inclusion.tree, &log_key()?)?;
-    crate::export::write_export(&tenant, &origin, &run, &verified, &inclusion, &signed)
+    // A witness cosigned that checkpoint: the export carries it (format v3).
+    let cosignature = witness_cosigner()?
+        .cosign(&signed.checkpoint().to_text(), GOLDEN_COSIGNATURE_TIME)
+        .map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
+    let cosigned = crate::export::CosignedInclusion {
+        note: format!("{}{}", signed.note(), cosignature.to_line()),
+        index: inclusion.index,
+        proof: inclusion.proof.clone(),
+    };
+    crate::export::write_export(&tenant, &origin, &run, &verified, &inclusion, &signed, Some(&cosigned))
 }

@@ -110,6 +110,31 @@ fn r_gold_2_this_build_writes_its_format_byte_for_byte_as_frozen() {
     );
 }
 
+/// The export and the witness quorum its cosigned checkpoint must meet.
+fn export_and_cosignatures(
+    verifier: &Ed25519Verifier,
+    upcasters: &Upcasters,
+    text: &str,
+) -> Result<usize, journal_core::export::ExportError> {
+    let trusted = witness::TrustedWitness::new(golden::witness_cosigner().unwrap().verifier_key()).unwrap();
+    export_check(verifier, upcasters, text)?.cosignatures(&[trusted], 1)
+}
+
+#[test]
+fn r_exp_1_the_export_carries_a_cosigned_checkpoint_checked_offline() {
+    let verifier = golden_verifier();
+    let upcasters = Upcasters::builtin();
+    let text = golden::export_corpus().unwrap();
+    assert_eq!(export_and_cosignatures(&verifier, &upcasters, &text).unwrap(), 1);
+    let verified = export_check(&verifier, &upcasters, &text).unwrap();
+    // A witness key that did not cosign it: the quorum is not met.
+    let other = witness::SignerKey::from_seed("golden.test/other", witness::ALG_COSIGNATURE_V1, [1; 32]).unwrap();
+    let other = witness::TrustedWitness::new(other.verifier_key()).unwrap();
+    let refused = verified.cosignatures(&[other], 1);
+    assert!(matches!(refused, Err(journal_core::export::ExportError::Cosignatures(_))), "{refused:?}");
+    assert!(refused.unwrap_err().is_tamper());
+}
+
 #[test]
 fn r_gold_2_any_altered_or_dropped_line_of_the_export_is_caught() {
     let verifier = golden_verifier();
@@ -130,12 +155,13 @@ fn r_gold_2_any_altered_or_dropped_line_of_the_export_is_caught() {
         let altered: String = altered.into_iter().collect();
         let mut copy = lines.clone();
         copy[i] = &altered;
-        let result = export_check(&verifier, &upcasters, &(copy.join("\n") + "\n"));
+        let result = export_and_cosignatures(&verifier, &upcasters, &(copy.join("\n") + "\n"));
         assert!(result.is_err(), "line {} altered and still verified: {altered}", i + 1);
-        // Dropping the line is caught too.
+        // Dropping the line is caught too (the cosigned one by the quorum asked for).
         let mut dropped = lines.clone();
         dropped.remove(i);
-        assert!(export_check(&verifier, &upcasters, &(dropped.join("\n") + "\n")).is_err(), "line {} removed", i + 1);
+        let result = export_and_cosignatures(&verifier, &upcasters, &(dropped.join("\n") + "\n"));
+        assert!(result.is_err(), "line {} removed", i + 1);
     }
 }
 
