@@ -184,14 +184,20 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         }
         Command::Sweep { every, json } => crate::sweep::sweep(cli, every.as_deref(), *json),
         Command::Keygen { origin } => keygen(cli, origin),
-        Command::Keys { witness_config, json } => keys(cli, *witness_config, *json),
+        Command::Keys { witness_config, print, json } => keys(cli, *witness_config, *print, *json),
         Command::Demo => crate::demo::run(cli, &flags),
-        Command::Runs { outcome, json } => {
+        Command::Runs { outcome, ids, json } => {
             let reader = reader(cli)?;
             let outcome = outcome
                 .as_deref()
                 .map(|o| Outcome::parse(o).ok_or_else(|| Failure::Usage(format!("unknown outcome {o:?}; one of succeeded, cancelled, abandoned, failed, exhausted, withheld, quarantined"))))
                 .transpose()?;
+            if *ids {
+                for run in reader.store.runs(&reader.tenant, outcome)? {
+                    println!("{run}");
+                }
+                return Ok(());
+            }
             let rows = run_rows(reader.store.as_ref(), &reader.tenant, outcome, &|run| reader.read(run))?;
             if *json {
                 return print_json(&serde_json::Value::Array(rows));
@@ -292,7 +298,7 @@ fn keygen(cli: &Settings, origin: &str) -> Result<(), Failure> {
     Ok(())
 }
 
-fn keys(cli: &Settings, witness_config: bool, json: bool) -> Result<(), Failure> {
+fn keys(cli: &Settings, witness_config: bool, print: Option<crate::KeyPart>, json: bool) -> Result<(), Failure> {
     let keys = PlaneKeys::read(&cli.keys)?;
     if witness_config {
         for origin in keys.origins() {
@@ -307,6 +313,21 @@ fn keys(cli: &Settings, witness_config: bool, json: bool) -> Result<(), Failure>
     let origin = cli.origin(Some(&keys))?;
     let vkey = keys.log_for(&origin)?.verifier_key().to_string();
     let record_key = keys.record_key_spec();
+    match print {
+        Some(crate::KeyPart::LogKey) => {
+            println!("{vkey}");
+            return Ok(());
+        }
+        Some(crate::KeyPart::RecordKey) => {
+            println!("{record_key}");
+            return Ok(());
+        }
+        Some(crate::KeyPart::Origin) => {
+            println!("{origin}");
+            return Ok(());
+        }
+        None => {}
+    }
     if json {
         return print_json(
             &json!({ "tenant": cli.tenant, "origin": origin.as_str(), "log_key": vkey, "record_key": record_key }),

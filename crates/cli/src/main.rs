@@ -127,6 +127,9 @@ enum Command {
         /// Print the `[[log]]` entries a witness's configuration needs for every tenant log.
         #[arg(long)]
         witness_config: bool,
+        /// Print one key alone, for scripts: the log key, the record key or the origin.
+        #[arg(long, value_enum)]
+        print: Option<KeyPart>,
         /// JSON output.
         #[arg(long)]
         json: bool,
@@ -147,6 +150,9 @@ enum Command {
         /// Only runs whose answer is this outcome.
         #[arg(long)]
         outcome: Option<String>,
+        /// Print the run ids alone, one a line, for scripts.
+        #[arg(long, conflicts_with = "json")]
+        ids: bool,
         /// JSON output.
         #[arg(long)]
         json: bool,
@@ -246,6 +252,17 @@ enum Command {
     },
     /// Repair a store left by a crash, in place (read commands read a repaired private copy instead).
     Repair,
+}
+
+/// One of the plane's public keys, printed alone.
+#[derive(clap::ValueEnum, Clone, Copy)]
+enum KeyPart {
+    /// The tenant log's verifier key (a C2SP vkey).
+    LogKey,
+    /// The record key, as `--record-key` takes it.
+    RecordKey,
+    /// The tenant log's origin.
+    Origin,
 }
 
 /// `agentplane audit`: what the auditor holds (R-AUD-6).
