@@ -183,14 +183,16 @@ pub fn run() -> Result<()> {
         &log_signer.verifier_key().to_string(),
     ]))?;
     let port = free_port()?;
-    let (_litewitness, announced) = start_litewitness(&bin, dir.path(), &socket, &fingerprint, port)?;
-
+    let url = format!("http://127.0.0.1:{port}");
     // The cosignature key we derive from the ssh public key must be the one it announces.
     let derived = VerifierKey::ed25519(WITNESS_NAME, ALG_COSIGNATURE_V1, raw_public)?;
+    let plane = Plane::init(dir.path(), &url, &derived.to_string(), &bin, &db)?;
+    let (_litewitness, announced) = start_litewitness(&bin, dir.path(), &socket, &fingerprint, port)?;
+
     ensure!(derived.to_string() == announced, "litewitness announces {announced}, we derive {derived}");
     let trusted = TrustedWitness::parse(&announced)?;
-    let url = format!("http://127.0.0.1:{port}");
     let client = HttpWitness::new(&url, vec![trusted.clone()])?;
+    plane.sweep_twice()?;
 
     let mut honest = Log::new(&log_signer, "honest")?;
     honest.grow_to(3, u64::MAX);
@@ -253,6 +255,73 @@ pub fn run() -> Result<()> {
     eprintln!("xtask: litewitness monitor endpoint: {}", describe(&monitor));
     ensure!(monitor.is_err(), "litewitness v0.6.1 serves no monitor endpoint; if it now does, update the README");
     Ok(())
+}
+
+/// A plane of two tenants made by `agentplane init`, pointed at litewitness,
+/// whose logs litewitness is configured to watch.
+struct Plane {
+    agentplane: PathBuf,
+    dir: PathBuf,
+}
+
+impl Plane {
+    fn init(dir: &Path, url: &str, witness_vkey: &str, bin: &Path, db: &Path) -> Result<Self> {
+        step("building agentplane for a sweep against litewitness");
+        run_command(Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into())).args([
+            "build",
+            "--quiet",
+            "-p",
+            "agentplane-cli",
+        ]))?;
+        let plane = Self { agentplane: workspace_root().join("target/debug/agentplane"), dir: dir.join("plane") };
+        std::fs::create_dir_all(&plane.dir)?;
+        plane.run(&[
+            "init",
+            "--tenant-name",
+            "alpha",
+            "--tenant-name",
+            "beta",
+            "--origin-base",
+            "litewitness.test/plane",
+            "--witness",
+            &format!("{url}={witness_vkey}"),
+        ])?;
+        for tenant in ["alpha", "beta"] {
+            let origin = plane.run(&["--tenant", tenant, "keys", "--print", "origin"])?.trim().to_owned();
+            let key = plane.run(&["--tenant", tenant, "keys", "--print", "log-key"])?.trim().to_owned();
+            output(Command::new(bin.join("witnessctl")).args(["add-log", "-db"]).arg(db).args(["-origin", &origin]))?;
+            output(
+                Command::new(bin.join("witnessctl"))
+                    .args(["add-key", "-db"])
+                    .arg(db)
+                    .args(["-origin", &origin, "-key", &key]),
+            )?;
+        }
+        Ok(plane)
+    }
+
+    fn run(&self, args: &[&str]) -> Result<String> {
+        output(Command::new(&self.agentplane).args(args).current_dir(&self.dir))
+    }
+
+    /// Two tenants' demo runs, swept: both met by litewitness; swept again,
+    /// both skipped (no growth).
+    fn sweep_twice(&self) -> Result<()> {
+        self.run(&["--tenant", "alpha", "demo"])?;
+        self.run(&["--tenant", "beta", "demo"])?;
+        let outcomes = |text: String| -> Result<Vec<String>> {
+            serde_json::Deserializer::from_str(&text)
+                .into_iter::<serde_json::Value>()
+                .map(|report| Ok(report?["outcome"].as_str().unwrap_or_default().to_owned()))
+                .collect()
+        };
+        let first = outcomes(self.run(&["sweep", "--json"])?)?;
+        ensure!(first == ["met", "met"], "agentplane sweep against litewitness: {first:?}");
+        let second = outcomes(self.run(&["sweep", "--json"])?)?;
+        ensure!(second == ["skipped", "skipped"], "agentplane sweep again: {second:?}");
+        eprintln!("xtask: agentplane sweep: litewitness cosigned both tenants' logs; the next sweep skipped both");
+        Ok(())
+    }
 }
 
 fn fresh_client(url: &str, trusted: &TrustedWitness) -> Result<HttpWitness> {
