@@ -16,6 +16,7 @@ use anyhow::{Context, Result, bail};
 mod bless;
 mod crosscheck;
 mod litewitness;
+mod postgres;
 mod vectors;
 
 const USAGE: &str = "usage: cargo xtask <test | vectors [--check]>
@@ -24,7 +25,8 @@ const USAGE: &str = "usage: cargo xtask <test | vectors [--check]>
   vectors           regenerate the vector files from the Go oracle (writes them)
   vectors --check   regenerate into memory and fail on any difference
   litewitness       build litewitness (Go) and run our witness client against it
-  bless             rewrite the golden corpus (tests/golden/) on purpose, printing what changed";
+  bless             rewrite the golden corpus (tests/golden/) on purpose, printing what changed
+  with-pg CMD...    run CMD with a throwaway PostgreSQL server in AGENTPLANE_PG_URL (e.g. cargo test -p agentplane-store-pg)";
 
 fn main() -> ExitCode {
     match run() {
@@ -45,6 +47,7 @@ fn run() -> Result<()> {
         ["vectors", "--check"] => vectors::run(vectors::Mode::Check),
         ["litewitness"] => litewitness::run(),
         ["bless"] => bless::run(),
+        ["with-pg", command @ ..] if !command.is_empty() => with_pg(command),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
             Ok(())
@@ -89,8 +92,11 @@ fn test() -> Result<()> {
     step("cargo clippy --workspace --all-targets --all-features -- -D warnings");
     run_command(cargo().args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"]))?;
 
+    let server = postgres::PgServer::start()?;
     step("cargo test --workspace --all-features");
-    let counts = run_tests(cargo().args(["test", "--workspace", "--all-features"]))?;
+    let counts =
+        run_tests(cargo().args(["test", "--workspace", "--all-features"]).env(postgres::URL_VARIABLE, server.url()))?;
+    drop(server);
 
     step("cargo publish --dry-run -p agentplane-tlog (publishable on its own)");
     run_command(cargo().args(["publish", "--dry-run", "--quiet", "--allow-dirty", "-p", "agentplane-tlog"]))?;
@@ -110,6 +116,13 @@ fn test() -> Result<()> {
     // The closing line CI reads: the totals of every test binary above.
     println!("xtask: {} passed, {} failed", counts.passed, counts.failed);
     Ok(())
+}
+
+/// Runs a command with a throwaway PostgreSQL server, stopped afterwards.
+fn with_pg(command: &[&str]) -> Result<()> {
+    let server = postgres::PgServer::start()?;
+    let (program, args) = command.split_first().context("with-pg needs a command")?;
+    run_command(Command::new(program).args(args).env(postgres::URL_VARIABLE, server.url()))
 }
 
 /// Totals over every `test result:` line of a `cargo test` run.

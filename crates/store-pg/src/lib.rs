@@ -1,0 +1,630 @@
+#![doc = include_str!("../README.md")]
+
+mod schema;
+#[cfg(feature = "testkit")]
+pub mod testkit;
+
+use std::cell::RefCell;
+use std::str::FromStr as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use journal_core::store::{SignedTree, check_append, idempotency_key_of, nodes_for_new_leaf};
+use journal_core::{
+    AppendRequest, ChainHash, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows,
+    SealEntry, StorageError, Store, StoredRecord, TamperKind, TenantId,
+};
+use postgres::{Client, NoTls};
+use r2d2_postgres::PostgresConnectionManager;
+use tlog::{NodeHash, NodeId, RootHash, Tree};
+
+pub use schema::SCHEMA_VERSION;
+
+/// The most appends one group commit carries.
+pub const MAX_BATCH: usize = 256;
+/// Read connections kept open.
+const POOL_SIZE: u32 = 8;
+
+type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
+
+/// A PostgreSQL failure, kept as the error's source; retryable when the same
+/// call may succeed again (a lost connection, a serialization failure, a
+/// deadlock): nothing of it was committed.
+fn pg(context: &str, err: postgres::Error) -> JournalError {
+    let retryable = err.is_closed()
+        || err.code().is_some_and(|code| {
+            let code = code.code();
+            code.starts_with("08") || code == "40001" || code == "40P01" || code.starts_with("57P")
+        })
+        || err.code().is_none();
+    let storage = StorageError::new(context.to_owned(), err);
+    JournalError::Io(if retryable { storage.retryable() } else { storage })
+}
+
+fn pool_error(err: r2d2::Error) -> JournalError {
+    JournalError::Io(StorageError::new("postgres connection pool", err).retryable())
+}
+
+fn damaged(tenant: &TenantId, detail: String) -> JournalError {
+    JournalError::StoreDamage { tenant: tenant.clone(), detail }
+}
+
+fn to_i64(value: u64) -> Result<i64, JournalError> {
+    i64::try_from(value).map_err(|_| JournalError::InvalidRecord(format!("{value} does not fit PostgreSQL's bigint")))
+}
+
+fn to_u64(tenant: &TenantId, value: i64) -> Result<u64, JournalError> {
+    u64::try_from(value).map_err(|_| damaged(tenant, format!("a stored count or position is negative ({value})")))
+}
+
+/// A journal store in one PostgreSQL database, shared by any number of
+/// processes.
+pub struct PgStore {
+    pool: Pool,
+    jobs: Mutex<Option<mpsc::Sender<Job>>>,
+    committer: Mutex<Option<JoinHandle<()>>>,
+    commits: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore").finish_non_exhaustive()
+    }
+}
+
+struct Job {
+    request: AppendRequest,
+    reply: mpsc::Sender<Result<Option<u64>, JournalError>>,
+}
+
+impl PgStore {
+    /// Connects to `url` (a `postgres://` URL), applies the schema's
+    /// migrations in one transaction (refusing a schema newer than this
+    /// build's), and starts the committer.
+    pub fn open(url: &str) -> Result<Self, JournalError> {
+        let config = postgres::Config::from_str(url)
+            .map_err(|err| JournalError::Io(StorageError::new(format!("the store URL {url:?}"), err)))?;
+        let mut client = config.connect(NoTls).map_err(|err| pg("connecting", err))?;
+        migrate(&mut client)?;
+        let pool = r2d2::Pool::builder()
+            .max_size(POOL_SIZE)
+            .build(PostgresConnectionManager::new(config.clone(), NoTls))
+            .map_err(pool_error)?;
+        let (sender, receiver) = mpsc::channel::<Job>();
+        let commits = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&commits);
+        let committer = std::thread::Builder::new()
+            .name("agentplane-pg-committer".into())
+            .spawn(move || commit_loop(config, client, &receiver, &counted))
+            .map_err(|err| JournalError::Io(StorageError::new("starting the committer thread", err)))?;
+        Ok(Self { pool, jobs: Mutex::new(Some(sender)), committer: Mutex::new(Some(committer)), commits })
+    }
+
+    /// How many transactions appends have committed: fewer than the appends
+    /// when concurrent appenders share group commits.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
+    }
+
+    fn conn(&self) -> Result<r2d2::PooledConnection<PostgresConnectionManager<NoTls>>, JournalError> {
+        self.pool.get().map_err(pool_error)
+    }
+
+    fn read_trees(&self, table: &str, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
+        let mut conn = self.conn()?;
+        let query = format!("SELECT size, root, note FROM {table} WHERE tenant = $1 ORDER BY n");
+        let rows = conn.query(query.as_str(), &[&tenant.as_str()]).map_err(|err| pg(table, err))?;
+        rows.iter()
+            .map(|row| {
+                let size = to_u64(tenant, row.get(0))?;
+                let root: Vec<u8> = row.get(1);
+                let root = RootHash::try_from(root.as_slice())
+                    .map_err(|_| damaged(tenant, format!("a {table} root at size {size} is not 32 bytes")))?;
+                Ok(SignedTree { tree: Tree::new(size, root), note: row.get(2) })
+            })
+            .collect()
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        if let Ok(mut jobs) = self.jobs.lock() {
+            jobs.take();
+        }
+        if let Some(handle) = self.committer.lock().ok().and_then(|mut c| c.take()) {
+            let _ = handle.join();
+        }
+    }
+}
+
+/// Creates or upgrades the schema in one transaction; concurrent opens wait
+/// for each other on the version table's lock.
+fn migrate(client: &mut Client) -> Result<(), JournalError> {
+    let mut txn = client.transaction().map_err(|err| pg("starting the migration", err))?;
+    txn.batch_execute(
+        "CREATE TABLE IF NOT EXISTS agentplane_schema (version integer NOT NULL);
+         LOCK TABLE agentplane_schema IN EXCLUSIVE MODE;",
+    )
+    .map_err(|err| pg("the schema version table", err))?;
+    let version: i32 = txn
+        .query_one("SELECT coalesce(max(version), 0) FROM agentplane_schema", &[])
+        .map_err(|err| pg("reading the schema version", err))?
+        .get(0);
+    if version > SCHEMA_VERSION {
+        return Err(JournalError::Io(StorageError::message(format!(
+            "the database's schema is version {version}, newer than this build's {SCHEMA_VERSION}: it was \
+             migrated by a newer agentplane; run that build (or a later one), not this one"
+        ))));
+    }
+    let mut current = version;
+    for (index, migration) in schema::MIGRATIONS.iter().enumerate() {
+        let target = i32::try_from(index + 1).unwrap_or(i32::MAX);
+        if target <= current {
+            continue;
+        }
+        txn.batch_execute(migration).map_err(|err| pg(&format!("migrating the schema to version {target}"), err))?;
+        current = target;
+    }
+    if current != version {
+        txn.execute("DELETE FROM agentplane_schema", &[]).map_err(|err| pg("the schema version", err))?;
+        txn.execute("INSERT INTO agentplane_schema (version) VALUES ($1)", &[&current])
+            .map_err(|err| pg("the schema version", err))?;
+    }
+    txn.commit().map_err(|err| pg("committing the migration", err))
+}
+
+/// Group commit: the appends waiting when a transaction starts go into it,
+/// each in a savepoint of its own (a refused one rolls back alone), and each
+/// caller is answered only after that one commit is durable.
+fn commit_loop(config: postgres::Config, mut client: Client, jobs: &mpsc::Receiver<Job>, commits: &AtomicU64) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        if client.is_closed()
+            && let Ok(fresh) = config.connect(NoTls)
+        {
+            client = fresh;
+        }
+        let replies = commit_batch(&mut client, &batch);
+        commits.fetch_add(1, Ordering::Relaxed);
+        for (job, reply) in batch.into_iter().zip(replies) {
+            let _ = job.reply.send(reply);
+        }
+    }
+}
+
+enum Applied {
+    /// Refused before anything was written: only this append fails.
+    Refused(JournalError),
+    /// The transaction is broken: nothing of the batch may commit.
+    Broken(JournalError),
+}
+
+fn commit_batch(client: &mut Client, batch: &[Job]) -> Vec<Result<Option<u64>, JournalError>> {
+    let fail_all = |err: JournalError| batch.iter().map(|_| Err(err.clone())).collect();
+    let mut txn = match client.transaction() {
+        Ok(txn) => txn,
+        Err(err) => return fail_all(pg("starting a transaction", err)),
+    };
+    let mut replies = Vec::with_capacity(batch.len());
+    for job in batch {
+        let mut savepoint = match txn.transaction() {
+            Ok(savepoint) => savepoint,
+            Err(err) => return fail_all(pg("a savepoint", err)),
+        };
+        match apply(&mut savepoint, &job.request) {
+            Ok(position) => match savepoint.commit() {
+                Ok(()) => replies.push(Ok(position)),
+                Err(err) => return fail_all(pg("releasing a savepoint", err)),
+            },
+            Err(Applied::Refused(err)) => {
+                if let Err(rollback) = savepoint.rollback() {
+                    return fail_all(pg("rolling back a savepoint", rollback));
+                }
+                replies.push(Err(err));
+            }
+            Err(Applied::Broken(err)) => return fail_all(err),
+        }
+    }
+    match txn.commit() {
+        Ok(()) => replies,
+        Err(err) => fail_all(pg("committing", err)),
+    }
+}
+
+/// A database error inside one append: a unique violation is another writer
+/// who got there first (a conflict), the trigger's refusal is a sealed run,
+/// anything else breaks the batch.
+fn classify(request: &AppendRequest, context: &str, err: postgres::Error) -> Applied {
+    match err.code().map(postgres::error::SqlState::code) {
+        Some("23505") => Applied::Refused(JournalError::Conflict {
+            run: request.run.clone(),
+            expected_seq: request.expected_head.map_or(0, |h| h.seq),
+            found_seq: request.row.seq,
+        }),
+        Some("AP001") => Applied::Refused(JournalError::Sealed { run: request.run.clone() }),
+        _ => Applied::Broken(pg(context, err)),
+    }
+}
+
+fn head_of(tenant: &TenantId, run: &RunId, seq: i64, hash: &[u8]) -> Result<ExpectedHead, JournalError> {
+    let seq = to_u64(tenant, seq)?;
+    let hash = ChainHash::from_slice(hash).ok_or_else(|| JournalError::Tamper {
+        run: run.clone(),
+        seq,
+        kind: TamperKind::MalformedRow,
+        detail: Some("the runs table's head hash is not 32 bytes".into()),
+    })?;
+    Ok(ExpectedHead { seq, hash })
+}
+
+fn apply(txn: &mut postgres::Transaction<'_>, request: &AppendRequest) -> Result<Option<u64>, Applied> {
+    let (tenant, run) = (request.tenant.as_str(), request.run.as_str());
+    let fail = |context: &'static str| move |err| classify(request, context, err);
+    let current = txn
+        .query_opt(
+            "SELECT head_seq, head_hash, sealed, outcome FROM runs WHERE tenant = $1 AND run = $2 FOR UPDATE",
+            &[&tenant, &run],
+        )
+        .map_err(fail("reading the run"))?;
+    let (head, sealed, old_outcome) = match &current {
+        Some(row) => {
+            let hash: Vec<u8> = row.get(1);
+            let head = head_of(&request.tenant, &request.run, row.get(0), &hash).map_err(Applied::Refused)?;
+            let outcome: Option<String> = row.get(3);
+            (Some(head), row.get::<_, bool>(2), outcome.as_deref().and_then(Outcome::parse))
+        }
+        None => (None, false, None),
+    };
+    check_append(request, head, sealed).map_err(Applied::Refused)?;
+
+    let row = &request.row;
+    let seq = to_i64(row.seq).map_err(Applied::Refused)?;
+    let signature = row.signature.as_ref();
+    txn.execute(
+        "INSERT INTO records (tenant, run, seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        &[
+            &tenant,
+            &run,
+            &seq,
+            &row.kind,
+            &row.effect_key,
+            &row.prev_hash.as_bytes().as_slice(),
+            &row.hash.as_bytes().as_slice(),
+            &row.bytes,
+            &signature.map(|s| s.key_id.as_str()),
+            &signature.map(|s| s.signature.as_slice()),
+        ],
+    )
+    .map_err(fail("inserting the record"))?;
+    if let Some(key) = idempotency_key_of(row) {
+        txn.execute(
+            "INSERT INTO idempotency (tenant, key, run) VALUES ($1, $2, $3)
+             ON CONFLICT (tenant, key) DO UPDATE SET run = excluded.run",
+            &[&tenant, &key, &run],
+        )
+        .map_err(fail("indexing the idempotency key"))?;
+    }
+    let outcome = request.conclusion.as_ref().map(|c| c.outcome).or(old_outcome);
+    if let Some(conclusion) = &request.conclusion {
+        txn.execute("DELETE FROM outcome_index WHERE tenant = $1 AND run = $2", &[&tenant, &run])
+            .map_err(fail("the outcome index"))?;
+        txn.execute(
+            "INSERT INTO outcome_index (tenant, outcome, run) VALUES ($1, $2, $3)",
+            &[&tenant, &conclusion.outcome.as_str(), &run],
+        )
+        .map_err(fail("the outcome index"))?;
+    }
+    let mut position = None;
+    if let Some(seal) = request.conclusion.as_ref().and_then(|c| c.seal.as_ref()) {
+        // R-LOG-5: the tenant's positions are taken under a transaction lock
+        // held until commit, so the next sealer reads the counter only after
+        // this one is committed: positions follow commit order.
+        txn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", &[&tenant])
+            .map_err(fail("the tenant's sealing lock"))?;
+        let next: i64 = txn
+            .query_opt("SELECT next_position FROM log_counter WHERE tenant = $1 FOR UPDATE", &[&tenant])
+            .map_err(fail("the log counter"))?
+            .map_or(0, |row| row.get(0));
+        let next = to_u64(&request.tenant, next).map_err(Applied::Refused)?;
+        let cell = RefCell::new(&mut *txn);
+        let read = |ids: &[NodeId]| -> Result<Vec<NodeHash>, JournalError> {
+            let mut txn = cell.borrow_mut();
+            read_nodes(&mut **txn, &request.tenant, ids)
+        };
+        let new_nodes = nodes_for_new_leaf(&request.tenant, &read, next, seal.leaf_hash()).map_err(Applied::Refused)?;
+        let txn = cell.into_inner();
+        let position_i64 = to_i64(next).map_err(Applied::Refused)?;
+        txn.execute(
+            "INSERT INTO seals (tenant, position, run, leaf) VALUES ($1, $2, $3, $4)",
+            &[&tenant, &position_i64, &run, &seal.to_bytes()],
+        )
+        .map_err(fail("storing the seal"))?;
+        for (id, hash) in new_nodes {
+            let index = to_i64(id.index).map_err(Applied::Refused)?;
+            txn.execute(
+                "INSERT INTO log_nodes (tenant, level, index, hash) VALUES ($1, $2, $3, $4)",
+                &[&tenant, &i16::from(id.level), &index, &hash.as_bytes().as_slice()],
+            )
+            .map_err(fail("storing the log nodes"))?;
+        }
+        let after = to_i64(next + 1).map_err(Applied::Refused)?;
+        txn.execute(
+            "INSERT INTO log_counter (tenant, next_position) VALUES ($1, $2)
+             ON CONFLICT (tenant) DO UPDATE SET next_position = excluded.next_position",
+            &[&tenant, &after],
+        )
+        .map_err(fail("advancing the log counter"))?;
+        position = Some(next);
+    }
+    txn.execute(
+        "INSERT INTO runs (tenant, run, head_seq, head_hash, sealed, outcome) VALUES ($1, $2, $3, $4, $5, $6)
+         ON CONFLICT (tenant, run) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash,
+             sealed = excluded.sealed, outcome = excluded.outcome",
+        &[&tenant, &run, &seq, &row.hash.as_bytes().as_slice(), &position.is_some(), &outcome.map(|o| o.as_str())],
+    )
+    .map_err(fail("the runs table"))?;
+    Ok(position)
+}
+
+fn read_nodes(
+    conn: &mut impl postgres::GenericClient,
+    tenant: &TenantId,
+    ids: &[NodeId],
+) -> Result<Vec<NodeHash>, JournalError> {
+    let statement = conn
+        .prepare("SELECT hash FROM log_nodes WHERE tenant = $1 AND level = $2 AND index = $3")
+        .map_err(|err| pg("reading log nodes", err))?;
+    ids.iter()
+        .map(|id| {
+            let index = to_i64(id.index)?;
+            let row = conn
+                .query_opt(&statement, &[&tenant.as_str(), &i16::from(id.level), &index])
+                .map_err(|err| pg("reading log nodes", err))?
+                .ok_or_else(|| damaged(tenant, format!("log node {id:?} is missing")))?;
+            let hash: Vec<u8> = row.get(0);
+            NodeHash::try_from(hash.as_slice()).map_err(|_| damaged(tenant, format!("log node {id:?} is not 32 bytes")))
+        })
+        .collect()
+}
+
+fn run_id(tenant: &TenantId, text: &str) -> Result<RunId, JournalError> {
+    RunId::new(text).map_err(|_| damaged(tenant, format!("a stored run id {text:?} is invalid")))
+}
+
+fn seal_of_row(tenant: &TenantId, row: &postgres::Row) -> Result<SealEntry, JournalError> {
+    let run: String = row.get(1);
+    Ok(SealEntry { position: to_u64(tenant, row.get(0))?, run: run_id(tenant, &run)?, leaf_bytes: row.get(2) })
+}
+
+impl Store for PgStore {
+    fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError> {
+        let machinery = |what: &str| JournalError::Io(StorageError::message(what));
+        let (reply, answer) = mpsc::channel();
+        {
+            let jobs = self.jobs.lock().map_err(|_| machinery("the committer lock is poisoned"))?;
+            let sender = jobs.as_ref().ok_or_else(|| machinery("the store is closing"))?;
+            sender.send(Job { request, reply }).map_err(|_| machinery("the committer thread has stopped"))?;
+        }
+        answer.recv().map_err(|_| machinery("the committer thread stopped before answering"))?
+    }
+
+    fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
+        let mut conn = self.conn()?;
+        // One snapshot for the run, its rows and its seal.
+        let mut txn = conn
+            .build_transaction()
+            .read_only(true)
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .start()
+            .map_err(|err| pg("reading a run", err))?;
+        let (t, r) = (tenant.as_str(), run.as_str());
+        let Some(head) = txn
+            .query_opt(
+                "SELECT head_seq, head_hash, sealed, outcome FROM runs WHERE tenant = $1 AND run = $2",
+                &[&t, &r],
+            )
+            .map_err(|err| pg("reading a run", err))?
+        else {
+            return Err(JournalError::NotFound { tenant: tenant.clone(), run: run.clone() });
+        };
+        let hash: Vec<u8> = head.get(1);
+        let expected = head_of(tenant, run, head.get(0), &hash)?;
+        let outcome: Option<String> = head.get(3);
+        let rows = txn
+            .query(
+                "SELECT seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature FROM records
+                 WHERE tenant = $1 AND run = $2 ORDER BY seq",
+                &[&t, &r],
+            )
+            .map_err(|err| pg("reading records", err))?
+            .iter()
+            .map(|row| {
+                let seq = to_u64(tenant, row.get(0))?;
+                let hash_of = |bytes: Vec<u8>| {
+                    ChainHash::from_slice(&bytes).ok_or_else(|| JournalError::Tamper {
+                        run: run.clone(),
+                        seq,
+                        kind: TamperKind::MalformedRow,
+                        detail: Some("a stored record hash is not 32 bytes".into()),
+                    })
+                };
+                let key_id: Option<String> = row.get(6);
+                let signature: Option<Vec<u8>> = row.get(7);
+                Ok(StoredRecord {
+                    seq,
+                    kind: row.get(1),
+                    effect_key: row.get(2),
+                    prev_hash: hash_of(row.get(3))?,
+                    hash: hash_of(row.get(4))?,
+                    bytes: row.get(5),
+                    signature: match (key_id, signature) {
+                        (Some(key_id), Some(signature)) => Some(KeySignature { key_id, signature }),
+                        _ => None,
+                    },
+                })
+            })
+            .collect::<Result<Vec<_>, JournalError>>()?;
+        let seal = txn
+            .query_opt(
+                "SELECT position, run, leaf FROM seals WHERE tenant = $1 AND run = $2 ORDER BY position LIMIT 1",
+                &[&t, &r],
+            )
+            .map_err(|err| pg("reading a seal", err))?
+            .map(|row| seal_of_row(tenant, &row))
+            .transpose()?;
+        txn.commit().map_err(|err| pg("reading a run", err))?;
+        Ok(RunRows {
+            rows,
+            head: Some(expected),
+            sealed: head.get(2),
+            seal,
+            outcome: outcome.as_deref().and_then(Outcome::parse),
+        })
+    }
+
+    fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
+        let mut conn = self.conn()?;
+        let rows = match outcome {
+            Some(outcome) => conn.query(
+                "SELECT run FROM outcome_index WHERE tenant = $1 AND outcome = $2 ORDER BY run",
+                &[&tenant.as_str(), &outcome.as_str()],
+            ),
+            None => conn.query("SELECT run FROM runs WHERE tenant = $1 ORDER BY run", &[&tenant.as_str()]),
+        }
+        .map_err(|err| pg("listing runs", err))?;
+        rows.iter().map(|row| run_id(tenant, row.get(0))).collect()
+    }
+
+    fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError> {
+        let mut conn = self.conn()?;
+        conn.query_opt("SELECT run FROM idempotency WHERE tenant = $1 AND key = $2", &[&tenant.as_str(), &key])
+            .map_err(|err| pg("the idempotency index", err))?
+            .map(|row| run_id(tenant, row.get(0)))
+            .transpose()
+    }
+
+    fn tenants(&self) -> Result<Vec<TenantId>, JournalError> {
+        let mut conn = self.conn()?;
+        let rows = conn
+            .query("SELECT DISTINCT tenant FROM runs ORDER BY tenant", &[])
+            .map_err(|err| pg("listing tenants", err))?;
+        rows.iter()
+            .map(|row| {
+                let tenant: String = row.get(0);
+                TenantId::new(&tenant).map_err(|_| {
+                    JournalError::Io(StorageError::message(format!("a stored tenant id {tenant:?} is invalid")))
+                })
+            })
+            .collect()
+    }
+
+    fn seals(&self, tenant: &TenantId) -> Result<Vec<SealEntry>, JournalError> {
+        let mut conn = self.conn()?;
+        let rows = conn
+            .query("SELECT position, run, leaf FROM seals WHERE tenant = $1 ORDER BY position", &[&tenant.as_str()])
+            .map_err(|err| pg("reading seals", err))?;
+        rows.iter().map(|row| seal_of_row(tenant, row)).collect()
+    }
+
+    fn seal_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError> {
+        let mut conn = self.conn()?;
+        conn.query_opt(
+            "SELECT position, run, leaf FROM seals WHERE tenant = $1 AND run = $2 ORDER BY position LIMIT 1",
+            &[&tenant.as_str(), &run.as_str()],
+        )
+        .map_err(|err| pg("reading a seal", err))?
+        .map(|row| seal_of_row(tenant, &row))
+        .transpose()
+    }
+
+    fn log_counters(&self, tenant: &TenantId) -> Result<LogCounters, JournalError> {
+        let mut conn = self.conn()?;
+        // One snapshot for both, so a seal committing between them is not a hole.
+        let row = conn
+            .query_one(
+                "SELECT coalesce((SELECT next_position FROM log_counter WHERE tenant = $1), 0),
+                        (SELECT count(*) FROM seals WHERE tenant = $1)",
+                &[&tenant.as_str()],
+            )
+            .map_err(|err| pg("the log counters", err))?;
+        Ok(LogCounters { next_position: to_u64(tenant, row.get(0))?, seal_count: to_u64(tenant, row.get(1))? })
+    }
+
+    fn read_log_nodes(&self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
+        let mut conn = self.conn()?;
+        read_nodes(&mut *conn, tenant, ids)
+    }
+
+    fn signed_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
+        self.read_trees("signed_checkpoints", tenant)
+    }
+
+    fn record_signed_checkpoint(
+        &self,
+        tenant: &TenantId,
+        previous: Option<Tree>,
+        signed: SignedTree,
+    ) -> Result<(), JournalError> {
+        let mut conn = self.conn()?;
+        let mut txn = conn.transaction().map_err(|err| pg("recording a signed checkpoint", err))?;
+        let t = tenant.as_str();
+        txn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 1))", &[&t])
+            .map_err(|err| pg("the tenant's checkpoint lock", err))?;
+        let last = txn
+            .query_opt("SELECT n, size, root FROM signed_checkpoints WHERE tenant = $1 ORDER BY n DESC LIMIT 1", &[&t])
+            .map_err(|err| pg("reading the last signed checkpoint", err))?;
+        let (next, last_tree) = match last {
+            Some(row) => {
+                let root: Vec<u8> = row.get(2);
+                let root = RootHash::try_from(root.as_slice())
+                    .map_err(|_| damaged(tenant, "a signed checkpoint's root is not 32 bytes".into()))?;
+                (row.get::<_, i64>(0) + 1, Some(Tree::new(to_u64(tenant, row.get(1))?, root)))
+            }
+            None => (0, None),
+        };
+        if last_tree != previous {
+            return Err(JournalError::CheckpointConflict {
+                tenant: tenant.clone(),
+                expected: previous.map(|tree| tree.size),
+                found: last_tree.map(|tree| tree.size),
+            });
+        }
+        txn.execute(
+            "INSERT INTO signed_checkpoints (tenant, n, size, root, note) VALUES ($1, $2, $3, $4, $5)",
+            &[&t, &next, &to_i64(signed.tree.size)?, &signed.tree.root.as_bytes().as_slice(), &signed.note],
+        )
+        .map_err(|err| pg("recording a signed checkpoint", err))?;
+        txn.commit().map_err(|err| pg("recording a signed checkpoint", err))
+    }
+
+    fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
+        self.read_trees("cosigned_checkpoints", tenant)
+    }
+
+    fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {
+        let mut conn = self.conn()?;
+        let mut txn = conn.transaction().map_err(|err| pg("recording a cosigned checkpoint", err))?;
+        let t = tenant.as_str();
+        txn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 2))", &[&t])
+            .map_err(|err| pg("the tenant's checkpoint lock", err))?;
+        let next: i64 = txn
+            .query_one("SELECT coalesce(max(n) + 1, 0) FROM cosigned_checkpoints WHERE tenant = $1", &[&t])
+            .map_err(|err| pg("recording a cosigned checkpoint", err))?
+            .get(0);
+        txn.execute(
+            "INSERT INTO cosigned_checkpoints (tenant, n, size, root, note) VALUES ($1, $2, $3, $4, $5)",
+            &[&t, &next, &to_i64(cosigned.tree.size)?, &cosigned.tree.root.as_bytes().as_slice(), &cosigned.note],
+        )
+        .map_err(|err| pg("recording a cosigned checkpoint", err))?;
+        txn.commit().map_err(|err| pg("recording a cosigned checkpoint", err))
+    }
+}

@@ -1,0 +1,223 @@
+//! For tests: a fresh database per test on the server `AGENTPLANE_PG_URL`
+//! names (`cargo xtask test` starts a throwaway one and sets it), and raw SQL
+//! access to the tables, as a database administrator could.
+// Test helpers: their failures are the test's.
+#![allow(clippy::expect_used, clippy::panic)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use journal_core::testkit::{TamperAccess, dense_log_nodes, node_ends_before};
+use journal_core::{ExpectedHead, JournalError, Outcome, RunId, StoredRecord, TenantId};
+use postgres::{Client, NoTls};
+use tlog::{NodeHash, NodeId};
+
+use crate::PgStore;
+
+/// The environment variable naming the server tests use.
+pub const URL_VARIABLE: &str = "AGENTPLANE_PG_URL";
+
+/// The server's URL. A test that cannot reach one fails; it is never skipped.
+pub fn server_url() -> String {
+    std::env::var(URL_VARIABLE).unwrap_or_else(|_| {
+        panic!(
+            "{URL_VARIABLE} is not set: the PostgreSQL tests need a server. `cargo xtask test` starts a throwaway \
+             one and sets it; or point it at a server you may create databases on"
+        )
+    })
+}
+
+/// A new, empty database on the test server; its URL.
+pub fn fresh_database() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let url = server_url();
+    let name = format!(
+        "agentplane_test_{}_{}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos())
+    );
+    let mut admin = Client::connect(&url, NoTls).unwrap_or_else(|err| panic!("connecting to {url}: {err}"));
+    admin.batch_execute(&format!("CREATE DATABASE {name}")).expect("creating a test database");
+    with_dbname(&url, &name)
+}
+
+/// `url` with its database replaced by `name`.
+fn with_dbname(url: &str, name: &str) -> String {
+    let (base, query) = url.split_once('?').map_or((url, None), |(base, query)| (base, Some(query)));
+    let authority_end = base.find("://").map_or(0, |i| i + 3);
+    let path_start = base[authority_end..].find('/').map_or(base.len(), |i| authority_end + i);
+    let mut out = format!("{}/{name}", &base[..path_start]);
+    if let Some(query) = query {
+        out.push('?');
+        out.push_str(query);
+    }
+    out
+}
+
+impl PgStore {
+    /// A store on a fresh database of the test server.
+    pub fn temporary() -> Result<Self, JournalError> {
+        Self::open(&fresh_database())
+    }
+
+    /// A plain connection to this store's database, for raw SQL.
+    pub fn raw(&self) -> r2d2::PooledConnection<r2d2_postgres::PostgresConnectionManager<NoTls>> {
+        self.pool.get().expect("a connection")
+    }
+
+    fn tamper(&self, what: &str, sql: &str, params: &[&(dyn postgres::types::ToSql + Sync)]) {
+        if let Err(err) = self.raw().execute(sql, params) {
+            tracing::error!("tamper {what} failed: {err}");
+        }
+    }
+}
+
+fn i64_of(value: u64) -> i64 {
+    i64::try_from(value).expect("a test value fits bigint")
+}
+
+impl TamperAccess for PgStore {
+    fn overwrite_record_bytes(&self, tenant: &TenantId, run: &RunId, seq: u64, bytes: Vec<u8>) {
+        self.tamper(
+            "record bytes",
+            "UPDATE records SET bytes = $4 WHERE tenant = $1 AND run = $2 AND seq = $3",
+            &[&tenant.as_str(), &run.as_str(), &i64_of(seq), &bytes],
+        );
+    }
+
+    fn overwrite_row(&self, tenant: &TenantId, run: &RunId, row: StoredRecord) {
+        let signature = row.signature.as_ref();
+        self.tamper(
+            "row",
+            "UPDATE records SET kind = $4, effect_key = $5, prev_hash = $6, hash = $7, bytes = $8, key_id = $9, signature = $10
+             WHERE tenant = $1 AND run = $2 AND seq = $3",
+            &[
+                &tenant.as_str(),
+                &run.as_str(),
+                &i64_of(row.seq),
+                &row.kind,
+                &row.effect_key,
+                &row.prev_hash.as_bytes().as_slice(),
+                &row.hash.as_bytes().as_slice(),
+                &row.bytes,
+                &signature.map(|s| s.key_id.as_str()),
+                &signature.map(|s| s.signature.as_slice()),
+            ],
+        );
+    }
+
+    fn delete_record(&self, tenant: &TenantId, run: &RunId, seq: u64) {
+        self.tamper(
+            "delete record",
+            "DELETE FROM records WHERE tenant = $1 AND run = $2 AND seq = $3",
+            &[&tenant.as_str(), &run.as_str(), &i64_of(seq)],
+        );
+    }
+
+    fn delete_run(&self, tenant: &TenantId, run: &RunId) {
+        let (t, r) = (tenant.as_str(), run.as_str());
+        for table in ["records", "runs", "seals", "outcome_index", "idempotency"] {
+            self.tamper("delete run", &format!("DELETE FROM {table} WHERE tenant = $1 AND run = $2"), &[&t, &r]);
+        }
+    }
+
+    fn set_outcome_index(&self, tenant: &TenantId, run: &RunId, outcome: Option<Outcome>) {
+        let (t, r) = (tenant.as_str(), run.as_str());
+        self.tamper("outcome index", "DELETE FROM outcome_index WHERE tenant = $1 AND run = $2", &[&t, &r]);
+        if let Some(outcome) = outcome {
+            self.tamper(
+                "outcome index",
+                "INSERT INTO outcome_index (tenant, outcome, run) VALUES ($1, $2, $3)",
+                &[&t, &outcome.as_str(), &r],
+            );
+        }
+    }
+
+    fn set_sealed_flag(&self, tenant: &TenantId, run: &RunId, sealed: bool) {
+        self.tamper(
+            "sealed flag",
+            "UPDATE runs SET sealed = $3 WHERE tenant = $1 AND run = $2",
+            &[&tenant.as_str(), &run.as_str(), &sealed],
+        );
+    }
+
+    fn set_runs_head(&self, tenant: &TenantId, run: &RunId, head: ExpectedHead) {
+        self.tamper(
+            "runs head",
+            "UPDATE runs SET head_seq = $3, head_hash = $4 WHERE tenant = $1 AND run = $2",
+            &[&tenant.as_str(), &run.as_str(), &i64_of(head.seq), &head.hash.as_bytes().as_slice()],
+        );
+    }
+
+    fn overwrite_seal_leaf(&self, tenant: &TenantId, run: &RunId, leaf: Vec<u8>) {
+        self.tamper(
+            "seal leaf",
+            "UPDATE seals SET leaf = $3 WHERE tenant = $1 AND run = $2",
+            &[&tenant.as_str(), &run.as_str(), &leaf],
+        );
+    }
+
+    fn set_idempotency(&self, tenant: &TenantId, key: &str, run: &RunId) {
+        self.tamper(
+            "idempotency",
+            "INSERT INTO idempotency (tenant, key, run) VALUES ($1, $2, $3)
+             ON CONFLICT (tenant, key) DO UPDATE SET run = excluded.run",
+            &[&tenant.as_str(), &key, &run.as_str()],
+        );
+    }
+
+    fn rewind_log(&self, tenant: &TenantId, next_position: u64) {
+        let t = tenant.as_str();
+        self.tamper(
+            "rewind",
+            "UPDATE log_counter SET next_position = $2 WHERE tenant = $1",
+            &[&t, &i64_of(next_position)],
+        );
+        let nodes =
+            self.raw().query("SELECT level, index FROM log_nodes WHERE tenant = $1", &[&t]).expect("reading nodes");
+        for row in nodes {
+            let (level, index): (i16, i64) = (row.get(0), row.get(1));
+            let id = NodeId::new(u8::try_from(level).expect("level"), u64::try_from(index).expect("index"));
+            if !node_ends_before(id, next_position) {
+                self.tamper(
+                    "rewind",
+                    "DELETE FROM log_nodes WHERE tenant = $1 AND level = $2 AND index = $3",
+                    &[&t, &level, &index],
+                );
+            }
+        }
+    }
+
+    fn overwrite_log_node(&self, tenant: &TenantId, id: NodeId, hash: NodeHash) {
+        self.tamper(
+            "log node",
+            "INSERT INTO log_nodes (tenant, level, index, hash) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (tenant, level, index) DO UPDATE SET hash = excluded.hash",
+            &[&tenant.as_str(), &i16::from(id.level), &i64_of(id.index), &hash.as_bytes().as_slice()],
+        );
+    }
+
+    fn rewrite_log(&self, tenant: &TenantId, seals: &[(RunId, Vec<u8>)]) {
+        let t = tenant.as_str();
+        for table in ["seals", "log_nodes"] {
+            self.tamper("rewrite log", &format!("DELETE FROM {table} WHERE tenant = $1"), &[&t]);
+        }
+        for (position, (run, leaf)) in seals.iter().enumerate() {
+            self.tamper(
+                "rewrite log",
+                "INSERT INTO seals (tenant, position, run, leaf) VALUES ($1, $2, $3, $4)",
+                &[&t, &i64_of(position as u64), &run.as_str(), leaf],
+            );
+        }
+        let leaves: Vec<Vec<u8>> = seals.iter().map(|(_, leaf)| leaf.clone()).collect();
+        for (id, hash) in dense_log_nodes(&leaves) {
+            self.overwrite_log_node(tenant, id, hash);
+        }
+        self.tamper(
+            "rewrite log",
+            "INSERT INTO log_counter (tenant, next_position) VALUES ($1, $2)
+             ON CONFLICT (tenant) DO UPDATE SET next_position = excluded.next_position",
+            &[&t, &i64_of(seals.len() as u64)],
+        );
+    }
+}
