@@ -39,7 +39,12 @@ fn pg(context: &str, err: postgres::Error) -> JournalError {
             code.starts_with("08") || code == "40001" || code == "40P01" || code.starts_with("57P")
         })
         || err.code().is_none();
-    let storage = StorageError::new(context.to_owned(), err);
+    // postgres::Error's Display says only "db error": the server's message is the useful part.
+    let context = match err.as_db_error() {
+        Some(db) => format!("{context}: {} ({})", db.message(), db.code().code()),
+        None => context.to_owned(),
+    };
+    let storage = StorageError::new(context, err);
     JournalError::Io(if retryable { storage.retryable() } else { storage })
 }
 

@@ -1,0 +1,151 @@
+//! What only PostgreSQL can show: the sealing constraint against raw SQL, the
+//! schema version, group commit, a connection killed mid-append, and tampering
+//! through SQL found by the audit (R-RUN-2, R-STORE-3, R-AUD-3).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+use std::sync::Arc;
+
+use journal_core::testkit::TamperAccess;
+use journal_core::{
+    Admission, AdmitRequest, Budget, Journal, JournalError, LogView, Origin, RuntimeBuilder, Store, TenantId,
+};
+use store_pg::PgStore;
+
+const ORIGIN: &str = "pg.test/plane";
+
+fn seal_runs(store: &Arc<PgStore>, tenant: &TenantId, keys: std::ops::Range<u32>) -> Vec<journal_core::RunId> {
+    let runtime = RuntimeBuilder::new(Arc::clone(store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), Origin::new(ORIGIN).unwrap(), None)
+        .build()
+        .unwrap();
+    keys.map(|n| {
+        let request = AdmitRequest { idempotency_key: format!("job-{n}"), plan: vec![], budget: Budget::default() };
+        let Admission::New(run) = runtime.admit(tenant, request).unwrap() else { panic!("new run") };
+        let id = run.run().clone();
+        run.succeed("done").unwrap();
+        id
+    })
+    .collect()
+}
+
+#[test]
+fn r_run_2_the_database_refuses_a_row_for_a_sealed_run_even_from_raw_sql() {
+    let store = Arc::new(PgStore::temporary().unwrap());
+    let tenant = TenantId::new("t").unwrap();
+    let run = seal_runs(&store, &tenant, 0..1).remove(0);
+    let refused = store.raw().execute(
+        "INSERT INTO records (tenant, run, seq, kind, effect_key, prev_hash, hash, bytes)
+         VALUES ($1, $2, 99, 'StepStarted', NULL, '\\x00', '\\x00', '\\x00')",
+        &[&tenant.as_str(), &run.as_str()],
+    );
+    let err = refused.unwrap_err();
+    assert_eq!(err.code().map(|c| c.code()), Some("AP001"), "{err}");
+    let message = err.as_db_error().map(|db| db.message().to_owned()).unwrap_or_default();
+    assert!(message.contains("sealed"), "{message}");
+    // An open run takes rows.
+    let journal_rows = store.read_run(&tenant, &run).unwrap().rows.len();
+    assert!(journal_rows >= 3);
+}
+
+#[test]
+fn a_schema_newer_than_this_build_is_refused_with_its_remedy() {
+    let url = store_pg::testkit::fresh_database();
+    drop(PgStore::open(&url).unwrap());
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client.execute("UPDATE agentplane_schema SET version = $1", &[&(store_pg::SCHEMA_VERSION + 1)]).unwrap();
+    let refused = PgStore::open(&url).unwrap_err();
+    assert!(refused.to_string().contains("newer than this build"), "{refused}");
+    // Opening again at the same version applies nothing twice.
+    client.execute("UPDATE agentplane_schema SET version = $1", &[&store_pg::SCHEMA_VERSION]).unwrap();
+    drop(PgStore::open(&url).unwrap());
+}
+
+#[test]
+fn concurrent_appenders_share_commits() {
+    let store = Arc::new(PgStore::temporary().unwrap());
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    std::thread::scope(|scope| {
+        for thread in 0..16 {
+            let (store, tenant, origin) = (&store, &tenant, &origin);
+            scope.spawn(move || {
+                let journal = Journal::new(store.as_ref(), tenant, origin);
+                let run = journal_core::RunId::new(&format!("run-{thread}")).unwrap();
+                let mut head = None;
+                for i in 0..20 {
+                    let body =
+                        journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: format!("s{i}") });
+                    head = Some(journal.append(&run, head, None, body).unwrap().head);
+                }
+            });
+        }
+    });
+    assert!(store.commits() < 16 * 20, "group commit shares transactions: {} commits for 320 appends", store.commits());
+    for thread in 0..16 {
+        let run = journal_core::RunId::new(&format!("run-{thread}")).unwrap();
+        assert_eq!(store.read_run(&tenant, &run).unwrap().rows.len(), 20);
+    }
+}
+
+#[test]
+fn a_backend_killed_mid_append_is_a_typed_retryable_error_and_loses_nothing() {
+    let store = Arc::new(PgStore::temporary().unwrap());
+    let tenant = TenantId::new("t").unwrap();
+    let before = seal_runs(&store, &tenant, 0..3);
+    // Terminate the committer's connection (every other backend of this database).
+    let killed: i64 = store
+        .raw()
+        .query_one(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+             WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert!(killed >= 1, "the committer's connection was terminated");
+    let origin = Origin::new(ORIGIN).unwrap();
+    let journal = Journal::new(store.as_ref(), &tenant, &origin);
+    let run = journal_core::RunId::new("after-the-kill").unwrap();
+    let body = || journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: "s".into() });
+    let err = journal.append(&run, None, None, body()).unwrap_err();
+    assert!(err.is_retryable(), "a killed connection is retryable: {err}");
+    assert!(matches!(err, JournalError::Io(_)), "{err:?}");
+    // Retried, it goes through on a fresh connection.
+    journal.append(&run, None, None, body()).unwrap();
+    for run in &before {
+        assert!(store.read_run(&tenant, run).unwrap().seal.is_some(), "nothing committed was lost");
+    }
+    assert_eq!(store.read_run(&tenant, &run).unwrap().rows.len(), 1, "exactly one copy of the retried append");
+}
+
+/// A database administrator deletes a sealed run's rows, seal and nodes
+/// through SQL: the audit with a checkpoint saved before names the anchor;
+/// without one it is clean and says deletion was not checked.
+#[test]
+fn r_aud_3_a_deletion_through_sql_is_found_against_a_saved_checkpoint() {
+    let store = Arc::new(PgStore::temporary().unwrap());
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let runs = seal_runs(&store, &tenant, 0..5);
+    let key =
+        witness::LogKey::new(witness::SignerKey::from_seed(ORIGIN, witness::ALG_ED25519, [5; 32]).unwrap()).unwrap();
+    let view = LogView::open(store.as_ref(), &tenant).unwrap();
+    let saved = journal_core::log::sign_checkpoint(&origin, view.head().unwrap().tree, &key).unwrap();
+    drop(view);
+    let newest = store.seal_of(&tenant, &runs[4]).unwrap().unwrap();
+    store.delete_run(&tenant, &runs[4]);
+    store.rewind_log(&tenant, newest.position);
+
+    let mut inputs = audit::AuditInputs::new(tenant.clone(), origin.clone());
+    inputs.log_keys = vec![key.verifier_key()];
+    let blind = audit::audit(store.as_ref(), &inputs).unwrap();
+    assert!(blind.is_clean(), "{:#?}", blind.findings);
+    assert!(blind.not_checked.iter().any(|n| n.what.contains("deletion")));
+    inputs
+        .anchors
+        .push(audit::Anchor::saved("saved.note", saved.note().as_bytes(), &inputs.log_keys, &origin).unwrap());
+    let found = audit::audit(store.as_ref(), &inputs).unwrap();
+    assert_eq!(found.findings.len(), 1, "{:#?}", found.findings);
+    assert_eq!(found.findings[0].code, audit::FindingCode::LogShrank);
+    assert_eq!(found.findings[0].anchors, ["saved.note"]);
+}
