@@ -45,7 +45,7 @@ pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
         inputs.anchors.push(Anchor::witness(url, witness_keys.clone()).map_err(usage)?);
     }
     let store = open_existing(&cli.store)?;
-    run_and_report(&store, &inputs, args.assert_complete, args.json)
+    run_and_report(store.as_ref(), &inputs, args.assert_complete, args.json)
 }
 
 /// `agentplane verify`: the same audit, with the plane's public keys and the
@@ -63,13 +63,13 @@ pub fn verify(cli: &Settings, require_signature: bool, assert_complete: bool, js
         key_id: journal_core::Signer::key_id(&keys.record).to_owned(),
         public_key: keys.record.public_key(),
     }];
-    for signed in journal_core::Store::signed_checkpoints(&store, &tenant)? {
+    for signed in store.signed_checkpoints(&tenant)? {
         let label = format!("the checkpoint this plane signed at size {}", signed.tree.size);
         inputs
             .anchors
             .push(Anchor::saved(&label, signed.note.as_bytes(), &inputs.log_keys, &inputs.origin).map_err(usage)?);
     }
-    run_and_report(&store, &inputs, assert_complete, json)
+    run_and_report(store.as_ref(), &inputs, assert_complete, json)
 }
 
 fn usage(err: audit::AuditError) -> Failure {
@@ -94,7 +94,7 @@ fn witness_key(spec: &str) -> Result<TrustedWitness, Failure> {
 }
 
 fn run_and_report(
-    store: &store_redb::RedbStore,
+    store: &dyn journal_core::Store,
     inputs: &AuditInputs,
     assert_complete: bool,
     json: bool,

@@ -30,7 +30,7 @@ pub fn cli_build() -> &'static Build {
 /// What the commands that sign work on: the store open for writing, and the
 /// plane's private keys.
 pub struct Plane {
-    pub store: Arc<RedbStore>,
+    pub store: Arc<dyn Store>,
     pub tenant: TenantId,
     pub origin: Origin,
     pub log: witness::LogKey,
@@ -64,7 +64,7 @@ impl Plane {
 /// and the plane's record key when its key file is at hand. No private key
 /// is needed to read.
 pub struct Reader {
-    pub store: Arc<RedbStore>,
+    pub store: Arc<dyn Store>,
     pub tenant: TenantId,
     pub origin: Origin,
     pub verifier: Option<Ed25519Verifier>,
@@ -100,9 +100,22 @@ fn no_store(path: &Path) -> Failure {
     Failure::Usage(format!("no store at {} (run `agentplane demo` to make one, or pass --store)", path.display()))
 }
 
+/// The PostgreSQL URL a `--store` names, if it names one.
+pub fn postgres_url(store: &Path) -> Option<&str> {
+    store.to_str().filter(|text| text.starts_with("postgres://") || text.starts_with("postgresql://"))
+}
+
+fn open_postgres(url: &str) -> Result<Arc<dyn Store>, Failure> {
+    Ok(Arc::new(store_pg::PgStore::open(url)?))
+}
+
 /// Opens an existing store without ever writing to it. A file a crash left
 /// needing a repair is read through a repaired private copy, and said so.
-pub fn open_existing(path: &Path) -> Result<RedbStore, Failure> {
+/// A PostgreSQL store is opened as any other client does.
+pub fn open_existing(path: &Path) -> Result<Arc<dyn Store>, Failure> {
+    if let Some(url) = postgres_url(path) {
+        return open_postgres(url);
+    }
     if !path.is_file() {
         return Err(no_store(path));
     }
@@ -116,13 +129,16 @@ pub fn open_existing(path: &Path) -> Result<RedbStore, Failure> {
             path.display()
         );
     }
-    Ok(store)
+    Ok(Arc::new(store))
 }
 
 /// Opens an existing store for a command that writes to it (a signed
 /// checkpoint is recorded in it), refusing one that needs a repair or is not
 /// a store: a writing command repairs nothing by accident.
-pub fn open_for_signing(path: &Path) -> Result<RedbStore, Failure> {
+pub fn open_for_signing(path: &Path) -> Result<Arc<dyn Store>, Failure> {
+    if let Some(url) = postgres_url(path) {
+        return open_postgres(url);
+    }
     if !path.is_file() {
         return Err(no_store(path));
     }
@@ -140,7 +156,7 @@ pub fn open_for_signing(path: &Path) -> Result<RedbStore, Failure> {
             )));
         }
     }
-    RedbStore::open(path).map_err(|err| Failure::Io(err.to_string()))
+    Ok(Arc::new(RedbStore::open(path).map_err(|err| Failure::Io(err.to_string()))?))
 }
 
 /// The plane, for a command that signs: its key file is required.
@@ -148,12 +164,12 @@ pub fn plane(settings: &Settings, create: bool) -> Result<Plane, Failure> {
     let keys = PlaneKeys::read(&settings.keys)?;
     let origin = settings.origin(Some(&keys))?;
     let log = keys.log_for(&origin)?.clone();
-    let store = if create {
-        RedbStore::create(&settings.store).map_err(|err| Failure::Io(err.to_string()))?
-    } else {
-        open_for_signing(&settings.store)?
+    let store: Arc<dyn Store> = match (create, postgres_url(&settings.store)) {
+        (_, Some(url)) => open_postgres(url)?,
+        (true, None) => Arc::new(RedbStore::create(&settings.store).map_err(|err| Failure::Io(err.to_string()))?),
+        (false, None) => open_for_signing(&settings.store)?,
     };
-    Ok(Plane { store: Arc::new(store), tenant: settings.tenant_id()?, origin, log, keys })
+    Ok(Plane { store, tenant: settings.tenant_id()?, origin, log, keys })
 }
 
 /// The store for reading, with the origin from `--origin`, the configuration or the key file.
@@ -162,7 +178,7 @@ pub fn reader(settings: &Settings) -> Result<Reader, Failure> {
     let origin = settings.origin(keys.as_ref())?;
     let verifier = keys.as_ref().map(PlaneKeys::record_verifier).transpose()?;
     let store = open_existing(&settings.store)?;
-    Ok(Reader { store: Arc::new(store), tenant: settings.tenant_id()?, origin, verifier })
+    Ok(Reader { store, tenant: settings.tenant_id()?, origin, verifier })
 }
 
 pub fn print_json(value: &serde_json::Value) -> Result<(), Failure> {
@@ -265,6 +281,9 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
             verify_export(file, log_key, record_key, *require_signature, witness_keys, *quorum, *json)
         }
         Command::Repair => {
+            if postgres_url(&cli.store).is_some() {
+                return Err(Failure::Usage("a PostgreSQL store needs no repair: the server recovers itself".into()));
+            }
             if !cli.store.is_file() {
                 return Err(no_store(&cli.store));
             }

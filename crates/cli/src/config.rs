@@ -18,7 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
-use journal_core::{Origin, Store as _, TenantId};
+use journal_core::{Origin, TenantId};
 use serde::{Deserialize, Serialize};
 
 use crate::keys::PlaneKeys;
@@ -91,7 +91,7 @@ pub struct Settings {
 pub const DEMO_DIR: &str = "agentplane-demo";
 
 fn relative_to(config: &Path, path: &Path) -> PathBuf {
-    if path.is_absolute() {
+    if path.is_absolute() || crate::commands::postgres_url(path).is_some() {
         return path.to_path_buf();
     }
     config.parent().map_or_else(|| path.to_path_buf(), |dir| dir.join(path))

@@ -4,7 +4,7 @@
 use journal_core::record::EffectStarted;
 use journal_core::{
     Admission, AdmitRequest, Budget, Counters, Dimension, DoubtAnswer, EffectOutput, EffectResult, RecordBody,
-    RunHandle, Runtime, RuntimeError, Store as _,
+    RunHandle, Runtime, RuntimeError,
 };
 
 use crate::commands::{checkpoint, plane, print_runs_table, run_rows};

@@ -60,7 +60,7 @@ fn witnesses(settings: &Settings) -> Result<(Vec<Arc<dyn Witness + Send + Sync>>
 
 fn runtime(settings: &Settings) -> Result<Runtime, Failure> {
     let keys = crate::keys::PlaneKeys::read(&settings.keys)?;
-    let store: Arc<dyn Store> = Arc::new(open_for_signing(&settings.store)?);
+    let store: Arc<dyn Store> = open_for_signing(&settings.store)?;
     let (clients, quorum) = witnesses(settings)?;
     let mut builder = RuntimeBuilder::new(store)
         .signer(Arc::new(keys.record.clone()))

@@ -619,3 +619,82 @@ fn r_wit_8_sweep_meets_skips_falls_short_and_refuses_a_rewrite() {
     assert_eq!(search["needs_attention"], true);
     assert!(stderr.contains("agentplane.witness.integrity"), "the refusal is logged: {stderr}");
 }
+
+/// The whole command line on PostgreSQL (`--store postgres://...` or the
+/// store in agentplane.toml): demo, runs, verify, checkpoint, sweep against a
+/// witness, export, and an outside audit that finds a deletion made through SQL.
+#[test]
+fn every_command_runs_on_postgresql_too() {
+    let url = store_pg::testkit::fresh_database();
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    let config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    std::fs::write(
+        plane.join("agentplane.toml"),
+        config.replace("store = \"agentplane.redb\"", &format!("store = \"{url}\"")),
+    )
+    .unwrap();
+    let witnesses = start_witnesses(plane, &["shop"], 1);
+    let mut config =
+        std::fs::read_to_string(plane.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
+    config.push_str(&format!(
+        "\n[[witness]]\nurl = \"{}\"\nkey = \"{}\"\n",
+        witnesses.servers[0].url(),
+        witnesses.vkeys[0]
+    ));
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+
+    ok(plane, &["demo"]);
+    assert!(!plane.join("agentplane.redb").exists(), "everything went to PostgreSQL");
+    let runs = json(plane, &["runs", "--json"]);
+    assert_eq!(runs.as_array().unwrap().len(), 9, "the demo's nine runs");
+    assert!(runs.as_array().unwrap().iter().all(|r| r["verified"] == true));
+    assert!(ok(plane, &["verify", "--require-signature"]).contains("clean and complete"));
+    let saved = ok(plane, &["checkpoint"]);
+    let (code, reports, _) = sweep_json(plane);
+    assert_eq!(code, Some(0), "{reports:?}");
+    assert_eq!(reports[0]["outcome"], "met");
+    let run = ok(plane, &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
+    ok(plane, &["export", &run, "-o", "run.export"]);
+    let log_key = ok(plane, &["keys", "--print", "log-key"]).trim().to_owned();
+    ok(
+        plane,
+        &["verify-export", "run.export", "--log-key", &log_key, "--witness-key", &witnesses.vkeys[0], "--quorum", "1"],
+    );
+
+    // A database administrator hides the newest sealed run.
+    {
+        use journal_core::testkit::TamperAccess;
+        let store = store_pg::PgStore::open(&url).unwrap();
+        let tenant = journal_core::TenantId::new("shop").unwrap();
+        let seals = journal_core::Store::seals(&store, &tenant).unwrap();
+        let newest = seals.last().unwrap();
+        store.delete_run(&tenant, &newest.run);
+        store.rewind_log(&tenant, newest.position);
+    }
+    let auditor = tempfile::tempdir().unwrap();
+    std::fs::write(auditor.path().join("saved.note"), saved).unwrap();
+    let origin = ok(plane, &["keys", "--print", "origin"]).trim().to_owned();
+    let out = agentplane(
+        auditor.path(),
+        &[
+            "--store",
+            &url,
+            "--tenant",
+            "shop",
+            "--origin",
+            &origin,
+            "audit",
+            "--log-key",
+            &log_key,
+            "--checkpoint",
+            "saved.note",
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["findings"][0]["code"], "log_shrank", "{report}");
+    assert_eq!(agentplane(plane, &["checkpoint"]).status.code(), Some(1), "the plane refuses to sign the rollback");
+}
