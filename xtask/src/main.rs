@@ -94,8 +94,7 @@ fn test() -> Result<()> {
 
     let server = postgres::PgServer::start()?;
     step("cargo test --workspace --all-features");
-    let counts =
-        run_tests(cargo().args(["test", "--workspace", "--all-features"]).env(postgres::URL_VARIABLE, server.url()))?;
+    let counts = run_tests(cargo().args(["test", "--workspace", "--all-features"]).envs(server.env()))?;
     drop(server);
 
     step("cargo publish --dry-run -p agentplane-tlog (publishable on its own)");
@@ -122,7 +121,7 @@ fn test() -> Result<()> {
 fn with_pg(command: &[&str]) -> Result<()> {
     let server = postgres::PgServer::start()?;
     let (program, args) = command.split_first().context("with-pg needs a command")?;
-    run_command(Command::new(program).args(args).env(postgres::URL_VARIABLE, server.url()))
+    run_command(Command::new(program).args(args).envs(server.env()))
 }
 
 /// Totals over every `test result:` line of a `cargo test` run.

@@ -19,6 +19,7 @@ pub struct PgServer {
     bin: PathBuf,
     data: PathBuf,
     url: String,
+    options: String,
     _dir: tempfile::TempDir,
 }
 
@@ -26,6 +27,19 @@ impl PgServer {
     /// The URL of its `postgres` database, as the superuser.
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// What a test needs to reach the server and to stop and start it (the
+    /// crash test): the URL, the data directory, `pg_ctl`, and whether
+    /// `pg_ctl` must run as the `postgres` user.
+    pub fn env(&self) -> [(&'static str, String); 5] {
+        [
+            ("AGENTPLANE_PG_OPTIONS", self.options.clone()),
+            (URL_VARIABLE, self.url.clone()),
+            ("AGENTPLANE_PG_DATA", self.data.display().to_string()),
+            ("AGENTPLANE_PG_CTL", self.bin.join("pg_ctl").display().to_string()),
+            ("AGENTPLANE_PG_AS_POSTGRES", if is_root() { "1".into() } else { "0".into() }),
+        ]
     }
 
     /// Starts one.
@@ -60,7 +74,7 @@ impl PgServer {
         .context("pg_ctl start")?;
         let url = format!("postgres://postgres@127.0.0.1:{port}/postgres");
         eprintln!("xtask: PostgreSQL at {url}");
-        Ok(Self { bin, data, url, _dir: dir })
+        Ok(Self { bin, data, url, options, _dir: dir })
     }
 }
 
