@@ -24,11 +24,6 @@ pub struct PgServer {
 }
 
 impl PgServer {
-    /// The URL of its `postgres` database, as the superuser.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
     /// What a test needs to reach the server and to stop and start it (the
     /// crash test): the URL, the data directory, `pg_ctl`, and whether
     /// `pg_ctl` must run as the `postgres` user.
