@@ -1,4 +1,4 @@
-//! R-LOG-3: the published vectors of `shared/specs/vectors.json`: the RFC 6962
+//! R-LOG-3: the published vectors of `tests/vectors/published/` (each file names its source): the RFC 6962
 //! hasher pins, the eight-leaf tree, its proofs, and all 196
 //! transparency-dev/merkle probes, each judged exactly as published.
 

@@ -16,14 +16,20 @@ fn read_json(path: PathBuf) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// `shared/specs/vectors.json` beside the repository (or `AGENTPLANE_SPECS`); missing is a failure.
+/// The published vectors the tests use, kept in the repository as test data
+/// (`tests/vectors/published/`, one file per source naming its repository,
+/// commit and licence), merged into one object.
 fn published() -> Value {
-    let dir = std::env::var_os("AGENTPLANE_SPECS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/specs"));
-    let file = dir.join("vectors.json");
-    assert!(file.is_file(), "the published vectors are missing: expected {}", file.display());
-    read_json(file)
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/published");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|entry| entry.unwrap().path()).collect();
+    files.sort();
+    let mut merged = serde_json::Map::new();
+    for file in files {
+        let Value::Object(entries) = read_json(file.clone()) else { panic!("{} is not an object", file.display()) };
+        assert!(entries.contains_key("_source"), "{} names no source", file.display());
+        merged.extend(entries.into_iter().filter(|(key, _)| key != "_source"));
+    }
+    Value::Object(merged)
 }
 
 fn go() -> Value {

@@ -44,18 +44,22 @@ pub fn read_json(path: &PathBuf) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|err| panic!("parsing {}: {err}", path.display()))
 }
 
-/// The published vectors live in the shared folder beside the repository
-/// (never committed here). `AGENTPLANE_SPECS` may point elsewhere. A missing
-/// file fails the test loudly: it must not pass by skipping.
+/// The published vectors the tests use, kept in the repository as test data
+/// (`tests/vectors/published/`, one file per source naming its repository,
+/// commit and licence): merged into one object, keyed as the files key them.
 pub fn published_vectors() -> Value {
-    let path = std::env::var_os("AGENTPLANE_SPECS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/specs"));
-    let file = path.join("vectors.json");
-    assert!(
-        file.is_file(),
-        "the published vectors are missing: expected {} (shared/specs/vectors.json beside the repository, or set AGENTPLANE_SPECS)",
-        file.display()
-    );
-    read_json(&file)
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors/published");
+    let mut merged = serde_json::Map::new();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|err| panic!("reading {}: {err}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no published vectors in {}", dir.display());
+    for file in files {
+        let Value::Object(entries) = read_json(&file) else { panic!("{} is not an object", file.display()) };
+        assert!(entries.contains_key("_source"), "{} names no source", file.display());
+        merged.extend(entries.into_iter().filter(|(key, _)| key != "_source"));
+    }
+    Value::Object(merged)
 }
