@@ -204,6 +204,8 @@ pub struct VerifiedExport {
     pub outcome: Option<crate::record::Outcome>,
     /// The cosigned checkpoint it carries, if any (format v3).
     pub cosigned: Option<VerifiedCosigned>,
+    /// The run's records, verified (for a replay of the exported run).
+    pub chain: Vec<crate::chain::VerifiedRecord>,
 }
 
 impl VerifiedExport {
@@ -375,5 +377,5 @@ pub fn verify_export(
             })
         }
     };
-    Ok(VerifiedExport { origin, run, records: head.seq, index, tree, outcome, cosigned })
+    Ok(VerifiedExport { origin, run, records: head.seq, index, tree, outcome, cosigned, chain: records })
 }

@@ -10,6 +10,7 @@ pub mod journal;
 pub mod log;
 pub mod memory;
 pub mod record;
+pub mod regression;
 pub mod runtime;
 pub mod seal;
 pub mod signature;

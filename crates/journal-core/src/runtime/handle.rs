@@ -181,6 +181,15 @@ impl RunHandle<'_> {
         Ok(output.result)
     }
 
+    /// Concludes with `outcome` (no machine verdict) and stops the handle:
+    /// what [`RunContext`](crate::regression::RunContext) calls, by reference.
+    pub(crate) fn conclude_here(&mut self, outcome: Outcome, reason: &str) -> Result<(), RuntimeError> {
+        if self.stopped {
+            return Err(self.stopped());
+        }
+        self.conclude(outcome, Verdict::None, reason)
+    }
+
     /// Concludes `succeeded`: the run seals and enters the log. Returns its log position.
     pub fn succeed(mut self, reason: &str) -> Result<(), RuntimeError> {
         self.conclude(Outcome::Succeeded, Verdict::None, reason)

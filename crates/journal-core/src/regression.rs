@@ -1,0 +1,507 @@
+//! Regression testing as a read of the journal: agent code written against
+//! [`RunContext`] runs live on a [`RunHandle`](crate::runtime::RunHandle), or
+//! replays a recorded run on a [`ReplayHandle`], where every effect is
+//! answered from the record without calling its closure and nothing is
+//! written anywhere. The first place the new code asks for something the
+//! record does not hold is the answer ([`Divergence`]).
+//!
+//! ```
+//! use journal_core::regression::{RunContext, replay};
+//! use journal_core::runtime::RuntimeError;
+//! use journal_core::{
+//!     AdmitRequest, Admission, Budget, ChainCheck, Counters, EffectOutput, EffectResult, Journal, MemoryStore, Origin,
+//!     RuntimeBuilder, TenantId, Upcasters, VerifyOptions,
+//! };
+//! use std::sync::Arc;
+//!
+//! /// The agent: generic over live and replayed runs.
+//! fn agent(run: &mut impl RunContext, extra: bool) -> Result<(), RuntimeError> {
+//!     run.start_step("research")?;
+//!     run.effect("ek:search", "research", || EffectOutput {
+//!         result: EffectResult::Ok { output: "3 hits".into() },
+//!         charged: Counters { tokens: 40, ..Counters::default() },
+//!     })?;
+//!     if extra {
+//!         run.effect("ek:translate", "research", || unreachable!("never performed in a replay"))?;
+//!     }
+//!     run.finish_step("research")?;
+//!     run.succeed("answered")
+//! }
+//!
+//! let store = Arc::new(MemoryStore::new());
+//! let tenant = TenantId::new("t")?;
+//! let origin = Origin::new("example.com/plane/t")?;
+//! let runtime = RuntimeBuilder::new(store.clone()).tenant(tenant.clone(), origin.clone(), None).build()?;
+//! let request = AdmitRequest { idempotency_key: "job-1".into(), plan: vec!["research".into()], budget: Budget::default() };
+//! let Admission::New(mut live) = runtime.admit(&tenant, request)? else { unreachable!() };
+//! let id = live.run().clone();
+//! agent(&mut *live, false)?;
+//!
+//! let upcasters = Upcasters::builtin();
+//! let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+//! let recorded = Journal::new(store.as_ref(), &tenant, &origin).read(&id, check)?;
+//! assert!(replay(&id, &recorded.records, &["research".into()], |run| agent(run, false)).matched());
+//! let changed = replay(&id, &recorded.records, &["research".into()], |run| agent(run, true));
+//! assert!(!changed.matched());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::BTreeMap;
+
+use crate::chain::VerifiedRecord;
+use crate::ids::RunId;
+use crate::record::{Counters, DoubtAnswer, EffectResult, Outcome, RecordBody};
+use crate::runtime::replay::charge;
+use crate::runtime::{EffectOutput, RunHandle, RunStatus, RuntimeError};
+
+/// What agent code calls on a run, live or replayed.
+pub trait RunContext {
+    /// Starts a step.
+    fn start_step(&mut self, step: &str) -> Result<(), RuntimeError>;
+    /// Finishes a step.
+    fn finish_step(&mut self, step: &str) -> Result<(), RuntimeError>;
+    /// Performs an effect at most once (live), or answers it from the record (replay).
+    fn effect<F: FnOnce() -> EffectOutput>(
+        &mut self,
+        effect_key: &str,
+        step: &str,
+        perform: F,
+    ) -> Result<EffectResult, RuntimeError>;
+    /// Concludes `succeeded`.
+    fn succeed(&mut self, reason: &str) -> Result<(), RuntimeError>;
+    /// Concludes `failed` with an error of the caller's.
+    fn fail(&mut self, error: &str) -> Result<(), RuntimeError>;
+}
+
+impl RunContext for RunHandle<'_> {
+    fn start_step(&mut self, step: &str) -> Result<(), RuntimeError> {
+        RunHandle::start_step(self, step)
+    }
+
+    fn finish_step(&mut self, step: &str) -> Result<(), RuntimeError> {
+        RunHandle::finish_step(self, step)
+    }
+
+    fn effect<F: FnOnce() -> EffectOutput>(
+        &mut self,
+        effect_key: &str,
+        step: &str,
+        perform: F,
+    ) -> Result<EffectResult, RuntimeError> {
+        RunHandle::effect(self, effect_key, step, perform)
+    }
+
+    fn succeed(&mut self, reason: &str) -> Result<(), RuntimeError> {
+        self.conclude_here(Outcome::Succeeded, reason)
+    }
+
+    fn fail(&mut self, error: &str) -> Result<(), RuntimeError> {
+        self.conclude_here(Outcome::Failed, error)
+    }
+}
+
+/// Where new code left the recorded run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Divergence {
+    /// The new code follows another plan than the one recorded.
+    DifferentPlan {
+        /// The recorded plan.
+        recorded: Vec<String>,
+        /// The new plan.
+        replayed: Vec<String>,
+    },
+    /// The new code asks for an effect the record does not have at this point.
+    UnexpectedEffect {
+        /// The effect asked for.
+        effect_key: String,
+        /// What the record has here.
+        recorded: String,
+    },
+    /// The record has an effect here that the new code skipped.
+    SkippedEffect {
+        /// The recorded effect.
+        effect_key: String,
+        /// What the new code did instead.
+        replayed: String,
+    },
+    /// The new code starts or finishes a step the record does not have here.
+    UnexpectedStep {
+        /// What the new code did.
+        replayed: String,
+        /// What the record has here.
+        recorded: String,
+    },
+    /// The new code concludes otherwise than the record.
+    DifferentConclusion {
+        /// The recorded last conclusion, if any.
+        recorded: Option<Outcome>,
+        /// The new code's.
+        replayed: Option<Outcome>,
+    },
+}
+
+impl std::fmt::Display for Divergence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::DifferentPlan { recorded, replayed } => {
+                write!(f, "plan {replayed:?}, the record has {recorded:?}")
+            }
+            Self::UnexpectedEffect { effect_key, recorded } => {
+                write!(f, "effect {effect_key}, the record has {recorded} here")
+            }
+            Self::SkippedEffect { effect_key, replayed } => {
+                write!(f, "the record has effect {effect_key} here; the new code did {replayed}")
+            }
+            Self::UnexpectedStep { replayed, recorded } => write!(f, "{replayed}, the record has {recorded} here"),
+            Self::DifferentConclusion { recorded, replayed } => write!(
+                f,
+                "concludes {}, the record {}",
+                replayed.map_or("nothing", |o| o.as_str()),
+                recorded.map_or("nothing", |o| o.as_str())
+            ),
+        }
+    }
+}
+
+/// What a replay found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayReport {
+    /// The run replayed.
+    pub run: RunId,
+    /// The first divergence and the seq of the recorded record where it
+    /// happened (the record after the run's last, when the new code goes on).
+    pub divergence: Option<(u64, Divergence)>,
+    /// What the recorded run consumed.
+    pub recorded_cost: Counters,
+    /// What the replayed code asked for, by the recorded charges.
+    pub replayed_cost: Counters,
+}
+
+impl ReplayReport {
+    /// The new code did what the record did, to the end.
+    pub fn matched(&self) -> bool {
+        self.divergence.is_none()
+    }
+}
+
+/// One thing the agent did, as the record shows it.
+#[derive(Debug, Clone)]
+enum Action {
+    Step(String),
+    StepEnd(String),
+    Effect(String, EffectResult, Counters),
+    Conclusion(Outcome),
+}
+
+impl Action {
+    fn describe(&self) -> String {
+        match self {
+            Self::Step(step) => format!("step {step} starting"),
+            Self::StepEnd(step) => format!("step {step} finishing"),
+            Self::Effect(key, ..) => format!("effect {key}"),
+            Self::Conclusion(outcome) => format!("the conclusion {outcome}"),
+        }
+    }
+}
+
+/// A recorded run being replayed. Nothing it does is written anywhere.
+#[derive(Debug)]
+pub struct ReplayHandle {
+    actions: Vec<(u64, Action)>,
+    cursor: usize,
+    done: BTreeMap<String, EffectResult>,
+    end_seq: u64,
+    divergence: Option<(u64, Divergence)>,
+    replayed_cost: Counters,
+    concluded: Option<Outcome>,
+}
+
+/// The run the replay stopped at its first divergence.
+fn diverged(run: &RunId) -> RuntimeError {
+    RuntimeError::Stopped { run: run.clone(), status: RunStatus::Running }
+}
+
+impl ReplayHandle {
+    fn new(records: &[VerifiedRecord]) -> Self {
+        let last_conclusion = records.iter().rposition(|r| matches!(r.record.body, RecordBody::RunConcluded(_)));
+        let mut actions = Vec::new();
+        for (index, record) in records.iter().enumerate() {
+            let seq = record.stored.seq;
+            let key = record.record.effect_key.clone().unwrap_or_default();
+            match &record.record.body {
+                RecordBody::StepStarted(mark) => actions.push((seq, Action::Step(mark.step.clone()))),
+                RecordBody::StepFinished(mark) => actions.push((seq, Action::StepEnd(mark.step.clone()))),
+                RecordBody::EffectDone(done) => {
+                    actions.push((seq, Action::Effect(key, done.result.clone(), done.charged)));
+                }
+                RecordBody::DoubtAnswered(answered) => {
+                    if let DoubtAnswer::Happened { result } = &answered.answer {
+                        actions.push((seq, Action::Effect(key, result.clone(), Counters::default())));
+                    }
+                }
+                // Only the answer counts: conclusions the run was continued after were the runtime's, not the code's.
+                RecordBody::RunConcluded(concluded) if Some(index) == last_conclusion => {
+                    actions.push((seq, Action::Conclusion(concluded.outcome)));
+                }
+                _ => {}
+            }
+        }
+        let end_seq = records.last().map_or(1, |r| r.stored.seq + 1);
+        Self {
+            actions,
+            cursor: 0,
+            done: BTreeMap::new(),
+            end_seq,
+            divergence: None,
+            replayed_cost: Counters::default(),
+            concluded: None,
+        }
+    }
+
+    fn next(&self) -> Option<&(u64, Action)> {
+        self.actions.get(self.cursor)
+    }
+
+    fn here(&self) -> (u64, String) {
+        self.next().map_or((self.end_seq, "its end".to_owned()), |(seq, action)| (*seq, action.describe()))
+    }
+
+    fn diverge(&mut self, divergence: Divergence) -> Result<(), ()> {
+        if self.divergence.is_none() {
+            let (seq, _) = self.here();
+            self.divergence = Some((seq, divergence));
+        }
+        Err(())
+    }
+
+    fn step(&mut self, replayed: Action) -> Result<(), ()> {
+        if self.divergence.is_some() {
+            return Err(());
+        }
+        let matches = match (self.next().map(|(_, a)| a), &replayed) {
+            (Some(Action::Step(a)), Action::Step(b)) | (Some(Action::StepEnd(a)), Action::StepEnd(b)) => a == b,
+            _ => false,
+        };
+        if matches {
+            if let Action::Step(_) = replayed {
+                self.replayed_cost.steps = self.replayed_cost.steps.saturating_add(1);
+            }
+            self.cursor += 1;
+            return Ok(());
+        }
+        let recorded = self.here().1;
+        match self.next().map(|(_, a)| a.clone()) {
+            Some(Action::Effect(effect_key, ..)) => {
+                self.diverge(Divergence::SkippedEffect { effect_key, replayed: replayed.describe() })
+            }
+            _ => self.diverge(Divergence::UnexpectedStep { replayed: replayed.describe(), recorded }),
+        }
+    }
+
+    fn replay_effect(&mut self, effect_key: &str) -> Result<EffectResult, ()> {
+        if self.divergence.is_some() {
+            return Err(());
+        }
+        if let Some(result) = self.done.get(effect_key) {
+            // Asked again (as after a resume): read back, as the runtime does.
+            return Ok(result.clone());
+        }
+        match self.next().map(|(_, a)| a.clone()) {
+            Some(Action::Effect(key, result, charged)) if key == effect_key => {
+                self.cursor += 1;
+                self.replayed_cost.add(&charged);
+                self.replayed_cost.effects = self.replayed_cost.effects.saturating_add(1);
+                self.done.insert(key, result.clone());
+                Ok(result)
+            }
+            Some(Action::Effect(key, ..))
+                if self
+                    .actions
+                    .iter()
+                    .skip(self.cursor)
+                    .any(|(_, a)| matches!(a, Action::Effect(k, ..) if k == effect_key)) =>
+            {
+                self.diverge(Divergence::SkippedEffect { effect_key: key, replayed: format!("effect {effect_key}") })
+                    .map(|()| EffectResult::Err { error: String::new() })
+            }
+            _ => {
+                let recorded = self.here().1;
+                self.diverge(Divergence::UnexpectedEffect { effect_key: effect_key.to_owned(), recorded })
+                    .map(|()| EffectResult::Err { error: String::new() })
+            }
+        }
+    }
+
+    fn conclude(&mut self, outcome: Outcome) -> Result<(), ()> {
+        if self.divergence.is_some() {
+            return Err(());
+        }
+        self.concluded = Some(outcome);
+        match self.next().map(|(_, a)| a.clone()) {
+            Some(Action::Conclusion(recorded)) if recorded == outcome => {
+                self.cursor += 1;
+                Ok(())
+            }
+            Some(Action::Conclusion(recorded)) => {
+                self.diverge(Divergence::DifferentConclusion { recorded: Some(recorded), replayed: Some(outcome) })
+            }
+            Some(Action::Effect(effect_key, ..)) => {
+                self.diverge(Divergence::SkippedEffect { effect_key, replayed: format!("the conclusion {outcome}") })
+            }
+            Some(other) => self.diverge(Divergence::UnexpectedStep {
+                replayed: format!("the conclusion {outcome}"),
+                recorded: other.describe(),
+            }),
+            None => self.diverge(Divergence::DifferentConclusion { recorded: None, replayed: Some(outcome) }),
+        }
+    }
+
+    /// After the code returned: whatever the record still holds was skipped.
+    fn finish(&mut self) {
+        if self.divergence.is_some() {
+            return;
+        }
+        match self.next().map(|(_, a)| a.clone()) {
+            None => {}
+            Some(Action::Conclusion(recorded)) => {
+                let _ = self.diverge(Divergence::DifferentConclusion { recorded: Some(recorded), replayed: None });
+            }
+            Some(Action::Effect(effect_key, ..)) => {
+                let _ = self.diverge(Divergence::SkippedEffect { effect_key, replayed: "nothing more".into() });
+            }
+            Some(other) => {
+                let _ = self.diverge(Divergence::UnexpectedStep {
+                    replayed: "nothing more".into(),
+                    recorded: other.describe(),
+                });
+            }
+        }
+    }
+}
+
+/// A [`ReplayHandle`] bound to its run's id, so a divergence stops the code
+/// the way a concluded run stops it.
+#[derive(Debug)]
+pub struct Replaying {
+    run: RunId,
+    handle: ReplayHandle,
+}
+
+impl RunContext for Replaying {
+    fn start_step(&mut self, step: &str) -> Result<(), RuntimeError> {
+        self.handle.step(Action::Step(step.to_owned())).map_err(|()| diverged(&self.run))
+    }
+
+    fn finish_step(&mut self, step: &str) -> Result<(), RuntimeError> {
+        self.handle.step(Action::StepEnd(step.to_owned())).map_err(|()| diverged(&self.run))
+    }
+
+    /// Never calls `perform`: the recorded result is the answer.
+    fn effect<F: FnOnce() -> EffectOutput>(
+        &mut self,
+        effect_key: &str,
+        _step: &str,
+        _perform: F,
+    ) -> Result<EffectResult, RuntimeError> {
+        self.handle.replay_effect(effect_key).map_err(|()| diverged(&self.run))
+    }
+
+    fn succeed(&mut self, _reason: &str) -> Result<(), RuntimeError> {
+        self.handle.conclude(Outcome::Succeeded).map_err(|()| diverged(&self.run))
+    }
+
+    fn fail(&mut self, _error: &str) -> Result<(), RuntimeError> {
+        self.handle.conclude(Outcome::Failed).map_err(|()| diverged(&self.run))
+    }
+}
+
+/// Replays a verified run's `records` (from a store, or an export) through
+/// `agent`, which follows `plan`. Nothing is written; no effect's closure runs.
+pub fn replay(
+    run: &RunId,
+    records: &[VerifiedRecord],
+    plan: &[String],
+    agent: impl FnOnce(&mut Replaying) -> Result<(), RuntimeError>,
+) -> ReplayReport {
+    let mut recorded_cost = Counters::default();
+    for record in records {
+        charge(&mut recorded_cost, &record.record.body);
+    }
+    let recorded_plan = records.iter().find_map(|r| match &r.record.body {
+        RecordBody::PlanFrozen(frozen) => Some((r.stored.seq, frozen.steps.clone())),
+        _ => None,
+    });
+    let mut replaying = Replaying { run: run.clone(), handle: ReplayHandle::new(records) };
+    if let Some((seq, recorded)) = recorded_plan
+        && recorded != plan
+    {
+        replaying.handle.divergence = Some((seq, Divergence::DifferentPlan { recorded, replayed: plan.to_vec() }));
+    } else {
+        // A stop is the divergence already recorded; any other error is the code's own.
+        let _ = agent(&mut replaying);
+        replaying.handle.finish();
+    }
+    ReplayReport {
+        run: run.clone(),
+        divergence: replaying.handle.divergence,
+        recorded_cost,
+        replayed_cost: replaying.handle.replayed_cost,
+    }
+}
+
+/// Verifies an export offline (chain, signatures, seal, inclusion, the log's
+/// signature) and only then replays its run: a tampered export is refused
+/// before any replay starts.
+pub fn replay_export(
+    text: &str,
+    log_keys: &[witness::VerifierKey],
+    check: crate::chain::ChainCheck<'_>,
+    plan: &[String],
+    agent: impl FnOnce(&mut Replaying) -> Result<(), RuntimeError>,
+) -> Result<ReplayReport, crate::export::ExportError> {
+    let verified = crate::export::verify_export(text, log_keys, check)?;
+    Ok(replay(&verified.run, &verified.chain, plan, agent))
+}
+
+/// The regression-test harness: replays every export (`*.export` or
+/// `*.jsonl`) of `folder` through `agent` and fails with every divergence,
+/// named by file, run and seq. Call it from a `#[test]`.
+pub fn replay_folder<A>(
+    folder: &std::path::Path,
+    log_keys: &[witness::VerifierKey],
+    check: crate::chain::ChainCheck<'_>,
+    plan: &[String],
+    agent: A,
+) -> Result<Vec<ReplayReport>, String>
+where
+    A: Fn(&mut Replaying) -> Result<(), RuntimeError>,
+{
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(folder)
+        .map_err(|err| format!("reading {}: {err}", folder.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "export" || ext == "jsonl"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(format!("no exports in {}", folder.display()));
+    }
+    let mut reports = Vec::new();
+    let mut problems = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).map_err(|err| format!("reading {}: {err}", file.display()))?;
+        match replay_export(&text, log_keys, check, plan, &agent) {
+            Ok(report) => {
+                if let Some((seq, divergence)) = &report.divergence {
+                    problems.push(format!(
+                        "{}: run {} diverges at seq {seq}: {divergence}",
+                        file.display(),
+                        report.run
+                    ));
+                }
+                reports.push(report);
+            }
+            Err(err) => problems.push(format!("{}: not a verified export: {err}", file.display())),
+        }
+    }
+    if problems.is_empty() { Ok(reports) } else { Err(problems.join("\n")) }
+}

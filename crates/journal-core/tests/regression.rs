@@ -1,0 +1,220 @@
+//! Regression testing as a read of the journal: recorded runs replayed
+//! against the unchanged agent match; a changed agent diverges, typed, at the
+//! right seq; nothing is written; exports are fixtures, and a tampered export
+//! is refused before any replay.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use journal_core::regression::{Divergence, RunContext, replay, replay_export, replay_folder};
+use journal_core::runtime::RuntimeError;
+use journal_core::{
+    Admission, AdmitRequest, Budget, ChainCheck, Counters, EffectOutput, EffectResult, Journal, LogView, MemoryStore,
+    Origin, Outcome, RunId, RuntimeBuilder, Store, TenantId, Upcasters, VerifiedRecord, VerifyOptions,
+};
+
+const ORIGIN: &str = "regression.test/plane";
+
+#[derive(Clone, Copy, PartialEq)]
+enum Change {
+    None,
+    ExtraEffect,
+    SkippedEffect,
+    RenamedKey,
+    Fails,
+}
+
+fn output(text: &str, tokens: u64) -> EffectOutput {
+    EffectOutput {
+        result: EffectResult::Ok { output: text.into() },
+        charged: Counters { tokens, ..Counters::default() },
+    }
+}
+
+/// The agent under test: two steps, three effects, then success.
+fn agent(run: &mut impl RunContext, change: Change, performed: &Cell<u32>) -> Result<(), RuntimeError> {
+    let perform = |text: &str, tokens| {
+        performed.set(performed.get() + 1);
+        output(text, tokens)
+    };
+    run.start_step("research")?;
+    run.effect("ek:search", "research", || perform("hits", 30))?;
+    if change != Change::SkippedEffect {
+        let key = if change == Change::RenamedKey { "ek:read-all" } else { "ek:read" };
+        run.effect(key, "research", || perform("pages", 50))?;
+    }
+    if change == Change::ExtraEffect {
+        run.effect("ek:translate", "research", || perform("translated", 5))?;
+    }
+    run.finish_step("research")?;
+    run.start_step("answer")?;
+    run.effect("ek:answer", "answer", || perform("42", 10))?;
+    run.finish_step("answer")?;
+    if change == Change::Fails { run.fail("not good enough") } else { run.succeed("answered") }
+}
+
+fn plan() -> Vec<String> {
+    vec!["research".into(), "answer".into()]
+}
+
+struct Recorded {
+    store: Arc<MemoryStore>,
+    tenant: TenantId,
+    origin: Origin,
+    runs: Vec<RunId>,
+}
+
+fn record(count: u32) -> Recorded {
+    let store = Arc::new(MemoryStore::new());
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), origin.clone(), None)
+        .build()
+        .unwrap();
+    let performed = Cell::new(0);
+    let runs = (0..count)
+        .map(|n| {
+            let request = AdmitRequest { idempotency_key: format!("job-{n}"), plan: plan(), budget: Budget::default() };
+            let Admission::New(mut run) = runtime.admit(&tenant, request).unwrap() else { panic!() };
+            let id = run.run().clone();
+            agent(&mut *run, Change::None, &performed).unwrap();
+            id
+        })
+        .collect();
+    assert_eq!(performed.get(), 3 * count, "live, every effect is performed once");
+    Recorded { store, tenant, origin, runs }
+}
+
+fn records(recorded: &Recorded, run: &RunId) -> Vec<VerifiedRecord> {
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    Journal::new(recorded.store.as_ref(), &recorded.tenant, &recorded.origin).read(run, check).unwrap().records
+}
+
+#[test]
+fn replays_of_the_unchanged_agent_match_and_perform_nothing() {
+    let recorded = record(3);
+    for run in &recorded.runs {
+        let performed = Cell::new(0);
+        let report = replay(run, &records(&recorded, run), &plan(), |r| agent(r, Change::None, &performed));
+        assert!(report.matched(), "{report:?}");
+        assert_eq!(performed.get(), 0, "a replay never calls an effect's closure");
+        assert_eq!(report.recorded_cost, report.replayed_cost);
+        assert_eq!(report.recorded_cost.tokens, 90);
+    }
+}
+
+#[test]
+fn a_changed_agent_diverges_typed_at_the_right_seq() {
+    let recorded = record(1);
+    let run = &recorded.runs[0];
+    let rows = records(&recorded, run);
+    let seq_of = |wanted: &dyn Fn(&VerifiedRecord) -> bool| rows.iter().find(|r| wanted(r)).unwrap().stored.seq;
+    let done = |key: &'static str| {
+        move |r: &VerifiedRecord| r.stored.kind == "EffectDone" && r.record.effect_key.as_deref() == Some(key)
+    };
+    type Expected = Box<dyn Fn(&Divergence) -> bool>;
+    let cases: [(Change, Expected, u64); 4] = [
+        (
+            Change::ExtraEffect,
+            Box::new(|d| matches!(d, Divergence::UnexpectedEffect { effect_key, .. } if effect_key == "ek:translate")),
+            seq_of(&|r| r.stored.kind == "StepFinished"),
+        ),
+        (
+            Change::SkippedEffect,
+            Box::new(|d| matches!(d, Divergence::SkippedEffect { effect_key, .. } if effect_key == "ek:read")),
+            seq_of(&done("ek:read")),
+        ),
+        (
+            Change::RenamedKey,
+            Box::new(|d| matches!(d, Divergence::UnexpectedEffect { effect_key, .. } if effect_key == "ek:read-all")),
+            seq_of(&done("ek:read")),
+        ),
+        (
+            Change::Fails,
+            Box::new(|d| {
+                matches!(
+                    d,
+                    Divergence::DifferentConclusion {
+                        recorded: Some(Outcome::Succeeded),
+                        replayed: Some(Outcome::Failed)
+                    }
+                )
+            }),
+            seq_of(&|r| r.stored.kind == "RunConcluded"),
+        ),
+    ];
+    for (change, expected, seq) in cases {
+        let performed = Cell::new(0);
+        let report = replay(run, &rows, &plan(), |r| agent(r, change, &performed));
+        let (at, divergence) = report.divergence.clone().expect("a divergence");
+        assert!(expected(&divergence), "{divergence:?}");
+        assert_eq!(at, seq, "{divergence}");
+        assert_eq!(performed.get(), 0);
+    }
+    let other_plan = vec!["answer".to_owned()];
+    let report = replay(run, &rows, &other_plan, |r| agent(r, Change::None, &Cell::new(0)));
+    assert!(matches!(report.divergence, Some((2, Divergence::DifferentPlan { .. }))), "{report:?}");
+}
+
+#[test]
+fn a_replay_writes_nothing() {
+    let recorded = record(2);
+    let snapshot = |store: &MemoryStore| {
+        let runs: Vec<_> = recorded.runs.iter().map(|run| store.read_run(&recorded.tenant, run).unwrap()).collect();
+        (runs, store.log_counters(&recorded.tenant).unwrap(), store.seals(&recorded.tenant).unwrap())
+    };
+    let before = snapshot(&recorded.store);
+    for run in &recorded.runs {
+        replay(run, &records(&recorded, run), &plan(), |r| agent(r, Change::ExtraEffect, &Cell::new(0)));
+    }
+    assert_eq!(snapshot(&recorded.store), before);
+}
+
+#[test]
+fn exports_are_fixtures_and_a_tampered_one_is_refused_before_any_replay() {
+    let recorded = record(2);
+    let key =
+        witness::LogKey::new(witness::SignerKey::from_seed(ORIGIN, witness::ALG_ED25519, [3; 32]).unwrap()).unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    for run in &recorded.runs {
+        let verified =
+            Journal::new(recorded.store.as_ref(), &recorded.tenant, &recorded.origin).read(run, check).unwrap();
+        let view = LogView::open(recorded.store.as_ref(), &recorded.tenant).unwrap();
+        let inclusion = view.inclusion(run).unwrap();
+        let signed = journal_core::log::sign_checkpoint(&recorded.origin, inclusion.tree, &key).unwrap();
+        let text = journal_core::export::write_export(
+            &recorded.tenant,
+            &recorded.origin,
+            run,
+            &verified,
+            &inclusion,
+            &signed,
+            None,
+        )
+        .unwrap();
+        std::fs::write(folder.path().join(format!("{run}.export")), text).unwrap();
+    }
+    let keys = [key.verifier_key()];
+    let reports =
+        replay_folder(folder.path(), &keys, check, &plan(), |r| agent(r, Change::None, &Cell::new(0))).unwrap();
+    assert_eq!(reports.len(), 2);
+    let failing =
+        replay_folder(folder.path(), &keys, check, &plan(), |r| agent(r, Change::SkippedEffect, &Cell::new(0)))
+            .unwrap_err();
+    assert_eq!(failing.lines().count(), 2, "{failing}");
+    assert!(failing.contains("diverges at seq") && failing.contains("ek:read"), "{failing}");
+
+    let path = folder.path().join(format!("{}.export", recorded.runs[0]));
+    let tampered = std::fs::read_to_string(&path).unwrap().replacen("\\\"hits\\\"", "\\\"HITS\\\"", 1);
+    let called = Cell::new(false);
+    let refused = replay_export(&tampered, &keys, check, &plan(), |_| {
+        called.set(true);
+        Ok(())
+    });
+    assert!(refused.is_err() && !called.get(), "a tampered export is refused before the agent runs");
+}
