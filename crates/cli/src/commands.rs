@@ -276,6 +276,7 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
             };
             cost(&reader(cli)?, run.as_deref().map(run_id).transpose()?, window, *json)
         }
+        Command::Diff { a, b, json } => crate::diff::diff(cli, a, b, *json),
         Command::Export { run, output } => export(&plane(cli, false)?, &run_id(run)?, output),
         Command::VerifyExport { file, log_key, record_key, require_signature, witness_keys, quorum, json } => {
             verify_export(file, log_key, record_key, *require_signature, witness_keys, *quorum, *json)

@@ -8,6 +8,7 @@ mod audit;
 mod commands;
 mod config;
 mod demo;
+mod diff;
 mod keys;
 mod sweep;
 
@@ -215,6 +216,19 @@ enum Command {
         /// Count only records written before this instant (same forms as --since).
         #[arg(long)]
         until: Option<String>,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Two runs' journals side by side (plan, steps, effects with keys and results, costs, times,
+    /// conclusion), the first difference marked. A run is an id in the store or an export file.
+    ///
+    /// Exit 0 when they do the same, 1 when they differ.
+    Diff {
+        /// The first run: a run id, or the path of an export.
+        a: String,
+        /// The second run: a run id, or the path of an export.
+        b: String,
         /// JSON output.
         #[arg(long)]
         json: bool,

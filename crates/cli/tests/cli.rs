@@ -698,3 +698,26 @@ fn every_command_runs_on_postgresql_too() {
     assert_eq!(report["findings"][0]["code"], "log_shrank", "{report}");
     assert_eq!(agentplane(plane, &["checkpoint"]).status.code(), Some(1), "the plane refuses to sign the rollback");
 }
+
+/// `diff`: two runs side by side, the first difference marked; a run and its
+/// own export do the same.
+#[test]
+fn diff_marks_the_first_difference_and_reads_exports() {
+    let dir = demo_dir();
+    let succeeded: Vec<String> =
+        ok(dir.path(), &["runs", "--outcome", "succeeded", "--ids"]).lines().map(str::to_owned).collect();
+    let failed = ok(dir.path(), &["runs", "--outcome", "failed", "--ids"]).lines().next().unwrap().to_owned();
+    let out = agentplane(dir.path(), &["diff", &succeeded[0], &failed, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "different runs exit 1");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = report["first_difference"].as_u64().unwrap();
+    assert!(first >= 1);
+    let row = &report["rows"][(first - 1) as usize];
+    assert_eq!(row["same"], false);
+    assert!(report["rows"][0]["a"]["at"].is_string(), "times are shown");
+    ok(dir.path(), &["export", &succeeded[0], "-o", "a.export"]);
+    let same = ok(dir.path(), &["diff", &succeeded[0], "a.export"]);
+    assert!(same.contains("the two runs did the same"), "{same}");
+    let table = String::from_utf8(agentplane(dir.path(), &["diff", &succeeded[0], &failed]).stdout).unwrap();
+    assert!(table.contains("<- first difference"), "{table}");
+}

@@ -236,6 +236,41 @@ fn b64_hash(line: usize, text: &str) -> Result<[u8; 32], ExportError> {
     bytes.try_into().map_err(|_| malformed())
 }
 
+/// Reads the run an export holds and verifies its chain (and its signatures,
+/// as `check` asks), without the log's checkpoint: for reading an exported
+/// run (a diff, a replay fixture) where the log key is not at hand. Use
+/// [`verify_export`] to check the run's place in the log too.
+pub fn verified_chain(
+    text: &str,
+    check: ChainCheck<'_>,
+) -> Result<(RunId, Vec<crate::chain::VerifiedRecord>), ExportError> {
+    let mut run = None;
+    let mut rows = Vec::new();
+    for (index, raw) in text.lines().enumerate() {
+        let malformed = |detail: String| ExportError::Malformed { line: index + 1, detail };
+        match serde_json::from_str::<Line>(raw).map_err(|err| malformed(err.to_string()))? {
+            Line::Header { run: name, .. } => run = Some(RunId::new(&name).map_err(|err| malformed(err.to_string()))?),
+            Line::Record { seq, kind, effect_key, prev_hash, hash, bytes, signature } => {
+                let hash_of =
+                    |text: &str| ChainHash::from_hex(text).ok_or_else(|| malformed(format!("{text:?} is not a hash")));
+                rows.push(StoredRecord {
+                    seq,
+                    kind,
+                    effect_key,
+                    prev_hash: hash_of(&prev_hash)?,
+                    hash: hash_of(&hash)?,
+                    bytes: bytes.into_bytes(),
+                    signature,
+                });
+            }
+            _ => {}
+        }
+    }
+    let run = run.ok_or_else(|| ExportError::Malformed { line: 1, detail: "no header line".into() })?;
+    let records = verify_run(&run, &rows, None, check)?;
+    Ok((run, records))
+}
+
 /// Verifies an export offline: the records' chain and signatures, the seal
 /// against the chain, the inclusion proof against the checkpoint, and the
 /// checkpoint's signature by a trusted log key.
