@@ -1,3 +1,7 @@
+// serde_json::Value indexing reads Null for a missing key, and the values
+// indexed for writing are objects made here: nothing panics.
+#![allow(clippy::indexing_slicing)]
+
 //! `agentplane diff`: two runs' journals side by side, the first difference
 //! marked. What the runs did is compared (kind, effect key, body); where and
 //! when they did it (run, seq, time, writer) is shown, not compared.
