@@ -21,6 +21,10 @@ struct RunFacts {
     last: Option<Outcome>,
     /// The leaf its chain gives, when its last conclusion seals.
     leaf: Option<Vec<u8>>,
+    /// Each record's chain hash, by seq (what a fork's provenance names).
+    hashes: Vec<journal_core::ChainHash>,
+    /// Where it was forked from: the source run, the seq, that record's hash.
+    forked: Option<(String, u64, String)>,
 }
 
 #[derive(Default)]
@@ -72,6 +76,7 @@ pub fn audit_with_progress(
         }
     }
     check_outcome_listing(store, inputs, &facts, &mut report)?;
+    check_fork_provenance(store, inputs, &facts, &mut report);
     let rebuilt = check_log(store, inputs, &facts, &mut report)?;
     check_anchors(inputs, &rebuilt, &mut report);
     report.log_size = rebuilt.size();
@@ -227,7 +232,12 @@ fn audit_run(
         (true, Some(head)) => Some(SealLeaf::new(&inputs.origin, run, head).to_bytes()),
         _ => None,
     };
-    audit.facts = Some(RunFacts { last: outcome, leaf });
+    let forked = records.iter().find_map(|record| match &record.record.body {
+        RecordBody::RunForked(forked) => Some((forked.source_run.clone(), forked.at_seq, forked.source_hash.clone())),
+        _ => None,
+    });
+    let hashes = records.iter().map(|record| record.stored.hash).collect();
+    audit.facts = Some(RunFacts { last: outcome, leaf, hashes, forked });
     Ok(audit)
 }
 
@@ -289,6 +299,51 @@ fn check_signatures(
     for (code, (seq, detail, count)) in first {
         let detail = if count > 1 { format!("{detail} (and {} more records)", count - 1) } else { detail };
         audit.findings.push(Finding::new(code, detail).run(run).seq(seq));
+    }
+}
+
+/// Every fork's provenance: its source run exists and its record at the
+/// fork point is the one the fork names.
+fn check_fork_provenance(
+    store: &dyn Store,
+    inputs: &AuditInputs,
+    facts: &BTreeMap<RunId, RunFacts>,
+    report: &mut AuditReport,
+) {
+    for (run, run_facts) in facts {
+        let Some((source, at_seq, source_hash)) = &run_facts.forked else { continue };
+        report.checked.derived += 1;
+        let source_id = RunId::new(source).ok();
+        match source_id.as_ref().and_then(|id| facts.get(id)) {
+            Some(source_facts) => {
+                let held = usize::try_from(*at_seq)
+                    .ok()
+                    .and_then(|seq| seq.checked_sub(1))
+                    .and_then(|index| source_facts.hashes.get(index))
+                    .is_some_and(|hash| hash.to_string() == *source_hash);
+                if !held {
+                    report.findings.push(
+                        Finding::new(
+                            FindingCode::ForkSourceChanged,
+                            format!("forked from run {source} at seq {at_seq}, whose record there is no longer the one it names"),
+                        )
+                        .run(run),
+                    );
+                }
+            }
+            None => {
+                let exists = source_id.is_some_and(|id| store.read_run(&inputs.tenant, &id).is_ok());
+                if !exists {
+                    report.findings.push(
+                        Finding::new(
+                            FindingCode::ForkSourceMissing,
+                            format!("forked from run {source} at seq {at_seq}, which has no journal: an orphaned fork"),
+                        )
+                        .run(run),
+                    );
+                }
+            }
+        }
     }
 }
 

@@ -63,13 +63,19 @@ pub enum FindingCode {
     AnchorNotExtended,
     /// Two anchors hold one size with two roots.
     SplitView,
+    /// A run was forked from a run that is gone.
+    ForkSourceMissing,
+    /// A run was forked from a record that is no longer the one it names.
+    ForkSourceChanged,
 }
 
 impl FindingCode {
     /// The class of this finding.
     pub fn class(self) -> FindingClass {
         match self {
-            Self::ChainBroken | Self::StoreDamaged | Self::InclusionFailed => FindingClass::Tamper,
+            Self::ChainBroken | Self::StoreDamaged | Self::InclusionFailed | Self::ForkSourceChanged => {
+                FindingClass::Tamper
+            }
             Self::UnsignedRecord | Self::UntrustedKey | Self::BadSignature => FindingClass::Signature,
             Self::BuildSkew => FindingClass::BuildSkew,
             Self::OutcomeIndexMismatch
@@ -79,7 +85,11 @@ impl FindingCode {
             | Self::IdempotencyIndexMismatch
             | Self::CachedNodesMismatch
             | Self::SealWithoutRun => FindingClass::DerivedData,
-            Self::SealMissing | Self::LogHoles | Self::LogShrank | Self::AnchorNotExtended => FindingClass::Deletion,
+            Self::SealMissing
+            | Self::LogHoles
+            | Self::LogShrank
+            | Self::AnchorNotExtended
+            | Self::ForkSourceMissing => FindingClass::Deletion,
             Self::SplitView => FindingClass::Fork,
         }
     }

@@ -277,6 +277,30 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
             cost(&reader(cli)?, run.as_deref().map(run_id).transpose()?, window, *json)
         }
         Command::Diff { a, b, json } => crate::diff::diff(cli, a, b, *json),
+        Command::Fork { run, at, key } => {
+            let plane = plane(cli, false)?;
+            let runtime = plane.runtime()?;
+            let source = run_id(run)?;
+            let key = key.clone().unwrap_or_else(|| format!("fork-of-{source}-at-{at}"));
+            let plan = plane
+                .read(&source)?
+                .records
+                .iter()
+                .find_map(|r| match &r.record.body {
+                    journal_core::RecordBody::PlanFrozen(frozen) => Some(frozen.steps.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            let request =
+                journal_core::AdmitRequest { idempotency_key: key, plan, budget: journal_core::Budget::default() };
+            match runtime.fork(&plane.tenant, &source, *at, request)? {
+                journal_core::Admission::New(handle) => println!("{}", handle.run()),
+                journal_core::Admission::Existing { run, status } => {
+                    return Err(Failure::Usage(format!("that fork exists already: run {run} ({status})")));
+                }
+            }
+            Ok(())
+        }
         Command::Export { run, output } => export(&plane(cli, false)?, &run_id(run)?, output),
         Command::VerifyExport { file, log_key, record_key, require_signature, witness_keys, quorum, json } => {
             verify_export(file, log_key, record_key, *require_signature, witness_keys, *quorum, *json)
@@ -470,12 +494,28 @@ fn show(reader: &Reader, run: &RunId, json: bool) -> Result<(), Failure> {
         .collect();
     let outcome = verified.last_conclusion().map(|c| c.outcome.as_str());
     let signatures = if reader.verifier.is_some() { "checked" } else { "not checked (no key file)" };
+    let forked = verified.records.iter().find_map(|r| match &r.record.body {
+        journal_core::RecordBody::RunForked(forked) => Some(forked.clone()),
+        _ => None,
+    });
     if json {
-        return print_json(
-            &json!({ "run": run.as_str(), "outcome": outcome, "signatures": signatures, "records": records }),
-        );
+        let forked_from =
+            forked.as_ref().map(|f| json!({ "run": f.source_run, "at_seq": f.at_seq, "hash": f.source_hash }));
+        return print_json(&json!({
+            "run": run.as_str(),
+            "outcome": outcome,
+            "signatures": signatures,
+            "forked_from": forked_from,
+            "records": records,
+        }));
     }
     println!("run {run} ({}); signatures {signatures}", outcome.unwrap_or("running"));
+    if let Some(forked) = &forked {
+        println!(
+            "forked from run {} after seq {} (record hash {})",
+            forked.source_run, forked.at_seq, forked.source_hash
+        );
+    }
     println!(
         "{:>4}  {:<24} {:<18} {:<22} {:<12} {:<12} SIGNED BY",
         "SEQ", "AT (UTC)", "KIND", "EFFECT KEY", "PREV_HASH", "HASH"

@@ -233,6 +233,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Fork a run after its record SEQ: a new run whose journal records where it came from;
+    /// agent code resuming it is served the source's effects up to there from the record.
+    Fork {
+        /// The run to fork.
+        run: String,
+        /// The seq of the source's record the fork starts after.
+        #[arg(long)]
+        at: u64,
+        /// The new run's idempotency key (default: fork-of-RUN-at-SEQ).
+        #[arg(long)]
+        key: Option<String>,
+    },
     /// Export a sealed run to a self-contained file.
     Export {
         /// The run.

@@ -119,6 +119,14 @@ pub fn golden_records() -> Result<Vec<Record>, JournalError> {
         (None, RecordBody::CeilingRaised(CeilingRaised { dimension: Dimension::Tokens, ceiling: Some(20_000) })),
         (None, RecordBody::WithholdingLifted(WithholdingLifted { note: "lifted by operator".into() })),
         (effect, RecordBody::DoubtAnswered(DoubtAnswered { answer: DoubtAnswer::DidNotHappen })),
+        (
+            None,
+            RecordBody::RunForked(crate::record::RunForked {
+                source_run: "golden-run-0000".into(),
+                at_seq: 5,
+                source_hash: "00".repeat(32),
+            }),
+        ),
     ];
     let clock = golden_clock()?;
     Ok(bodies

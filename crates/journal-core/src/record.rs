@@ -413,6 +413,20 @@ pub struct DoubtAnswered {
     pub answer: DoubtAnswer,
 }
 
+/// `RunForked`: this run was forked from another at a record of its chain;
+/// the source's effects up to that record are served from the source's
+/// record, not performed again. It follows `RunAdmitted`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunForked {
+    /// The run forked from.
+    pub source_run: String,
+    /// The seq of the source's record the fork starts after.
+    pub at_seq: u64,
+    /// That record's chain hash (lowercase hex): the provenance the audit checks.
+    pub source_hash: String,
+}
+
 macro_rules! kinds {
     ($($kind:ident($body:ty) = $version:literal, effect_key: $has_key:literal;)*) => {
         /// The kind of a record, stored beside it as a column.
@@ -477,6 +491,7 @@ kinds! {
     CeilingRaised(CeilingRaised) = 1, effect_key: false;
     WithholdingLifted(WithholdingLifted) = 1, effect_key: false;
     DoubtAnswered(DoubtAnswered) = 1, effect_key: true;
+    RunForked(RunForked) = 1, effect_key: false;
 }
 
 impl fmt::Display for RecordKind {

@@ -184,6 +184,8 @@ fn migrate(client: &mut Client) -> Result<(), JournalError> {
 /// each in a savepoint of its own (a refused one rolls back alone), and each
 /// caller is answered only after that one commit is durable.
 fn commit_loop(config: postgres::Config, mut client: Client, jobs: &mpsc::Receiver<Job>, commits: &AtomicU64) {
+    // Set when a batch failed on the connection itself: the next batch gets a fresh one.
+    let mut suspect = false;
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -192,12 +194,13 @@ fn commit_loop(config: postgres::Config, mut client: Client, jobs: &mpsc::Receiv
                 Err(_) => break,
             }
         }
-        if client.is_closed()
+        if (suspect || client.is_closed())
             && let Ok(fresh) = config.connect(NoTls)
         {
             client = fresh;
         }
         let replies = commit_batch(&mut client, &batch);
+        suspect = replies.iter().any(|reply| matches!(reply, Err(JournalError::Io(storage)) if storage.is_retryable()));
         commits.fetch_add(1, Ordering::Relaxed);
         for (job, reply) in batch.into_iter().zip(replies) {
             let _ = job.reply.send(reply);

@@ -1,7 +1,7 @@
 //! Driving a run: admission's answer, the handle agent code calls (steps,
 //! effects at most once, conclusions), and resume.
 
-use super::replay::{Replay, charge, replay};
+use super::replay::{Replay, charge};
 use super::{RunStatus, Runtime, RuntimeError, TenantConfig};
 use crate::chain::ExpectedHead;
 use crate::error::JournalError;
@@ -54,7 +54,7 @@ impl Runtime {
         let config = self.tenant(tenant)?.clone();
         let verified = self.read(&config, run)?;
         let head = verified.head.ok_or_else(|| JournalError::NotFound { tenant: tenant.clone(), run: run.clone() })?;
-        let state = replay(&verified);
+        let state = self.state_of(&config, run, &verified)?;
         let mut handle = RunHandle { runtime: self, tenant: config, run: run.clone(), head, state, stopped: false };
         if let Some(key) = handle.state.open.first().cloned() {
             let already = matches!(&handle.state.last, Some(c) if c.outcome == Outcome::Quarantined && !handle.state.continued_after_last);

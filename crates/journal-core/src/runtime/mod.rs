@@ -35,7 +35,7 @@ use crate::ids::{RunId, TenantId};
 use crate::journal::{Journal, VerifiedRun};
 use crate::record::{
     Budget, Build, CeilingRaised, Counters, Dimension, DoubtAnswer, DoubtAnswered, Outcome, PlanFrozen, RecordBody,
-    RunAdmitted, RunConcluded, Verdict, WithholdingLifted,
+    RunAdmitted, RunConcluded, RunForked, Verdict, WithholdingLifted,
 };
 use crate::signature::{Signer, Verifier, VerifyOptions};
 use crate::store::Store;
@@ -155,6 +155,84 @@ impl Runtime {
     /// Admits a run, or returns the status of the run admitted before with the
     /// same idempotency key, read from its verified journal (R-RUN-4).
     pub fn admit(&self, tenant: &TenantId, request: AdmitRequest) -> Result<Admission<'_>, RuntimeError> {
+        self.admit_with(tenant, request, None)
+    }
+
+    /// Forks `source` after its record `at_seq`: admits a new run whose
+    /// journal records where it came from (`RunForked`: the source, the seq,
+    /// that record's chain hash) and whose handle serves the source's effects
+    /// done up to that point from the record, performing only the ones after.
+    pub fn fork(
+        &self,
+        tenant: &TenantId,
+        source: &RunId,
+        at_seq: u64,
+        request: AdmitRequest,
+    ) -> Result<Admission<'_>, RuntimeError> {
+        let config = self.tenant(tenant)?;
+        let verified = self.read(config, source)?;
+        let record = verified.records.iter().find(|record| record.stored.seq == at_seq).ok_or_else(|| {
+            RuntimeError::NotApplicable {
+                run: source.clone(),
+                reason: format!("it has no record at seq {at_seq} to fork after"),
+            }
+        })?;
+        let forked = RunForked { source_run: source.to_string(), at_seq, source_hash: record.stored.hash.to_string() };
+        self.admit_with(tenant, request, Some(forked))
+    }
+
+    /// The effects a forked run is served from its source's record: those
+    /// done at or before the fork point, once the source's record there is
+    /// the one the fork names (provenance).
+    fn fork_seed(&self, config: &TenantConfig, run: &RunId, forked: &RunForked) -> Result<Replay, RuntimeError> {
+        let source = RunId::new(&forked.source_run)?;
+        let mut verified = self.read(config, &source)?;
+        let at = verified.records.iter().position(|record| record.stored.seq == forked.at_seq);
+        let holds =
+            at.and_then(|at| verified.records.get(at)).is_some_and(|r| r.stored.hash.to_string() == forked.source_hash);
+        if !holds {
+            return Err(JournalError::Tamper {
+                run: run.clone(),
+                seq: 2,
+                kind: crate::error::TamperKind::SealMismatch,
+                detail: Some(format!(
+                    "it was forked from run {source} at seq {}, whose record there is no longer the one it names",
+                    forked.at_seq
+                )),
+            }
+            .into());
+        }
+        verified.records.truncate(at.map_or(0, |at| at + 1));
+        Ok(replay(&verified))
+    }
+
+    /// A run's state from its journal, with a fork's source effects served from the source.
+    pub(crate) fn state_of(
+        &self,
+        config: &TenantConfig,
+        run: &RunId,
+        verified: &VerifiedRun,
+    ) -> Result<Replay, RuntimeError> {
+        let mut state = replay(verified);
+        let forked = verified.records.iter().find_map(|record| match &record.record.body {
+            RecordBody::RunForked(forked) => Some(forked.clone()),
+            _ => None,
+        });
+        if let Some(forked) = forked {
+            let seed = self.fork_seed(config, run, &forked)?;
+            for (key, result) in seed.done {
+                state.done.entry(key).or_insert(result);
+            }
+        }
+        Ok(state)
+    }
+
+    fn admit_with(
+        &self,
+        tenant: &TenantId,
+        request: AdmitRequest,
+        forked: Option<RunForked>,
+    ) -> Result<Admission<'_>, RuntimeError> {
         let config = self.tenant(tenant)?.clone();
         if let Some(run) = self.store.run_by_idempotency_key(tenant, &request.idempotency_key)? {
             let status = self.status(tenant, &run)?;
@@ -175,9 +253,15 @@ impl Runtime {
             }
             Err(err) => return Err(err.into()),
         };
+        let mut head = first.head;
+        let mut state = Replay { budget: request.budget, ..Replay::default() };
+        if let Some(forked) = forked {
+            let seed = self.fork_seed(&config, &run, &forked)?;
+            state.done = seed.done;
+            head = journal.append(&run, Some(head), None, RecordBody::RunForked(forked))?.head;
+        }
         let frozen =
-            journal.append(&run, Some(first.head), None, RecordBody::PlanFrozen(PlanFrozen { steps: request.plan }))?;
-        let state = Replay { budget: request.budget, ..Replay::default() };
+            journal.append(&run, Some(head), None, RecordBody::PlanFrozen(PlanFrozen { steps: request.plan }))?;
         Ok(Admission::New(Box::new(RunHandle {
             runtime: self,
             tenant: config,

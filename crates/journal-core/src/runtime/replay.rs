@@ -101,7 +101,8 @@ pub(crate) fn replay(verified: &VerifiedRun) -> Replay {
                 state.last = Some(concluded.clone());
                 state.continued_after_last = false;
             }
-            RecordBody::PlanFrozen(_)
+            RecordBody::RunForked(_)
+            | RecordBody::PlanFrozen(_)
             | RecordBody::StepStarted(_)
             | RecordBody::Released(_)
             | RecordBody::StepFinished(_) => {}

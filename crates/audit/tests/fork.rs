@@ -1,0 +1,110 @@
+//! Forks with provenance: a run forked from the middle of another performs
+//! only the effects after the fork point; its provenance verifies; once its
+//! source is deleted behind the store, the audit names the orphaned fork.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+mod support;
+
+use std::cell::RefCell;
+
+use audit::{FindingClass, FindingCode};
+use journal_core::testkit::TamperAccess;
+use journal_core::{Admission, AdmitRequest, Budget, Counters, EffectOutput, EffectResult, Store};
+use support::*;
+
+fn three_effects(run: &mut journal_core::RunHandle<'_>, performed: &RefCell<Vec<String>>) {
+    for key in ["ek:a", "ek:b", "ek:c"] {
+        run.effect(key, "work", || {
+            performed.borrow_mut().push(key.to_owned());
+            EffectOutput {
+                result: EffectResult::Ok { output: key.into() },
+                charged: Counters { tokens: 1, ..Counters::default() },
+            }
+        })
+        .unwrap();
+    }
+}
+
+#[test]
+fn a_fork_performs_only_what_follows_the_fork_point_and_its_provenance_is_audited() {
+    let plane = Plane::signed();
+    let request =
+        |key: &str| AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget: Budget::default() };
+    let performed = RefCell::new(Vec::new());
+    let Admission::New(mut source) = plane.runtime.admit(&plane.tenant, request("source")).unwrap() else { panic!() };
+    let source_id = source.run().clone();
+    three_effects(&mut source, &performed);
+    source.succeed("done").unwrap();
+    assert_eq!(performed.borrow().len(), 3);
+
+    // Fork after ek:b's record of completion.
+    let rows = plane.store.read_run(&plane.tenant, &source_id).unwrap().rows;
+    let at_seq = rows.iter().find(|r| r.kind == "EffectDone" && r.effect_key.as_deref() == Some("ek:b")).unwrap().seq;
+    performed.borrow_mut().clear();
+    let Admission::New(mut fork) = plane.runtime.fork(&plane.tenant, &source_id, at_seq, request("fork")).unwrap()
+    else {
+        panic!()
+    };
+    let fork_id = fork.run().clone();
+    three_effects(&mut fork, &performed);
+    fork.succeed("done differently").unwrap();
+    assert_eq!(*performed.borrow(), ["ek:c"], "the source's effects up to the fork point are served from its record");
+
+    let fork_rows = plane.store.read_run(&plane.tenant, &fork_id).unwrap().rows;
+    assert_eq!(fork_rows[1].kind, "RunForked", "the provenance follows RunAdmitted");
+    let report = plane.audit(&plane.inputs());
+    assert!(report.is_clean(), "{:#?}", report.findings);
+
+    // The source deleted (and the log rewritten over it): the fork is an orphan.
+    let rest = plane.seals_without(&source_id);
+    plane.store.delete_run(&plane.tenant, &source_id);
+    plane.store.rewrite_log(&plane.tenant, &rest);
+    let report = plane.audit(&plane.inputs());
+    assert_eq!(codes(&report), [FindingCode::ForkSourceMissing], "{:#?}", report.findings);
+    assert_eq!(report.findings[0].run.as_deref(), Some(fork_id.as_str()));
+    assert_eq!(report.findings[0].class, FindingClass::Deletion);
+}
+
+#[test]
+fn a_fork_whose_source_record_changed_is_found() {
+    let plane = Plane::unsigned();
+    let source = plane.fail("source");
+    let rows = plane.store.read_run(&plane.tenant, &source).unwrap().rows;
+    let Admission::New(fork) = plane
+        .runtime
+        .fork(
+            &plane.tenant,
+            &source,
+            2,
+            AdmitRequest { idempotency_key: "fork".into(), plan: vec![], budget: Budget::default() },
+        )
+        .unwrap()
+    else {
+        panic!()
+    };
+    let fork_id = fork.run().clone();
+    drop(fork);
+    // Someone rewrites the source's tail with a consistent chain from seq 2 on.
+    let mut prev = rows[0].hash;
+    for row in &rows[1..] {
+        let bytes = String::from_utf8(row.bytes.clone()).unwrap().replace("\"work\"", "\"WORK\"").into_bytes();
+        let hash = journal_core::ChainHash::link(&prev, &bytes);
+        plane.store.overwrite_row(
+            &plane.tenant,
+            &source,
+            journal_core::StoredRecord { prev_hash: prev, hash, bytes, ..row.clone() },
+        );
+        prev = hash;
+    }
+    plane.store.set_runs_head(
+        &plane.tenant,
+        &source,
+        journal_core::ExpectedHead { seq: rows.len() as u64, hash: prev },
+    );
+    let report = plane.audit(&plane.inputs());
+    assert!(
+        report.with_code(FindingCode::ForkSourceChanged).any(|f| f.run.as_deref() == Some(fork_id.as_str())),
+        "{:#?}",
+        report.findings
+    );
+}
