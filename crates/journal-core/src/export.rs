@@ -230,6 +230,24 @@ impl VerifiedExport {
     }
 }
 
+/// The stored row a record line carries.
+fn stored_record(line: usize, record: Line) -> Result<StoredRecord, ExportError> {
+    let malformed = |detail: String| ExportError::Malformed { line, detail };
+    let Line::Record { seq, kind, effect_key, prev_hash, hash, bytes, signature } = record else {
+        return Err(malformed("not a record line".into()));
+    };
+    let hash_of = |text: &str| ChainHash::from_hex(text).ok_or_else(|| malformed(format!("{text:?} is not a hash")));
+    Ok(StoredRecord {
+        seq,
+        kind,
+        effect_key,
+        prev_hash: hash_of(&prev_hash)?,
+        hash: hash_of(&hash)?,
+        bytes: bytes.into_bytes(),
+        signature,
+    })
+}
+
 fn b64_hash(line: usize, text: &str) -> Result<[u8; 32], ExportError> {
     let malformed = || ExportError::Malformed { line, detail: format!("{text:?} is not the base64 of a 32-byte hash") };
     let bytes = STANDARD.decode(text).map_err(|_| malformed())?;
@@ -250,19 +268,7 @@ pub fn verified_chain(
         let malformed = |detail: String| ExportError::Malformed { line: index + 1, detail };
         match serde_json::from_str::<Line>(raw).map_err(|err| malformed(err.to_string()))? {
             Line::Header { run: name, .. } => run = Some(RunId::new(&name).map_err(|err| malformed(err.to_string()))?),
-            Line::Record { seq, kind, effect_key, prev_hash, hash, bytes, signature } => {
-                let hash_of =
-                    |text: &str| ChainHash::from_hex(text).ok_or_else(|| malformed(format!("{text:?} is not a hash")));
-                rows.push(StoredRecord {
-                    seq,
-                    kind,
-                    effect_key,
-                    prev_hash: hash_of(&prev_hash)?,
-                    hash: hash_of(&hash)?,
-                    bytes: bytes.into_bytes(),
-                    signature,
-                });
-            }
+            line @ Line::Record { .. } => rows.push(stored_record(index + 1, line)?),
             _ => {}
         }
     }
@@ -326,19 +332,7 @@ pub fn verify_export(
                 let origin = Origin::new(&origin).map_err(|err| malformed(err.to_string()))?;
                 header = Some((origin, RunId::new(&run).map_err(|err| malformed(err.to_string()))?));
             }
-            Line::Record { seq, kind, effect_key, prev_hash, hash, bytes, signature } => {
-                let hash_of =
-                    |text: &str| ChainHash::from_hex(text).ok_or_else(|| malformed(format!("{text:?} is not a hash")));
-                rows.push(StoredRecord {
-                    seq,
-                    kind,
-                    effect_key,
-                    prev_hash: hash_of(&prev_hash)?,
-                    hash: hash_of(&hash)?,
-                    bytes: bytes.into_bytes(),
-                    signature,
-                });
-            }
+            line @ Line::Record { .. } => rows.push(stored_record(line_no, line)?),
             Line::Seal { leaf } => seal = Some(leaf),
             Line::Inclusion { index, size, root, proof } => {
                 let root = RootHash::from_hash_bytes(b64_hash(line_no, &root)?);

@@ -178,13 +178,7 @@ impl Store for MemoryStore {
         let mut tenants = self.lock()?;
         let state = tenants.entry(tenant.clone()).or_default();
         let last = state.signed.last().map(|s| s.tree);
-        if last != previous {
-            return Err(JournalError::CheckpointConflict {
-                tenant: tenant.clone(),
-                expected: previous.map(|t| t.size),
-                found: last.map(|t| t.size),
-            });
-        }
+        crate::store::check_last_signed(tenant, last, previous)?;
         state.signed.push(signed);
         Ok(())
     }

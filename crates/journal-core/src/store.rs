@@ -229,3 +229,17 @@ pub fn nodes_for_new_leaf(
     })?;
     Ok(nodes)
 }
+
+/// The compare of [`Store::record_signed_checkpoint`]: the last checkpoint
+/// recorded must be the one the caller extended, as every backend checks
+/// inside its transaction.
+pub fn check_last_signed(tenant: &TenantId, last: Option<Tree>, previous: Option<Tree>) -> Result<(), JournalError> {
+    if last == previous {
+        return Ok(());
+    }
+    Err(JournalError::CheckpointConflict {
+        tenant: tenant.clone(),
+        expected: previous.map(|tree| tree.size),
+        found: last.map(|tree| tree.size),
+    })
+}

@@ -599,13 +599,7 @@ impl Store for PgStore {
             }
             None => (0, None),
         };
-        if last_tree != previous {
-            return Err(JournalError::CheckpointConflict {
-                tenant: tenant.clone(),
-                expected: previous.map(|tree| tree.size),
-                found: last_tree.map(|tree| tree.size),
-            });
-        }
+        journal_core::store::check_last_signed(tenant, last_tree, previous)?;
         txn.execute(
             "INSERT INTO signed_checkpoints (tenant, n, size, root, note) VALUES ($1, $2, $3, $4, $5)",
             &[&t, &next, &to_i64(signed.tree.size)?, &signed.tree.root.as_bytes().as_slice(), &signed.note],

@@ -647,13 +647,7 @@ impl Store for RedbStore {
                     None => (0, None),
                 }
             };
-            if last_tree != previous {
-                return Err(JournalError::CheckpointConflict {
-                    tenant: tenant.clone(),
-                    expected: previous.map(|tree| tree.size),
-                    found: last_tree.map(|tree| tree.size),
-                });
-            }
+            journal_core::store::check_last_signed(tenant, last_tree, previous)?;
             table
                 .insert((t, next), (signed.tree.size, signed.tree.root.as_bytes().as_slice(), signed.note.as_str()))
                 .map_err(io)?;
