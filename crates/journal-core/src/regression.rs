@@ -50,7 +50,7 @@ use std::collections::BTreeMap;
 
 use crate::chain::VerifiedRecord;
 use crate::ids::RunId;
-use crate::record::{Counters, DoubtAnswer, EffectResult, Outcome, RecordBody};
+use crate::record::{Counters, DoubtAnswer, EffectResult, Outcome, RecordBody, RunConcluded, Verdict};
 use crate::runtime::replay::charge;
 use crate::runtime::{EffectOutput, RunHandle, RunStatus, RuntimeError};
 
@@ -191,6 +191,9 @@ enum Action {
     StepEnd(String),
     Effect(String, EffectResult, Counters),
     Conclusion(Outcome),
+    /// The run's end was the runtime's or an operator's (a failed effect, a
+    /// ceiling, a doubt, a hold, a cancel): the code is stopped there, as it was live.
+    Stop(RunConcluded),
 }
 
 impl Action {
@@ -200,6 +203,7 @@ impl Action {
             Self::StepEnd(step) => format!("step {step} finishing"),
             Self::Effect(key, ..) => format!("effect {key}"),
             Self::Conclusion(outcome) => format!("the conclusion {outcome}"),
+            Self::Stop(concluded) => format!("the run stopped {}", concluded.outcome),
         }
     }
 }
@@ -214,11 +218,13 @@ pub struct ReplayHandle {
     divergence: Option<(u64, Divergence)>,
     replayed_cost: Counters,
     concluded: Option<Outcome>,
+    stopped: Option<RunStatus>,
 }
 
-/// The run the replay stopped at its first divergence.
-fn diverged(run: &RunId) -> RuntimeError {
-    RuntimeError::Stopped { run: run.clone(), status: RunStatus::Running }
+/// The run the replay stopped: where the record stops (with its status), or
+/// at the first divergence.
+fn diverged(run: &RunId, handle: &ReplayHandle) -> RuntimeError {
+    RuntimeError::Stopped { run: run.clone(), status: handle.stopped.clone().unwrap_or(RunStatus::Running) }
 }
 
 impl ReplayHandle {
@@ -241,7 +247,11 @@ impl ReplayHandle {
                 }
                 // Only the answer counts: conclusions the run was continued after were the runtime's, not the code's.
                 RecordBody::RunConcluded(concluded) if Some(index) == last_conclusion => {
-                    actions.push((seq, Action::Conclusion(concluded.outcome)));
+                    let by_code = matches!(concluded.outcome, Outcome::Succeeded | Outcome::Failed)
+                        && concluded.verdict == Verdict::None;
+                    let action =
+                        if by_code { Action::Conclusion(concluded.outcome) } else { Action::Stop(concluded.clone()) };
+                    actions.push((seq, action));
                 }
                 _ => {}
             }
@@ -255,7 +265,32 @@ impl ReplayHandle {
             divergence: None,
             replayed_cost: Counters::default(),
             concluded: None,
+            stopped: None,
         }
+    }
+
+    /// Whether the record ends here by the runtime's or an operator's
+    /// conclusion; if so the code is stopped from now on.
+    fn stops_here(&mut self) -> bool {
+        if let Some((_, Action::Stop(concluded))) = self.next() {
+            self.stopped = Some(RunStatus::of(concluded));
+        }
+        self.stopped.is_some()
+    }
+
+    /// Whether the recorded stop was caused by the effect just replayed (its
+    /// error, or a ceiling its charge crossed), as the runtime stops the
+    /// effect's caller live.
+    fn stopped_by_effect(&mut self, effect_key: &str) -> bool {
+        let caused = match self.next() {
+            Some((_, Action::Stop(concluded))) => match &concluded.verdict {
+                Verdict::EffectFailed { effect_key: failed, .. } => failed == effect_key,
+                Verdict::BudgetExceeded { .. } => true,
+                _ => false,
+            },
+            _ => false,
+        };
+        caused && self.stops_here()
     }
 
     fn next(&self) -> Option<&(u64, Action)> {
@@ -275,7 +310,7 @@ impl ReplayHandle {
     }
 
     fn step(&mut self, replayed: Action) -> Result<(), ()> {
-        if self.divergence.is_some() {
+        if self.divergence.is_some() || self.stops_here() {
             return Err(());
         }
         let matches = match (self.next().map(|(_, a)| a), &replayed) {
@@ -299,7 +334,7 @@ impl ReplayHandle {
     }
 
     fn replay_effect(&mut self, effect_key: &str) -> Result<EffectResult, ()> {
-        if self.divergence.is_some() {
+        if self.divergence.is_some() || self.stops_here() {
             return Err(());
         }
         if let Some(result) = self.done.get(effect_key) {
@@ -312,6 +347,9 @@ impl ReplayHandle {
                 self.replayed_cost.add(&charged);
                 self.replayed_cost.effects = self.replayed_cost.effects.saturating_add(1);
                 self.done.insert(key, result.clone());
+                if self.stopped_by_effect(effect_key) {
+                    return Err(());
+                }
                 Ok(result)
             }
             Some(Action::Effect(key, ..))
@@ -333,7 +371,7 @@ impl ReplayHandle {
     }
 
     fn conclude(&mut self, outcome: Outcome) -> Result<(), ()> {
-        if self.divergence.is_some() {
+        if self.divergence.is_some() || self.stops_here() {
             return Err(());
         }
         self.concluded = Some(outcome);
@@ -362,7 +400,8 @@ impl ReplayHandle {
             return;
         }
         match self.next().map(|(_, a)| a.clone()) {
-            None => {}
+            // The runtime's or an operator's end is not the code's to reach.
+            None | Some(Action::Stop(_)) => {}
             Some(Action::Conclusion(recorded)) => {
                 let _ = self.diverge(Divergence::DifferentConclusion { recorded: Some(recorded), replayed: None });
             }
@@ -389,11 +428,11 @@ pub struct Replaying {
 
 impl RunContext for Replaying {
     fn start_step(&mut self, step: &str) -> Result<(), RuntimeError> {
-        self.handle.step(Action::Step(step.to_owned())).map_err(|()| diverged(&self.run))
+        self.handle.step(Action::Step(step.to_owned())).map_err(|()| diverged(&self.run, &self.handle))
     }
 
     fn finish_step(&mut self, step: &str) -> Result<(), RuntimeError> {
-        self.handle.step(Action::StepEnd(step.to_owned())).map_err(|()| diverged(&self.run))
+        self.handle.step(Action::StepEnd(step.to_owned())).map_err(|()| diverged(&self.run, &self.handle))
     }
 
     /// Never calls `perform`: the recorded result is the answer.
@@ -403,15 +442,15 @@ impl RunContext for Replaying {
         _step: &str,
         _perform: F,
     ) -> Result<EffectResult, RuntimeError> {
-        self.handle.replay_effect(effect_key).map_err(|()| diverged(&self.run))
+        self.handle.replay_effect(effect_key).map_err(|()| diverged(&self.run, &self.handle))
     }
 
     fn succeed(&mut self, _reason: &str) -> Result<(), RuntimeError> {
-        self.handle.conclude(Outcome::Succeeded).map_err(|()| diverged(&self.run))
+        self.handle.conclude(Outcome::Succeeded).map_err(|()| diverged(&self.run, &self.handle))
     }
 
     fn fail(&mut self, _error: &str) -> Result<(), RuntimeError> {
-        self.handle.conclude(Outcome::Failed).map_err(|()| diverged(&self.run))
+        self.handle.conclude(Outcome::Failed).map_err(|()| diverged(&self.run, &self.handle))
     }
 }
 
@@ -461,6 +500,46 @@ pub fn replay_export(
 ) -> Result<ReplayReport, crate::export::ExportError> {
     let verified = crate::export::verify_export(text, log_keys, check)?;
     Ok(replay(&verified.run, &verified.chain, plan, agent))
+}
+
+/// The regression-test harness over a store: replays every run of `tenant`
+/// whose verified last conclusion is one of `outcomes` (every run when empty)
+/// through `agent`, and fails with every divergence, named by run and seq.
+/// The outcome is read from each run's verified chain, not from the store's
+/// outcome index, so an edited index cannot hide a run from the test. Each
+/// chain is checked before its replay; a run that does not verify is a failure.
+pub fn replay_store<A>(
+    journal: &crate::journal::Journal<'_>,
+    check: crate::chain::ChainCheck<'_>,
+    outcomes: &[Outcome],
+    plan: &[String],
+    agent: A,
+) -> Result<Vec<ReplayReport>, String>
+where
+    A: Fn(&mut Replaying) -> Result<(), RuntimeError>,
+{
+    let runs = journal.store.runs(journal.tenant, None).map_err(|err| format!("listing the runs: {err}"))?;
+    let mut reports = Vec::new();
+    let mut problems = Vec::new();
+    for run in runs {
+        let verified = match journal.read(&run, check) {
+            Ok(verified) => verified,
+            Err(err) => {
+                problems.push(format!("run {run} does not verify: {err}"));
+                continue;
+            }
+        };
+        let outcome = verified.last_conclusion().map(|c| c.outcome);
+        if !outcomes.is_empty() && !outcome.is_some_and(|o| outcomes.contains(&o)) {
+            continue;
+        }
+        let report = replay(&run, &verified.records, plan, &agent);
+        if let Some((seq, divergence)) = &report.divergence {
+            problems.push(format!("run {run} diverges at seq {seq}: {divergence}"));
+        }
+        reports.push(report);
+    }
+    if problems.is_empty() { Ok(reports) } else { Err(problems.join("\n")) }
 }
 
 /// The regression-test harness: replays every export (`*.export` or

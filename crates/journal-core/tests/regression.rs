@@ -7,12 +7,13 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use journal_core::regression::{Divergence, RunContext, replay, replay_export, replay_folder};
+use journal_core::regression::{Divergence, RunContext, replay, replay_export, replay_folder, replay_store};
 use journal_core::runtime::RuntimeError;
 use journal_core::{
     Admission, AdmitRequest, Budget, ChainCheck, Counters, EffectOutput, EffectResult, Journal, LogView, MemoryStore,
-    Origin, Outcome, RunId, RuntimeBuilder, Store, TenantId, Upcasters, VerifiedRecord, VerifyOptions,
+    Origin, Outcome, RunId, RunStatus, RuntimeBuilder, Store, TenantId, Upcasters, VerifiedRecord, VerifyOptions,
 };
+use journal_core::{Dimension, DoubtAnswer};
 
 const ORIGIN: &str = "regression.test/plane";
 
@@ -217,4 +218,172 @@ fn exports_are_fixtures_and_a_tampered_one_is_refused_before_any_replay() {
         Ok(())
     });
     assert!(refused.is_err() && !called.get(), "a tampered export is refused before the agent runs");
+}
+
+/// The agent whose runs the runtime and operators stop: one step, three
+/// effects; `read` fails when asked to.
+fn research(
+    run: &mut impl RunContext,
+    read_fails: bool,
+    stopped: &Cell<Option<RunStatus>>,
+) -> Result<(), RuntimeError> {
+    let flow = |run: &mut dyn FnMut(&str, EffectOutput) -> Result<EffectResult, RuntimeError>| {
+        run("ek:search", output("10 sources", 100))?;
+        let read = if read_fails {
+            EffectOutput { result: EffectResult::Err { error: "503".into() }, charged: Counters::default() }
+        } else {
+            output("long read", 90)
+        };
+        run("ek:read", read)?;
+        run("ek:answer", output("answer", 30))
+    };
+    let result = run.start_step("research").and_then(|()| {
+        flow(&mut |key, out| run.effect(key, "research", || out))?;
+        run.finish_step("research")?;
+        run.succeed("answered")
+    });
+    if let Err(RuntimeError::Stopped { status, .. }) = &result {
+        stopped.set(Some(status.clone()));
+    }
+    result
+}
+
+/// Records, on one store, a run for each way the runtime or an operator
+/// stops a run, some continued after. Returns the store and the runs by name.
+fn record_stops() -> (Recorded, Vec<(&'static str, RunId)>) {
+    let store = Arc::new(MemoryStore::new());
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), origin.clone(), None)
+        .build()
+        .unwrap();
+    let admit = |key: &str, budget: Budget| {
+        let request = AdmitRequest { idempotency_key: key.into(), plan: vec!["research".into()], budget };
+        let Admission::New(run) = runtime.admit(&tenant, request).unwrap() else { panic!() };
+        run
+    };
+    let stopped = Cell::new(None);
+    let mut runs = Vec::new();
+
+    // Exhausted by the read's charge, raised, resumed: the code continues where it stopped.
+    let mut run = admit("raised", Budget { tokens: Some(150), ..Budget::default() });
+    let id = run.run().clone();
+    assert!(research(&mut *run, false, &stopped).is_err());
+    runtime.raise_ceiling(&tenant, &id, Dimension::Tokens, Some(1_000)).unwrap();
+    let mut resumed = runtime.resume(&tenant, &id).unwrap();
+    resumed.effect("ek:read", "research", || unreachable!("read back")).unwrap();
+    resumed.effect("ek:answer", "research", || output("answer", 30)).unwrap();
+    resumed.finish_step("research").unwrap();
+    resumed.succeed("answered").unwrap();
+    runs.push(("raised", id));
+
+    // Exhausted and left so.
+    let mut run = admit("exhausted", Budget { tokens: Some(150), ..Budget::default() });
+    runs.push(("exhausted", run.run().clone()));
+    assert!(research(&mut *run, false, &stopped).is_err());
+
+    // A failed effect concludes failed.
+    let mut run = admit("failed", Budget::default());
+    runs.push(("failed", run.run().clone()));
+    assert!(research(&mut *run, true, &stopped).is_err());
+
+    // Withheld by an operator before the code did anything.
+    let id = admit("withheld", Budget::default()).run().clone();
+    runtime.withhold(&tenant, &id, "review").unwrap();
+    runs.push(("withheld", id));
+
+    // A worker died mid-effect: quarantined, then a person says it happened.
+    let mut run = admit("doubt", Budget::default());
+    let id = run.run().clone();
+    run.start_step("research").unwrap();
+    run.effect("ek:search", "research", || output("10 sources", 100)).unwrap();
+    let head = store.read_run(&tenant, &id).unwrap().head;
+    let started = journal_core::RecordBody::EffectStarted(journal_core::record::EffectStarted {
+        step: "research".into(),
+        reserved: Counters { effects: 1, ..Counters::default() },
+    });
+    Journal::new(store.as_ref(), &tenant, &origin).append(&id, head, Some("ek:read".into()), started).unwrap();
+    assert!(runtime.resume(&tenant, &id).is_err(), "quarantined");
+    let happened = DoubtAnswer::Happened { result: EffectResult::Ok { output: "long read".into() } };
+    runtime.answer_doubt(&tenant, &id, "ek:read", happened).unwrap();
+    let mut resumed = runtime.resume(&tenant, &id).unwrap();
+    resumed.effect("ek:answer", "research", || output("answer", 30)).unwrap();
+    resumed.finish_step("research").unwrap();
+    resumed.succeed("answered").unwrap();
+    runs.push(("doubt answered", id));
+
+    (Recorded { store, tenant, origin, runs: runs.iter().map(|(_, id)| id.clone()).collect() }, runs)
+}
+
+/// The runtime's and operators' stops are not the code's: replaying the
+/// unchanged agent over runs that were exhausted (and raised), failed by an
+/// effect, withheld, or quarantined (and answered) matches, and the replayed
+/// code is stopped where the live code was, with the same status.
+#[test]
+fn runs_stopped_by_the_runtime_or_an_operator_replay_to_a_match() {
+    let (recorded, runs) = record_stops();
+    for (name, run) in &runs {
+        let stopped = Cell::new(None);
+        let read_fails = *name == "failed";
+        let report = replay(run, &records(&recorded, run), &["research".into()], |r| research(r, read_fails, &stopped));
+        assert!(report.matched(), "{name}: {report:?}");
+        assert_eq!(report.recorded_cost, report.replayed_cost, "{name}");
+        let expected = match *name {
+            "exhausted" => Some(Outcome::Exhausted),
+            "failed" => Some(Outcome::Failed),
+            "withheld" => Some(Outcome::Withheld),
+            _ => None,
+        };
+        assert_eq!(stopped.take().and_then(|s| s.outcome()), expected, "{name}: stopped where the live code was");
+    }
+    // The same runs against changed code: a failing read where it succeeded, a skipped read.
+    let raised = &runs[0].1;
+    let report =
+        replay(raised, &records(&recorded, raised), &["research".into()], |r| research(r, true, &Cell::new(None)));
+    assert!(report.matched(), "the recorded read is the answer, whatever the closure would do: {report:?}");
+    let skipped = replay(raised, &records(&recorded, raised), &["research".into()], |r| {
+        r.start_step("research")?;
+        r.effect("ek:search", "research", || unreachable!())?;
+        r.effect("ek:answer", "research", || unreachable!())?;
+        r.finish_step("research")?;
+        r.succeed("answered")
+    });
+    assert!(
+        matches!(&skipped.divergence, Some((_, Divergence::SkippedEffect { effect_key, .. })) if effect_key == "ek:read"),
+        "{skipped:?}"
+    );
+}
+
+/// The harness over a store: filtered by the verified outcome, every
+/// divergence listed by run, and an outcome index edited behind the store
+/// does not hide a run from the test.
+#[test]
+fn the_store_harness_filters_by_verified_outcome_and_lists_every_divergence() {
+    let (recorded, runs) = record_stops();
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    let journal = Journal::new(recorded.store.as_ref(), &recorded.tenant, &recorded.origin);
+    let plan = ["research".to_owned()];
+    let succeeded =
+        replay_store(&journal, check, &[Outcome::Succeeded], &plan, |r| research(r, false, &Cell::new(None))).unwrap();
+    let ids: Vec<_> = succeeded.iter().map(|r| r.run.clone()).collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids.contains(&runs[0].1) && ids.contains(&runs[4].1));
+
+    let failures = replay_store(&journal, check, &[], &plan, |r| {
+        r.start_step("research")?;
+        r.effect("ek:lookup", "research", || unreachable!())?;
+        Ok(())
+    })
+    .unwrap_err();
+    // Every run but the withheld one (stopped before the code did anything) diverges.
+    assert_eq!(failures.lines().count(), runs.len() - 1, "{failures}");
+    assert!(failures.lines().all(|line| line.contains("diverges at seq") && line.contains("ek:lookup")), "{failures}");
+
+    use journal_core::testkit::TamperAccess;
+    recorded.store.set_outcome_index(&recorded.tenant, &runs[0].1, Some(Outcome::Cancelled));
+    let still =
+        replay_store(&journal, check, &[Outcome::Succeeded], &plan, |r| research(r, false, &Cell::new(None))).unwrap();
+    assert_eq!(still.len(), 2, "the outcome comes from the chain, not the index");
 }

@@ -1,0 +1,63 @@
+//! A replay is a read: replaying every run of a redb file, the unchanged agent
+//! and a changed one, leaves the file's bytes and the store's counters as
+//! they were, and no effect's closure runs.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+use std::sync::Arc;
+
+use journal_core::regression::{RunContext, replay_store};
+use journal_core::runtime::RuntimeError;
+use journal_core::{
+    Admission, AdmitRequest, Budget, ChainCheck, Counters, EffectOutput, EffectResult, Journal, Origin, RuntimeBuilder,
+    Store, TenantId, Upcasters, VerifyOptions,
+};
+use store_redb::RedbStore;
+
+fn agent(run: &mut impl RunContext, extra: bool) -> Result<(), RuntimeError> {
+    let output = |text: &str| EffectOutput {
+        result: EffectResult::Ok { output: text.into() },
+        charged: Counters { tokens: 25, ..Counters::default() },
+    };
+    run.start_step("research")?;
+    run.effect("ek:search", "research", || output("hits"))?;
+    if extra {
+        run.effect("ek:translate", "research", || panic!("a replay never performs an effect"))?;
+    }
+    run.finish_step("research")?;
+    run.succeed("answered")
+}
+
+#[test]
+fn replaying_a_redb_store_changes_neither_its_bytes_nor_its_counters() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new("replay.test/plane").unwrap();
+    let plan = vec!["research".to_owned()];
+    {
+        let store: Arc<dyn Store> = Arc::new(RedbStore::create(&path).unwrap());
+        let runtime = RuntimeBuilder::new(store).tenant(tenant.clone(), origin.clone(), None).build().unwrap();
+        for n in 0..4 {
+            let request =
+                AdmitRequest { idempotency_key: format!("job-{n}"), plan: plan.clone(), budget: Budget::default() };
+            let Admission::New(mut run) = runtime.admit(&tenant, request).unwrap() else { panic!() };
+            agent(&mut *run, false).unwrap();
+        }
+    }
+    // Opened for writing, as a running plane holds it; the bytes are taken
+    // after the open (which may write redb's own header) and before the close.
+    let store = RedbStore::open(&path).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    let counters = store.log_counters(&tenant).unwrap();
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    let journal = Journal::new(&store, &tenant, &origin);
+
+    let matched = replay_store(&journal, check, &[], &plan, |r| agent(r, false)).unwrap();
+    assert_eq!(matched.len(), 4);
+    let diverged = replay_store(&journal, check, &[], &plan, |r| agent(r, true)).unwrap_err();
+    assert_eq!(diverged.lines().count(), 4, "{diverged}");
+
+    assert_eq!(store.log_counters(&tenant).unwrap(), counters);
+    assert!(std::fs::read(&path).unwrap() == before, "the redb file's bytes changed during a replay");
+}
