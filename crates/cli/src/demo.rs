@@ -2,6 +2,7 @@
 //! embedded store, then the runs and the signed checkpoint.
 
 use journal_core::record::EffectStarted;
+use journal_core::regression::RunContext;
 use journal_core::{
     Admission, AdmitRequest, Budget, Counters, Dimension, DoubtAnswer, EffectOutput, EffectResult, RecordBody,
     RunHandle, Runtime, RuntimeError,
@@ -32,6 +33,54 @@ fn admit<'rt>(
         Admission::Existing { run, status } => {
             Err(Failure::Usage(format!("{key} was already admitted as {run} ({status})")))
         }
+    }
+}
+
+/// The demo's agent code, one function per kind of run, written against
+/// [`RunContext`] so the same code drives a live run and replays a recorded
+/// one (`agentplane demo`'s runs are its regression fixtures).
+pub(crate) fn agent(kind: &str, run: &mut impl RunContext) -> Result<(), RuntimeError> {
+    match kind {
+        "answered" => {
+            run.start_step("research")?;
+            run.effect("ek:search", "research", || charge("3 sources", 120))?;
+            run.effect("ek:summarize", "research", || charge("summary", 80))?;
+            run.finish_step("research")?;
+            run.succeed("question answered")
+        }
+        // Its read crosses a 150-token ceiling; once raised, the run goes on.
+        "raised" => {
+            run.start_step("research")?;
+            run.effect("ek:search", "research", || charge("10 sources", 100))?;
+            run.effect("ek:read", "research", || charge("long read", 90))?;
+            run.effect("ek:answer", "research", || charge("answer", 30))?;
+            run.succeed("answered after the ceiling was raised")
+        }
+        // Its payment's fate is answered by a person.
+        "doubt-answered" => {
+            run.effect("ek:pay", "research", || charge("never performed: a person answered", 0))?;
+            run.succeed("payment confirmed by a person")
+        }
+        "failed" => {
+            run.start_step("research")?;
+            run.effect("ek:fetch", "research", || EffectOutput {
+                result: EffectResult::Err { error: "upstream 503".into() },
+                charged: Counters { wall_millis: 900, ..Counters::default() },
+            })?;
+            run.succeed("never reached: the fetch fails")
+        }
+        // Allowed one effect.
+        "exhausted" => {
+            run.effect("ek:one", "research", || charge("one", 10))?;
+            run.effect("ek:two", "research", || charge("two", 10))?;
+            run.succeed("never reached: the second effect is refused")
+        }
+        "quarantined" => {
+            run.effect("ek:transfer", "research", || charge("never performed: the worker died", 0))?;
+            run.succeed("never reached: the transfer is in doubt")
+        }
+        // Withheld, cancelled and abandoned before the code ran.
+        _ => run.succeed("never reached: an operator stopped the run first"),
     }
 }
 
@@ -92,21 +141,16 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
 
     // Succeeded: two effects, sealed.
     let mut run = admit(&runtime, &plane, &key("answered"), Budget::default())?;
-    run.start_step("research")?;
-    run.effect("ek:search", "research", || charge("3 sources", 120))?;
-    run.effect("ek:summarize", "research", || charge("summary", 80))?;
-    run.finish_step("research")?;
-    run.succeed("question answered")?;
+    agent("answered", &mut run)?;
 
     // Exhausted, raised, resumed, succeeded.
     let mut run = admit(&runtime, &plane, &key("raised"), Budget { tokens: Some(150), ..Budget::default() })?;
     let id = run.run().clone();
-    run.start_step("research")?;
-    run.effect("ek:search", "research", || charge("10 sources", 100))?;
-    expect_stop(run.effect("ek:read", "research", || charge("long read", 90)))?;
+    expect_stop(agent("raised", &mut run))?;
     runtime.raise_ceiling(t, &id, Dimension::Tokens, Some(1_000))?;
+    // The resumed worker picks up after the read (done effects read back, never performed twice).
     let mut resumed = runtime.resume(t, &id)?;
-    resumed.effect("ek:search", "research", || charge("never performed twice", 999))?;
+    resumed.effect("ek:read", "research", || charge("never performed twice", 999))?;
     resumed.effect("ek:answer", "research", || charge("answer", 30))?;
     resumed.succeed("answered after the ceiling was raised")?;
 
@@ -124,14 +168,9 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
 
     // Left open: failed, exhausted, withheld, quarantined.
     let mut run = admit(&runtime, &plane, &key("failed"), Budget::default())?;
-    run.start_step("research")?;
-    expect_stop(run.effect("ek:fetch", "research", || EffectOutput {
-        result: EffectResult::Err { error: "upstream 503".into() },
-        charged: Counters { wall_millis: 900, ..Counters::default() },
-    }))?;
+    expect_stop(agent("failed", &mut run))?;
     let mut run = admit(&runtime, &plane, &key("exhausted"), Budget { effects: Some(1), ..Budget::default() })?;
-    run.effect("ek:one", "research", || charge("one", 10))?;
-    expect_stop(run.effect("ek:two", "research", || charge("two", 10)))?;
+    expect_stop(agent("exhausted", &mut run))?;
     let id = admit_id(&runtime, &plane, &key("withheld"))?;
     runtime.withhold(t, &id, "held for compliance review")?;
     let id = admit_id(&runtime, &plane, &key("quarantined"))?;
@@ -181,4 +220,73 @@ fn simulate_crash_mid_effect(
     });
     journal.append(run, head, Some(effect_key.to_owned()), body)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use clap::Parser;
+    use journal_core::regression::{Divergence, replay};
+    use journal_core::{ChainCheck, Upcasters, VerifyOptions};
+
+    use super::*;
+
+    /// The demo's runs are regression fixtures of the demo's own agent code:
+    /// every run (each outcome, resumed, raised, answered) replays through the
+    /// unchanged code to a match at the recorded cost; other code diverges;
+    /// and the replays leave the redb file's bytes and counters as they were.
+    #[test]
+    fn every_demo_run_replays_through_the_unchanged_demo_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        init_plane(dir.path(), &[], DEFAULT_ORIGIN, Vec::new(), 0, "5m").unwrap();
+        let config = dir.path().join(DEFAULT_CONFIG);
+        let cli = Cli::try_parse_from(["agentplane", "--config", config.to_str().unwrap(), "demo"]).unwrap();
+        let settings = Settings::of_config(config, &cli).unwrap();
+        run(&settings, &cli).unwrap();
+
+        let plane = plane(&settings, false).unwrap();
+        let before = std::fs::read(&settings.store).unwrap();
+        let counters = plane.store.log_counters(&plane.tenant).unwrap();
+        let upcasters = Upcasters::builtin();
+        let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+        let plan = ["research".to_owned(), "answer".to_owned()];
+        let runs = plane.store.runs(&plane.tenant, None).unwrap();
+        let mut kinds = Vec::new();
+        for id in &runs {
+            let verified = plane.journal().read(id, check).unwrap();
+            let key =
+                verified.records.first().and_then(|r| journal_core::store::idempotency_key_of(&r.stored)).unwrap();
+            let kind = key.strip_prefix("demo-1-").unwrap().to_owned();
+            let report = replay(id, &verified.records, &plan, |r| agent(&kind, r));
+            assert!(report.matched(), "{kind}: {report:?}");
+            assert_eq!(report.recorded_cost.tokens, report.replayed_cost.tokens, "{kind}");
+            if kind == "answered" || kind == "raised" {
+                let other = if kind == "answered" { "raised" } else { "answered" };
+                let changed = replay(id, &verified.records, &plan, |r| agent(other, r));
+                assert!(
+                    matches!(changed.divergence, Some((_, Divergence::UnexpectedEffect { .. }))),
+                    "{kind} replayed as {other}: {changed:?}"
+                );
+            }
+            kinds.push(kind);
+        }
+        kinds.sort();
+        assert_eq!(
+            kinds,
+            [
+                "abandoned",
+                "answered",
+                "cancelled",
+                "doubt-answered",
+                "exhausted",
+                "failed",
+                "quarantined",
+                "raised",
+                "withheld"
+            ]
+        );
+        assert_eq!(plane.store.log_counters(&plane.tenant).unwrap(), counters);
+        assert!(std::fs::read(&settings.store).unwrap() == before, "a replay changed the redb file");
+    }
 }

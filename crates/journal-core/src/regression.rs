@@ -1,5 +1,5 @@
 //! Regression testing as a read of the journal: agent code written against
-//! [`RunContext`] runs live on a [`RunHandle`](crate::runtime::RunHandle), or
+//! [`RunContext`] runs live on a [`RunHandle`], or
 //! replays a recorded run on a [`ReplayHandle`], where every effect is
 //! answered from the record without calling its closure and nothing is
 //! written anywhere. The first place the new code asks for something the
