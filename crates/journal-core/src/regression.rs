@@ -50,7 +50,7 @@ use std::collections::BTreeMap;
 
 use crate::chain::VerifiedRecord;
 use crate::ids::RunId;
-use crate::record::{Counters, DoubtAnswer, EffectResult, Outcome, RecordBody, RunConcluded, Verdict};
+use crate::record::{Counters, Dimension, DoubtAnswer, EffectResult, Outcome, RecordBody, RunConcluded, Verdict};
 use crate::runtime::replay::charge;
 use crate::runtime::{EffectOutput, RunHandle, RunStatus, RuntimeError};
 
@@ -285,7 +285,11 @@ impl ReplayHandle {
         let caused = match self.next() {
             Some((_, Action::Stop(concluded))) => match &concluded.verdict {
                 Verdict::EffectFailed { effect_key: failed, .. } => failed == effect_key,
-                Verdict::BudgetExceeded { .. } => true,
+                // Steps and effects ceilings refuse before the next step or
+                // effect starts: the next call is stopped, not this one.
+                Verdict::BudgetExceeded { dimension, .. } => {
+                    !matches!(dimension, Dimension::Steps | Dimension::Effects)
+                }
                 _ => false,
             },
             _ => false,

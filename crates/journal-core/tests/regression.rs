@@ -66,7 +66,8 @@ struct Recorded {
     runs: Vec<RunId>,
 }
 
-fn record(count: u32) -> Recorded {
+/// A memory store with one tenant, and the runtime over it.
+fn empty_plane() -> (Arc<MemoryStore>, TenantId, Origin, journal_core::Runtime) {
     let store = Arc::new(MemoryStore::new());
     let tenant = TenantId::new("t").unwrap();
     let origin = Origin::new(ORIGIN).unwrap();
@@ -74,6 +75,11 @@ fn record(count: u32) -> Recorded {
         .tenant(tenant.clone(), origin.clone(), None)
         .build()
         .unwrap();
+    (store, tenant, origin, runtime)
+}
+
+fn record(count: u32) -> Recorded {
+    let (store, tenant, origin, runtime) = empty_plane();
     let performed = Cell::new(0);
     let runs = (0..count)
         .map(|n| {
@@ -251,13 +257,7 @@ fn research(
 /// Records, on one store, a run for each way the runtime or an operator
 /// stops a run, some continued after. Returns the store and the runs by name.
 fn record_stops() -> (Recorded, Vec<(&'static str, RunId)>) {
-    let store = Arc::new(MemoryStore::new());
-    let tenant = TenantId::new("t").unwrap();
-    let origin = Origin::new(ORIGIN).unwrap();
-    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
-        .tenant(tenant.clone(), origin.clone(), None)
-        .build()
-        .unwrap();
+    let (store, tenant, origin, runtime) = empty_plane();
     let admit = |key: &str, budget: Budget| {
         let request = AdmitRequest { idempotency_key: key.into(), plan: vec!["research".into()], budget };
         let Admission::New(run) = runtime.admit(&tenant, request).unwrap() else { panic!() };
@@ -313,6 +313,11 @@ fn record_stops() -> (Recorded, Vec<(&'static str, RunId)>) {
     resumed.succeed("answered").unwrap();
     runs.push(("doubt answered", id));
 
+    // Allowed one effect: the second is refused before it starts.
+    let mut run = admit("one effect", Budget { effects: Some(1), ..Budget::default() });
+    runs.push(("one effect", run.run().clone()));
+    assert!(research(&mut *run, false, &stopped).is_err());
+
     (Recorded { store, tenant, origin, runs: runs.iter().map(|(_, id)| id.clone()).collect() }, runs)
 }
 
@@ -333,10 +338,20 @@ fn runs_stopped_by_the_runtime_or_an_operator_replay_to_a_match() {
             "exhausted" => Some(Outcome::Exhausted),
             "failed" => Some(Outcome::Failed),
             "withheld" => Some(Outcome::Withheld),
+            "one effect" => Some(Outcome::Exhausted),
             _ => None,
         };
         assert_eq!(stopped.take().and_then(|s| s.outcome()), expected, "{name}: stopped where the live code was");
     }
+    // A ceiling on effects stops the effect it refuses, not the one before it, as live.
+    let (_, one_effect) = runs.iter().find(|(name, _)| *name == "one effect").unwrap();
+    replay(one_effect, &records(&recorded, one_effect), &["research".into()], |r| {
+        r.start_step("research")?;
+        assert!(r.effect("ek:search", "research", || unreachable!()).is_ok());
+        let refused = r.effect("ek:read", "research", || unreachable!());
+        assert!(matches!(refused, Err(RuntimeError::Stopped { .. })), "{refused:?}");
+        Ok(())
+    });
     // The same runs against changed code: a failing read where it succeeded, a skipped read.
     let raised = &runs[0].1;
     let report =
