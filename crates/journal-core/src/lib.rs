@@ -5,6 +5,7 @@ pub mod clock;
 pub mod error;
 pub mod export;
 pub mod golden;
+pub mod group_commit;
 pub mod ids;
 pub mod journal;
 pub mod log;

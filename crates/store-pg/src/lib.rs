@@ -6,11 +6,8 @@ pub mod testkit;
 
 use std::cell::RefCell;
 use std::str::FromStr as _;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
+use journal_core::group_commit::{BatchReplies, GroupCommit};
 use journal_core::store::{SignedTree, check_append, idempotency_key_of, nodes_for_new_leaf};
 use journal_core::{
     AppendRequest, ChainHash, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows,
@@ -68,20 +65,13 @@ fn to_u64(tenant: &TenantId, value: i64) -> Result<u64, JournalError> {
 /// processes.
 pub struct PgStore {
     pool: Pool,
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
-    committer: Mutex<Option<JoinHandle<()>>>,
-    commits: Arc<AtomicU64>,
+    commit: GroupCommit,
 }
 
 impl std::fmt::Debug for PgStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PgStore").finish_non_exhaustive()
     }
-}
-
-struct Job {
-    request: AppendRequest,
-    reply: mpsc::Sender<Result<Option<u64>, JournalError>>,
 }
 
 impl PgStore {
@@ -97,20 +87,14 @@ impl PgStore {
             .max_size(POOL_SIZE)
             .build(PostgresConnectionManager::new(config.clone(), NoTls))
             .map_err(pool_error)?;
-        let (sender, receiver) = mpsc::channel::<Job>();
-        let commits = Arc::new(AtomicU64::new(0));
-        let counted = Arc::clone(&commits);
-        let committer = std::thread::Builder::new()
-            .name("agentplane-pg-committer".into())
-            .spawn(move || commit_loop(config, client, &receiver, &counted))
-            .map_err(|err| JournalError::Io(StorageError::new("starting the committer thread", err)))?;
-        Ok(Self { pool, jobs: Mutex::new(Some(sender)), committer: Mutex::new(Some(committer)), commits })
+        let commit = GroupCommit::start("agentplane-pg-committer", MAX_BATCH, committer(config, client))?;
+        Ok(Self { pool, commit })
     }
 
     /// How many transactions appends have committed: fewer than the appends
     /// when concurrent appenders share group commits.
     pub fn commits(&self) -> u64 {
-        self.commits.load(Ordering::Relaxed)
+        self.commit.commits()
     }
 
     fn conn(&self) -> Result<r2d2::PooledConnection<PostgresConnectionManager<NoTls>>, JournalError> {
@@ -130,17 +114,6 @@ impl PgStore {
                 Ok(SignedTree { tree: Tree::new(size, root), note: row.get(2) })
             })
             .collect()
-    }
-}
-
-impl Drop for PgStore {
-    fn drop(&mut self) {
-        if let Ok(mut jobs) = self.jobs.lock() {
-            jobs.take();
-        }
-        if let Some(handle) = self.committer.lock().ok().and_then(|mut c| c.take()) {
-            let _ = handle.join();
-        }
     }
 }
 
@@ -182,29 +155,19 @@ fn migrate(client: &mut Client) -> Result<(), JournalError> {
 
 /// Group commit: the appends waiting when a transaction starts go into it,
 /// each in a savepoint of its own (a refused one rolls back alone), and each
-/// caller is answered only after that one commit is durable.
-fn commit_loop(config: postgres::Config, mut client: Client, jobs: &mpsc::Receiver<Job>, commits: &AtomicU64) {
-    // Set when a batch failed on the connection itself: the next batch gets a fresh one.
+/// caller is answered only after that one commit is durable. A batch that
+/// failed on the connection itself makes the next batch use a fresh one.
+fn committer(config: postgres::Config, mut client: Client) -> impl FnMut(&[&AppendRequest]) -> BatchReplies + Send {
     let mut suspect = false;
-    while let Ok(first) = jobs.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
+    move |batch| {
         if (suspect || client.is_closed())
             && let Ok(fresh) = config.connect(NoTls)
         {
             client = fresh;
         }
-        let replies = commit_batch(&mut client, &batch);
+        let replies = commit_batch(&mut client, batch);
         suspect = replies.iter().any(|reply| matches!(reply, Err(JournalError::Io(storage)) if storage.is_retryable()));
-        commits.fetch_add(1, Ordering::Relaxed);
-        for (job, reply) in batch.into_iter().zip(replies) {
-            let _ = job.reply.send(reply);
-        }
+        replies
     }
 }
 
@@ -215,19 +178,19 @@ enum Applied {
     Broken(JournalError),
 }
 
-fn commit_batch(client: &mut Client, batch: &[Job]) -> Vec<Result<Option<u64>, JournalError>> {
+fn commit_batch(client: &mut Client, batch: &[&AppendRequest]) -> BatchReplies {
     let fail_all = |err: JournalError| batch.iter().map(|_| Err(err.clone())).collect();
     let mut txn = match client.transaction() {
         Ok(txn) => txn,
         Err(err) => return fail_all(pg("starting a transaction", err)),
     };
     let mut replies = Vec::with_capacity(batch.len());
-    for job in batch {
+    for request in batch {
         let mut savepoint = match txn.transaction() {
             Ok(savepoint) => savepoint,
             Err(err) => return fail_all(pg("a savepoint", err)),
         };
-        match apply(&mut savepoint, &job.request) {
+        match apply(&mut savepoint, request) {
             Ok(position) => match savepoint.commit() {
                 Ok(()) => replies.push(Ok(position)),
                 Err(err) => return fail_all(pg("releasing a savepoint", err)),
@@ -415,14 +378,7 @@ fn seal_of_row(tenant: &TenantId, row: &postgres::Row) -> Result<SealEntry, Jour
 
 impl Store for PgStore {
     fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError> {
-        let machinery = |what: &str| JournalError::Io(StorageError::message(what));
-        let (reply, answer) = mpsc::channel();
-        {
-            let jobs = self.jobs.lock().map_err(|_| machinery("the committer lock is poisoned"))?;
-            let sender = jobs.as_ref().ok_or_else(|| machinery("the store is closing"))?;
-            sender.send(Job { request, reply }).map_err(|_| machinery("the committer thread has stopped"))?;
-        }
-        answer.recv().map_err(|_| machinery("the committer thread stopped before answering"))?
+        self.commit.append(request)
     }
 
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {

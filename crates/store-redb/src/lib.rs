@@ -1,11 +1,9 @@
 #![doc = include_str!("../README.md")]
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::Arc;
 
+use journal_core::group_commit::{BatchReplies, GroupCommit};
 use journal_core::store::{SignedTree, check_append, idempotency_key_of, nodes_for_new_leaf};
 use journal_core::{
     AppendRequest, ChainHash, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows,
@@ -74,11 +72,6 @@ fn open_error(path: &Path, err: impl Into<redb::Error>) -> JournalError {
     JournalError::Io(StorageError::new(path.display().to_string(), err.into()))
 }
 
-struct Job {
-    request: AppendRequest,
-    reply: mpsc::Sender<Result<Option<u64>, JournalError>>,
-}
-
 /// The file, open for writing (with the committer thread) or only for reading.
 enum Db {
     Writable(Arc<Database>),
@@ -107,10 +100,9 @@ pub enum ReadOnlyOpening {
 
 /// A journal store in one redb file.
 pub struct RedbStore {
+    /// Before the directory below: dropping it waits for the committer.
+    commit: GroupCommit,
     db: Db,
-    commits: Arc<AtomicU64>,
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
-    committer: Mutex<Option<JoinHandle<()>>>,
     /// The directory of a temporary store or a repaired private copy,
     /// removed when the store is dropped.
     _temporary: Option<tempfile::TempDir>,
@@ -167,10 +159,8 @@ impl RedbStore {
 
     fn read_only(db: redb::ReadOnlyDatabase, temporary: Option<tempfile::TempDir>) -> Self {
         Self {
+            commit: GroupCommit::refusing("the store is open read-only"),
             db: Db::ReadOnly(db),
-            commits: Arc::new(AtomicU64::new(0)),
-            jobs: Mutex::new(None),
-            committer: Mutex::new(None),
             _temporary: temporary,
         }
     }
@@ -188,21 +178,10 @@ impl RedbStore {
         txn.open_table(COSIGNED).map_err(io)?;
         txn.commit().map_err(io)?;
         let db = Arc::new(db);
-        let (sender, receiver) = mpsc::channel::<Job>();
         let writer = Arc::clone(&db);
-        let commits = Arc::new(AtomicU64::new(0));
-        let counted = Arc::clone(&commits);
-        let committer = std::thread::Builder::new()
-            .name("agentplane-redb-committer".into())
-            .spawn(move || commit_loop(&writer, &receiver, &counted))
-            .map_err(|err| JournalError::Io(StorageError::new("starting the committer thread", err)))?;
-        Ok(Self {
-            db: Db::Writable(db),
-            commits,
-            jobs: Mutex::new(Some(sender)),
-            committer: Mutex::new(Some(committer)),
-            _temporary: None,
-        })
+        let commit =
+            GroupCommit::start("agentplane-redb-committer", MAX_BATCH, move |batch| commit_batch(&writer, batch))?;
+        Ok(Self { commit, db: Db::Writable(db), _temporary: None })
     }
 
     /// A store in a fresh temporary directory, removed on drop (for tests).
@@ -218,7 +197,7 @@ impl RedbStore {
     /// How many write transactions appends have committed so far: fewer
     /// than the appends when concurrent appenders share group commits.
     pub fn commits(&self) -> u64 {
-        self.commits.load(Ordering::Relaxed)
+        self.commit.commits()
     }
 
     fn read_txn(&self) -> Result<ReadTransaction, JournalError> {
@@ -248,37 +227,8 @@ impl RedbStore {
     }
 }
 
-impl Drop for RedbStore {
-    fn drop(&mut self) {
-        if let Ok(mut jobs) = self.jobs.lock() {
-            jobs.take();
-        }
-        if let Some(handle) = self.committer.lock().ok().and_then(|mut c| c.take()) {
-            let _ = handle.join();
-        }
-    }
-}
-
-/// Group commit: every append waiting when a transaction starts goes into it,
-/// and each caller is answered only after that one commit is durable.
-fn commit_loop(db: &Database, jobs: &mpsc::Receiver<Job>, commits: &AtomicU64) {
-    while let Ok(first) = jobs.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
-        let replies = commit_batch(db, &batch);
-        commits.fetch_add(1, Ordering::Relaxed);
-        for (job, reply) in batch.into_iter().zip(replies) {
-            let _ = job.reply.send(reply);
-        }
-    }
-}
-
-fn commit_batch(db: &Database, batch: &[Job]) -> Vec<Result<Option<u64>, JournalError>> {
+/// Writes one group commit's appends in one transaction.
+fn commit_batch(db: &Database, batch: &[&AppendRequest]) -> BatchReplies {
     let fail_all = |err: JournalError| batch.iter().map(|_| Err(err.clone())).collect();
     let txn = match db.begin_write() {
         Ok(txn) => txn,
@@ -291,8 +241,8 @@ fn commit_batch(db: &Database, batch: &[Job]) -> Vec<Result<Option<u64>, Journal
             Ok(tables) => tables,
             Err(err) => return fail_all(err),
         };
-        for job in batch {
-            match apply(&txn, &mut tables, &job.request) {
+        for request in batch {
+            match apply(&txn, &mut tables, request) {
                 Ok(position) => replies.push(Ok(position)),
                 // Refused before anything was written: only this append fails.
                 Err(Applied::Refused(err)) => replies.push(Err(err)),
@@ -474,13 +424,7 @@ fn run_id(tenant: &TenantId, text: &str) -> Result<RunId, JournalError> {
 
 impl Store for RedbStore {
     fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError> {
-        let (reply, answer) = mpsc::channel();
-        {
-            let jobs = self.jobs.lock().map_err(|_| machinery("the committer lock is poisoned"))?;
-            let sender = jobs.as_ref().ok_or_else(|| machinery("the store is open read-only, or closing"))?;
-            sender.send(Job { request, reply }).map_err(|_| machinery("the committer thread has stopped"))?;
-        }
-        answer.recv().map_err(|_| machinery("the committer thread stopped before answering"))?
+        self.commit.append(request)
     }
 
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
