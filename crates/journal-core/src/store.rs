@@ -243,3 +243,14 @@ pub fn check_last_signed(tenant: &TenantId, last: Option<Tree>, previous: Option
         found: last.map(|tree| tree.size),
     })
 }
+
+/// A chain hash a backend read back for `run` at `seq`: bytes that are not
+/// 32 long are a malformed row (tamper), and `what` names the value.
+pub fn stored_chain_hash(run: &RunId, seq: u64, bytes: &[u8], what: &str) -> Result<ChainHash, JournalError> {
+    ChainHash::from_slice(bytes).ok_or_else(|| JournalError::Tamper {
+        run: run.clone(),
+        seq,
+        kind: crate::error::TamperKind::MalformedRow,
+        detail: Some(format!("{what} is not 32 bytes")),
+    })
+}

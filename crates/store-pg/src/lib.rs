@@ -8,10 +8,10 @@ use std::cell::RefCell;
 use std::str::FromStr as _;
 
 use journal_core::group_commit::{BatchReplies, GroupCommit};
-use journal_core::store::{SignedTree, check_append, idempotency_key_of, nodes_for_new_leaf};
+use journal_core::store::{SignedTree, check_append, idempotency_key_of, nodes_for_new_leaf, stored_chain_hash};
 use journal_core::{
-    AppendRequest, ChainHash, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows,
-    SealEntry, StorageError, Store, StoredRecord, TamperKind, TenantId,
+    AppendRequest, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows, SealEntry,
+    StorageError, Store, StoredRecord, TenantId,
 };
 use postgres::{Client, NoTls};
 use r2d2_postgres::PostgresConnectionManager;
@@ -227,12 +227,7 @@ fn classify(request: &AppendRequest, context: &str, err: postgres::Error) -> App
 
 fn head_of(tenant: &TenantId, run: &RunId, seq: i64, hash: &[u8]) -> Result<ExpectedHead, JournalError> {
     let seq = to_u64(tenant, seq)?;
-    let hash = ChainHash::from_slice(hash).ok_or_else(|| JournalError::Tamper {
-        run: run.clone(),
-        seq,
-        kind: TamperKind::MalformedRow,
-        detail: Some("the runs table's head hash is not 32 bytes".into()),
-    })?;
+    let hash = stored_chain_hash(run, seq, hash, "the runs table's head hash")?;
     Ok(ExpectedHead { seq, hash })
 }
 
@@ -413,14 +408,7 @@ impl Store for PgStore {
             .iter()
             .map(|row| {
                 let seq = to_u64(tenant, row.get(0))?;
-                let hash_of = |bytes: Vec<u8>| {
-                    ChainHash::from_slice(&bytes).ok_or_else(|| JournalError::Tamper {
-                        run: run.clone(),
-                        seq,
-                        kind: TamperKind::MalformedRow,
-                        detail: Some("a stored record hash is not 32 bytes".into()),
-                    })
-                };
+                let hash_of = |bytes: Vec<u8>| stored_chain_hash(run, seq, &bytes, "a stored record hash");
                 let key_id: Option<String> = row.get(6);
                 let signature: Option<Vec<u8>> = row.get(7);
                 Ok(StoredRecord {

@@ -4,10 +4,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use journal_core::group_commit::{BatchReplies, GroupCommit};
-use journal_core::store::{SignedTree, check_append, idempotency_key_of, nodes_for_new_leaf};
+use journal_core::store::{SignedTree, check_append, idempotency_key_of, nodes_for_new_leaf, stored_chain_hash};
 use journal_core::{
-    AppendRequest, ChainHash, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows,
-    SealEntry, StorageError, Store, StoredRecord, TamperKind, TenantId,
+    AppendRequest, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows, SealEntry,
+    StorageError, Store, StoredRecord, TenantId,
 };
 use redb::{
     Database, ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _, TableDefinition,
@@ -293,12 +293,7 @@ enum Applied {
 
 fn head_of(run: &RunId, value: RunValue<'_>) -> Result<(ExpectedHead, bool, Option<Outcome>), JournalError> {
     let (seq, hash, sealed, outcome) = value;
-    let hash = ChainHash::from_slice(hash).ok_or_else(|| JournalError::Tamper {
-        run: run.clone(),
-        seq,
-        kind: TamperKind::MalformedRow,
-        detail: Some("the runs table's head hash is not 32 bytes".into()),
-    })?;
+    let hash = stored_chain_hash(run, seq, hash, "the runs table's head hash")?;
     Ok((ExpectedHead { seq, hash }, sealed, outcome.and_then(Outcome::parse)))
 }
 
@@ -394,14 +389,7 @@ fn read_nodes(
 
 fn row_of(run: &RunId, seq: u64, value: RecordValue<'_>) -> Result<StoredRecord, JournalError> {
     let (kind, effect_key, prev, hash, bytes, key_id, signature) = value;
-    let hash_of = |b: &[u8]| {
-        ChainHash::from_slice(b).ok_or_else(|| JournalError::Tamper {
-            run: run.clone(),
-            seq,
-            kind: TamperKind::MalformedRow,
-            detail: Some("a stored record hash is not 32 bytes".into()),
-        })
-    };
+    let hash_of = |b: &[u8]| stored_chain_hash(run, seq, b, "a stored record hash");
     Ok(StoredRecord {
         seq,
         kind: kind.to_owned(),
