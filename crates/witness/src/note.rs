@@ -188,13 +188,18 @@ pub fn parse_signature_lines(block: &str) -> Result<Vec<NoteSignature>, NoteErro
 /// or the whole note is refused ([`NoteError::InvalidSignature`]); a note no
 /// trusted key signed is refused ([`NoteError::Unverified`]); signatures by
 /// other keys are kept, unverified, in [`VerifiedNote::other_signatures`].
+/// One departure from Go, on purpose: a trusted key's signature spelled in
+/// non-canonical base64 (padding bits set, which Go ignores) is refused, so
+/// a verified note's bytes are exactly the ones signed.
 pub fn open(message: &[u8], trusted: &[&dyn NoteVerifier]) -> Result<VerifiedNote, NoteError> {
     let parsed = parse(message)?;
+    // `parse` read UTF-8 and split already; these are the same lines, one per signature.
+    let block = std::str::from_utf8(message).ok().map(split_note).and_then(Result::ok).map_or("", |(_, block)| block);
     let total = parsed.signatures.len();
     let mut verified: Vec<NoteSignature> = Vec::new();
     let mut others: Vec<NoteSignature> = Vec::new();
     let mut lines = Vec::new();
-    for signature in parsed.signatures {
+    for (signature, line) in parsed.signatures.into_iter().zip(block.split_terminator('\n')) {
         let key = trusted.iter().find(|key| key.name() == signature.name && key.key_id() == signature.key_id);
         match key {
             None => {
@@ -210,6 +215,14 @@ pub fn open(message: &[u8], trusted: &[&dyn NoteVerifier]) -> Result<VerifiedNot
                 }
                 if !key.verify(parsed.text.as_bytes(), &signature.signature) {
                     return Err(NoteError::InvalidSignature { name: signature.name, key_id: signature.key_id });
+                }
+                // Go's decoder ignores base64's padding bits, so several
+                // spellings decode to one signature; a verified note accepts
+                // only the one its signer wrote, so no byte of it can change.
+                if signature.to_line().strip_suffix('\n') != Some(line) {
+                    return Err(NoteError::Malformed(
+                        "a trusted key's signature is not canonical base64: the line is not what its signer wrote",
+                    ));
                 }
                 verified.push(signature.clone());
                 lines.push(signature);

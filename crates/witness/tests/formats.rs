@@ -147,6 +147,31 @@ fn r_note_1_an_unknown_keys_non_canonical_line_is_ignored_as_go_does() {
     assert!(matches!(open(garbage.as_bytes(), &[&peter]), Err(NoteError::Malformed(_))));
 }
 
+/// R-NOTE-1: the trusted key's own line spelled with a padding bit set
+/// decodes (as Go decodes it) to the very signature that verifies, and is
+/// still refused: a verified note is byte for byte what its signer wrote.
+/// Found by the sign-then-open property (byte 129 changed still verified).
+#[test]
+fn r_note_1_a_trusted_keys_non_canonical_line_is_refused() {
+    let peter = VerifierKey::parse("PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW").unwrap();
+    let signer =
+        SignerKey::parse("PRIVATE+KEY+PeterNeumann+c74f20a3+AYEKFALVFGyNhPJEMzD1QIDr+Y7hfZx09iUvxdXHKDFz").unwrap();
+    let signed = sign("a line\n", &[&signer]).unwrap();
+    const ALPHABET: &str = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    // The signature line ends "<char>=\n": that char carries two padding bits, zero as signed.
+    let at = signed.len() - 3;
+    let last = signed[at..].chars().next().unwrap();
+    let bumped = ALPHABET.chars().nth(ALPHABET.find(last).unwrap() + 1).unwrap();
+    let tampered = format!("{}{bumped}{}", &signed[..at], &signed[at + 1..]);
+    assert_ne!(tampered, signed);
+    let line = tampered.lines().last().unwrap();
+    let reread = witness::note::NoteSignature::parse_line(line).unwrap();
+    let original = witness::note::NoteSignature::parse_line(signed.lines().last().unwrap()).unwrap();
+    assert_eq!(reread, original, "both spellings decode to the one signature");
+    assert!(open(signed.as_bytes(), &[&peter]).is_ok());
+    assert!(matches!(open(tampered.as_bytes(), &[&peter]), Err(NoteError::Malformed(_))));
+}
+
 #[test]
 fn r_note_1_key_ids_from_formats() {
     let v = published();
