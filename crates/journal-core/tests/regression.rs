@@ -217,13 +217,19 @@ fn exports_are_fixtures_and_a_tampered_one_is_refused_before_any_replay() {
     assert!(failing.contains("diverges at seq") && failing.contains("ek:read"), "{failing}");
 
     let path = folder.path().join(format!("{}.export", recorded.runs[0]));
-    let tampered = std::fs::read_to_string(&path).unwrap().replacen("\\\"hits\\\"", "\\\"HITS\\\"", 1);
+    let original = std::fs::read_to_string(&path).unwrap();
+    let tampered = original.replacen("\\\"hits\\\"", "\\\"HITS\\\"", 1);
+    assert_ne!(tampered, original, "the export holds the effect's output");
     let called = Cell::new(false);
     let refused = replay_export(&tampered, &keys, check, &plan(), |_| {
         called.set(true);
         Ok(())
     });
-    assert!(refused.is_err() && !called.get(), "a tampered export is refused before the agent runs");
+    assert!(
+        matches!(refused, Err(journal_core::export::ExportError::Journal(journal_core::JournalError::Tamper { .. }))),
+        "{refused:?}"
+    );
+    assert!(!called.get(), "a tampered export is refused before the agent runs");
 }
 
 /// The agent whose runs the runtime and operators stop: one step, three
@@ -254,6 +260,14 @@ fn research(
     result
 }
 
+/// The live run was stopped by the runtime or an operator, with `outcome`.
+fn stopped_with<T: std::fmt::Debug>(result: Result<T, RuntimeError>, outcome: Outcome) {
+    match result {
+        Err(RuntimeError::Stopped { status, .. }) => assert_eq!(status.outcome(), Some(outcome), "{status:?}"),
+        other => panic!("expected a stop with {outcome}, got {other:?}"),
+    }
+}
+
 /// Records, on one store, a run for each way the runtime or an operator
 /// stops a run, some continued after. Returns the store and the runs by name.
 fn record_stops() -> (Recorded, Vec<(&'static str, RunId)>) {
@@ -269,7 +283,7 @@ fn record_stops() -> (Recorded, Vec<(&'static str, RunId)>) {
     // Exhausted by the read's charge, raised, resumed: the code continues where it stopped.
     let mut run = admit("raised", Budget { tokens: Some(150), ..Budget::default() });
     let id = run.run().clone();
-    assert!(research(&mut *run, false, &stopped).is_err());
+    stopped_with(research(&mut *run, false, &stopped), Outcome::Exhausted);
     runtime.raise_ceiling(&tenant, &id, Dimension::Tokens, Some(1_000)).unwrap();
     let mut resumed = runtime.resume(&tenant, &id).unwrap();
     resumed.effect("ek:read", "research", || unreachable!("read back")).unwrap();
@@ -281,12 +295,12 @@ fn record_stops() -> (Recorded, Vec<(&'static str, RunId)>) {
     // Exhausted and left so.
     let mut run = admit("exhausted", Budget { tokens: Some(150), ..Budget::default() });
     runs.push(("exhausted", run.run().clone()));
-    assert!(research(&mut *run, false, &stopped).is_err());
+    stopped_with(research(&mut *run, false, &stopped), Outcome::Exhausted);
 
     // A failed effect concludes failed.
     let mut run = admit("failed", Budget::default());
     runs.push(("failed", run.run().clone()));
-    assert!(research(&mut *run, true, &stopped).is_err());
+    stopped_with(research(&mut *run, true, &stopped), Outcome::Failed);
 
     // Withheld by an operator before the code did anything.
     let id = admit("withheld", Budget::default()).run().clone();
@@ -304,7 +318,7 @@ fn record_stops() -> (Recorded, Vec<(&'static str, RunId)>) {
         reserved: Counters { effects: 1, ..Counters::default() },
     });
     Journal::new(store.as_ref(), &tenant, &origin).append(&id, head, Some("ek:read".into()), started).unwrap();
-    assert!(runtime.resume(&tenant, &id).is_err(), "quarantined");
+    stopped_with(runtime.resume(&tenant, &id).map(|_| ()), Outcome::Quarantined);
     let happened = DoubtAnswer::Happened { result: EffectResult::Ok { output: "long read".into() } };
     runtime.answer_doubt(&tenant, &id, "ek:read", happened).unwrap();
     let mut resumed = runtime.resume(&tenant, &id).unwrap();
@@ -316,7 +330,7 @@ fn record_stops() -> (Recorded, Vec<(&'static str, RunId)>) {
     // Allowed one effect: the second is refused before it starts.
     let mut run = admit("one effect", Budget { effects: Some(1), ..Budget::default() });
     runs.push(("one effect", run.run().clone()));
-    assert!(research(&mut *run, false, &stopped).is_err());
+    stopped_with(research(&mut *run, false, &stopped), Outcome::Exhausted);
 
     (Recorded { store, tenant, origin, runs: runs.iter().map(|(_, id)| id.clone()).collect() }, runs)
 }

@@ -324,22 +324,7 @@ fn apply(txn: &WriteTransaction, tables: &mut Tables<'_>, request: &AppendReques
     };
 
     let row = &request.row;
-    let signature = row.signature.as_ref();
-    tables
-        .records
-        .insert(
-            (tenant, run, row.seq),
-            (
-                row.kind.as_str(),
-                row.effect_key.as_deref(),
-                row.prev_hash.as_bytes().as_slice(),
-                row.hash.as_bytes().as_slice(),
-                row.bytes.as_slice(),
-                signature.map(|s| s.key_id.as_str()),
-                signature.map(|s| s.signature.as_slice()),
-            ),
-        )
-        .map_err(|e| broken(e.into()))?;
+    tables.records.insert((tenant, run, row.seq), record_value(row)).map_err(|e| broken(e.into()))?;
     if let Some(key) = idempotency_key_of(row) {
         tables.idempotency.insert((tenant, key.as_str()), run).map_err(|e| broken(e.into()))?;
     }
@@ -385,6 +370,20 @@ fn read_nodes(
             NodeHash::try_from(bytes.value()).map_err(|_| damaged(tenant, format!("log node {id:?} is not 32 bytes")))
         })
         .collect()
+}
+
+/// A row as the records table holds it; `row_of` reads it back.
+fn record_value(row: &StoredRecord) -> RecordValue<'_> {
+    let signature = row.signature.as_ref();
+    (
+        row.kind.as_str(),
+        row.effect_key.as_deref(),
+        row.prev_hash.as_bytes().as_slice(),
+        row.hash.as_bytes().as_slice(),
+        row.bytes.as_slice(),
+        signature.map(|s| s.key_id.as_str()),
+        signature.map(|s| s.signature.as_slice()),
+    )
 }
 
 fn row_of(run: &RunId, seq: u64, value: RecordValue<'_>) -> Result<StoredRecord, JournalError> {
@@ -704,19 +703,7 @@ impl journal_core::testkit::TamperAccess for RedbStore {
 
     fn overwrite_row(&self, tenant: &TenantId, run: &RunId, row: StoredRecord) {
         self.tamper("overwrite row", |txn| {
-            let signature = row.signature.as_ref();
-            txn.open_table(RECORDS)?.insert(
-                (tenant.as_str(), run.as_str(), row.seq),
-                (
-                    row.kind.as_str(),
-                    row.effect_key.as_deref(),
-                    row.prev_hash.as_bytes().as_slice(),
-                    row.hash.as_bytes().as_slice(),
-                    row.bytes.as_slice(),
-                    signature.map(|s| s.key_id.as_str()),
-                    signature.map(|s| s.signature.as_slice()),
-                ),
-            )?;
+            txn.open_table(RECORDS)?.insert((tenant.as_str(), run.as_str(), row.seq), record_value(&row))?;
             Ok(())
         });
     }
