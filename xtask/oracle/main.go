@@ -7,6 +7,8 @@
 //	oracle witness     writes notes signed by Go's sumdb/note with fixed keys, and key texts
 //	oracle crosscheck  reads notes and cosignatures made by agentplane on stdin,
 //	                   verifies them with Go, and cosigns checkpoints with formats' signer
+//	oracle bench-tlog BITS ITERATIONS
+//	                   times sumdb/tlog's appends and proofs at 2^BITS leaves (cargo xtask bench's baseline)
 //
 // tlog values are computed by golang.org/x/mod/sumdb/tlog and by
 // github.com/transparency-dev/merkle; the program exits non-zero when the two
@@ -32,6 +34,8 @@ func main() {
 		out, err = witnessVectors()
 	case "crosscheck":
 		out, err = crosscheck()
+	case "bench-tlog":
+		out, err = benchTlog(os.Args[2:])
 	default:
 		fail("unknown subcommand %q", os.Args[1])
 	}

@@ -13,6 +13,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, Result, bail};
 
+mod bench;
 mod bless;
 mod crosscheck;
 mod litewitness;
@@ -25,6 +26,7 @@ const USAGE: &str = "usage: cargo xtask <test | vectors [--check]>
   vectors           regenerate the vector files from the Go oracle (writes them)
   vectors --check   regenerate into memory and fail on any difference
   litewitness       build litewitness (Go) and run our witness client against it
+  bench [--quick]   every performance figure beside its baseline, into target/bench/ (--quick: a smoke run)
   bless             rewrite the golden corpus (tests/golden/) on purpose, printing what changed
   with-pg CMD...    run CMD with a throwaway PostgreSQL server in AGENTPLANE_PG_URL (e.g. cargo test -p agentplane-store-pg)";
 
@@ -47,6 +49,8 @@ fn run() -> Result<()> {
         ["vectors", "--check"] => vectors::run(vectors::Mode::Check),
         ["litewitness"] => litewitness::run(),
         ["bless"] => bless::run(),
+        ["bench"] => bench::run(false, None),
+        ["bench", "--quick"] => bench::run(true, None),
         ["with-pg", command @ ..] if !command.is_empty() => with_pg(command),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
@@ -79,7 +83,7 @@ pub(crate) fn run_command(command: &mut Command) -> Result<()> {
     Ok(())
 }
 
-fn cargo() -> Command {
+pub(crate) fn cargo() -> Command {
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned()))
 }
 
@@ -95,7 +99,6 @@ fn test() -> Result<()> {
     let server = postgres::PgServer::start()?;
     step("cargo test --workspace --all-features");
     let counts = run_tests(cargo().args(["test", "--workspace", "--all-features"]).envs(server.env()))?;
-    drop(server);
 
     step("cargo publish --dry-run -p agentplane-tlog (publishable on its own)");
     run_command(cargo().args(["publish", "--dry-run", "--quiet", "--allow-dirty", "-p", "agentplane-tlog"]))?;
@@ -110,6 +113,10 @@ fn test() -> Result<()> {
 
     step("cargo xtask litewitness (a real witness that is not ours)");
     litewitness::run()?;
+
+    step("cargo xtask bench --quick (every figure still runs; nothing about speed is asserted)");
+    bench::run(true, Some(&server))?;
+    drop(server);
 
     eprintln!("\nxtask: all checks passed");
     // The closing line CI reads: the totals of every test binary above.

@@ -1,0 +1,285 @@
+//! The read side on one large signed plane: the audit (`verify
+//! --require-signature` rides it) against what the CPU cannot avoid, tenant
+//! cost against the runs table, and bytes on disk per byte of record.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, Result, anyhow, bail};
+use journal_core::{
+    Admission, AdmitRequest, Budget, Counters, Ed25519Signer, EffectOutput, EffectResult, Origin, RuntimeBuilder,
+    Signer as _, Store, TenantId,
+};
+use sha2::{Digest, Sha256};
+
+use crate::append::{Backend, Location, fresh_store, record_signer, tenant};
+use crate::measure::{Figure, Unit, alternate, rate};
+
+/// Fills `store` with `runs` sealed, signed runs (admitted, one step of three
+/// charged effects, succeeded), on 64 appenders.
+pub fn fill(
+    store: &Arc<dyn Store>,
+    tenant: &TenantId,
+    origin: &Origin,
+    signer: &Ed25519Signer,
+    runs: usize,
+) -> Result<()> {
+    let runtime = RuntimeBuilder::new(Arc::clone(store))
+        .signer(Arc::new(signer.clone()))
+        .tenant(tenant.clone(), origin.clone(), None)
+        .build()?;
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|scope| -> Result<()> {
+        let workers: Vec<_> = (0..64)
+            .map(|_| {
+                scope.spawn(|| -> Result<()> {
+                    loop {
+                        let n = next.fetch_add(1, Ordering::Relaxed);
+                        if n >= runs {
+                            return Ok(());
+                        }
+                        let request = AdmitRequest {
+                            idempotency_key: format!("bench-{n}"),
+                            plan: vec!["work".into()],
+                            budget: Budget::default(),
+                        };
+                        let Admission::New(mut run) = runtime.admit(tenant, request)? else {
+                            bail!("bench-{n} was admitted twice");
+                        };
+                        run.start_step("work")?;
+                        for effect in 0..3 {
+                            run.effect(&format!("ek:{effect}"), "work", || EffectOutput {
+                                result: EffectResult::Ok { output: format!("output of effect {effect} of run {n}") },
+                                charged: Counters {
+                                    tokens: 100,
+                                    cost_micros: 250,
+                                    wall_millis: 40,
+                                    ..Counters::default()
+                                },
+                            })?;
+                        }
+                        run.finish_step("work")?;
+                        run.succeed("done")?;
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.join().map_err(|_| anyhow!("an appender panicked"))??;
+        }
+        Ok(())
+    })
+}
+
+/// Every record's bytes, hash and signature, read once for the baselines.
+struct Plane {
+    bytes: Vec<Vec<u8>>,
+    signed: Vec<([u8; 32], [u8; 64])>,
+}
+
+fn read_plane(store: &dyn Store, tenant: &TenantId) -> Result<Plane> {
+    let mut plane = Plane { bytes: Vec::new(), signed: Vec::new() };
+    for run in store.runs(tenant, None)? {
+        for row in store.read_run(tenant, &run)?.rows {
+            let signature = row.signature.as_ref().context("an unsigned record in a signed plane")?;
+            let signature: [u8; 64] =
+                signature.signature.as_slice().try_into().map_err(|_| anyhow!("a signature of the wrong size"))?;
+            plane.signed.push((*row.hash.as_bytes(), signature));
+            plane.bytes.push(row.bytes);
+        }
+    }
+    Ok(plane)
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// SHA-256 over every record's bytes, on every core.
+fn sha256_everything(plane: &Plane) {
+    let chunk = plane.bytes.len().div_ceil(cores()).max(1);
+    std::thread::scope(|scope| {
+        for part in plane.bytes.chunks(chunk) {
+            scope.spawn(move || {
+                for bytes in part {
+                    std::hint::black_box(Sha256::digest(bytes));
+                }
+            });
+        }
+    });
+}
+
+/// Ed25519 batch verification of every signature, on every core.
+fn batch_verify_everything(plane: &Plane, public: &ed25519_dalek::VerifyingKey) -> Result<()> {
+    const BATCH: usize = 64;
+    let chunk = plane.signed.len().div_ceil(cores()).max(1);
+    std::thread::scope(|scope| -> Result<()> {
+        let workers: Vec<_> = plane
+            .signed
+            .chunks(chunk)
+            .map(|part| {
+                scope.spawn(move || -> Result<()> {
+                    for batch in part.chunks(BATCH) {
+                        let messages: Vec<&[u8]> = batch.iter().map(|(hash, _)| hash.as_slice()).collect();
+                        let signatures: Vec<ed25519_dalek::Signature> =
+                            batch.iter().map(|(_, sig)| ed25519_dalek::Signature::from_bytes(sig)).collect();
+                        let keys = vec![*public; batch.len()];
+                        ed25519_dalek::verify_batch(&messages, &signatures, &keys)
+                            .map_err(|err| anyhow!("the baseline's batch did not verify: {err}"))?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.join().map_err(|_| anyhow!("a verifier panicked"))??;
+        }
+        Ok(())
+    })
+}
+
+fn audit_inputs(tenant: &TenantId, origin: &Origin, signer: &Ed25519Signer) -> audit::AuditInputs {
+    let mut inputs = audit::AuditInputs::new(tenant.clone(), origin.clone());
+    inputs.require_signature = true;
+    inputs.record_keys = vec![audit::RecordKey { key_id: signer.key_id().to_owned(), public_key: signer.public_key() }];
+    inputs
+}
+
+fn audit_rate(store: &dyn Store, inputs: &audit::AuditInputs, records: usize) -> Result<f64> {
+    let start = Instant::now();
+    let report = audit::audit(store, inputs)?;
+    let elapsed = start.elapsed().as_secs_f64();
+    if !report.findings.is_empty() || report.checked.signatures != records as u64 {
+        bail!(
+            "the audit of the benchmark's plane is not clean: {} findings, {} of {records} signatures",
+            report.findings.len(),
+            report.checked.signatures
+        );
+    }
+    Ok(records as f64 / elapsed)
+}
+
+/// The audit of a plane of `runs` runs, against the CPU's floor.
+pub fn audit_figures(backend: Backend, rounds: usize, runs: usize) -> Result<(Vec<Figure>, Filled)> {
+    let (store, location) = fresh_store(backend)?;
+    let (tenant, origin) = tenant()?;
+    let signer = record_signer();
+    fill(&store, &tenant, &origin, &signer, runs)?;
+    let plane = read_plane(store.as_ref(), &tenant)?;
+    let records = plane.bytes.len();
+    if records < runs {
+        bail!("the plane holds {records} records for {runs} runs");
+    }
+    let public = ed25519_dalek::VerifyingKey::from_bytes(&signer.public_key())?;
+    let inputs = audit_inputs(&tenant, &origin, &signer);
+    let (ours, sha) = alternate(
+        rounds,
+        || audit_rate(store.as_ref(), &inputs, records),
+        || {
+            rate(records as u64, || {
+                sha256_everything(&plane);
+                Ok(())
+            })
+        },
+    )?;
+    let (_, batch) =
+        alternate(rounds, || Ok(0.0), || rate(records as u64, || batch_verify_everything(&plane, &public)))?;
+    let floor = sha.min(batch);
+    let floor_name = if sha <= batch { "SHA-256 on every core" } else { "Ed25519 batch verify on every core" };
+    let figures = vec![Figure {
+        name: format!("audit (= verify --require-signature) on {}, {records} signed records", backend.name()),
+        ours,
+        baseline_name: format!("min(SHA-256, Ed25519 batch verify) on {} cores = {floor_name}", cores()),
+        baseline: floor,
+        unit: Unit::PerSecond("records"),
+        bar: Some(0.8),
+        rounds,
+    }];
+    let record_bytes: usize = plane.bytes.iter().map(Vec::len).sum();
+    Ok((figures, Filled { location, record_bytes, runs }))
+}
+
+/// A filled plane, kept for the figures that read it.
+pub struct Filled {
+    pub location: Location,
+    pub record_bytes: usize,
+    pub runs: usize,
+}
+
+/// Bytes the backend keeps per byte of record (its file, or its tables).
+pub fn storage_figure(backend: Backend, filled: &Filled) -> Result<Figure> {
+    let on_disk = match &filled.location {
+        Location::Dir(dir) => std::fs::metadata(dir.path().join("journal.redb"))?.len() as f64,
+        Location::Url(url) => postgres_bytes(url)?,
+    };
+    Ok(Figure {
+        name: format!("bytes on disk on {}, {} runs", backend.name(), filled.runs),
+        ours: on_disk / filled.record_bytes as f64,
+        baseline_name: "the record bytes".into(),
+        baseline: 1.0,
+        unit: Unit::Factor("x"),
+        bar: (backend == Backend::Redb).then_some(2.5),
+        rounds: 1,
+    })
+}
+
+/// The size of every table (with its indexes and TOAST) of the database at `url`.
+fn postgres_bytes(url: &str) -> Result<f64> {
+    let mut client = postgres::Client::connect(url, postgres::NoTls)?;
+    client.batch_execute("CHECKPOINT")?;
+    let row = client.query_one(
+        "SELECT sum(pg_total_relation_size(c.oid))::float8 FROM pg_class c \
+         JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r'",
+        &[],
+    )?;
+    Ok(row.get::<_, f64>(0))
+}
+
+/// `agentplane cost` for the whole tenant against `agentplane runs`, both
+/// the real binary on a plane made by `agentplane init`.
+pub fn cost_figure(agentplane: &Path, rounds: usize, runs: usize) -> Result<Figure> {
+    let dir = tempfile::tempdir()?;
+    let status = Command::new(agentplane).arg("init").current_dir(dir.path()).output()?;
+    if !status.status.success() {
+        bail!("agentplane init: {}", String::from_utf8_lossy(&status.stderr));
+    }
+    let keys = std::fs::read_to_string(dir.path().join("agentplane.key"))?;
+    let signer = plane_record_signer(&keys)?;
+    let tenant = TenantId::new("default")?;
+    let origin = Origin::new("agentplane.local/plane/default").map_err(|err| anyhow!("{err}"))?;
+    {
+        let store: Arc<dyn Store> = Arc::new(store_redb::RedbStore::create(&dir.path().join("agentplane.redb"))?);
+        fill(&store, &tenant, &origin, &signer, runs)?;
+    }
+    let command = |args: &[&str]| -> Result<()> {
+        let out = Command::new(agentplane).args(args).current_dir(dir.path()).output()?;
+        if !out.status.success() {
+            bail!("agentplane {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr));
+        }
+        Ok(())
+    };
+    let (cost, list) =
+        alternate(rounds, || rate(1, || command(&["cost", "--json"])), || rate(1, || command(&["runs", "--json"])))?;
+    Ok(Figure {
+        name: format!("`agentplane cost` for a tenant of {runs} runs"),
+        ours: 1e9 / cost,
+        baseline_name: "`agentplane runs` on the same plane".into(),
+        baseline: 1e9 / list,
+        unit: Unit::Nanos,
+        bar: Some(0.5),
+        rounds,
+    })
+}
+
+/// The record signer of a plane's key file (`record <key id> <base64 seed>`).
+fn plane_record_signer(keys: &str) -> Result<Ed25519Signer> {
+    use base64::Engine as _;
+    let line = keys.lines().find_map(|line| line.strip_prefix("record ")).context("no record key in the key file")?;
+    let (key_id, seed) = line.rsplit_once(' ').context("a record line without its seed")?;
+    let seed = base64::engine::general_purpose::STANDARD.decode(seed.trim())?;
+    let seed: [u8; 32] = seed.try_into().map_err(|_| anyhow!("the record seed is not 32 bytes"))?;
+    Ok(Ed25519Signer::from_seed(key_id, seed))
+}

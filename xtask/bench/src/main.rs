@@ -1,0 +1,148 @@
+//! `agentplane-bench`: every performance figure of agentplane beside its
+//! baseline, measured alternately in this one run, written as a Markdown
+//! table and a JSON file. `cargo xtask bench [--quick]` builds and runs it.
+//!
+//! ```text
+//! agentplane-bench [--quick] [--out DIR] [--oracle GO_ORACLE] [--agentplane BINARY]
+//! ```
+//! PostgreSQL figures run when `AGENTPLANE_PG_URL` names a server.
+//! `--quick` is a smoke run (tiny sizes, one round): it proves every figure
+//! still runs and asserts nothing about speed.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+
+mod append;
+mod audit_figures;
+mod measure;
+mod tlog_figures;
+
+use append::Backend;
+use measure::Figure;
+
+struct Options {
+    quick: bool,
+    out: PathBuf,
+    oracle: Option<PathBuf>,
+    agentplane: Option<PathBuf>,
+}
+
+fn options() -> Result<Options> {
+    let mut options = Options { quick: false, out: PathBuf::from("target/bench"), oracle: None, agentplane: None };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--quick" => options.quick = true,
+            "--out" => options.out = args.next().context("--out needs a directory")?.into(),
+            "--oracle" => options.oracle = Some(args.next().context("--oracle needs the Go oracle's path")?.into()),
+            "--agentplane" => {
+                let path: PathBuf = args.next().context("--agentplane needs the binary's path")?.into();
+                // It runs in a plane's directory: a relative path would be read from there.
+                options.agentplane =
+                    Some(path.canonicalize().with_context(|| format!("--agentplane {}", path.display()))?);
+            }
+            other => bail!(
+                "unknown argument {other:?}; usage: agentplane-bench [--quick] [--out DIR] [--oracle PATH] [--agentplane PATH]"
+            ),
+        }
+    }
+    Ok(options)
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("agentplane-bench: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn progress(figures: &[Figure]) {
+    for figure in figures {
+        eprintln!("{}", figure.markdown_row());
+    }
+}
+
+fn run() -> Result<()> {
+    let options = options()?;
+    let rounds = if options.quick { 1 } else { 5 };
+    let postgres = std::env::var_os(store_pg::testkit::URL_VARIABLE).is_some();
+    let mut figures = Vec::new();
+    let mut add = |mut more: Vec<Figure>| {
+        progress(&more);
+        figures.append(&mut more);
+    };
+
+    add(tlog_figures::figures(rounds, if options.quick { 10 } else { 20 }, options.oracle.as_deref())?);
+    add(append::figures(Backend::Redb, rounds, options.quick)?);
+    if postgres {
+        add(append::figures(Backend::Postgres, rounds, options.quick)?);
+    }
+    let runs = if options.quick { 50 } else { 20_000 };
+    let (audit, filled) = audit_figures::audit_figures(Backend::Redb, rounds, runs)?;
+    add(audit);
+    add(vec![audit_figures::storage_figure(Backend::Redb, &filled)?]);
+    drop(filled);
+    if postgres {
+        let pg_runs = if options.quick { 50 } else { 5_000 };
+        let (audit, filled) = audit_figures::audit_figures(Backend::Postgres, rounds, pg_runs)?;
+        add(audit);
+        add(vec![audit_figures::storage_figure(Backend::Postgres, &filled)?]);
+    }
+    if let Some(agentplane) = &options.agentplane {
+        add(vec![audit_figures::cost_figure(agentplane, rounds, runs)?]);
+    }
+
+    let machine = machine();
+    let date = today();
+    let mut markdown = format!(
+        "Measured {date} on {machine}; {rounds} alternating rounds per figure, medians{}.\n\n\
+         | figure | ours | baseline (same run) | ratio | bar |\n| --- | --- | --- | --- | --- |\n",
+        if options.quick { " (--quick: a smoke run, not a measurement)" } else { "" }
+    );
+    for figure in &figures {
+        markdown.push_str(&figure.markdown_row());
+        markdown.push('\n');
+    }
+    let json = serde_json::json!({
+        "date": date,
+        "machine": machine,
+        "quick": options.quick,
+        "rounds": rounds,
+        "figures": figures.iter().map(Figure::json).collect::<Vec<_>>(),
+    });
+    std::fs::create_dir_all(&options.out).with_context(|| format!("creating {}", options.out.display()))?;
+    let name = if options.quick { "quick" } else { "bench" };
+    std::fs::write(options.out.join(format!("{name}.md")), &markdown)?;
+    std::fs::write(options.out.join(format!("{name}.json")), serde_json::to_string_pretty(&json)?)?;
+    println!("{markdown}");
+    eprintln!("agentplane-bench: wrote {}/{name}.md and {name}.json", options.out.display());
+    Ok(())
+}
+
+/// The machine, as a reader of the table needs it: cores and CPU model.
+fn machine() -> String {
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|text| {
+            text.lines().find_map(|line| {
+                line.strip_prefix("model name").map(|rest| rest.trim_start_matches([' ', '\t', ':']).to_owned())
+            })
+        })
+        .unwrap_or_else(|| "an unknown CPU".to_owned());
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    format!("{cores} cores, {model}")
+}
+
+/// Today's date (UTC), from the system clock.
+fn today() -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    journal_core::At::from_unix_millis(i64::try_from(now).unwrap_or(i64::MAX)).map_or_else(
+        |_| "today".to_owned(),
+        |at| at.to_string().get(..10).map_or_else(|| at.to_string(), str::to_owned),
+    )
+}

@@ -1,0 +1,49 @@
+//! `cargo xtask bench [--quick]`: builds the benchmark program
+//! (`xtask/bench`), the `agentplane` binary and the Go oracle (whose
+//! `bench-tlog` is the Go baseline), starts a throwaway PostgreSQL server and
+//! runs every figure beside its baseline. The table lands in `target/bench/`.
+//! `--quick` is a smoke run on the debug build, for `cargo xtask test`.
+
+use std::process::Command;
+
+use anyhow::Result;
+
+use crate::{cargo, postgres, run_command, step, vectors, workspace_root};
+
+pub fn run(quick: bool, server: Option<&postgres::PgServer>) -> Result<()> {
+    let oracle = vectors::build_oracle()?;
+    let profile = if quick { "debug" } else { "release" };
+    step(&format!("building agentplane-bench and agentplane ({profile})"));
+    let mut build = cargo();
+    build.args(["build", "--quiet", "-p", "agentplane-bench", "-p", "agentplane-cli"]);
+    if !quick {
+        build.arg("--release");
+    }
+    run_command(&mut build)?;
+    let bin = workspace_root().join("target").join(profile);
+    let own_server;
+    let server = match server {
+        Some(server) => server,
+        None => {
+            own_server = postgres::PgServer::start()?;
+            &own_server
+        }
+    };
+    step(&format!(
+        "agentplane-bench{}",
+        if quick { " --quick (a smoke run: it asserts nothing about speed)" } else { "" }
+    ));
+    let mut bench = Command::new(bin.join("agentplane-bench"));
+    bench
+        .arg("--oracle")
+        .arg(&oracle)
+        .arg("--agentplane")
+        .arg(bin.join("agentplane"))
+        .arg("--out")
+        .arg(workspace_root().join("target").join("bench"))
+        .envs(server.env());
+    if quick {
+        bench.arg("--quick");
+    }
+    run_command(&mut bench)
+}
