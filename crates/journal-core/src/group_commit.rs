@@ -1,12 +1,16 @@
-//! Group commit for a backend with one writer: appenders hand their
-//! [`AppendRequest`] to a committer thread, which takes every append waiting
-//! when it starts a transaction (up to a bound) into that one transaction and
-//! answers each caller only after it committed. The backends differ only in
-//! how a batch is written; the queue, the batching and the shutdown are here.
+//! Group commit for a backend with one writer, without a committer thread:
+//! an appender that finds no commit under way becomes the leader, takes every
+//! append waiting (up to a bound, its own among them) into one transaction,
+//! commits it on its own thread, and hands each waiting appender its answer.
+//! Appenders that arrive while a commit is under way wait for the next one,
+//! which the first of them leads: concurrent appenders share one fdatasync,
+//! and a lone appender commits on its own thread with no hand-off at all.
+//! The backends differ only in how a batch is written; the queue, the
+//! batching and the answers are here.
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
-use std::thread::JoinHandle;
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use crate::error::{JournalError, StorageError};
 use crate::store::AppendRequest;
@@ -14,81 +18,133 @@ use crate::store::AppendRequest;
 /// One reply per append of a batch, in the batch's order.
 pub type BatchReplies = Vec<Result<Option<u64>, JournalError>>;
 
-struct Job {
-    request: AppendRequest,
-    reply: mpsc::Sender<Result<Option<u64>, JournalError>>,
+type Answer = Result<Option<u64>, JournalError>;
+type Writer = Box<dyn FnMut(&[&AppendRequest]) -> BatchReplies + Send>;
+
+#[derive(Default)]
+struct Queue {
+    waiting: VecDeque<(u64, AppendRequest)>,
+    answers: HashMap<u64, Answer>,
+    committing: bool,
+    next_ticket: u64,
 }
 
-/// The queue to a committer thread. Dropping it lets the committer finish
-/// the appends already handed over and waits for it.
+/// The appends waiting for a commit, and the writer that commits them.
 pub struct GroupCommit {
-    jobs: Mutex<Option<mpsc::Sender<Job>>>,
-    committer: Mutex<Option<JoinHandle<()>>>,
-    commits: Arc<AtomicU64>,
-    /// Why appends are refused when there is no committer.
-    closed_reason: &'static str,
+    queue: Mutex<Queue>,
+    answered: Condvar,
+    /// `None`: every append is refused (a store opened read-only).
+    writer: Option<Mutex<Writer>>,
+    max_batch: usize,
+    commits: AtomicU64,
+    /// Why appends are refused when there is no writer.
+    refusal: &'static str,
 }
 
 fn machinery(what: &str) -> JournalError {
     JournalError::Io(StorageError::message(what))
 }
 
+/// A commit in progress: if the writer panics, every append of its batch
+/// is answered with an error and the next appender may lead, rather than
+/// waiting forever.
+struct Leading<'a> {
+    group: &'a GroupCommit,
+    tickets: Vec<u64>,
+}
+
+impl Drop for Leading<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.group.lock_queue();
+        for ticket in self.tickets.drain(..) {
+            queue.answers.entry(ticket).or_insert_with(|| Err(machinery("the writer failed while committing")));
+        }
+        queue.committing = false;
+        drop(queue);
+        self.group.answered.notify_all();
+    }
+}
+
 impl GroupCommit {
-    /// Starts the committer thread `name`: `commit` writes one batch of at
-    /// most `max_batch` appends in one transaction and returns one reply per
-    /// append. It keeps its state (a connection, a database) between batches.
-    pub fn start<C>(name: &str, max_batch: usize, mut commit: C) -> Result<Self, JournalError>
+    /// Group commit over `commit`, which writes one batch of at most
+    /// `max_batch` appends in one transaction and returns one reply per
+    /// append. It keeps its state (a connection, a database) between batches
+    /// and runs on the thread of whichever appender leads.
+    pub fn start<C>(max_batch: usize, commit: C) -> Self
     where
         C: FnMut(&[&AppendRequest]) -> BatchReplies + Send + 'static,
     {
-        let (sender, receiver) = mpsc::channel::<Job>();
-        let commits = Arc::new(AtomicU64::new(0));
-        let counted = Arc::clone(&commits);
-        let committer = std::thread::Builder::new()
-            .name(name.to_owned())
-            .spawn(move || {
-                while let Ok(first) = receiver.recv() {
-                    let mut batch = vec![first];
-                    while batch.len() < max_batch.max(1) {
-                        match receiver.try_recv() {
-                            Ok(job) => batch.push(job),
-                            Err(_) => break,
-                        }
-                    }
-                    let requests: Vec<&AppendRequest> = batch.iter().map(|job| &job.request).collect();
-                    let mut replies = commit(&requests).into_iter();
-                    counted.fetch_add(1, Ordering::Relaxed);
-                    for job in batch {
-                        let reply = replies
-                            .next()
-                            .unwrap_or_else(|| Err(machinery("the committer gave no answer for this append")));
-                        let _ = job.reply.send(reply);
-                    }
-                }
-            })
-            .map_err(|err| JournalError::Io(StorageError::new("starting the committer thread", err)))?;
-        Ok(Self {
-            jobs: Mutex::new(Some(sender)),
-            committer: Mutex::new(Some(committer)),
-            commits,
-            closed_reason: "the store is closing",
-        })
-    }
-
-    /// No committer: every append is refused with `reason` (a store opened read-only).
-    pub fn refusing(reason: &'static str) -> Self {
-        Self { jobs: Mutex::new(None), committer: Mutex::new(None), commits: Arc::default(), closed_reason: reason }
-    }
-
-    /// Hands `request` to the committer and waits until its batch committed.
-    pub fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError> {
-        let (reply, answer) = mpsc::channel();
-        {
-            let jobs = self.jobs.lock().map_err(|_| machinery("the committer lock is poisoned"))?;
-            let sender = jobs.as_ref().ok_or_else(|| machinery(self.closed_reason))?;
-            sender.send(Job { request, reply }).map_err(|_| machinery("the committer thread has stopped"))?;
+        Self {
+            queue: Mutex::default(),
+            answered: Condvar::new(),
+            writer: Some(Mutex::new(Box::new(commit))),
+            max_batch: max_batch.max(1),
+            commits: AtomicU64::new(0),
+            refusal: "the store is closing",
         }
-        answer.recv().map_err(|_| machinery("the committer thread stopped before answering"))?
+    }
+
+    /// No writer: every append is refused with `reason` (a store opened read-only).
+    pub fn refusing(reason: &'static str) -> Self {
+        Self {
+            queue: Mutex::default(),
+            answered: Condvar::new(),
+            writer: None,
+            max_batch: 1,
+            commits: AtomicU64::new(0),
+            refusal: reason,
+        }
+    }
+
+    // A panic elsewhere while the queue was held cannot leave it torn:
+    // every change to it is a single push, drain or insert.
+    fn lock_queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Commits `request` (in a batch with whatever else is waiting) and
+    /// returns once that transaction committed.
+    pub fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError> {
+        let Some(writer) = &self.writer else {
+            return Err(machinery(self.refusal));
+        };
+        let mut queue = self.lock_queue();
+        let ticket = queue.next_ticket;
+        queue.next_ticket += 1;
+        queue.waiting.push_back((ticket, request));
+        loop {
+            if let Some(answer) = queue.answers.remove(&ticket) {
+                return answer;
+            }
+            if queue.committing {
+                queue = self.answered.wait(queue).unwrap_or_else(PoisonError::into_inner);
+                continue;
+            }
+            // Lead: take what is waiting, commit it outside the lock.
+            queue.committing = true;
+            let take = queue.waiting.len().min(self.max_batch);
+            let batch: Vec<(u64, AppendRequest)> = queue.waiting.drain(..take).collect();
+            drop(queue);
+            let mut leading = Leading { group: self, tickets: batch.iter().map(|(ticket, _)| *ticket).collect() };
+            let requests: Vec<&AppendRequest> = batch.iter().map(|(_, request)| request).collect();
+            let replies = {
+                let mut write = writer.lock().unwrap_or_else(PoisonError::into_inner);
+                write(&requests)
+            };
+            self.commits.fetch_add(1, Ordering::Relaxed);
+            let mut replies = replies.into_iter();
+            queue = self.lock_queue();
+            for (ticket, _) in &batch {
+                let reply =
+                    replies.next().unwrap_or_else(|| Err(machinery("the writer gave no answer for this append")));
+                queue.answers.insert(*ticket, reply);
+            }
+            drop(queue);
+            // Marks the commit finished and wakes the waiters.
+            leading.tickets.clear();
+            drop(leading);
+            queue = self.lock_queue();
+        }
     }
 
     /// How many transactions appends have committed: fewer than the appends
@@ -98,13 +154,77 @@ impl GroupCommit {
     }
 }
 
-impl Drop for GroupCommit {
-    fn drop(&mut self) {
-        if let Ok(mut jobs) = self.jobs.lock() {
-            jobs.take();
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::panic)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::chain::{ChainHash, StoredRecord};
+    use crate::ids::{RunId, TenantId};
+
+    fn request(n: u64) -> AppendRequest {
+        AppendRequest {
+            tenant: TenantId::new("t").unwrap(),
+            run: RunId::new(&format!("run-{n}")).unwrap(),
+            expected_head: None,
+            row: StoredRecord {
+                seq: 1,
+                kind: "StepStarted".into(),
+                effect_key: None,
+                prev_hash: ChainHash::GENESIS,
+                hash: ChainHash::GENESIS,
+                bytes: n.to_be_bytes().to_vec(),
+                signature: None,
+            },
+            conclusion: None,
         }
-        if let Some(handle) = self.committer.lock().ok().and_then(|mut c| c.take()) {
-            let _ = handle.join();
-        }
+    }
+
+    fn number(request: &AppendRequest) -> u64 {
+        request.row.bytes.iter().fold(0, |acc, byte| acc << 8 | u64::from(*byte))
+    }
+
+    #[test]
+    fn every_appender_gets_its_own_answer_and_concurrent_ones_share_commits() {
+        let group = Arc::new(GroupCommit::start(8, |batch| {
+            std::thread::yield_now();
+            batch.iter().map(|request| Ok(Some(number(request)))).collect()
+        }));
+        std::thread::scope(|scope| {
+            for thread in 0..16u64 {
+                let group = Arc::clone(&group);
+                scope.spawn(move || {
+                    for i in 0..50 {
+                        let n = thread * 1000 + i;
+                        assert_eq!(group.append(request(n)).ok(), Some(Some(n)), "append {n} got another's answer");
+                    }
+                });
+            }
+        });
+        assert!(group.commits() <= 800, "never more commits than appends");
+        assert!(group.commits() >= 100, "at most eight appends per commit");
+    }
+
+    #[test]
+    fn a_writer_that_panics_answers_its_batch_with_an_error_and_the_next_append_commits() {
+        let calls = Arc::new(AtomicU64::new(0));
+        let counted = Arc::clone(&calls);
+        let group = GroupCommit::start(4, move |batch| {
+            if counted.fetch_add(1, Ordering::Relaxed) == 0 {
+                panic!("the first commit breaks");
+            }
+            batch.iter().map(|_| Ok(None)).collect()
+        });
+        let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| group.append(request(1))));
+        assert!(first.is_err(), "the leader's own thread sees the writer's panic");
+        assert!(matches!(group.append(request(2)), Ok(None)), "the group commits again after a panic");
+    }
+
+    #[test]
+    fn a_refusing_group_refuses_with_its_reason() {
+        let group = GroupCommit::refusing("the store is open read-only");
+        let err = group.append(request(1)).err().map(|err| err.to_string()).unwrap_or_default();
+        assert!(err.contains("read-only"), "{err}");
     }
 }

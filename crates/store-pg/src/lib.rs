@@ -77,7 +77,7 @@ impl std::fmt::Debug for PgStore {
 impl PgStore {
     /// Connects to `url` (a `postgres://` URL), applies the schema's
     /// migrations in one transaction (refusing a schema newer than this
-    /// build's), and starts the committer.
+    /// build's), and readies its group commit.
     pub fn open(url: &str) -> Result<Self, JournalError> {
         let config = postgres::Config::from_str(url)
             .map_err(|err| JournalError::Io(StorageError::new(format!("the store URL {url:?}"), err)))?;
@@ -87,7 +87,7 @@ impl PgStore {
             .max_size(POOL_SIZE)
             .build(PostgresConnectionManager::new(config.clone(), NoTls))
             .map_err(pool_error)?;
-        let commit = GroupCommit::start("agentplane-pg-committer", MAX_BATCH, committer(config, client))?;
+        let commit = GroupCommit::start(MAX_BATCH, batch_writer(config, client));
         Ok(Self { pool, commit })
     }
 
@@ -157,7 +157,7 @@ fn migrate(client: &mut Client) -> Result<(), JournalError> {
 /// each in a savepoint of its own (a refused one rolls back alone), and each
 /// caller is answered only after that one commit is durable. A batch that
 /// failed on the connection itself makes the next batch use a fresh one.
-fn committer(config: postgres::Config, mut client: Client) -> impl FnMut(&[&AppendRequest]) -> BatchReplies + Send {
+fn batch_writer(config: postgres::Config, mut client: Client) -> impl FnMut(&[&AppendRequest]) -> BatchReplies + Send {
     let mut suspect = false;
     move |batch| {
         if (suspect || client.is_closed())

@@ -53,7 +53,7 @@ fn io(err: impl Into<redb::Error>) -> JournalError {
     JournalError::Io(StorageError::new("redb", err.into()))
 }
 
-/// A failure of this backend's own machinery (its committer thread).
+/// A failure of this backend's own machinery (its group commit).
 fn machinery(what: &str) -> JournalError {
     JournalError::Io(StorageError::message(what))
 }
@@ -72,7 +72,7 @@ fn open_error(path: &Path, err: impl Into<redb::Error>) -> JournalError {
     JournalError::Io(StorageError::new(path.display().to_string(), err.into()))
 }
 
-/// The file, open for writing (with the committer thread) or only for reading.
+/// The file, open for writing (with its group commit) or only for reading.
 enum Db {
     Writable(Arc<Database>),
     ReadOnly(redb::ReadOnlyDatabase),
@@ -100,7 +100,7 @@ pub enum ReadOnlyOpening {
 
 /// A journal store in one redb file.
 pub struct RedbStore {
-    /// Before the directory below: dropping it waits for the committer.
+    /// The appends waiting for a commit; the leading appender writes them.
     commit: GroupCommit,
     db: Db,
     /// The directory of a temporary store or a repaired private copy,
@@ -179,8 +179,7 @@ impl RedbStore {
         txn.commit().map_err(io)?;
         let db = Arc::new(db);
         let writer = Arc::clone(&db);
-        let commit =
-            GroupCommit::start("agentplane-redb-committer", MAX_BATCH, move |batch| commit_batch(&writer, batch))?;
+        let commit = GroupCommit::start(MAX_BATCH, move |batch| commit_batch(&writer, batch));
         Ok(Self { commit, db: Db::Writable(db), _temporary: None })
     }
 

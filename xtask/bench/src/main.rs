@@ -3,7 +3,7 @@
 //! table and a JSON file. `cargo xtask bench [--quick]` builds and runs it.
 //!
 //! ```text
-//! agentplane-bench [--quick] [--out DIR] [--oracle GO_ORACLE] [--agentplane BINARY]
+//! agentplane-bench [--quick] [--only GROUP]... [--out DIR] [--oracle GO_ORACLE] [--agentplane BINARY]
 //! ```
 //! PostgreSQL figures run when `AGENTPLANE_PG_URL` names a server.
 //! `--quick` is a smoke run (tiny sizes, one round): it proves every figure
@@ -27,14 +27,24 @@ struct Options {
     out: PathBuf,
     oracle: Option<PathBuf>,
     agentplane: Option<PathBuf>,
+    /// Only these groups (tlog, append, audit, cost); all when empty.
+    only: Vec<String>,
+}
+
+impl Options {
+    fn wants(&self, group: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|g| g == group)
+    }
 }
 
 fn options() -> Result<Options> {
-    let mut options = Options { quick: false, out: PathBuf::from("target/bench"), oracle: None, agentplane: None };
+    let mut options =
+        Options { quick: false, out: PathBuf::from("target/bench"), oracle: None, agentplane: None, only: Vec::new() };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => options.quick = true,
+            "--only" => options.only.push(args.next().context("--only needs a group: tlog, append, audit or cost")?),
             "--out" => options.out = args.next().context("--out needs a directory")?.into(),
             "--oracle" => options.oracle = Some(args.next().context("--oracle needs the Go oracle's path")?.into()),
             "--agentplane" => {
@@ -77,23 +87,29 @@ fn run() -> Result<()> {
         figures.append(&mut more);
     };
 
-    add(tlog_figures::figures(rounds, if options.quick { 10 } else { 20 }, options.oracle.as_deref())?);
-    add(append::figures(Backend::Redb, rounds, options.quick)?);
-    if postgres {
-        add(append::figures(Backend::Postgres, rounds, options.quick)?);
+    if options.wants("tlog") {
+        add(tlog_figures::figures(rounds, if options.quick { 10 } else { 20 }, options.oracle.as_deref())?);
+    }
+    if options.wants("append") {
+        add(append::figures(Backend::Redb, rounds, options.quick)?);
+        if postgres {
+            add(append::figures(Backend::Postgres, rounds, options.quick)?);
+        }
     }
     let runs = if options.quick { 50 } else { 20_000 };
-    let (audit, filled) = audit_figures::audit_figures(Backend::Redb, rounds, runs)?;
-    add(audit);
-    add(vec![audit_figures::storage_figure(Backend::Redb, &filled)?]);
-    drop(filled);
-    if postgres {
-        let pg_runs = if options.quick { 50 } else { 5_000 };
-        let (audit, filled) = audit_figures::audit_figures(Backend::Postgres, rounds, pg_runs)?;
+    if options.wants("audit") {
+        let (audit, filled) = audit_figures::audit_figures(Backend::Redb, rounds, runs)?;
         add(audit);
-        add(vec![audit_figures::storage_figure(Backend::Postgres, &filled)?]);
+        add(vec![audit_figures::storage_figure(Backend::Redb, &filled)?]);
+        drop(filled);
+        if postgres {
+            let pg_runs = if options.quick { 50 } else { 5_000 };
+            let (audit, filled) = audit_figures::audit_figures(Backend::Postgres, rounds, pg_runs)?;
+            add(audit);
+            add(vec![audit_figures::storage_figure(Backend::Postgres, &filled)?]);
+        }
     }
-    if let Some(agentplane) = &options.agentplane {
+    if let Some(agentplane) = options.agentplane.as_ref().filter(|_| options.wants("cost")) {
         add(vec![audit_figures::cost_figure(agentplane, rounds, runs)?]);
     }
 
