@@ -27,6 +27,7 @@ const USAGE: &str = "usage: cargo xtask <test | vectors [--check]>
   vectors --check   regenerate into memory and fail on any difference
   litewitness       build litewitness (Go) and run our witness client against it
   bench [--quick]   every performance figure beside its baseline, into target/bench/ (--quick: a smoke run)
+  soak [CASES]      every test in release, the property tests at PROPTEST_CASES=CASES (default 10000)
   bless             rewrite the golden corpus (tests/golden/) on purpose, printing what changed
   with-pg CMD...    run CMD with a throwaway PostgreSQL server in AGENTPLANE_PG_URL (e.g. cargo test -p agentplane-store-pg)";
 
@@ -49,6 +50,8 @@ fn run() -> Result<()> {
         ["vectors", "--check"] => vectors::run(vectors::Mode::Check),
         ["litewitness"] => litewitness::run(),
         ["bless"] => bless::run(),
+        ["soak"] => soak("10000"),
+        ["soak", cases] => soak(cases),
         ["bench"] => bench::run(false, None),
         ["bench", "--quick"] => bench::run(true, None),
         ["with-pg", command @ ..] if !command.is_empty() => with_pg(command),
@@ -121,6 +124,23 @@ fn test() -> Result<()> {
     eprintln!("\nxtask: all checks passed");
     // The closing line CI reads: the totals of every test binary above.
     println!("xtask: {} passed, {} failed", counts.passed, counts.failed);
+    Ok(())
+}
+
+/// The property tests at `cases` cases each (the tamper properties: every
+/// single-byte edit, swap and removal detected and named; arbitrary input
+/// never panics), with every other test, in release, with a PostgreSQL server.
+fn soak(cases: &str) -> Result<()> {
+    let count: u32 = cases.parse().with_context(|| format!("soak CASES must be a number, not {cases:?}"))?;
+    let server = postgres::PgServer::start()?;
+    step(&format!("cargo test --workspace --all-features --release with PROPTEST_CASES={count}"));
+    let counts = run_tests(
+        cargo()
+            .args(["test", "--workspace", "--all-features", "--release"])
+            .env("PROPTEST_CASES", count.to_string())
+            .envs(server.env()),
+    )?;
+    println!("xtask: soak at {count} cases: {} passed, {} failed", counts.passed, counts.failed);
     Ok(())
 }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use journal_core::store::SealEntry;
 use journal_core::{
     BuildSkew, ChainCheck, Ed25519Verifier, ExpectedHead, JournalError, Outcome, RecordBody, RunId, SealLeaf,
-    SignatureCheck, Store, Upcasters, VerifiedRecord, Verifier, VerifyOptions, last_conclusion, verify_run,
+    SignatureCheck, SignedHash, Store, Upcasters, VerifiedRecord, Verifier, VerifyOptions, last_conclusion, verify_run,
 };
 use tlog::{HashReader, MemoryHashStore, NodeId, Tree};
 
@@ -85,6 +85,10 @@ pub fn audit_with_progress(
     Ok(report)
 }
 
+/// How many runs a worker takes at once: their signatures are verified in
+/// batches across runs (a run alone holds too few to batch well).
+const RUNS_PER_CHUNK: usize = 16;
+
 /// Checks 1 to 3 for every run, on every core: runs are independent.
 fn audit_runs(
     store: &dyn Store,
@@ -104,10 +108,15 @@ fn audit_runs(
                 scope.spawn(|| {
                     let mut mine = Vec::new();
                     loop {
-                        let index = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(run) = runs.get(index) else { break };
-                        mine.push((index, audit_run(store, inputs, verifier, upcasters, run)));
-                        progress(done.fetch_add(1, Ordering::Relaxed) + 1, total);
+                        let first = next.fetch_add(RUNS_PER_CHUNK, Ordering::Relaxed);
+                        let Some(chunk) = runs.get(first..runs.len().min(first + RUNS_PER_CHUNK)) else { break };
+                        if chunk.is_empty() {
+                            break;
+                        }
+                        let audits = audit_chunk(store, inputs, verifier, upcasters, chunk);
+                        let finished = audits.len() as u64;
+                        mine.extend(audits.into_iter().enumerate().map(|(i, audit)| (first + i, audit)));
+                        progress(done.fetch_add(finished, Ordering::Relaxed) + finished, total);
                     }
                     mine
                 })
@@ -123,6 +132,61 @@ fn audit_runs(
     }
     // A worker that panicked leaves its runs unanswered: refuse rather than skip them.
     ordered.into_iter().map(|audit| audit.ok_or(AuditError::WorkerFailed)).collect()
+}
+
+/// A run whose chain verified, waiting for its signatures' answers.
+struct ChainRead {
+    stored: journal_core::RunRows,
+    records: Vec<VerifiedRecord>,
+}
+
+/// Checks 1 to 3 for a few runs: each chain, then every signature of them
+/// all in one batch, then each run's derived data.
+fn audit_chunk(
+    store: &dyn Store,
+    inputs: &AuditInputs,
+    verifier: Option<&dyn Verifier>,
+    upcasters: &Upcasters,
+    runs: &[RunId],
+) -> Vec<Result<RunAudit, AuditError>> {
+    let read: Vec<Result<Result<ChainRead, RunAudit>, AuditError>> =
+        runs.iter().map(|run| read_chain(store, inputs, upcasters, run)).collect();
+    let mut answers = signature_answers(verifier, &read).into_iter();
+    runs.iter()
+        .zip(read)
+        .map(|(run, read)| match read? {
+            Err(audit) => Ok(audit),
+            Ok(chain) => {
+                let checks: Vec<Option<SignatureCheck>> = chain
+                    .records
+                    .iter()
+                    .map(|record| match (&record.stored.signature, verifier) {
+                        (Some(_), Some(_)) => answers.next(),
+                        _ => None,
+                    })
+                    .collect();
+                finish_run(store, inputs, run, chain, &checks)
+            }
+        })
+        .collect()
+}
+
+/// The answer for every signed record of every verified chain, in order.
+fn signature_answers(
+    verifier: Option<&dyn Verifier>,
+    read: &[Result<Result<ChainRead, RunAudit>, AuditError>],
+) -> Vec<SignatureCheck> {
+    let Some(verifier) = verifier else { return Vec::new() };
+    let items: Vec<SignedHash<'_>> = read
+        .iter()
+        .filter_map(|read| read.as_ref().ok()?.as_ref().ok())
+        .flat_map(|chain| chain.records.iter())
+        .filter_map(|record| {
+            let signature = record.stored.signature.as_ref()?;
+            Some(SignedHash { key_id: &signature.key_id, hash: &record.stored.hash, signature: &signature.signature })
+        })
+        .collect();
+    verifier.verify_many(&items)
 }
 
 /// A journal error met while reading one run: damage becomes a finding, a
@@ -149,34 +213,47 @@ fn finding_of(run: &RunId, err: JournalError) -> Result<Finding, AuditError> {
     })
 }
 
-fn audit_run(
+/// Check 1: the chain from the stored bytes; a run that fails it is
+/// finished (its finding) and returned as `Err`.
+fn read_chain(
     store: &dyn Store,
     inputs: &AuditInputs,
-    verifier: Option<&dyn Verifier>,
     upcasters: &Upcasters,
     run: &RunId,
-) -> Result<RunAudit, AuditError> {
+) -> Result<Result<ChainRead, RunAudit>, AuditError> {
     let mut audit = RunAudit::default();
     let stored = match store.read_run(&inputs.tenant, run) {
         Ok(stored) => stored,
         Err(err) => {
             audit.findings.push(finding_of(run, err)?);
-            return Ok(audit);
+            return Ok(Err(audit));
         }
     };
-    // 1. The chain from the stored bytes: hash before parse, version, shape.
-    // The runs table's head is derived data, checked below, not here.
+    // Hash before parse, version, shape. The runs table's head is derived
+    // data, checked in `finish_run`, not here.
     let check = ChainCheck { upcasters, verifier: None, options: VerifyOptions::default() };
-    let records = match verify_run(run, &stored.rows, None, check) {
-        Ok(records) => records,
+    match verify_run(run, &stored.rows, None, check) {
+        Ok(records) => Ok(Ok(ChainRead { stored, records })),
         Err(err) => {
             audit.findings.push(finding_of(run, err)?);
-            return Ok(audit);
+            Ok(Err(audit))
         }
-    };
-    audit.records = records.len() as u64;
+    }
+}
+
+/// Checks 2 and 3 of a verified chain, its signatures already answered
+/// (`checks`, one per record: `None` when unsigned or nothing is trusted).
+fn finish_run(
+    store: &dyn Store,
+    inputs: &AuditInputs,
+    run: &RunId,
+    chain: ChainRead,
+    checks: &[Option<SignatureCheck>],
+) -> Result<RunAudit, AuditError> {
+    let ChainRead { stored, records } = chain;
+    let mut audit = RunAudit { records: records.len() as u64, ..RunAudit::default() };
     // 2. Signatures.
-    check_signatures(run, &records, verifier, inputs.require_signature, &mut audit);
+    check_signatures(run, &records, checks, inputs.require_signature, &mut audit);
     // 3. Derived data held to the verified chain.
     let last = last_conclusion(&records);
     let outcome = last.map(|concluded| concluded.outcome);
@@ -244,7 +321,7 @@ fn audit_run(
 fn check_signatures(
     run: &RunId,
     records: &[VerifiedRecord],
-    verifier: Option<&dyn Verifier>,
+    checks: &[Option<SignatureCheck>],
     strict: bool,
     audit: &mut RunAudit,
 ) {
@@ -252,38 +329,37 @@ fn check_signatures(
     let mut note = |code: FindingCode, seq: u64, detail: String| {
         first.entry(code).and_modify(|entry| entry.2 += 1).or_insert((seq, detail, 1));
     };
-    for record in records {
+    for (index, record) in records.iter().enumerate() {
         let row = &record.stored;
-        match (&row.signature, verifier) {
+        let check = checks.get(index).copied().flatten();
+        match (&row.signature, check) {
             (None, _) => {
                 audit.unsigned += 1;
                 if strict {
                     note(FindingCode::UnsignedRecord, row.seq, "unsigned record".into());
                 }
             }
-            (Some(signature), Some(verifier)) => {
-                match verifier.verify(&signature.key_id, &row.hash, &signature.signature) {
-                    SignatureCheck::Valid => audit.signatures += 1,
-                    SignatureCheck::Invalid => note(
-                        FindingCode::BadSignature,
-                        row.seq,
-                        format!(
-                            "the signature by trusted key {:?} does not verify over the record's hash",
-                            signature.key_id
-                        ),
+            (Some(signature), Some(check)) => match check {
+                SignatureCheck::Valid => audit.signatures += 1,
+                SignatureCheck::Invalid => note(
+                    FindingCode::BadSignature,
+                    row.seq,
+                    format!(
+                        "the signature by trusted key {:?} does not verify over the record's hash",
+                        signature.key_id
                     ),
-                    SignatureCheck::UnknownKey => {
-                        audit.untrusted += 1;
-                        if strict {
-                            note(
-                                FindingCode::UntrustedKey,
-                                row.seq,
-                                format!("signed by key {:?}, not trusted", signature.key_id),
-                            );
-                        }
+                ),
+                SignatureCheck::UnknownKey => {
+                    audit.untrusted += 1;
+                    if strict {
+                        note(
+                            FindingCode::UntrustedKey,
+                            row.seq,
+                            format!("signed by key {:?}, not trusted", signature.key_id),
+                        );
                     }
                 }
-            }
+            },
             (Some(signature), None) => {
                 audit.untrusted += 1;
                 if strict {

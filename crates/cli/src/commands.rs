@@ -71,6 +71,13 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// Whether reads also verify signatures (when the record key is at
+    /// hand); without, they verify the chain alone, which is what the
+    /// figures of `runs` and `cost` need to be the chain's.
+    pub fn signatures(self, verify: bool) -> Self {
+        if verify { self } else { Self { verifier: None, ..self } }
+    }
+
     /// A run, its chain verified from the stored bytes (and its signatures,
     /// when the plane's record key is at hand).
     pub fn read(&self, run: &RunId) -> Result<VerifiedRun, Failure> {
@@ -202,8 +209,8 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         Command::Keygen { origin } => keygen(cli, origin),
         Command::Keys { witness_config, print, json } => keys(cli, *witness_config, *print, *json),
         Command::Demo => crate::demo::run(cli, &flags),
-        Command::Runs { outcome, ids, json } => {
-            let reader = reader(cli)?;
+        Command::Runs { outcome, ids, verify_signatures, json } => {
+            let reader = reader(cli)?.signatures(*verify_signatures);
             let outcome = outcome
                 .as_deref()
                 .map(|o| Outcome::parse(o).ok_or_else(|| Failure::Usage(format!("unknown outcome {o:?}; one of succeeded, cancelled, abandoned, failed, exhausted, withheld, quarantined"))))
@@ -269,12 +276,12 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
                 _ => Err(Failure::Usage("give a RUN, or --consistency OLD_SIZE".into())),
             }
         }
-        Command::Cost { run, since, until, json } => {
+        Command::Cost { run, since, until, verify_signatures, json } => {
             let window = TimeWindow {
                 since: since.as_deref().map(|t| instant("--since", t)).transpose()?,
                 until: until.as_deref().map(|t| instant("--until", t)).transpose()?,
             };
-            cost(&reader(cli)?, run.as_deref().map(run_id).transpose()?, window, *json)
+            cost(&reader(cli)?.signatures(*verify_signatures), run.as_deref().map(run_id).transpose()?, window, *json)
         }
         Command::Diff { a, b, json } => crate::diff::diff(cli, a, b, *json),
         Command::Fork { run, at, key } => {

@@ -154,6 +154,11 @@ enum Command {
         /// Print the run ids alone, one a line, for scripts.
         #[arg(long, conflicts_with = "json")]
         ids: bool,
+        /// Also verify every record's signature with the plane's record key
+        /// (Ed25519 on every record: `verify` is the full check). Without it
+        /// the figures are read through chain verification alone.
+        #[arg(long)]
+        verify_signatures: bool,
         /// JSON output.
         #[arg(long)]
         json: bool,
@@ -216,6 +221,11 @@ enum Command {
         /// Count only records written before this instant (same forms as --since).
         #[arg(long)]
         until: Option<String>,
+        /// Also verify every record's signature with the plane's record key
+        /// (Ed25519 on every record: `verify` is the full check). Without it
+        /// the figures are read through chain verification alone.
+        #[arg(long)]
+        verify_signatures: bool,
         /// JSON output.
         #[arg(long)]
         json: bool,

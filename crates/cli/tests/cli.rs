@@ -739,3 +739,31 @@ fn fork_records_its_provenance_and_show_prints_it() {
     assert_eq!(agentplane(dir.path(), &["fork", &source, "--at", "3"]).status.code(), Some(2), "the same fork twice");
     assert_eq!(agentplane(dir.path(), &["fork", &source, "--at", "999"]).status.code(), Some(2), "no such record");
 }
+
+/// `cost` and `runs` read through chain verification alone (cheap: no
+/// Ed25519 per record); `--verify-signatures` adds the signatures, and then
+/// a signature changed beside an intact chain is refused as tamper.
+#[test]
+fn cost_and_runs_verify_signatures_only_when_asked() {
+    let dir = demo_dir();
+    {
+        use journal_core::testkit::TamperAccess;
+        let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        let answered = journal_core::Store::runs(&store, &tenant, Some(journal_core::Outcome::Succeeded)).unwrap();
+        let run = &answered[0];
+        let rows = journal_core::Store::read_run(&store, &tenant, run).unwrap().rows;
+        let mut first = rows[0].clone();
+        let signature = first.signature.as_mut().expect("the demo signs its records");
+        signature.signature[0] ^= 1;
+        store.overwrite_row(&tenant, run, first);
+    }
+    for command in [&["cost", "--json"][..], &["runs", "--json"][..]] {
+        let out = agentplane(dir.path(), command);
+        assert_eq!(out.status.code(), Some(0), "{command:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let out = agentplane(dir.path(), &["cost", "--verify-signatures"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    let runs = json(dir.path(), &["runs", "--json", "--verify-signatures"]);
+    assert!(runs.to_string().contains("signature"), "the run with the changed signature is marked: {runs}");
+}

@@ -40,7 +40,7 @@ pub use runtime::{
 pub use seal::SealLeaf;
 #[cfg(feature = "signing")]
 pub use signature::{Ed25519Signer, Ed25519Verifier};
-pub use signature::{KeySignature, SignatureCheck, Signer, Verifier, VerifyOptions};
+pub use signature::{KeySignature, SignatureCheck, SignedHash, Signer, Verifier, VerifyOptions};
 pub use store::{AppendRequest, Conclusion, LogCounters, RunRows, SealEntry, Store};
 pub use version::{Upcaster, Upcasters};
 pub use witness::Origin;

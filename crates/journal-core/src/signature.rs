@@ -50,10 +50,29 @@ pub enum SignatureCheck {
     UnknownKey,
 }
 
+/// One signature to check: by which key, over which hash.
+#[derive(Debug, Clone, Copy)]
+pub struct SignedHash<'a> {
+    /// The key id written beside the signature.
+    pub key_id: &'a str,
+    /// The record's chain hash.
+    pub hash: &'a ChainHash,
+    /// The signature bytes.
+    pub signature: &'a [u8],
+}
+
 /// Verifies signatures by the keys a caller trusts.
 pub trait Verifier: Send + Sync {
     /// Checks `signature` over `hash` by the key `key_id`.
     fn verify(&self, key_id: &str, hash: &ChainHash, signature: &[u8]) -> SignatureCheck;
+
+    /// Checks many signatures, one answer each, in order. The default checks
+    /// them one by one; a verifier may batch, but must answer each exactly as
+    /// [`Verifier::verify`] would for every signature its key's holder did
+    /// not craft to tell the two apart.
+    fn verify_many(&self, items: &[SignedHash<'_>]) -> Vec<SignatureCheck> {
+        items.iter().map(|item| self.verify(item.key_id, item.hash, item.signature)).collect()
+    }
 }
 
 /// Lenient (resume my own history) or strict (prove this to me).
@@ -69,7 +88,7 @@ mod ed25519 {
 
     use ed25519_dalek::{Signer as _, SigningKey, Verifier as _, VerifyingKey};
 
-    use super::{KeySignature, SignatureCheck, Signer, Verifier};
+    use super::{KeySignature, SignatureCheck, SignedHash, Signer, Verifier};
     use crate::chain::ChainHash;
 
     /// An Ed25519 record signer.
@@ -148,6 +167,61 @@ mod ed25519 {
                 Ok(signature) if key.verify(hash.as_bytes(), &signature).is_ok() => SignatureCheck::Valid,
                 _ => SignatureCheck::Invalid,
             }
+        }
+
+        /// Batch verification (about twice as fast per signature): a batch
+        /// that verifies answers `Valid` for each of its signatures; one that
+        /// does not is checked one by one, so an invalid signature is named
+        /// exactly. Batch verification uses the cofactored equation and
+        /// single verification the cofactorless one; they disagree only on a
+        /// signature whose nonce point has a small-order component, which
+        /// only the holder of the private key can make (the nonce is hashed
+        /// into the challenge, so nobody can add one to another's signature).
+        fn verify_many(&self, items: &[SignedHash<'_>]) -> Vec<SignatureCheck> {
+            // Small batches do not pay for the batch's setup.
+            const BATCH: usize = 64;
+            const WORTH_BATCHING: usize = 4;
+            let mut answers = vec![SignatureCheck::Invalid; items.len()];
+            let mut pending: Vec<(usize, VerifyingKey, ed25519_dalek::Signature)> = Vec::new();
+            for (index, item) in items.iter().enumerate() {
+                let answer = match (self.keys.get(item.key_id), ed25519_dalek::Signature::from_slice(item.signature)) {
+                    (None, _) => SignatureCheck::UnknownKey,
+                    (Some(key), Ok(signature)) => {
+                        pending.push((index, *key, signature));
+                        continue;
+                    }
+                    (Some(_), Err(_)) => SignatureCheck::Invalid,
+                };
+                if let Some(slot) = answers.get_mut(index) {
+                    *slot = answer;
+                }
+            }
+            for chunk in pending.chunks(BATCH) {
+                let batched = chunk.len() >= WORTH_BATCHING && {
+                    let messages: Vec<&[u8]> = chunk
+                        .iter()
+                        .filter_map(|(index, _, _)| items.get(*index))
+                        .map(|item| item.hash.as_bytes().as_slice())
+                        .collect();
+                    let signatures: Vec<ed25519_dalek::Signature> = chunk.iter().map(|(_, _, sig)| *sig).collect();
+                    let keys: Vec<VerifyingKey> = chunk.iter().map(|(_, key, _)| *key).collect();
+                    messages.len() == chunk.len() && ed25519_dalek::verify_batch(&messages, &signatures, &keys).is_ok()
+                };
+                for (index, key, signature) in chunk {
+                    let answer = if batched {
+                        SignatureCheck::Valid
+                    } else {
+                        match items.get(*index) {
+                            Some(item) if key.verify(item.hash.as_bytes(), signature).is_ok() => SignatureCheck::Valid,
+                            _ => SignatureCheck::Invalid,
+                        }
+                    };
+                    if let Some(slot) = answers.get_mut(*index) {
+                        *slot = answer;
+                    }
+                }
+            }
+            answers
         }
     }
 }

@@ -93,3 +93,41 @@ fn r_sig_1_the_signature_sits_beside_the_hash_with_no_algorithm_field() {
     fields.sort();
     assert_eq!(fields, ["key_id", "signature"]);
 }
+
+/// R-SIG-3, batched: `verify_many` answers every signature exactly as
+/// `verify` does, across batch boundaries, naming the one bad signature in a
+/// batch that fails, an unknown key, and bytes that are no signature.
+#[test]
+fn r_sig_3_batch_verification_answers_each_signature_as_single_verification_does() {
+    use journal_core::SignedHash;
+    let signer = Ed25519Signer::from_seed("k1", [3u8; 32]);
+    let other = Ed25519Signer::from_seed("k2", [4u8; 32]);
+    let mut verifier = Ed25519Verifier::new();
+    verifier.trust("k1", signer.public_key()).unwrap();
+    let hashes: Vec<ChainHash> = (0..150u8).map(|i| ChainHash::from_bytes([i; 32])).collect();
+    let mut signatures: Vec<(String, Vec<u8>)> = hashes
+        .iter()
+        .map(|hash| {
+            let signed = signer.sign(hash);
+            (signed.key_id, signed.signature)
+        })
+        .collect();
+    signatures[70].1[5] ^= 1; // in the second batch
+    signatures[3] = (other.key_id().to_owned(), other.sign(&hashes[3]).signature);
+    signatures[140].1.truncate(10);
+    signatures[141] = (signer.key_id().to_owned(), other.sign(&hashes[141]).signature);
+    let items: Vec<SignedHash<'_>> = hashes
+        .iter()
+        .zip(&signatures)
+        .map(|(hash, (key_id, signature))| SignedHash { key_id, hash, signature })
+        .collect();
+    let many = verifier.verify_many(&items);
+    let one_by_one: Vec<SignatureCheck> =
+        items.iter().map(|item| verifier.verify(item.key_id, item.hash, item.signature)).collect();
+    assert_eq!(many, one_by_one);
+    assert_eq!(many[70], SignatureCheck::Invalid);
+    assert_eq!(many[3], SignatureCheck::UnknownKey);
+    assert_eq!(many[140], SignatureCheck::Invalid);
+    assert_eq!(many[141], SignatureCheck::Invalid);
+    assert_eq!(many.iter().filter(|check| **check == SignatureCheck::Valid).count(), 146);
+}

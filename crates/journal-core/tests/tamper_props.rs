@@ -45,8 +45,13 @@ fn named_seq(err: &JournalError) -> u64 {
     }
 }
 
+/// `default` cases, or `PROPTEST_CASES` when set (`cargo xtask soak` sets 10000).
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(default)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(ProptestConfig::with_cases(cases(128)))]
 
     #[test]
     fn r_chain_5_any_single_byte_edit_is_named(steps in prop::collection::vec("[a-z ]{1,12}", 1..12), pick in any::<prop::sample::Index>(), at in any::<prop::sample::Index>(), flip in 1u8..=255) {
@@ -82,7 +87,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(cases(512)))]
 
     /// R-UX-3: arbitrary record bytes and export text are refused with a typed error, never a panic.
     #[test]

@@ -29,8 +29,13 @@ fn consistency_case() -> impl Strategy<Value = (u64, u64, usize)> {
     (1u64..3000).prop_flat_map(|new| (1..=new, Just(new), 0usize..256))
 }
 
+/// `default` cases, or `PROPTEST_CASES` when set (`cargo xtask soak` sets 10000).
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(default)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(cases(256)))]
 
     #[test]
     fn r_log_4_inclusion_verifies_and_every_mutation_fails((size, index, bit) in inclusion_case()) {

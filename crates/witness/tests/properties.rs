@@ -24,6 +24,11 @@ fn checkpoint() -> impl Strategy<Value = Checkpoint> {
     )
 }
 
+/// `default` cases, or `PROPTEST_CASES` when set (`cargo xtask soak` sets 10000).
+fn cases(default: u32) -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(default)
+}
+
 proptest! {
     #[test]
     fn r_note_1_checkpoint_format_then_parse_is_identity(checkpoint in checkpoint()) {
@@ -54,7 +59,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(cases(512)))]
 
     /// R-UX-3: hostile bytes get a typed refusal, never a panic.
     #[test]
