@@ -51,6 +51,8 @@ impl Figure {
     fn show(&self, value: f64) -> String {
         match self.unit {
             Unit::PerSecond(what) => format!("{} {what}/s", human(value)),
+            Unit::Nanos if value >= 1e9 => format!("{:.2} s", value / 1e9),
+            Unit::Nanos if value >= 1e6 => format!("{:.1} ms", value / 1e6),
             Unit::Nanos => format!("{value:.0} ns"),
             Unit::Factor(what) => format!("{value:.2} {what}"),
         }
