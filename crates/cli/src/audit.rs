@@ -120,21 +120,21 @@ fn run_and_report(
 
 fn print_human(report: &AuditReport) {
     for finding in &report.findings {
-        println!("FINDING {finding}");
+        outln!("FINDING {finding}");
     }
     let c = report.checked;
-    println!(
+    outln!(
         "checked: {} runs, {} records, {} signatures, {} derived claims, {} seals, {} inclusions, {} log nodes, {} anchors",
         c.runs, c.records, c.signatures, c.derived, c.seals, c.inclusions, c.nodes, c.anchors
     );
-    println!("log: {} sealed runs, root {}", report.log_size, report.log_root);
+    outln!("log: {} sealed runs, root {}", report.log_size, report.log_root);
     for missing in &report.not_checked {
-        println!("NOT CHECKED {}: {}", missing.what, missing.why);
+        outln!("NOT CHECKED {}: {}", missing.what, missing.why);
     }
     match (report.findings.len(), report.not_checked.is_empty()) {
-        (0, true) => println!("clean and complete"),
-        (0, false) => println!("0 findings; clean as far as it could check"),
-        (n, _) => println!("{n} findings"),
+        (0, true) => outln!("clean and complete"),
+        (0, false) => outln!("0 findings; clean as far as it could check"),
+        (n, _) => outln!("{n} findings"),
     }
 }
 

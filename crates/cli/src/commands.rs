@@ -190,7 +190,7 @@ pub fn reader(settings: &Settings) -> Result<Reader, Failure> {
 
 pub fn print_json(value: &serde_json::Value) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(value).map_err(|err| Failure::Io(err.to_string()))?;
-    println!("{text}");
+    outln!("{text}");
     Ok(())
 }
 
@@ -217,7 +217,7 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
                 .transpose()?;
             if *ids {
                 for run in reader.store.runs(&reader.tenant, outcome)? {
-                    println!("{run}");
+                    outln!("{run}");
                 }
                 return Ok(());
             }
@@ -265,7 +265,7 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
                     "note": note,
                 }));
             }
-            print!("{note}");
+            out!("{note}");
             Ok(())
         }
         Command::Prove { run, consistency, json } => {
@@ -301,7 +301,7 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
             let request =
                 journal_core::AdmitRequest { idempotency_key: key, plan, budget: journal_core::Budget::default() };
             match runtime.fork(&plane.tenant, &source, *at, request)? {
-                journal_core::Admission::New(handle) => println!("{}", handle.run()),
+                journal_core::Admission::New(handle) => outln!("{}", handle.run()),
                 journal_core::Admission::Existing { run, status } => {
                     return Err(Failure::Usage(format!("that fork exists already: run {run} ({status})")));
                 }
@@ -344,7 +344,7 @@ fn keygen(cli: &Settings, origin: &str) -> Result<(), Failure> {
     keys.write(&cli.keys)?;
     eprintln!("wrote {}; the record key id is {}", cli.keys.display(), keys.record.key_id());
     for origin in keys.origins() {
-        println!("{}", keys.log_for(&origin)?.verifier_key());
+        outln!("{}", keys.log_for(&origin)?.verifier_key());
     }
     Ok(())
 }
@@ -353,7 +353,7 @@ fn keys(cli: &Settings, witness_config: bool, print: Option<crate::KeyPart>, jso
     let keys = PlaneKeys::read(&cli.keys)?;
     if witness_config {
         for origin in keys.origins() {
-            println!(
+            outln!(
                 "[[log]]\norigin = {:?}\nkeys = [{:?}]\n",
                 origin.as_str(),
                 keys.log_for(&origin)?.verifier_key().to_string()
@@ -366,15 +366,15 @@ fn keys(cli: &Settings, witness_config: bool, print: Option<crate::KeyPart>, jso
     let record_key = keys.record_key_spec();
     match print {
         Some(crate::KeyPart::LogKey) => {
-            println!("{vkey}");
+            outln!("{vkey}");
             return Ok(());
         }
         Some(crate::KeyPart::RecordKey) => {
-            println!("{record_key}");
+            outln!("{record_key}");
             return Ok(());
         }
         Some(crate::KeyPart::Origin) => {
-            println!("{origin}");
+            outln!("{origin}");
             return Ok(());
         }
         None => {}
@@ -384,13 +384,13 @@ fn keys(cli: &Settings, witness_config: bool, print: Option<crate::KeyPart>, jso
             &json!({ "tenant": cli.tenant, "origin": origin.as_str(), "log_key": vkey, "record_key": record_key }),
         );
     }
-    println!("tenant      {}", cli.tenant);
-    println!("origin      {origin}");
-    println!("log key     {vkey}");
-    println!("record key  {record_key}");
-    println!();
-    println!("an auditor runs:");
-    println!(
+    outln!("tenant      {}", cli.tenant);
+    outln!("origin      {origin}");
+    outln!("log key     {vkey}");
+    outln!("record key  {record_key}");
+    outln!();
+    outln!("an auditor runs:");
+    outln!(
         "  agentplane --store {} --tenant {} --origin '{origin}' audit --log-key '{vkey}' --record-key '{record_key}' --checkpoint SAVED.note",
         cli.store.display(),
         cli.tenant,
@@ -460,10 +460,10 @@ pub fn run_rows(
 }
 
 pub fn print_runs_table(rows: &[serde_json::Value]) {
-    println!("{:<30} {:<12} {:>7} {:>7} {:>8}", "RUN", "OUTCOME", "RECORDS", "SEALED", "TOKENS");
+    outln!("{:<30} {:<12} {:>7} {:>7} {:>8}", "RUN", "OUTCOME", "RECORDS", "SEALED", "TOKENS");
     for row in rows {
         if row["verified"] == false {
-            println!(
+            outln!(
                 "{:<30} UNVERIFIED: {}",
                 row["run"].as_str().unwrap_or_default(),
                 row["problem"].as_str().unwrap_or_default()
@@ -471,7 +471,7 @@ pub fn print_runs_table(rows: &[serde_json::Value]) {
             continue;
         }
         let sealed = row["position"].as_u64().map_or_else(|| "-".to_owned(), |p| format!("#{p}"));
-        println!(
+        outln!(
             "{:<30} {:<12} {:>7} {:>7} {:>8}",
             row["run"].as_str().unwrap_or_default(),
             row["outcome"].as_str().unwrap_or("running"),
@@ -516,20 +516,20 @@ fn show(reader: &Reader, run: &RunId, json: bool) -> Result<(), Failure> {
             "records": records,
         }));
     }
-    println!("run {run} ({}); signatures {signatures}", outcome.unwrap_or("running"));
+    outln!("run {run} ({}); signatures {signatures}", outcome.unwrap_or("running"));
     if let Some(forked) = &forked {
-        println!(
+        outln!(
             "forked from run {} after seq {} (record hash {})",
             forked.source_run, forked.at_seq, forked.source_hash
         );
     }
-    println!(
+    outln!(
         "{:>4}  {:<24} {:<18} {:<22} {:<12} {:<12} SIGNED BY",
         "SEQ", "AT (UTC)", "KIND", "EFFECT KEY", "PREV_HASH", "HASH"
     );
     for r in &records {
         let short = |key: &str| r[key].as_str().map(|h| format!("{}…", &h[..h.len().min(10)])).unwrap_or_default();
-        println!(
+        outln!(
             "{:>4}  {:<24} {:<18} {:<22} {:<12} {:<12} {}",
             r["seq"],
             r["at"].as_str().unwrap_or_default(),
@@ -564,11 +564,11 @@ fn prove_inclusion(reader: &Reader, run: &RunId, json: bool) -> Result<(), Failu
         }));
     }
     warn_if_walked(inclusion.source);
-    println!("run {run} is leaf {} of {}", inclusion.index, inclusion.tree.size);
-    println!("root      {}", b64(inclusion.tree.root.as_bytes()));
-    println!("leaf hash {}", b64(inclusion.leaf.as_bytes()));
+    outln!("run {run} is leaf {} of {}", inclusion.index, inclusion.tree.size);
+    outln!("root      {}", b64(inclusion.tree.root.as_bytes()));
+    outln!("leaf hash {}", b64(inclusion.leaf.as_bytes()));
     for hash in proof {
-        println!("proof     {hash}");
+        outln!("proof     {hash}");
     }
     Ok(())
 }
@@ -588,9 +588,9 @@ fn prove_consistency(reader: &Reader, old: u64, json: bool) -> Result<(), Failur
         }));
     }
     warn_if_walked(consistency.source);
-    println!("size {old} -> {}", consistency.new.size);
+    outln!("size {old} -> {}", consistency.new.size);
     for hash in hashes {
-        println!("proof {hash}");
+        outln!("proof {hash}");
     }
     Ok(())
 }
@@ -625,7 +625,7 @@ fn cost(reader: &Reader, run: Option<RunId>, window: TimeWindow, json: bool) -> 
             "wall_millis": counters.wall_millis,
         }));
     }
-    println!(
+    outln!(
         "{scope}: {} tokens, {} cost micros, {} steps, {} effects, {} ms",
         counters.tokens, counters.cost_micros, counters.steps, counters.effects, counters.wall_millis
     );
@@ -745,7 +745,7 @@ fn verify_export(
                     "cosigned_size": verified.cosigned.as_ref().map(|c| c.tree.size),
                 }))?;
             } else {
-                println!(
+                outln!(
                     "valid: run {} ({} records, {}) is leaf {} of {} in {}",
                     verified.run,
                     verified.records,
@@ -754,8 +754,8 @@ fn verify_export(
                     verified.tree.size,
                     verified.origin
                 );
-                println!("record signatures: {record_check}");
-                println!("witnesses: {witness_check}");
+                outln!("record signatures: {record_check}");
+                outln!("witnesses: {witness_check}");
             }
             Ok(())
         }

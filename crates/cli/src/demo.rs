@@ -184,12 +184,12 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
     runtime.abandon(t, &id, "superseded")?;
 
     print_runs_table(&run_rows(plane.store.as_ref(), &plane.tenant, None, &|run| plane.read(run))?);
-    println!();
-    println!("log verifier key:");
-    println!("{}", plane.log.verifier_key());
-    println!();
-    println!("signed checkpoint:");
-    print!("{}", checkpoint(&plane)?.note());
+    outln!();
+    outln!("log verifier key:");
+    outln!("{}", plane.log.verifier_key());
+    outln!();
+    outln!("signed checkpoint:");
+    out!("{}", checkpoint(&plane)?.note());
     eprintln!(
         "the plane is {}: its configuration {}, keys {}, store {}",
         settings

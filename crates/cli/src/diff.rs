@@ -82,8 +82,8 @@ pub fn diff(settings: &Settings, a: &str, b: &str, json: bool) -> Result<(), Fai
             "cost": { "a": counters(&cost_a), "b": counters(&cost_b) },
         }))?;
     } else {
-        println!("A = {name_a}\nB = {name_b}");
-        println!("{:>4}  {:<48} {:<48}", "#", "A", "B");
+        outln!("A = {name_a}\nB = {name_b}");
+        outln!("{:>4}  {:<48} {:<48}", "#", "A", "B");
         for row in &rows {
             let cell = |v: &Value| {
                 if v.is_null() {
@@ -104,15 +104,15 @@ pub fn diff(settings: &Settings, a: &str, b: &str, json: bool) -> Result<(), Fai
             };
             let marker =
                 if row["position"].as_u64().map(|p| p as usize) == first { "  <- first difference" } else { "" };
-            println!("{:>4}  {:<48} {:<48}{marker}", row["position"], cell(&row["a"]), cell(&row["b"]));
+            outln!("{:>4}  {:<48} {:<48}{marker}", row["position"], cell(&row["a"]), cell(&row["b"]));
         }
-        println!(
+        outln!(
             "cost A: {} tokens, {} effects, {} steps; B: {} tokens, {} effects, {} steps",
             cost_a.tokens, cost_a.effects, cost_a.steps, cost_b.tokens, cost_b.effects, cost_b.steps
         );
         match first {
-            Some(position) => println!("first difference at record {position}"),
-            None => println!("the two runs did the same"),
+            Some(position) => outln!("first difference at record {position}"),
+            None => outln!("the two runs did the same"),
         }
     }
     if first.is_some() { Err(Failure::Findings("the runs differ".into())) } else { Ok(()) }

@@ -3,6 +3,37 @@
 //! Exit codes: 0 clean, 1 findings (tampering, failed verification), 2 usage
 //! or I/O, 3 build skew (this binary cannot read what a newer or older build
 //! wrote: the history is not damaged; run the binary the message names).
+//! A reader that closes the pipe early (`agentplane runs --ids | head -1`)
+//! ends the command quietly with 0, as it would end a Unix tool.
+
+/// `println!` that never panics: a closed pipe ends the command quietly,
+/// another write error ends it with 2.
+macro_rules! outln {
+    () => {
+        $crate::written(std::io::Write::write_all(&mut std::io::stdout(), b"\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::written(std::io::Write::write_fmt(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*))))
+    };
+}
+
+/// `print!` that never panics (see `outln!`).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::written(std::io::Write::write_fmt(&mut std::io::stdout(), format_args!($($arg)*)))
+    };
+}
+
+/// Ends the command when standard output cannot be written.
+fn written(result: std::io::Result<()>) {
+    if let Err(err) = result {
+        if err.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("agentplane: writing to standard output: {err}");
+        std::process::exit(2);
+    }
+}
 
 mod audit;
 mod commands;

@@ -34,9 +34,9 @@ pub fn init(
     eprintln!("wrote {DEFAULT_CONFIG} and agentplane.key (keep it secret); the store will be agentplane.redb");
     for tenant in &config.tenants {
         let origin = journal_core::Origin::new(&tenant.origin).map_err(|err| Failure::Usage(err.to_string()))?;
-        println!("tenant {}  origin {}  log key {}", tenant.name, origin, keys.log_for(&origin)?.verifier_key());
+        outln!("tenant {}  origin {}  log key {}", tenant.name, origin, keys.log_for(&origin)?.verifier_key());
     }
-    println!("record key {}", keys.record_key_spec());
+    outln!("record key {}", keys.record_key_spec());
     Ok(())
 }
 
@@ -121,9 +121,9 @@ fn show(report: &SweepReport, json: bool) -> Result<bool, Failure> {
         if let Some(needed) = needed {
             line.push_str(&format!(" of {needed} needed"));
         }
-        println!("{line}");
+        outln!("{line}");
         for (witness, error) in problems {
-            println!("  {witness}: {error}");
+            outln!("  {witness}: {error}");
         }
     }
     Ok(report.needs_attention())

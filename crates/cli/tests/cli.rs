@@ -767,3 +767,24 @@ fn cost_and_runs_verify_signatures_only_when_asked() {
     let runs = json(dir.path(), &["runs", "--json", "--verify-signatures"]);
     assert!(runs.to_string().contains("signature"), "the run with the changed signature is marked: {runs}");
 }
+
+/// A reader that closes the pipe before the output is written
+/// (`agentplane show RUN --json | head -1`) ends the command quietly: no
+/// panic, exit 0.
+#[test]
+fn a_closed_pipe_ends_a_command_quietly() {
+    let dir = demo_dir();
+    let run = sealed_run(dir.path());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
+        .args(["show", &run, "--json"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+}
