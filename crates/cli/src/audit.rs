@@ -125,7 +125,14 @@ fn print_human(report: &AuditReport) {
     let c = report.checked;
     outln!(
         "checked: {} runs, {} records, {} signatures, {} derived claims, {} seals, {} inclusions, {} log nodes, {} anchors",
-        c.runs, c.records, c.signatures, c.derived, c.seals, c.inclusions, c.nodes, c.anchors
+        c.runs,
+        c.records,
+        c.signatures,
+        c.derived,
+        c.seals,
+        c.inclusions,
+        c.nodes,
+        c.anchors
     );
     outln!("log: {} sealed runs, root {}", report.log_size, report.log_root);
     for missing in &report.not_checked {

@@ -323,6 +323,19 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
             eprintln!("{} opens cleanly", cli.store.display());
             Ok(())
         }
+        Command::Compact => {
+            if postgres_url(&cli.store).is_some() {
+                return Err(Failure::Usage(
+                    "a PostgreSQL store is compacted by the server (VACUUM); this command is for redb files".into(),
+                ));
+            }
+            if !cli.store.is_file() {
+                return Err(no_store(&cli.store));
+            }
+            let (before, after) = RedbStore::compact(&cli.store).map_err(|err| Failure::Io(err.to_string()))?;
+            outln!("{}: {before} bytes before, {after} after", cli.store.display());
+            Ok(())
+        }
     }
 }
 
@@ -520,12 +533,19 @@ fn show(reader: &Reader, run: &RunId, json: bool) -> Result<(), Failure> {
     if let Some(forked) = &forked {
         outln!(
             "forked from run {} after seq {} (record hash {})",
-            forked.source_run, forked.at_seq, forked.source_hash
+            forked.source_run,
+            forked.at_seq,
+            forked.source_hash
         );
     }
     outln!(
         "{:>4}  {:<24} {:<18} {:<22} {:<12} {:<12} SIGNED BY",
-        "SEQ", "AT (UTC)", "KIND", "EFFECT KEY", "PREV_HASH", "HASH"
+        "SEQ",
+        "AT (UTC)",
+        "KIND",
+        "EFFECT KEY",
+        "PREV_HASH",
+        "HASH"
     );
     for r in &records {
         let short = |key: &str| r[key].as_str().map(|h| format!("{}…", &h[..h.len().min(10)])).unwrap_or_default();
@@ -627,7 +647,11 @@ fn cost(reader: &Reader, run: Option<RunId>, window: TimeWindow, json: bool) -> 
     }
     outln!(
         "{scope}: {} tokens, {} cost micros, {} steps, {} effects, {} ms",
-        counters.tokens, counters.cost_micros, counters.steps, counters.effects, counters.wall_millis
+        counters.tokens,
+        counters.cost_micros,
+        counters.steps,
+        counters.effects,
+        counters.wall_millis
     );
     Ok(())
 }

@@ -108,7 +108,12 @@ pub fn diff(settings: &Settings, a: &str, b: &str, json: bool) -> Result<(), Fai
         }
         outln!(
             "cost A: {} tokens, {} effects, {} steps; B: {} tokens, {} effects, {} steps",
-            cost_a.tokens, cost_a.effects, cost_a.steps, cost_b.tokens, cost_b.effects, cost_b.steps
+            cost_a.tokens,
+            cost_a.effects,
+            cost_a.steps,
+            cost_b.tokens,
+            cost_b.effects,
+            cost_b.steps
         );
         match first {
             Some(position) => outln!("first difference at record {position}"),

@@ -319,6 +319,9 @@ enum Command {
     },
     /// Repair a store left by a crash, in place (read commands read a repaired private copy instead).
     Repair,
+    /// Give the free pages of a redb store back to the file system (no plane may have it open).
+    /// Every record stays as it was.
+    Compact,
 }
 
 /// One of the plane's public keys, printed alone.

@@ -183,6 +183,26 @@ impl RedbStore {
         Ok(Self { commit, db: Db::Writable(db), _temporary: None })
     }
 
+    /// Compacts the store file at `path` in place: copy-on-write leaves
+    /// freed pages behind, which redb reuses but never returns to the file
+    /// system on its own. Needs the file to itself (no open store on it;
+    /// redb's lock refuses otherwise). Every record stays as it was: only
+    /// free space is given back. Returns the file's size before and after.
+    pub fn compact(path: &Path) -> Result<(u64, u64), JournalError> {
+        let size = |path: &Path| {
+            std::fs::metadata(path)
+                .map(|meta| meta.len())
+                .map_err(|err| JournalError::Io(StorageError::new(path.display().to_string(), err)))
+        };
+        let before = size(path)?;
+        let mut db = Database::open(path).map_err(|err| open_error(path, err))?;
+        // compact() returns false when it found nothing more to move; a
+        // second pass can free what the first one moved.
+        while db.compact().map_err(|err| open_error(path, err))? {}
+        drop(db);
+        Ok((before, size(path)?))
+    }
+
     /// A store in a fresh temporary directory, removed on drop (for tests).
     #[cfg(feature = "testkit")]
     pub fn temporary() -> Result<Self, JournalError> {

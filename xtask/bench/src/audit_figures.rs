@@ -209,33 +209,37 @@ pub struct Filled {
     pub runs: usize,
 }
 
-/// Bytes the backend keeps per byte of record (its file, or its tables).
-pub fn storage_figure(backend: Backend, filled: &Filled) -> Result<Figure> {
-    let on_disk = match &filled.location {
-        Location::Dir(dir) => std::fs::metadata(dir.path().join("journal.redb"))?.len() as f64,
-        Location::Url(url) => postgres_bytes(url)?,
-    };
-    Ok(Figure {
-        name: format!("bytes on disk on {}, {} runs", backend.name(), filled.runs),
-        ours: on_disk / filled.record_bytes as f64,
+/// Bytes the backend keeps per byte of record (its file, or its tables);
+/// for redb also after `agentplane compact` (`RedbStore::compact`).
+pub fn storage_figures(backend: Backend, filled: &Filled) -> Result<Vec<Figure>> {
+    let figure = |what: &str, on_disk: u64, bar: Option<f64>| Figure {
+        name: format!("bytes on disk on {}{what}, {} runs", backend.name(), filled.runs),
+        ours: on_disk as f64 / filled.record_bytes as f64,
         baseline_name: "the record bytes".into(),
         baseline: 1.0,
         unit: Unit::Factor("x"),
-        bar: (backend == Backend::Redb).then_some(2.5),
+        bar,
         rounds: 1,
+    };
+    Ok(match &filled.location {
+        Location::Dir(dir) => {
+            let (before, after) = store_redb::RedbStore::compact(&dir.path().join("journal.redb"))?;
+            vec![figure("", before, None), figure(" after `agentplane compact`", after, Some(2.5))]
+        }
+        Location::Url(url) => vec![figure("", postgres_bytes(url)?, None)],
     })
 }
 
 /// The size of every table (with its indexes and TOAST) of the database at `url`.
-fn postgres_bytes(url: &str) -> Result<f64> {
+fn postgres_bytes(url: &str) -> Result<u64> {
     let mut client = postgres::Client::connect(url, postgres::NoTls)?;
     client.batch_execute("CHECKPOINT")?;
     let row = client.query_one(
-        "SELECT sum(pg_total_relation_size(c.oid))::float8 FROM pg_class c \
+        "SELECT sum(pg_total_relation_size(c.oid))::bigint FROM pg_class c \
          JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r'",
         &[],
     )?;
-    Ok(row.get::<_, f64>(0))
+    Ok(u64::try_from(row.get::<_, i64>(0))?)
 }
 
 /// `agentplane cost` for the whole tenant against `agentplane runs`, both

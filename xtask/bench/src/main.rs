@@ -100,13 +100,13 @@ fn run() -> Result<()> {
     if options.wants("audit") {
         let (audit, filled) = audit_figures::audit_figures(Backend::Redb, rounds, runs)?;
         add(audit);
-        add(vec![audit_figures::storage_figure(Backend::Redb, &filled)?]);
+        add(audit_figures::storage_figures(Backend::Redb, &filled)?);
         drop(filled);
         if postgres {
             let pg_runs = if options.quick { 50 } else { 5_000 };
             let (audit, filled) = audit_figures::audit_figures(Backend::Postgres, rounds, pg_runs)?;
             add(audit);
-            add(vec![audit_figures::storage_figure(Backend::Postgres, &filled)?]);
+            add(audit_figures::storage_figures(Backend::Postgres, &filled)?);
         }
     }
     if let Some(agentplane) = options.agentplane.as_ref().filter(|_| options.wants("cost")) {
