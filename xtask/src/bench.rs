@@ -10,7 +10,8 @@ use anyhow::Result;
 
 use crate::{cargo, postgres, run_command, step, vectors, workspace_root};
 
-pub fn run(quick: bool, server: Option<&postgres::PgServer>) -> Result<()> {
+/// `forwarded` goes to the program as it is (`--only GROUP`).
+pub fn run(quick: bool, server: Option<&postgres::PgServer>, forwarded: &[&str]) -> Result<()> {
     let oracle = vectors::build_oracle()?;
     let profile = if quick { "debug" } else { "release" };
     step(&format!("building agentplane-bench and agentplane ({profile})"));
@@ -33,17 +34,23 @@ pub fn run(quick: bool, server: Option<&postgres::PgServer>) -> Result<()> {
         "agentplane-bench{}",
         if quick { " --quick (a smoke run: it asserts nothing about speed)" } else { "" }
     ));
+    let litewitness = crate::litewitness::start_for_bench(9)?;
+    let logs = tempfile::NamedTempFile::new()?;
+    std::fs::write(logs.path(), &litewitness.log_keys)?;
     let mut bench = Command::new(bin.join("agentplane-bench"));
     bench
         .arg("--oracle")
         .arg(&oracle)
         .arg("--agentplane")
         .arg(bin.join("agentplane"))
+        .args(["--litewitness", &litewitness.url, "--litewitness-vkey", &litewitness.vkey])
+        .arg("--litewitness-logs")
+        .arg(logs.path())
         .arg("--out")
         .arg(workspace_root().join("target").join("bench"))
         .envs(server.env());
     if quick {
         bench.arg("--quick");
     }
-    run_command(&mut bench)
+    run_command(bench.args(forwarded))
 }

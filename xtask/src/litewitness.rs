@@ -140,6 +140,53 @@ fn start_litewitness(bin: &Path, dir: &Path, socket: &Path, fingerprint: &str, p
     Ok((guard, vkey.context("litewitness did not announce its verifier key")?))
 }
 
+/// A litewitness serving for `cargo xtask bench`: stopped (with its agent
+/// and directory) on drop.
+pub struct Running {
+    _litewitness: Guard,
+    _agent: Agent,
+    _dir: tempfile::TempDir,
+    pub url: String,
+    pub vkey: String,
+    /// The skeys of the logs it trusts, one a line.
+    pub log_keys: String,
+}
+
+/// Builds and starts litewitness with `logs` logs (fresh keys), for the benchmark.
+pub fn start_for_bench(logs: usize) -> Result<Running> {
+    crate::vectors::ensure_go()?;
+    ensure_ssh_tools()?;
+    let bin = workspace_root().join("target").join("oracle");
+    build(&bin)?;
+    let dir = tempfile::tempdir()?;
+    let (agent, socket, fingerprint, _) = start_agent(dir.path())?;
+    let db = dir.path().join("litewitness.db");
+    let mut log_keys = String::new();
+    for n in 0..logs {
+        let origin = format!("bench.agentplane.test/log{n}");
+        let key = SignerKey::generate(&origin, ALG_ED25519)?;
+        output(Command::new(bin.join("witnessctl")).args(["add-log", "-db"]).arg(&db).args(["-origin", &origin]))?;
+        output(Command::new(bin.join("witnessctl")).args(["add-key", "-db"]).arg(&db).args([
+            "-origin",
+            &origin,
+            "-key",
+            &key.verifier_key().to_string(),
+        ]))?;
+        log_keys.push_str(&key.to_skey());
+        log_keys.push('\n');
+    }
+    let port = free_port()?;
+    let (guard, vkey) = start_litewitness(&bin, dir.path(), &socket, &fingerprint, port)?;
+    Ok(Running {
+        _litewitness: guard,
+        _agent: agent,
+        _dir: dir,
+        url: format!("http://127.0.0.1:{port}"),
+        vkey,
+        log_keys,
+    })
+}
+
 struct Log {
     leaves: MemoryHashStore,
     key: LogKey,

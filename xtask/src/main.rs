@@ -26,7 +26,8 @@ const USAGE: &str = "usage: cargo xtask <test | vectors [--check]>
   vectors           regenerate the vector files from the Go oracle (writes them)
   vectors --check   regenerate into memory and fail on any difference
   litewitness       build litewitness (Go) and run our witness client against it
-  bench [--quick]   every performance figure beside its baseline, into target/bench/ (--quick: a smoke run)
+  bench [--quick] [--only GROUP]...
+                    every performance figure beside its baseline, into target/bench/ (--quick: a smoke run)
   soak [CASES]      every test in release, the property tests at PROPTEST_CASES=CASES (default 10000)
   bless             rewrite the golden corpus (tests/golden/) on purpose, printing what changed
   with-pg CMD...    run CMD with a throwaway PostgreSQL server in AGENTPLANE_PG_URL (e.g. cargo test -p agentplane-store-pg)";
@@ -52,8 +53,11 @@ fn run() -> Result<()> {
         ["bless"] => bless::run(),
         ["soak"] => soak("10000"),
         ["soak", cases] => soak(cases),
-        ["bench"] => bench::run(false, None),
-        ["bench", "--quick"] => bench::run(true, None),
+        ["bench", rest @ ..] => {
+            let quick = rest.contains(&"--quick");
+            let forwarded: Vec<&str> = rest.iter().copied().filter(|arg| *arg != "--quick").collect();
+            bench::run(quick, None, &forwarded)
+        }
         ["with-pg", command @ ..] if !command.is_empty() => with_pg(command),
         ["help" | "--help" | "-h"] => {
             println!("{USAGE}");
@@ -118,7 +122,7 @@ fn test() -> Result<()> {
     litewitness::run()?;
 
     step("cargo xtask bench --quick (every figure still runs; nothing about speed is asserted)");
-    bench::run(true, Some(&server))?;
+    bench::run(true, Some(&server), &[])?;
     drop(server);
 
     eprintln!("\nxtask: all checks passed");

@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! agentplane-bench [--quick] [--only GROUP]... [--out DIR] [--oracle GO_ORACLE] [--agentplane BINARY]
+//!                  [--litewitness URL --litewitness-vkey VKEY --litewitness-logs SKEY_FILE]
 //! ```
 //! PostgreSQL figures run when `AGENTPLANE_PG_URL` names a server.
 //! `--quick` is a smoke run (tiny sizes, one round): it proves every figure
@@ -18,6 +19,7 @@ mod append;
 mod audit_figures;
 mod measure;
 mod tlog_figures;
+mod witness_figures;
 
 use append::Backend;
 use measure::Figure;
@@ -27,7 +29,9 @@ struct Options {
     out: PathBuf,
     oracle: Option<PathBuf>,
     agentplane: Option<PathBuf>,
-    /// Only these groups (tlog, append, audit, cost); all when empty.
+    /// Litewitness's URL, verifier key, and the file of its logs' skeys.
+    litewitness: (Option<String>, Option<String>, Option<PathBuf>),
+    /// Only these groups (tlog, append, audit, witness, cost); all when empty.
     only: Vec<String>,
 }
 
@@ -38,13 +42,28 @@ impl Options {
 }
 
 fn options() -> Result<Options> {
-    let mut options =
-        Options { quick: false, out: PathBuf::from("target/bench"), oracle: None, agentplane: None, only: Vec::new() };
+    let mut options = Options {
+        quick: false,
+        out: PathBuf::from("target/bench"),
+        oracle: None,
+        agentplane: None,
+        litewitness: (None, None, None),
+        only: Vec::new(),
+    };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => options.quick = true,
-            "--only" => options.only.push(args.next().context("--only needs a group: tlog, append, audit or cost")?),
+            "--litewitness" => options.litewitness.0 = Some(args.next().context("--litewitness needs a URL")?),
+            "--litewitness-vkey" => {
+                options.litewitness.1 = Some(args.next().context("--litewitness-vkey needs a vkey")?)
+            }
+            "--litewitness-logs" => {
+                options.litewitness.2 = Some(args.next().context("--litewitness-logs needs a file")?.into());
+            }
+            "--only" => {
+                options.only.push(args.next().context("--only needs a group: tlog, append, audit, witness or cost")?)
+            }
             "--out" => options.out = args.next().context("--out needs a directory")?.into(),
             "--oracle" => options.oracle = Some(args.next().context("--oracle needs the Go oracle's path")?.into()),
             "--agentplane" => {
@@ -108,6 +127,17 @@ fn run() -> Result<()> {
             add(audit);
             add(audit_figures::storage_figures(Backend::Postgres, &filled)?);
         }
+    }
+    if let (Some(url), Some(vkey), Some(logs)) = &options.litewitness
+        && options.wants("witness")
+    {
+        let text = std::fs::read_to_string(logs).with_context(|| format!("reading {}", logs.display()))?;
+        let log_keys = text
+            .lines()
+            .map(|line| witness::SignerKey::parse(line).map_err(|err| anyhow::anyhow!("a log skey: {err}")))
+            .collect::<Result<Vec<_>>>()?;
+        let lite = witness_figures::Litewitness { url: url.clone(), vkey: vkey.clone(), log_keys };
+        add(witness_figures::figures(rounds, options.quick, &lite)?);
     }
     if let Some(agentplane) = options.agentplane.as_ref().filter(|_| options.wants("cost")) {
         add(vec![audit_figures::cost_figure(agentplane, rounds, runs)?]);
