@@ -16,6 +16,7 @@ use anyhow::{Context, Result, bail};
 mod bench;
 mod bless;
 mod crosscheck;
+mod fuzz;
 mod litewitness;
 mod postgres;
 mod vectors;
@@ -28,6 +29,8 @@ const USAGE: &str = "usage: cargo xtask <test | vectors [--check]>
   litewitness       build litewitness (Go) and run our witness client against it
   bench [--quick] [--only GROUP]...
                     every performance figure beside its baseline, into target/bench/ (--quick: a smoke run)
+  fuzz [--seconds N | --runs N] [TARGET...]
+                    the libFuzzer targets (cargo-fuzz, nightly), seeded from the golden corpus; a report in target/fuzz/
   soak [CASES]      every test in release, the property tests at PROPTEST_CASES=CASES (default 10000)
   bless             rewrite the golden corpus (tests/golden/) on purpose, printing what changed
   with-pg CMD...    run CMD with a throwaway PostgreSQL server in AGENTPLANE_PG_URL (e.g. cargo test -p agentplane-store-pg)";
@@ -51,6 +54,7 @@ fn run() -> Result<()> {
         ["vectors", "--check"] => vectors::run(vectors::Mode::Check),
         ["litewitness"] => litewitness::run(),
         ["bless"] => bless::run(),
+        ["fuzz", rest @ ..] => fuzz_command(rest),
         ["soak"] => soak("10000"),
         ["soak", cases] => soak(cases),
         ["bench", rest @ ..] => {
@@ -129,6 +133,25 @@ fn test() -> Result<()> {
     // The closing line CI reads: the totals of every test binary above.
     println!("xtask: {} passed, {} failed", counts.passed, counts.failed);
     Ok(())
+}
+
+/// `fuzz [--seconds N | --runs N] [TARGET...]` (60 seconds a target by default).
+fn fuzz_command(args: &[&str]) -> Result<()> {
+    let mut budget = fuzz::Budget::Seconds(60);
+    let mut targets = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut number = |flag: &str| -> Result<u64> {
+            let text = args.next().with_context(|| format!("{flag} needs a number"))?;
+            text.parse().with_context(|| format!("{flag} {text:?} is not a number"))
+        };
+        match *arg {
+            "--seconds" => budget = fuzz::Budget::Seconds(number("--seconds")?),
+            "--runs" => budget = fuzz::Budget::Runs(number("--runs")?),
+            target => targets.push(target),
+        }
+    }
+    fuzz::run(budget, &targets)
 }
 
 /// The property tests at `cases` cases each (the tamper properties: every
