@@ -19,6 +19,8 @@ pub mod store;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 #[cfg(feature = "testkit")]
+pub mod testkit_faults;
+#[cfg(feature = "testkit")]
 pub mod testkit_runtime;
 pub mod version;
 
