@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail};
 
 mod bench;
 mod bless;
+mod crash;
 mod crosscheck;
 mod fuzz;
 mod litewitness;
@@ -31,6 +32,8 @@ const USAGE: &str = "usage: cargo xtask <test | vectors [--check]>
                     every performance figure beside its baseline, into target/bench/ (--quick: a smoke run)
   fuzz [--seconds N | --runs N] [TARGET...]
                     the libFuzzer targets (cargo-fuzz, nightly), seeded from the golden corpus; a report in target/fuzz/
+  crash --kills N [--backend redb|postgres|both]
+                    SIGKILL a process of concurrent appenders, seals and checkpoints N times (release build)
   soak [CASES]      every test in release, the property tests at PROPTEST_CASES=CASES (default 10000)
   bless             rewrite the golden corpus (tests/golden/) on purpose, printing what changed
   with-pg CMD...    run CMD with a throwaway PostgreSQL server in AGENTPLANE_PG_URL (e.g. cargo test -p agentplane-store-pg)";
@@ -55,6 +58,7 @@ fn run() -> Result<()> {
         ["litewitness"] => litewitness::run(),
         ["bless"] => bless::run(),
         ["fuzz", rest @ ..] => fuzz_command(rest),
+        ["crash", rest @ ..] => crash_command(rest),
         ["soak"] => soak("10000"),
         ["soak", cases] => soak(cases),
         ["bench", rest @ ..] => {
@@ -125,6 +129,10 @@ fn test() -> Result<()> {
     step("cargo xtask litewitness (a real witness that is not ours)");
     litewitness::run()?;
 
+    step("a short crash campaign (cargo xtask crash runs the long one)");
+    crash::run(10, &["redb"], false, Some(&server))?;
+    crash::run(3, &["postgres"], false, Some(&server))?;
+
     step("cargo xtask bench --quick (every figure still runs; nothing about speed is asserted)");
     bench::run(true, Some(&server), &[])?;
     drop(server);
@@ -133,6 +141,21 @@ fn test() -> Result<()> {
     // The closing line CI reads: the totals of every test binary above.
     println!("xtask: {} passed, {} failed", counts.passed, counts.failed);
     Ok(())
+}
+
+/// `crash --kills N [--backend redb|postgres|both]` (both by default).
+fn crash_command(args: &[&str]) -> Result<()> {
+    let (mut kills, mut backends) = (None, vec!["redb", "postgres"]);
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match (*arg, args.next()) {
+            ("--kills", Some(n)) => kills = Some(n.parse().with_context(|| format!("--kills {n:?}"))?),
+            ("--backend", Some(&"both")) => backends = vec!["redb", "postgres"],
+            ("--backend", Some(backend)) => backends = vec![*backend],
+            _ => bail!("usage: cargo xtask crash --kills N [--backend redb|postgres|both]"),
+        }
+    }
+    crash::run(kills.context("--kills N")?, &backends, true, None)
 }
 
 /// `fuzz [--seconds N | --runs N] [TARGET...]` (60 seconds a target by default).
