@@ -26,6 +26,7 @@ pub const TARGETS: &[&str] = &[
     "witness_answers",
     "export_file",
     "tlog_verify",
+    "plane_config",
 ];
 
 /// How long each target runs.
@@ -184,6 +185,17 @@ fn write_seeds(seeds: &Path) -> Result<()> {
     let line = cosigner.cosign(&first.checkpoint().to_text(), 1_700_000_001)?.to_line();
     put(&seeds.join("witness_answers"), "cosigned", format!("{line}\n").as_bytes())?;
     put(&seeds.join("witness_answers"), "conflict", b"5\n")?;
+    for (name, text) in [
+        ("minimal", "store = \"agentplane.redb\"\nkeys = \"agentplane.key\"\n"),
+        (
+            "full",
+            "store = \"agentplane.redb\"\nkeys = \"agentplane.key\"\nquorum = 1\nsweep_every = \"5m\"\n\n\
+             [[tenant]]\nname = \"shop\"\norigin = \"agentplane.local/plane/shop\"\n\n\
+             [[witness]]\nurl = \"http://127.0.0.1:7380\"\nkey = \"witness.example/w1+abcd1234+B...\"\n",
+        ),
+    ] {
+        put(&seeds.join("plane_config"), name, text.as_bytes())?;
+    }
     put(&seeds.join("keys"), "vkey", log_signer.verifier_key().to_string().as_bytes())?;
     put(&seeds.join("keys"), "skey", log_signer.to_skey().as_bytes())?;
     put(&seeds.join("keys"), "witness-vkey", cosigner.verifier_key().to_string().as_bytes())?;

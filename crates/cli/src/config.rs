@@ -19,7 +19,6 @@
 use std::path::{Path, PathBuf};
 
 use journal_core::{Origin, TenantId};
-use serde::{Deserialize, Serialize};
 
 use crate::keys::PlaneKeys;
 use crate::{Cli, Failure};
@@ -27,47 +26,7 @@ use crate::{Cli, Failure};
 /// The file `agentplane` reads when `--config` is not given and it exists.
 pub const DEFAULT_CONFIG: &str = "agentplane.toml";
 
-/// A tenant: its own runs, its own log and origin (R-STORE-4).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TenantEntry {
-    /// The tenant id.
-    pub name: String,
-    /// Its log's origin (also its log key's name).
-    pub origin: String,
-}
-
-/// A witness the sweep submits to.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WitnessEntry {
-    /// Its submission and monitoring prefix.
-    pub url: String,
-    /// Its cosignature verifier key (a C2SP vkey).
-    pub key: String,
-}
-
-/// `agentplane.toml`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PlaneConfig {
-    /// The store file, relative to the configuration file.
-    pub store: PathBuf,
-    /// The key file, relative to the configuration file.
-    pub keys: PathBuf,
-    /// How many witnesses must cosign a round.
-    #[serde(default)]
-    pub quorum: usize,
-    /// How often `agentplane sweep --every` runs when no interval is given.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep_every: Option<String>,
-    /// The tenants, each with its own origin.
-    #[serde(default, rename = "tenant")]
-    pub tenants: Vec<TenantEntry>,
-    /// The witnesses.
-    #[serde(default, rename = "witness", skip_serializing_if = "Vec::is_empty")]
-    pub witnesses: Vec<WitnessEntry>,
-}
+pub use agentplane_cli::plane_config::{PlaneConfig, TenantEntry, WitnessEntry};
 
 /// What a command runs with.
 pub struct Settings {
@@ -179,7 +138,7 @@ impl Settings {
 fn read_config(path: &Path) -> Result<PlaneConfig, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|err| Failure::Usage(format!("reading the configuration {}: {err}", path.display())))?;
-    toml::from_str(&text).map_err(|err| Failure::Usage(format!("{}: {err}", path.display())))
+    agentplane_cli::plane_config::parse(&text).map_err(|err| Failure::Usage(format!("{}: {err}", path.display())))
 }
 
 /// Writes a new configuration, refusing to overwrite one.
@@ -203,12 +162,7 @@ pub fn write_config(path: &Path, config: &PlaneConfig) -> Result<(), Failure> {
 
 /// Parses an interval such as `90s`, `5m` or `1h`.
 pub fn interval(text: &str) -> Result<std::time::Duration, Failure> {
-    let duration: jiff::SignedDuration =
-        text.parse().map_err(|err| Failure::Usage(format!("interval {text:?}: {err} (give 90s, 5m or 1h)")))?;
-    std::time::Duration::try_from(duration)
-        .ok()
-        .filter(|d| !d.is_zero())
-        .ok_or_else(|| Failure::Usage(format!("interval {text:?} must be positive")))
+    agentplane_cli::plane_config::interval(text).map_err(Failure::Usage)
 }
 
 /// Makes a plane in `dir`: `agentplane.toml` and `agentplane.key` with a
