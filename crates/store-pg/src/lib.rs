@@ -159,15 +159,53 @@ fn migrate(client: &mut Client) -> Result<(), JournalError> {
 /// failed on the connection itself makes the next batch use a fresh one.
 fn batch_writer(config: postgres::Config, mut client: Client) -> impl FnMut(&[&AppendRequest]) -> BatchReplies + Send {
     let mut suspect = false;
+    let mut statements: Option<Statements> = None;
     move |batch| {
         if (suspect || client.is_closed())
             && let Ok(fresh) = config.connect(NoTls)
         {
             client = fresh;
+            statements = None;
         }
-        let replies = commit_batch(&mut client, batch);
+        let prepared = match statements.take() {
+            Some(prepared) => Ok(prepared),
+            None => Statements::prepare(&mut client),
+        };
+        let replies = match &prepared {
+            Ok(prepared) => commit_batch(&mut client, prepared, batch),
+            Err(err) => batch.iter().map(|_| Err(err.clone())).collect(),
+        };
+        statements = prepared.ok();
         suspect = replies.iter().any(|reply| matches!(reply, Err(JournalError::Io(storage)) if storage.is_retryable()));
         replies
+    }
+}
+
+/// The statements every append runs, prepared once per connection: each
+/// append then costs one round trip per statement, not two.
+struct Statements {
+    select_run: postgres::Statement,
+    insert_record: postgres::Statement,
+    upsert_run: postgres::Statement,
+}
+
+impl Statements {
+    fn prepare(client: &mut Client) -> Result<Self, JournalError> {
+        let mut prepare = |sql: &str| client.prepare(sql).map_err(|err| pg("preparing the append statements", err));
+        Ok(Self {
+            select_run: prepare(
+                "SELECT head_seq, head_hash, sealed, outcome FROM runs WHERE tenant = $1 AND run = $2 FOR UPDATE",
+            )?,
+            insert_record: prepare(
+                "INSERT INTO records (tenant, run, seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )?,
+            upsert_run: prepare(
+                "INSERT INTO runs (tenant, run, head_seq, head_hash, sealed, outcome) VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (tenant, run) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash,
+                     sealed = excluded.sealed, outcome = excluded.outcome",
+            )?,
+        })
     }
 }
 
@@ -178,7 +216,7 @@ enum Applied {
     Broken(JournalError),
 }
 
-fn commit_batch(client: &mut Client, batch: &[&AppendRequest]) -> BatchReplies {
+fn commit_batch(client: &mut Client, statements: &Statements, batch: &[&AppendRequest]) -> BatchReplies {
     let fail_all = |err: JournalError| batch.iter().map(|_| Err(err.clone())).collect();
     let mut txn = match client.transaction() {
         Ok(txn) => txn,
@@ -190,7 +228,7 @@ fn commit_batch(client: &mut Client, batch: &[&AppendRequest]) -> BatchReplies {
             Ok(savepoint) => savepoint,
             Err(err) => return fail_all(pg("a savepoint", err)),
         };
-        match apply(&mut savepoint, request) {
+        match apply(&mut savepoint, statements, request) {
             Ok(position) => match savepoint.commit() {
                 Ok(()) => replies.push(Ok(position)),
                 Err(err) => return fail_all(pg("releasing a savepoint", err)),
@@ -231,15 +269,14 @@ fn head_of(tenant: &TenantId, run: &RunId, seq: i64, hash: &[u8]) -> Result<Expe
     Ok(ExpectedHead { seq, hash })
 }
 
-fn apply(txn: &mut postgres::Transaction<'_>, request: &AppendRequest) -> Result<Option<u64>, Applied> {
+fn apply(
+    txn: &mut postgres::Transaction<'_>,
+    statements: &Statements,
+    request: &AppendRequest,
+) -> Result<Option<u64>, Applied> {
     let (tenant, run) = (request.tenant.as_str(), request.run.as_str());
     let fail = |context: &'static str| move |err| classify(request, context, err);
-    let current = txn
-        .query_opt(
-            "SELECT head_seq, head_hash, sealed, outcome FROM runs WHERE tenant = $1 AND run = $2 FOR UPDATE",
-            &[&tenant, &run],
-        )
-        .map_err(fail("reading the run"))?;
+    let current = txn.query_opt(&statements.select_run, &[&tenant, &run]).map_err(fail("reading the run"))?;
     let (head, sealed, old_outcome) = match &current {
         Some(row) => {
             let hash: Vec<u8> = row.get(1);
@@ -255,8 +292,7 @@ fn apply(txn: &mut postgres::Transaction<'_>, request: &AppendRequest) -> Result
     let seq = to_i64(row.seq).map_err(Applied::Refused)?;
     let signature = row.signature.as_ref();
     txn.execute(
-        "INSERT INTO records (tenant, run, seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        &statements.insert_record,
         &[
             &tenant,
             &run,
@@ -332,9 +368,7 @@ fn apply(txn: &mut postgres::Transaction<'_>, request: &AppendRequest) -> Result
         position = Some(next);
     }
     txn.execute(
-        "INSERT INTO runs (tenant, run, head_seq, head_hash, sealed, outcome) VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (tenant, run) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash,
-             sealed = excluded.sealed, outcome = excluded.outcome",
+        &statements.upsert_run,
         &[&tenant, &run, &seq, &row.hash.as_bytes().as_slice(), &position.is_some(), &outcome.map(|o| o.as_str())],
     )
     .map_err(fail("the runs table"))?;
