@@ -11,7 +11,7 @@ use anyhow::Result;
 use crate::{cargo, postgres, run_command, step, vectors, workspace_root};
 
 /// `forwarded` goes to the program as it is (`--only GROUP`).
-pub fn run(quick: bool, server: Option<&postgres::PgServer>, forwarded: &[&str]) -> Result<()> {
+pub fn run(quick: bool, server: &postgres::PgServer, forwarded: &[&str]) -> Result<()> {
     let oracle = vectors::build_oracle()?;
     let profile = if quick { "debug" } else { "release" };
     step(&format!("building agentplane-bench and agentplane ({profile})"));
@@ -22,14 +22,6 @@ pub fn run(quick: bool, server: Option<&postgres::PgServer>, forwarded: &[&str])
     }
     run_command(&mut build)?;
     let bin = workspace_root().join("target").join(profile);
-    let own_server;
-    let server = match server {
-        Some(server) => server,
-        None => {
-            own_server = postgres::PgServer::start()?;
-            &own_server
-        }
-    };
     step(&format!(
         "agentplane-bench{}",
         if quick { " --quick (a smoke run: it asserts nothing about speed)" } else { "" }

@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 
 use crate::{cargo, postgres, run_command, step, workspace_root};
 
-pub fn run(kills: u64, backends: &[&str], release: bool, server: Option<&postgres::PgServer>) -> Result<()> {
+pub fn run(kills: u64, backends: &[&str], release: bool, server: &postgres::PgServer) -> Result<()> {
     let profile = if release { "release" } else { "debug" };
     let mut build = cargo();
     build.args(["build", "--quiet", "-p", "agentplane-bench", "--bin", "agentplane-crash"]);
@@ -19,14 +19,6 @@ pub fn run(kills: u64, backends: &[&str], release: bool, server: Option<&postgre
     }
     run_command(&mut build)?;
     let binary = workspace_root().join("target").join(profile).join("agentplane-crash");
-    let own_server;
-    let server = match server {
-        Some(server) => server,
-        None => {
-            own_server = postgres::PgServer::start()?;
-            &own_server
-        }
-    };
     for backend in backends {
         if !matches!(*backend, "redb" | "postgres") {
             bail!("--backend redb, postgres or both, not {backend}");

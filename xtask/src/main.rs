@@ -64,7 +64,7 @@ fn run() -> Result<()> {
         ["bench", rest @ ..] => {
             let quick = rest.contains(&"--quick");
             let forwarded: Vec<&str> = rest.iter().copied().filter(|arg| *arg != "--quick").collect();
-            bench::run(quick, None, &forwarded)
+            bench::run(quick, &postgres::PgServer::start()?, &forwarded)
         }
         ["with-pg", command @ ..] if !command.is_empty() => with_pg(command),
         ["help" | "--help" | "-h"] => {
@@ -130,11 +130,11 @@ fn test() -> Result<()> {
     litewitness::run()?;
 
     step("a short crash campaign (cargo xtask crash runs the long one)");
-    crash::run(10, &["redb"], false, Some(&server))?;
-    crash::run(3, &["postgres"], false, Some(&server))?;
+    crash::run(10, &["redb"], false, &server)?;
+    crash::run(3, &["postgres"], false, &server)?;
 
     step("cargo xtask bench --quick (every figure still runs; nothing about speed is asserted)");
-    bench::run(true, Some(&server), &[])?;
+    bench::run(true, &server, &[])?;
     drop(server);
 
     eprintln!("\nxtask: all checks passed");
@@ -155,7 +155,7 @@ fn crash_command(args: &[&str]) -> Result<()> {
             _ => bail!("usage: cargo xtask crash --kills N [--backend redb|postgres|both]"),
         }
     }
-    crash::run(kills.context("--kills N")?, &backends, true, None)
+    crash::run(kills.context("--kills N")?, &backends, true, &postgres::PgServer::start()?)
 }
 
 /// `fuzz [--seconds N | --runs N] [TARGET...]` (60 seconds a target by default).

@@ -177,6 +177,25 @@ impl FaultCase {
     }
 }
 
+/// The README's fault table: one row per write, before and after commit.
+pub fn fault_table(cases: &[FaultCase]) -> String {
+    let mut table = String::from(
+        "| call | fails before commit | fails after commit (acknowledgement lost) |\n| --- | --- | --- |\n",
+    );
+    for pair in cases.chunks(2) {
+        if let [before, after] = pair {
+            assert_eq!((before.strike, after.strike), (Strike::BeforeCommit, Strike::AfterCommit));
+            table.push_str(&format!(
+                "| {} | {} | {} |\n",
+                before.call,
+                before.what_the_runtime_does(),
+                after.what_the_runtime_does()
+            ));
+        }
+    }
+    table
+}
+
 const KEY: &str = "fault-run";
 
 /// Drives the scenario once on `runtime`: admit (or resume), a step with one
@@ -265,5 +284,7 @@ pub fn fault_matrix(fresh: &dyn Fn() -> Arc<dyn Store>, check: &dyn Fn(&dyn Stor
             cases.push(case);
         }
     }
+    assert!(cases.len() >= 16, "every write of the scenario, twice: {cases:?}");
+    assert!(cases.iter().any(|case| case.outcome == Some(Outcome::Quarantined)), "a doubt among them");
     cases
 }

@@ -41,6 +41,38 @@ pub fn fresh_database() -> String {
     with_dbname(&url, &name)
 }
 
+/// `pg_ctl ARGS` on the test server `cargo xtask` started (as the
+/// `postgres` user when it runs the server as that user).
+fn pg_ctl(args: &[&str]) -> Result<(), String> {
+    let variable = |name: &str| std::env::var(name).map_err(|_| format!("{name} is not set: run through cargo xtask"));
+    let (data, pg_ctl) = (variable("AGENTPLANE_PG_DATA")?, variable("AGENTPLANE_PG_CTL")?);
+    let mut command = if std::env::var("AGENTPLANE_PG_AS_POSTGRES").as_deref() == Ok("1") {
+        let mut command = std::process::Command::new("runuser");
+        command.args(["-u", "postgres", "--", &pg_ctl]);
+        command
+    } else {
+        std::process::Command::new(&pg_ctl)
+    };
+    let log = format!("{data}/server.log");
+    let out = command.args(["-w", "-D", &data, "-l", &log]).args(args).output().map_err(|err| err.to_string())?;
+    if !out.status.success() {
+        return Err(format!("pg_ctl {args:?}: {}", String::from_utf8_lossy(&out.stderr)));
+    }
+    Ok(())
+}
+
+/// Stops the test server as a crash does (`pg_ctl stop -m immediate`).
+pub fn crash_server() -> Result<(), String> {
+    pg_ctl(&["-m", "immediate", "stop"])
+}
+
+/// Starts the test server again, with the options it was first started with.
+pub fn start_server() -> Result<(), String> {
+    let options = std::env::var("AGENTPLANE_PG_OPTIONS")
+        .map_err(|_| "AGENTPLANE_PG_OPTIONS is not set: run through cargo xtask".to_owned())?;
+    pg_ctl(&["-o", &options, "start"])
+}
+
 /// `url` with its database replaced by `name`.
 fn with_dbname(url: &str, name: &str) -> String {
     let (base, query) = url.split_once('?').map_or((url, None), |(base, query)| (base, Some(query)));

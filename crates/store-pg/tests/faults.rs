@@ -4,27 +4,11 @@
 //! clean. Alone in its test binary: it stops the shared test server.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
-use std::process::Command;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use journal_core::{Journal, Origin, RunId, Store, TenantId};
 use store_pg::PgStore;
-
-fn pg_ctl(args: &[&str]) {
-    let data = std::env::var("AGENTPLANE_PG_DATA").expect("AGENTPLANE_PG_DATA: run through cargo xtask");
-    let pg_ctl = std::env::var("AGENTPLANE_PG_CTL").expect("AGENTPLANE_PG_CTL: run through cargo xtask");
-    let mut command = if std::env::var("AGENTPLANE_PG_AS_POSTGRES").as_deref() == Ok("1") {
-        let mut command = Command::new("runuser");
-        command.args(["-u", "postgres", "--", &pg_ctl]);
-        command
-    } else {
-        Command::new(&pg_ctl)
-    };
-    let log = format!("{data}/server.log");
-    let status = command.args(["-w", "-D", &data, "-l", &log]).args(args).status().unwrap();
-    assert!(status.success(), "pg_ctl {args:?}");
-}
 
 #[test]
 fn r_store_2_a_crashed_server_loses_no_append_that_returned() {
@@ -62,11 +46,10 @@ fn r_store_2_a_crashed_server_loses_no_append_that_returned() {
         while acknowledged.lock().unwrap().len() < 200 {
             std::thread::yield_now();
         }
-        pg_ctl(&["-m", "immediate", "stop"]);
+        store_pg::testkit::crash_server().unwrap();
     });
     assert!(failed.load(Ordering::Relaxed), "the appenders saw the crash");
-    let options = std::env::var("AGENTPLANE_PG_OPTIONS").expect("AGENTPLANE_PG_OPTIONS: run through cargo xtask");
-    pg_ctl(&["-o", &options, "start"]);
+    store_pg::testkit::start_server().unwrap();
     drop(store);
 
     let store = PgStore::open(&url).unwrap();

@@ -11,7 +11,7 @@ use journal_core::{
     Admission, AdmitRequest, Budget, Ed25519Signer, Journal, Origin, RecordBody, RunId, RuntimeBuilder, Store, TenantId,
 };
 
-use crate::measure::{Figure, Unit, alternate};
+use crate::measure::{Figure, Unit, alternate, each_in_a_thread};
 
 /// Which backend a figure runs on.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -79,32 +79,21 @@ fn runtime_round(backend: Backend, concurrency: usize, steps: usize) -> Result<(
         .tenant(tenant.clone(), origin, None)
         .build()?;
     let start = Instant::now();
-    std::thread::scope(|scope| -> Result<()> {
-        let workers: Vec<_> = (0..concurrency)
-            .map(|n| {
-                let (runtime, tenant) = (&runtime, &tenant);
-                scope.spawn(move || -> Result<()> {
-                    let request = AdmitRequest {
-                        idempotency_key: format!("bench-{n}"),
-                        plan: vec!["work".into()],
-                        budget: Budget::default(),
-                    };
-                    let Admission::New(mut run) = runtime.admit(tenant, request)? else {
-                        return Err(anyhow!("a fresh store already held bench-{n}"));
-                    };
-                    for step in 0..steps {
-                        let name = format!("step {step}");
-                        run.start_step(&name)?;
-                        run.finish_step(&name)?;
-                    }
-                    run.succeed("done")?;
-                    Ok(())
-                })
-            })
-            .collect();
-        for worker in workers {
-            worker.join().map_err(|_| anyhow!("an appender panicked"))??;
+    each_in_a_thread(0..concurrency, |n| {
+        let request = AdmitRequest {
+            idempotency_key: format!("bench-{n}"),
+            plan: vec!["work".into()],
+            budget: Budget::default(),
+        };
+        let Admission::New(mut run) = runtime.admit(&tenant, request)? else {
+            return Err(anyhow!("a fresh store already held bench-{n}"));
+        };
+        for step in 0..steps {
+            let name = format!("step {step}");
+            run.start_step(&name)?;
+            run.finish_step(&name)?;
         }
+        run.succeed("done")?;
         Ok(())
     })?;
     let elapsed = start.elapsed().as_secs_f64();
@@ -119,24 +108,13 @@ fn journal_round(backend: Backend, concurrency: usize, records: usize) -> Result
     let (store, _dir) = fresh_store(backend)?;
     let (tenant, origin) = tenant()?;
     let start = Instant::now();
-    std::thread::scope(|scope| -> Result<()> {
-        let workers: Vec<_> = (0..concurrency)
-            .map(|n| {
-                let (store, tenant, origin) = (&store, &tenant, &origin);
-                scope.spawn(move || -> Result<()> {
-                    let journal = Journal::new(store.as_ref(), tenant, origin);
-                    let run = RunId::new(&format!("run-{n}"))?;
-                    let mut head = None;
-                    for i in 0..records {
-                        let body = RecordBody::StepStarted(StepMark { step: format!("step {i}") });
-                        head = Some(journal.append(&run, head, None, body)?.head);
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        for worker in workers {
-            worker.join().map_err(|_| anyhow!("an appender panicked"))??;
+    each_in_a_thread(0..concurrency, |n| {
+        let journal = Journal::new(store.as_ref(), &tenant, &origin);
+        let run = RunId::new(&format!("run-{n}"))?;
+        let mut head = None;
+        for i in 0..records {
+            let body = RecordBody::StepStarted(StepMark { step: format!("step {i}") });
+            head = Some(journal.append(&run, head, None, body)?.head);
         }
         Ok(())
     })?;

@@ -16,7 +16,7 @@ use journal_core::{
 use sha2::{Digest, Sha256};
 
 use crate::append::{Backend, Location, fresh_store, record_signer, tenant};
-use crate::measure::{Figure, Unit, alternate, rate};
+use crate::measure::{Figure, Unit, alternate, each_in_a_thread, rate};
 
 /// Fills `store` with `runs` sealed, signed runs (admitted, one step of three
 /// charged effects, succeeded), on 64 appenders.
@@ -32,45 +32,30 @@ pub fn fill(
         .tenant(tenant.clone(), origin.clone(), None)
         .build()?;
     let next = AtomicUsize::new(0);
-    std::thread::scope(|scope| -> Result<()> {
-        let workers: Vec<_> = (0..64)
-            .map(|_| {
-                scope.spawn(|| -> Result<()> {
-                    loop {
-                        let n = next.fetch_add(1, Ordering::Relaxed);
-                        if n >= runs {
-                            return Ok(());
-                        }
-                        let request = AdmitRequest {
-                            idempotency_key: format!("bench-{n}"),
-                            plan: vec!["work".into()],
-                            budget: Budget::default(),
-                        };
-                        let Admission::New(mut run) = runtime.admit(tenant, request)? else {
-                            bail!("bench-{n} was admitted twice");
-                        };
-                        run.start_step("work")?;
-                        for effect in 0..3 {
-                            run.effect(&format!("ek:{effect}"), "work", || EffectOutput {
-                                result: EffectResult::Ok { output: format!("output of effect {effect} of run {n}") },
-                                charged: Counters {
-                                    tokens: 100,
-                                    cost_micros: 250,
-                                    wall_millis: 40,
-                                    ..Counters::default()
-                                },
-                            })?;
-                        }
-                        run.finish_step("work")?;
-                        run.succeed("done")?;
-                    }
-                })
-            })
-            .collect();
-        for worker in workers {
-            worker.join().map_err(|_| anyhow!("an appender panicked"))??;
+    each_in_a_thread(0..64, |_| {
+        loop {
+            let n = next.fetch_add(1, Ordering::Relaxed);
+            if n >= runs {
+                return Ok(());
+            }
+            let request = AdmitRequest {
+                idempotency_key: format!("bench-{n}"),
+                plan: vec!["work".into()],
+                budget: Budget::default(),
+            };
+            let Admission::New(mut run) = runtime.admit(tenant, request)? else {
+                bail!("bench-{n} was admitted twice");
+            };
+            run.start_step("work")?;
+            for effect in 0..3 {
+                run.effect(&format!("ek:{effect}"), "work", || EffectOutput {
+                    result: EffectResult::Ok { output: format!("output of effect {effect} of run {n}") },
+                    charged: Counters { tokens: 100, cost_micros: 250, wall_millis: 40, ..Counters::default() },
+                })?;
+            }
+            run.finish_step("work")?;
+            run.succeed("done")?;
         }
-        Ok(())
     })
 }
 
@@ -101,14 +86,11 @@ fn cores() -> usize {
 /// SHA-256 over every record's bytes, on every core.
 fn sha256_everything(plane: &Plane) {
     let chunk = plane.bytes.len().div_ceil(cores()).max(1);
-    std::thread::scope(|scope| {
-        for part in plane.bytes.chunks(chunk) {
-            scope.spawn(move || {
-                for bytes in part {
-                    std::hint::black_box(Sha256::digest(bytes));
-                }
-            });
-        }
+    let _ = each_in_a_thread(plane.bytes.chunks(chunk), |part| {
+        part.iter().for_each(|bytes| {
+            std::hint::black_box(Sha256::digest(bytes));
+        });
+        Ok(())
     });
 }
 
@@ -116,26 +98,14 @@ fn sha256_everything(plane: &Plane) {
 fn batch_verify_everything(plane: &Plane, public: &ed25519_dalek::VerifyingKey) -> Result<()> {
     const BATCH: usize = 64;
     let chunk = plane.signed.len().div_ceil(cores()).max(1);
-    std::thread::scope(|scope| -> Result<()> {
-        let workers: Vec<_> = plane
-            .signed
-            .chunks(chunk)
-            .map(|part| {
-                scope.spawn(move || -> Result<()> {
-                    for batch in part.chunks(BATCH) {
-                        let messages: Vec<&[u8]> = batch.iter().map(|(hash, _)| hash.as_slice()).collect();
-                        let signatures: Vec<ed25519_dalek::Signature> =
-                            batch.iter().map(|(_, sig)| ed25519_dalek::Signature::from_bytes(sig)).collect();
-                        let keys = vec![*public; batch.len()];
-                        ed25519_dalek::verify_batch(&messages, &signatures, &keys)
-                            .map_err(|err| anyhow!("the baseline's batch did not verify: {err}"))?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        for worker in workers {
-            worker.join().map_err(|_| anyhow!("a verifier panicked"))??;
+    each_in_a_thread(plane.signed.chunks(chunk), |part| {
+        for batch in part.chunks(BATCH) {
+            let messages: Vec<&[u8]> = batch.iter().map(|(hash, _)| hash.as_slice()).collect();
+            let signatures: Vec<ed25519_dalek::Signature> =
+                batch.iter().map(|(_, sig)| ed25519_dalek::Signature::from_bytes(sig)).collect();
+            let keys = vec![*public; batch.len()];
+            ed25519_dalek::verify_batch(&messages, &signatures, &keys)
+                .map_err(|err| anyhow!("the baseline's batch did not verify: {err}"))?;
         }
         Ok(())
     })

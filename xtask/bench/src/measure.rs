@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Result, anyhow};
 use serde_json::json;
 
 /// A rate (things per second) or a time per thing; which decides how the
@@ -130,6 +130,19 @@ pub fn alternate(
         }
     }
     Ok((median(a), median(b)))
+}
+
+/// Runs `work` on each item in a thread of its own and waits for them all;
+/// the first error (or panic) is the answer.
+pub fn each_in_a_thread<T: Send>(
+    items: impl IntoIterator<Item = T>,
+    work: impl Fn(T) -> Result<()> + Sync,
+) -> Result<()> {
+    let work = &work;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = items.into_iter().map(|item| scope.spawn(move || work(item))).collect();
+        workers.into_iter().try_for_each(|worker| worker.join().map_err(|_| anyhow!("a worker thread panicked"))?)
+    })
 }
 
 /// Things per second for `things` done by `work`.

@@ -12,7 +12,7 @@ use witness::{
 };
 use witness_server::{LogConfig, SystemClock, WitnessConfig, WitnessServer};
 
-use crate::measure::{Figure, Unit, alternate};
+use crate::measure::{Figure, Unit, alternate, each_in_a_thread};
 
 /// A log a client submits for: its key, its tree, its client (which
 /// remembers what the witness last cosigned).
@@ -57,24 +57,9 @@ fn submitters(url: &str, trusted: &TrustedWitness, keys: &[SignerKey]) -> Result
 /// `requests` add-checkpoint requests from each of `clients` at once.
 fn round(clients: &mut [Submitter], requests: usize) -> Result<f64> {
     let start = Instant::now();
-    std::thread::scope(|scope| -> Result<()> {
-        let workers: Vec<_> = clients
-            .iter_mut()
-            .map(|client| {
-                scope.spawn(move || -> Result<()> {
-                    for _ in 0..requests {
-                        client.submit()?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        for worker in workers {
-            worker.join().map_err(|_| anyhow!("a client panicked"))??;
-        }
-        Ok(())
-    })?;
-    Ok((clients.len() * requests) as f64 / start.elapsed().as_secs_f64())
+    let count = clients.len();
+    each_in_a_thread(clients.iter_mut(), |client| (0..requests).try_for_each(|_| client.submit()))?;
+    Ok((count * requests) as f64 / start.elapsed().as_secs_f64())
 }
 
 pub fn figures(rounds: usize, quick: bool, lite: &Litewitness) -> Result<Vec<Figure>> {

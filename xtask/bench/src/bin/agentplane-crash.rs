@@ -154,25 +154,6 @@ impl Random {
     }
 }
 
-/// `pg_ctl ARGS` on the server `cargo xtask` started.
-fn pg_ctl(args: &[&str]) -> Result<()> {
-    let data = std::env::var("AGENTPLANE_PG_DATA").context("AGENTPLANE_PG_DATA: run through cargo xtask")?;
-    let pg_ctl = std::env::var("AGENTPLANE_PG_CTL").context("AGENTPLANE_PG_CTL: run through cargo xtask")?;
-    let mut command = if std::env::var("AGENTPLANE_PG_AS_POSTGRES").as_deref() == Ok("1") {
-        let mut command = Command::new("runuser");
-        command.args(["-u", "postgres", "--", &pg_ctl]);
-        command
-    } else {
-        Command::new(&pg_ctl)
-    };
-    let log = format!("{data}/server.log");
-    let out = command.args(["-w", "-D", &data, "-l", &log]).args(args).output()?;
-    if !out.status.success() {
-        bail!("pg_ctl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(())
-}
-
 fn campaign(kills: u64, writers: usize, backend: &str) -> Result<()> {
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos() as u64 | 1;
     let mut random = Random(seed);
@@ -223,10 +204,8 @@ fn campaign(kills: u64, writers: usize, backend: &str) -> Result<()> {
         child.kill()?;
         child.wait()?;
         if backend == "postgres" {
-            pg_ctl(&["stop", "-m", "immediate"])?;
-            let options =
-                std::env::var("AGENTPLANE_PG_OPTIONS").context("AGENTPLANE_PG_OPTIONS: run through cargo xtask")?;
-            pg_ctl(&["start", "-o", &options])?;
+            store_pg::testkit::crash_server().map_err(|err| anyhow!(err))?;
+            store_pg::testkit::start_server().map_err(|err| anyhow!(err))?;
         }
         check(&store_spec, &tenant, &origin, &record, &log, &sealed, &checkpoints)
             .with_context(|| format!("seed {seed}, after kill {kill}"))?;
