@@ -198,8 +198,13 @@ pub fn fault_table(cases: &[FaultCase]) -> String {
 
 const KEY: &str = "fault-run";
 
+/// Witnesses for one case (fresh: a witness remembers the log it saw), and
+/// whatever keeps them serving until the case ends.
+pub type Witnesses = (Vec<Arc<dyn witness::Witness + Send + Sync>>, Box<dyn std::any::Any>);
+
 /// Drives the scenario once on `runtime`: admit (or resume), a step with one
-/// effect, success; then the plane signs its checkpoint.
+/// effect, success; then the plane signs its checkpoint, and with witnesses
+/// holds a sweep (the round's cosigned checkpoint is stored).
 fn drive(runtime: &Runtime, tenant: &TenantId, ran: &AtomicU32, log_key: &witness::LogKey) -> Result<(), RuntimeError> {
     let request = AdmitRequest { idempotency_key: KEY.into(), plan: vec!["work".into()], budget: Budget::default() };
     let mut handle = match runtime.admit(tenant, request)? {
@@ -222,34 +227,60 @@ fn drive(runtime: &Runtime, tenant: &TenantId, ran: &AtomicU32, log_key: &witnes
 
 fn sign(runtime: &Runtime, tenant: &TenantId, log_key: &witness::LogKey) -> Result<(), RuntimeError> {
     crate::log::sign_current_head(runtime.store(), tenant, &crate::testkit::origin(), log_key)?;
+    if !runtime.witness_policy().0.is_empty() {
+        let report = runtime.sweep(tenant)?;
+        if report.needs_attention() {
+            return Err(RuntimeError::Checkpoint(format!("the sweep needs attention: {:?}", report.outcome)));
+        }
+    }
     Ok(())
 }
 
-/// Runs the scenario with a fault at every write it makes, before and after
-/// commit, each on a fresh store from `fresh`; checks what must hold whatever
-/// failed (no effect twice, a doubt quarantines, nothing acknowledged lost)
-/// and hands each store to `check` (the backend's test runs the audit there).
-pub fn fault_matrix(fresh: &dyn Fn() -> Arc<dyn Store>, check: &dyn Fn(&dyn Store, &FaultCase)) -> Vec<FaultCase> {
-    let tenant = crate::testkit::tenant();
-    let log_key = witness::LogKey::new(
+/// The log key the matrix signs checkpoints with (a witness must trust it).
+pub fn matrix_log_key() -> witness::LogKey {
+    witness::LogKey::new(
         witness::SignerKey::from_seed(crate::testkit::origin().as_str(), witness::ALG_ED25519, [9; 32])
             .expect("a log key"),
     )
-    .expect("a log key");
+    .expect("a log key")
+}
+
+/// Runs the scenario with a fault at every write it makes, before and after
+/// commit, each on a fresh store from `fresh` (and fresh witnesses from
+/// `witnesses`, trusting [`matrix_log_key`], when given: then the sweep's
+/// cosigned checkpoint is among the writes); checks what must hold whatever
+/// failed (no effect twice, a doubt quarantines, nothing acknowledged lost)
+/// and hands each store to `check` (the backend's test runs the audit there).
+pub fn fault_matrix(
+    fresh: &dyn Fn() -> Arc<dyn Store>,
+    witnesses: Option<&dyn Fn() -> Witnesses>,
+    check: &dyn Fn(&dyn Store, &FaultCase),
+) -> Vec<FaultCase> {
+    let tenant = crate::testkit::tenant();
+    let log_key = matrix_log_key();
     let runtime_over = |store: Arc<dyn Store>| {
-        RuntimeBuilder::new(store).tenant(tenant.clone(), crate::testkit::origin(), None).build().expect("a runtime")
+        let builder =
+            RuntimeBuilder::new(store).tenant(tenant.clone(), crate::testkit::origin(), Some(log_key.clone()));
+        let (builder, serving) = match witnesses {
+            Some(make) => {
+                let (clients, serving) = make();
+                (builder.witnesses(clients, witness::WitnessQuorum::of(1)), Some(serving))
+            }
+            None => (builder, None),
+        };
+        (builder.build().expect("a runtime"), serving)
     };
     // A clean pass names the writes.
     let clean = Arc::new(FaultyStore::new(fresh(), None));
-    drive(&runtime_over(Arc::clone(&clean) as Arc<dyn Store>), &tenant, &AtomicU32::new(0), &log_key)
-        .expect("the scenario without faults");
+    let (runtime, _serving) = runtime_over(Arc::clone(&clean) as Arc<dyn Store>);
+    drive(&runtime, &tenant, &AtomicU32::new(0), &log_key).expect("the scenario without faults");
     let writes = clean.writes();
     let mut cases = Vec::new();
     for (index, call) in writes.iter().enumerate() {
         for strike in [Strike::BeforeCommit, Strike::AfterCommit] {
             let inner = fresh();
             let faulty = Arc::new(FaultyStore::new(Arc::clone(&inner), Some((index, strike))));
-            let runtime = runtime_over(Arc::clone(&faulty) as Arc<dyn Store>);
+            let (runtime, _serving) = runtime_over(Arc::clone(&faulty) as Arc<dyn Store>);
             let ran = AtomicU32::new(0);
             let first_error = match drive(&runtime, &tenant, &ran, &log_key) {
                 Err(err) => err.to_string(),
@@ -285,6 +316,9 @@ pub fn fault_matrix(fresh: &dyn Fn() -> Arc<dyn Store>, check: &dyn Fn(&dyn Stor
         }
     }
     assert!(cases.len() >= 16, "every write of the scenario, twice: {cases:?}");
+    if witnesses.is_some() {
+        assert!(cases.iter().any(|case| case.call == WriteCall::CosignedCheckpoint), "the sweep's write is covered");
+    }
     assert!(cases.iter().any(|case| case.outcome == Some(Outcome::Quarantined)), "a doubt among them");
     cases
 }
