@@ -19,6 +19,11 @@ use crate::store::AppendRequest;
 pub type BatchReplies = Vec<Result<Option<u64>, JournalError>>;
 
 type Answer = Result<Option<u64>, JournalError>;
+
+/// Every append of a batch answered with `err`: the batch did not commit.
+pub fn fail_all(batch: &[&AppendRequest], err: JournalError) -> BatchReplies {
+    batch.iter().map(|_| Err(err.clone())).collect()
+}
 type Writer = Box<dyn FnMut(&[&AppendRequest]) -> BatchReplies + Send>;
 
 #[derive(Default)]
@@ -177,6 +182,7 @@ mod tests {
                 bytes: n.to_be_bytes().to_vec(),
                 signature: None,
             },
+            idempotency_key: None,
             conclusion: None,
         }
     }

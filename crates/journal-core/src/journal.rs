@@ -123,11 +123,16 @@ impl<'a> Journal<'a> {
             }),
             _ => None,
         };
+        let idempotency_key = match &record.body {
+            RecordBody::RunAdmitted(admitted) => Some(admitted.idempotency_key.clone()),
+            _ => None,
+        };
         let position = self.store.append(AppendRequest {
             tenant: self.tenant.clone(),
             run: run.clone(),
             expected_head: head,
             row,
+            idempotency_key,
             conclusion,
         })?;
         Ok(Appended { head: new_head, position })

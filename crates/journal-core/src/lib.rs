@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod append;
 pub mod chain;
 pub mod clock;
 pub mod error;

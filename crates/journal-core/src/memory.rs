@@ -1,35 +1,34 @@
 //! An in-memory [`Store`]: the reference the conformance suite is checked
-//! against. Not a product backend: nothing survives the process.
+//! against. Not a product backend: nothing survives the process. Its append
+//! is the one algorithm of [`crate::append`], over a map.
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
 use tlog::{NodeHash, NodeId, Tree};
 
+use crate::append::{AppendFailure, AppendTxn, RunHead, append_one};
 use crate::chain::{ExpectedHead, StoredRecord};
 use crate::error::JournalError;
 use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
-use crate::store::{
-    AppendRequest, LogCounters, RunRows, SealEntry, SignedTree, Store, check_append, idempotency_key_of,
-    nodes_for_new_leaf,
-};
+use crate::store::{AppendRequest, LogCounters, RunRows, SealEntry, SignedTree, Store};
 
 #[derive(Default)]
-struct RunState {
-    rows: Vec<StoredRecord>,
-    head: Option<ExpectedHead>,
-    sealed: bool,
-    outcome: Option<Outcome>,
+pub(crate) struct RunState {
+    pub(crate) rows: Vec<StoredRecord>,
+    pub(crate) head: Option<ExpectedHead>,
+    pub(crate) sealed: bool,
+    pub(crate) outcome: Option<Outcome>,
 }
 
 #[derive(Default)]
-struct TenantState {
-    runs: BTreeMap<RunId, RunState>,
-    idempotency: BTreeMap<String, RunId>,
-    seals: BTreeMap<u64, SealEntry>,
-    next_position: u64,
-    nodes: BTreeMap<NodeId, NodeHash>,
+pub(crate) struct TenantState {
+    pub(crate) runs: BTreeMap<RunId, RunState>,
+    pub(crate) idempotency: BTreeMap<String, RunId>,
+    pub(crate) seals: BTreeMap<u64, SealEntry>,
+    pub(crate) next_position: u64,
+    pub(crate) nodes: BTreeMap<NodeId, NodeHash>,
     signed: Vec<SignedTree>,
     cosigned: Vec<SignedTree>,
 }
@@ -46,65 +45,88 @@ impl MemoryStore {
         Self::default()
     }
 
-    #[cfg(feature = "testkit")]
-    fn with_run(&self, tenant: &TenantId, run: &RunId, change: impl FnOnce(&mut RunState)) {
-        if let Ok(mut tenants) = self.lock()
-            && let Some(state) = tenants.get_mut(tenant).and_then(|t| t.runs.get_mut(run))
-        {
-            change(state);
-        }
-    }
-
-    fn lock(&self) -> Result<MutexGuard<'_, BTreeMap<TenantId, TenantState>>, JournalError> {
+    pub(crate) fn lock(&self) -> Result<MutexGuard<'_, BTreeMap<TenantId, TenantState>>, JournalError> {
         self.tenants
             .lock()
             .map_err(|_| JournalError::Io(crate::error::StorageError::message("memory store lock poisoned")))
     }
 }
 
+fn missing_node(tenant: &TenantId, id: &NodeId) -> JournalError {
+    JournalError::StoreDamage { tenant: tenant.clone(), detail: format!("missing log node {id:?}") }
+}
+
+/// The map, as the append algorithm's transaction: the lock is held for the
+/// whole append, and no put can fail, so an append is all or nothing.
+struct MemoryTxn<'a>(&'a mut BTreeMap<TenantId, TenantState>);
+
+impl MemoryTxn<'_> {
+    fn tenant(&mut self, tenant: &TenantId) -> &mut TenantState {
+        self.0.entry(tenant.clone()).or_default()
+    }
+
+    fn run(&mut self, request: &AppendRequest) -> &mut RunState {
+        self.tenant(&request.tenant).runs.entry(request.run.clone()).or_default()
+    }
+}
+
+impl AppendTxn for MemoryTxn<'_> {
+    fn run_head(&mut self, request: &AppendRequest) -> Result<Option<RunHead>, AppendFailure> {
+        let state = self.0.get(&request.tenant).and_then(|t| t.runs.get(&request.run));
+        Ok(state.and_then(|s| s.head.map(|head| RunHead { head, sealed: s.sealed, outcome: s.outcome })))
+    }
+
+    fn next_position(&mut self, request: &AppendRequest) -> Result<u64, AppendFailure> {
+        Ok(self.0.get(&request.tenant).map_or(0, |t| t.next_position))
+    }
+
+    fn log_nodes(&mut self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
+        let nodes = self.0.get(tenant).map(|t| &t.nodes);
+        ids.iter().map(|id| nodes.and_then(|n| n.get(id)).copied().ok_or_else(|| missing_node(tenant, id))).collect()
+    }
+
+    fn put_record(&mut self, request: &AppendRequest) -> Result<(), AppendFailure> {
+        self.run(request).rows.push(request.row.clone());
+        Ok(())
+    }
+
+    fn put_idempotency_key(&mut self, request: &AppendRequest, key: &str) -> Result<(), AppendFailure> {
+        self.tenant(&request.tenant).idempotency.insert(key.to_owned(), request.run.clone());
+        Ok(())
+    }
+
+    fn put_outcome(&mut self, request: &AppendRequest, _: Option<Outcome>, new: Outcome) -> Result<(), AppendFailure> {
+        self.run(request).outcome = Some(new);
+        Ok(())
+    }
+
+    fn put_seal(&mut self, request: &AppendRequest, position: u64, leaf: &[u8]) -> Result<(), AppendFailure> {
+        let entry = SealEntry { position, run: request.run.clone(), leaf_bytes: leaf.to_vec() };
+        self.tenant(&request.tenant).seals.insert(position, entry);
+        Ok(())
+    }
+
+    fn put_log_node(&mut self, request: &AppendRequest, id: NodeId, hash: &NodeHash) -> Result<(), AppendFailure> {
+        self.tenant(&request.tenant).nodes.insert(id, *hash);
+        Ok(())
+    }
+
+    fn put_next_position(&mut self, request: &AppendRequest, next: u64) -> Result<(), AppendFailure> {
+        self.tenant(&request.tenant).next_position = next;
+        Ok(())
+    }
+
+    fn put_run_head(&mut self, request: &AppendRequest, row: RunHead) -> Result<(), AppendFailure> {
+        let state = self.run(request);
+        (state.head, state.sealed, state.outcome) = (Some(row.head), row.sealed, row.outcome);
+        Ok(())
+    }
+}
+
 impl Store for MemoryStore {
     fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError> {
         let mut tenants = self.lock()?;
-        let tenant = tenants.entry(request.tenant.clone()).or_default();
-        let (head, sealed) = tenant.runs.get(&request.run).map_or((None, false), |state| (state.head, state.sealed));
-        check_append(&request, head, sealed)?;
-        let mut position = None;
-        let mut new_nodes = Vec::new();
-        if let Some(seal) = request.conclusion.as_ref().and_then(|c| c.seal.as_ref()) {
-            let next = tenant.next_position;
-            let nodes = &tenant.nodes;
-            let read = |ids: &[NodeId]| -> Result<Vec<NodeHash>, JournalError> {
-                ids.iter()
-                    .map(|id| {
-                        nodes.get(id).copied().ok_or_else(|| JournalError::StoreDamage {
-                            tenant: request.tenant.clone(),
-                            detail: format!("missing log node {id:?}"),
-                        })
-                    })
-                    .collect()
-            };
-            new_nodes = nodes_for_new_leaf(&request.tenant, &read, next, seal.leaf_hash())?;
-            position = Some(next);
-        }
-        // Everything below is one step: no error can happen after this point.
-        if let Some(key) = idempotency_key_of(&request.row) {
-            tenant.idempotency.insert(key, request.run.clone());
-        }
-        let state = tenant.runs.entry(request.run.clone()).or_default();
-        state.head = Some(ExpectedHead { seq: request.row.seq, hash: request.row.hash });
-        state.rows.push(request.row);
-        if let Some(conclusion) = &request.conclusion {
-            state.outcome = Some(conclusion.outcome);
-            if let (Some(seal), Some(position)) = (&conclusion.seal, position) {
-                state.sealed = true;
-                tenant
-                    .seals
-                    .insert(position, SealEntry { position, run: request.run.clone(), leaf_bytes: seal.to_bytes() });
-                tenant.next_position = position + 1;
-                tenant.nodes.extend(new_nodes);
-            }
-        }
-        Ok(position)
+        append_one(&mut MemoryTxn(&mut tenants), &request).map_err(AppendFailure::into_error)
     }
 
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
@@ -155,14 +177,7 @@ impl Store for MemoryStore {
     fn read_log_nodes(&self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
         let tenants = self.lock()?;
         let nodes = tenants.get(tenant).map(|t| &t.nodes);
-        ids.iter()
-            .map(|id| {
-                nodes.and_then(|n| n.get(id)).copied().ok_or_else(|| JournalError::StoreDamage {
-                    tenant: tenant.clone(),
-                    detail: format!("missing log node {id:?}"),
-                })
-            })
-            .collect()
+        ids.iter().map(|id| nodes.and_then(|n| n.get(id)).copied().ok_or_else(|| missing_node(tenant, id))).collect()
     }
 
     fn signed_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
@@ -190,108 +205,5 @@ impl Store for MemoryStore {
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {
         self.lock()?.entry(tenant.clone()).or_default().cosigned.push(cosigned);
         Ok(())
-    }
-}
-
-#[cfg(feature = "testkit")]
-impl crate::testkit::TamperAccess for MemoryStore {
-    fn overwrite_record_bytes(&self, tenant: &TenantId, run: &RunId, seq: u64, bytes: Vec<u8>) {
-        if let Ok(mut tenants) = self.lock()
-            && let Some(row) = tenants
-                .get_mut(tenant)
-                .and_then(|t| t.runs.get_mut(run))
-                .and_then(|r| r.rows.iter_mut().find(|row| row.seq == seq))
-        {
-            row.bytes = bytes;
-        }
-    }
-
-    fn overwrite_row(&self, tenant: &TenantId, run: &RunId, row: StoredRecord) {
-        self.with_run(tenant, run, |state| {
-            if let Some(stored) = state.rows.iter_mut().find(|stored| stored.seq == row.seq) {
-                *stored = row;
-            }
-        });
-    }
-
-    fn set_outcome_index(&self, tenant: &TenantId, run: &RunId, outcome: Option<Outcome>) {
-        self.with_run(tenant, run, |state| state.outcome = outcome);
-    }
-
-    fn set_sealed_flag(&self, tenant: &TenantId, run: &RunId, sealed: bool) {
-        self.with_run(tenant, run, |state| state.sealed = sealed);
-    }
-
-    fn set_runs_head(&self, tenant: &TenantId, run: &RunId, head: ExpectedHead) {
-        self.with_run(tenant, run, |state| state.head = Some(head));
-    }
-
-    fn overwrite_seal_leaf(&self, tenant: &TenantId, run: &RunId, leaf: Vec<u8>) {
-        if let Ok(mut tenants) = self.lock()
-            && let Some(seal) = tenants.get_mut(tenant).and_then(|t| t.seals.values_mut().find(|s| s.run == *run))
-        {
-            seal.leaf_bytes = leaf;
-        }
-    }
-
-    fn set_idempotency(&self, tenant: &TenantId, key: &str, run: &RunId) {
-        if let Ok(mut tenants) = self.lock()
-            && let Some(t) = tenants.get_mut(tenant)
-        {
-            t.idempotency.insert(key.to_owned(), run.clone());
-        }
-    }
-
-    fn rewind_log(&self, tenant: &TenantId, next_position: u64) {
-        if let Ok(mut tenants) = self.lock()
-            && let Some(t) = tenants.get_mut(tenant)
-        {
-            t.next_position = next_position;
-            t.nodes.retain(|id, _| crate::testkit::node_ends_before(*id, next_position));
-        }
-    }
-
-    fn overwrite_log_node(&self, tenant: &TenantId, id: NodeId, hash: NodeHash) {
-        if let Ok(mut tenants) = self.lock()
-            && let Some(t) = tenants.get_mut(tenant)
-        {
-            t.nodes.insert(id, hash);
-        }
-    }
-
-    fn rewrite_log(&self, tenant: &TenantId, seals: &[(RunId, Vec<u8>)]) {
-        if let Ok(mut tenants) = self.lock()
-            && let Some(t) = tenants.get_mut(tenant)
-        {
-            t.seals = seals
-                .iter()
-                .enumerate()
-                .map(|(position, (run, leaf))| {
-                    let position = position as u64;
-                    (position, SealEntry { position, run: run.clone(), leaf_bytes: leaf.clone() })
-                })
-                .collect();
-            t.next_position = seals.len() as u64;
-            let leaves: Vec<Vec<u8>> = seals.iter().map(|(_, leaf)| leaf.clone()).collect();
-            t.nodes = crate::testkit::dense_log_nodes(&leaves).into_iter().collect();
-        }
-    }
-
-    fn delete_record(&self, tenant: &TenantId, run: &RunId, seq: u64) {
-        if let Ok(mut tenants) = self.lock()
-            && let Some(state) = tenants.get_mut(tenant).and_then(|t| t.runs.get_mut(run))
-        {
-            state.rows.retain(|row| row.seq != seq);
-        }
-    }
-
-    fn delete_run(&self, tenant: &TenantId, run: &RunId) {
-        if let Ok(mut tenants) = self.lock()
-            && let Some(t) = tenants.get_mut(tenant)
-        {
-            t.runs.remove(run);
-            t.seals.retain(|_, seal| seal.run != *run);
-            t.idempotency.retain(|_, r| r != run);
-        }
     }
 }

@@ -20,6 +20,9 @@ pub struct AppendRequest {
     pub expected_head: Option<ExpectedHead>,
     /// The row. Its `seq` is the head's plus one and its `prev_hash` the head's hash.
     pub row: StoredRecord,
+    /// The admission's idempotency key, set exactly when the row is a run's
+    /// `RunAdmitted`: the idempotency index takes it in the same transaction.
+    pub idempotency_key: Option<String>,
     /// Set when the row is a `RunConcluded`: the outcome index takes it in the
     /// same transaction (R-RUN-3), and a sealing outcome also freezes the run
     /// and enters `seal` in the tenant's log (R-RUN-2, R-LOG-5).
@@ -98,7 +101,8 @@ pub struct SignedTree {
 
 /// A journal store. Every method is atomic; `append` is durable when it returns.
 pub trait Store: Send + Sync {
-    /// Appends one row in one transaction, checking in the store itself that
+    /// Appends one row in one transaction ([`crate::append::append_one`]
+    /// over the backend's [`crate::append::AppendTxn`]), checking in the store itself that
     /// the run is not sealed ([`JournalError::Sealed`]) and that its head is
     /// `expected_head` ([`JournalError::Conflict`]: nothing is written, never
     /// a fork). A conclusion updates the outcome index; a sealing one also
@@ -163,71 +167,6 @@ pub fn idempotency_key_of(row: &StoredRecord) -> Option<String> {
     }
     let value: serde_json::Value = serde_json::from_slice(&row.bytes).ok()?;
     value.get("body")?.get("idempotency_key")?.as_str().map(str::to_owned)
-}
-
-/// Checks an append against the run's current state, as every backend must
-/// inside its transaction. `head` is the stored head, `sealed` whether it is.
-pub fn check_append(request: &AppendRequest, head: Option<ExpectedHead>, sealed: bool) -> Result<(), JournalError> {
-    if sealed {
-        return Err(JournalError::Sealed { run: request.run.clone() });
-    }
-    if head != request.expected_head {
-        return Err(JournalError::Conflict {
-            run: request.run.clone(),
-            expected_seq: request.expected_head.map_or(0, |h| h.seq),
-            found_seq: head.map_or(0, |h| h.seq),
-        });
-    }
-    let (seq, prev) = head.map_or((1, ChainHash::GENESIS), |h| (h.seq + 1, h.hash));
-    if request.row.seq != seq || request.row.prev_hash != prev {
-        return Err(JournalError::InvalidRecord(format!(
-            "row seq {} does not follow the head (seq {seq} expected, linked to its hash)",
-            request.row.seq
-        )));
-    }
-    if ChainHash::link(&prev, &request.row.bytes) != request.row.hash {
-        return Err(JournalError::InvalidRecord("row hash is not SHA-256(prev_hash || bytes)".into()));
-    }
-    match &request.conclusion {
-        Some(conclusion) if conclusion.outcome.seals() != conclusion.seal.is_some() => {
-            Err(JournalError::InvalidRecord(format!(
-                "a {} conclusion {} a seal",
-                conclusion.outcome,
-                if conclusion.outcome.seals() { "needs" } else { "takes no" }
-            )))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// A backend's read of stored log nodes inside its transaction.
-pub type NodeRead<'a> = &'a dyn Fn(&[NodeId]) -> Result<Vec<NodeHash>, JournalError>;
-
-/// The node hashes a new leaf at `position` completes, given a reader of the
-/// nodes already stored: what a backend writes in its sealing transaction.
-pub fn nodes_for_new_leaf(
-    tenant: &TenantId,
-    stored: NodeRead<'_>,
-    position: u64,
-    leaf: LeafHash,
-) -> Result<Vec<(NodeId, NodeHash)>, JournalError> {
-    struct Reader<'a>(NodeRead<'a>);
-    impl tlog::HashReader for Reader<'_> {
-        type Error = JournalError;
-        fn read_hashes(&self, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
-            (self.0)(ids)
-        }
-    }
-    let mut frontier = tlog::Frontier::from_reader(&Reader(stored), position).map_err(|err| match err {
-        tlog::ProveError::Reader(err) => err,
-        other => JournalError::StoreDamage { tenant: tenant.clone(), detail: format!("log nodes: {other}") },
-    })?;
-    let mut nodes = Vec::new();
-    frontier.append_with(leaf, |id, hash| nodes.push((id, *hash))).map_err(|full| JournalError::StoreDamage {
-        tenant: tenant.clone(),
-        detail: format!("the log counter is at {position}: {full}"),
-    })?;
-    Ok(nodes)
 }
 
 /// The compare of [`Store::record_signed_checkpoint`]: the last checkpoint

@@ -10,6 +10,8 @@
 
 use tlog::Tree;
 
+mod memory;
+
 use crate::chain::{ChainCheck, ExpectedHead};
 use crate::error::{JournalError, TamperKind};
 use crate::ids::{RunId, TenantId};

@@ -4,11 +4,11 @@ mod schema;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
-use std::cell::RefCell;
 use std::str::FromStr as _;
 
-use journal_core::group_commit::{BatchReplies, GroupCommit};
-use journal_core::store::{SignedTree, check_append, idempotency_key_of, nodes_for_new_leaf, stored_chain_hash};
+use journal_core::append::{AppendFailure, AppendTxn, RunHead, stored_run_id as run_id, write_batch};
+use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
+use journal_core::store::{SignedTree, stored_chain_hash};
 use journal_core::{
     AppendRequest, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows, SealEntry,
     StorageError, Store, StoredRecord, TenantId,
@@ -173,7 +173,7 @@ fn batch_writer(config: postgres::Config, mut client: Client) -> impl FnMut(&[&A
         };
         let replies = match &prepared {
             Ok(prepared) => commit_batch(&mut client, prepared, batch),
-            Err(err) => batch.iter().map(|_| Err(err.clone())).collect(),
+            Err(err) => fail_all(batch, err.clone()),
         };
         statements = prepared.ok();
         suspect = replies.iter().any(|reply| matches!(reply, Err(JournalError::Io(storage)) if storage.is_retryable()));
@@ -187,6 +187,15 @@ struct Statements {
     select_run: postgres::Statement,
     insert_record: postgres::Statement,
     upsert_run: postgres::Statement,
+    upsert_idempotency: postgres::Statement,
+    delete_outcome: postgres::Statement,
+    insert_outcome: postgres::Statement,
+    lock_tenant_log: postgres::Statement,
+    select_counter: postgres::Statement,
+    select_node: postgres::Statement,
+    insert_seal: postgres::Statement,
+    insert_node: postgres::Statement,
+    upsert_counter: postgres::Statement,
 }
 
 impl Statements {
@@ -205,61 +214,54 @@ impl Statements {
                  ON CONFLICT (tenant, run) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash,
                      sealed = excluded.sealed, outcome = excluded.outcome",
             )?,
+            upsert_idempotency: prepare(
+                "INSERT INTO idempotency (tenant, key, run) VALUES ($1, $2, $3)
+                 ON CONFLICT (tenant, key) DO UPDATE SET run = excluded.run",
+            )?,
+            delete_outcome: prepare("DELETE FROM outcome_index WHERE tenant = $1 AND run = $2")?,
+            insert_outcome: prepare("INSERT INTO outcome_index (tenant, outcome, run) VALUES ($1, $2, $3)")?,
+            lock_tenant_log: prepare("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")?,
+            select_counter: prepare("SELECT next_position FROM log_counter WHERE tenant = $1 FOR UPDATE")?,
+            select_node: prepare("SELECT hash FROM log_nodes WHERE tenant = $1 AND level = $2 AND index = $3")?,
+            insert_seal: prepare("INSERT INTO seals (tenant, position, run, leaf) VALUES ($1, $2, $3, $4)")?,
+            insert_node: prepare("INSERT INTO log_nodes (tenant, level, index, hash) VALUES ($1, $2, $3, $4)")?,
+            upsert_counter: prepare(
+                "INSERT INTO log_counter (tenant, next_position) VALUES ($1, $2)
+                 ON CONFLICT (tenant) DO UPDATE SET next_position = excluded.next_position",
+            )?,
         })
     }
 }
 
-enum Applied {
-    /// Refused before anything was written: only this append fails.
-    Refused(JournalError),
-    /// The transaction is broken: nothing of the batch may commit.
-    Broken(JournalError),
-}
-
+/// Writes one group commit's appends in one transaction: the append
+/// algorithm is journal-core's; this backend gives each append a savepoint.
 fn commit_batch(client: &mut Client, statements: &Statements, batch: &[&AppendRequest]) -> BatchReplies {
-    let fail_all = |err: JournalError| batch.iter().map(|_| Err(err.clone())).collect();
     let mut txn = match client.transaction() {
         Ok(txn) => txn,
-        Err(err) => return fail_all(pg("starting a transaction", err)),
+        Err(err) => return fail_all(batch, pg("starting a transaction", err)),
     };
-    let mut replies = Vec::with_capacity(batch.len());
-    for request in batch {
-        let mut savepoint = match txn.transaction() {
-            Ok(savepoint) => savepoint,
-            Err(err) => return fail_all(pg("a savepoint", err)),
-        };
-        match apply(&mut savepoint, statements, request) {
-            Ok(position) => match savepoint.commit() {
-                Ok(()) => replies.push(Ok(position)),
-                Err(err) => return fail_all(pg("releasing a savepoint", err)),
-            },
-            Err(Applied::Refused(err)) => {
-                if let Err(rollback) = savepoint.rollback() {
-                    return fail_all(pg("rolling back a savepoint", rollback));
-                }
-                replies.push(Err(err));
-            }
-            Err(Applied::Broken(err)) => return fail_all(err),
-        }
-    }
-    match txn.commit() {
-        Ok(()) => replies,
-        Err(err) => fail_all(pg("committing", err)),
+    match write_batch(&mut PgAppend { txn: &mut txn, statements }, batch) {
+        Ok(replies) => match txn.commit() {
+            Ok(()) => replies,
+            Err(err) => fail_all(batch, pg("committing", err)),
+        },
+        // Nothing of this batch may commit: dropping the transaction rolls it back.
+        Err(err) => fail_all(batch, err),
     }
 }
 
 /// A database error inside one append: a unique violation is another writer
 /// who got there first (a conflict), the trigger's refusal is a sealed run,
 /// anything else breaks the batch.
-fn classify(request: &AppendRequest, context: &str, err: postgres::Error) -> Applied {
+fn classify(request: &AppendRequest, context: &str, err: postgres::Error) -> AppendFailure {
     match err.code().map(postgres::error::SqlState::code) {
-        Some("23505") => Applied::Refused(JournalError::Conflict {
+        Some("23505") => AppendFailure::Refused(JournalError::Conflict {
             run: request.run.clone(),
             expected_seq: request.expected_head.map_or(0, |h| h.seq),
             found_seq: request.row.seq,
         }),
-        Some("AP001") => Applied::Refused(JournalError::Sealed { run: request.run.clone() }),
-        _ => Applied::Broken(pg(context, err)),
+        Some("AP001") => AppendFailure::Refused(JournalError::Sealed { run: request.run.clone() }),
+        _ => AppendFailure::Broken(pg(context, err)),
     }
 }
 
@@ -269,135 +271,159 @@ fn head_of(tenant: &TenantId, run: &RunId, seq: i64, hash: &[u8]) -> Result<Expe
     Ok(ExpectedHead { seq, hash })
 }
 
-fn apply(
-    txn: &mut postgres::Transaction<'_>,
-    statements: &Statements,
-    request: &AppendRequest,
-) -> Result<Option<u64>, Applied> {
-    let (tenant, run) = (request.tenant.as_str(), request.run.as_str());
-    let fail = |context: &'static str| move |err| classify(request, context, err);
-    let current = txn.query_opt(&statements.select_run, &[&tenant, &run]).map_err(fail("reading the run"))?;
-    let (head, sealed, old_outcome) = match &current {
-        Some(row) => {
-            let hash: Vec<u8> = row.get(1);
-            let head = head_of(&request.tenant, &request.run, row.get(0), &hash).map_err(Applied::Refused)?;
-            let outcome: Option<String> = row.get(3);
-            (Some(head), row.get::<_, bool>(2), outcome.as_deref().and_then(Outcome::parse))
-        }
-        None => (None, false, None),
-    };
-    check_append(request, head, sealed).map_err(Applied::Refused)?;
+/// The append algorithm's transaction on this backend: the batch's
+/// transaction, a savepoint per append.
+struct PgAppend<'a, 'conn> {
+    txn: &'a mut postgres::Transaction<'conn>,
+    statements: &'a Statements,
+}
 
-    let row = &request.row;
-    let seq = to_i64(row.seq).map_err(Applied::Refused)?;
-    let signature = row.signature.as_ref();
-    txn.execute(
-        &statements.insert_record,
-        &[
-            &tenant,
-            &run,
-            &seq,
-            &row.kind,
-            &row.effect_key,
-            &row.prev_hash.as_bytes().as_slice(),
-            &row.hash.as_bytes().as_slice(),
-            &row.bytes,
-            &signature.map(|s| s.key_id.as_str()),
-            &signature.map(|s| s.signature.as_slice()),
-        ],
-    )
-    .map_err(fail("inserting the record"))?;
-    if let Some(key) = idempotency_key_of(row) {
-        txn.execute(
-            "INSERT INTO idempotency (tenant, key, run) VALUES ($1, $2, $3)
-             ON CONFLICT (tenant, key) DO UPDATE SET run = excluded.run",
-            &[&tenant, &key, &run],
-        )
-        .map_err(fail("indexing the idempotency key"))?;
+impl PgAppend<'_, '_> {
+    fn execute(
+        &mut self,
+        request: &AppendRequest,
+        context: &'static str,
+        statement: fn(&Statements) -> &postgres::Statement,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<(), AppendFailure> {
+        self.txn.execute(statement(self.statements), params).map(drop).map_err(|err| classify(request, context, err))
     }
-    let outcome = request.conclusion.as_ref().map(|c| c.outcome).or(old_outcome);
-    if let Some(conclusion) = &request.conclusion {
-        txn.execute("DELETE FROM outcome_index WHERE tenant = $1 AND run = $2", &[&tenant, &run])
-            .map_err(fail("the outcome index"))?;
-        txn.execute(
-            "INSERT INTO outcome_index (tenant, outcome, run) VALUES ($1, $2, $3)",
-            &[&tenant, &conclusion.outcome.as_str(), &run],
-        )
-        .map_err(fail("the outcome index"))?;
+
+    fn savepoint(&mut self, sql: &str) -> Result<(), JournalError> {
+        self.txn.batch_execute(sql).map_err(|err| pg("an append's savepoint", err))
     }
-    let mut position = None;
-    if let Some(seal) = request.conclusion.as_ref().and_then(|c| c.seal.as_ref()) {
+}
+
+fn refused(err: JournalError) -> AppendFailure {
+    AppendFailure::Refused(err)
+}
+
+impl AppendTxn for PgAppend<'_, '_> {
+    fn begin_append(&mut self) -> Result<(), JournalError> {
+        self.savepoint("SAVEPOINT append")
+    }
+
+    fn end_append(&mut self, kept: bool) -> Result<(), JournalError> {
+        self.savepoint(if kept { "RELEASE SAVEPOINT append" } else { "ROLLBACK TO SAVEPOINT append" })
+    }
+
+    fn run_head(&mut self, request: &AppendRequest) -> Result<Option<RunHead>, AppendFailure> {
+        let (tenant, run) = (request.tenant.as_str(), request.run.as_str());
+        let current = self
+            .txn
+            .query_opt(&self.statements.select_run, &[&tenant, &run])
+            .map_err(|err| classify(request, "reading the run", err))?;
+        let Some(row) = current else {
+            return Ok(None);
+        };
+        let hash: Vec<u8> = row.get(1);
+        let head = head_of(&request.tenant, &request.run, row.get(0), &hash).map_err(refused)?;
+        let outcome: Option<String> = row.get(3);
+        Ok(Some(RunHead { head, sealed: row.get(2), outcome: outcome.as_deref().and_then(Outcome::parse) }))
+    }
+
+    fn next_position(&mut self, request: &AppendRequest) -> Result<u64, AppendFailure> {
+        let tenant = request.tenant.as_str();
         // R-LOG-5: the tenant's positions are taken under a transaction lock
         // held until commit, so the next sealer reads the counter only after
         // this one is committed: positions follow commit order.
-        txn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", &[&tenant])
-            .map_err(fail("the tenant's sealing lock"))?;
-        let next: i64 = txn
-            .query_opt("SELECT next_position FROM log_counter WHERE tenant = $1 FOR UPDATE", &[&tenant])
-            .map_err(fail("the log counter"))?
+        self.execute(request, "the tenant's sealing lock", |s| &s.lock_tenant_log, &[&tenant])?;
+        let next: i64 = self
+            .txn
+            .query_opt(&self.statements.select_counter, &[&tenant])
+            .map_err(|err| classify(request, "the log counter", err))?
             .map_or(0, |row| row.get(0));
-        let next = to_u64(&request.tenant, next).map_err(Applied::Refused)?;
-        let cell = RefCell::new(&mut *txn);
-        let read = |ids: &[NodeId]| -> Result<Vec<NodeHash>, JournalError> {
-            let mut txn = cell.borrow_mut();
-            read_nodes(&mut **txn, &request.tenant, ids)
-        };
-        let new_nodes = nodes_for_new_leaf(&request.tenant, &read, next, seal.leaf_hash()).map_err(Applied::Refused)?;
-        let txn = cell.into_inner();
-        let position_i64 = to_i64(next).map_err(Applied::Refused)?;
-        txn.execute(
-            "INSERT INTO seals (tenant, position, run, leaf) VALUES ($1, $2, $3, $4)",
-            &[&tenant, &position_i64, &run, &seal.to_bytes()],
-        )
-        .map_err(fail("storing the seal"))?;
-        for (id, hash) in new_nodes {
-            let index = to_i64(id.index).map_err(Applied::Refused)?;
-            txn.execute(
-                "INSERT INTO log_nodes (tenant, level, index, hash) VALUES ($1, $2, $3, $4)",
-                &[&tenant, &i16::from(id.level), &index, &hash.as_bytes().as_slice()],
-            )
-            .map_err(fail("storing the log nodes"))?;
-        }
-        let after = to_i64(next + 1).map_err(Applied::Refused)?;
-        txn.execute(
-            "INSERT INTO log_counter (tenant, next_position) VALUES ($1, $2)
-             ON CONFLICT (tenant) DO UPDATE SET next_position = excluded.next_position",
-            &[&tenant, &after],
-        )
-        .map_err(fail("advancing the log counter"))?;
-        position = Some(next);
+        to_u64(&request.tenant, next).map_err(refused)
     }
-    txn.execute(
-        &statements.upsert_run,
-        &[&tenant, &run, &seq, &row.hash.as_bytes().as_slice(), &position.is_some(), &outcome.map(|o| o.as_str())],
-    )
-    .map_err(fail("the runs table"))?;
-    Ok(position)
+
+    fn log_nodes(&mut self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
+        read_nodes(&mut *self.txn, &self.statements.select_node, tenant, ids)
+    }
+
+    fn put_record(&mut self, request: &AppendRequest) -> Result<(), AppendFailure> {
+        let row = &request.row;
+        let seq = to_i64(row.seq).map_err(refused)?;
+        let signature = row.signature.as_ref();
+        self.execute(
+            request,
+            "inserting the record",
+            |s| &s.insert_record,
+            &[
+                &request.tenant.as_str(),
+                &request.run.as_str(),
+                &seq,
+                &row.kind,
+                &row.effect_key,
+                &row.prev_hash.as_bytes().as_slice(),
+                &row.hash.as_bytes().as_slice(),
+                &row.bytes,
+                &signature.map(|s| s.key_id.as_str()),
+                &signature.map(|s| s.signature.as_slice()),
+            ],
+        )
+    }
+
+    fn put_idempotency_key(&mut self, request: &AppendRequest, key: &str) -> Result<(), AppendFailure> {
+        let params: [&(dyn postgres::types::ToSql + Sync); 3] = [&request.tenant.as_str(), &key, &request.run.as_str()];
+        self.execute(request, "indexing the idempotency key", |s| &s.upsert_idempotency, &params)
+    }
+
+    fn put_outcome(&mut self, request: &AppendRequest, _: Option<Outcome>, new: Outcome) -> Result<(), AppendFailure> {
+        let (tenant, run) = (request.tenant.as_str(), request.run.as_str());
+        self.execute(request, "the outcome index", |s| &s.delete_outcome, &[&tenant, &run])?;
+        self.execute(request, "the outcome index", |s| &s.insert_outcome, &[&tenant, &new.as_str(), &run])
+    }
+
+    fn put_seal(&mut self, request: &AppendRequest, position: u64, leaf: &[u8]) -> Result<(), AppendFailure> {
+        let position = to_i64(position).map_err(refused)?;
+        let params: [&(dyn postgres::types::ToSql + Sync); 4] =
+            [&request.tenant.as_str(), &position, &request.run.as_str(), &leaf];
+        self.execute(request, "storing the seal", |s| &s.insert_seal, &params)
+    }
+
+    fn put_log_node(&mut self, request: &AppendRequest, id: NodeId, hash: &NodeHash) -> Result<(), AppendFailure> {
+        let index = to_i64(id.index).map_err(refused)?;
+        let params: [&(dyn postgres::types::ToSql + Sync); 4] =
+            [&request.tenant.as_str(), &i16::from(id.level), &index, &hash.as_bytes().as_slice()];
+        self.execute(request, "storing the log nodes", |s| &s.insert_node, &params)
+    }
+
+    fn put_next_position(&mut self, request: &AppendRequest, next: u64) -> Result<(), AppendFailure> {
+        let next = to_i64(next).map_err(refused)?;
+        self.execute(request, "advancing the log counter", |s| &s.upsert_counter, &[&request.tenant.as_str(), &next])
+    }
+
+    fn put_run_head(&mut self, request: &AppendRequest, row: RunHead) -> Result<(), AppendFailure> {
+        let seq = to_i64(row.head.seq).map_err(refused)?;
+        let params: [&(dyn postgres::types::ToSql + Sync); 6] = [
+            &request.tenant.as_str(),
+            &request.run.as_str(),
+            &seq,
+            &row.head.hash.as_bytes().as_slice(),
+            &row.sealed,
+            &row.outcome.map(|o| o.as_str()),
+        ];
+        self.execute(request, "the runs table", |s| &s.upsert_run, &params)
+    }
 }
 
 fn read_nodes(
     conn: &mut impl postgres::GenericClient,
+    statement: &postgres::Statement,
     tenant: &TenantId,
     ids: &[NodeId],
 ) -> Result<Vec<NodeHash>, JournalError> {
-    let statement = conn
-        .prepare("SELECT hash FROM log_nodes WHERE tenant = $1 AND level = $2 AND index = $3")
-        .map_err(|err| pg("reading log nodes", err))?;
     ids.iter()
         .map(|id| {
             let index = to_i64(id.index)?;
             let row = conn
-                .query_opt(&statement, &[&tenant.as_str(), &i16::from(id.level), &index])
+                .query_opt(statement, &[&tenant.as_str(), &i16::from(id.level), &index])
                 .map_err(|err| pg("reading log nodes", err))?
                 .ok_or_else(|| damaged(tenant, format!("log node {id:?} is missing")))?;
             let hash: Vec<u8> = row.get(0);
             NodeHash::try_from(hash.as_slice()).map_err(|_| damaged(tenant, format!("log node {id:?} is not 32 bytes")))
         })
         .collect()
-}
-
-fn run_id(tenant: &TenantId, text: &str) -> Result<RunId, JournalError> {
-    RunId::new(text).map_err(|_| damaged(tenant, format!("a stored run id {text:?} is invalid")))
 }
 
 fn seal_of_row(tenant: &TenantId, row: &postgres::Row) -> Result<SealEntry, JournalError> {
@@ -547,7 +573,10 @@ impl Store for PgStore {
 
     fn read_log_nodes(&self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
         let mut conn = self.conn()?;
-        read_nodes(&mut *conn, tenant, ids)
+        let statement = conn
+            .prepare("SELECT hash FROM log_nodes WHERE tenant = $1 AND level = $2 AND index = $3")
+            .map_err(|err| pg("reading log nodes", err))?;
+        read_nodes(&mut *conn, &statement, tenant, ids)
     }
 
     fn signed_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {

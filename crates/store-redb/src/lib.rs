@@ -1,10 +1,14 @@
 #![doc = include_str!("../README.md")]
 
+#[cfg(feature = "testkit")]
+mod testkit;
+
 use std::path::Path;
 use std::sync::Arc;
 
-use journal_core::group_commit::{BatchReplies, GroupCommit};
-use journal_core::store::{SignedTree, check_append, idempotency_key_of, nodes_for_new_leaf, stored_chain_hash};
+use journal_core::append::{AppendFailure, AppendTxn, RunHead, stored_run_id as run_id, write_batch};
+use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
+use journal_core::store::{SignedTree, stored_chain_hash};
 use journal_core::{
     AppendRequest, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows, SealEntry,
     StorageError, Store, StoredRecord, TenantId,
@@ -246,42 +250,28 @@ impl RedbStore {
     }
 }
 
-/// Writes one group commit's appends in one transaction.
+/// Writes one group commit's appends in one transaction: the append
+/// algorithm is journal-core's; this backend only opens the tables.
 fn commit_batch(db: &Database, batch: &[&AppendRequest]) -> BatchReplies {
-    let fail_all = |err: JournalError| batch.iter().map(|_| Err(err.clone())).collect();
     let txn = match db.begin_write() {
         Ok(txn) => txn,
-        Err(err) => return fail_all(io(err)),
+        Err(err) => return fail_all(batch, io(err)),
     };
-    let mut replies = Vec::with_capacity(batch.len());
-    {
-        // The batch's tables are opened once, not once per append.
-        let mut tables = match Tables::open(&txn) {
-            Ok(tables) => tables,
-            Err(err) => return fail_all(err),
-        };
-        for request in batch {
-            match apply(&txn, &mut tables, request) {
-                Ok(position) => replies.push(Ok(position)),
-                // Refused before anything was written: only this append fails.
-                Err(Applied::Refused(err)) => replies.push(Err(err)),
-                // A write failed half way: nothing of this batch may commit.
-                Err(Applied::Broken(err)) => {
-                    drop(tables);
-                    let _ = txn.abort();
-                    return fail_all(err);
-                }
-            }
-        }
-    }
-    match txn.commit() {
-        Ok(()) => replies,
-        Err(err) => fail_all(io(err)),
+    let written = Tables::open(&txn).and_then(|mut tables| write_batch(&mut tables, batch));
+    match written {
+        Ok(replies) => match txn.commit() {
+            Ok(()) => replies,
+            Err(err) => fail_all(batch, io(err)),
+        },
+        // Nothing of this batch may commit: dropping the transaction aborts it.
+        Err(err) => fail_all(batch, err),
     }
 }
 
-/// The tables every append touches, open for one batch.
+/// The tables every append touches, open for one batch: the append
+/// algorithm's transaction on this backend.
 struct Tables<'txn> {
+    txn: &'txn WriteTransaction,
     records: redb::Table<'txn, (&'static str, &'static str, u64), RecordValue<'static>>,
     runs: redb::Table<'txn, (&'static str, &'static str), RunValue<'static>>,
     idempotency: redb::Table<'txn, (&'static str, &'static str), &'static str>,
@@ -294,6 +284,7 @@ struct Tables<'txn> {
 impl<'txn> Tables<'txn> {
     fn open(txn: &'txn WriteTransaction) -> Result<Self, JournalError> {
         Ok(Self {
+            txn,
             records: txn.open_table(RECORDS).map_err(io)?,
             runs: txn.open_table(RUNS).map_err(io)?,
             idempotency: txn.open_table(IDEMPOTENCY).map_err(io)?,
@@ -305,76 +296,84 @@ impl<'txn> Tables<'txn> {
     }
 }
 
-enum Applied {
-    Refused(JournalError),
-    Broken(JournalError),
-}
-
 fn head_of(run: &RunId, value: RunValue<'_>) -> Result<(ExpectedHead, bool, Option<Outcome>), JournalError> {
     let (seq, hash, sealed, outcome) = value;
     let hash = stored_chain_hash(run, seq, hash, "the runs table's head hash")?;
     Ok((ExpectedHead { seq, hash }, sealed, outcome.and_then(Outcome::parse)))
 }
 
-/// Validates then writes one append inside the batch's transaction.
-fn apply(txn: &WriteTransaction, tables: &mut Tables<'_>, request: &AppendRequest) -> Result<Option<u64>, Applied> {
-    let refused = Applied::Refused;
-    let broken = |err: redb::Error| Applied::Broken(io(err));
-    let tenant = request.tenant.as_str();
-    let run = request.run.as_str();
-    let current = match tables.runs.get((tenant, run)).map_err(|e| refused(io(e)))? {
-        Some(value) => Some(head_of(&request.run, value.value()).map_err(refused)?),
-        None => None,
-    };
-    let (head, sealed, old_outcome) = current.map_or((None, false, None), |(h, s, o)| (Some(h), s, o));
-    check_append(request, head, sealed).map_err(refused)?;
+/// A read failed: nothing is written yet, only this append fails.
+fn refused(err: impl Into<redb::Error>) -> AppendFailure {
+    AppendFailure::Refused(io(err))
+}
 
-    // Everything the seal needs is computed before the first write.
-    let seal = request.conclusion.as_ref().and_then(|c| c.seal.as_ref());
-    let sealing = match seal {
-        Some(seal) => {
-            let position = tables.counter.get(tenant).map_err(|e| refused(io(e)))?.map_or(0, |v| v.value());
-            let nodes = &tables.nodes;
-            let read = |ids: &[NodeId]| -> Result<Vec<NodeHash>, JournalError> { read_nodes(nodes, tenant, ids) };
-            let new_nodes = nodes_for_new_leaf(&request.tenant, &read, position, seal.leaf_hash()).map_err(refused)?;
-            Some((position, seal.to_bytes(), new_nodes))
-        }
-        None => None,
-    };
+/// A write failed half way: nothing of the batch may commit.
+fn broken(err: impl Into<redb::Error>) -> AppendFailure {
+    AppendFailure::Broken(io(err))
+}
 
-    let row = &request.row;
-    tables.records.insert((tenant, run, row.seq), record_value(row)).map_err(|e| broken(e.into()))?;
-    if let Some(key) = idempotency_key_of(row) {
-        tables.idempotency.insert((tenant, key.as_str()), run).map_err(|e| broken(e.into()))?;
+impl AppendTxn for Tables<'_> {
+    fn run_head(&mut self, request: &AppendRequest) -> Result<Option<RunHead>, AppendFailure> {
+        let Some(value) = self.runs.get((request.tenant.as_str(), request.run.as_str())).map_err(refused)? else {
+            return Ok(None);
+        };
+        let (head, sealed, outcome) = head_of(&request.run, value.value()).map_err(AppendFailure::Refused)?;
+        Ok(Some(RunHead { head, sealed, outcome }))
     }
-    let outcome = request.conclusion.as_ref().map(|c| c.outcome).or(old_outcome);
-    if let Some(conclusion) = &request.conclusion {
-        if let Some(old) = old_outcome {
-            tables.outcomes.remove((tenant, old.as_str(), run)).map_err(|e| broken(e.into()))?;
+
+    fn next_position(&mut self, request: &AppendRequest) -> Result<u64, AppendFailure> {
+        Ok(self.counter.get(request.tenant.as_str()).map_err(refused)?.map_or(0, |v| v.value()))
+    }
+
+    fn log_nodes(&mut self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
+        read_nodes(&self.nodes, tenant.as_str(), ids)
+    }
+
+    fn put_record(&mut self, request: &AppendRequest) -> Result<(), AppendFailure> {
+        let row = &request.row;
+        let key = (request.tenant.as_str(), request.run.as_str(), row.seq);
+        self.records.insert(key, record_value(row)).map(drop).map_err(broken)
+    }
+
+    fn put_idempotency_key(&mut self, request: &AppendRequest, key: &str) -> Result<(), AppendFailure> {
+        let run = request.run.as_str();
+        self.idempotency.insert((request.tenant.as_str(), key), run).map(drop).map_err(broken)
+    }
+
+    fn put_outcome(
+        &mut self,
+        request: &AppendRequest,
+        old: Option<Outcome>,
+        new: Outcome,
+    ) -> Result<(), AppendFailure> {
+        let (tenant, run) = (request.tenant.as_str(), request.run.as_str());
+        if let Some(old) = old {
+            self.outcomes.remove((tenant, old.as_str(), run)).map_err(broken)?;
         }
-        tables.outcomes.insert((tenant, conclusion.outcome.as_str(), run), ()).map_err(|e| broken(e.into()))?;
+        self.outcomes.insert((tenant, new.as_str(), run), ()).map(drop).map_err(broken)
     }
-    let mut position = None;
-    if let Some((next, leaf_bytes, new_nodes)) = sealing {
+
+    fn put_seal(&mut self, request: &AppendRequest, position: u64, leaf: &[u8]) -> Result<(), AppendFailure> {
+        let (tenant, run) = (request.tenant.as_str(), request.run.as_str());
         let name = seals_table(tenant);
-        let mut seals = txn.open_table(seals_def(&name)).map_err(|e| broken(e.into()))?;
-        seals.insert(next, (run, leaf_bytes.as_slice())).map_err(|e| broken(e.into()))?;
-        tables.seal_by_run.insert((tenant, run), next).map_err(|e| broken(e.into()))?;
-        tables.counter.insert(tenant, next + 1).map_err(|e| broken(e.into()))?;
-        for (id, hash) in new_nodes {
-            tables
-                .nodes
-                .insert((tenant, id.level, id.index), hash.as_bytes().as_slice())
-                .map_err(|e| broken(e.into()))?;
-        }
-        position = Some(next);
+        self.txn.open_table(seals_def(&name)).map_err(broken)?.insert(position, (run, leaf)).map_err(broken)?;
+        self.seal_by_run.insert((tenant, run), position).map(drop).map_err(broken)
     }
-    let sealed_now = position.is_some();
-    tables
-        .runs
-        .insert((tenant, run), (row.seq, row.hash.as_bytes().as_slice(), sealed_now, outcome.map(|o| o.as_str())))
-        .map_err(|e| broken(e.into()))?;
-    Ok(position)
+
+    fn put_log_node(&mut self, request: &AppendRequest, id: NodeId, hash: &NodeHash) -> Result<(), AppendFailure> {
+        let key = (request.tenant.as_str(), id.level, id.index);
+        self.nodes.insert(key, hash.as_bytes().as_slice()).map(drop).map_err(broken)
+    }
+
+    fn put_next_position(&mut self, request: &AppendRequest, next: u64) -> Result<(), AppendFailure> {
+        self.counter.insert(request.tenant.as_str(), next).map(drop).map_err(broken)
+    }
+
+    fn put_run_head(&mut self, request: &AppendRequest, row: RunHead) -> Result<(), AppendFailure> {
+        let key = (request.tenant.as_str(), request.run.as_str());
+        let value = (row.head.seq, row.head.hash.as_bytes().as_slice(), row.sealed, row.outcome.map(|o| o.as_str()));
+        self.runs.insert(key, value).map(drop).map_err(broken)
+    }
 }
 
 fn read_nodes(
@@ -422,10 +421,6 @@ fn row_of(run: &RunId, seq: u64, value: RecordValue<'_>) -> Result<StoredRecord,
             _ => None,
         },
     })
-}
-
-fn run_id(tenant: &TenantId, text: &str) -> Result<RunId, JournalError> {
-    RunId::new(text).map_err(|_| damaged(tenant.as_str(), format!("a stored run id {text:?} is invalid")))
 }
 
 impl Store for RedbStore {
@@ -628,256 +623,4 @@ fn seal_of(txn: &ReadTransaction, tenant: &TenantId, run: &RunId) -> Result<Opti
     };
     let (stored_run, leaf) = value.value();
     Ok(Some(SealEntry { position, run: run_id(tenant, stored_run)?, leaf_bytes: leaf.to_vec() }))
-}
-
-#[cfg(feature = "testkit")]
-impl RedbStore {
-    fn writable(&self) -> Result<&Database, Box<dyn std::error::Error>> {
-        match &self.db {
-            Db::Writable(db) => Ok(db),
-            Db::ReadOnly(_) => Err("read-only store".into()),
-        }
-    }
-}
-
-#[cfg(feature = "testkit")]
-impl RedbStore {
-    /// Runs one write transaction straight on the file, behind the store's
-    /// back; a failure is logged (tamper helpers have no caller to tell).
-    fn tamper(&self, what: &str, write: impl FnOnce(&WriteTransaction) -> Result<(), Box<dyn std::error::Error>>) {
-        let result = (|| -> Result<(), Box<dyn std::error::Error>> {
-            let txn = self.writable()?.begin_write()?;
-            write(&txn)?;
-            txn.commit()?;
-            Ok(())
-        })();
-        if let Err(err) = result {
-            tracing::error!("tamper {what} failed: {err}");
-        }
-    }
-
-    fn update_run(
-        &self,
-        tenant: &TenantId,
-        run: &RunId,
-        change: impl FnOnce(&mut (u64, Vec<u8>, bool, Option<String>)),
-    ) {
-        self.tamper("runs row", |txn| {
-            let mut runs = txn.open_table(RUNS)?;
-            let key = (tenant.as_str(), run.as_str());
-            let current = runs.get(key)?.map(|v| {
-                let (seq, hash, sealed, outcome) = v.value();
-                (seq, hash.to_vec(), sealed, outcome.map(str::to_owned))
-            });
-            if let Some(mut row) = current {
-                change(&mut row);
-                runs.insert(key, (row.0, row.1.as_slice(), row.2, row.3.as_deref()))?;
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(feature = "testkit")]
-impl journal_core::testkit::TamperAccess for RedbStore {
-    fn overwrite_record_bytes(&self, tenant: &TenantId, run: &RunId, seq: u64, bytes: Vec<u8>) {
-        let write = || -> Result<(), Box<dyn std::error::Error>> {
-            let txn = self.writable()?.begin_write()?;
-            {
-                let mut records = txn.open_table(RECORDS)?;
-                let key = (tenant.as_str(), run.as_str(), seq);
-                let old = records.get(key)?.map(|v| {
-                    let (kind, ek, prev, hash, _, kid, sig) = v.value();
-                    (
-                        kind.to_owned(),
-                        ek.map(str::to_owned),
-                        prev.to_vec(),
-                        hash.to_vec(),
-                        kid.map(str::to_owned),
-                        sig.map(<[u8]>::to_vec),
-                    )
-                });
-                if let Some((kind, ek, prev, hash, kid, sig)) = old {
-                    records.insert(
-                        key,
-                        (
-                            kind.as_str(),
-                            ek.as_deref(),
-                            prev.as_slice(),
-                            hash.as_slice(),
-                            bytes.as_slice(),
-                            kid.as_deref(),
-                            sig.as_deref(),
-                        ),
-                    )?;
-                }
-            }
-            txn.commit()?;
-            Ok(())
-        };
-        if let Err(err) = write() {
-            tracing::error!("tamper write failed: {err}");
-        }
-    }
-
-    fn overwrite_row(&self, tenant: &TenantId, run: &RunId, row: StoredRecord) {
-        self.tamper("overwrite row", |txn| {
-            txn.open_table(RECORDS)?.insert((tenant.as_str(), run.as_str(), row.seq), record_value(&row))?;
-            Ok(())
-        });
-    }
-
-    fn set_outcome_index(&self, tenant: &TenantId, run: &RunId, outcome: Option<Outcome>) {
-        self.tamper("outcome index", |txn| {
-            let mut index = txn.open_table(OUTCOMES)?;
-            for old in Outcome::ALL {
-                index.remove((tenant.as_str(), old.as_str(), run.as_str()))?;
-            }
-            if let Some(outcome) = outcome {
-                index.insert((tenant.as_str(), outcome.as_str(), run.as_str()), ())?;
-            }
-            Ok(())
-        });
-    }
-
-    fn set_sealed_flag(&self, tenant: &TenantId, run: &RunId, sealed: bool) {
-        self.update_run(tenant, run, |row| row.2 = sealed);
-    }
-
-    fn set_runs_head(&self, tenant: &TenantId, run: &RunId, head: ExpectedHead) {
-        self.update_run(tenant, run, |row| {
-            row.0 = head.seq;
-            row.1 = head.hash.as_bytes().to_vec();
-        });
-    }
-
-    fn overwrite_seal_leaf(&self, tenant: &TenantId, run: &RunId, leaf: Vec<u8>) {
-        self.tamper("seal leaf", |txn| {
-            let position = txn.open_table(SEAL_BY_RUN)?.get((tenant.as_str(), run.as_str()))?.map(|v| v.value());
-            if let Some(position) = position {
-                let name = seals_table(tenant.as_str());
-                txn.open_table(seals_def(&name))?.insert(position, (run.as_str(), leaf.as_slice()))?;
-            }
-            Ok(())
-        });
-    }
-
-    fn set_idempotency(&self, tenant: &TenantId, key: &str, run: &RunId) {
-        self.tamper("idempotency index", |txn| {
-            txn.open_table(IDEMPOTENCY)?.insert((tenant.as_str(), key), run.as_str())?;
-            Ok(())
-        });
-    }
-
-    fn rewind_log(&self, tenant: &TenantId, next_position: u64) {
-        self.tamper("rewind log", |txn| {
-            let t = tenant.as_str();
-            txn.open_table(LOG_COUNTER)?.insert(t, next_position)?;
-            let mut nodes = txn.open_table(NODES)?;
-            let doomed: Vec<(u8, u64)> = nodes
-                .range((t, 0, 0)..=(t, u8::MAX, u64::MAX))?
-                .filter_map(|entry| entry.ok().map(|(key, _)| (key.value().1, key.value().2)))
-                .filter(|(level, index)| {
-                    !journal_core::testkit::node_ends_before(NodeId::new(*level, *index), next_position)
-                })
-                .collect();
-            for (level, index) in doomed {
-                nodes.remove((t, level, index))?;
-            }
-            Ok(())
-        });
-    }
-
-    fn overwrite_log_node(&self, tenant: &TenantId, id: NodeId, hash: NodeHash) {
-        self.tamper("log node", |txn| {
-            txn.open_table(NODES)?.insert((tenant.as_str(), id.level, id.index), hash.as_bytes().as_slice())?;
-            Ok(())
-        });
-    }
-
-    fn rewrite_log(&self, tenant: &TenantId, seals: &[(RunId, Vec<u8>)]) {
-        self.tamper("rewrite log", |txn| {
-            let t = tenant.as_str();
-            let name = seals_table(t);
-            let mut table = txn.open_table(seals_def(&name))?;
-            let old: Vec<u64> = table.iter()?.filter_map(|entry| entry.ok().map(|(key, _)| key.value())).collect();
-            for position in old {
-                table.remove(position)?;
-            }
-            let mut by_run = txn.open_table(SEAL_BY_RUN)?;
-            let old: Vec<String> = by_run
-                .range((t, "")..)?
-                .filter_map(|entry| entry.ok())
-                .map(|(key, _)| {
-                    let (kt, run) = key.value();
-                    (kt == t, run.to_owned())
-                })
-                .take_while(|(ours, _)| *ours)
-                .map(|(_, run)| run)
-                .collect();
-            for run in old {
-                by_run.remove((t, run.as_str()))?;
-            }
-            let mut nodes = txn.open_table(NODES)?;
-            let old: Vec<(u8, u64)> = nodes
-                .range((t, 0, 0)..=(t, u8::MAX, u64::MAX))?
-                .filter_map(|entry| entry.ok().map(|(key, _)| (key.value().1, key.value().2)))
-                .collect();
-            for (level, index) in old {
-                nodes.remove((t, level, index))?;
-            }
-            for (position, (run, leaf)) in seals.iter().enumerate() {
-                table.insert(position as u64, (run.as_str(), leaf.as_slice()))?;
-                by_run.insert((t, run.as_str()), position as u64)?;
-            }
-            let leaves: Vec<Vec<u8>> = seals.iter().map(|(_, leaf)| leaf.clone()).collect();
-            for (id, hash) in journal_core::testkit::dense_log_nodes(&leaves) {
-                nodes.insert((t, id.level, id.index), hash.as_bytes().as_slice())?;
-            }
-            txn.open_table(LOG_COUNTER)?.insert(t, seals.len() as u64)?;
-            Ok(())
-        });
-    }
-
-    fn delete_record(&self, tenant: &TenantId, run: &RunId, seq: u64) {
-        let write = || -> Result<(), Box<dyn std::error::Error>> {
-            let txn = self.writable()?.begin_write()?;
-            txn.open_table(RECORDS)?.remove((tenant.as_str(), run.as_str(), seq))?;
-            txn.commit()?;
-            Ok(())
-        };
-        if let Err(err) = write() {
-            tracing::error!("tamper delete failed: {err}");
-        }
-    }
-
-    fn delete_run(&self, tenant: &TenantId, run: &RunId) {
-        let write = || -> Result<(), Box<dyn std::error::Error>> {
-            let (t, r) = (tenant.as_str(), run.as_str());
-            let txn = self.writable()?.begin_write()?;
-            {
-                let mut records = txn.open_table(RECORDS)?;
-                let seqs: Vec<u64> = records
-                    .range((t, r, 0)..=(t, r, u64::MAX))?
-                    .filter_map(|e| e.ok().map(|(k, _)| k.value().2))
-                    .collect();
-                for seq in seqs {
-                    records.remove((t, r, seq))?;
-                }
-                let outcome = txn.open_table(RUNS)?.remove((t, r))?.and_then(|v| v.value().3.map(str::to_owned));
-                if let Some(outcome) = outcome {
-                    txn.open_table(OUTCOMES)?.remove((t, outcome.as_str(), r))?;
-                }
-                if let Some(position) = txn.open_table(SEAL_BY_RUN)?.remove((t, r))?.map(|v| v.value()) {
-                    let name = seals_table(t);
-                    txn.open_table(seals_def(&name))?.remove(position)?;
-                }
-            }
-            txn.commit()?;
-            Ok(())
-        };
-        if let Err(err) = write() {
-            tracing::error!("tamper delete failed: {err}");
-        }
-    }
 }

@@ -1,0 +1,123 @@
+//! Tamper access to the in-memory store, for the conformance suite's
+//! attacks: the store itself knows nothing of it.
+
+use tlog::{NodeHash, NodeId};
+
+use super::TamperAccess;
+use crate::chain::{ExpectedHead, StoredRecord};
+use crate::ids::{RunId, TenantId};
+use crate::memory::{MemoryStore, RunState};
+use crate::record::Outcome;
+use crate::store::SealEntry;
+
+impl MemoryStore {
+    fn with_run(&self, tenant: &TenantId, run: &RunId, change: impl FnOnce(&mut RunState)) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(state) = tenants.get_mut(tenant).and_then(|t| t.runs.get_mut(run))
+        {
+            change(state);
+        }
+    }
+}
+
+impl TamperAccess for MemoryStore {
+    fn overwrite_record_bytes(&self, tenant: &TenantId, run: &RunId, seq: u64, bytes: Vec<u8>) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(row) = tenants
+                .get_mut(tenant)
+                .and_then(|t| t.runs.get_mut(run))
+                .and_then(|r| r.rows.iter_mut().find(|row| row.seq == seq))
+        {
+            row.bytes = bytes;
+        }
+    }
+
+    fn overwrite_row(&self, tenant: &TenantId, run: &RunId, row: StoredRecord) {
+        self.with_run(tenant, run, |state| {
+            if let Some(stored) = state.rows.iter_mut().find(|stored| stored.seq == row.seq) {
+                *stored = row;
+            }
+        });
+    }
+
+    fn set_outcome_index(&self, tenant: &TenantId, run: &RunId, outcome: Option<Outcome>) {
+        self.with_run(tenant, run, |state| state.outcome = outcome);
+    }
+
+    fn set_sealed_flag(&self, tenant: &TenantId, run: &RunId, sealed: bool) {
+        self.with_run(tenant, run, |state| state.sealed = sealed);
+    }
+
+    fn set_runs_head(&self, tenant: &TenantId, run: &RunId, head: ExpectedHead) {
+        self.with_run(tenant, run, |state| state.head = Some(head));
+    }
+
+    fn overwrite_seal_leaf(&self, tenant: &TenantId, run: &RunId, leaf: Vec<u8>) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(seal) = tenants.get_mut(tenant).and_then(|t| t.seals.values_mut().find(|s| s.run == *run))
+        {
+            seal.leaf_bytes = leaf;
+        }
+    }
+
+    fn set_idempotency(&self, tenant: &TenantId, key: &str, run: &RunId) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(t) = tenants.get_mut(tenant)
+        {
+            t.idempotency.insert(key.to_owned(), run.clone());
+        }
+    }
+
+    fn rewind_log(&self, tenant: &TenantId, next_position: u64) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(t) = tenants.get_mut(tenant)
+        {
+            t.next_position = next_position;
+            t.nodes.retain(|id, _| super::node_ends_before(*id, next_position));
+        }
+    }
+
+    fn overwrite_log_node(&self, tenant: &TenantId, id: NodeId, hash: NodeHash) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(t) = tenants.get_mut(tenant)
+        {
+            t.nodes.insert(id, hash);
+        }
+    }
+
+    fn rewrite_log(&self, tenant: &TenantId, seals: &[(RunId, Vec<u8>)]) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(t) = tenants.get_mut(tenant)
+        {
+            t.seals = seals
+                .iter()
+                .enumerate()
+                .map(|(position, (run, leaf))| {
+                    let position = position as u64;
+                    (position, SealEntry { position, run: run.clone(), leaf_bytes: leaf.clone() })
+                })
+                .collect();
+            t.next_position = seals.len() as u64;
+            let leaves: Vec<Vec<u8>> = seals.iter().map(|(_, leaf)| leaf.clone()).collect();
+            t.nodes = super::dense_log_nodes(&leaves).into_iter().collect();
+        }
+    }
+
+    fn delete_record(&self, tenant: &TenantId, run: &RunId, seq: u64) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(state) = tenants.get_mut(tenant).and_then(|t| t.runs.get_mut(run))
+        {
+            state.rows.retain(|row| row.seq != seq);
+        }
+    }
+
+    fn delete_run(&self, tenant: &TenantId, run: &RunId) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(t) = tenants.get_mut(tenant)
+        {
+            t.runs.remove(run);
+            t.seals.retain(|_, seal| seal.run != *run);
+            t.idempotency.retain(|_, r| r != run);
+        }
+    }
+}
