@@ -117,15 +117,21 @@ impl PgStore {
     }
 }
 
-/// Creates or upgrades the schema in one transaction; concurrent opens wait
-/// for each other on the version table's lock.
+/// The advisory lock every schema setup takes first (any constant of ours:
+/// "agentplane schema" in ASCII, folded to 64 bits).
+const SCHEMA_LOCK: i64 = 0x6167_706c_7363_6865;
+
+/// Creates or upgrades the schema in one transaction. Any number of
+/// processes may run this at once on a new or an existing database: each
+/// first takes a transaction-scoped advisory lock, before anything is
+/// created, so one sets up while the others wait and then find it done
+/// (`CREATE TABLE IF NOT EXISTS` alone races a concurrent creator). A
+/// migration is all or nothing: it commits with its version or not at all.
 fn migrate(client: &mut Client) -> Result<(), JournalError> {
     let mut txn = client.transaction().map_err(|err| pg("starting the migration", err))?;
-    txn.batch_execute(
-        "CREATE TABLE IF NOT EXISTS agentplane_schema (version integer NOT NULL);
-         LOCK TABLE agentplane_schema IN EXCLUSIVE MODE;",
-    )
-    .map_err(|err| pg("the schema version table", err))?;
+    txn.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).map_err(|err| pg("the schema setup lock", err))?;
+    txn.batch_execute("CREATE TABLE IF NOT EXISTS agentplane_schema (version integer NOT NULL)")
+        .map_err(|err| pg("the schema version table", err))?;
     let version: i32 = txn
         .query_one("SELECT coalesce(max(version), 0) FROM agentplane_schema", &[])
         .map_err(|err| pg("reading the schema version", err))?

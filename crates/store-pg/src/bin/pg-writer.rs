@@ -1,5 +1,7 @@
 //! A test helper: one of several processes admitting and sealing runs on one
-//! PostgreSQL database at once (`pg-writer URL TENANT PREFIX COUNT`).
+//! PostgreSQL database at once (`pg-writer URL TENANT PREFIX COUNT`); with
+//! `PG_WRITER_WAIT_FOR_START` set it opens the store only once a line arrives
+//! on its standard input.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -8,6 +10,10 @@ use journal_core::{
     Admission, AdmitRequest, Budget, Counters, EffectOutput, EffectResult, Origin, RuntimeBuilder, Store, TenantId,
 };
 use store_pg::PgStore;
+
+/// Set: the writer waits for a line on its standard input before it opens
+/// the store, so a test can start several at the same moment.
+const WAIT_FOR_START: &str = "PG_WRITER_WAIT_FOR_START";
 
 fn main() -> ExitCode {
     match run() {
@@ -25,6 +31,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         return Err("usage: pg-writer URL TENANT PREFIX COUNT".into());
     };
     let count: u32 = count.parse()?;
+    if std::env::var_os(WAIT_FOR_START).is_some() {
+        // A barrier: the test releases every writer at once by writing a line.
+        std::io::stdin().read_line(&mut String::new())?;
+    }
     let store: Arc<dyn Store> = Arc::new(PgStore::open(url)?);
     let tenant = TenantId::new(tenant)?;
     let runtime =
