@@ -16,6 +16,7 @@ pub mod regression;
 pub mod runtime;
 pub mod seal;
 pub mod signature;
+pub mod snapshot;
 pub mod store;
 #[cfg(feature = "testkit")]
 pub mod testkit;
@@ -44,6 +45,7 @@ pub use seal::SealLeaf;
 #[cfg(feature = "signing")]
 pub use signature::{Ed25519Signer, Ed25519Verifier};
 pub use signature::{KeySignature, SignatureCheck, SignedHash, Signer, Verifier, VerifyOptions};
+pub use snapshot::{SnapshotRun, TenantSnapshot};
 pub use store::{AppendRequest, Conclusion, LogCounters, RunRows, SealEntry, Store};
 pub use version::{Upcaster, Upcasters};
 pub use witness::Origin;

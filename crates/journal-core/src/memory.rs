@@ -12,6 +12,7 @@ use crate::chain::{ExpectedHead, StoredRecord};
 use crate::error::JournalError;
 use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
+use crate::snapshot::{SnapshotRun, TenantSnapshot};
 use crate::store::{AppendRequest, LogCounters, RunRows, SealEntry, SignedTree, Store};
 
 #[derive(Default)]
@@ -205,5 +206,28 @@ impl Store for MemoryStore {
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {
         self.lock()?.entry(tenant.clone()).or_default().cosigned.push(cosigned);
         Ok(())
+    }
+
+    fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
+        let tenants = self.lock()?;
+        let mut snapshot = TenantSnapshot::empty(tenant);
+        let Some(state) = tenants.get(tenant) else {
+            return Ok(snapshot);
+        };
+        for (id, run) in &state.runs {
+            let head = run.head.map(|head| RunHead { head, sealed: run.sealed, outcome: run.outcome });
+            snapshot.runs.insert(id.clone(), SnapshotRun { rows: run.rows.clone(), head });
+            if let Some(outcome) = run.outcome {
+                snapshot.outcome_index.insert((outcome, id.clone()));
+            }
+        }
+        snapshot.idempotency = state.idempotency.clone();
+        snapshot.seals = state.seals.clone();
+        snapshot.index_seals_by_run();
+        snapshot.next_position = state.next_position;
+        snapshot.nodes = state.nodes.clone();
+        snapshot.signed = state.signed.clone();
+        snapshot.cosigned = state.cosigned.clone();
+        Ok(snapshot)
     }
 }

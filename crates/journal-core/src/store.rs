@@ -157,6 +157,11 @@ pub trait Store: Send + Sync {
 
     /// Records a met round's cosigned checkpoint, durably.
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError>;
+
+    /// Everything the store holds for `tenant`, read in one snapshot (one
+    /// read transaction; on a server, in bulk): what the audit checks, so
+    /// appends committing meanwhile are seen whole or not at all.
+    fn snapshot(&self, tenant: &TenantId) -> Result<crate::snapshot::TenantSnapshot, JournalError>;
 }
 
 /// Keys the idempotency index by `RunAdmitted`'s key: backends call this

@@ -322,6 +322,39 @@ pub fn tenants_are_separate(store: &dyn Store) {
     assert_eq!(store.tenants().expect("tenants"), vec![a, b]);
 }
 
+/// R-STORE-1 (issue 21): a snapshot holds exactly what the store's own reads
+/// give, every index row included, and reads through it like the store.
+pub fn snapshot_is_the_store_at_one_instant(store: &dyn Store) {
+    let tenant = tenant();
+    let journal = journal(store, &tenant);
+    let runs = [run_id("run-a"), run_id("run-b"), run_id("run-c")];
+    sample_run(&journal, &runs[0], Outcome::Succeeded).expect("a");
+    sample_run(&journal, &runs[1], Outcome::Failed).expect("b");
+    sample_run(&journal, &runs[2], Outcome::Cancelled).expect("c");
+    let other = TenantId::new("tenant-other").expect("id");
+    let origin_other = witness::Origin::new("testkit.test/plane/tenant-other").expect("origin");
+    sample_run(&Journal::new(store, &other, &origin_other), &run_id("elsewhere"), Outcome::Succeeded)
+        .expect("other tenant");
+
+    let snapshot = store.snapshot(&tenant).expect("snapshot");
+    assert_eq!(snapshot.runs.keys().cloned().collect::<Vec<_>>(), runs.to_vec(), "only this tenant's runs");
+    for run in &runs {
+        let read = store.read_run(&tenant, run).expect("read");
+        assert_eq!(snapshot.read_run(&tenant, run).expect("snapshot read"), read, "{run}");
+        assert!(snapshot.outcome_index.contains(&(read.outcome.expect("concluded"), run.clone())), "{run}");
+    }
+    assert_eq!(snapshot.outcome_index.len(), runs.len(), "one index row per concluded run");
+    assert_eq!(snapshot.idempotency.len(), runs.len(), "one idempotency row per admission");
+    for (key, run) in &snapshot.idempotency {
+        assert_eq!(store.run_by_idempotency_key(&tenant, key).expect("key").as_ref(), Some(run));
+    }
+    assert_eq!(snapshot.seals(&tenant).expect("seals"), store.seals(&tenant).expect("seals"));
+    assert_eq!(snapshot.log_counters(&tenant).expect("c"), store.log_counters(&tenant).expect("c"));
+    assert_eq!(log_head(&snapshot, &tenant).expect("head"), log_head(store, &tenant).expect("head"));
+    let empty = store.snapshot(&TenantId::new("tenant-none").expect("id")).expect("empty");
+    assert!(empty.is_empty(), "a tenant with nothing stored has an empty snapshot");
+}
+
 /// R-CHAIN-5: a record's bytes edited in the backend are found, naming the run and seq.
 pub fn edited_record_is_tamper(store: &(impl Store + TamperAccess)) {
     let tenant = tenant();
@@ -474,6 +507,10 @@ macro_rules! conformance_tests {
         #[test]
         fn conformance_r_store_4_tenants_are_separate() {
             $crate::testkit::tenants_are_separate(&$make);
+        }
+        #[test]
+        fn conformance_r_store_1_snapshot_is_the_store_at_one_instant() {
+            $crate::testkit::snapshot_is_the_store_at_one_instant(&$make);
         }
         #[test]
         fn conformance_r_chain_5_edited_record_is_tamper() {

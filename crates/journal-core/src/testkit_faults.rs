@@ -152,6 +152,9 @@ impl Store for FaultyStore {
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {
         self.write(WriteCall::CosignedCheckpoint, || self.inner.record_cosigned_checkpoint(tenant, cosigned))
     }
+    fn snapshot(&self, tenant: &TenantId) -> Result<crate::snapshot::TenantSnapshot, JournalError> {
+        self.inner.snapshot(tenant)
+    }
 }
 
 /// What one injected fault led to.

@@ -11,7 +11,7 @@ use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::store::{SignedTree, stored_chain_hash};
 use journal_core::{
     AppendRequest, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows, SealEntry,
-    StorageError, Store, StoredRecord, TenantId,
+    StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
 };
 use postgres::{Client, NoTls};
 use r2d2_postgres::PostgresConnectionManager;
@@ -105,15 +105,7 @@ impl PgStore {
         let mut conn = self.conn()?;
         let query = format!("SELECT size, root, note FROM {table} WHERE tenant = $1 ORDER BY n");
         let rows = conn.query(query.as_str(), &[&tenant.as_str()]).map_err(|err| pg(table, err))?;
-        rows.iter()
-            .map(|row| {
-                let size = to_u64(tenant, row.get(0))?;
-                let root: Vec<u8> = row.get(1);
-                let root = RootHash::try_from(root.as_slice())
-                    .map_err(|_| damaged(tenant, format!("a {table} root at size {size} is not 32 bytes")))?;
-                Ok(SignedTree { tree: Tree::new(size, root), note: row.get(2) })
-            })
-            .collect()
+        rows.iter().map(|row| signed_tree(tenant, table, row)).collect()
     }
 }
 
@@ -432,6 +424,129 @@ fn read_nodes(
         .collect()
 }
 
+/// The columns `seq, kind, effect_key, prev_hash, hash, bytes, key_id,
+/// signature` of a records row, from column `first` on.
+fn stored_record(
+    tenant: &TenantId,
+    run: &RunId,
+    row: &postgres::Row,
+    first: usize,
+) -> Result<StoredRecord, JournalError> {
+    let seq = to_u64(tenant, row.get(first))?;
+    let hash_of = |bytes: Vec<u8>| stored_chain_hash(run, seq, &bytes, "a stored record hash");
+    let key_id: Option<String> = row.get(first + 6);
+    let signature: Option<Vec<u8>> = row.get(first + 7);
+    Ok(StoredRecord {
+        seq,
+        kind: row.get(first + 1),
+        effect_key: row.get(first + 2),
+        prev_hash: hash_of(row.get(first + 3))?,
+        hash: hash_of(row.get(first + 4))?,
+        bytes: row.get(first + 5),
+        signature: match (key_id, signature) {
+            (Some(key_id), Some(signature)) => Some(KeySignature { key_id, signature }),
+            _ => None,
+        },
+    })
+}
+
+/// A checkpoints row `size, root, note`.
+fn signed_tree(tenant: &TenantId, table: &str, row: &postgres::Row) -> Result<SignedTree, JournalError> {
+    let size = to_u64(tenant, row.get(0))?;
+    let root: Vec<u8> = row.get(1);
+    let root = RootHash::try_from(root.as_slice())
+        .map_err(|_| damaged(tenant, format!("a {table} root at size {size} is not 32 bytes")))?;
+    Ok(SignedTree { tree: Tree::new(size, root), note: row.get(2) })
+}
+
+/// Everything of `tenant` in one read-only repeatable-read transaction, one
+/// query per table (never one per run).
+fn read_snapshot(conn: &mut Client, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
+    let fail = |what: &'static str| move |err| pg(what, err);
+    let mut txn = conn
+        .build_transaction()
+        .read_only(true)
+        .isolation_level(postgres::IsolationLevel::RepeatableRead)
+        .start()
+        .map_err(fail("starting the snapshot"))?;
+    let t = tenant.as_str();
+    let mut snapshot = TenantSnapshot::empty(tenant);
+    let rows = txn
+        .query(
+            "SELECT run, seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature FROM records
+             WHERE tenant = $1 ORDER BY run, seq",
+            &[&t],
+        )
+        .map_err(fail("reading records"))?;
+    for row in &rows {
+        let run = run_id(tenant, row.get(0))?;
+        let record = stored_record(tenant, &run, row, 1)?;
+        snapshot.runs.entry(run).or_default().rows.push(record);
+    }
+    drop(rows);
+    for row in txn
+        .query("SELECT run, head_seq, head_hash, sealed, outcome FROM runs WHERE tenant = $1", &[&t])
+        .map_err(fail("reading runs"))?
+    {
+        let run = run_id(tenant, row.get(0))?;
+        let hash: Vec<u8> = row.get(2);
+        let head = head_of(tenant, &run, row.get(1), &hash)?;
+        let outcome: Option<String> = row.get(4);
+        let head = RunHead { head, sealed: row.get(3), outcome: outcome.as_deref().and_then(Outcome::parse) };
+        snapshot.runs.entry(run).or_default().head = Some(head);
+    }
+    for row in txn
+        .query("SELECT outcome, run FROM outcome_index WHERE tenant = $1", &[&t])
+        .map_err(fail("reading the outcome index"))?
+    {
+        let outcome: String = row.get(0);
+        let outcome = Outcome::parse(&outcome)
+            .ok_or_else(|| damaged(tenant, format!("the outcome index names an unknown outcome {outcome:?}")))?;
+        snapshot.outcome_index.insert((outcome, run_id(tenant, row.get(1))?));
+    }
+    for row in txn
+        .query("SELECT key, run FROM idempotency WHERE tenant = $1", &[&t])
+        .map_err(fail("reading the idempotency index"))?
+    {
+        snapshot.idempotency.insert(row.get(0), run_id(tenant, row.get(1))?);
+    }
+    for row in txn
+        .query("SELECT position, run, leaf FROM seals WHERE tenant = $1 ORDER BY position", &[&t])
+        .map_err(fail("reading seals"))?
+    {
+        let seal = seal_of_row(tenant, &row)?;
+        snapshot.seals.insert(seal.position, seal);
+    }
+    snapshot.index_seals_by_run();
+    let next: Option<i64> = txn
+        .query_opt("SELECT next_position FROM log_counter WHERE tenant = $1", &[&t])
+        .map_err(fail("reading the log counter"))?
+        .map(|row| row.get(0));
+    snapshot.next_position = next.map_or(Ok(0), |next| to_u64(tenant, next))?;
+    for row in txn
+        .query("SELECT level, index, hash FROM log_nodes WHERE tenant = $1", &[&t])
+        .map_err(fail("reading log nodes"))?
+    {
+        let level = u8::try_from(row.get::<_, i16>(0))
+            .map_err(|_| damaged(tenant, "a log node's level is out of range".into()))?;
+        let id = NodeId::new(level, to_u64(tenant, row.get(1))?);
+        let hash: Vec<u8> = row.get(2);
+        let hash = NodeHash::try_from(hash.as_slice())
+            .map_err(|_| damaged(tenant, format!("log node {id:?} is not 32 bytes")))?;
+        snapshot.nodes.insert(id, hash);
+    }
+    for (table, trees) in
+        [("signed_checkpoints", &mut snapshot.signed), ("cosigned_checkpoints", &mut snapshot.cosigned)]
+    {
+        let query = format!("SELECT size, root, note FROM {table} WHERE tenant = $1 ORDER BY n");
+        for row in txn.query(query.as_str(), &[&t]).map_err(fail("reading checkpoints"))? {
+            trees.push(signed_tree(tenant, table, &row)?);
+        }
+    }
+    txn.commit().map_err(fail("ending the snapshot"))?;
+    Ok(snapshot)
+}
+
 fn seal_of_row(tenant: &TenantId, row: &postgres::Row) -> Result<SealEntry, JournalError> {
     let run: String = row.get(1);
     Ok(SealEntry { position: to_u64(tenant, row.get(0))?, run: run_id(tenant, &run)?, leaf_bytes: row.get(2) })
@@ -472,24 +587,7 @@ impl Store for PgStore {
             )
             .map_err(|err| pg("reading records", err))?
             .iter()
-            .map(|row| {
-                let seq = to_u64(tenant, row.get(0))?;
-                let hash_of = |bytes: Vec<u8>| stored_chain_hash(run, seq, &bytes, "a stored record hash");
-                let key_id: Option<String> = row.get(6);
-                let signature: Option<Vec<u8>> = row.get(7);
-                Ok(StoredRecord {
-                    seq,
-                    kind: row.get(1),
-                    effect_key: row.get(2),
-                    prev_hash: hash_of(row.get(3))?,
-                    hash: hash_of(row.get(4))?,
-                    bytes: row.get(5),
-                    signature: match (key_id, signature) {
-                        (Some(key_id), Some(signature)) => Some(KeySignature { key_id, signature }),
-                        _ => None,
-                    },
-                })
-            })
+            .map(|row| stored_record(tenant, run, row, 0))
             .collect::<Result<Vec<_>, JournalError>>()?;
         let seal = txn
             .query_opt(
@@ -623,6 +721,10 @@ impl Store for PgStore {
 
     fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
         self.read_trees("cosigned_checkpoints", tenant)
+    }
+
+    fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
+        read_snapshot(&mut *self.conn()?, tenant)
     }
 
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {

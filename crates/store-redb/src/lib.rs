@@ -11,7 +11,7 @@ use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::store::{SignedTree, stored_chain_hash};
 use journal_core::{
     AppendRequest, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows, SealEntry,
-    StorageError, Store, StoredRecord, TenantId,
+    StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
 };
 use redb::{
     Database, ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _, TableDefinition,
@@ -233,21 +233,128 @@ impl RedbStore {
         definition: TableDefinition<(&str, u64), (u64, &[u8], &str)>,
         tenant: &TenantId,
     ) -> Result<Vec<SignedTree>, JournalError> {
-        let txn = self.read_txn()?;
-        let table = match txn.open_table(definition) {
-            Ok(table) => table,
-            // A file made before the table existed, opened read-only.
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(err) => return Err(io(err)),
-        };
-        let t = tenant.as_str();
-        let mut out = Vec::new();
-        for entry in table.range((t, 0)..=(t, u64::MAX)).map_err(io)? {
-            let (_, value) = entry.map_err(io)?;
-            out.push(signed_tree(t, value.value())?);
-        }
-        Ok(out)
+        read_trees(&self.read_txn()?, definition, tenant)
     }
+}
+
+/// A tenant's checkpoints kept in `definition`, oldest first.
+fn read_trees(
+    txn: &ReadTransaction,
+    definition: TableDefinition<(&str, u64), (u64, &[u8], &str)>,
+    tenant: &TenantId,
+) -> Result<Vec<SignedTree>, JournalError> {
+    // A file made before the table existed, opened read-only, has none.
+    let Some(table) = open_if_there(txn, definition)? else {
+        return Ok(Vec::new());
+    };
+    let t = tenant.as_str();
+    let mut out = Vec::new();
+    for entry in table.range((t, 0)..=(t, u64::MAX)).map_err(io)? {
+        let (_, value) = entry.map_err(io)?;
+        out.push(signed_tree(t, value.value())?);
+    }
+    Ok(out)
+}
+
+/// A table, or `None` when the file has none of that name yet.
+fn open_if_there<K: redb::Key + 'static, V: redb::Value + 'static>(
+    txn: &ReadTransaction,
+    definition: TableDefinition<K, V>,
+) -> Result<Option<redb::ReadOnlyTable<K, V>>, JournalError> {
+    match txn.open_table(definition) {
+        Ok(table) => Ok(Some(table)),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(err) => Err(io(err)),
+    }
+}
+
+/// Everything of `tenant`, read in the one read transaction `txn`.
+fn read_snapshot(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
+    let t = tenant.as_str();
+    let mut snapshot = TenantSnapshot::empty(tenant);
+    if let Some(records) = open_if_there(txn, RECORDS)? {
+        for entry in records.range((t, "", 0)..).map_err(io)? {
+            let (key, value) = entry.map_err(io)?;
+            let (kt, run, seq) = key.value();
+            if kt != t {
+                break;
+            }
+            let run = run_id(tenant, run)?;
+            let row = row_of(&run, seq, value.value())?;
+            snapshot.runs.entry(run).or_default().rows.push(row);
+        }
+    }
+    if let Some(runs) = open_if_there(txn, RUNS)? {
+        for entry in runs.range((t, "")..).map_err(io)? {
+            let (key, value) = entry.map_err(io)?;
+            let (kt, run) = key.value();
+            if kt != t {
+                break;
+            }
+            let run = run_id(tenant, run)?;
+            let (head, sealed, outcome) = head_of(&run, value.value())?;
+            snapshot.runs.entry(run).or_default().head = Some(RunHead { head, sealed, outcome });
+        }
+    }
+    if let Some(index) = open_if_there(txn, OUTCOMES)? {
+        for entry in index.range((t, "", "")..).map_err(io)? {
+            let (key, _) = entry.map_err(io)?;
+            let (kt, outcome, run) = key.value();
+            if kt != t {
+                break;
+            }
+            let outcome = Outcome::parse(outcome)
+                .ok_or_else(|| damaged(t, format!("the outcome index names an unknown outcome {outcome:?}")))?;
+            snapshot.outcome_index.insert((outcome, run_id(tenant, run)?));
+        }
+    }
+    if let Some(index) = open_if_there(txn, IDEMPOTENCY)? {
+        for entry in index.range((t, "")..).map_err(io)? {
+            let (key, value) = entry.map_err(io)?;
+            let (kt, idempotency_key) = key.value();
+            if kt != t {
+                break;
+            }
+            snapshot.idempotency.insert(idempotency_key.to_owned(), run_id(tenant, value.value())?);
+        }
+    }
+    let name = seals_table(t);
+    if let Some(seals) = open_if_there(txn, seals_def(&name))? {
+        for entry in seals.iter().map_err(io)? {
+            let (key, value) = entry.map_err(io)?;
+            let (run, leaf) = value.value();
+            let position = key.value();
+            snapshot
+                .seals
+                .insert(position, SealEntry { position, run: run_id(tenant, run)?, leaf_bytes: leaf.to_vec() });
+        }
+    }
+    if let Some(by_run) = open_if_there(txn, SEAL_BY_RUN)? {
+        for entry in by_run.range((t, "")..).map_err(io)? {
+            let (key, value) = entry.map_err(io)?;
+            let (kt, run) = key.value();
+            if kt != t {
+                break;
+            }
+            snapshot.seal_by_run.insert(run_id(tenant, run)?, value.value());
+        }
+    }
+    if let Some(counter) = open_if_there(txn, LOG_COUNTER)? {
+        snapshot.next_position = counter.get(t).map_err(io)?.map_or(0, |v| v.value());
+    }
+    if let Some(nodes) = open_if_there(txn, NODES)? {
+        for entry in nodes.range((t, 0, 0)..=(t, u8::MAX, u64::MAX)).map_err(io)? {
+            let (key, value) = entry.map_err(io)?;
+            let (_, level, index) = key.value();
+            let id = NodeId::new(level, index);
+            let hash = NodeHash::try_from(value.value())
+                .map_err(|_| damaged(t, format!("log node {id:?} is not 32 bytes")))?;
+            snapshot.nodes.insert(id, hash);
+        }
+    }
+    snapshot.signed = read_trees(txn, SIGNED, tenant)?;
+    snapshot.cosigned = read_trees(txn, COSIGNED, tenant)?;
+    Ok(snapshot)
 }
 
 /// Writes one group commit's appends in one transaction: the append
@@ -570,6 +677,10 @@ impl Store for RedbStore {
                 .map_err(io)?;
         }
         txn.commit().map_err(io)
+    }
+
+    fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
+        read_snapshot(&self.read_txn()?, tenant)
     }
 
     fn record_signed_checkpoint(

@@ -1,0 +1,170 @@
+//! One tenant of a store, read whole in one snapshot ([`Store::snapshot`]):
+//! every run row and its records, every index row, the seals, the log's
+//! counter and nodes, and the checkpoints, as of one instant. The audit runs
+//! its checks over a snapshot, so a store that a live plane writes meanwhile
+//! is seen as it was at one commit, never half of one (a seal read without
+//! its counter, a run without its index row): no false alarm on a healthy
+//! plane. A snapshot is itself a read-only [`Store`], so every reader
+//! (`Journal::read`, `LogView`) works over it unchanged; appends are refused.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tlog::{NodeHash, NodeId, Tree};
+
+use crate::append::RunHead;
+use crate::chain::StoredRecord;
+use crate::error::{JournalError, StorageError};
+use crate::ids::{RunId, TenantId};
+use crate::record::Outcome;
+use crate::store::{AppendRequest, LogCounters, RunRows, SealEntry, SignedTree, Store};
+
+/// One run as the snapshot holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapshotRun {
+    /// Its records in seq order (those stored, whether or not a runs row names them).
+    pub rows: Vec<StoredRecord>,
+    /// Its runs-table row; `None`: records with no runs row.
+    pub head: Option<RunHead>,
+}
+
+/// One tenant of a store as of one instant.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TenantSnapshot {
+    /// The tenant.
+    pub tenant: Option<TenantId>,
+    /// Every run with a runs row or at least one record, by id.
+    pub runs: BTreeMap<RunId, SnapshotRun>,
+    /// The outcome index's rows.
+    pub outcome_index: BTreeSet<(Outcome, RunId)>,
+    /// The idempotency index's rows: key -> run.
+    pub idempotency: BTreeMap<String, RunId>,
+    /// The seals by position.
+    pub seals: BTreeMap<u64, SealEntry>,
+    /// Which position the store says seals each run.
+    pub seal_by_run: BTreeMap<RunId, u64>,
+    /// The log counter: the next position it gives.
+    pub next_position: u64,
+    /// The stored complete-subtree hashes of the log.
+    pub nodes: BTreeMap<NodeId, NodeHash>,
+    /// The checkpoints the plane recorded as signed, oldest first.
+    pub signed: Vec<SignedTree>,
+    /// The cosigned checkpoints recorded, oldest first.
+    pub cosigned: Vec<SignedTree>,
+}
+
+impl TenantSnapshot {
+    /// An empty snapshot of `tenant`.
+    pub fn empty(tenant: &TenantId) -> Self {
+        Self { tenant: Some(tenant.clone()), ..Self::default() }
+    }
+
+    /// The seal-by-run index derived from the seals, for a backend that
+    /// keeps no separate one.
+    pub fn index_seals_by_run(&mut self) {
+        self.seal_by_run = self.seals.values().map(|seal| (seal.run.clone(), seal.position)).collect();
+    }
+
+    /// Whether the store holds nothing at all for the tenant.
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+            && self.outcome_index.is_empty()
+            && self.idempotency.is_empty()
+            && self.seals.is_empty()
+            && self.next_position == 0
+            && self.nodes.is_empty()
+    }
+
+    fn ours(&self, tenant: &TenantId) -> bool {
+        self.tenant.as_ref() == Some(tenant)
+    }
+
+    fn missing_node(tenant: &TenantId, id: &NodeId) -> JournalError {
+        JournalError::StoreDamage { tenant: tenant.clone(), detail: format!("log node {id:?} is missing") }
+    }
+}
+
+impl Store for TenantSnapshot {
+    fn append(&self, _: AppendRequest) -> Result<Option<u64>, JournalError> {
+        Err(JournalError::Io(StorageError::message("a snapshot is read-only: it takes no appends")))
+    }
+
+    fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
+        let not_found = || JournalError::NotFound { tenant: tenant.clone(), run: run.clone() };
+        let stored = self.runs.get(run).filter(|_| self.ours(tenant)).ok_or_else(not_found)?;
+        let head = stored.head.ok_or_else(not_found)?;
+        Ok(RunRows {
+            rows: stored.rows.clone(),
+            head: Some(head.head),
+            sealed: head.sealed,
+            seal: self.seal_of(tenant, run)?,
+            outcome: head.outcome,
+        })
+    }
+
+    fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
+        if !self.ours(tenant) {
+            return Ok(Vec::new());
+        }
+        Ok(match outcome {
+            None => self.runs.iter().filter(|(_, run)| run.head.is_some()).map(|(id, _)| id.clone()).collect(),
+            Some(outcome) => {
+                self.outcome_index.iter().filter(|(o, _)| *o == outcome).map(|(_, run)| run.clone()).collect()
+            }
+        })
+    }
+
+    fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError> {
+        Ok(self.idempotency.get(key).filter(|_| self.ours(tenant)).cloned())
+    }
+
+    fn tenants(&self) -> Result<Vec<TenantId>, JournalError> {
+        Ok(self.tenant.iter().filter(|_| !self.runs.is_empty()).cloned().collect())
+    }
+
+    fn seals(&self, tenant: &TenantId) -> Result<Vec<SealEntry>, JournalError> {
+        Ok(if self.ours(tenant) { self.seals.values().cloned().collect() } else { Vec::new() })
+    }
+
+    fn seal_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError> {
+        if !self.ours(tenant) {
+            return Ok(None);
+        }
+        Ok(self.seal_by_run.get(run).and_then(|position| self.seals.get(position)).cloned())
+    }
+
+    fn log_counters(&self, tenant: &TenantId) -> Result<LogCounters, JournalError> {
+        Ok(if self.ours(tenant) {
+            LogCounters { next_position: self.next_position, seal_count: self.seals.len() as u64 }
+        } else {
+            LogCounters { next_position: 0, seal_count: 0 }
+        })
+    }
+
+    fn read_log_nodes(&self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
+        ids.iter()
+            .map(|id| {
+                self.nodes.get(id).filter(|_| self.ours(tenant)).copied().ok_or_else(|| Self::missing_node(tenant, id))
+            })
+            .collect()
+    }
+
+    fn signed_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
+        Ok(if self.ours(tenant) { self.signed.clone() } else { Vec::new() })
+    }
+
+    fn record_signed_checkpoint(&self, _: &TenantId, _: Option<Tree>, _: SignedTree) -> Result<(), JournalError> {
+        Err(JournalError::Io(StorageError::message("a snapshot is read-only: it records no checkpoint")))
+    }
+
+    fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
+        Ok(if self.ours(tenant) { self.cosigned.clone() } else { Vec::new() })
+    }
+
+    fn record_cosigned_checkpoint(&self, _: &TenantId, _: SignedTree) -> Result<(), JournalError> {
+        Err(JournalError::Io(StorageError::message("a snapshot is read-only: it records no checkpoint")))
+    }
+
+    fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
+        Ok(if self.ours(tenant) { self.clone() } else { TenantSnapshot::empty(tenant) })
+    }
+}
