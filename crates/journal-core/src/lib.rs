@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod chain;
+pub mod chain_hash;
 pub mod clock;
 pub mod error;
 pub mod export;
@@ -23,6 +24,7 @@ pub mod testkit_faults;
 #[cfg(feature = "testkit")]
 pub mod testkit_runtime;
 pub mod version;
+pub mod writer;
 
 pub use chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, VerifiedRecord, verify_links, verify_run};
 pub use clock::{At, Clock, SteppingClock, SystemClock};
