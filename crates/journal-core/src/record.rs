@@ -533,6 +533,21 @@ impl Record {
         self.body.kind()
     }
 
+    /// The run's admission, when this record is it: a `RunAdmitted` at seq 1
+    /// (the only place one counts).
+    pub fn admission(&self) -> Option<&RunAdmitted> {
+        match &self.body {
+            RecordBody::RunAdmitted(admitted) if self.seq == 1 => Some(admitted),
+            _ => None,
+        }
+    }
+
+    /// The idempotency key this record admits its run under: its
+    /// [`admission`](Self::admission)'s key. What the idempotency index is keyed by.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.admission().map(|admitted| admitted.idempotency_key.as_str())
+    }
+
     /// The canonical wire bytes: one JSON object, fields in the fixed order
     /// `kind, v, run, seq, at, effect_key, build, body`, nothing skipped (an
     /// absent effect key is `null`), body fields in declaration order,
