@@ -151,6 +151,18 @@ impl<'a> Journal<'a> {
         effect_key: Option<String>,
         body: RecordBody,
     ) -> Result<Appended, JournalError> {
+        self.append_record(run, head, effect_key, body).map(|(appended, _)| appended)
+    }
+
+    /// [`append`](Self::append), answering also with the record as written:
+    /// what a live run applies to its [`RunState`](crate::run_state::RunState).
+    pub(crate) fn append_record(
+        &self,
+        run: &RunId,
+        head: Option<ExpectedHead>,
+        effect_key: Option<String>,
+        body: RecordBody,
+    ) -> Result<(Appended, Record), JournalError> {
         if let RecordBody::RunConcluded(concluded) = &body
             && concluded.outcome == Outcome::Exhausted
             && !matches!(concluded.verdict, Verdict::BudgetExceeded { .. })
@@ -180,7 +192,7 @@ impl<'a> Journal<'a> {
             row,
             conclusion,
         })?;
-        Ok(Appended { head: new_head, position })
+        Ok((Appended { head: new_head, position }, record))
     }
 
     /// Reads and verifies a run: chain, signatures, shapes, head, and seal.

@@ -13,6 +13,7 @@ pub mod log;
 pub mod memory;
 pub mod record;
 pub mod regression;
+pub mod run_state;
 pub mod runtime;
 pub mod seal;
 pub mod signature;
@@ -37,6 +38,7 @@ pub use record::{
     Budget, Build, Counters, Dimension, DoubtAnswer, EffectResult, Holding, Outcome, Record, RecordBody, RecordKind,
     Verdict,
 };
+pub use run_state::RunState;
 pub use runtime::{
     Admission, AdmitRequest, BuildError, EffectOutput, RunHandle, RunStatus, Runtime, RuntimeBuilder, RuntimeError,
     SweepOutcome, SweepReport, TimeWindow,
