@@ -54,10 +54,8 @@ pub struct VerifiedRun {
 
 /// The last conclusion in a verified chain: the run's answer (R-RUN-3). The
 /// one place it is read from a chain; the outcome index, exports, regression
-/// replays and the audit all take it from here (and [`RunState`], which
-/// carries the same answer forward record by record, agrees with it).
-///
-/// [`RunState`]: crate::run_state::RunState
+/// replays and the audit all take it from here (and the run-state fold,
+/// which carries the same answer forward record by record, agrees with it).
 pub fn last_conclusion(records: &[VerifiedRecord]) -> Option<&RunConcluded> {
     last_conclusion_at(records).map(|(_, concluded)| concluded)
 }
@@ -155,7 +153,7 @@ impl<'a> Journal<'a> {
     }
 
     /// [`append`](Self::append), answering also with the record as written:
-    /// what a live run applies to its [`RunState`](crate::run_state::RunState).
+    /// what a live run applies to its state (the run-state fold).
     pub(crate) fn append_record(
         &self,
         run: &RunId,
