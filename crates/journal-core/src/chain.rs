@@ -1,67 +1,12 @@
 //! The per-run hash chain (R-CHAIN-1..5): `hash = SHA-256(prev_hash || bytes)`,
 //! genesis zero, verified over the stored bytes before anything is parsed.
 
-use std::fmt;
-
-use sha2::{Digest, Sha256};
-
+pub use crate::chain_hash::ChainHash;
 use crate::error::{JournalError, TamperKind};
 use crate::ids::RunId;
 use crate::record::{Record, RecordKind};
 use crate::signature::{KeySignature, SignatureCheck, Signer, Verifier, VerifyOptions};
 use crate::version::Upcasters;
-
-/// A link of a run's chain.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ChainHash([u8; 32]);
-
-impl ChainHash {
-    /// The `prev_hash` of every run's first record: 32 zero bytes.
-    pub const GENESIS: ChainHash = ChainHash([0; 32]);
-
-    /// `SHA-256(prev || bytes)`.
-    pub fn link(prev: &ChainHash, bytes: &[u8]) -> Self {
-        let mut hasher = Sha256::new();
-        hasher.update(prev.0);
-        hasher.update(bytes);
-        Self(hasher.finalize().into())
-    }
-
-    /// Wraps 32 stored bytes.
-    pub const fn from_bytes(bytes: [u8; 32]) -> Self {
-        Self(bytes)
-    }
-
-    /// The 32 bytes.
-    pub const fn as_bytes(&self) -> &[u8; 32] {
-        &self.0
-    }
-
-    /// Parses 64 hex digits.
-    pub fn from_hex(text: &str) -> Option<Self> {
-        tlog::NodeHash::from_hex(text).ok().map(|h| Self(*h.as_bytes()))
-    }
-
-    /// Wraps bytes of any length, refusing all but 32.
-    pub fn from_slice(bytes: &[u8]) -> Option<Self> {
-        bytes.try_into().ok().map(Self)
-    }
-}
-
-impl fmt::Display for ChainHash {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
-    }
-}
-
-impl fmt::Debug for ChainHash {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ChainHash({self})")
-    }
-}
 
 /// One stored row: `seq | kind | effect_key | prev_hash | hash`, the exact
 /// wire bytes and an optional signature beside the hash (R-CHAIN-1, R-SIG-1).

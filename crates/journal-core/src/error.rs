@@ -7,7 +7,7 @@ use std::sync::Arc;
 use thiserror::Error;
 
 use crate::ids::{RunId, TenantId};
-use crate::record::Build;
+use crate::writer::Build;
 
 /// What kind of damage a chain check found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

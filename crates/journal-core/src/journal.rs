@@ -7,7 +7,7 @@ use crate::chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, VerifiedRe
 use crate::clock::{Clock, system_clock};
 use crate::error::{JournalError, TamperKind};
 use crate::ids::{RunId, TenantId};
-use crate::record::{Build, Outcome, Record, RecordBody, RunConcluded, Verdict};
+use crate::record::{Build, Outcome, Record, RecordBody, RunAdmitted, RunConcluded, RunForked, Verdict};
 use crate::seal::SealLeaf;
 use crate::signature::Signer;
 use crate::store::{AppendRequest, Conclusion, SealEntry, Store};
@@ -53,19 +53,67 @@ pub struct VerifiedRun {
 }
 
 /// The last conclusion in a verified chain: the run's answer (R-RUN-3). The
-/// one place it is read; the outcome index, status, exports and the audit
-/// all take it from here.
+/// one place it is read from a chain; the outcome index, exports, regression
+/// replays and the audit all take it from here (and the run-state fold,
+/// which carries the same answer forward record by record, agrees with it).
 pub fn last_conclusion(records: &[VerifiedRecord]) -> Option<&RunConcluded> {
+    last_conclusion_at(records).map(|(_, concluded)| concluded)
+}
+
+/// [`last_conclusion`], with the seq of the record that holds it.
+pub fn last_conclusion_at(records: &[VerifiedRecord]) -> Option<(u64, &RunConcluded)> {
     records.iter().rev().find_map(|r| match &r.record.body {
-        RecordBody::RunConcluded(concluded) => Some(concluded),
+        RecordBody::RunConcluded(concluded) => Some((r.stored.seq, concluded)),
+        _ => None,
+    })
+}
+
+/// A verified chain's admission: its first record, when that is a
+/// `RunAdmitted` (see [`Record::admission`]).
+pub fn admission(records: &[VerifiedRecord]) -> Option<&RunAdmitted> {
+    records.first().and_then(|first| first.record.admission())
+}
+
+/// The plan a verified chain froze (its first `PlanFrozen`), with that record's seq.
+pub fn plan_at(records: &[VerifiedRecord]) -> Option<(u64, &[String])> {
+    records.iter().find_map(|r| match &r.record.body {
+        RecordBody::PlanFrozen(frozen) => Some((r.stored.seq, frozen.steps.as_slice())),
+        _ => None,
+    })
+}
+
+/// Where a verified chain was forked from (its first `RunForked`), if it was.
+pub fn forked_from(records: &[VerifiedRecord]) -> Option<&RunForked> {
+    records.iter().find_map(|r| match &r.record.body {
+        RecordBody::RunForked(forked) => Some(forked),
         _ => None,
     })
 }
 
 impl VerifiedRun {
-    /// The last conclusion in the chain: the run's answer (R-RUN-3).
+    /// The last conclusion in the chain: the run's answer (R-RUN-3), by [`last_conclusion`].
     pub fn last_conclusion(&self) -> Option<&RunConcluded> {
         last_conclusion(&self.records)
+    }
+
+    /// The run's admission (its seq-1 `RunAdmitted`).
+    pub fn admission(&self) -> Option<&RunAdmitted> {
+        admission(&self.records)
+    }
+
+    /// The idempotency key the run was admitted under.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.admission().map(|admitted| admitted.idempotency_key.as_str())
+    }
+
+    /// The plan the run froze (its steps).
+    pub fn plan(&self) -> Option<&[String]> {
+        plan_at(&self.records).map(|(_, steps)| steps)
+    }
+
+    /// Where the run was forked from: the source run, the seq and that record's chain hash.
+    pub fn forked_from(&self) -> Option<&RunForked> {
+        forked_from(&self.records)
     }
 }
 
@@ -101,6 +149,18 @@ impl<'a> Journal<'a> {
         effect_key: Option<String>,
         body: RecordBody,
     ) -> Result<Appended, JournalError> {
+        self.append_record(run, head, effect_key, body).map(|(appended, _)| appended)
+    }
+
+    /// [`append`](Self::append), answering also with the record as written:
+    /// what a live run applies to its state (the run-state fold).
+    pub(crate) fn append_record(
+        &self,
+        run: &RunId,
+        head: Option<ExpectedHead>,
+        effect_key: Option<String>,
+        body: RecordBody,
+    ) -> Result<(Appended, Record), JournalError> {
         if let RecordBody::RunConcluded(concluded) = &body
             && concluded.outcome == Outcome::Exhausted
             && !matches!(concluded.verdict, Verdict::BudgetExceeded { .. })
@@ -135,7 +195,7 @@ impl<'a> Journal<'a> {
             idempotency_key,
             conclusion,
         })?;
-        Ok(Appended { head: new_head, position })
+        Ok((Appended { head: new_head, position }, record))
     }
 
     /// Reads and verifies a run: chain, signatures, shapes, head, and seal.

@@ -2,6 +2,7 @@
 
 pub mod append;
 pub mod chain;
+pub mod chain_hash;
 pub mod clock;
 pub mod error;
 pub mod export;
@@ -13,6 +14,7 @@ pub mod log;
 pub mod memory;
 pub mod record;
 pub mod regression;
+pub mod run_state;
 pub mod runtime;
 pub mod seal;
 pub mod signature;
@@ -25,6 +27,7 @@ pub mod testkit_faults;
 #[cfg(feature = "testkit")]
 pub mod testkit_runtime;
 pub mod version;
+pub mod writer;
 
 pub use chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, VerifiedRecord, verify_links, verify_run};
 pub use clock::{At, Clock, SteppingClock, SystemClock};
@@ -37,6 +40,7 @@ pub use record::{
     Budget, Build, Counters, Dimension, DoubtAnswer, EffectResult, Holding, Outcome, Record, RecordBody, RecordKind,
     Verdict,
 };
+pub use run_state::RunState;
 pub use runtime::{
     Admission, AdmitRequest, BuildError, EffectOutput, RunHandle, RunStatus, Runtime, RuntimeBuilder, RuntimeError,
     SweepOutcome, SweepReport, TimeWindow,

@@ -11,41 +11,7 @@ use crate::clock::At;
 use crate::error::{BuildSkew, JournalError};
 use crate::ids::RunId;
 use crate::version::Upcasters;
-
-/// The build that wrote a record: names the binary in a refusal's remedy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Build {
-    /// Package name.
-    pub name: String,
-    /// Package version.
-    pub version: String,
-}
-
-impl Build {
-    /// A build by package name and version; a binary names itself with
-    /// `Build::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))`.
-    pub fn new(name: &str, version: &str) -> Self {
-        Self { name: name.to_owned(), version: version.to_owned() }
-    }
-
-    /// This build of journal-core.
-    pub fn current() -> Self {
-        Self::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION"))
-    }
-
-    /// [`Build::current`], shared.
-    pub fn journal_core() -> &'static Build {
-        static CURRENT: std::sync::OnceLock<Build> = std::sync::OnceLock::new();
-        CURRENT.get_or_init(Build::current)
-    }
-}
-
-impl fmt::Display for Build {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} {}", self.name, self.version)
-    }
-}
+pub use crate::writer::Build;
 
 /// Reads an `Option` field that must be present (`null` for none): serde
 /// would otherwise read a missing field as `None`, and a record missing its
@@ -565,6 +531,21 @@ impl Record {
     /// The record's kind.
     pub fn kind(&self) -> RecordKind {
         self.body.kind()
+    }
+
+    /// The run's admission, when this record is it: a `RunAdmitted` at seq 1
+    /// (the only place one counts).
+    pub fn admission(&self) -> Option<&RunAdmitted> {
+        match &self.body {
+            RecordBody::RunAdmitted(admitted) if self.seq == 1 => Some(admitted),
+            _ => None,
+        }
+    }
+
+    /// The idempotency key this record admits its run under: its
+    /// [`admission`](Self::admission)'s key. What the idempotency index is keyed by.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.admission().map(|admitted| admitted.idempotency_key.as_str())
     }
 
     /// The canonical wire bytes: one JSON object, fields in the fixed order

@@ -50,8 +50,9 @@ use std::collections::BTreeMap;
 
 use crate::chain::VerifiedRecord;
 use crate::ids::RunId;
+use crate::journal::{last_conclusion_at, plan_at};
 use crate::record::{Counters, Dimension, DoubtAnswer, EffectResult, Outcome, RecordBody, RunConcluded, Verdict};
-use crate::runtime::replay::charge;
+use crate::run_state::RunState;
 use crate::runtime::{EffectOutput, RunHandle, RunStatus, RuntimeError};
 
 /// What agent code calls on a run, live or replayed.
@@ -229,9 +230,9 @@ fn diverged(run: &RunId, handle: &ReplayHandle) -> RuntimeError {
 
 impl ReplayHandle {
     fn new(records: &[VerifiedRecord]) -> Self {
-        let last_conclusion = records.iter().rposition(|r| matches!(r.record.body, RecordBody::RunConcluded(_)));
+        let last_conclusion = last_conclusion_at(records).map(|(seq, _)| seq);
         let mut actions = Vec::new();
-        for (index, record) in records.iter().enumerate() {
+        for record in records {
             let seq = record.stored.seq;
             let key = record.record.effect_key.clone().unwrap_or_default();
             match &record.record.body {
@@ -246,7 +247,7 @@ impl ReplayHandle {
                     }
                 }
                 // Only the answer counts: conclusions the run was continued after were the runtime's, not the code's.
-                RecordBody::RunConcluded(concluded) if Some(index) == last_conclusion => {
+                RecordBody::RunConcluded(concluded) if Some(seq) == last_conclusion => {
                     let by_code = matches!(concluded.outcome, Outcome::Succeeded | Outcome::Failed)
                         && concluded.verdict == Verdict::None;
                     let action =
@@ -466,19 +467,13 @@ pub fn replay(
     plan: &[String],
     agent: impl FnOnce(&mut Replaying) -> Result<(), RuntimeError>,
 ) -> ReplayReport {
-    let mut recorded_cost = Counters::default();
-    for record in records {
-        charge(&mut recorded_cost, &record.record.body);
-    }
-    let recorded_plan = records.iter().find_map(|r| match &r.record.body {
-        RecordBody::PlanFrozen(frozen) => Some((r.stored.seq, frozen.steps.clone())),
-        _ => None,
-    });
+    let recorded_cost = RunState::of(records).counters();
     let mut replaying = Replaying { run: run.clone(), handle: ReplayHandle::new(records) };
-    if let Some((seq, recorded)) = recorded_plan
+    if let Some((seq, recorded)) = plan_at(records)
         && recorded != plan
     {
-        replaying.handle.divergence = Some((seq, Divergence::DifferentPlan { recorded, replayed: plan.to_vec() }));
+        let different = Divergence::DifferentPlan { recorded: recorded.to_vec(), replayed: plan.to_vec() };
+        replaying.handle.divergence = Some((seq, different));
     } else {
         // A stop is the divergence already recorded; any other error is the code's own.
         let _ = agent(&mut replaying);

@@ -2,7 +2,7 @@
 //! chain hash, beside the hash and never inside the body. No algorithm field:
 //! the verifier decides what it accepts.
 
-use crate::chain::ChainHash;
+use crate::chain_hash::ChainHash;
 
 /// A signature over one record's chain hash.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -89,7 +89,7 @@ mod ed25519 {
     use ed25519_dalek::{Signer as _, SigningKey, Verifier as _, VerifyingKey};
 
     use super::{KeySignature, SignatureCheck, SignedHash, Signer, Verifier};
-    use crate::chain::ChainHash;
+    use crate::chain_hash::ChainHash;
 
     /// An Ed25519 record signer.
     #[derive(Clone)]

@@ -5,7 +5,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use crate::error::{BuildSkew, JournalError};
-use crate::record::{Build, RecordHeader, RecordKind};
+use crate::record::{RecordHeader, RecordKind};
+use crate::writer::Build;
 
 /// A pure, total function from the bytes of one version of a kind to the
 /// bytes of the next version (R-VER-6). It is a read-time view: the chain is

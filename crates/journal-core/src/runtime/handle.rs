@@ -1,7 +1,6 @@
 //! Driving a run: admission's answer, the handle agent code calls (steps,
 //! effects at most once, conclusions), and resume.
 
-use super::replay::{Replay, charge};
 use super::{RunStatus, Runtime, RuntimeError, TenantConfig};
 use crate::chain::ExpectedHead;
 use crate::error::JournalError;
@@ -10,15 +9,18 @@ use crate::record::{
     Counters, Dimension, EffectDone, EffectResult, EffectStarted, Holding, Outcome, RecordBody, Released, RunConcluded,
     StepMark, Verdict,
 };
+use crate::run_state::RunState;
 
 /// A run being driven by this runtime. Its head is the one it appended last;
-/// if another runtime appended since, the next append is a `Conflict`.
+/// if another runtime appended since, the next append is a `Conflict`. Its
+/// state is the fold of the records it has read and appended: each record it
+/// appends is applied ([`RunState::apply`]), and its state changes no other way.
 pub struct RunHandle<'rt> {
     pub(super) runtime: &'rt Runtime,
     pub(super) tenant: TenantConfig,
     pub(super) run: RunId,
     pub(super) head: ExpectedHead,
-    pub(super) state: Replay,
+    pub(super) state: RunState,
     /// Set when this handle concluded the run: it drives nothing more (a
     /// resume, after the reason is answered, gives a new handle).
     pub(super) stopped: bool,
@@ -56,8 +58,8 @@ impl Runtime {
         let head = verified.head.ok_or_else(|| JournalError::NotFound { tenant: tenant.clone(), run: run.clone() })?;
         let state = self.state_of(&config, run, &verified)?;
         let mut handle = RunHandle { runtime: self, tenant: config, run: run.clone(), head, state, stopped: false };
-        if let Some(key) = handle.state.open.first().cloned() {
-            let already = matches!(&handle.state.last, Some(c) if c.outcome == Outcome::Quarantined && !handle.state.continued_after_last);
+        if let Some(key) = handle.state.in_doubt().first().cloned() {
+            let already = handle.state.standing().is_some_and(|c| c.outcome == Outcome::Quarantined);
             if !already {
                 handle.conclude(
                     Outcome::Quarantined,
@@ -84,30 +86,36 @@ impl RunHandle<'_> {
 
     /// What the run has consumed so far.
     pub fn counters(&self) -> Counters {
-        self.state.counters
+        self.state.counters()
     }
 
-    fn append(&mut self, effect_key: Option<String>, body: RecordBody) -> Result<(), RuntimeError> {
+    /// The run's state: the fold of its journal up to this handle's head
+    /// (a fork's source effects up to its fork point served as done).
+    pub fn state(&self) -> &RunState {
+        &self.state
+    }
+
+    /// Appends after this handle's head and applies the record written.
+    pub(super) fn append(&mut self, effect_key: Option<String>, body: RecordBody) -> Result<(), RuntimeError> {
         if self.stopped {
             return Err(self.stopped());
         }
-        let appended = self.runtime.journal(&self.tenant).append(&self.run, Some(self.head), effect_key, body)?;
+        let (appended, record) =
+            self.runtime.journal(&self.tenant).append_record(&self.run, Some(self.head), effect_key, body)?;
         self.head = appended.head;
+        self.state.apply(&record);
         Ok(())
     }
 
     pub(super) fn conclude(&mut self, outcome: Outcome, verdict: Verdict, reason: &str) -> Result<(), RuntimeError> {
         let concluded = RunConcluded { outcome, verdict, reason: reason.to_owned() };
-        self.append(None, RecordBody::RunConcluded(concluded.clone()))?;
-        self.state.last = Some(concluded);
-        self.state.continued_after_last = false;
+        self.append(None, RecordBody::RunConcluded(concluded))?;
         self.stopped = true;
         Ok(())
     }
 
     pub(super) fn stopped(&self) -> RuntimeError {
-        let status = self.state.last.as_ref().map_or(RunStatus::Running, RunStatus::of);
-        RuntimeError::Stopped { run: self.run.clone(), status }
+        RuntimeError::Stopped { run: self.run.clone(), status: self.state.status() }
     }
 
     fn exhaust(&mut self, dimension: Dimension, ceiling: u64, counters: Counters, what: &str) -> RuntimeError {
@@ -122,14 +130,11 @@ impl RunHandle<'_> {
     /// ceiling refuses is not started, so the verdict's counters are what
     /// the journal holds (what `cost` reads), not what the step would have made.
     pub fn start_step(&mut self, step: &str) -> Result<(), RuntimeError> {
-        let counters = self.state.counters;
-        if let Some(ceiling) = self.state.budget.ceiling(Dimension::Steps).filter(|c| counters.steps >= *c) {
+        let counters = self.state.counters();
+        if let Some(ceiling) = self.state.budget().ceiling(Dimension::Steps).filter(|c| counters.steps >= *c) {
             return Err(self.exhaust(Dimension::Steps, ceiling, counters, &format!("starting step {step}")));
         }
-        let started = RecordBody::StepStarted(StepMark { step: step.to_owned() });
-        self.append(None, started.clone())?;
-        charge(&mut self.state.counters, &started);
-        Ok(())
+        self.append(None, RecordBody::StepStarted(StepMark { step: step.to_owned() }))
     }
 
     /// Finishes a step.
@@ -151,31 +156,27 @@ impl RunHandle<'_> {
         if self.stopped {
             return Err(self.stopped());
         }
-        if let Some(result) = self.state.done.get(effect_key) {
+        if let Some(result) = self.state.done(effect_key) {
             return Ok(result.clone());
         }
-        let counters = self.state.counters;
-        if let Some(ceiling) = self.state.budget.ceiling(Dimension::Effects).filter(|c| counters.effects >= *c) {
+        let counters = self.state.counters();
+        if let Some(ceiling) = self.state.budget().ceiling(Dimension::Effects).filter(|c| counters.effects >= *c) {
             return Err(self.exhaust(Dimension::Effects, ceiling, counters, &format!("effect {effect_key}")));
         }
         let key = Some(effect_key.to_owned());
         let reserved = Counters { effects: 1, ..Counters::default() };
         self.append(key.clone(), RecordBody::EffectStarted(EffectStarted { step: step.to_owned(), reserved }))?;
-        self.state.open.push(effect_key.to_owned());
         let output = perform();
         let done = RecordBody::EffectDone(EffectDone { result: output.result.clone(), charged: output.charged });
-        self.append(key.clone(), done.clone())?;
+        self.append(key.clone(), done)?;
         self.append(key, RecordBody::Released(Released { holding: Holding::Reservation, amount: reserved }))?;
-        self.state.open.retain(|open| open != effect_key);
-        charge(&mut self.state.counters, &done);
-        self.state.done.insert(effect_key.to_owned(), output.result.clone());
         if let EffectResult::Err { error } = &output.result {
             let verdict = Verdict::EffectFailed { effect_key: effect_key.to_owned(), error: error.clone() };
             self.conclude(Outcome::Failed, verdict, &format!("effect {effect_key} failed: {error}"))?;
             return Err(self.stopped());
         }
-        if let Some((dimension, ceiling)) = self.state.budget.first_exceeded(&self.state.counters) {
-            let counters = self.state.counters;
+        let counters = self.state.counters();
+        if let Some((dimension, ceiling)) = self.state.budget().first_exceeded(&counters) {
             return Err(self.exhaust(dimension, ceiling, counters, &format!("effect {effect_key}")));
         }
         Ok(output.result)

@@ -6,15 +6,13 @@
 //!
 //! The runtime is split in rooms: [`builder`] checks a configuration once,
 //! [`handle`] drives a run (admission's answer, effects, conclusions, resume),
-//! [`replay`] rebuilds a run's state from its journal (the one read behind
-//! resume, status and cost), [`status`] names the answer, and [`sweep`]
-//! witnesses the log off the run path. This module holds the runtime itself
-//! and the operator's calls on runs it is not driving.
+//! and [`sweep`] witnesses the log off the run path. A run's state, live or
+//! read back, is the fold of its records ([`crate::run_state`]: the one
+//! transition behind the handle, resume, status and cost). This module holds
+//! the runtime itself and the operator's calls on runs it is not driving.
 
 pub mod builder;
 pub mod handle;
-pub mod replay;
-pub mod status;
 pub mod sweep;
 
 use std::sync::Arc;
@@ -22,10 +20,9 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use witness::Origin;
 
+pub use crate::run_state::{RunStatus, TimeWindow, charge, cost_in};
 pub use builder::{BuildError, RuntimeBuilder};
 pub use handle::{Admission, EffectOutput, RunHandle};
-pub use replay::{TimeWindow, charge, cost_in};
-pub use status::RunStatus;
 pub use sweep::{SweepOutcome, SweepReport};
 
 use crate::chain::ChainCheck;
@@ -37,10 +34,10 @@ use crate::record::{
     Budget, Build, CeilingRaised, Counters, Dimension, DoubtAnswer, DoubtAnswered, Outcome, PlanFrozen, RecordBody,
     RunAdmitted, RunConcluded, RunForked, Verdict, WithholdingLifted,
 };
+use crate::run_state::RunState;
 use crate::signature::{Signer, Verifier, VerifyOptions};
 use crate::store::Store;
 use crate::version::Upcasters;
-use replay::{Replay, replay};
 
 /// A tenant the runtime serves: its id, its log origin and the key that signs its checkpoints.
 #[derive(Clone)]
@@ -184,9 +181,9 @@ impl Runtime {
     /// The effects a forked run is served from its source's record: those
     /// done at or before the fork point, once the source's record there is
     /// the one the fork names (provenance).
-    fn fork_seed(&self, config: &TenantConfig, run: &RunId, forked: &RunForked) -> Result<Replay, RuntimeError> {
+    fn fork_seed(&self, config: &TenantConfig, run: &RunId, forked: &RunForked) -> Result<RunState, RuntimeError> {
         let source = RunId::new(&forked.source_run)?;
-        let mut verified = self.read(config, &source)?;
+        let verified = self.read(config, &source)?;
         let at = verified.records.iter().position(|record| record.stored.seq == forked.at_seq);
         let holds =
             at.and_then(|at| verified.records.get(at)).is_some_and(|r| r.stored.hash.to_string() == forked.source_hash);
@@ -202,8 +199,8 @@ impl Runtime {
             }
             .into());
         }
-        verified.records.truncate(at.map_or(0, |at| at + 1));
-        Ok(replay(&verified))
+        let upto = at.map_or(0, |at| at + 1);
+        Ok(RunState::fold(verified.records.iter().take(upto).map(|r| &r.record)))
     }
 
     /// A run's state from its journal, with a fork's source effects served from the source.
@@ -212,17 +209,10 @@ impl Runtime {
         config: &TenantConfig,
         run: &RunId,
         verified: &VerifiedRun,
-    ) -> Result<Replay, RuntimeError> {
-        let mut state = replay(verified);
-        let forked = verified.records.iter().find_map(|record| match &record.record.body {
-            RecordBody::RunForked(forked) => Some(forked.clone()),
-            _ => None,
-        });
-        if let Some(forked) = forked {
-            let seed = self.fork_seed(config, run, &forked)?;
-            for (key, result) in seed.done {
-                state.done.entry(key).or_insert(result);
-            }
+    ) -> Result<RunState, RuntimeError> {
+        let mut state = RunState::of(&verified.records);
+        if let Some(forked) = verified.forked_from() {
+            state.serve_from(self.fork_seed(config, run, forked)?);
         }
         Ok(state)
     }
@@ -245,7 +235,7 @@ impl Runtime {
             idempotency_key: request.idempotency_key.clone(),
             budget: request.budget,
         });
-        let first = match journal.append(&run, None, None, admitted) {
+        let (first, admitted) = match journal.append_record(&run, None, None, admitted) {
             Ok(appended) => appended,
             Err(JournalError::Conflict { .. }) => {
                 let status = self.status(tenant, &run)?;
@@ -253,23 +243,14 @@ impl Runtime {
             }
             Err(err) => return Err(err.into()),
         };
-        let mut head = first.head;
-        let mut state = Replay { budget: request.budget, ..Replay::default() };
+        let state = RunState::fold([&admitted]);
+        let mut handle = RunHandle { runtime: self, tenant: config, run, head: first.head, state, stopped: false };
         if let Some(forked) = forked {
-            let seed = self.fork_seed(&config, &run, &forked)?;
-            state.done = seed.done;
-            head = journal.append(&run, Some(head), None, RecordBody::RunForked(forked))?.head;
+            handle.state.serve_from(self.fork_seed(&handle.tenant, &handle.run, &forked)?);
+            handle.append(None, RecordBody::RunForked(forked))?;
         }
-        let frozen =
-            journal.append(&run, Some(head), None, RecordBody::PlanFrozen(PlanFrozen { steps: request.plan }))?;
-        Ok(Admission::New(Box::new(RunHandle {
-            runtime: self,
-            tenant: config,
-            run,
-            head: frozen.head,
-            state,
-            stopped: false,
-        })))
+        handle.append(None, RecordBody::PlanFrozen(PlanFrozen { steps: request.plan }))?;
+        Ok(Admission::New(Box::new(handle)))
     }
 
     /// The run's status from its verified journal: its last conclusion, the
@@ -277,7 +258,7 @@ impl Runtime {
     /// an answered doubt changes it at the run's next conclusion.
     pub fn status(&self, tenant: &TenantId, run: &RunId) -> Result<RunStatus, RuntimeError> {
         let verified = self.read(self.tenant(tenant)?, run)?;
-        Ok(verified.last_conclusion().map_or(RunStatus::Running, RunStatus::of))
+        Ok(RunState::of(&verified.records).status())
     }
 
     /// The runs of a tenant whose answer is `outcome` (all when `None`).
@@ -288,7 +269,7 @@ impl Runtime {
 
     /// What a run has consumed, read from its journal (R-RUN-7).
     pub fn cost(&self, tenant: &TenantId, run: &RunId) -> Result<Counters, RuntimeError> {
-        Ok(replay(&self.read(self.tenant(tenant)?, run)?).counters)
+        Ok(RunState::of(&self.read(self.tenant(tenant)?, run)?.records).counters())
     }
 
     /// What all of a tenant's runs have consumed (R-RUN-7).
@@ -341,8 +322,8 @@ impl Runtime {
 
     /// Lifts a withholding; a resume then continues the run.
     pub fn lift(&self, tenant: &TenantId, run: &RunId, note: &str) -> Result<(), RuntimeError> {
-        let state = replay(&self.read(self.tenant(tenant)?, run)?);
-        let withheld = matches!(&state.last, Some(c) if c.outcome == Outcome::Withheld) && !state.continued_after_last;
+        let state = RunState::of(&self.read(self.tenant(tenant)?, run)?.records);
+        let withheld = state.standing().is_some_and(|c| c.outcome == Outcome::Withheld);
         if !withheld {
             return Err(RuntimeError::NotApplicable { run: run.clone(), reason: "it is not withheld".into() });
         }
@@ -369,7 +350,7 @@ impl Runtime {
         answer: DoubtAnswer,
     ) -> Result<(), RuntimeError> {
         let verified = self.read(self.tenant(tenant)?, run)?;
-        if !replay(&verified).open.iter().any(|open| open == effect_key) {
+        if !RunState::of(&verified.records).in_doubt().iter().any(|open| open == effect_key) {
             return Err(RuntimeError::NotApplicable {
                 run: run.clone(),
                 reason: format!("effect {effect_key} is not in doubt"),

@@ -1,0 +1,287 @@
+//! A run's state as a fold over its records: one transition,
+//! [`RunState::apply`], from which every reader of a run's state is made.
+//!
+//! The live [`RunHandle`](crate::runtime::RunHandle) applies each record it has
+//! just appended (and changes its state no other way); resume, status and cost
+//! fold the verified journal with the same transition; a regression replay
+//! reads the recorded cost and the recorded stop from it. So what a live run
+//! decides from and what a later read of its journal rebuilds cannot drift:
+//! they are one function over the same records.
+
+use std::collections::BTreeMap;
+
+use crate::chain::VerifiedRecord;
+use crate::clock::At;
+use crate::journal::VerifiedRun;
+use crate::record::{Budget, Counters, DoubtAnswer, EffectResult, Outcome, Record, RecordBody, RunConcluded, Verdict};
+
+/// A run's state: its budget, what it consumed, which effects have a
+/// recorded end (and their results), which are in doubt, and its last
+/// conclusion. Built only by [`apply`](Self::apply), record by record.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunState {
+    budget: Budget,
+    counters: Counters,
+    /// Effects with a recorded end: key -> result.
+    done: BTreeMap<String, EffectResult>,
+    /// Effects started with no recorded end (and no answer), in start order.
+    open: Vec<String>,
+    last: Option<RunConcluded>,
+    /// Whether a lift or an answer came after the last conclusion.
+    continued_after_last: bool,
+}
+
+impl RunState {
+    /// The state after `records`, in chain order.
+    pub fn fold<'r>(records: impl IntoIterator<Item = &'r Record>) -> Self {
+        let mut state = Self::default();
+        for record in records {
+            state.apply(record);
+        }
+        state
+    }
+
+    /// The state of a verified chain.
+    pub fn of(records: &[VerifiedRecord]) -> Self {
+        Self::fold(records.iter().map(|verified| &verified.record))
+    }
+
+    /// The transition: what one record, appended after the records already
+    /// applied, changes. The only way a `RunState` changes.
+    pub fn apply(&mut self, record: &Record) {
+        charge(&mut self.counters, &record.body);
+        let key = record.effect_key.as_ref();
+        match &record.body {
+            RecordBody::RunAdmitted(admitted) => self.budget = admitted.budget,
+            RecordBody::EffectStarted(_) => {
+                if let Some(key) = key {
+                    self.open.push(key.clone());
+                }
+            }
+            RecordBody::EffectDone(done) => {
+                if let Some(key) = key {
+                    self.open.retain(|open| open != key);
+                    self.done.insert(key.clone(), done.result.clone());
+                }
+            }
+            RecordBody::DoubtAnswered(answered) => {
+                if let Some(key) = key {
+                    self.open.retain(|open| open != key);
+                    if let DoubtAnswer::Happened { result } = &answered.answer {
+                        self.done.insert(key.clone(), result.clone());
+                    }
+                    self.continued_after_last = true;
+                }
+            }
+            RecordBody::CeilingRaised(raised) => self.budget.set_ceiling(raised.dimension, raised.ceiling),
+            RecordBody::WithholdingLifted(_) => self.continued_after_last = true,
+            RecordBody::RunConcluded(concluded) => {
+                self.last = Some(concluded.clone());
+                self.continued_after_last = false;
+            }
+            RecordBody::RunForked(_)
+            | RecordBody::PlanFrozen(_)
+            | RecordBody::StepStarted(_)
+            | RecordBody::Released(_)
+            | RecordBody::StepFinished(_) => {}
+        }
+    }
+
+    /// Serves the effects `source` has a recorded end for as done here too,
+    /// unless this run has its own end for them: a fork's effects up to its
+    /// fork point come from its source's record.
+    pub(crate) fn serve_from(&mut self, source: RunState) {
+        for (key, result) in source.done {
+            self.done.entry(key).or_insert(result);
+        }
+    }
+
+    /// The ceilings, as admitted and since raised.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// What the run consumed (R-RUN-7).
+    pub fn counters(&self) -> Counters {
+        self.counters
+    }
+
+    /// The recorded result of an effect with a recorded end (done, or
+    /// answered as having happened).
+    pub fn done(&self, effect_key: &str) -> Option<&EffectResult> {
+        self.done.get(effect_key)
+    }
+
+    /// The effects started with no recorded end and no answer, in the order they started.
+    pub fn in_doubt(&self) -> &[String] {
+        &self.open
+    }
+
+    /// The last conclusion applied: the run's answer (R-RUN-3), the one
+    /// [`last_conclusion`](crate::journal::last_conclusion) reads from a chain.
+    pub fn last_conclusion(&self) -> Option<&RunConcluded> {
+        self.last.as_ref()
+    }
+
+    /// The last conclusion while it stands: `None` once a lift or an answer
+    /// came after it (or when there is none).
+    pub fn standing(&self) -> Option<&RunConcluded> {
+        self.last.as_ref().filter(|_| !self.continued_after_last)
+    }
+
+    /// The run's status: its last conclusion, or running (R-RUN-3).
+    pub fn status(&self) -> RunStatus {
+        self.last.as_ref().map_or(RunStatus::Running, RunStatus::of)
+    }
+
+    /// Whether the reason the run last stopped has been answered, so a
+    /// resume may continue it (R-RUN-5): a failure always may; an exhaustion
+    /// only once the crossed ceiling was raised above what the verdict
+    /// recorded; a withholding once lifted; a doubt once answered.
+    pub fn may_continue(&self) -> bool {
+        let Some(last) = &self.last else {
+            return true;
+        };
+        match last.outcome {
+            Outcome::Succeeded | Outcome::Cancelled | Outcome::Abandoned => false,
+            Outcome::Failed => true,
+            Outcome::Exhausted => match last.verdict {
+                Verdict::BudgetExceeded { dimension, ceiling, .. } => {
+                    self.budget.ceiling(dimension).is_none_or(|now| now > ceiling)
+                        && self.budget.first_exceeded(&self.counters).is_none()
+                }
+                _ => false,
+            },
+            Outcome::Withheld | Outcome::Quarantined => self.continued_after_last,
+        }
+    }
+}
+
+/// Adds what one record consumed to `counters` (R-RUN-7): a started step, a
+/// performed effect and its charges, an effect a person said happened. The
+/// one place the journal is turned into cost; [`RunState::apply`] counts with it.
+pub fn charge(counters: &mut Counters, body: &RecordBody) {
+    match body {
+        RecordBody::StepStarted(_) => counters.steps = counters.steps.saturating_add(1),
+        RecordBody::EffectDone(done) => {
+            counters.add(&done.charged);
+            counters.effects = counters.effects.saturating_add(1);
+        }
+        RecordBody::DoubtAnswered(answered) if matches!(answered.answer, DoubtAnswer::Happened { .. }) => {
+            counters.effects = counters.effects.saturating_add(1);
+        }
+        _ => {}
+    }
+}
+
+/// A span of time by the instants written on records: `since` included,
+/// `until` excluded; an open end is unbounded.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimeWindow {
+    /// The first instant counted.
+    pub since: Option<At>,
+    /// The first instant no longer counted.
+    pub until: Option<At>,
+}
+
+impl TimeWindow {
+    /// Every instant.
+    pub const ALL: TimeWindow = TimeWindow { since: None, until: None };
+
+    /// Whether `at` falls in the window.
+    pub fn contains(&self, at: At) -> bool {
+        self.since.is_none_or(|since| at >= since) && self.until.is_none_or(|until| at < until)
+    }
+}
+
+/// What a verified run consumed within `window`, by the time on each record.
+pub fn cost_in(verified: &VerifiedRun, window: TimeWindow) -> Counters {
+    let mut counters = Counters::default();
+    for record in verified.records.iter().filter(|record| window.contains(record.record.at)) {
+        charge(&mut counters, &record.record.body);
+    }
+    counters
+}
+
+/// A run's status, read from its verified journal: the last conclusion, or running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunStatus {
+    /// No conclusion yet, or one that was continued.
+    Running,
+    /// Sealed.
+    Succeeded,
+    /// Sealed.
+    Cancelled,
+    /// Sealed.
+    Abandoned,
+    /// An effect failed.
+    Failed {
+        /// Which and how.
+        verdict: Verdict,
+        /// For people.
+        reason: String,
+    },
+    /// A ceiling was crossed: `verdict` is `BudgetExceeded` with the ceiling and counters.
+    Exhausted {
+        /// The typed verdict.
+        verdict: Verdict,
+        /// For people.
+        reason: String,
+    },
+    /// Held by an operator.
+    Withheld {
+        /// Why.
+        reason: String,
+    },
+    /// An effect's fate is unknown.
+    Quarantined {
+        /// `Doubt { effect_key }`.
+        verdict: Verdict,
+        /// For people.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Running => f.write_str("running"),
+            Self::Succeeded => f.write_str("succeeded"),
+            Self::Cancelled => f.write_str("cancelled"),
+            Self::Abandoned => f.write_str("abandoned"),
+            Self::Failed { reason, .. } => write!(f, "failed: {reason}"),
+            Self::Exhausted { reason, .. } => write!(f, "exhausted: {reason}"),
+            Self::Withheld { reason } => write!(f, "withheld: {reason}"),
+            Self::Quarantined { reason, .. } => write!(f, "quarantined: {reason}"),
+        }
+    }
+}
+
+impl RunStatus {
+    pub(crate) fn of(concluded: &RunConcluded) -> Self {
+        let (verdict, reason) = (concluded.verdict.clone(), concluded.reason.clone());
+        match concluded.outcome {
+            Outcome::Succeeded => Self::Succeeded,
+            Outcome::Cancelled => Self::Cancelled,
+            Outcome::Abandoned => Self::Abandoned,
+            Outcome::Failed => Self::Failed { verdict, reason },
+            Outcome::Exhausted => Self::Exhausted { verdict, reason },
+            Outcome::Withheld => Self::Withheld { reason },
+            Outcome::Quarantined => Self::Quarantined { verdict, reason },
+        }
+    }
+
+    /// The outcome, if concluded.
+    pub fn outcome(&self) -> Option<Outcome> {
+        Some(match self {
+            Self::Running => return None,
+            Self::Succeeded => Outcome::Succeeded,
+            Self::Cancelled => Outcome::Cancelled,
+            Self::Abandoned => Outcome::Abandoned,
+            Self::Failed { .. } => Outcome::Failed,
+            Self::Exhausted { .. } => Outcome::Exhausted,
+            Self::Withheld { .. } => Outcome::Withheld,
+            Self::Quarantined { .. } => Outcome::Quarantined,
+        })
+    }
+}

@@ -1,0 +1,192 @@
+//! One run-state fold: the state a live run decides from is, after every
+//! call, the fold of the journal it wrote ([`RunState::apply`] over its
+//! verified records); the fold's answer is [`last_conclusion`]'s on every
+//! prefix; and a verified run's admission, idempotency key, plan and fork
+//! are read by their typed accessors.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+use std::sync::Arc;
+
+use journal_core::journal::{admission, forked_from, last_conclusion_at, plan_at};
+use journal_core::runtime::RuntimeError;
+use journal_core::{
+    Admission, AdmitRequest, Budget, ChainCheck, Counters, Dimension, DoubtAnswer, EffectOutput, EffectResult, Journal,
+    MemoryStore, Origin, Outcome, RunHandle, RunId, RunState, RunStatus, Runtime, RuntimeBuilder, TenantId, Upcasters,
+    VerifiedRun, VerifyOptions, last_conclusion,
+};
+
+const ORIGIN: &str = "run-state.test/plane";
+
+struct Plane {
+    store: Arc<MemoryStore>,
+    tenant: TenantId,
+    origin: Origin,
+    runtime: Runtime,
+}
+
+impl Plane {
+    fn new() -> Self {
+        let store = Arc::new(MemoryStore::new());
+        let tenant = TenantId::new("t").unwrap();
+        let origin = Origin::new(ORIGIN).unwrap();
+        let runtime = RuntimeBuilder::new(store.clone()).tenant(tenant.clone(), origin.clone(), None).build().unwrap();
+        Self { store, tenant, origin, runtime }
+    }
+
+    fn read(&self, run: &RunId) -> VerifiedRun {
+        let upcasters = Upcasters::builtin();
+        let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+        Journal::new(self.store.as_ref(), &self.tenant, &self.origin).read(run, check).unwrap()
+    }
+
+    fn admit(&self, key: &str, budget: Budget) -> RunHandle<'_> {
+        let request = AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget };
+        match self.runtime.admit(&self.tenant, request).unwrap() {
+            Admission::New(handle) => *handle,
+            Admission::Existing { run, .. } => panic!("{key} exists as {run}"),
+        }
+    }
+
+    /// The live handle's state is the fold of what its journal holds.
+    fn holds(&self, handle: &RunHandle<'_>, after: &str) {
+        let folded = RunState::of(&self.read(handle.run()).records);
+        assert_eq!(handle.state(), &folded, "after {after}");
+    }
+}
+
+fn charged(output: &str, tokens: u64) -> EffectOutput {
+    EffectOutput {
+        result: EffectResult::Ok { output: output.into() },
+        charged: Counters { tokens, ..Counters::default() },
+    }
+}
+
+#[test]
+fn a_live_run_decides_from_the_fold_of_its_journal_after_every_call() {
+    let plane = Plane::new();
+    let budget = Budget { tokens: Some(100), ..Budget::default() };
+    let mut run = plane.admit("live", budget);
+    let id = run.run().clone();
+    plane.holds(&run, "admission");
+    run.start_step("work").unwrap();
+    plane.holds(&run, "a step");
+    run.effect("ek:a", "work", || charged("a", 60)).unwrap();
+    plane.holds(&run, "an effect");
+    run.effect("ek:a", "work", || unreachable!("done effects are read back")).unwrap();
+    plane.holds(&run, "an effect read back");
+    let stopped = run.effect("ek:b", "work", || charged("b", 70));
+    assert!(matches!(stopped, Err(RuntimeError::Stopped { status: RunStatus::Exhausted { .. }, .. })));
+    plane.holds(&run, "an exhaustion");
+    assert_eq!(run.state().status(), plane.runtime.status(&plane.tenant, &id).unwrap());
+    assert!(!run.state().may_continue());
+
+    plane.runtime.raise_ceiling(&plane.tenant, &id, Dimension::Tokens, Some(500)).unwrap();
+    let mut resumed = plane.runtime.resume(&plane.tenant, &id).unwrap();
+    plane.holds(&resumed, "a resume");
+    assert!(resumed.state().may_continue());
+    assert_eq!(resumed.state().counters(), plane.runtime.cost(&plane.tenant, &id).unwrap());
+    resumed
+        .effect("ek:c", "work", || EffectOutput {
+            result: EffectResult::Err { error: "down".into() },
+            charged: Counters::default(),
+        })
+        .unwrap_err();
+    plane.holds(&resumed, "a failed effect");
+    assert_eq!(resumed.state().counters().tokens, 130);
+    assert_eq!(resumed.state().counters().effects, 3);
+}
+
+#[test]
+fn a_doubt_and_its_answer_are_the_same_state_live_and_read_back() {
+    let plane = Plane::new();
+    let mut admitted = None;
+    let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let mut run = plane.admit("doubt", Budget::default());
+        admitted = Some(run.run().clone());
+        // The process dies while the payment is in flight.
+        run.effect("ek:pay", "work", || panic!("power cut"))
+    }));
+    assert!(crashed.is_err());
+    let id = admitted.unwrap();
+    let state = RunState::of(&plane.read(&id).records);
+    assert_eq!(state.in_doubt(), ["ek:pay".to_owned()]);
+    assert!(plane.runtime.resume(&plane.tenant, &id).is_err());
+    let quarantined = RunState::of(&plane.read(&id).records);
+    assert_eq!(quarantined.standing().map(|c| c.outcome), Some(Outcome::Quarantined));
+    assert!(!quarantined.may_continue());
+
+    let answer = DoubtAnswer::Happened { result: EffectResult::Ok { output: "receipt".into() } };
+    plane.runtime.answer_doubt(&plane.tenant, &id, "ek:pay", answer).unwrap();
+    let answered = RunState::of(&plane.read(&id).records);
+    assert_eq!(answered.standing(), None, "an answer continues after the conclusion");
+    assert_eq!(answered.last_conclusion().map(|c| c.outcome), Some(Outcome::Quarantined));
+    assert_eq!(answered.done("ek:pay"), Some(&EffectResult::Ok { output: "receipt".into() }));
+    assert!(answered.in_doubt().is_empty());
+    assert!(answered.may_continue());
+    let resumed = plane.runtime.resume(&plane.tenant, &id).unwrap();
+    plane.holds(&resumed, "an answered doubt");
+}
+
+#[test]
+fn the_fold_answers_what_last_conclusion_reads_on_every_prefix() {
+    let plane = Plane::new();
+    let mut run = plane.admit("prefixes", Budget { steps: Some(1), ..Budget::default() });
+    let id = run.run().clone();
+    run.start_step("work").unwrap();
+    run.start_step("again").unwrap_err(); // the steps ceiling concludes exhausted
+    plane.runtime.withhold(&plane.tenant, &id, "hold").unwrap();
+    plane.runtime.lift(&plane.tenant, &id, "go").unwrap();
+    plane.runtime.raise_ceiling(&plane.tenant, &id, Dimension::Steps, None).unwrap();
+    let mut resumed = plane.runtime.resume(&plane.tenant, &id).unwrap();
+    resumed.start_step("again").unwrap();
+    resumed.succeed("done").unwrap();
+    let records = plane.read(&id).records;
+    let mut conclusions = 0;
+    for end in 0..=records.len() {
+        let prefix = &records[..end];
+        let state = RunState::of(prefix);
+        assert_eq!(state.last_conclusion(), last_conclusion(prefix), "prefix of {end}");
+        let at = last_conclusion_at(prefix);
+        assert_eq!(at.map(|(_, c)| c), last_conclusion(prefix));
+        if let Some((seq, _)) = at {
+            assert!(matches!(
+                prefix[usize::try_from(seq).unwrap() - 1].record.body,
+                journal_core::RecordBody::RunConcluded(_)
+            ));
+            conclusions += 1;
+        }
+    }
+    assert!(conclusions > 0);
+    assert_eq!(RunState::of(&records).status(), RunStatus::Succeeded);
+}
+
+#[test]
+fn a_verified_run_names_its_admission_plan_and_fork() {
+    let plane = Plane::new();
+    let mut source = plane.admit("source", Budget::default());
+    let source_id = source.run().clone();
+    source.start_step("work").unwrap();
+    source.effect("ek:a", "work", || charged("a", 1)).unwrap();
+    source.succeed("done").unwrap();
+    let verified = plane.read(&source_id);
+    assert_eq!(verified.idempotency_key(), Some("source"));
+    assert_eq!(verified.admission().map(|a| a.tenant.as_str()), Some("t"));
+    assert_eq!(verified.plan(), Some(["work".to_owned()].as_slice()));
+    assert_eq!(verified.forked_from(), None);
+    assert_eq!(plan_at(&verified.records).map(|(seq, _)| seq), Some(2));
+    assert_eq!(verified.records[0].record.idempotency_key(), Some("source"));
+    assert!(verified.records.iter().skip(1).all(|r| r.record.idempotency_key().is_none()));
+
+    let request = AdmitRequest { idempotency_key: "fork".into(), plan: vec!["work".into()], budget: Budget::default() };
+    let Admission::New(fork) = plane.runtime.fork(&plane.tenant, &source_id, 6, request).unwrap() else {
+        panic!("a new fork")
+    };
+    assert_eq!(fork.state().done("ek:a"), Some(&EffectResult::Ok { output: "a".into() }), "served from the source");
+    let forked = plane.read(fork.run());
+    let from = forked.forked_from().expect("the provenance");
+    assert_eq!((from.source_run.as_str(), from.at_seq), (source_id.as_str(), 6));
+    assert_eq!(from.source_hash, verified.records[5].stored.hash.to_string());
+    assert_eq!(forked_from(&forked.records), Some(from));
+    assert_eq!(admission(&forked.records).map(|a| a.idempotency_key.as_str()), Some("fork"));
+    assert_eq!(forked.idempotency_key(), Some("fork"));
+}
