@@ -183,10 +183,7 @@ impl<'a> Journal<'a> {
             }),
             _ => None,
         };
-        let idempotency_key = match &record.body {
-            RecordBody::RunAdmitted(admitted) => Some(admitted.idempotency_key.clone()),
-            _ => None,
-        };
+        let idempotency_key = record.idempotency_key().map(str::to_owned);
         let position = self.store.append(AppendRequest {
             tenant: self.tenant.clone(),
             run: run.clone(),
