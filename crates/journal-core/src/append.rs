@@ -13,10 +13,12 @@
 //! batch may commit).
 
 use tlog::{LeafHash, NodeHash, NodeId};
+use witness::Origin;
 
 use crate::chain::{ChainHash, ExpectedHead, StoredRecord};
 use crate::error::JournalError;
 use crate::group_commit::BatchReplies;
+use crate::heads::{HEADS_LEAF_RUN, HeadEntry, HeadsLeaf, MAX_HEADS_PER_LEAF, sorted_entries};
 use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
 use crate::store::AppendRequest;
@@ -74,7 +76,7 @@ pub trait AppendTxn {
 
     /// The tenant's next log position. A backend shared by several writers
     /// takes, here, whatever lock makes positions follow commit order.
-    fn next_position(&mut self, request: &AppendRequest) -> Result<u64, AppendFailure>;
+    fn next_position(&mut self, tenant: &TenantId) -> Result<u64, AppendFailure>;
 
     /// Stored node hashes of the tenant's log; a missing one is store damage.
     fn log_nodes(&mut self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError>;
@@ -89,17 +91,32 @@ pub trait AppendTxn {
     fn put_outcome(&mut self, request: &AppendRequest, old: Option<Outcome>, new: Outcome)
     -> Result<(), AppendFailure>;
 
-    /// Stores the run's seal at `position`.
-    fn put_seal(&mut self, request: &AppendRequest, position: u64, leaf: &[u8]) -> Result<(), AppendFailure>;
+    /// Stores a log leaf at `position`: a run's seal (`run` is the run and
+    /// the store also indexes its seal by run), or a heads leaf (`run` is
+    /// [`HEADS_LEAF_RUN`]).
+    fn put_leaf(&mut self, tenant: &TenantId, run: &str, position: u64, leaf: &[u8]) -> Result<(), AppendFailure>;
 
     /// Stores one complete-subtree hash of the tenant's log.
-    fn put_log_node(&mut self, request: &AppendRequest, id: NodeId, hash: &NodeHash) -> Result<(), AppendFailure>;
+    fn put_log_node(&mut self, tenant: &TenantId, id: NodeId, hash: &NodeHash) -> Result<(), AppendFailure>;
 
     /// Advances the tenant's log counter.
-    fn put_next_position(&mut self, request: &AppendRequest, next: u64) -> Result<(), AppendFailure>;
+    fn put_next_position(&mut self, tenant: &TenantId, next: u64) -> Result<(), AppendFailure>;
 
-    /// Writes the run's row.
+    /// Writes the run's row, and marks the run's head as moved since the
+    /// last heads leaf (unless `row.sealed`: a seal covers it whole).
     fn put_run_head(&mut self, request: &AppendRequest, row: RunHead) -> Result<(), AppendFailure>;
+
+    /// The heads of the tenant's runs marked moved, in any order.
+    fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<HeadEntry>, AppendFailure>;
+
+    /// Stores the entries of the heads leaf at `position` and clears the
+    /// moved mark of each entry's run.
+    fn put_heads_entries(
+        &mut self,
+        tenant: &TenantId,
+        position: u64,
+        entries: &[HeadEntry],
+    ) -> Result<(), AppendFailure>;
 }
 
 /// Applies one append inside `txn`: checks it against the run's row, then
@@ -115,7 +132,7 @@ pub fn append_one(txn: &mut impl AppendTxn, request: &AppendRequest) -> Result<O
     let seal = request.conclusion.as_ref().and_then(|c| c.seal.as_ref());
     let sealing = match seal {
         Some(seal) => {
-            let position = txn.next_position(request)?;
+            let position = txn.next_position(&request.tenant)?;
             let nodes =
                 nodes_for_new_leaf(txn, &request.tenant, position, seal.leaf_hash()).map_err(AppendFailure::Refused)?;
             Some((position, seal.to_bytes(), nodes))
@@ -132,17 +149,48 @@ pub fn append_one(txn: &mut impl AppendTxn, request: &AppendRequest) -> Result<O
     }
     let mut position = None;
     if let Some((next, leaf, nodes)) = sealing {
-        txn.put_seal(request, next, &leaf)?;
-        for (id, hash) in &nodes {
-            txn.put_log_node(request, *id, hash)?;
-        }
-        txn.put_next_position(request, next + 1)?;
+        put_log_leaf(txn, &request.tenant, request.run.as_str(), next, &leaf, &nodes)?;
         position = Some(next);
     }
     let outcome = request.conclusion.as_ref().map(|c| c.outcome).or(old_outcome);
     let head = ExpectedHead { seq: request.row.seq, hash: request.row.hash };
     txn.put_run_head(request, RunHead { head, sealed: position.is_some(), outcome })?;
     Ok(position)
+}
+
+/// Writes a leaf, the node hashes it completes and the advanced counter.
+fn put_log_leaf(
+    txn: &mut impl AppendTxn,
+    tenant: &TenantId,
+    run: &str,
+    position: u64,
+    leaf: &[u8],
+    nodes: &[(NodeId, NodeHash)],
+) -> Result<(), AppendFailure> {
+    txn.put_leaf(tenant, run, position, leaf)?;
+    for (id, hash) in nodes {
+        txn.put_log_node(tenant, *id, hash)?;
+    }
+    txn.put_next_position(tenant, position + 1)
+}
+
+/// Appends heads leaves for the tenant's moved runs (issue 20; see
+/// [`crate::heads`]): each leaf commits to up to [`MAX_HEADS_PER_LEAF`]
+/// entries in run id order, stored beside it so an auditor can read them,
+/// and the runs' moved marks are cleared. Costs O(runs moved), never
+/// O(all runs). Returns the positions appended (none when no run moved).
+pub fn append_heads(txn: &mut impl AppendTxn, tenant: &TenantId, origin: &Origin) -> Result<Vec<u64>, AppendFailure> {
+    let moved = sorted_entries(txn.moved_heads(tenant)?);
+    let mut positions = Vec::new();
+    for entries in moved.chunks(MAX_HEADS_PER_LEAF) {
+        let leaf = HeadsLeaf::new(origin, entries).to_bytes();
+        let position = txn.next_position(tenant)?;
+        let nodes = nodes_for_new_leaf(txn, tenant, position, LeafHash::of(&leaf)).map_err(AppendFailure::Refused)?;
+        put_log_leaf(txn, tenant, HEADS_LEAF_RUN, position, &leaf, &nodes)?;
+        txn.put_heads_entries(tenant, position, entries)?;
+        positions.push(position);
+    }
+    Ok(positions)
 }
 
 /// Applies a group commit's appends in order inside one transaction: one
@@ -238,9 +286,13 @@ fn nodes_for_new_leaf(
     Ok(nodes)
 }
 
-/// A run id a backend read back from a row of `tenant`: one that does not
-/// parse is store damage.
+/// A run id a backend read back from a row of `tenant` (or the reserved
+/// name of heads leaves, in the log's leaves): one that does not parse is
+/// store damage.
 pub fn stored_run_id(tenant: &TenantId, text: &str) -> Result<RunId, JournalError> {
+    if text == HEADS_LEAF_RUN {
+        return Ok(RunId::heads_leaf());
+    }
     RunId::new(text).map_err(|_| JournalError::StoreDamage {
         tenant: tenant.clone(),
         detail: format!("a stored run id {text:?} is invalid"),

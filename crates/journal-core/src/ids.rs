@@ -10,13 +10,15 @@ fn check_id(what: &'static str, text: &str) -> Result<(), JournalError> {
     let ok = !text.is_empty()
         && text.len() <= MAX_ID_LEN
         && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':' | b'/'));
-    if ok {
+    // The log keeps heads leaves under this name: no run may take it.
+    let reserved = what == "run id" && text == crate::heads::HEADS_LEAF_RUN;
+    if ok && !reserved {
         Ok(())
     } else {
         Err(JournalError::InvalidId {
             what,
             id: text.chars().take(MAX_ID_LEN).collect(),
-            rule: "1 to 128 characters of A-Z a-z 0-9 - _ . : /",
+            rule: "1 to 128 characters of A-Z a-z 0-9 - _ . : /, not the reserved agentplane:heads",
         })
     }
 }
@@ -61,6 +63,19 @@ id_type!(
     RunId,
     "run id"
 );
+impl RunId {
+    /// The reserved name a backend keeps heads leaves under among the log's
+    /// leaves ([`crate::heads::HEADS_LEAF_RUN`]): never a run's.
+    pub(crate) fn heads_leaf() -> Self {
+        Self(crate::heads::HEADS_LEAF_RUN.to_owned())
+    }
+
+    /// Whether this is the reserved name of heads leaves, not a run.
+    pub fn is_heads_leaf(&self) -> bool {
+        self.0 == crate::heads::HEADS_LEAF_RUN
+    }
+}
+
 id_type!(
     /// A tenant: its own runs, its own log and origin (R-STORE-4).
     TenantId,

@@ -8,6 +8,7 @@ pub mod error;
 pub mod export;
 pub mod golden;
 pub mod group_commit;
+pub mod heads;
 pub mod ids;
 pub mod journal;
 pub mod log;

@@ -325,14 +325,18 @@ pub fn sign_head(
     Ok(signed)
 }
 
-/// Opens the tenant's log and signs its head ([`sign_head`]), opening a new
-/// view when another signer got further meanwhile (a few times at most).
+/// Appends heads leaves for the runs whose head moved ([`Store::append_heads`]),
+/// then opens the tenant's log and signs its head ([`sign_head`]), opening a
+/// new view when another signer got further meanwhile (a few times at most).
 pub fn sign_current_head<'a>(
     store: &'a dyn Store,
     tenant: &'a TenantId,
     origin: &Origin,
     key: &LogKey,
 ) -> Result<(LogView<'a>, SignedCheckpoint), JournalError> {
+    // Open runs enter the log before it is signed (issue 20): the checkpoint
+    // then commits to every run's head, not only to the sealed ones.
+    store.append_heads(tenant, origin)?;
     let mut attempts = 0;
     loop {
         let view = LogView::open(store, tenant)?;

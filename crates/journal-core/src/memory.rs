@@ -2,14 +2,15 @@
 //! against. Not a product backend: nothing survives the process. Its append
 //! is the one algorithm of [`crate::append`], over a map.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
 
 use tlog::{NodeHash, NodeId, Tree};
 
-use crate::append::{AppendFailure, AppendTxn, RunHead, append_one};
+use crate::append::{AppendFailure, AppendTxn, RunHead, append_heads, append_one, stored_run_id};
 use crate::chain::{ExpectedHead, StoredRecord};
 use crate::error::JournalError;
+use crate::heads::HeadEntry;
 use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
 use crate::snapshot::{SnapshotRun, TenantSnapshot};
@@ -30,6 +31,10 @@ pub(crate) struct TenantState {
     pub(crate) seals: BTreeMap<u64, SealEntry>,
     pub(crate) next_position: u64,
     pub(crate) nodes: BTreeMap<NodeId, NodeHash>,
+    /// Runs whose head moved since the last heads leaf.
+    moved: BTreeSet<RunId>,
+    /// The entries of each heads leaf, by its position.
+    pub(crate) heads: BTreeMap<u64, Vec<HeadEntry>>,
     signed: Vec<SignedTree>,
     cosigned: Vec<SignedTree>,
 }
@@ -77,8 +82,8 @@ impl AppendTxn for MemoryTxn<'_> {
         Ok(state.and_then(|s| s.head.map(|head| RunHead { head, sealed: s.sealed, outcome: s.outcome })))
     }
 
-    fn next_position(&mut self, request: &AppendRequest) -> Result<u64, AppendFailure> {
-        Ok(self.0.get(&request.tenant).map_or(0, |t| t.next_position))
+    fn next_position(&mut self, tenant: &TenantId) -> Result<u64, AppendFailure> {
+        Ok(self.0.get(tenant).map_or(0, |t| t.next_position))
     }
 
     fn log_nodes(&mut self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
@@ -101,25 +106,57 @@ impl AppendTxn for MemoryTxn<'_> {
         Ok(())
     }
 
-    fn put_seal(&mut self, request: &AppendRequest, position: u64, leaf: &[u8]) -> Result<(), AppendFailure> {
-        let entry = SealEntry { position, run: request.run.clone(), leaf_bytes: leaf.to_vec() };
-        self.tenant(&request.tenant).seals.insert(position, entry);
+    fn put_leaf(&mut self, tenant: &TenantId, run: &str, position: u64, leaf: &[u8]) -> Result<(), AppendFailure> {
+        let run = stored_run_id(tenant, run).map_err(AppendFailure::Refused)?;
+        let entry = SealEntry { position, run, leaf_bytes: leaf.to_vec() };
+        self.tenant(tenant).seals.insert(position, entry);
         Ok(())
     }
 
-    fn put_log_node(&mut self, request: &AppendRequest, id: NodeId, hash: &NodeHash) -> Result<(), AppendFailure> {
-        self.tenant(&request.tenant).nodes.insert(id, *hash);
+    fn put_log_node(&mut self, tenant: &TenantId, id: NodeId, hash: &NodeHash) -> Result<(), AppendFailure> {
+        self.tenant(tenant).nodes.insert(id, *hash);
         Ok(())
     }
 
-    fn put_next_position(&mut self, request: &AppendRequest, next: u64) -> Result<(), AppendFailure> {
-        self.tenant(&request.tenant).next_position = next;
+    fn put_next_position(&mut self, tenant: &TenantId, next: u64) -> Result<(), AppendFailure> {
+        self.tenant(tenant).next_position = next;
         Ok(())
     }
 
     fn put_run_head(&mut self, request: &AppendRequest, row: RunHead) -> Result<(), AppendFailure> {
         let state = self.run(request);
         (state.head, state.sealed, state.outcome) = (Some(row.head), row.sealed, row.outcome);
+        let moved = &mut self.tenant(&request.tenant).moved;
+        if row.sealed {
+            moved.remove(&request.run);
+        } else {
+            moved.insert(request.run.clone());
+        }
+        Ok(())
+    }
+
+    fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<HeadEntry>, AppendFailure> {
+        let Some(state) = self.0.get(tenant) else {
+            return Ok(Vec::new());
+        };
+        Ok(state
+            .moved
+            .iter()
+            .filter_map(|run| state.runs.get(run).and_then(|r| r.head).map(|head| HeadEntry::new(run, head)))
+            .collect())
+    }
+
+    fn put_heads_entries(
+        &mut self,
+        tenant: &TenantId,
+        position: u64,
+        entries: &[HeadEntry],
+    ) -> Result<(), AppendFailure> {
+        let state = self.tenant(tenant);
+        for entry in entries {
+            state.moved.remove(&entry.run);
+        }
+        state.heads.insert(position, entries.to_vec());
         Ok(())
     }
 }
@@ -208,6 +245,15 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    fn append_heads(&self, tenant: &TenantId, origin: &witness::Origin) -> Result<Vec<u64>, JournalError> {
+        let mut tenants = self.lock()?;
+        append_heads(&mut MemoryTxn(&mut tenants), tenant, origin).map_err(AppendFailure::into_error)
+    }
+
+    fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<HeadEntry>, JournalError> {
+        Ok(self.lock()?.get(tenant).and_then(|t| t.heads.get(&position).cloned()).unwrap_or_default())
+    }
+
     fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
         let tenants = self.lock()?;
         let mut snapshot = TenantSnapshot::empty(tenant);
@@ -226,6 +272,7 @@ impl Store for MemoryStore {
         snapshot.index_seals_by_run();
         snapshot.next_position = state.next_position;
         snapshot.nodes = state.nodes.clone();
+        snapshot.heads_entries = state.heads.clone();
         snapshot.signed = state.signed.clone();
         snapshot.cosigned = state.cosigned.clone();
         Ok(snapshot)

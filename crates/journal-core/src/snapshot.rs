@@ -14,6 +14,7 @@ use tlog::{NodeHash, NodeId, Tree};
 use crate::append::RunHead;
 use crate::chain::StoredRecord;
 use crate::error::{JournalError, StorageError};
+use crate::heads::HeadEntry;
 use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
 use crate::store::{AppendRequest, LogCounters, RunRows, SealEntry, SignedTree, Store};
@@ -46,6 +47,8 @@ pub struct TenantSnapshot {
     pub next_position: u64,
     /// The stored complete-subtree hashes of the log.
     pub nodes: BTreeMap<NodeId, NodeHash>,
+    /// The entries stored for each heads leaf, by the leaf's position.
+    pub heads_entries: BTreeMap<u64, Vec<HeadEntry>>,
     /// The checkpoints the plane recorded as signed, oldest first.
     pub signed: Vec<SignedTree>,
     /// The cosigned checkpoints recorded, oldest first.
@@ -59,9 +62,14 @@ impl TenantSnapshot {
     }
 
     /// The seal-by-run index derived from the seals, for a backend that
-    /// keeps no separate one.
+    /// keeps no separate one (heads leaves are not seals of a run).
     pub fn index_seals_by_run(&mut self) {
-        self.seal_by_run = self.seals.values().map(|seal| (seal.run.clone(), seal.position)).collect();
+        self.seal_by_run = self
+            .seals
+            .values()
+            .filter(|seal| !seal.run.is_heads_leaf())
+            .map(|seal| (seal.run.clone(), seal.position))
+            .collect();
     }
 
     /// Whether the store holds nothing at all for the tenant.
@@ -162,6 +170,14 @@ impl Store for TenantSnapshot {
 
     fn record_cosigned_checkpoint(&self, _: &TenantId, _: SignedTree) -> Result<(), JournalError> {
         Err(JournalError::Io(StorageError::message("a snapshot is read-only: it records no checkpoint")))
+    }
+
+    fn append_heads(&self, _: &TenantId, _: &witness::Origin) -> Result<Vec<u64>, JournalError> {
+        Err(JournalError::Io(StorageError::message("a snapshot is read-only: it takes no heads leaf")))
+    }
+
+    fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<HeadEntry>, JournalError> {
+        Ok(self.heads_entries.get(&position).filter(|_| self.ours(tenant)).cloned().unwrap_or_default())
     }
 
     fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {

@@ -158,6 +158,15 @@ pub trait Store: Send + Sync {
     /// Records a met round's cosigned checkpoint, durably.
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError>;
 
+    /// Appends heads leaves for the tenant's runs whose head moved since the
+    /// last one, in one transaction ([`crate::append::append_heads`]): what
+    /// the plane does before it signs a checkpoint, so the checkpoint covers
+    /// open runs too. Returns the positions appended.
+    fn append_heads(&self, tenant: &TenantId, origin: &witness::Origin) -> Result<Vec<u64>, JournalError>;
+
+    /// The entries stored for the heads leaf at `position` (none if there is none).
+    fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<crate::heads::HeadEntry>, JournalError>;
+
     /// Everything the store holds for `tenant`, read in one snapshot (one
     /// read transaction; on a server, in bulk): what the audit checks, so
     /// appends committing meanwhile are seen whole or not at all.

@@ -155,6 +155,12 @@ impl Store for FaultyStore {
     fn snapshot(&self, tenant: &TenantId) -> Result<crate::snapshot::TenantSnapshot, JournalError> {
         self.inner.snapshot(tenant)
     }
+    fn append_heads(&self, tenant: &TenantId, origin: &witness::Origin) -> Result<Vec<u64>, JournalError> {
+        self.inner.append_heads(tenant, origin)
+    }
+    fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<crate::heads::HeadEntry>, JournalError> {
+        self.inner.heads_entries(tenant, position)
+    }
 }
 
 /// What one injected fault led to.

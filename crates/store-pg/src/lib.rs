@@ -6,8 +6,9 @@ pub mod testkit;
 
 use std::str::FromStr as _;
 
-use journal_core::append::{AppendFailure, AppendTxn, RunHead, stored_run_id as run_id, write_batch};
+use journal_core::append::{AppendFailure, AppendTxn, RunHead, append_heads, stored_run_id as run_id, write_batch};
 use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
+use journal_core::heads::HeadEntry;
 use journal_core::store::{SignedTree, stored_chain_hash};
 use journal_core::{
     AppendRequest, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows, SealEntry,
@@ -210,7 +211,7 @@ impl Statements {
             upsert_run: prepare(
                 "INSERT INTO runs (tenant, run, head_seq, head_hash, sealed, outcome) VALUES ($1, $2, $3, $4, $5, $6)
                  ON CONFLICT (tenant, run) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash,
-                     sealed = excluded.sealed, outcome = excluded.outcome",
+                     sealed = excluded.sealed, outcome = excluded.outcome, covered = false",
             )?,
             upsert_idempotency: prepare(
                 "INSERT INTO idempotency (tenant, key, run) VALUES ($1, $2, $3)
@@ -287,6 +288,20 @@ impl PgAppend<'_, '_> {
         self.txn.execute(statement(self.statements), params).map(drop).map_err(|err| classify(request, context, err))
     }
 
+    /// A write of the tenant's log: any failure breaks the batch (positions
+    /// are taken under the tenant's lock, so no other writer races them).
+    fn execute_log(
+        &mut self,
+        context: &'static str,
+        statement: fn(&Statements) -> &postgres::Statement,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<(), AppendFailure> {
+        self.txn
+            .execute(statement(self.statements), params)
+            .map(drop)
+            .map_err(|err| AppendFailure::Broken(pg(context, err)))
+    }
+
     fn savepoint(&mut self, sql: &str) -> Result<(), JournalError> {
         self.txn.batch_execute(sql).map_err(|err| pg("an append's savepoint", err))
     }
@@ -320,18 +335,17 @@ impl AppendTxn for PgAppend<'_, '_> {
         Ok(Some(RunHead { head, sealed: row.get(2), outcome: outcome.as_deref().and_then(Outcome::parse) }))
     }
 
-    fn next_position(&mut self, request: &AppendRequest) -> Result<u64, AppendFailure> {
-        let tenant = request.tenant.as_str();
+    fn next_position(&mut self, tenant: &TenantId) -> Result<u64, AppendFailure> {
         // R-LOG-5: the tenant's positions are taken under a transaction lock
         // held until commit, so the next sealer reads the counter only after
         // this one is committed: positions follow commit order.
-        self.execute(request, "the tenant's sealing lock", |s| &s.lock_tenant_log, &[&tenant])?;
+        self.execute_log("the tenant's sealing lock", |s| &s.lock_tenant_log, &[&tenant.as_str()])?;
         let next: i64 = self
             .txn
-            .query_opt(&self.statements.select_counter, &[&tenant])
-            .map_err(|err| classify(request, "the log counter", err))?
+            .query_opt(&self.statements.select_counter, &[&tenant.as_str()])
+            .map_err(|err| AppendFailure::Broken(pg("the log counter", err)))?
             .map_or(0, |row| row.get(0));
-        to_u64(&request.tenant, next).map_err(refused)
+        to_u64(tenant, next).map_err(refused)
     }
 
     fn log_nodes(&mut self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
@@ -372,23 +386,70 @@ impl AppendTxn for PgAppend<'_, '_> {
         self.execute(request, "the outcome index", |s| &s.insert_outcome, &[&tenant, &new.as_str(), &run])
     }
 
-    fn put_seal(&mut self, request: &AppendRequest, position: u64, leaf: &[u8]) -> Result<(), AppendFailure> {
+    fn put_leaf(&mut self, tenant: &TenantId, run: &str, position: u64, leaf: &[u8]) -> Result<(), AppendFailure> {
         let position = to_i64(position).map_err(refused)?;
-        let params: [&(dyn postgres::types::ToSql + Sync); 4] =
-            [&request.tenant.as_str(), &position, &request.run.as_str(), &leaf];
-        self.execute(request, "storing the seal", |s| &s.insert_seal, &params)
+        let params: [&(dyn postgres::types::ToSql + Sync); 4] = [&tenant.as_str(), &position, &run, &leaf];
+        self.execute_log("storing a log leaf", |s| &s.insert_seal, &params)
     }
 
-    fn put_log_node(&mut self, request: &AppendRequest, id: NodeId, hash: &NodeHash) -> Result<(), AppendFailure> {
+    fn put_log_node(&mut self, tenant: &TenantId, id: NodeId, hash: &NodeHash) -> Result<(), AppendFailure> {
         let index = to_i64(id.index).map_err(refused)?;
         let params: [&(dyn postgres::types::ToSql + Sync); 4] =
-            [&request.tenant.as_str(), &i16::from(id.level), &index, &hash.as_bytes().as_slice()];
-        self.execute(request, "storing the log nodes", |s| &s.insert_node, &params)
+            [&tenant.as_str(), &i16::from(id.level), &index, &hash.as_bytes().as_slice()];
+        self.execute_log("storing the log nodes", |s| &s.insert_node, &params)
     }
 
-    fn put_next_position(&mut self, request: &AppendRequest, next: u64) -> Result<(), AppendFailure> {
+    fn put_next_position(&mut self, tenant: &TenantId, next: u64) -> Result<(), AppendFailure> {
         let next = to_i64(next).map_err(refused)?;
-        self.execute(request, "advancing the log counter", |s| &s.upsert_counter, &[&request.tenant.as_str(), &next])
+        self.execute_log("advancing the log counter", |s| &s.upsert_counter, &[&tenant.as_str(), &next])
+    }
+
+    fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<HeadEntry>, AppendFailure> {
+        let rows = self
+            .txn
+            .query(
+                "SELECT run, head_seq, head_hash FROM runs WHERE tenant = $1 AND NOT covered AND NOT sealed",
+                &[&tenant.as_str()],
+            )
+            .map_err(|err| AppendFailure::Broken(pg("reading the moved runs", err)))?;
+        rows.iter()
+            .map(|row| {
+                let run = run_id(tenant, row.get(0))?;
+                let hash: Vec<u8> = row.get(2);
+                let head = head_of(tenant, &run, row.get(1), &hash)?;
+                Ok(HeadEntry::new(&run, head))
+            })
+            .collect::<Result<Vec<_>, JournalError>>()
+            .map_err(refused)
+    }
+
+    fn put_heads_entries(
+        &mut self,
+        tenant: &TenantId,
+        position: u64,
+        entries: &[HeadEntry],
+    ) -> Result<(), AppendFailure> {
+        let position = to_i64(position).map_err(refused)?;
+        let broken = |err| AppendFailure::Broken(pg("storing heads entries", err));
+        let insert = self
+            .txn
+            .prepare("INSERT INTO heads_entries (tenant, position, run, seq, hash) VALUES ($1, $2, $3, $4, $5)")
+            .map_err(broken)?;
+        // Covered only where the head is still the one entered: a run that
+        // moved on meanwhile stays moved for the next heads leaf.
+        let cover = self
+            .txn
+            .prepare("UPDATE runs SET covered = true WHERE tenant = $1 AND run = $2 AND head_seq = $3")
+            .map_err(broken)?;
+        for entry in entries {
+            let seq = to_i64(entry.seq).map_err(refused)?;
+            let (t, run) = (tenant.as_str(), entry.run.as_str());
+            self.txn
+                .execute(&insert, &[&t, &position, &run, &seq, &entry.hash.as_bytes().as_slice()])
+                .map_err(broken)?;
+            self.txn.execute(&cover, &[&t, &run, &seq]).map_err(broken)?;
+        }
+        Ok(())
     }
 
     fn put_run_head(&mut self, request: &AppendRequest, row: RunHead) -> Result<(), AppendFailure> {
@@ -448,6 +509,16 @@ fn stored_record(
             _ => None,
         },
     })
+}
+
+/// A heads entries row `position, run, seq, hash`.
+fn head_entry_of_row(tenant: &TenantId, row: &postgres::Row) -> Result<(u64, HeadEntry), JournalError> {
+    let position = to_u64(tenant, row.get(0))?;
+    let run = run_id(tenant, row.get(1))?;
+    let seq = to_u64(tenant, row.get(2))?;
+    let hash: Vec<u8> = row.get(3);
+    let hash = stored_chain_hash(&run, seq, &hash, "a heads entry's hash")?;
+    Ok((position, HeadEntry { run, seq, hash }))
 }
 
 /// A checkpoints row `size, root, note`.
@@ -534,6 +605,13 @@ fn read_snapshot(conn: &mut Client, tenant: &TenantId) -> Result<TenantSnapshot,
         let hash = NodeHash::try_from(hash.as_slice())
             .map_err(|_| damaged(tenant, format!("log node {id:?} is not 32 bytes")))?;
         snapshot.nodes.insert(id, hash);
+    }
+    for row in txn
+        .query("SELECT position, run, seq, hash FROM heads_entries WHERE tenant = $1 ORDER BY position, run", &[&t])
+        .map_err(fail("reading heads entries"))?
+    {
+        let (position, entry) = head_entry_of_row(tenant, &row)?;
+        snapshot.heads_entries.entry(position).or_default().push(entry);
     }
     for (table, trees) in
         [("signed_checkpoints", &mut snapshot.signed), ("cosigned_checkpoints", &mut snapshot.cosigned)]
@@ -725,6 +803,27 @@ impl Store for PgStore {
 
     fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
         read_snapshot(&mut *self.conn()?, tenant)
+    }
+
+    fn append_heads(&self, tenant: &TenantId, origin: &journal_core::Origin) -> Result<Vec<u64>, JournalError> {
+        let mut conn = self.conn()?;
+        let statements = Statements::prepare(&mut conn)?;
+        let mut txn = conn.transaction().map_err(|err| pg("appending heads leaves", err))?;
+        let positions = append_heads(&mut PgAppend { txn: &mut txn, statements: &statements }, tenant, origin)
+            .map_err(AppendFailure::into_error)?;
+        txn.commit().map_err(|err| pg("appending heads leaves", err))?;
+        Ok(positions)
+    }
+
+    fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<HeadEntry>, JournalError> {
+        let mut conn = self.conn()?;
+        let rows = conn
+            .query(
+                "SELECT position, run, seq, hash FROM heads_entries WHERE tenant = $1 AND position = $2 ORDER BY run",
+                &[&tenant.as_str(), &to_i64(position)?],
+            )
+            .map_err(|err| pg("reading heads entries", err))?;
+        rows.iter().map(|row| head_entry_of_row(tenant, row).map(|(_, entry)| entry)).collect()
     }
 
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {

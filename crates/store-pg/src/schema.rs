@@ -3,10 +3,10 @@
 //! refused with a remedy, like a record version.
 
 /// The migrations, in order; migration `n` brings the schema to version `n + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 const V1: &str = r#"
 CREATE TABLE runs (
@@ -91,4 +91,22 @@ END;
 $$ LANGUAGE plpgsql;
 CREATE TRIGGER records_refuse_sealed BEFORE INSERT ON records
     FOR EACH ROW EXECUTE FUNCTION agentplane_refuse_sealed();
+"#;
+
+/// Issue 20, heads leaves: a run's head is "moved" (not yet covered by a
+/// heads leaf) until a heads leaf enters it; every append marks it so in the
+/// statement that writes its row (no extra round trip), and the partial index
+/// finds the moved runs in O(moved). Runs that existed before are all moved,
+/// so the first heads leaf covers them. Each heads leaf's entries are kept.
+const V2: &str = r#"
+ALTER TABLE runs ADD COLUMN covered boolean NOT NULL DEFAULT false;
+CREATE INDEX runs_moved ON runs (tenant, run) WHERE NOT covered AND NOT sealed;
+CREATE TABLE heads_entries (
+    tenant text NOT NULL,
+    position bigint NOT NULL,
+    run text NOT NULL,
+    seq bigint NOT NULL,
+    hash bytea NOT NULL,
+    PRIMARY KEY (tenant, position, run)
+);
 "#;

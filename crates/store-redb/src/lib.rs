@@ -6,8 +6,9 @@ mod testkit;
 use std::path::Path;
 use std::sync::Arc;
 
-use journal_core::append::{AppendFailure, AppendTxn, RunHead, stored_run_id as run_id, write_batch};
+use journal_core::append::{AppendFailure, AppendTxn, RunHead, append_heads, stored_run_id as run_id, write_batch};
 use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
+use journal_core::heads::{HEADS_LEAF_RUN, HeadEntry};
 use journal_core::store::{SignedTree, stored_chain_hash};
 use journal_core::{
     AppendRequest, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows, SealEntry,
@@ -44,6 +45,13 @@ const SEAL_BY_RUN: TableDefinition<(&str, &str), u64> = TableDefinition::new("se
 const LOG_COUNTER: TableDefinition<&str, u64> = TableDefinition::new("log_counter");
 /// (tenant, level, index) -> node hash (R-LOG-7)
 const NODES: TableDefinition<(&str, u8, u64), &[u8]> = TableDefinition::new("log_nodes");
+/// (tenant, run) -> (): runs whose head moved since the last heads leaf (issue 20).
+const MOVED: TableDefinition<(&str, &str), ()> = TableDefinition::new("moved_runs");
+/// (tenant, heads leaf position, run) -> (seq, chain hash): each heads leaf's entries.
+const HEADS: TableDefinition<(&str, u64, &str), (u64, &[u8])> = TableDefinition::new("heads_entries");
+/// name -> value: this file's bookkeeping ("moved_runs_filled": the moved
+/// set was filled with the runs of a file written before it existed).
+const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 /// (tenant, n) -> (size, root, note): the checkpoints this plane signed, in order.
 const SIGNED: TableDefinition<(&str, u64), (u64, &[u8], &str)> = TableDefinition::new("signed_checkpoints");
 /// (tenant, n) -> (size, root, cosigned note): each witnessing round that met its quorum.
@@ -180,6 +188,8 @@ impl RedbStore {
         txn.open_table(NODES).map_err(io)?;
         txn.open_table(SIGNED).map_err(io)?;
         txn.open_table(COSIGNED).map_err(io)?;
+        txn.open_table(HEADS).map_err(io)?;
+        fill_moved_runs_once(&txn)?;
         txn.commit().map_err(io)?;
         let db = Arc::new(db);
         let writer = Arc::clone(&db);
@@ -268,6 +278,28 @@ fn open_if_there<K: redb::Key + 'static, V: redb::Value + 'static>(
     }
 }
 
+/// The heads entries of `tenant`'s heads leaves at `positions`, by position.
+fn read_heads_entries(
+    table: &impl ReadableTable<(&'static str, u64, &'static str), (u64, &'static [u8])>,
+    tenant: &TenantId,
+    positions: std::ops::RangeInclusive<u64>,
+) -> Result<std::collections::BTreeMap<u64, Vec<HeadEntry>>, JournalError> {
+    let t = tenant.as_str();
+    let mut out: std::collections::BTreeMap<u64, Vec<HeadEntry>> = std::collections::BTreeMap::new();
+    for entry in table.range((t, *positions.start(), "")..).map_err(io)? {
+        let (key, value) = entry.map_err(io)?;
+        let (kt, position, run) = key.value();
+        if kt != t || position > *positions.end() {
+            break;
+        }
+        let run = run_id(tenant, run)?;
+        let (seq, hash) = value.value();
+        let hash = stored_chain_hash(&run, seq, hash, "a heads entry's hash")?;
+        out.entry(position).or_default().push(HeadEntry { run, seq, hash });
+    }
+    Ok(out)
+}
+
 /// Everything of `tenant`, read in the one read transaction `txn`.
 fn read_snapshot(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
     let t = tenant.as_str();
@@ -352,9 +384,47 @@ fn read_snapshot(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnaps
             snapshot.nodes.insert(id, hash);
         }
     }
+    if let Some(heads) = open_if_there(txn, HEADS)? {
+        snapshot.heads_entries = read_heads_entries(&heads, tenant, 0..=u64::MAX)?;
+    }
     snapshot.signed = read_trees(txn, SIGNED, tenant)?;
     snapshot.cosigned = read_trees(txn, COSIGNED, tenant)?;
     Ok(snapshot)
+}
+
+/// A file written before heads leaves existed has no moved set: every run
+/// not sealed is marked moved once, so the next heads leaf covers it.
+fn fill_moved_runs_once(txn: &WriteTransaction) -> Result<(), JournalError> {
+    let mut meta = txn.open_table(META).map_err(io)?;
+    if meta.get("moved_runs_filled").map_err(io)?.is_some() {
+        return Ok(());
+    }
+    let runs = txn.open_table(RUNS).map_err(io)?;
+    let mut moved = txn.open_table(MOVED).map_err(io)?;
+    for entry in runs.iter().map_err(io)? {
+        let (key, value) = entry.map_err(io)?;
+        let (tenant, run) = key.value();
+        if !value.value().2 {
+            moved.insert((tenant, run), ()).map_err(io)?;
+        }
+    }
+    meta.insert("moved_runs_filled", 1).map_err(io)?;
+    Ok(())
+}
+
+/// Appends heads leaves in one write transaction of its own (redb runs one
+/// writer at a time, so it never interleaves with a group commit).
+fn write_heads(db: &Database, tenant: &TenantId, origin: &journal_core::Origin) -> Result<Vec<u64>, JournalError> {
+    let txn = db.begin_write().map_err(io)?;
+    let positions = {
+        let mut tables = Tables::open(&txn)?;
+        append_heads(&mut tables, tenant, origin).map_err(AppendFailure::into_error)?
+    };
+    if positions.is_empty() {
+        return Ok(positions);
+    }
+    txn.commit().map_err(io)?;
+    Ok(positions)
 }
 
 /// Writes one group commit's appends in one transaction: the append
@@ -386,6 +456,8 @@ struct Tables<'txn> {
     seal_by_run: redb::Table<'txn, (&'static str, &'static str), u64>,
     counter: redb::Table<'txn, &'static str, u64>,
     nodes: redb::Table<'txn, (&'static str, u8, u64), &'static [u8]>,
+    moved: redb::Table<'txn, (&'static str, &'static str), ()>,
+    heads: redb::Table<'txn, (&'static str, u64, &'static str), (u64, &'static [u8])>,
 }
 
 impl<'txn> Tables<'txn> {
@@ -399,6 +471,8 @@ impl<'txn> Tables<'txn> {
             seal_by_run: txn.open_table(SEAL_BY_RUN).map_err(io)?,
             counter: txn.open_table(LOG_COUNTER).map_err(io)?,
             nodes: txn.open_table(NODES).map_err(io)?,
+            moved: txn.open_table(MOVED).map_err(io)?,
+            heads: txn.open_table(HEADS).map_err(io)?,
         })
     }
 }
@@ -428,8 +502,8 @@ impl AppendTxn for Tables<'_> {
         Ok(Some(RunHead { head, sealed, outcome }))
     }
 
-    fn next_position(&mut self, request: &AppendRequest) -> Result<u64, AppendFailure> {
-        Ok(self.counter.get(request.tenant.as_str()).map_err(refused)?.map_or(0, |v| v.value()))
+    fn next_position(&mut self, tenant: &TenantId) -> Result<u64, AppendFailure> {
+        Ok(self.counter.get(tenant.as_str()).map_err(refused)?.map_or(0, |v| v.value()))
     }
 
     fn log_nodes(&mut self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
@@ -460,26 +534,67 @@ impl AppendTxn for Tables<'_> {
         self.outcomes.insert((tenant, new.as_str(), run), ()).map(drop).map_err(broken)
     }
 
-    fn put_seal(&mut self, request: &AppendRequest, position: u64, leaf: &[u8]) -> Result<(), AppendFailure> {
-        let (tenant, run) = (request.tenant.as_str(), request.run.as_str());
-        let name = seals_table(tenant);
+    fn put_leaf(&mut self, tenant: &TenantId, run: &str, position: u64, leaf: &[u8]) -> Result<(), AppendFailure> {
+        let t = tenant.as_str();
+        let name = seals_table(t);
         self.txn.open_table(seals_def(&name)).map_err(broken)?.insert(position, (run, leaf)).map_err(broken)?;
-        self.seal_by_run.insert((tenant, run), position).map(drop).map_err(broken)
+        if run == HEADS_LEAF_RUN {
+            return Ok(());
+        }
+        self.seal_by_run.insert((t, run), position).map(drop).map_err(broken)
     }
 
-    fn put_log_node(&mut self, request: &AppendRequest, id: NodeId, hash: &NodeHash) -> Result<(), AppendFailure> {
-        let key = (request.tenant.as_str(), id.level, id.index);
+    fn put_log_node(&mut self, tenant: &TenantId, id: NodeId, hash: &NodeHash) -> Result<(), AppendFailure> {
+        let key = (tenant.as_str(), id.level, id.index);
         self.nodes.insert(key, hash.as_bytes().as_slice()).map(drop).map_err(broken)
     }
 
-    fn put_next_position(&mut self, request: &AppendRequest, next: u64) -> Result<(), AppendFailure> {
-        self.counter.insert(request.tenant.as_str(), next).map(drop).map_err(broken)
+    fn put_next_position(&mut self, tenant: &TenantId, next: u64) -> Result<(), AppendFailure> {
+        self.counter.insert(tenant.as_str(), next).map(drop).map_err(broken)
     }
 
     fn put_run_head(&mut self, request: &AppendRequest, row: RunHead) -> Result<(), AppendFailure> {
         let key = (request.tenant.as_str(), request.run.as_str());
         let value = (row.head.seq, row.head.hash.as_bytes().as_slice(), row.sealed, row.outcome.map(|o| o.as_str()));
-        self.runs.insert(key, value).map(drop).map_err(broken)
+        self.runs.insert(key, value).map_err(broken)?;
+        if row.sealed {
+            self.moved.remove(key).map(drop).map_err(broken)
+        } else {
+            self.moved.insert(key, ()).map(drop).map_err(broken)
+        }
+    }
+
+    fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<HeadEntry>, AppendFailure> {
+        let t = tenant.as_str();
+        let mut out = Vec::new();
+        for entry in self.moved.range((t, "")..).map_err(refused)? {
+            let (key, _) = entry.map_err(refused)?;
+            let (kt, run) = key.value();
+            if kt != t {
+                break;
+            }
+            let run = run_id(tenant, run).map_err(AppendFailure::Refused)?;
+            if let Some(value) = self.runs.get((t, run.as_str())).map_err(refused)? {
+                let (head, _, _) = head_of(&run, value.value()).map_err(AppendFailure::Refused)?;
+                out.push(HeadEntry::new(&run, head));
+            }
+        }
+        Ok(out)
+    }
+
+    fn put_heads_entries(
+        &mut self,
+        tenant: &TenantId,
+        position: u64,
+        entries: &[HeadEntry],
+    ) -> Result<(), AppendFailure> {
+        let t = tenant.as_str();
+        for entry in entries {
+            let run = entry.run.as_str();
+            self.heads.insert((t, position, run), (entry.seq, entry.hash.as_bytes().as_slice())).map_err(broken)?;
+            self.moved.remove((t, run)).map_err(broken)?;
+        }
+        Ok(())
     }
 }
 
@@ -681,6 +796,22 @@ impl Store for RedbStore {
 
     fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
         read_snapshot(&self.read_txn()?, tenant)
+    }
+
+    fn append_heads(&self, tenant: &TenantId, origin: &journal_core::Origin) -> Result<Vec<u64>, JournalError> {
+        let Db::Writable(db) = &self.db else {
+            return Err(machinery("the store is open read-only: it cannot append a heads leaf"));
+        };
+        write_heads(db, tenant, origin)
+    }
+
+    fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<HeadEntry>, JournalError> {
+        let txn = self.read_txn()?;
+        let Some(table) = open_if_there(&txn, HEADS)? else {
+            return Ok(Vec::new());
+        };
+        read_heads_entries(&table, tenant, position..=position)
+            .map(|mut by_position| by_position.remove(&position).unwrap_or_default())
     }
 
     fn record_signed_checkpoint(

@@ -119,6 +119,11 @@ impl Runtime {
     /// the tracing target `agentplane.witness.integrity`.
     pub fn sweep(&self, tenant: &TenantId) -> Result<SweepReport, RuntimeError> {
         let config = self.tenant(tenant)?;
+        // Runs that moved since the last heads leaf make the log grow, so
+        // the round is held even when no run was sealed (issue 20).
+        if !self.witnesses.is_empty() && config.log_key.is_some() {
+            self.store.append_heads(tenant, &config.origin)?;
+        }
         let view = LogView::open(self.store.as_ref(), tenant)?;
         let head = view.head()?;
         let report = |outcome| SweepReport { tenant: tenant.clone(), tree: head.tree, outcome };

@@ -1,0 +1,142 @@
+//! Heads leaves: what puts open runs under the log (issue 20). Only sealed
+//! runs enter the log with a seal; a run that is running, failed, exhausted,
+//! withheld or quarantined would be covered by nothing outside the store. So
+//! before the plane signs a checkpoint it appends one *heads leaf* to the
+//! tenant's log, committing to `(run, seq, chain hash)` of every run whose
+//! head moved since the previous heads leaf and that is not sealed. Once a
+//! checkpoint that covers the leaf is saved or cosigned, no such run can be
+//! cut back below that head, rewritten or deleted without the audit naming it.
+//!
+//! A heads entry attests a prefix (the run had this record at this seq),
+//! never that a history is complete: that is a seal's job, and the two leaf
+//! kinds cannot be confused (their first lines differ, and an entry is never
+//! a leaf of the log itself, only of the small tree its heads leaf commits
+//! to). The bytes, exactly:
+//!
+//! ```text
+//! heads leaf:   agentplane/heads/v1\n
+//!               origin <the tenant's log origin>\n
+//!               runs <number of entries, decimal>\n
+//!               root <RFC 6962 root of the entries' tree, 64 lowercase hex digits>\n
+//!
+//! heads entry:  agentplane/head/v1\n
+//!               run <run id>\n
+//!               seq <the head record's seq, decimal>\n
+//!               hash <its chain hash, 64 lowercase hex digits>\n
+//! ```
+//!
+//! The entries' tree has one RFC 6962 leaf per entry (`SHA-256(0x00 ||
+//! entry bytes)`), in run id order; the log leaf hash is RFC 6962's over the
+//! heads leaf bytes.
+
+use tlog::{InclusionProof, LeafHash, MemoryHashStore, RootHash, Tree};
+use witness::Origin;
+
+use crate::chain::{ChainHash, ExpectedHead};
+use crate::ids::RunId;
+
+/// The first line of a heads leaf.
+pub const HEADS_LEAF_TAG: &str = "agentplane/heads/v1\n";
+/// The first line of a heads entry.
+pub const HEAD_ENTRY_TAG: &str = "agentplane/head/v1\n";
+/// The run id under which a backend keeps a heads leaf among the log's
+/// leaves. Reserved: [`RunId::new`] never gives it to a run.
+pub const HEADS_LEAF_RUN: &str = "agentplane:heads";
+/// The most entries one heads leaf holds; a signing with more moved runs
+/// appends several leaves.
+pub const MAX_HEADS_PER_LEAF: usize = 65_536;
+
+/// One run's head as a heads leaf commits to it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct HeadEntry {
+    /// The run.
+    pub run: RunId,
+    /// The head record's seq.
+    pub seq: u64,
+    /// Its chain hash.
+    pub hash: ChainHash,
+}
+
+impl HeadEntry {
+    /// The entry of `run` at `head`.
+    pub fn new(run: &RunId, head: ExpectedHead) -> Self {
+        Self { run: run.clone(), seq: head.seq, hash: head.hash }
+    }
+
+    /// The entry's bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        format!("{HEAD_ENTRY_TAG}run {}\nseq {}\nhash {}\n", self.run, self.seq, self.hash).into_bytes()
+    }
+
+    /// Its leaf hash in the entries' tree.
+    pub fn leaf_hash(&self) -> LeafHash {
+        LeafHash::of(&self.to_bytes())
+    }
+}
+
+/// A heads leaf: the origin, how many entries, and their tree's root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeadsLeaf {
+    /// The tenant's log origin.
+    pub origin: Origin,
+    /// The entries' tree.
+    pub entries: Tree,
+}
+
+impl HeadsLeaf {
+    /// The leaf over `entries`, which must be in run id order (the order
+    /// [`sorted_entries`] gives).
+    pub fn new(origin: &Origin, entries: &[HeadEntry]) -> Self {
+        Self { origin: origin.clone(), entries: entries_tree(entries).tree() }
+    }
+
+    /// The leaf bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        format!("{HEADS_LEAF_TAG}origin {}\nruns {}\nroot {}\n", self.origin, self.entries.size, self.entries.root)
+            .into_bytes()
+    }
+
+    /// Reads a heads leaf's bytes; `None` when they are not one (a seal
+    /// leaf, or anything else).
+    pub fn parse(bytes: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let rest = text.strip_prefix(HEADS_LEAF_TAG)?;
+        let mut lines = rest.strip_suffix('\n')?.split('\n');
+        let origin = Origin::new(lines.next()?.strip_prefix("origin ")?).ok()?;
+        let size: u64 = lines.next()?.strip_prefix("runs ")?.parse().ok()?;
+        let root = RootHash::from_hex(lines.next()?.strip_prefix("root ")?).ok()?;
+        if lines.next().is_some() {
+            return None;
+        }
+        let leaf = Self { origin, entries: Tree::new(size, root) };
+        // One spelling only: what parses must write back byte for byte.
+        (leaf.to_bytes() == bytes).then_some(leaf)
+    }
+
+    /// Whether `bytes` start like a heads leaf (whether or not they parse).
+    pub fn is_tagged(bytes: &[u8]) -> bool {
+        bytes.starts_with(HEADS_LEAF_TAG.as_bytes())
+    }
+}
+
+/// The RFC 6962 tree of entries in the order given.
+pub fn entries_tree(entries: &[HeadEntry]) -> MemoryHashStore {
+    let mut tree = MemoryHashStore::new();
+    for entry in entries {
+        tree.append(entry.leaf_hash());
+    }
+    tree
+}
+
+/// The entries of moved runs in run id order, one per run.
+pub fn sorted_entries(mut entries: Vec<HeadEntry>) -> Vec<HeadEntry> {
+    entries.sort();
+    entries.dedup_by(|a, b| a.run == b.run);
+    entries
+}
+
+/// The proof that entry `index` is in a heads leaf's entries tree.
+pub fn prove_entry(entries: &[HeadEntry], index: u64) -> Option<InclusionProof> {
+    let tree = entries_tree(entries);
+    tree.prove_inclusion(index, tree.size()).ok()
+}
