@@ -2,17 +2,12 @@
 //! the empty tree, equal sizes, a shrinking log and a proof only when needed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
+mod common;
+use common::store_of;
+
 use std::cell::Cell;
 
-use tlog::{ConsistencyProof, ExtendsError, LeafHash, MemoryHashStore, NodeHash, RootHash, Tree, VerifyError};
-
-fn store_of(size: u64) -> MemoryHashStore {
-    let mut store = MemoryHashStore::new();
-    for i in 0..size {
-        store.append(LeafHash::of(&i.to_be_bytes()));
-    }
-    store
-}
+use tlog::{ConsistencyProof, ExtendsError, LeafHash, NodeHash, RootHash, Tree, VerifyError};
 
 fn none() -> ConsistencyProof {
     ConsistencyProof::default()
