@@ -10,7 +10,7 @@ use journal_core::{
     BuildSkew, ChainCheck, Ed25519Verifier, ExpectedHead, JournalError, Outcome, RecordBody, RunId, SealLeaf,
     SignatureCheck, SignedHash, Store, Upcasters, VerifiedRecord, Verifier, VerifyOptions, last_conclusion, verify_run,
 };
-use tlog::{HashReader, MemoryHashStore, NodeId, Tree};
+use tlog::{ExtendsError, HashReader, MemoryHashStore, NodeId, Tree, VerifyError};
 
 use crate::AuditError;
 use crate::inputs::{AnchorSource, AuditInputs};
@@ -20,7 +20,7 @@ use crate::report::{AuditReport, Finding, FindingCode, NotChecked};
 struct RunFacts {
     last: Option<Outcome>,
     /// The leaf its chain gives, when its last conclusion seals.
-    leaf: Option<Vec<u8>>,
+    leaf: Option<SealLeaf>,
     /// Each record's chain hash, by seq (what a fork's provenance names).
     hashes: Vec<journal_core::ChainHash>,
     /// Where it was forked from: the source run, the seq, that record's hash.
@@ -305,10 +305,7 @@ fn finish_run(
             );
         }
     }
-    let leaf = match (seals, head) {
-        (true, Some(head)) => Some(SealLeaf::new(&inputs.origin, run, head).to_bytes()),
-        _ => None,
-    };
+    let leaf = if seals { SealLeaf::of_verified_chain(&inputs.origin, run, &records) } else { None };
     let forked = records.iter().find_map(|record| match &record.record.body {
         RecordBody::RunForked(forked) => Some((forked.source_run.clone(), forked.at_seq, forked.source_hash.clone())),
         _ => None,
@@ -499,7 +496,7 @@ fn check_log(
             );
             continue;
         };
-        if *leaf != seal.leaf_bytes {
+        if !leaf.matches(&seal.leaf_bytes) {
             report.findings.push(
                 Finding::new(FindingCode::SealLeafMismatch, "the seal leaf is not the one its verified chain gives")
                     .run(&seal.run),
@@ -508,9 +505,10 @@ fn check_log(
         }
         // 5. Inclusion of the leaf the chain gives, at its rank in the rebuilt log.
         let index = rank as u64;
-        let proven = rebuilt.prove_inclusion(index, tree.size).map_err(|err| err.to_string()).and_then(|proof| {
-            tree.verify_inclusion(&tlog::LeafHash::of(leaf), index, &proof).map_err(|err| err.to_string())
-        });
+        let proven = rebuilt
+            .prove_inclusion(index, tree.size)
+            .map_err(|err| err.to_string())
+            .and_then(|proof| tree.verify_inclusion(&leaf.leaf_hash(), index, &proof).map_err(|err| err.to_string()));
         match proven {
             Ok(()) => report.checked.inclusions += 1,
             Err(reason) => {
@@ -604,38 +602,31 @@ fn check_anchors(inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut A
         };
         report.checked.anchors += 1;
         resolved.push((&anchor.label, tree));
-        let finding = if tree.size > log.size {
-            Some(Finding::new(
+        // The one rule (tlog's); the proof comes from the log rebuilt from
+        // stored leaves, and only when the sizes need one.
+        let finding = match log.extends_with(&tree, |old, new| rebuilt.prove_consistency(old, new)) {
+            Ok(_) => None,
+            Err(ExtendsError::Verify(VerifyError::Shrinks { .. })) => Some(Finding::new(
                 FindingCode::LogShrank,
                 format!(
                     "the log shrank below the anchor: it has {} sealed runs, the anchor saw {}",
                     log.size, tree.size
                 ),
-            ))
-        } else if tree.size == log.size {
-            (tree.root != log.root).then(|| {
-                Finding::new(
-                    FindingCode::AnchorNotExtended,
-                    format!("the log has the anchor's size {} with another root: its history was rewritten", tree.size),
-                )
-            })
-        } else if tree.size == 0 {
-            (tree.root != tlog::RootHash::empty())
-                .then(|| Finding::new(FindingCode::AnchorNotExtended, "the anchor's empty tree has a non-empty root"))
-        } else {
-            let extends = rebuilt
-                .prove_consistency(tree.size, log.size)
-                .map_err(|err| err.to_string())
-                .and_then(|proof| log.verify_extends(&tree, &proof).map_err(|err| err.to_string()));
-            extends.err().map(|reason| {
-                Finding::new(
-                    FindingCode::AnchorNotExtended,
-                    format!(
-                        "the log of {} does not extend the anchor's {} ({reason}): a sealed run it covers was deleted or replaced",
-                        log.size, tree.size
-                    ),
-                )
-            })
+            )),
+            Err(ExtendsError::Verify(VerifyError::SameSizeDifferentRoots { size })) => Some(Finding::new(
+                FindingCode::AnchorNotExtended,
+                format!("the log has the anchor's size {size} with another root: its history was rewritten"),
+            )),
+            Err(ExtendsError::Verify(VerifyError::EmptyTreeRoot)) => {
+                Some(Finding::new(FindingCode::AnchorNotExtended, "the anchor's empty tree has a non-empty root"))
+            }
+            Err(reason) => Some(Finding::new(
+                FindingCode::AnchorNotExtended,
+                format!(
+                    "the log of {} does not extend the anchor's {} ({reason}): a sealed run it covers was deleted or replaced",
+                    log.size, tree.size
+                ),
+            )),
         };
         if let Some(finding) = finding {
             report.findings.push(finding.anchor(&anchor.label));

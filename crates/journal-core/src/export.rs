@@ -364,8 +364,8 @@ pub fn verify_export(
     let last = rows.last().map(|row| ExpectedHead { seq: row.seq, hash: row.hash });
     let records = verify_run(&run, &rows, last, check)?;
     let head = last.ok_or_else(|| ExportError::Mismatch("an export with no records".into()))?;
-    let expected_leaf = SealLeaf::new(&origin, &run, head);
-    if expected_leaf.to_bytes() != seal.as_bytes() {
+    let expected_leaf = SealLeaf::of_verified_chain(&origin, &run, &records).ok_or_else(|| missing("record"))?;
+    if !expected_leaf.matches(seal.as_bytes()) {
         return Err(ExportError::Mismatch("the seal leaf does not match the records".into()));
     }
     let verifiers: Vec<&dyn NoteVerifier> = log_keys.iter().map(|k| k as &dyn NoteVerifier).collect();

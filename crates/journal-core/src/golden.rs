@@ -247,7 +247,7 @@ pub fn export_corpus() -> Result<String, JournalError> {
         .cosign(&signed.checkpoint().to_text(), GOLDEN_COSIGNATURE_TIME)
         .map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
     let cosigned = crate::export::CosignedInclusion {
-        note: format!("{}{}", signed.note(), cosignature.to_line()),
+        note: signed.cosigned_note([&cosignature]),
         index: inclusion.index,
         proof: inclusion.proof.clone(),
     };

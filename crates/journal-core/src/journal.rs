@@ -201,8 +201,8 @@ impl<'a> Journal<'a> {
         let records = verify_run(run, &stored.rows, stored.head, check)?;
         if let Some(seal) = &stored.seal {
             let last = records.last().map(|r| ExpectedHead { seq: r.stored.seq, hash: r.stored.hash });
-            let expected = last.map(|head| SealLeaf::new(self.origin, run, head).to_bytes());
-            if expected.as_deref() != Some(seal.leaf_bytes.as_slice()) {
+            let expected = SealLeaf::of_verified_chain(self.origin, run, &records);
+            if !expected.is_some_and(|leaf| leaf.matches(&seal.leaf_bytes)) {
                 return Err(JournalError::Tamper {
                     run: run.clone(),
                     seq: last.map_or(1, |head| head.seq),

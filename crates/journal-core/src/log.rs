@@ -292,26 +292,27 @@ pub fn sign_head(
                 found: Some(last.size),
             });
         }
-        if head.size < last.size {
-            return Err(refuse(format!(
-                "the log has {} sealed runs; this plane signed {} before: the log shrank",
-                head.size, last.size
-            )));
-        }
-        let extends = if head.size == last.size {
-            if head.root == last.root { Ok(()) } else { Err(format!("another root at size {}", head.size)) }
-        } else if last.size == 0 {
-            Ok(())
-        } else {
-            view.consistency(last.size, head.size)
-                .map_err(|err| err.to_string())
-                .and_then(|consistency| head.verify_extends(&last, &consistency.proof).map_err(|err| err.to_string()))
-        };
-        if let Err(reason) = extends {
-            return Err(refuse(format!(
-                "the log of {} does not extend the checkpoint of {} this plane signed before ({reason}): its history was rewritten",
-                head.size, last.size
-            )));
+        // The one rule (tlog's): a proof is computed only when the sizes need one.
+        let extends = head.extends_with(&last, |old, new| view.consistency(old, new).map(|c| c.proof));
+        if let Err(err) = extends {
+            return Err(refuse(match err {
+                tlog::ExtendsError::Verify(tlog::VerifyError::Shrinks { .. }) => format!(
+                    "the log has {} sealed runs; this plane signed {} before: the log shrank",
+                    head.size, last.size
+                ),
+                err => {
+                    let reason = match err {
+                        tlog::ExtendsError::Verify(tlog::VerifyError::SameSizeDifferentRoots { size }) => {
+                            format!("another root at size {size}")
+                        }
+                        err => err.to_string(),
+                    };
+                    format!(
+                        "the log of {} does not extend the checkpoint of {} this plane signed before ({reason}): its history was rewritten",
+                        head.size, last.size
+                    )
+                }
+            }));
         }
     }
     let signed = sign_checkpoint(origin, head, key)?;

@@ -4,7 +4,7 @@ use tlog::LeafHash;
 
 use witness::Origin;
 
-use crate::chain::{ChainHash, ExpectedHead};
+use crate::chain::{ChainHash, ExpectedHead, VerifiedRecord};
 use crate::ids::RunId;
 
 /// The bytes of a sealed run's log leaf, exactly:
@@ -38,6 +38,23 @@ impl SealLeaf {
     /// record): the one place a seal leaf is made from a chain.
     pub fn new(origin: &Origin, run: &RunId, head: ExpectedHead) -> Self {
         Self { origin: origin.clone(), run: run.clone(), record_count: head.seq, head: head.hash }
+    }
+
+    /// The leaf a verified chain gives: `run` in `origin`'s log, at the last
+    /// verified record (its seq and hash); `None` for a chain with no record.
+    /// The one place a seal read back is derived from records: the journal's
+    /// read, an export's verification and the audit compare the stored leaf
+    /// against this one ([`SealLeaf::matches`]). Whether the run's last
+    /// conclusion seals is the caller's question, asked of the same chain.
+    pub fn of_verified_chain(origin: &Origin, run: &RunId, records: &[VerifiedRecord]) -> Option<Self> {
+        let last = records.last()?;
+        Some(Self::new(origin, run, ExpectedHead { seq: last.stored.seq, hash: last.stored.hash }))
+    }
+
+    /// Whether `leaf_bytes` (a stored or exported seal) are exactly this
+    /// leaf's bytes.
+    pub fn matches(&self, leaf_bytes: &[u8]) -> bool {
+        self.to_bytes() == leaf_bytes
     }
 
     /// The leaf bytes.

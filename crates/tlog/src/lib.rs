@@ -13,4 +13,4 @@ pub use hash::{HASH_LEN, HashParseError, LeafHash, NodeHash, RootHash};
 pub use memory::{MemoryHashStore, MissingNode};
 pub use node::NodeId;
 pub use prove::{HashReader, ProveError, prove_consistency, prove_inclusion, tree_root};
-pub use verify::{ConsistencyProof, InclusionProof, Tree, VerifyError};
+pub use verify::{ConsistencyProof, ExtendsError, InclusionProof, Tree, VerifyError};

@@ -98,6 +98,36 @@ pub enum VerifyError {
     OldRootMismatch,
     /// The proof rebuilds the older root but not the newer one.
     NewRootMismatch,
+    /// A tree of size 0 whose root is not `SHA-256("")`: no such tree exists.
+    EmptyTreeRoot,
+}
+
+/// Why [`Tree::extends_with`] refused: the proof could not be had, or it
+/// (or the trees themselves) did not verify.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExtendsError<E> {
+    /// The source of the proof failed to give one.
+    Prove(E),
+    /// The trees or the proof were refused.
+    Verify(VerifyError),
+}
+
+impl<E: fmt::Display> fmt::Display for ExtendsError<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Prove(err) => write!(f, "no consistency proof: {err}"),
+            Self::Verify(err) => err.fmt(f),
+        }
+    }
+}
+
+impl<E: std::error::Error + 'static> std::error::Error for ExtendsError<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Prove(err) => Some(err),
+            Self::Verify(err) => Some(err),
+        }
+    }
 }
 
 impl fmt::Display for VerifyError {
@@ -122,6 +152,7 @@ impl fmt::Display for VerifyError {
             }
             Self::OldRootMismatch => write!(f, "consistency proof does not rebuild the older root"),
             Self::NewRootMismatch => write!(f, "consistency proof does not rebuild the newer root"),
+            Self::EmptyTreeRoot => write!(f, "a tree of size 0 must carry the empty tree's root, SHA-256(\"\")"),
         }
     }
 }
@@ -190,8 +221,94 @@ impl Tree {
         if hash.as_bytes() == self.root.as_bytes() { Ok(()) } else { Err(VerifyError::RootMismatch) }
     }
 
+    /// The protocol rule "this tree extends `older`", whole: the one place a
+    /// log, a witness or an auditor decides whether a newer head may follow
+    /// an older one (C2SP tlog-witness, R-LOG-4).
+    ///
+    /// - a smaller tree never extends a larger one ([`VerifyError::Shrinks`]);
+    /// - a tree of size 0 must carry the empty root ([`VerifyError::EmptyTreeRoot`]),
+    ///   and every tree extends the empty tree, with an empty proof;
+    /// - equal sizes need an empty proof and equal roots
+    ///   ([`VerifyError::SameSizeDifferentRoots`]);
+    /// - otherwise the proof must verify as [`Tree::verify_extends`] checks it.
+    ///
+    /// Use [`Tree::extends_with`] when the proof is computed on demand: it
+    /// asks for one only when the sizes need it.
+    ///
+    /// ```
+    /// use tlog::{ConsistencyProof, LeafHash, MemoryHashStore, Tree, VerifyError};
+    ///
+    /// let mut log = MemoryHashStore::new();
+    /// log.append(LeafHash::of(b"a"));
+    /// let one = log.tree();
+    /// log.append(LeafHash::of(b"b"));
+    /// let two = log.tree();
+    ///
+    /// let none = ConsistencyProof::default();
+    /// assert_eq!(two.extends(&Tree::empty(), &none), Ok(()));
+    /// assert_eq!(two.extends(&two, &none), Ok(()));
+    /// assert_eq!(one.extends(&two, &none), Err(VerifyError::Shrinks { old_size: 2, new_size: 1 }));
+    /// two.extends(&one, &log.prove_consistency(1, 2)?)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn extends(&self, older: &Tree, proof: &ConsistencyProof) -> Result<(), VerifyError> {
+        if self.size < older.size {
+            return Err(VerifyError::Shrinks { old_size: older.size, new_size: self.size });
+        }
+        for tree in [self, older] {
+            if tree.size == 0 && tree.root != RootHash::empty() {
+                return Err(VerifyError::EmptyTreeRoot);
+            }
+        }
+        if older.size == 0 {
+            return if proof.path.is_empty() {
+                Ok(())
+            } else {
+                Err(VerifyError::WrongProofLength { expected: 0, actual: proof.path.len() })
+            };
+        }
+        self.verify_extends(older, proof)
+    }
+
+    /// Whether [`Tree::extends`] needs a proof to decide that this tree
+    /// extends `older`: only when `older` is neither empty nor as large.
+    pub fn needs_proof_from(&self, older: &Tree) -> bool {
+        0 < older.size && older.size < self.size
+    }
+
+    /// [`Tree::extends`] with the proof asked of `prove(old_size, new_size)`
+    /// only when one is needed ([`Tree::needs_proof_from`]); returns the
+    /// proof that verified (empty when none was needed), ready to send on.
+    ///
+    /// ```
+    /// use tlog::{LeafHash, MemoryHashStore, Tree};
+    ///
+    /// let mut log = MemoryHashStore::new();
+    /// for leaf in [&b"a"[..], b"b", b"c"] {
+    ///     log.append(LeafHash::of(leaf));
+    /// }
+    /// let older = Tree::new(2, tlog::tree_root(&log, 2)?);
+    /// let proof = log.tree().extends_with(&older, |old, new| log.prove_consistency(old, new))?;
+    /// assert_eq!(proof.path().len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn extends_with<E>(
+        &self,
+        older: &Tree,
+        prove: impl FnOnce(u64, u64) -> Result<ConsistencyProof, E>,
+    ) -> Result<ConsistencyProof, ExtendsError<E>> {
+        let proof = if self.needs_proof_from(older) {
+            prove(older.size, self.size).map_err(ExtendsError::Prove)?
+        } else {
+            ConsistencyProof::default()
+        };
+        self.extends(older, &proof).map_err(ExtendsError::Verify)?;
+        Ok(proof)
+    }
+
     /// Checks that this tree extends `older`: every leaf of `older` is in this
-    /// tree at the same position (RFC 9162 section 2.1.4.2).
+    /// tree at the same position (RFC 9162 section 2.1.4.2). This is the RFC's
+    /// proof check; the protocol rule, with the empty tree, is [`Tree::extends`].
     ///
     /// Equal sizes need an empty proof and equal roots. An empty `older` is
     /// refused with [`VerifyError::FromEmptyTree`], as transparency-dev/merkle

@@ -2,20 +2,15 @@
 //! (R-LOG-4, R-UX-3), and proofs cost O(log n) stored-hash reads (R-LOG-7).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
+mod common;
+use common::store_of;
+
 use std::cell::Cell;
 
 use tlog::{
     ConsistencyProof, HashReader, InclusionProof, LeafHash, MemoryHashStore, MissingNode, NodeHash, NodeId, ProveError,
     RootHash, Tree, VerifyError,
 };
-
-fn store_of(size: u64) -> MemoryHashStore {
-    let mut store = MemoryHashStore::new();
-    for i in 0..size {
-        store.append(LeafHash::of(&i.to_be_bytes()));
-    }
-    store
-}
 
 #[test]
 fn r_log_4_index_at_or_beyond_size_is_refused() {

@@ -2,16 +2,11 @@
 //! proof, root, leaf, index or size makes it fail (R-LOG-4).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
-use proptest::prelude::*;
-use tlog::{ConsistencyProof, InclusionProof, LeafHash, MemoryHashStore, NodeHash, RootHash, Tree};
+mod common;
+use common::store_of;
 
-fn store_of(size: u64) -> MemoryHashStore {
-    let mut store = MemoryHashStore::new();
-    for i in 0..size {
-        store.append(LeafHash::of(&i.to_be_bytes()));
-    }
-    store
-}
+use proptest::prelude::*;
+use tlog::{ConsistencyProof, InclusionProof, LeafHash, NodeHash, RootHash, Tree};
 
 fn flip(bytes: &[u8; 32], bit: usize) -> [u8; 32] {
     let mut out = *bytes;

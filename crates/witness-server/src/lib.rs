@@ -445,39 +445,32 @@ impl Shared {
                     allow: None,
                 });
             }
-            if new.size == 0 && new.root != RootHash::empty() {
-                return Ok(Answer::text(422, "a checkpoint of size 0 must carry the empty tree's root\n"));
-            }
-            if request.old_size == 0 && !request.proof.path().is_empty() {
-                return Ok(Answer::text(422, "old size 0 takes no consistency proof\n"));
-            }
-            if stored.size > 0
-                && let Err(err) = new.verify_extends(&stored, &request.proof)
-            {
-                tracing::warn!(
-                    target: "agentplane.witness.integrity",
-                    witness = self.config.cosigner.name(),
-                    origin = checkpoint.origin(),
-                    cosigned_size = stored.size,
-                    cosigned_root = %stored.root,
-                    size = new.size,
-                    root = %new.root,
-                    "refused a checkpoint that does not extend the one cosigned: {err}"
-                );
+            // The one rule (tlog's): a size-0 checkpoint carries the empty
+            // root, old size 0 takes no proof, equal sizes need equal roots.
+            if let Err(err) = new.extends(&stored, &request.proof) {
+                if stored.size > 0 {
+                    tracing::warn!(
+                        target: "agentplane.witness.integrity",
+                        witness = self.config.cosigner.name(),
+                        origin = checkpoint.origin(),
+                        cosigned_size = stored.size,
+                        cosigned_root = %stored.root,
+                        size = new.size,
+                        root = %new.root,
+                        "refused a checkpoint that does not extend the one cosigned: {err}"
+                    );
+                }
                 return Ok(Answer::text(422, format!("{err}\n")));
             }
             let timestamp = self.config.clock.now();
             let cosignature = match self.config.cosigner.cosign(&checkpoint.to_text(), timestamp) {
-                Ok(line) => line.to_line(),
+                Ok(line) => line,
                 Err(err) => return Ok(Answer::text(500, format!("cannot cosign: {err}\n"))),
             };
-            let mut served = format!("{}\n", verified.text());
-            for line in verified.verified_signatures() {
-                served.push_str(&line.to_line());
-            }
-            served.push_str(&cosignature);
+            let served =
+                witness::assemble(verified.text(), verified.verified_signatures().iter().chain([&cosignature]));
             table.insert(checkpoint.origin(), (new.size, new.root.as_bytes().as_slice(), served.as_str()))?;
-            Answer::text(200, cosignature)
+            Answer::text(200, cosignature.to_line())
         };
         // Durable before the cosignature leaves.
         txn.commit()?;

@@ -7,7 +7,7 @@ use tlog::{RootHash, Tree};
 
 use crate::error::{CheckpointError, KeyError, NoteError};
 use crate::keys::{ALG_ED25519, SignerKey, VerifierKey, decode_base64_canonical, encode_base64};
-use crate::note::{self, NoteVerifier, VerifiedNote};
+use crate::note::{self, NoteSignature, NoteVerifier, VerifiedNote};
 
 /// A log's origin: the first line of its checkpoints, validated once
 /// (non-empty, one line, printable: no control character).
@@ -189,6 +189,26 @@ impl SignedCheckpoint {
     /// The whole note: body, blank line, signature lines.
     pub fn note(&self) -> &str {
         &self.note
+    }
+
+    /// The cosigned note: this note as it is, then one cosignature line per
+    /// witness identity (name and key id; later lines of an identity already
+    /// given are dropped), in the order given. What a log saves and serves
+    /// after a witness round; the lines are written by the same code as
+    /// every note's ([`note::assemble`]).
+    pub fn cosigned_note<'a>(&self, cosignatures: impl IntoIterator<Item = &'a NoteSignature>) -> String {
+        let mut seen: Vec<(&str, u32)> = Vec::new();
+        let unique = cosignatures.into_iter().filter(|line| {
+            let identity = (line.name.as_str(), line.key_id);
+            let new = !seen.contains(&identity);
+            if new {
+                seen.push(identity);
+            }
+            new
+        });
+        let mut note = self.note.clone();
+        note::push_signature_lines(&mut note, unique);
+        note
     }
 }
 

@@ -1,6 +1,7 @@
 //! The crate's error types: one enum per concern, with variants to match on.
 
 use thiserror::Error;
+use tlog::ProveError;
 
 /// A key that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -186,7 +187,7 @@ pub enum WitnessError {
         new_size: u64,
         /// Why the log could not.
         #[source]
-        source: crate::quorum::HistoryError,
+        source: HistoryError,
     },
     /// Integrity: the witness holds a different tree at the old size (a 422 on
     /// growth). Either the proof this log built is wrong, or its history moved.
@@ -328,5 +329,47 @@ impl WitnessError {
     /// A witness that is busy or away: the same request may succeed later.
     pub fn is_retryable(&self) -> bool {
         matches!(self, Self::Unavailable { .. } | Self::Transport { .. } | Self::Conflict { .. } | Self::Stale { .. })
+    }
+}
+
+/// Why a log could not give a root or a consistency proof.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum HistoryError {
+    /// The log has not reached a size asked for.
+    #[error("the log has not reached size {size}")]
+    NotReached {
+        /// The size asked for.
+        size: u64,
+    },
+    /// The sizes have no consistency proof (old is zero or beyond new).
+    #[error("no consistency proof from size {old_size} to size {new_size}")]
+    NoProof {
+        /// The older size.
+        old_size: u64,
+        /// The newer size.
+        new_size: u64,
+    },
+    /// The log's own stored data is damaged: a missing or malformed hash.
+    #[error("the log's stored hashes are damaged: {reason}")]
+    Damaged {
+        /// What is damaged.
+        reason: String,
+    },
+    /// The log's store failed to answer.
+    #[error("the log's store failed: {reason}")]
+    Store {
+        /// What failed.
+        reason: String,
+    },
+}
+
+impl<E: std::fmt::Display> From<ProveError<E>> for HistoryError {
+    fn from(err: ProveError<E>) -> Self {
+        match err {
+            ProveError::IndexOutOfRange { size, .. } => Self::NotReached { size },
+            ProveError::NoConsistencyProof { old_size, new_size } => Self::NoProof { old_size, new_size },
+            ProveError::ShortRead { .. } => Self::Damaged { reason: err.to_string() },
+            ProveError::Reader(reader) => Self::Store { reason: reader.to_string() },
+        }
     }
 }

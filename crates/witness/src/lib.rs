@@ -16,10 +16,10 @@ pub use client::{HttpWitness, WitnessReader, split_view};
 pub use cosignature::{
     Cosignature, CosignatureCheck, CosignatureReport, Cosigner, TrustedWitness, verify_cosignatures,
 };
-pub use error::{CheckpointError, CosignatureError, KeyError, NoteError, WitnessError};
+pub use error::{CheckpointError, CosignatureError, HistoryError, KeyError, NoteError, WitnessError};
 pub use keys::{ALG_COSIGNATURE_V1, ALG_ED25519, ALG_ML_DSA_44, SignerKey, VerifierKey, key_id};
-pub use note::{NoteSignature, NoteVerifier, VerifiedNote, open, parse_signature_lines, sign, split_note};
+pub use note::{NoteSignature, NoteVerifier, VerifiedNote, assemble, open, parse_signature_lines, sign, split_note};
 pub use quorum::{
-    CosignedCheckpoint, HistoryError, LogHistory, QuorumOutcome, SplitView, SplitViewReport, Witness, WitnessFailure,
-    WitnessQuorum, cosign_quorum, find_split_views,
+    CosignedCheckpoint, LogHistory, QuorumOutcome, SplitView, SplitViewReport, Witness, WitnessFailure, WitnessQuorum,
+    cosign_quorum, find_split_views,
 };

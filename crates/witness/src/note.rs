@@ -119,13 +119,29 @@ impl VerifiedNote {
     /// The note again: text, blank line, every kept signature line in the
     /// order received.
     pub fn to_note(&self) -> String {
-        let mut out = String::with_capacity(self.text.len() + 128 * self.lines.len());
-        out.push_str(&self.text);
-        out.push('\n');
-        for signature in &self.lines {
-            out.push_str(&signature.to_line());
-        }
-        out
+        assemble(&self.text, &self.lines)
+    }
+}
+
+/// Assembles a signed note: `text` (with its final newline), a blank line,
+/// then one line per signature in the order given. The inverse of
+/// [`split_note`], and the one place note bytes are put together: [`sign`],
+/// [`VerifiedNote::to_note`], a witness's served note and
+/// [`SignedCheckpoint::cosigned_note`](crate::SignedCheckpoint::cosigned_note)
+/// all come through here. The text is not checked: [`sign`] checks what it
+/// signs, and the other callers hold verified text.
+pub fn assemble<'a>(text: &str, signatures: impl IntoIterator<Item = &'a NoteSignature>) -> String {
+    let mut note = String::with_capacity(text.len() + 1 + 128);
+    note.push_str(text);
+    note.push('\n');
+    push_signature_lines(&mut note, signatures);
+    note
+}
+
+/// Appends one line per signature to a note being assembled.
+pub(crate) fn push_signature_lines<'a>(note: &mut String, signatures: impl IntoIterator<Item = &'a NoteSignature>) {
+    for signature in signatures {
+        note.push_str(&signature.to_line());
     }
 }
 
@@ -258,18 +274,16 @@ pub fn sign(text: &str, signers: &[&SignerKey]) -> Result<String, NoteError> {
     if signers.is_empty() {
         return Err(NoteError::BadText("no signer given"));
     }
-    let mut note = String::from(text);
-    note.push('\n');
+    let mut signatures = Vec::with_capacity(signers.len());
     for signer in signers {
         if signer.algorithm() != ALG_ED25519 {
             return Err(NoteError::BadText("a note signer must be an Ed25519 note key (0x01)"));
         }
-        let signature = NoteSignature {
+        signatures.push(NoteSignature {
             name: signer.name().to_owned(),
             key_id: signer.key_id(),
             signature: signer.sign_bytes(text.as_bytes()).to_vec(),
-        };
-        note.push_str(&signature.to_line());
+        });
     }
-    Ok(note)
+    Ok(assemble(text, &signatures))
 }

@@ -4,55 +4,13 @@
 //! split view ([`find_split_views`]). The HTTP client that implements
 //! [`Witness`] lives in `client`, behind the `client` feature.
 
-use tlog::{ConsistencyProof, MemoryHashStore, ProveError, RootHash, Tree};
+use tlog::{ConsistencyProof, ExtendsError, MemoryHashStore, RootHash, Tree, VerifyError};
 
 use crate::checkpoint::{Checkpoint, SignedCheckpoint};
 use crate::cosignature::{Cosignature, TrustedWitness, verify_cosignatures};
-use crate::error::WitnessError;
+use crate::error::{HistoryError, WitnessError};
 use crate::note::parse_signature_lines;
 use crate::protocol::AddCheckpointRequest;
-
-/// Why a log could not give a root or a consistency proof.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HistoryError {
-    /// The log has not reached a size asked for.
-    #[error("the log has not reached size {size}")]
-    NotReached {
-        /// The size asked for.
-        size: u64,
-    },
-    /// The sizes have no consistency proof (old is zero or beyond new).
-    #[error("no consistency proof from size {old_size} to size {new_size}")]
-    NoProof {
-        /// The older size.
-        old_size: u64,
-        /// The newer size.
-        new_size: u64,
-    },
-    /// The log's own stored data is damaged: a missing or malformed hash.
-    #[error("the log's stored hashes are damaged: {reason}")]
-    Damaged {
-        /// What is damaged.
-        reason: String,
-    },
-    /// The log's store failed to answer.
-    #[error("the log's store failed: {reason}")]
-    Store {
-        /// What failed.
-        reason: String,
-    },
-}
-
-impl<E: std::fmt::Display> From<ProveError<E>> for HistoryError {
-    fn from(err: ProveError<E>) -> Self {
-        match err {
-            ProveError::IndexOutOfRange { size, .. } => Self::NotReached { size },
-            ProveError::NoConsistencyProof { old_size, new_size } => Self::NoProof { old_size, new_size },
-            ProveError::ShortRead { .. } => Self::Damaged { reason: err.to_string() },
-            ProveError::Reader(reader) => Self::Store { reason: reader.to_string() },
-        }
-    }
-}
 
 /// What the log offers a client: its roots and consistency proofs at any size
 /// it has reached, and whether it has reached a size at all (so a witness
@@ -119,8 +77,9 @@ pub trait Witness {
 }
 
 /// Builds and checks the add-checkpoint request from `old_size` before
-/// anything is sent (R-WIT-2): a size-zero checkpoint must carry the empty
-/// root, and the proof must verify against the log's own roots, so no 422 is
+/// anything is sent (R-WIT-2): the checkpoint must extend the log's own tree
+/// at `old_size` by [`Tree::extends`] (a size-zero checkpoint carries the
+/// empty root, the proof verifies against the log's own roots), so no 422 is
 /// ever caused by this log's own input.
 pub fn build_request(
     signed: &SignedCheckpoint,
@@ -128,28 +87,22 @@ pub fn build_request(
     history: &dyn LogHistory,
 ) -> Result<AddCheckpointRequest, WitnessError> {
     let tree = signed.checkpoint().tree();
-    if tree.size == 0 && tree.root != RootHash::empty() {
-        return Err(WitnessError::EmptyTreeRootMismatch);
-    }
     if old_size > tree.size {
         return Err(WitnessError::OldSizeBeyondCheckpoint { old_size, new_size: tree.size });
     }
     let history_error = |source: HistoryError| WitnessError::History { old_size, new_size: tree.size, source };
-    let proof =
-        if old_size == 0 {
-            ConsistencyProof::default()
-        } else {
-            let old_root = history.root_at(old_size).map_err(history_error)?;
-            let proof = if old_size == tree.size {
-                ConsistencyProof::default()
-            } else {
-                history.consistency_proof(old_size, tree.size).map_err(history_error)?
-            };
-            tree.verify_extends(&Tree::new(old_size, old_root), &proof).map_err(|err| {
-                WitnessError::OwnProofInvalid { old_size, new_size: tree.size, reason: err.to_string() }
-            })?;
-            proof
-        };
+    // The log's root at size 0 is the empty root by definition, not a read.
+    let older = match old_size {
+        0 => Tree::empty(),
+        _ => Tree::new(old_size, history.root_at(old_size).map_err(history_error)?),
+    };
+    let proof = tree.extends_with(&older, |old, new| history.consistency_proof(old, new)).map_err(|err| match err {
+        ExtendsError::Prove(source) => history_error(source),
+        ExtendsError::Verify(VerifyError::EmptyTreeRoot) => WitnessError::EmptyTreeRootMismatch,
+        ExtendsError::Verify(err) => {
+            WitnessError::OwnProofInvalid { old_size, new_size: tree.size, reason: err.to_string() }
+        }
+    })?;
     Ok(AddCheckpointRequest { old_size, proof, checkpoint_note: signed.note().to_owned() })
 }
 

@@ -395,3 +395,26 @@ fn r_wit_409_parsing_follows_the_published_vectors() {
         assert_eq!(got, case["expect_size"].as_u64(), "{case}");
     }
 }
+
+#[test]
+fn one_note_assembly_serves_signing_reopening_and_cosigning() {
+    let log_key = LogKey::new(SignerKey::from_seed("log.test", ALG_ED25519, [4; 32]).unwrap()).unwrap();
+    let vkey = log_key.verifier_key();
+    let checkpoint = Checkpoint::parse("log.test\n1\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n").unwrap();
+    let signed = log_key.sign(&checkpoint).unwrap();
+    let (_, verified) = SignedCheckpoint::open(signed.note().as_bytes(), &[&vkey]).unwrap();
+    // Text, blank line, the lines in order: the same bytes whichever way it is reached.
+    assert_eq!(witness::assemble(verified.text(), verified.verified_signatures()), signed.note());
+    assert_eq!(verified.to_note(), signed.note());
+    assert_eq!(witness::split_note(signed.note()).unwrap().0, checkpoint.to_text());
+
+    let cosigner = Cosigner::new(SignerKey::from_seed("witness.test", ALG_COSIGNATURE_V1, [5; 32]).unwrap()).unwrap();
+    let line = cosigner.cosign(&checkpoint.to_text(), 1_700_000_000).unwrap();
+    let other = cosigner.cosign(&checkpoint.to_text(), 1_700_000_001).unwrap();
+    // One line per witness identity, after the log's own, the note otherwise as it was.
+    let cosigned = signed.cosigned_note([&line, &other]);
+    assert_eq!(cosigned, format!("{}{}", signed.note(), line.to_line()));
+    assert_eq!(cosigned, witness::assemble(verified.text(), verified.verified_signatures().iter().chain([&line])));
+    let (_, reopened) = SignedCheckpoint::open(cosigned.as_bytes(), &[&vkey]).unwrap();
+    assert_eq!(reopened.other_signatures(), [line]);
+}

@@ -73,16 +73,12 @@ fn has_stale(outcome: &witness::QuorumOutcome) -> bool {
 /// The cosigned note of a met round: the checkpoint, the log's signature,
 /// then every verified cosignature (one per identity).
 fn cosigned_note(signed: &witness::SignedCheckpoint, outcome: &witness::QuorumOutcome) -> String {
-    let mut note = signed.note().to_owned();
-    if let witness::QuorumOutcome::Met { cosigned, .. } = outcome {
-        let mut seen = std::collections::BTreeSet::new();
-        for cosignature in cosigned.iter().flat_map(|c| c.cosignatures.iter()) {
-            if seen.insert((cosignature.name.clone(), cosignature.key_id)) {
-                note.push_str(&cosignature.signature.to_line());
-            }
+    match outcome {
+        witness::QuorumOutcome::Met { cosigned, .. } => {
+            signed.cosigned_note(cosigned.iter().flat_map(|c| c.cosignatures.iter()).map(|c| &c.signature))
         }
+        _ => signed.note().to_owned(),
     }
-    note
 }
 
 fn integrity(tenant: &TenantId, tree: tlog::Tree, what: &str) {

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use serde_json::Value;
-use tlog::NodeHash;
+use tlog::{LeafHash, MemoryHashStore, NodeHash};
 
 pub fn hex_bytes(text: &str) -> Vec<u8> {
     assert!(text.len().is_multiple_of(2), "odd hex length in vector: {text}");
@@ -62,4 +62,13 @@ pub fn published_vectors() -> Value {
         merged.extend(entries.into_iter().filter(|(key, _)| key != "_source"));
     }
     Value::Object(merged)
+}
+
+/// A tree of `size` leaves, leaf `i` being the hash of `i` in big-endian bytes.
+pub fn store_of(size: u64) -> MemoryHashStore {
+    let mut store = MemoryHashStore::new();
+    for i in 0..size {
+        store.append(LeafHash::of(&i.to_be_bytes()));
+    }
+    store
 }
