@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod chain;
+pub mod checkpoints;
 pub mod clock;
 pub mod error;
 pub mod export;
