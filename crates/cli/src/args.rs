@@ -2,8 +2,12 @@
 
 use std::path::PathBuf;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use clap::{Parser, Subcommand};
+use journal_core::{At, RunId};
 
+use crate::failure::Failure;
 use crate::keys;
 
 /// agentplane: the append-only, hash-chained, signed journal of agent runs.
@@ -277,4 +281,24 @@ impl Cli {
     pub fn clone_flags(&self) -> Self {
         self.clone()
     }
+}
+
+/// A run id from the command line.
+pub fn run_id(text: &str) -> Result<RunId, Failure> {
+    RunId::new(text).map_err(|err| Failure::Usage(err.to_string()))
+}
+
+/// An instant from `--since` or `--until`.
+pub fn instant(flag: &str, text: &str) -> Result<At, Failure> {
+    At::parse_lenient(text)
+        .map_err(|err| Failure::Usage(format!("{flag}: {err} (give 2026-11-01 or 2026-11-01T09:00:00Z)")))
+}
+
+/// Parses `KEY_ID=BASE64_PUBLIC_KEY` (`--record-key`).
+pub fn record_key(spec: &str) -> Result<(String, [u8; 32]), Failure> {
+    let (key_id, public) =
+        spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: expected KEY_ID=BASE64")))?;
+    let public = STANDARD.decode(public).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
+    let public = public.ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: not a base64 32-byte key")))?;
+    Ok((key_id.to_owned(), public))
 }

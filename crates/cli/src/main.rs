@@ -10,29 +10,18 @@
 /// another write error ends it with 2.
 macro_rules! outln {
     () => {
-        $crate::written(std::io::Write::write_all(&mut std::io::stdout(), b"\n"))
+        $crate::output::written(std::io::Write::write_all(&mut std::io::stdout(), b"\n"))
     };
     ($($arg:tt)*) => {
-        $crate::written(std::io::Write::write_fmt(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*))))
+        $crate::output::written(std::io::Write::write_fmt(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*))))
     };
 }
 
 /// `print!` that never panics (see `outln!`).
 macro_rules! out {
     ($($arg:tt)*) => {
-        $crate::written(std::io::Write::write_fmt(&mut std::io::stdout(), format_args!($($arg)*)))
+        $crate::output::written(std::io::Write::write_fmt(&mut std::io::stdout(), format_args!($($arg)*)))
     };
-}
-
-/// Ends the command when standard output cannot be written.
-fn written(result: std::io::Result<()>) {
-    if let Err(err) = result {
-        if err.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
-        eprintln!("agentplane: writing to standard output: {err}");
-        std::process::exit(2);
-    }
 }
 
 mod args;

@@ -19,3 +19,14 @@ pub fn print_json<T: Serialize + ?Sized>(value: &T) -> Result<(), Failure> {
 pub fn b64(bytes: &[u8]) -> String {
     STANDARD.encode(bytes)
 }
+
+/// Ends the command when standard output cannot be written.
+pub fn written(result: std::io::Result<()>) {
+    if let Err(err) = result {
+        if err.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("agentplane: writing to standard output: {err}");
+        std::process::exit(2);
+    }
+}

@@ -8,8 +8,7 @@ use audit::{Anchor, AuditInputs, AuditReport, FindingClass, RecordKey};
 use journal_core::Origin;
 use witness::{ALG_COSIGNATURE_V1, TrustedWitness, VerifierKey};
 
-use super::record_key;
-use crate::args::AuditArgs;
+use crate::args::{AuditArgs, record_key};
 use crate::backend::open_existing;
 use crate::config::Settings;
 use crate::context::cli_build;

@@ -5,6 +5,7 @@ use journal_core::runtime::cost_in;
 use journal_core::{Counters, TimeWindow};
 use serde::Serialize;
 
+use crate::args::run_id;
 use crate::config::Settings;
 use crate::context::Reader;
 use crate::failure::Failure;
@@ -33,7 +34,7 @@ pub fn cost(
     json: bool,
 ) -> Result<(), Failure> {
     let reader = Reader::open(settings)?.signatures(verify_signatures);
-    let run = run.map(super::run_id).transpose()?;
+    let run = run.map(run_id).transpose()?;
     let runs = match &run {
         Some(run) => vec![run.clone()],
         None => reader.store.runs(&reader.tenant, None)?,

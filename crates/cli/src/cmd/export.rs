@@ -8,6 +8,7 @@ use journal_core::export::{ExportError, VerifiedExport, export_run};
 use journal_core::{ChainCheck, Ed25519Verifier, JournalError, VerifyOptions};
 use serde::Serialize;
 
+use crate::args::{record_key, run_id};
 use crate::config::Settings;
 use crate::context::{Plane, reader_upcasters};
 use crate::failure::Failure;
@@ -16,7 +17,7 @@ use crate::output::print_json;
 /// `agentplane export RUN -o FILE`.
 pub fn export(settings: &Settings, run: &str, output: &Path) -> Result<(), Failure> {
     let plane = Plane::open(settings, false)?;
-    let run = super::run_id(run)?;
+    let run = run_id(run)?;
     let verifier = plane.keys.record_verifier()?;
     let upcasters = reader_upcasters();
     let check = plane.check(&upcasters, &verifier);
@@ -92,7 +93,7 @@ fn verified(file: &Path, trust: &Trust<'_>) -> Result<Result<(VerifiedExport, Op
         witness::VerifierKey::parse(trust.log_key).map_err(|err| Failure::Usage(format!("--log-key: {err}")))?;
     let mut verifier = Ed25519Verifier::new();
     for spec in trust.record_keys {
-        let (key_id, public) = super::record_key(spec)?;
+        let (key_id, public) = record_key(spec)?;
         verifier.trust(&key_id, public).map_err(Failure::Usage)?;
     }
     let text = std::fs::read(file).map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;

@@ -3,6 +3,7 @@
 
 use journal_core::{Admission, AdmitRequest, Budget, RecordBody};
 
+use crate::args::run_id;
 use crate::config::Settings;
 use crate::context::Plane;
 use crate::failure::Failure;
@@ -11,7 +12,7 @@ use crate::failure::Failure;
 pub fn fork(settings: &Settings, run: &str, at: u64, key: Option<&str>) -> Result<(), Failure> {
     let plane = Plane::open(settings, false)?;
     let runtime = plane.runtime()?;
-    let source = super::run_id(run)?;
+    let source = run_id(run)?;
     let key = key.map_or_else(|| format!("fork-of-{source}-at-{at}"), str::to_owned);
     // The fork follows the source's frozen plan.
     let plan = plane

@@ -17,11 +17,7 @@ mod runs;
 mod show;
 mod sweep;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
-use journal_core::{At, RunId};
-
-use crate::args::{Cli, Command};
+use crate::args::{Cli, Command, instant};
 use crate::config::Settings;
 use crate::failure::Failure;
 
@@ -74,24 +70,4 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         Command::Repair => maintenance::repair(cli),
         Command::Compact => maintenance::compact(cli),
     }
-}
-
-/// A run id from the command line.
-fn run_id(text: &str) -> Result<RunId, Failure> {
-    RunId::new(text).map_err(|err| Failure::Usage(err.to_string()))
-}
-
-/// An instant from `--since` or `--until`.
-fn instant(flag: &str, text: &str) -> Result<At, Failure> {
-    At::parse_lenient(text)
-        .map_err(|err| Failure::Usage(format!("{flag}: {err} (give 2026-11-01 or 2026-11-01T09:00:00Z)")))
-}
-
-/// Parses `KEY_ID=BASE64_PUBLIC_KEY` (`--record-key`).
-fn record_key(spec: &str) -> Result<(String, [u8; 32]), Failure> {
-    let (key_id, public) =
-        spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: expected KEY_ID=BASE64")))?;
-    let public = STANDARD.decode(public).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
-    let public = public.ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: not a base64 32-byte key")))?;
-    Ok((key_id.to_owned(), public))
 }

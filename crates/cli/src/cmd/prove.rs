@@ -4,6 +4,7 @@
 use journal_core::LogSource;
 use serde::Serialize;
 
+use crate::args::run_id;
 use crate::config::Settings;
 use crate::context::Reader;
 use crate::failure::Failure;
@@ -41,7 +42,7 @@ fn warn_if_walked(source: LogSource) {
 /// `agentplane prove RUN [--json]`.
 pub fn inclusion(settings: &Settings, run: &str, json: bool) -> Result<(), Failure> {
     let reader = Reader::open(settings)?;
-    let run = super::run_id(run)?;
+    let run = run_id(run)?;
     let inclusion = reader.log()?.inclusion(&run)?;
     let row = InclusionRow {
         from_walk_with_holes: inclusion.source.has_holes(),

@@ -4,6 +4,7 @@ use journal_core::record::RunForked;
 use journal_core::{RecordBody, VerifiedRecord};
 use serde::Serialize;
 
+use crate::args::run_id;
 use crate::config::Settings;
 use crate::context::Reader;
 use crate::failure::Failure;
@@ -62,7 +63,7 @@ fn short(hash: &str) -> String {
 /// `agentplane show RUN [--json]`.
 pub fn show(settings: &Settings, run: &str, json: bool) -> Result<(), Failure> {
     let reader = Reader::open(settings)?;
-    let run = super::run_id(run)?;
+    let run = run_id(run)?;
     let verified = reader.read(&run)?;
     let forked: Option<&RunForked> = verified.records.iter().find_map(|r| match &r.record.body {
         RecordBody::RunForked(forked) => Some(forked),
