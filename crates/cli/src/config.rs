@@ -20,8 +20,9 @@ use std::path::{Path, PathBuf};
 
 use journal_core::{Origin, TenantId};
 
+use crate::args::Cli;
+use crate::failure::Failure;
 use crate::keys::PlaneKeys;
-use crate::{Cli, Failure};
 
 /// The file `agentplane` reads when `--config` is not given and it exists.
 pub const DEFAULT_CONFIG: &str = "agentplane.toml";
@@ -50,7 +51,7 @@ pub struct Settings {
 pub const DEMO_DIR: &str = "agentplane-demo";
 
 fn relative_to(config: &Path, path: &Path) -> PathBuf {
-    if path.is_absolute() || crate::commands::postgres_url(path).is_some() {
+    if path.is_absolute() || crate::backend::postgres_url(path).is_some() {
         return path.to_path_buf();
     }
     config.parent().map_or_else(|| path.to_path_buf(), |dir| dir.join(path))
@@ -186,7 +187,7 @@ pub fn init_plane(
             return Err(Failure::Usage(format!("{} exists: a plane is already made here", existing.display())));
         }
     }
-    if store_path.is_file() && !crate::commands::open_existing(&store_path)?.tenants()?.is_empty() {
+    if store_path.is_file() && !crate::backend::open_existing(&store_path)?.tenants()?.is_empty() {
         return Err(Failure::Usage(format!(
             "{} already holds runs: a plane never mints keys for a history it did not sign",
             store_path.display()

@@ -15,7 +15,7 @@ use base64::engine::general_purpose::STANDARD;
 use journal_core::{Ed25519Signer, Ed25519Verifier, Signer as _};
 use witness::{ALG_ED25519, LogKey, Origin, SignerKey};
 
-use crate::Failure;
+use crate::failure::Failure;
 
 /// The default origin (and log key name) of a plane made by `keygen`/`demo`.
 pub const DEFAULT_ORIGIN: &str = "agentplane.local/plane";

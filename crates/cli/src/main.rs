@@ -10,366 +10,34 @@
 /// another write error ends it with 2.
 macro_rules! outln {
     () => {
-        $crate::written(std::io::Write::write_all(&mut std::io::stdout(), b"\n"))
+        $crate::output::written(std::io::Write::write_all(&mut std::io::stdout(), b"\n"))
     };
     ($($arg:tt)*) => {
-        $crate::written(std::io::Write::write_fmt(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*))))
+        $crate::output::written(std::io::Write::write_fmt(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*))))
     };
 }
 
 /// `print!` that never panics (see `outln!`).
 macro_rules! out {
     ($($arg:tt)*) => {
-        $crate::written(std::io::Write::write_fmt(&mut std::io::stdout(), format_args!($($arg)*)))
+        $crate::output::written(std::io::Write::write_fmt(&mut std::io::stdout(), format_args!($($arg)*)))
     };
 }
 
-/// Ends the command when standard output cannot be written.
-fn written(result: std::io::Result<()>) {
-    if let Err(err) = result {
-        if err.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
-        }
-        eprintln!("agentplane: writing to standard output: {err}");
-        std::process::exit(2);
-    }
-}
-
-mod audit;
-mod commands;
+mod args;
+mod backend;
+mod cmd;
 mod config;
-mod demo;
-mod diff;
+mod context;
+mod failure;
 mod keys;
-mod sweep;
+mod output;
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::Parser as _;
 
-/// Why a command stopped: decides the exit code.
-#[derive(Debug)]
-pub enum Failure {
-    /// Findings: the journal, an export or a proof does not verify (exit 1).
-    Findings(String),
-    /// Bad input or usage (exit 2).
-    Usage(String),
-    /// Storage or I/O (exit 2).
-    Io(String),
-    /// This binary cannot read what another build wrote (exit 3): never damage.
-    BuildSkew(String),
-}
-
-impl Failure {
-    fn exit_code(&self) -> u8 {
-        match self {
-            Self::Findings(_) => 1,
-            Self::Usage(_) | Self::Io(_) => 2,
-            Self::BuildSkew(_) => 3,
-        }
-    }
-
-    /// The one-line message, with its remedy.
-    pub fn message(&self) -> &str {
-        match self {
-            Self::Findings(m) | Self::Usage(m) | Self::Io(m) | Self::BuildSkew(m) => m,
-        }
-    }
-}
-
-impl From<journal_core::JournalError> for Failure {
-    fn from(err: journal_core::JournalError) -> Self {
-        match err.class() {
-            journal_core::ErrorClass::Tamper => Self::Findings(err.to_string()),
-            journal_core::ErrorClass::BuildSkew => Self::BuildSkew(err.to_string()),
-            journal_core::ErrorClass::Io => Self::Io(err.to_string()),
-            _ => Self::Usage(err.to_string()),
-        }
-    }
-}
-
-impl From<journal_core::RuntimeError> for Failure {
-    fn from(err: journal_core::RuntimeError) -> Self {
-        match err {
-            journal_core::RuntimeError::Journal(err) => err.into(),
-            other => Self::Usage(other.to_string()),
-        }
-    }
-}
-
-/// agentplane: the append-only, hash-chained, signed journal of agent runs.
-#[derive(Parser, Clone)]
-#[command(name = "agentplane", version, about)]
-struct Cli {
-    /// The plane's configuration (default: ./agentplane.toml when it exists); the flags below override it.
-    #[arg(long, global = true)]
-    config: Option<PathBuf>,
-    /// The store file (default: the configuration's, else ./agentplane.redb).
-    #[arg(long, global = true)]
-    store: Option<PathBuf>,
-    /// The plane's key file (default: the configuration's, else ./agentplane.key). Only commands that sign need it.
-    #[arg(long, global = true)]
-    keys: Option<PathBuf>,
-    /// The tenant (default: the configuration's first, else `default`).
-    #[arg(long, global = true)]
-    tenant: Option<String>,
-    /// The tenant log's origin, for reading without the key file (default: the configuration's or the key file's).
-    #[arg(long, global = true)]
-    origin: Option<String>,
-    #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Subcommand, Clone)]
-enum Command {
-    /// Make a plane: agentplane.toml and a key file with fresh keys; prints the public keys.
-    ///
-    /// Refuses to overwrite either file, and to make keys for a store that holds runs.
-    Init {
-        /// A tenant, with its own log (repeatable; default `default`).
-        #[arg(long = "tenant-name", value_name = "NAME")]
-        tenants: Vec<String>,
-        /// Each tenant's origin is BASE/NAME.
-        #[arg(long, default_value = keys::DEFAULT_ORIGIN)]
-        origin_base: String,
-        /// A witness the sweep submits to: URL=VKEY (repeatable).
-        #[arg(long = "witness", value_name = "URL=VKEY")]
-        witnesses: Vec<String>,
-        /// How many witnesses must cosign (default: all of them).
-        #[arg(long)]
-        quorum: Option<usize>,
-        /// How often `sweep --every` runs by default.
-        #[arg(long, default_value = "5m")]
-        sweep_every: String,
-    },
-    /// Run sample agent runs that reach every outcome, then print the runs and the signed checkpoint.
-    ///
-    /// Without --config or --store it makes (or reuses) a plane of its own in ./agentplane-demo;
-    /// it refuses a store that holds runs it did not make.
-    Demo,
-    /// Make the plane's keys; prints the log's verifier key (a C2SP vkey line).
-    Keygen {
-        /// The log's origin, also its key name.
-        #[arg(long, default_value = keys::DEFAULT_ORIGIN)]
-        origin: String,
-    },
-    /// Print the plane's public keys, in the forms `agentplane audit` takes, for an auditor.
-    Keys {
-        /// Print the `[[log]]` entries a witness's configuration needs for every tenant log.
-        #[arg(long)]
-        witness_config: bool,
-        /// Print one key alone, for scripts: the log key, the record key or the origin.
-        #[arg(long, value_enum)]
-        print: Option<KeyPart>,
-        /// JSON output.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Submit every tenant's checkpoint, signed now, to the configured witnesses, holding each round to the quorum.
-    ///
-    /// Exit 0 met or skipped, 1 shortfall or integrity, 2 usage or I/O.
-    Sweep {
-        /// Sweep again every DURATION (90s, 5m, 1h) until SIGINT or SIGTERM.
-        #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "")]
-        every: Option<String>,
-        /// JSON output (one object per tenant and round).
-        #[arg(long)]
-        json: bool,
-    },
-    /// List runs, with figures read through chain verification (unverifiable runs are marked).
-    Runs {
-        /// Only runs whose answer is this outcome.
-        #[arg(long)]
-        outcome: Option<String>,
-        /// Print the run ids alone, one a line, for scripts.
-        #[arg(long, conflicts_with = "json")]
-        ids: bool,
-        /// Also verify every record's signature with the plane's record key
-        /// (Ed25519 on every record: `verify` is the full check). Without it
-        /// the figures are read through chain verification alone.
-        #[arg(long)]
-        verify_signatures: bool,
-        /// JSON output.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Show a run's journal: seq, time written, kind, effect key, hashes, signer.
-    Show {
-        /// The run.
-        run: String,
-        /// JSON output.
-        #[arg(long)]
-        json: bool,
-    },
-    /// The audit with the plane's own public keys and, as anchors, every checkpoint it signed before.
-    Verify {
-        /// Every record must carry a signature by the plane's record key.
-        #[arg(long)]
-        require_signature: bool,
-        /// Exit 1 when anything could not be checked, not only on findings.
-        #[arg(long)]
-        assert_complete: bool,
-        /// JSON output (the audit report).
-        #[arg(long)]
-        json: bool,
-    },
-    /// Audit a store with only public inputs: no key file, the store opened read-only.
-    ///
-    /// Exit 0 clean, 1 findings (or incomplete with --assert-complete), 2 usage or I/O,
-    /// 3 build skew only (this binary cannot read what another build wrote).
-    Audit(AuditArgs),
-    /// Print the log's checkpoint as a signed note, exactly as a witness receives it.
-    ///
-    /// Refuses (exit 1) to sign a log with holes, or one that does not extend
-    /// the last checkpoint this plane signed.
-    Checkpoint {
-        /// Print the latest checkpoint a witness quorum cosigned (kept by the sweep) instead of signing one.
-        #[arg(long)]
-        cosigned: bool,
-        /// JSON output: origin, size, root (base64) and the note.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Prove a sealed run's inclusion, or the log's consistency with an older size.
-    Prove {
-        /// The run (for an inclusion proof).
-        run: Option<String>,
-        /// The older size (for a consistency proof).
-        #[arg(long, value_name = "OLD_SIZE", conflicts_with = "run")]
-        consistency: Option<u64>,
-        /// JSON output.
-        #[arg(long)]
-        json: bool,
-    },
-    /// What a run, or the whole tenant, has consumed (by the time on each record).
-    Cost {
-        /// The run (the tenant when absent).
-        run: Option<String>,
-        /// Count only records written at or after this instant (2026-11-01 or 2026-11-01T09:00:00Z, UTC).
-        #[arg(long)]
-        since: Option<String>,
-        /// Count only records written before this instant (same forms as --since).
-        #[arg(long)]
-        until: Option<String>,
-        /// Also verify every record's signature with the plane's record key
-        /// (Ed25519 on every record: `verify` is the full check). Without it
-        /// the figures are read through chain verification alone.
-        #[arg(long)]
-        verify_signatures: bool,
-        /// JSON output.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Two runs' journals side by side (plan, steps, effects with keys and results, costs, times,
-    /// conclusion), the first difference marked. A run is an id in the store or an export file.
-    ///
-    /// Exit 0 when they do the same, 1 when they differ.
-    Diff {
-        /// The first run: a run id, or the path of an export.
-        a: String,
-        /// The second run: a run id, or the path of an export.
-        b: String,
-        /// JSON output.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Fork a run after its record SEQ: a new run whose journal records where it came from;
-    /// agent code resuming it is served the source's effects up to there from the record.
-    Fork {
-        /// The run to fork.
-        run: String,
-        /// The seq of the source's record the fork starts after.
-        #[arg(long)]
-        at: u64,
-        /// The new run's idempotency key (default: fork-of-RUN-at-SEQ).
-        #[arg(long)]
-        key: Option<String>,
-    },
-    /// Export a sealed run to a self-contained file.
-    Export {
-        /// The run.
-        run: String,
-        /// The file to write.
-        #[arg(short, long)]
-        output: PathBuf,
-    },
-    /// Verify an export offline with only the trusted keys (exit 1 on findings).
-    VerifyExport {
-        /// The export file.
-        file: PathBuf,
-        /// The log's verifier key (C2SP vkey).
-        #[arg(long)]
-        log_key: String,
-        /// A trusted record key: KEY_ID=BASE64_PUBLIC_KEY (repeatable).
-        #[arg(long)]
-        record_key: Vec<String>,
-        /// Every record must carry a signature by a trusted record key.
-        #[arg(long)]
-        require_signature: bool,
-        /// A witness key to trust for the export's cosigned checkpoint: a vkey (repeatable).
-        #[arg(long = "witness-key", value_name = "VKEY")]
-        witness_keys: Vec<String>,
-        /// How many distinct trusted witnesses must have cosigned (needs --witness-key).
-        #[arg(long)]
-        quorum: Option<usize>,
-        /// JSON output.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Repair a store left by a crash, in place (read commands read a repaired private copy instead).
-    Repair,
-    /// Give the free pages of a redb store back to the file system (no plane may have it open).
-    /// Every record stays as it was.
-    Compact,
-}
-
-/// One of the plane's public keys, printed alone.
-#[derive(clap::ValueEnum, Clone, Copy)]
-enum KeyPart {
-    /// The tenant log's verifier key (a C2SP vkey).
-    LogKey,
-    /// The record key, as `--record-key` takes it.
-    RecordKey,
-    /// The tenant log's origin.
-    Origin,
-}
-
-/// `agentplane audit`: what the auditor holds (R-AUD-6).
-#[derive(clap::Args, Clone)]
-struct AuditArgs {
-    /// The log's verifier key, a C2SP vkey (repeatable; `agentplane keys` prints it on the plane).
-    #[arg(long = "log-key", value_name = "VKEY", required = true)]
-    log_keys: Vec<String>,
-    /// A trusted record key: KEY_ID=BASE64_PUBLIC_KEY (repeatable).
-    #[arg(long = "record-key", value_name = "KEY_ID=BASE64")]
-    record_keys: Vec<String>,
-    /// Every record must carry a signature by a trusted record key.
-    #[arg(long)]
-    require_signature: bool,
-    /// A signed checkpoint note saved earlier: the log must extend it (repeatable).
-    #[arg(long = "checkpoint", value_name = "FILE")]
-    checkpoints: Vec<PathBuf>,
-    /// A witness to read the latest cosigned checkpoint from: its URL prefix (repeatable).
-    #[arg(long = "witness", value_name = "URL")]
-    witnesses: Vec<String>,
-    /// A witness key to trust: a vkey, or NAME=BASE64 of its Ed25519 public key (repeatable).
-    #[arg(long = "witness-key", value_name = "NAME=BASE64_OR_VKEY")]
-    witness_keys: Vec<String>,
-    /// Exit 1 when anything could not be checked, not only on findings.
-    #[arg(long)]
-    assert_complete: bool,
-    /// JSON output (the audit report).
-    #[arg(long)]
-    json: bool,
-}
-
-impl Cli {
-    /// The global flags, with the command left as it is.
-    fn clone_flags(&self) -> Self {
-        self.clone()
-    }
-}
+use crate::args::Cli;
 
 fn main() -> ExitCode {
     // Integrity refusals are logged on `agentplane.witness.integrity`: they are errors, and shown by default.
@@ -377,7 +45,7 @@ fn main() -> ExitCode {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
     let cli = Cli::parse();
-    match commands::run(cli) {
+    match cmd::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             eprintln!("agentplane: {}", failure.message());

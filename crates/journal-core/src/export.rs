@@ -408,3 +408,43 @@ pub fn verify_export(
     };
     Ok(VerifiedExport { origin, run, records: head.seq, index, tree, outcome, cosigned, chain: records })
 }
+
+/// A sealed run's export, as [`export_run`] assembled it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunExport {
+    /// The export file's text ([`write_export`]).
+    pub text: String,
+    /// How many records the run has.
+    pub records: usize,
+    /// The cosigned checkpoint it carries, with the run's inclusion in it;
+    /// `None` when no witness quorum has cosigned a checkpoint holding the
+    /// run yet.
+    pub cosigned: Option<CosignedInclusion>,
+}
+
+/// Assembles the export of a sealed run from the store, in this order: the
+/// run read and verified as `check` asks (an unsealed run is
+/// [`JournalError::NotSealed`], and nothing is signed); the log's current head
+/// signed now with `key` ([`crate::log::sign_current_head`]: recorded as the
+/// plane's latest signed checkpoint, never a rollback); the run's inclusion in
+/// it; and the latest checkpoint a witness quorum cosigned that holds the run,
+/// with the run's inclusion in it ([`crate::checkpoints::cosigned_inclusion`]),
+/// so a reader can check the witnesses offline.
+pub fn export_run(
+    store: &dyn crate::store::Store,
+    tenant: &crate::ids::TenantId,
+    origin: &Origin,
+    key: &witness::LogKey,
+    run: &RunId,
+    check: ChainCheck<'_>,
+) -> Result<RunExport, JournalError> {
+    let verified = crate::journal::Journal::new(store, tenant, origin).read(run, check)?;
+    if verified.seal.is_none() {
+        return Err(JournalError::NotSealed { tenant: tenant.clone(), run: run.clone() });
+    }
+    let (view, signed) = crate::log::sign_current_head(store, tenant, origin, key)?;
+    let inclusion = view.inclusion(run)?;
+    let cosigned = crate::checkpoints::cosigned_inclusion(store, &view, &inclusion)?;
+    let text = write_export(tenant, origin, run, &verified, &inclusion, &signed, cosigned.as_ref())?;
+    Ok(RunExport { text, records: verified.records.len(), cosigned })
+}

@@ -3,6 +3,7 @@
 pub mod append;
 pub mod chain;
 pub mod chain_hash;
+pub mod checkpoints;
 pub mod clock;
 pub mod error;
 pub mod export;

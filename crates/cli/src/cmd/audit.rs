@@ -8,10 +8,13 @@ use audit::{Anchor, AuditInputs, AuditReport, FindingClass, RecordKey};
 use journal_core::Origin;
 use witness::{ALG_COSIGNATURE_V1, TrustedWitness, VerifierKey};
 
-use crate::commands::{cli_build, open_existing, print_json, record_key};
+use crate::args::{AuditArgs, record_key};
+use crate::backend::open_existing;
 use crate::config::Settings;
+use crate::context::cli_build;
+use crate::failure::Failure;
 use crate::keys::PlaneKeys;
-use crate::{AuditArgs, Failure};
+use crate::output::print_json;
 
 /// `agentplane audit`: public inputs only, the store read-only (R-AUD-6).
 pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
@@ -111,6 +114,7 @@ fn run_and_report(
     })?;
     progress.finish_and_clear();
     if json {
+        // Through a `Value`, so the keys come sorted, as the report has always been printed.
         print_json(&serde_json::to_value(&report).map_err(|err| Failure::Io(err.to_string()))?)?;
     } else {
         print_human(&report);

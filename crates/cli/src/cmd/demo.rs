@@ -8,10 +8,13 @@ use journal_core::{
     RunHandle, Runtime, RuntimeError,
 };
 
-use crate::commands::{checkpoint, plane, print_runs_table, run_rows};
+use super::checkpoint::sign;
+use super::runs::{print_table, run_rows};
+use crate::args::Cli;
 use crate::config::{DEFAULT_CONFIG, DEMO_DIR, Settings, init_plane};
+use crate::context::Plane;
+use crate::failure::Failure;
 use crate::keys::DEFAULT_ORIGIN;
-use crate::{Cli, Failure};
 
 fn charge(output: &str, tokens: u64) -> EffectOutput {
     EffectOutput {
@@ -20,12 +23,7 @@ fn charge(output: &str, tokens: u64) -> EffectOutput {
     }
 }
 
-fn admit<'rt>(
-    runtime: &'rt Runtime,
-    plane: &crate::commands::Plane,
-    key: &str,
-    budget: Budget,
-) -> Result<RunHandle<'rt>, Failure> {
+fn admit<'rt>(runtime: &'rt Runtime, plane: &Plane, key: &str, budget: Budget) -> Result<RunHandle<'rt>, Failure> {
     let request =
         AdmitRequest { idempotency_key: key.to_owned(), plan: vec!["research".into(), "answer".into()], budget };
     match runtime.admit(&plane.tenant, request)? {
@@ -85,7 +83,7 @@ pub(crate) fn agent(kind: &str, run: &mut impl RunContext) -> Result<(), Runtime
 }
 
 /// Admits a run that this demo does not drive itself; returns its id.
-fn admit_id(runtime: &Runtime, plane: &crate::commands::Plane, key: &str) -> Result<journal_core::RunId, Failure> {
+fn admit_id(runtime: &Runtime, plane: &Plane, key: &str) -> Result<journal_core::RunId, Failure> {
     Ok(admit(runtime, plane, key, Budget::default())?.run().clone())
 }
 
@@ -99,7 +97,7 @@ fn expect_stop<T>(result: Result<T, RuntimeError>) -> Result<(), Failure> {
 }
 
 /// Whether every run of the store was admitted by a demo.
-fn only_demo_runs(plane: &crate::commands::Plane) -> Result<bool, Failure> {
+fn only_demo_runs(plane: &Plane) -> Result<bool, Failure> {
     for run in plane.store.runs(&plane.tenant, None)? {
         let rows = plane.store.read_run(&plane.tenant, &run)?.rows;
         let key = rows.first().and_then(journal_core::store::idempotency_key_of);
@@ -125,7 +123,7 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
     } else {
         settings
     };
-    let plane = plane(settings, true)?;
+    let plane = Plane::open(settings, true)?;
     if !only_demo_runs(&plane)? {
         return Err(Failure::Usage(format!(
             "{} holds runs the demo did not make: the demo writes only to a plane of its own (run it without --store or --config)",
@@ -183,13 +181,13 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
     let id = admit_id(&runtime, &plane, &key("abandoned"))?;
     runtime.abandon(t, &id, "superseded")?;
 
-    print_runs_table(&run_rows(plane.store.as_ref(), &plane.tenant, None, &|run| plane.read(run))?);
+    print_table(&run_rows(plane.store.as_ref(), &plane.tenant, None, &|run| plane.read(run))?);
     outln!();
     outln!("log verifier key:");
     outln!("{}", plane.log.verifier_key());
     outln!();
     outln!("signed checkpoint:");
-    out!("{}", checkpoint(&plane)?.note());
+    out!("{}", sign(&plane)?.note());
     eprintln!(
         "the plane is {}: its configuration {}, keys {}, store {}",
         settings
@@ -206,11 +204,7 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
 
 /// What a worker that died between starting an effect and recording its end
 /// leaves behind: an `EffectStarted` with no `EffectDone`.
-fn simulate_crash_mid_effect(
-    plane: &crate::commands::Plane,
-    run: &journal_core::RunId,
-    effect_key: &str,
-) -> Result<(), Failure> {
+fn simulate_crash_mid_effect(plane: &Plane, run: &journal_core::RunId, effect_key: &str) -> Result<(), Failure> {
     let head = plane.store.read_run(&plane.tenant, run)?.head;
     let signer = plane.keys.record.clone();
     let journal = plane.journal().signed_by(&signer);
@@ -245,7 +239,7 @@ mod tests {
         let settings = Settings::of_config(config, &cli).unwrap();
         run(&settings, &cli).unwrap();
 
-        let plane = plane(&settings, false).unwrap();
+        let plane = Plane::open(&settings, false).unwrap();
         let before = std::fs::read(&settings.store).unwrap();
         let counters = plane.store.log_counters(&plane.tenant).unwrap();
         let upcasters = Upcasters::builtin();

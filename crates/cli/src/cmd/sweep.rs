@@ -1,43 +1,38 @@
-//! `agentplane init` (a plane's configuration and keys) and `agentplane sweep`
-//! (every tenant's checkpoint, signed now, cosigned by the configured witnesses).
+//! `agentplane sweep`: every tenant's checkpoint, signed now, cosigned by
+//! the configured witnesses, each round held to the quorum.
 
 use std::sync::Arc;
 
 use journal_core::{Runtime, RuntimeBuilder, Store, SweepOutcome, SweepReport};
-use serde_json::json;
+use serde::Serialize;
 use witness::{HttpWitness, QuorumOutcome, TrustedWitness, Witness, WitnessQuorum};
 
-use crate::Failure;
-use crate::commands::{cli_build, open_for_signing, print_json};
-use crate::config::{DEFAULT_CONFIG, Settings, WitnessEntry, init_plane, interval};
+use crate::backend::open_for_signing;
+use crate::config::{Settings, interval};
+use crate::context::cli_build;
+use crate::failure::Failure;
+use crate::keys::PlaneKeys;
+use crate::output::print_json;
 
-/// `agentplane init`: the configuration and fresh keys in this directory.
-pub fn init(
-    tenants: &[String],
-    origin_base: &str,
-    witnesses: &[String],
-    quorum: Option<usize>,
-    sweep_every: &str,
-) -> Result<(), Failure> {
-    let mut entries = Vec::new();
-    for spec in witnesses {
-        let (url, key) =
-            spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--witness {spec:?}: expected URL=VKEY")))?;
-        TrustedWitness::parse(key).map_err(|err| Failure::Usage(format!("--witness {spec:?}: {err}")))?;
-        entries.push(WitnessEntry { url: url.to_owned(), key: key.to_owned() });
-    }
-    let quorum = quorum.unwrap_or(entries.len());
-    if quorum > entries.len() || (quorum == 0 && !entries.is_empty()) {
-        return Err(Failure::Usage(format!("--quorum {quorum} does not fit {} witnesses", entries.len())));
-    }
-    let (config, keys) = init_plane(std::path::Path::new("."), tenants, origin_base, entries, quorum, sweep_every)?;
-    eprintln!("wrote {DEFAULT_CONFIG} and agentplane.key (keep it secret); the store will be agentplane.redb");
-    for tenant in &config.tenants {
-        let origin = journal_core::Origin::new(&tenant.origin).map_err(|err| Failure::Usage(err.to_string()))?;
-        outln!("tenant {}  origin {}  log key {}", tenant.name, origin, keys.log_for(&origin)?.verifier_key());
-    }
-    outln!("record key {}", keys.record_key_spec());
-    Ok(())
+/// `sweep --json`: one per tenant and round. Fields in alphabetical order,
+/// as the JSON has always been printed.
+#[derive(Debug, Serialize)]
+struct RoundRow<'a> {
+    cosigned: Option<usize>,
+    needed: Option<usize>,
+    needs_attention: bool,
+    outcome: &'static str,
+    problems: Vec<ProblemRow>,
+    root: String,
+    size: u64,
+    tenant: &'a str,
+}
+
+/// A witness that did not cosign, and why.
+#[derive(Debug, Serialize)]
+struct ProblemRow {
+    error: String,
+    witness: String,
 }
 
 fn witnesses(settings: &Settings) -> Result<(Vec<Arc<dyn Witness + Send + Sync>>, WitnessQuorum), Failure> {
@@ -59,7 +54,7 @@ fn witnesses(settings: &Settings) -> Result<(Vec<Arc<dyn Witness + Send + Sync>>
 }
 
 fn runtime(settings: &Settings) -> Result<Runtime, Failure> {
-    let keys = crate::keys::PlaneKeys::read(&settings.keys)?;
+    let keys = PlaneKeys::read(&settings.keys)?;
     let store: Arc<dyn Store> = open_for_signing(&settings.store)?;
     let (clients, quorum) = witnesses(settings)?;
     let mut builder = RuntimeBuilder::new(store)
@@ -102,17 +97,19 @@ fn show(report: &SweepReport, json: bool) -> Result<bool, Failure> {
             refusals.iter().chain(failures).map(|f| (f.witness.clone(), f.error.to_string())).collect(),
         ),
     };
+    let problems: Vec<ProblemRow> =
+        problems.into_iter().map(|(witness, error)| ProblemRow { error, witness }).collect();
     if json {
-        print_json(&json!({
-            "tenant": report.tenant.as_str(),
-            "size": tree.size,
-            "root": tree.root.to_string(),
-            "outcome": outcome,
-            "cosigned": got,
-            "needed": needed,
-            "needs_attention": report.needs_attention(),
-            "problems": problems.iter().map(|(w, e)| json!({ "witness": w, "error": e })).collect::<Vec<_>>(),
-        }))?;
+        print_json(&RoundRow {
+            cosigned: got,
+            needed,
+            needs_attention: report.needs_attention(),
+            outcome,
+            problems,
+            root: tree.root.to_string(),
+            size: tree.size,
+            tenant: report.tenant.as_str(),
+        })?;
     } else {
         let mut line = format!("tenant {}: {outcome} at size {}", report.tenant, tree.size);
         if let Some(got) = got {
@@ -122,7 +119,7 @@ fn show(report: &SweepReport, json: bool) -> Result<bool, Failure> {
             line.push_str(&format!(" of {needed} needed"));
         }
         outln!("{line}");
-        for (witness, error) in problems {
+        for ProblemRow { error, witness } in problems {
             outln!("  {witness}: {error}");
         }
     }
@@ -130,7 +127,7 @@ fn show(report: &SweepReport, json: bool) -> Result<bool, Failure> {
 }
 
 fn round(runtime: &Runtime, settings: &Settings, json: bool) -> Result<bool, Failure> {
-    let keys = crate::keys::PlaneKeys::read(&settings.keys)?;
+    let keys = PlaneKeys::read(&settings.keys)?;
     let mut attention = false;
     for (tenant, _) in settings.tenants(Some(&keys))? {
         let report = runtime.sweep(&tenant)?;

@@ -1,0 +1,304 @@
+//! The command line: the global flags and the commands, as clap reads them.
+
+use std::path::PathBuf;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use clap::{Parser, Subcommand};
+use journal_core::{At, RunId};
+
+use crate::failure::Failure;
+use crate::keys;
+
+/// agentplane: the append-only, hash-chained, signed journal of agent runs.
+#[derive(Parser, Clone)]
+#[command(name = "agentplane", version, about)]
+pub struct Cli {
+    /// The plane's configuration (default: ./agentplane.toml when it exists); the flags below override it.
+    #[arg(long, global = true)]
+    pub config: Option<PathBuf>,
+    /// The store file (default: the configuration's, else ./agentplane.redb).
+    #[arg(long, global = true)]
+    pub store: Option<PathBuf>,
+    /// The plane's key file (default: the configuration's, else ./agentplane.key). Only commands that sign need it.
+    #[arg(long, global = true)]
+    pub keys: Option<PathBuf>,
+    /// The tenant (default: the configuration's first, else `default`).
+    #[arg(long, global = true)]
+    pub tenant: Option<String>,
+    /// The tenant log's origin, for reading without the key file (default: the configuration's or the key file's).
+    #[arg(long, global = true)]
+    pub origin: Option<String>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Clone)]
+pub enum Command {
+    /// Make a plane: agentplane.toml and a key file with fresh keys; prints the public keys.
+    ///
+    /// Refuses to overwrite either file, and to make keys for a store that holds runs.
+    Init {
+        /// A tenant, with its own log (repeatable; default `default`).
+        #[arg(long = "tenant-name", value_name = "NAME")]
+        tenants: Vec<String>,
+        /// Each tenant's origin is BASE/NAME.
+        #[arg(long, default_value = keys::DEFAULT_ORIGIN)]
+        origin_base: String,
+        /// A witness the sweep submits to: URL=VKEY (repeatable).
+        #[arg(long = "witness", value_name = "URL=VKEY")]
+        witnesses: Vec<String>,
+        /// How many witnesses must cosign (default: all of them).
+        #[arg(long)]
+        quorum: Option<usize>,
+        /// How often `sweep --every` runs by default.
+        #[arg(long, default_value = "5m")]
+        sweep_every: String,
+    },
+    /// Run sample agent runs that reach every outcome, then print the runs and the signed checkpoint.
+    ///
+    /// Without --config or --store it makes (or reuses) a plane of its own in ./agentplane-demo;
+    /// it refuses a store that holds runs it did not make.
+    Demo,
+    /// Make the plane's keys; prints the log's verifier key (a C2SP vkey line).
+    Keygen {
+        /// The log's origin, also its key name.
+        #[arg(long, default_value = keys::DEFAULT_ORIGIN)]
+        origin: String,
+    },
+    /// Print the plane's public keys, in the forms `agentplane audit` takes, for an auditor.
+    Keys {
+        /// Print the `[[log]]` entries a witness's configuration needs for every tenant log.
+        #[arg(long)]
+        witness_config: bool,
+        /// Print one key alone, for scripts: the log key, the record key or the origin.
+        #[arg(long, value_enum)]
+        print: Option<KeyPart>,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Submit every tenant's checkpoint, signed now, to the configured witnesses, holding each round to the quorum.
+    ///
+    /// Exit 0 met or skipped, 1 shortfall or integrity, 2 usage or I/O.
+    Sweep {
+        /// Sweep again every DURATION (90s, 5m, 1h) until SIGINT or SIGTERM.
+        #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "")]
+        every: Option<String>,
+        /// JSON output (one object per tenant and round).
+        #[arg(long)]
+        json: bool,
+    },
+    /// List runs, with figures read through chain verification (unverifiable runs are marked).
+    Runs {
+        /// Only runs whose answer is this outcome.
+        #[arg(long)]
+        outcome: Option<String>,
+        /// Print the run ids alone, one a line, for scripts.
+        #[arg(long, conflicts_with = "json")]
+        ids: bool,
+        /// Also verify every record's signature with the plane's record key
+        /// (Ed25519 on every record: `verify` is the full check). Without it
+        /// the figures are read through chain verification alone.
+        #[arg(long)]
+        verify_signatures: bool,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a run's journal: seq, time written, kind, effect key, hashes, signer.
+    Show {
+        /// The run.
+        run: String,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The audit with the plane's own public keys and, as anchors, every checkpoint it signed before.
+    Verify {
+        /// Every record must carry a signature by the plane's record key.
+        #[arg(long)]
+        require_signature: bool,
+        /// Exit 1 when anything could not be checked, not only on findings.
+        #[arg(long)]
+        assert_complete: bool,
+        /// JSON output (the audit report).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Audit a store with only public inputs: no key file, the store opened read-only.
+    ///
+    /// Exit 0 clean, 1 findings (or incomplete with --assert-complete), 2 usage or I/O,
+    /// 3 build skew only (this binary cannot read what another build wrote).
+    Audit(AuditArgs),
+    /// Print the log's checkpoint as a signed note, exactly as a witness receives it.
+    ///
+    /// Refuses (exit 1) to sign a log with holes, or one that does not extend
+    /// the last checkpoint this plane signed.
+    Checkpoint {
+        /// Print the latest checkpoint a witness quorum cosigned (kept by the sweep) instead of signing one.
+        #[arg(long)]
+        cosigned: bool,
+        /// JSON output: origin, size, root (base64) and the note.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Prove a sealed run's inclusion, or the log's consistency with an older size.
+    Prove {
+        /// The run (for an inclusion proof).
+        run: Option<String>,
+        /// The older size (for a consistency proof).
+        #[arg(long, value_name = "OLD_SIZE", conflicts_with = "run")]
+        consistency: Option<u64>,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What a run, or the whole tenant, has consumed (by the time on each record).
+    Cost {
+        /// The run (the tenant when absent).
+        run: Option<String>,
+        /// Count only records written at or after this instant (2026-11-01 or 2026-11-01T09:00:00Z, UTC).
+        #[arg(long)]
+        since: Option<String>,
+        /// Count only records written before this instant (same forms as --since).
+        #[arg(long)]
+        until: Option<String>,
+        /// Also verify every record's signature with the plane's record key
+        /// (Ed25519 on every record: `verify` is the full check). Without it
+        /// the figures are read through chain verification alone.
+        #[arg(long)]
+        verify_signatures: bool,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Two runs' journals side by side (plan, steps, effects with keys and results, costs, times,
+    /// conclusion), the first difference marked. A run is an id in the store or an export file.
+    ///
+    /// Exit 0 when they do the same, 1 when they differ.
+    Diff {
+        /// The first run: a run id, or the path of an export.
+        a: String,
+        /// The second run: a run id, or the path of an export.
+        b: String,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Fork a run after its record SEQ: a new run whose journal records where it came from;
+    /// agent code resuming it is served the source's effects up to there from the record.
+    Fork {
+        /// The run to fork.
+        run: String,
+        /// The seq of the source's record the fork starts after.
+        #[arg(long)]
+        at: u64,
+        /// The new run's idempotency key (default: fork-of-RUN-at-SEQ).
+        #[arg(long)]
+        key: Option<String>,
+    },
+    /// Export a sealed run to a self-contained file.
+    Export {
+        /// The run.
+        run: String,
+        /// The file to write.
+        #[arg(short, long)]
+        output: PathBuf,
+    },
+    /// Verify an export offline with only the trusted keys (exit 1 on findings).
+    VerifyExport {
+        /// The export file.
+        file: PathBuf,
+        /// The log's verifier key (C2SP vkey).
+        #[arg(long)]
+        log_key: String,
+        /// A trusted record key: KEY_ID=BASE64_PUBLIC_KEY (repeatable).
+        #[arg(long)]
+        record_key: Vec<String>,
+        /// Every record must carry a signature by a trusted record key.
+        #[arg(long)]
+        require_signature: bool,
+        /// A witness key to trust for the export's cosigned checkpoint: a vkey (repeatable).
+        #[arg(long = "witness-key", value_name = "VKEY")]
+        witness_keys: Vec<String>,
+        /// How many distinct trusted witnesses must have cosigned (needs --witness-key).
+        #[arg(long)]
+        quorum: Option<usize>,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Repair a store left by a crash, in place (read commands read a repaired private copy instead).
+    Repair,
+    /// Give the free pages of a redb store back to the file system (no plane may have it open).
+    /// Every record stays as it was.
+    Compact,
+}
+
+/// One of the plane's public keys, printed alone.
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub enum KeyPart {
+    /// The tenant log's verifier key (a C2SP vkey).
+    LogKey,
+    /// The record key, as `--record-key` takes it.
+    RecordKey,
+    /// The tenant log's origin.
+    Origin,
+}
+
+/// `agentplane audit`: what the auditor holds (R-AUD-6).
+#[derive(clap::Args, Clone)]
+pub struct AuditArgs {
+    /// The log's verifier key, a C2SP vkey (repeatable; `agentplane keys` prints it on the plane).
+    #[arg(long = "log-key", value_name = "VKEY", required = true)]
+    pub log_keys: Vec<String>,
+    /// A trusted record key: KEY_ID=BASE64_PUBLIC_KEY (repeatable).
+    #[arg(long = "record-key", value_name = "KEY_ID=BASE64")]
+    pub record_keys: Vec<String>,
+    /// Every record must carry a signature by a trusted record key.
+    #[arg(long)]
+    pub require_signature: bool,
+    /// A signed checkpoint note saved earlier: the log must extend it (repeatable).
+    #[arg(long = "checkpoint", value_name = "FILE")]
+    pub checkpoints: Vec<PathBuf>,
+    /// A witness to read the latest cosigned checkpoint from: its URL prefix (repeatable).
+    #[arg(long = "witness", value_name = "URL")]
+    pub witnesses: Vec<String>,
+    /// A witness key to trust: a vkey, or NAME=BASE64 of its Ed25519 public key (repeatable).
+    #[arg(long = "witness-key", value_name = "NAME=BASE64_OR_VKEY")]
+    pub witness_keys: Vec<String>,
+    /// Exit 1 when anything could not be checked, not only on findings.
+    #[arg(long)]
+    pub assert_complete: bool,
+    /// JSON output (the audit report).
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl Cli {
+    /// The global flags, with the command left as it is.
+    pub fn clone_flags(&self) -> Self {
+        self.clone()
+    }
+}
+
+/// A run id from the command line.
+pub fn run_id(text: &str) -> Result<RunId, Failure> {
+    RunId::new(text).map_err(|err| Failure::Usage(err.to_string()))
+}
+
+/// An instant from `--since` or `--until`.
+pub fn instant(flag: &str, text: &str) -> Result<At, Failure> {
+    At::parse_lenient(text)
+        .map_err(|err| Failure::Usage(format!("{flag}: {err} (give 2026-11-01 or 2026-11-01T09:00:00Z)")))
+}
+
+/// Parses `KEY_ID=BASE64_PUBLIC_KEY` (`--record-key`).
+pub fn record_key(spec: &str) -> Result<(String, [u8; 32]), Failure> {
+    let (key_id, public) =
+        spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: expected KEY_ID=BASE64")))?;
+    let public = STANDARD.decode(public).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
+    let public = public.ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: not a base64 32-byte key")))?;
+    Ok((key_id.to_owned(), public))
+}

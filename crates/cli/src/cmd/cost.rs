@@ -1,0 +1,76 @@
+//! `agentplane cost`: what a run, or the whole tenant, has consumed, by the
+//! time on each record; every figure read through chain verification.
+
+use journal_core::runtime::cost_in;
+use journal_core::{Counters, TimeWindow};
+use serde::Serialize;
+
+use crate::args::run_id;
+use crate::config::Settings;
+use crate::context::Reader;
+use crate::failure::Failure;
+use crate::output::print_json;
+
+/// `cost --json`. Fields in alphabetical order, as the JSON has always been printed.
+#[derive(Debug, Serialize)]
+struct CostRow {
+    cost_micros: u64,
+    effects: u64,
+    runs: usize,
+    scope: String,
+    since: Option<String>,
+    steps: u64,
+    tokens: u64,
+    until: Option<String>,
+    wall_millis: u64,
+}
+
+/// `agentplane cost [RUN] [--since AT] [--until AT] [--verify-signatures] [--json]`.
+pub fn cost(
+    settings: &Settings,
+    run: Option<&str>,
+    window: TimeWindow,
+    verify_signatures: bool,
+    json: bool,
+) -> Result<(), Failure> {
+    let reader = Reader::open(settings)?.signatures(verify_signatures);
+    let run = run.map(run_id).transpose()?;
+    let runs = match &run {
+        Some(run) => vec![run.clone()],
+        None => reader.store.runs(&reader.tenant, None)?,
+    };
+    let mut counters = Counters::default();
+    for run in &runs {
+        // A figure read from bytes nobody verified is not reported: the run's problem is.
+        counters.add(&cost_in(&reader.read(run)?, window));
+    }
+    let mut scope = run.as_ref().map_or_else(|| format!("tenant {}", reader.tenant), |r| format!("run {r}"));
+    if let Some(since) = window.since {
+        scope.push_str(&format!(" since {since}"));
+    }
+    if let Some(until) = window.until {
+        scope.push_str(&format!(" until {until}"));
+    }
+    if json {
+        return print_json(&CostRow {
+            cost_micros: counters.cost_micros,
+            effects: counters.effects,
+            runs: runs.len(),
+            scope,
+            since: window.since.map(|at| at.to_string()),
+            steps: counters.steps,
+            tokens: counters.tokens,
+            until: window.until.map(|at| at.to_string()),
+            wall_millis: counters.wall_millis,
+        });
+    }
+    outln!(
+        "{scope}: {} tokens, {} cost micros, {} steps, {} effects, {} ms",
+        counters.tokens,
+        counters.cost_micros,
+        counters.steps,
+        counters.effects,
+        counters.wall_millis
+    );
+    Ok(())
+}

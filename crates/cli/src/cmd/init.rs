@@ -1,0 +1,35 @@
+//! `agentplane init`: a plane's configuration and fresh keys.
+
+use witness::TrustedWitness;
+
+use crate::config::{DEFAULT_CONFIG, WitnessEntry, init_plane};
+use crate::failure::Failure;
+
+/// `agentplane init`: the configuration and fresh keys in this directory.
+pub fn init(
+    tenants: &[String],
+    origin_base: &str,
+    witnesses: &[String],
+    quorum: Option<usize>,
+    sweep_every: &str,
+) -> Result<(), Failure> {
+    let mut entries = Vec::new();
+    for spec in witnesses {
+        let (url, key) =
+            spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--witness {spec:?}: expected URL=VKEY")))?;
+        TrustedWitness::parse(key).map_err(|err| Failure::Usage(format!("--witness {spec:?}: {err}")))?;
+        entries.push(WitnessEntry { url: url.to_owned(), key: key.to_owned() });
+    }
+    let quorum = quorum.unwrap_or(entries.len());
+    if quorum > entries.len() || (quorum == 0 && !entries.is_empty()) {
+        return Err(Failure::Usage(format!("--quorum {quorum} does not fit {} witnesses", entries.len())));
+    }
+    let (config, keys) = init_plane(std::path::Path::new("."), tenants, origin_base, entries, quorum, sweep_every)?;
+    eprintln!("wrote {DEFAULT_CONFIG} and agentplane.key (keep it secret); the store will be agentplane.redb");
+    for tenant in &config.tenants {
+        let origin = journal_core::Origin::new(&tenant.origin).map_err(|err| Failure::Usage(err.to_string()))?;
+        outln!("tenant {}  origin {}  log key {}", tenant.name, origin, keys.log_for(&origin)?.verifier_key());
+    }
+    outln!("record key {}", keys.record_key_spec());
+    Ok(())
+}

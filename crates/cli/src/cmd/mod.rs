@@ -1,0 +1,73 @@
+//! The commands, one module each, and the dispatch from the command line.
+//! A command reads the [`Settings`], opens what it works on
+//! ([`crate::context`]), and prints typed rows ([`crate::output`]).
+
+mod audit;
+mod checkpoint;
+mod cost;
+mod demo;
+mod diff;
+mod export;
+mod fork;
+mod init;
+mod keys;
+mod maintenance;
+mod prove;
+mod runs;
+mod show;
+mod sweep;
+
+use crate::args::{Cli, Command, instant};
+use crate::config::Settings;
+use crate::failure::Failure;
+
+/// Runs the command the flags name.
+pub fn run(flags: Cli) -> Result<(), Failure> {
+    let settings = Settings::resolve(&flags)?;
+    let cli = &settings;
+    match &flags.command {
+        Command::Init { tenants, origin_base, witnesses, quorum, sweep_every } => {
+            init::init(tenants, origin_base, witnesses, *quorum, sweep_every)
+        }
+        Command::Sweep { every, json } => sweep::sweep(cli, every.as_deref(), *json),
+        Command::Keygen { origin } => keys::keygen(cli, origin),
+        Command::Keys { witness_config, print, json } => keys::keys(cli, *witness_config, *print, *json),
+        Command::Demo => demo::run(cli, &flags),
+        Command::Runs { outcome, ids, verify_signatures, json } => {
+            runs::runs(cli, outcome.as_deref(), *ids, *verify_signatures, *json)
+        }
+        Command::Show { run, json } => show::show(cli, run, *json),
+        Command::Verify { require_signature, assert_complete, json } => {
+            audit::verify(cli, *require_signature, *assert_complete, *json)
+        }
+        Command::Audit(args) => audit::audit(cli, args),
+        Command::Checkpoint { cosigned, json } => checkpoint::checkpoint(cli, *cosigned, *json),
+        Command::Prove { run, consistency, json } => match (run, consistency) {
+            (Some(run), None) => prove::inclusion(cli, run, *json),
+            (None, Some(old)) => prove::consistency(cli, *old, *json),
+            _ => Err(Failure::Usage("give a RUN, or --consistency OLD_SIZE".into())),
+        },
+        Command::Cost { run, since, until, verify_signatures, json } => {
+            let window = journal_core::TimeWindow {
+                since: since.as_deref().map(|t| instant("--since", t)).transpose()?,
+                until: until.as_deref().map(|t| instant("--until", t)).transpose()?,
+            };
+            cost::cost(cli, run.as_deref(), window, *verify_signatures, *json)
+        }
+        Command::Diff { a, b, json } => diff::diff(cli, a, b, *json),
+        Command::Fork { run, at, key } => fork::fork(cli, run, *at, key.as_deref()),
+        Command::Export { run, output } => export::export(cli, run, output),
+        Command::VerifyExport { file, log_key, record_key, require_signature, witness_keys, quorum, json } => {
+            let trust = export::Trust {
+                log_key,
+                record_keys: record_key,
+                require_signature: *require_signature,
+                witness_keys,
+                quorum: *quorum,
+            };
+            export::verify_export(file, &trust, *json)
+        }
+        Command::Repair => maintenance::repair(cli),
+        Command::Compact => maintenance::compact(cli),
+    }
+}

@@ -1,0 +1,91 @@
+//! `agentplane prove`: a sealed run's inclusion in the log, or the log's
+//! consistency with an older size; hashes in standard base64, as in checkpoints.
+
+use journal_core::LogSource;
+use serde::Serialize;
+
+use crate::args::run_id;
+use crate::config::Settings;
+use crate::context::Reader;
+use crate::failure::Failure;
+use crate::output::{b64, print_json};
+
+/// `prove RUN --json`. Fields in alphabetical order, as the JSON has always been printed.
+#[derive(Debug, Serialize)]
+struct InclusionRow {
+    from_walk_with_holes: bool,
+    index: u64,
+    leaf_hash: String,
+    proof: Vec<String>,
+    root: String,
+    run: String,
+    size: u64,
+}
+
+/// `prove --consistency OLD_SIZE --json`.
+#[derive(Debug, Serialize)]
+struct ConsistencyRow {
+    from_walk_with_holes: bool,
+    old_root: String,
+    old_size: u64,
+    proof: Vec<String>,
+    root: String,
+    size: u64,
+}
+
+fn warn_if_walked(source: LogSource) {
+    if source.has_holes() {
+        eprintln!("warning: the log's positions have holes (a sealed run was removed); this proof is from the walk");
+    }
+}
+
+/// `agentplane prove RUN [--json]`.
+pub fn inclusion(settings: &Settings, run: &str, json: bool) -> Result<(), Failure> {
+    let reader = Reader::open(settings)?;
+    let run = run_id(run)?;
+    let inclusion = reader.log()?.inclusion(&run)?;
+    let row = InclusionRow {
+        from_walk_with_holes: inclusion.source.has_holes(),
+        index: inclusion.index,
+        leaf_hash: b64(inclusion.leaf.as_bytes()),
+        proof: inclusion.proof.path().iter().map(|h| b64(h.as_bytes())).collect(),
+        root: b64(inclusion.tree.root.as_bytes()),
+        run: run.to_string(),
+        size: inclusion.tree.size,
+    };
+    if json {
+        return print_json(&row);
+    }
+    warn_if_walked(inclusion.source);
+    outln!("run {run} is leaf {} of {}", row.index, row.size);
+    outln!("root      {}", row.root);
+    outln!("leaf hash {}", row.leaf_hash);
+    for hash in &row.proof {
+        outln!("proof     {hash}");
+    }
+    Ok(())
+}
+
+/// `agentplane prove --consistency OLD_SIZE [--json]`.
+pub fn consistency(settings: &Settings, old: u64, json: bool) -> Result<(), Failure> {
+    let reader = Reader::open(settings)?;
+    let log = reader.log()?;
+    let consistency = log.consistency(old, log.size())?;
+    let row = ConsistencyRow {
+        from_walk_with_holes: consistency.source.has_holes(),
+        old_root: b64(consistency.old.root.as_bytes()),
+        old_size: old,
+        proof: consistency.proof.path().iter().map(|h| b64(h.as_bytes())).collect(),
+        root: b64(consistency.new.root.as_bytes()),
+        size: consistency.new.size,
+    };
+    if json {
+        return print_json(&row);
+    }
+    warn_if_walked(consistency.source);
+    outln!("size {old} -> {}", row.size);
+    for hash in &row.proof {
+        outln!("proof {hash}");
+    }
+    Ok(())
+}

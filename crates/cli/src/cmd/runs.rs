@@ -1,0 +1,145 @@
+//! `agentplane runs`: every run of the tenant, its figures read through
+//! chain verification; a run whose chain does not verify is listed with its
+//! problem and no figures.
+
+use journal_core::runtime::cost_in;
+use journal_core::{Outcome, RunId, TimeWindow, VerifiedRun};
+use serde::Serialize;
+
+use crate::config::Settings;
+use crate::context::Reader;
+use crate::failure::Failure;
+use crate::output::print_json;
+
+/// A row of `runs` (and of the demo's summary). The JSON of a row is an
+/// object with `run` and `verified`; the fields are in alphabetical order,
+/// as the JSON has always been printed.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum RunRow {
+    /// A run whose chain verified, with its figures.
+    Verified(Figures),
+    /// A run whose chain did not verify: its problem, no figures.
+    Unverified(Problem),
+}
+
+/// A verified run's figures.
+#[derive(Debug, Serialize)]
+pub struct Figures {
+    /// The last conclusion's outcome; `None` while the run runs.
+    pub outcome: Option<&'static str>,
+    /// The run's log position, when sealed.
+    pub position: Option<u64>,
+    /// How many records.
+    pub records: usize,
+    /// The run.
+    pub run: String,
+    /// Whether the run is sealed.
+    pub sealed: bool,
+    /// Tokens charged, by the chain's records.
+    pub tokens: u64,
+    /// Always `true`.
+    pub verified: bool,
+}
+
+/// An unverifiable run.
+#[derive(Debug, Serialize)]
+pub struct Problem {
+    /// Why its chain does not verify.
+    pub problem: String,
+    /// The run.
+    pub run: String,
+    /// Always `false`.
+    pub verified: bool,
+}
+
+impl RunRow {
+    fn of(run: &RunId, verified: &VerifiedRun) -> Self {
+        Self::Verified(Figures {
+            outcome: verified.last_conclusion().map(|c| c.outcome.as_str()),
+            position: verified.seal.as_ref().map(|s| s.position),
+            records: verified.records.len(),
+            run: run.to_string(),
+            sealed: verified.seal.is_some(),
+            tokens: cost_in(verified, TimeWindow::ALL).tokens,
+            verified: true,
+        })
+    }
+}
+
+/// One row per run whose answer is `outcome` (every run when `None`), each
+/// read by `read`. A storage failure stops the listing; any other failure
+/// to read a run is that run's problem.
+pub fn run_rows(
+    store: &dyn journal_core::Store,
+    tenant: &journal_core::TenantId,
+    outcome: Option<Outcome>,
+    read: &dyn Fn(&RunId) -> Result<VerifiedRun, Failure>,
+) -> Result<Vec<RunRow>, Failure> {
+    let mut rows = Vec::new();
+    for run in store.runs(tenant, outcome)? {
+        match read(&run) {
+            Ok(verified) => rows.push(RunRow::of(&run, &verified)),
+            Err(Failure::Io(message)) => return Err(Failure::Io(message)),
+            Err(problem) => rows.push(RunRow::Unverified(Problem {
+                problem: problem.message().to_owned(),
+                run: run.to_string(),
+                verified: false,
+            })),
+        }
+    }
+    Ok(rows)
+}
+
+/// The rows as a table.
+pub fn print_table(rows: &[RunRow]) {
+    outln!("{:<30} {:<12} {:>7} {:>7} {:>8}", "RUN", "OUTCOME", "RECORDS", "SEALED", "TOKENS");
+    for row in rows {
+        match row {
+            RunRow::Unverified(Problem { problem, run, .. }) => outln!("{run:<30} UNVERIFIED: {problem}"),
+            RunRow::Verified(figures) => {
+                let sealed = figures.position.map_or_else(|| "-".to_owned(), |p| format!("#{p}"));
+                outln!(
+                    "{:<30} {:<12} {:>7} {:>7} {:>8}",
+                    figures.run,
+                    figures.outcome.unwrap_or("running"),
+                    figures.records,
+                    sealed,
+                    figures.tokens
+                );
+            }
+        }
+    }
+}
+
+/// `agentplane runs [--outcome OUTCOME] [--ids | --json] [--verify-signatures]`.
+pub fn runs(
+    settings: &Settings,
+    outcome: Option<&str>,
+    ids: bool,
+    verify_signatures: bool,
+    json: bool,
+) -> Result<(), Failure> {
+    let reader = Reader::open(settings)?.signatures(verify_signatures);
+    let outcome = outcome
+        .map(|o| {
+            Outcome::parse(o).ok_or_else(|| {
+                Failure::Usage(format!(
+                    "unknown outcome {o:?}; one of succeeded, cancelled, abandoned, failed, exhausted, withheld, quarantined"
+                ))
+            })
+        })
+        .transpose()?;
+    if ids {
+        for run in reader.store.runs(&reader.tenant, outcome)? {
+            outln!("{run}");
+        }
+        return Ok(());
+    }
+    let rows = run_rows(reader.store.as_ref(), &reader.tenant, outcome, &|run| reader.read(run))?;
+    if json {
+        return print_json(&rows);
+    }
+    print_table(&rows);
+    Ok(())
+}

@@ -1,0 +1,120 @@
+//! What a command works on: the [`Plane`] (the store open for writing and
+//! the plane's private keys) for the commands that sign, the [`Reader`]
+//! (the store read-only, the record key when at hand) for the ones that read.
+
+use std::sync::{Arc, OnceLock};
+
+use journal_core::{
+    Build, ChainCheck, Ed25519Verifier, Journal, LogView, Origin, RunId, Runtime, RuntimeBuilder, Store, TenantId,
+    Upcasters, VerifiedRun, Verifier, VerifyOptions,
+};
+
+use crate::backend::{open_existing, open_for_signing, open_or_create};
+use crate::config::Settings;
+use crate::failure::Failure;
+use crate::keys::PlaneKeys;
+
+/// This binary, named as the writer of every record it appends (R-VER-4).
+pub fn cli_build() -> &'static Build {
+    static BUILD: OnceLock<Build> = OnceLock::new();
+    BUILD.get_or_init(|| Build::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")))
+}
+
+/// What this binary reads, naming itself in a build-skew remedy (R-VER-4).
+pub fn reader_upcasters() -> Upcasters {
+    Upcasters::builtin().read_by(cli_build().clone())
+}
+
+/// What the commands that sign work on: the store open for writing, and the
+/// plane's private keys.
+pub struct Plane {
+    pub store: Arc<dyn Store>,
+    pub tenant: TenantId,
+    pub origin: Origin,
+    pub log: witness::LogKey,
+    pub keys: PlaneKeys,
+}
+
+impl Plane {
+    /// The plane for a command that signs: its key file is required. With
+    /// `create`, a redb store that is not there yet is made.
+    pub fn open(settings: &Settings, create: bool) -> Result<Self, Failure> {
+        let keys = PlaneKeys::read(&settings.keys)?;
+        let origin = settings.origin(Some(&keys))?;
+        let log = keys.log_for(&origin)?.clone();
+        let store = if create { open_or_create(&settings.store)? } else { open_for_signing(&settings.store)? };
+        Ok(Self { store, tenant: settings.tenant_id()?, origin, log, keys })
+    }
+
+    /// The tenant's journal, written by this binary.
+    pub fn journal(&self) -> Journal<'_> {
+        Journal::new(self.store.as_ref(), &self.tenant, &self.origin).written_by(cli_build())
+    }
+
+    /// A runtime over the plane's store, signing with its record key.
+    pub fn runtime(&self) -> Result<Runtime, Failure> {
+        RuntimeBuilder::new(Arc::clone(&self.store))
+            .signer(Arc::new(self.keys.record.clone()))
+            .verifier(Arc::new(self.keys.record_verifier()?))
+            .tenant(self.tenant.clone(), self.origin.clone(), Some(self.log.clone()))
+            .written_by(cli_build().clone())
+            .build()
+            .map_err(|err| Failure::Usage(err.to_string()))
+    }
+
+    /// How a run's chain and signatures are checked: with the plane's own record key.
+    pub fn check<'a>(&self, upcasters: &'a Upcasters, verifier: &'a Ed25519Verifier) -> ChainCheck<'a> {
+        ChainCheck { upcasters, verifier: Some(verifier), options: VerifyOptions::default() }
+    }
+
+    /// A run, its chain and signatures verified.
+    pub fn read(&self, run: &RunId) -> Result<VerifiedRun, Failure> {
+        let verifier = self.keys.record_verifier()?;
+        let upcasters = reader_upcasters();
+        Ok(self.journal().read(run, self.check(&upcasters, &verifier))?)
+    }
+}
+
+/// What the read commands work on: the store opened read-only, the origin,
+/// and the plane's record key when its key file is at hand. No private key
+/// is needed to read.
+pub struct Reader {
+    pub store: Arc<dyn Store>,
+    pub tenant: TenantId,
+    pub origin: Origin,
+    pub verifier: Option<Ed25519Verifier>,
+}
+
+impl Reader {
+    /// The store for reading, with the origin from `--origin`, the
+    /// configuration or the key file.
+    pub fn open(settings: &Settings) -> Result<Self, Failure> {
+        let keys = PlaneKeys::read_if_present(&settings.keys)?;
+        let origin = settings.origin(keys.as_ref())?;
+        let verifier = keys.as_ref().map(PlaneKeys::record_verifier).transpose()?;
+        let store = open_existing(&settings.store)?;
+        Ok(Self { store, tenant: settings.tenant_id()?, origin, verifier })
+    }
+
+    /// Whether reads also verify signatures (when the record key is at
+    /// hand); without, they verify the chain alone, which is what the
+    /// figures of `runs` and `cost` need to be the chain's.
+    pub fn signatures(self, verify: bool) -> Self {
+        if verify { self } else { Self { verifier: None, ..self } }
+    }
+
+    /// A run, its chain verified from the stored bytes (and its signatures,
+    /// when the plane's record key is at hand).
+    pub fn read(&self, run: &RunId) -> Result<VerifiedRun, Failure> {
+        let upcasters = reader_upcasters();
+        let verifier = self.verifier.as_ref().map(|v| v as &dyn Verifier);
+        let check = ChainCheck { upcasters: &upcasters, verifier, options: VerifyOptions::default() };
+        let journal = Journal::new(self.store.as_ref(), &self.tenant, &self.origin);
+        Ok(journal.read(run, check)?)
+    }
+
+    /// The tenant's log, as one view (R-LOG-7).
+    pub fn log(&self) -> Result<LogView<'_>, Failure> {
+        Ok(LogView::open(self.store.as_ref(), &self.tenant)?)
+    }
+}

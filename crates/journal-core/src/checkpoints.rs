@@ -1,0 +1,84 @@
+//! The checkpoints a witness quorum cosigned, read back from the store for
+//! what goes out: the latest one (as `agentplane checkpoint --cosigned`
+//! prints it), and a sealed run's inclusion in the latest one that holds the
+//! run (what an export carries, [`crate::export::export_run`]).
+//!
+//! The sweep records them ([`crate::Runtime::sweep`]); this module only reads.
+
+use witness::Checkpoint;
+
+use crate::error::JournalError;
+use crate::export::CosignedInclusion;
+use crate::ids::TenantId;
+use crate::log::{LogView, RunInclusion};
+use crate::store::Store;
+
+/// The latest checkpoint a witness quorum cosigned for a tenant's log, as
+/// the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CosignedCheckpoint {
+    /// The checkpoint the note carries (origin and tree), parsed, not
+    /// verified: a reader verifies [`Self::note`] with the keys it trusts.
+    pub checkpoint: Checkpoint,
+    /// The note as kept: the checkpoint, the log's signature and the
+    /// witnesses' cosignatures.
+    pub note: String,
+}
+
+fn damaged(tenant: &TenantId, detail: String) -> JournalError {
+    JournalError::StoreDamage { tenant: tenant.clone(), detail }
+}
+
+/// The latest checkpoint a witness quorum cosigned for the tenant's log;
+/// `None` before the first round that met its quorum. A kept note whose
+/// checkpoint does not parse, or is not of the tree kept beside it, is
+/// [`JournalError::StoreDamage`].
+pub fn latest_cosigned(store: &dyn Store, tenant: &TenantId) -> Result<Option<CosignedCheckpoint>, JournalError> {
+    let Some(latest) = store.cosigned_checkpoints(tenant)?.pop() else {
+        return Ok(None);
+    };
+    let damaged_note = |detail: String| damaged(tenant, format!("the stored cosigned note is damaged: {detail}"));
+    let (text, _) = witness::split_note(&latest.note).map_err(|err| damaged_note(err.to_string()))?;
+    let checkpoint = Checkpoint::parse(text).map_err(|err| damaged_note(err.to_string()))?;
+    if checkpoint.tree() != latest.tree {
+        return Err(damaged_note(format!(
+            "its checkpoint is of size {}, the tree kept beside it of size {}",
+            checkpoint.tree().size,
+            latest.tree.size
+        )));
+    }
+    Ok(Some(CosignedCheckpoint { checkpoint, note: latest.note }))
+}
+
+/// The latest checkpoint a witness quorum cosigned that holds the run whose
+/// inclusion in `view` is `inclusion`, with the run's inclusion proof in it;
+/// `None` when no cosigned checkpoint holds the run yet. The proof is
+/// checked against the cosigned tree: a cosigned checkpoint the view's log
+/// does not extend is [`JournalError::StoreDamage`].
+pub fn cosigned_inclusion(
+    store: &dyn Store,
+    view: &LogView<'_>,
+    inclusion: &RunInclusion,
+) -> Result<Option<CosignedInclusion>, JournalError> {
+    let tenant = view.tenant();
+    let holding = store
+        .cosigned_checkpoints(tenant)?
+        .into_iter()
+        .rev()
+        .find(|cosigned| cosigned.tree.size > inclusion.index && cosigned.tree.size <= view.size());
+    let Some(cosigned) = holding else {
+        return Ok(None);
+    };
+    let size = cosigned.tree.size;
+    let proof = tlog::prove_inclusion(view, inclusion.index, size).map_err(|err| match err {
+        tlog::ProveError::Reader(err) => err,
+        other => damaged(
+            tenant,
+            format!("proving leaf {} in the cosigned checkpoint of size {size}: {other}", inclusion.index),
+        ),
+    })?;
+    cosigned.tree.verify_inclusion(&inclusion.leaf, inclusion.index, &proof).map_err(|err| {
+        damaged(tenant, format!("the cosigned checkpoint of size {size} does not hold leaf {}: {err}", inclusion.index))
+    })?;
+    Ok(Some(CosignedInclusion { note: cosigned.note, index: inclusion.index, proof }))
+}

@@ -1,0 +1,86 @@
+//! A sealed run's export assembled from the store (R-EXP-1), with the latest
+//! cosigned checkpoint that holds the run; the latest cosigned checkpoint read back.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+use std::sync::Arc;
+
+use journal_core::checkpoints::{cosigned_inclusion, latest_cosigned};
+use journal_core::export::{export_run, verify_export};
+use journal_core::store::SignedTree;
+use journal_core::{
+    Admission, AdmitRequest, Budget, ChainCheck, JournalError, LogView, MemoryStore, Origin, RunId, Runtime,
+    RuntimeBuilder, Store, TenantId, Upcasters, VerifyOptions,
+};
+use witness::{ALG_ED25519, LogKey, SignerKey};
+
+const ORIGIN: &str = "export.test/plane";
+
+fn admit(runtime: &Runtime, tenant: &TenantId, key: &str, seal: bool) -> RunId {
+    let request = AdmitRequest { idempotency_key: key.into(), plan: vec![], budget: Budget::default() };
+    let Admission::New(run) = runtime.admit(tenant, request).unwrap() else { panic!("new run") };
+    let id = run.run().clone();
+    if seal {
+        run.succeed("done").unwrap();
+    }
+    id
+}
+
+#[test]
+fn r_exp_1_export_run_carries_the_latest_cosigned_checkpoint_that_holds_the_run() {
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [7; 32]).unwrap()).unwrap();
+    let store = Arc::new(MemoryStore::new());
+    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), origin.clone(), Some(key.clone()))
+        .build()
+        .unwrap();
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+
+    let first = admit(&runtime, &tenant, "a", true);
+    assert_eq!(latest_cosigned(store.as_ref(), &tenant).unwrap(), None, "no round met its quorum yet");
+    let before = export_run(store.as_ref(), &tenant, &origin, &key, &first, check).unwrap();
+    assert_eq!(before.cosigned, None);
+
+    // What a met round keeps: the note of the tree of size 1 (cosignatures aside).
+    let view = LogView::open(store.as_ref(), &tenant).unwrap();
+    let tree = view.head().unwrap().tree;
+    let note = journal_core::log::sign_checkpoint(&origin, tree, &key).unwrap().note().to_owned();
+    store.record_cosigned_checkpoint(&tenant, SignedTree { tree, note: note.clone() }).unwrap();
+    let latest = latest_cosigned(store.as_ref(), &tenant).unwrap().unwrap();
+    assert_eq!((latest.checkpoint.tree(), latest.checkpoint.origin()), (tree, ORIGIN));
+    assert_eq!(latest.note, note);
+
+    let second = admit(&runtime, &tenant, "b", true);
+    let open = admit(&runtime, &tenant, "c", false);
+
+    let exported = export_run(store.as_ref(), &tenant, &origin, &key, &first, check).unwrap();
+    let cosigned = exported.cosigned.clone().expect("the cosigned checkpoint of size 1 holds the first run");
+    assert_eq!((cosigned.index, cosigned.note.as_str()), (0, note.as_str()));
+    let verified = verify_export(&exported.text, &[key.verifier_key()], check).unwrap();
+    assert_eq!((verified.tree.size, verified.cosigned.unwrap().tree), (2, tree));
+    assert_eq!(exported.records, verified.chain.len());
+
+    let later = export_run(store.as_ref(), &tenant, &origin, &key, &second, check).unwrap();
+    assert_eq!(later.cosigned, None, "the cosigned checkpoint of size 1 does not hold leaf 1");
+
+    let signed = store.signed_checkpoints(&tenant).unwrap().len();
+    assert!(matches!(
+        export_run(store.as_ref(), &tenant, &origin, &key, &open, check),
+        Err(JournalError::NotSealed { ref run, .. }) if *run == open
+    ));
+    assert_eq!(store.signed_checkpoints(&tenant).unwrap().len(), signed, "an unsealed run signs nothing");
+
+    // A kept cosigned tree the log does not hold is damage, not a silent omission.
+    let view = LogView::open(store.as_ref(), &tenant).unwrap();
+    let inclusion = view.inclusion(&first).unwrap();
+    let wrong = tlog::Tree::new(2, view.root_at(1).unwrap());
+    let note = journal_core::log::sign_checkpoint(&origin, wrong, &key).unwrap().note().to_owned();
+    store.record_cosigned_checkpoint(&tenant, SignedTree { tree: wrong, note }).unwrap();
+    assert!(matches!(cosigned_inclusion(store.as_ref(), &view, &inclusion), Err(JournalError::StoreDamage { .. })));
+
+    // A kept note whose checkpoint is not the tree kept beside it is damage.
+    store.record_cosigned_checkpoint(&tenant, SignedTree { tree, note: "not a note".into() }).unwrap();
+    assert!(matches!(latest_cosigned(store.as_ref(), &tenant), Err(JournalError::StoreDamage { .. })));
+}
