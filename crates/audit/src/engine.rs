@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use journal_core::store::SealEntry;
 use journal_core::{
-    BuildSkew, ChainCheck, Ed25519Verifier, ExpectedHead, JournalError, Outcome, RecordBody, RunId, SealLeaf,
-    SignatureCheck, SignedHash, Store, Upcasters, VerifiedRecord, Verifier, VerifyOptions, last_conclusion, verify_run,
+    BuildSkew, ChainCheck, Ed25519Verifier, ExpectedHead, JournalError, Outcome, RunId, SealLeaf, SignatureCheck,
+    SignedHash, Store, Upcasters, VerifiedRecord, Verifier, VerifyOptions, last_conclusion, verify_run,
 };
 use tlog::{ExtendsError, HashReader, MemoryHashStore, NodeId, Tree, VerifyError};
 
@@ -288,10 +288,7 @@ fn finish_run(
             .run(run),
         );
     }
-    if let Some(key) = records.first().and_then(|first| match &first.record.body {
-        RecordBody::RunAdmitted(admitted) => Some(admitted.idempotency_key.clone()),
-        _ => None,
-    }) {
+    if let Some(key) = journal_core::journal::admission(&records).map(|admitted| admitted.idempotency_key.clone()) {
         audit.derived += 1;
         let indexed = store.run_by_idempotency_key(&inputs.tenant, &key).map_err(AuditError::Store)?;
         if indexed.as_ref() != Some(run) {
@@ -306,10 +303,8 @@ fn finish_run(
         }
     }
     let leaf = if seals { SealLeaf::of_verified_chain(&inputs.origin, run, &records) } else { None };
-    let forked = records.iter().find_map(|record| match &record.record.body {
-        RecordBody::RunForked(forked) => Some((forked.source_run.clone(), forked.at_seq, forked.source_hash.clone())),
-        _ => None,
-    });
+    let forked = journal_core::journal::forked_from(&records)
+        .map(|forked| (forked.source_run.clone(), forked.at_seq, forked.source_hash.clone()));
     let hashes = records.iter().map(|record| record.stored.hash).collect();
     audit.facts = Some(RunFacts { last: outcome, leaf, hashes, forked });
     Ok(audit)

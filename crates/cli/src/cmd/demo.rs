@@ -249,8 +249,7 @@ mod tests {
         let mut kinds = Vec::new();
         for id in &runs {
             let verified = plane.journal().read(id, check).unwrap();
-            let key =
-                verified.records.first().and_then(|r| journal_core::store::idempotency_key_of(&r.stored)).unwrap();
+            let key = verified.idempotency_key().unwrap().to_owned();
             let kind = key.strip_prefix("demo-1-").unwrap().to_owned();
             let report = replay(id, &verified.records, &plan, |r| agent(&kind, r));
             assert!(report.matched(), "{kind}: {report:?}");

@@ -1,7 +1,6 @@
 //! `agentplane show RUN`: a run's journal, record by record.
 
-use journal_core::record::RunForked;
-use journal_core::{RecordBody, VerifiedRecord};
+use journal_core::VerifiedRecord;
 use serde::Serialize;
 
 use crate::args::run_id;
@@ -65,10 +64,7 @@ pub fn show(settings: &Settings, run: &str, json: bool) -> Result<(), Failure> {
     let reader = Reader::open(settings)?;
     let run = run_id(run)?;
     let verified = reader.read(&run)?;
-    let forked: Option<&RunForked> = verified.records.iter().find_map(|r| match &r.record.body {
-        RecordBody::RunForked(forked) => Some(forked),
-        _ => None,
-    });
+    let forked = verified.forked_from();
     let shown = Shown {
         forked_from: forked.map(|f| ForkedFrom {
             at_seq: f.at_seq,
