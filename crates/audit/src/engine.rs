@@ -5,10 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use journal_core::heads::HeadsLeaf;
 use journal_core::store::SealEntry;
 use journal_core::{
     BuildSkew, ChainCheck, Ed25519Verifier, ExpectedHead, JournalError, Outcome, RunId, SealLeaf, SignatureCheck,
-    SignedHash, Store, Upcasters, VerifiedRecord, Verifier, VerifyOptions, last_conclusion, verify_run,
+    SignedHash, Store, TenantSnapshot, Upcasters, VerifiedRecord, Verifier, VerifyOptions, last_conclusion, verify_run,
 };
 use tlog::{ExtendsError, HashReader, MemoryHashStore, NodeId, Tree, VerifyError};
 
@@ -25,6 +26,8 @@ struct RunFacts {
     hashes: Vec<journal_core::ChainHash>,
     /// Where it was forked from: the source run, the seq, that record's hash.
     forked: Option<(String, u64, String)>,
+    /// The idempotency key its admission carries.
+    idempotency_key: Option<String>,
 }
 
 #[derive(Default)]
@@ -57,6 +60,10 @@ pub fn audit_with_progress(
     }
     let verifier = (!inputs.record_keys.is_empty()).then_some(&verifier as &dyn Verifier);
     let upcasters = Upcasters::builtin().read_by(inputs.reader.clone());
+    // One snapshot (issue 21): every check below reads the store as it was
+    // at one instant, so a plane writing meanwhile is never seen half way.
+    let snapshot = store.snapshot(&inputs.tenant).map_err(AuditError::Store)?;
+    let store: &dyn Store = &snapshot;
     let runs = store.runs(&inputs.tenant, None).map_err(AuditError::Store)?;
 
     let audits = audit_runs(store, inputs, verifier, &upcasters, &runs, progress)?;
@@ -75,13 +82,17 @@ pub fn audit_with_progress(
             facts.insert(run.clone(), run_facts);
         }
     }
-    check_outcome_listing(store, inputs, &facts, &mut report)?;
+    check_rows_without_runs(&snapshot, &mut report);
+    check_outcome_listing(&snapshot, &facts, &mut report);
+    check_idempotency_rows(&snapshot, &facts, &mut report);
     check_fork_provenance(store, inputs, &facts, &mut report);
-    let rebuilt = check_log(store, inputs, &facts, &mut report)?;
-    check_anchors(inputs, &rebuilt, &mut report);
+    let (rebuilt, heads_leaves) = check_log(store, inputs, &facts, &mut report)?;
+    let anchored = check_anchors(inputs, &rebuilt, &mut report);
+    let covered = check_heads(&snapshot, inputs, &facts, &heads_leaves, &anchored, &mut report);
     report.log_size = rebuilt.size();
     report.log_root = rebuilt.tree().root.to_string();
     say_what_was_not_checked(inputs, unsigned, untrusted, &mut report);
+    say_what_no_anchor_covers(&snapshot, &facts, &anchored, &covered, &mut report);
     Ok(report)
 }
 
@@ -288,6 +299,12 @@ fn finish_run(
             .run(run),
         );
     }
+    if let Some(admitted) = journal_core::journal::admission(&records) {
+        audit.derived += 1;
+        if let Some(finding) = tenant_binding(inputs, run, admitted) {
+            audit.findings.push(finding);
+        }
+    }
     if let Some(key) = journal_core::journal::admission(&records).map(|admitted| admitted.idempotency_key.clone()) {
         audit.derived += 1;
         let indexed = store.run_by_idempotency_key(&inputs.tenant, &key).map_err(AuditError::Store)?;
@@ -306,7 +323,8 @@ fn finish_run(
     let forked = journal_core::journal::forked_from(&records)
         .map(|forked| (forked.source_run.clone(), forked.at_seq, forked.source_hash.clone()));
     let hashes = records.iter().map(|record| record.stored.hash).collect();
-    audit.facts = Some(RunFacts { last: outcome, leaf, hashes, forked });
+    let idempotency_key = journal_core::journal::admission(&records).map(|admitted| admitted.idempotency_key.clone());
+    audit.facts = Some(RunFacts { last: outcome, leaf, hashes, forked, idempotency_key });
     Ok(audit)
 }
 
@@ -415,20 +433,56 @@ fn check_fork_provenance(
     }
 }
 
-/// The outcome listing (`runs by outcome`) against every verified last conclusion.
-fn check_outcome_listing(
-    store: &dyn Store,
-    inputs: &AuditInputs,
-    facts: &BTreeMap<RunId, RunFacts>,
-    report: &mut AuditReport,
-) -> Result<(), AuditError> {
+/// A run belongs to the audited tenant (issue 20): its admission names the
+/// tenant and its id is the one the tenant and its idempotency key give, so
+/// a run copied in from another tenant (rows re-appended, a seal leaf made
+/// for this origin, no key needed) is found.
+fn tenant_binding(inputs: &AuditInputs, run: &RunId, admitted: &journal_core::record::RunAdmitted) -> Option<Finding> {
+    if admitted.tenant != inputs.tenant.as_str() {
+        let detail = format!("its admission names tenant {:?}, not the audited {}", admitted.tenant, inputs.tenant);
+        return Some(Finding::new(FindingCode::TenantMismatch, detail).run(run).seq(1));
+    }
+    match journal_core::Runtime::run_id_for(&inputs.tenant, &admitted.idempotency_key) {
+        Ok(expected) if expected == *run => None,
+        Ok(expected) => Some(
+            Finding::new(
+                FindingCode::TenantMismatch,
+                format!("tenant {} and its idempotency key give run id {expected}, not this one", inputs.tenant),
+            )
+            .run(run)
+            .seq(1),
+        ),
+        Err(err) => Some(Finding::new(FindingCode::TenantMismatch, err.to_string()).run(run).seq(1)),
+    }
+}
+
+/// Records with no runs row: a run the store no longer lists (its row
+/// deleted behind it) is still held to its records.
+fn check_rows_without_runs(snapshot: &TenantSnapshot, report: &mut AuditReport) {
+    for (run, stored) in &snapshot.runs {
+        report.checked.derived += 1;
+        if stored.head.is_none() {
+            report.findings.push(
+                Finding::new(
+                    FindingCode::RunRowMissing,
+                    format!("{} records are stored, but the runs table has no row for the run", stored.rows.len()),
+                )
+                .run(run),
+            );
+        }
+    }
+}
+
+/// The outcome index held to the verified chains both ways: every verified
+/// run listed under its last conclusion and nowhere else, and every row of
+/// the index backed by a verified run (a row for a run that does not exist
+/// is a forgery `runs --outcome` would show).
+fn check_outcome_listing(snapshot: &TenantSnapshot, facts: &BTreeMap<RunId, RunFacts>, report: &mut AuditReport) {
     for outcome in Outcome::ALL {
-        let listed: BTreeSet<RunId> =
-            store.runs(&inputs.tenant, Some(outcome)).map_err(AuditError::Store)?.into_iter().collect();
         report.checked.derived += 1;
         for (run, run_facts) in facts {
             let expected = run_facts.last == Some(outcome);
-            if expected != listed.contains(run) {
+            if expected != snapshot.outcome_index.contains(&(outcome, run.clone())) {
                 let detail = if expected {
                     format!("its last conclusion is {outcome}, but the outcome index does not list it there")
                 } else {
@@ -439,7 +493,38 @@ fn check_outcome_listing(
             }
         }
     }
-    Ok(())
+    for (outcome, run) in &snapshot.outcome_index {
+        if !facts.contains_key(run) && !snapshot.runs.contains_key(run) {
+            report.findings.push(
+                Finding::new(
+                    FindingCode::IndexWithoutRun,
+                    format!("the outcome index lists it as {outcome}, but no such run is stored"),
+                )
+                .run(run),
+            );
+        }
+    }
+}
+
+/// Every idempotency row backed by the verified run whose admission
+/// carries its key (a row pointing a key at another run would make the
+/// plane answer a new job with an old run, which then never runs).
+fn check_idempotency_rows(snapshot: &TenantSnapshot, facts: &BTreeMap<RunId, RunFacts>, report: &mut AuditReport) {
+    for (key, run) in &snapshot.idempotency {
+        report.checked.derived += 1;
+        let carried = facts.get(run).map(|run_facts| run_facts.idempotency_key.as_deref());
+        let finding = match carried {
+            Some(Some(carried)) if carried == key => continue,
+            // Its chain failed: that is the finding already.
+            None if snapshot.runs.contains_key(run) => continue,
+            None => format!("the idempotency index points key {key:?} at it, but no such run is stored"),
+            Some(Some(carried)) => {
+                format!("the idempotency index points key {key:?} at it, but its admission carries {carried:?}")
+            }
+            Some(None) => format!("the idempotency index points key {key:?} at it, but it has no admission"),
+        };
+        report.findings.push(Finding::new(FindingCode::IndexWithoutRun, finding).run(run));
+    }
 }
 
 /// Checks 4 and 5: the log rebuilt from the seals in key order, never from
@@ -450,14 +535,20 @@ fn check_log(
     inputs: &AuditInputs,
     facts: &BTreeMap<RunId, RunFacts>,
     report: &mut AuditReport,
-) -> Result<MemoryHashStore, AuditError> {
+) -> Result<(MemoryHashStore, Vec<HeadsAt>), AuditError> {
     let tenant = &inputs.tenant;
     let seals: Vec<SealEntry> = store.seals(tenant).map_err(AuditError::Store)?;
     let rebuilt = journal_core::log::walk(&seals);
     let tree = rebuilt.tree();
     report.checked.seals = seals.len() as u64;
     let mut in_log: BTreeSet<&RunId> = BTreeSet::new();
+    let mut heads_leaves = Vec::new();
     for (rank, seal) in seals.iter().enumerate() {
+        // A heads leaf is told by its bytes, never by the row's run column.
+        if HeadsLeaf::is_tagged(&seal.leaf_bytes) {
+            heads_leaves.push(HeadsAt { rank: rank as u64, position: seal.position, leaf: seal.leaf_bytes.clone() });
+            continue;
+        }
         if !in_log.insert(&seal.run) {
             report.findings.push(
                 Finding::new(
@@ -540,7 +631,170 @@ fn check_log(
     } else {
         compare_nodes(store, inputs, &rebuilt, report);
     }
-    Ok(rebuilt)
+    Ok((rebuilt, heads_leaves))
+}
+
+/// A heads leaf found in the log: its rank in the rebuilt log, the position
+/// the store gave it, and its bytes.
+struct HeadsAt {
+    rank: u64,
+    position: u64,
+    leaf: Vec<u8>,
+}
+
+/// The anchors that the log extends, as `(label, size)`: what covers the
+/// leaves below each size.
+type Anchored = Vec<(String, u64)>;
+
+/// The newest anchor covering the leaf at `rank`.
+fn covering(anchored: &Anchored, rank: u64) -> Option<&str> {
+    anchored.iter().filter(|(_, size)| rank < *size).max_by_key(|(_, size)| *size).map(|(label, _)| label.as_str())
+}
+
+/// Per run, the newest head an anchored heads leaf committed to.
+type Covered = BTreeMap<RunId, u64>;
+
+/// Issue 20: every heads leaf held to what the store shows. Its stored
+/// entries must give its root; each entry's run must still have that record
+/// at that seq (a run cut back or deleted after the checkpoint is a
+/// deletion, one rewritten below its head is tamper), named with the anchor
+/// that covers the leaf. Returns, per run, the newest seq an anchor covers.
+fn check_heads(
+    snapshot: &TenantSnapshot,
+    inputs: &AuditInputs,
+    facts: &BTreeMap<RunId, RunFacts>,
+    heads_leaves: &[HeadsAt],
+    anchored: &Anchored,
+    report: &mut AuditReport,
+) -> Covered {
+    let mut covered = Covered::new();
+    for at in heads_leaves {
+        report.checked.derived += 1;
+        let anchor = covering(anchored, at.rank);
+        let with_anchor = |finding: Finding| match anchor {
+            Some(label) => finding.anchor(label),
+            None => finding,
+        };
+        let Some(leaf) = HeadsLeaf::parse(&at.leaf).filter(|leaf| leaf.origin == inputs.origin) else {
+            report.findings.push(with_anchor(Finding::new(
+                FindingCode::HeadsLeafBroken,
+                format!("the log's leaf at position {} is not a heads leaf of this origin", at.position),
+            )));
+            continue;
+        };
+        let entries = snapshot.heads_entries.get(&at.position).cloned().unwrap_or_default();
+        if journal_core::heads::entries_tree(&entries).tree() != leaf.entries {
+            report.findings.push(with_anchor(Finding::new(
+                FindingCode::HeadsLeafBroken,
+                format!(
+                    "the heads leaf at position {} commits to {} runs; the {} entries stored beside it do not give its root",
+                    at.position,
+                    leaf.entries.size,
+                    entries.len()
+                ),
+            )));
+            continue;
+        }
+        for entry in &entries {
+            report.checked.heads += 1;
+            let held = facts.get(&entry.run).map(|run_facts| {
+                usize::try_from(entry.seq)
+                    .ok()
+                    .and_then(|seq| seq.checked_sub(1))
+                    .map(|index| run_facts.hashes.get(index).map(|hash| *hash == entry.hash))
+            });
+            let finding = match held {
+                Some(Some(Some(true))) => {
+                    if anchor.is_some() {
+                        let newest = covered.entry(entry.run.clone()).or_insert(0);
+                        *newest = (*newest).max(entry.seq);
+                    }
+                    continue;
+                }
+                // Its chain failed to verify: that is reported already.
+                None if snapshot.runs.contains_key(&entry.run) => continue,
+                None => Finding::new(
+                    FindingCode::HeadCutBack,
+                    format!(
+                        "the heads leaf at position {} holds it at seq {}, but the run is gone",
+                        at.position, entry.seq
+                    ),
+                ),
+                Some(Some(None)) | Some(None) => Finding::new(
+                    FindingCode::HeadCutBack,
+                    format!(
+                        "the heads leaf at position {} holds it at seq {}, but its journal now ends before that",
+                        at.position, entry.seq
+                    ),
+                ),
+                Some(Some(Some(false))) => Finding::new(
+                    FindingCode::HeadRewritten,
+                    format!(
+                        "the heads leaf at position {} holds another record at seq {}: its history was rewritten",
+                        at.position, entry.seq
+                    ),
+                ),
+            };
+            report.findings.push(with_anchor(finding.run(&entry.run).seq(entry.seq)));
+        }
+    }
+    covered
+}
+
+/// Coverage (issue 20): what no anchor covers is named, never called
+/// complete: runs admitted after the newest anchor, records written after
+/// the newest anchored heads entry of a run, runs sealed after it.
+fn say_what_no_anchor_covers(
+    snapshot: &TenantSnapshot,
+    facts: &BTreeMap<RunId, RunFacts>,
+    anchored: &Anchored,
+    covered: &Covered,
+    report: &mut AuditReport,
+) {
+    let Some(newest) = anchored.iter().map(|(_, size)| *size).max() else {
+        return;
+    };
+    let rank_of: BTreeMap<&RunId, u64> =
+        snapshot.seals.values().enumerate().map(|(rank, seal)| (&seal.run, rank as u64)).collect();
+    let (mut unanchored_runs, mut sealed_after, mut runs_with_newer, mut newer_records) = (0u64, 0u64, 0u64, 0u64);
+    for (run, run_facts) in facts {
+        if let Some(rank) = rank_of.get(run) {
+            if *rank >= newest {
+                sealed_after += 1;
+            }
+            continue;
+        }
+        let records = run_facts.hashes.len() as u64;
+        match covered.get(run) {
+            None => unanchored_runs += 1,
+            Some(seq) if *seq < records => {
+                runs_with_newer += 1;
+                newer_records += records - seq;
+            }
+            Some(_) => {}
+        }
+    }
+    if unanchored_runs > 0 {
+        report.not_checked.push(NotChecked {
+            what: format!("{unanchored_runs} open runs"),
+            why: "admitted (or last moved) after the newest anchor: no anchor covers them yet, so a deletion or cut                   of them cannot be told; sign and save (or witness) a newer checkpoint"
+                .into(),
+        });
+    }
+    if newer_records > 0 {
+        report.not_checked.push(NotChecked {
+            what: format!("{newer_records} records of {runs_with_newer} open runs"),
+            why: "written after the newest heads entry an anchor covers: they can be cut back unseen until a newer                   checkpoint is anchored"
+                .into(),
+        });
+    }
+    if sealed_after > 0 {
+        report.not_checked.push(NotChecked {
+            what: format!("{sealed_after} runs sealed after the newest anchor"),
+            why: "their seals are past the newest anchor's size: a deletion of them with the log rolled back cannot                   be told; bring a newer checkpoint"
+                .into(),
+        });
+    }
 }
 
 /// Every complete subtree of the rebuilt log against the node the store keeps.
@@ -578,9 +832,10 @@ fn compare_nodes(store: &dyn Store, inputs: &AuditInputs, rebuilt: &MemoryHashSt
 
 /// Checks 6 and 7: each anchor on its own (never reduced to the strongest,
 /// R-AUD-4), then the anchors against each other (split views).
-fn check_anchors(inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut AuditReport) {
+fn check_anchors(inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut AuditReport) -> Anchored {
     let log = rebuilt.tree();
     let mut resolved: Vec<(&str, Tree)> = Vec::new();
+    let mut anchored = Anchored::new();
     for anchor in &inputs.anchors {
         let tree = match &anchor.source {
             AnchorSource::Saved { checkpoint, .. } => checkpoint.tree(),
@@ -623,8 +878,9 @@ fn check_anchors(inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut A
                 ),
             )),
         };
-        if let Some(finding) = finding {
-            report.findings.push(finding.anchor(&anchor.label));
+        match finding {
+            Some(finding) => report.findings.push(finding.anchor(&anchor.label)),
+            None => anchored.push((anchor.label.clone(), tree.size)),
         }
     }
     for (i, (label_a, a)) in resolved.iter().enumerate() {
@@ -638,6 +894,7 @@ fn check_anchors(inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut A
             }
         }
     }
+    anchored
 }
 
 fn say_what_was_not_checked(inputs: &AuditInputs, unsigned: u64, untrusted: u64, report: &mut AuditReport) {

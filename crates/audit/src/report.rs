@@ -67,15 +67,33 @@ pub enum FindingCode {
     ForkSourceMissing,
     /// A run was forked from a record that is no longer the one it names.
     ForkSourceChanged,
+    /// A run's admission names another tenant, or its id is not the one its
+    /// tenant and idempotency key give: a run copied in from elsewhere.
+    TenantMismatch,
+    /// Records are stored for a run the runs table has no row for.
+    RunRowMissing,
+    /// An index row (outcome, idempotency) with no verified run behind it.
+    IndexWithoutRun,
+    /// A heads leaf that does not parse, or whose stored entries do not give its root.
+    HeadsLeafBroken,
+    /// A run a heads leaf covers is gone, or its journal now ends before the
+    /// head the leaf committed to: cut back or deleted.
+    HeadCutBack,
+    /// A run holds another record at the seq a heads leaf committed to.
+    HeadRewritten,
 }
 
 impl FindingCode {
     /// The class of this finding.
     pub fn class(self) -> FindingClass {
         match self {
-            Self::ChainBroken | Self::StoreDamaged | Self::InclusionFailed | Self::ForkSourceChanged => {
-                FindingClass::Tamper
-            }
+            Self::ChainBroken
+            | Self::StoreDamaged
+            | Self::InclusionFailed
+            | Self::ForkSourceChanged
+            | Self::TenantMismatch
+            | Self::HeadsLeafBroken
+            | Self::HeadRewritten => FindingClass::Tamper,
             Self::UnsignedRecord | Self::UntrustedKey | Self::BadSignature => FindingClass::Signature,
             Self::BuildSkew => FindingClass::BuildSkew,
             Self::OutcomeIndexMismatch
@@ -84,11 +102,14 @@ impl FindingCode {
             | Self::SealLeafMismatch
             | Self::IdempotencyIndexMismatch
             | Self::CachedNodesMismatch
+            | Self::RunRowMissing
+            | Self::IndexWithoutRun
             | Self::SealWithoutRun => FindingClass::DerivedData,
             Self::SealMissing
             | Self::LogHoles
             | Self::LogShrank
             | Self::AnchorNotExtended
+            | Self::HeadCutBack
             | Self::ForkSourceMissing => FindingClass::Deletion,
             Self::SplitView => FindingClass::Fork,
         }
@@ -211,6 +232,8 @@ pub struct Checked {
     pub nodes: u64,
     /// Anchors the rebuilt log was held to.
     pub anchors: u64,
+    /// Heads entries (an open run's head a heads leaf committed to) held to the run's chain.
+    pub heads: u64,
 }
 
 /// The audit's answer.

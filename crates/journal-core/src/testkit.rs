@@ -57,6 +57,10 @@ pub trait TamperAccess {
     /// what a careful hider does after deleting a sealed run, so that no
     /// hole is left for the store to notice.
     fn rewrite_log(&self, tenant: &TenantId, seals: &[(RunId, Vec<u8>)]);
+    /// Deletes a run's runs-table row only, leaving its records.
+    fn delete_runs_row(&self, tenant: &TenantId, run: &RunId);
+    /// Deletes one run's entry of the heads leaf at `position`.
+    fn delete_heads_entry(&self, tenant: &TenantId, position: u64, run: &RunId);
 }
 
 /// The node hashes of a dense log of `leaves`, as a backend stores them.

@@ -146,6 +146,21 @@ impl TamperAccess for PgStore {
         );
     }
 
+    fn delete_runs_row(&self, tenant: &TenantId, run: &RunId) {
+        let (t, r) = (tenant.as_str(), run.as_str());
+        self.tamper("runs row", "DELETE FROM runs WHERE tenant = $1 AND run = $2", &[&t, &r]);
+    }
+
+    fn delete_heads_entry(&self, tenant: &TenantId, position: u64, run: &RunId) {
+        let (t, r) = (tenant.as_str(), run.as_str());
+        let position = i64::try_from(position).expect("a test position fits");
+        self.tamper(
+            "heads entry",
+            "DELETE FROM heads_entries WHERE tenant = $1 AND position = $2 AND run = $3",
+            &[&t, &position, &r],
+        );
+    }
+
     fn delete_run(&self, tenant: &TenantId, run: &RunId) {
         let (t, r) = (tenant.as_str(), run.as_str());
         for table in ["records", "runs", "seals", "outcome_index", "idempotency"] {

@@ -7,8 +7,8 @@ use redb::{Database, ReadableTable as _, WriteTransaction};
 use tlog::{NodeHash, NodeId};
 
 use crate::{
-    Db, IDEMPOTENCY, LOG_COUNTER, NODES, OUTCOMES, RECORDS, RUNS, RedbStore, SEAL_BY_RUN, record_value, seals_def,
-    seals_table,
+    Db, HEADS, IDEMPOTENCY, LOG_COUNTER, NODES, OUTCOMES, RECORDS, RUNS, RedbStore, SEAL_BY_RUN, record_value,
+    seals_def, seals_table,
 };
 
 impl RedbStore {
@@ -225,6 +225,20 @@ impl TamperAccess for RedbStore {
         if let Err(err) = write() {
             tracing::error!("tamper delete failed: {err}");
         }
+    }
+
+    fn delete_runs_row(&self, tenant: &TenantId, run: &RunId) {
+        self.tamper("runs row", |txn| {
+            txn.open_table(RUNS)?.remove((tenant.as_str(), run.as_str()))?;
+            Ok(())
+        });
+    }
+
+    fn delete_heads_entry(&self, tenant: &TenantId, position: u64, run: &RunId) {
+        self.tamper("heads entry", |txn| {
+            txn.open_table(HEADS)?.remove((tenant.as_str(), position, run.as_str()))?;
+            Ok(())
+        });
     }
 
     fn delete_run(&self, tenant: &TenantId, run: &RunId) {

@@ -111,6 +111,18 @@ impl TamperAccess for MemoryStore {
         }
     }
 
+    fn delete_runs_row(&self, tenant: &TenantId, run: &RunId) {
+        self.with_run(tenant, run, |state| state.head = None);
+    }
+
+    fn delete_heads_entry(&self, tenant: &TenantId, position: u64, run: &RunId) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(entries) = tenants.get_mut(tenant).and_then(|t| t.heads.get_mut(&position))
+        {
+            entries.retain(|entry| entry.run != *run);
+        }
+    }
+
     fn delete_run(&self, tenant: &TenantId, run: &RunId) {
         if let Ok(mut tenants) = self.lock()
             && let Some(t) = tenants.get_mut(tenant)

@@ -1,0 +1,265 @@
+//! Issue 20 (R-AUD-3, R-AUD-5, R-LOG-6): every run covered, open ones
+//! included. Before the plane signs a checkpoint it enters the head of every
+//! run that moved into the log (a heads leaf); an observer saves that
+//! checkpoint; then an attacker with the store file and no key cuts an open
+//! run back or deletes it. Each attack is found, classified and named with
+//! the anchor; the same attack before any anchor covers the run is listed as
+//! not checked, never called complete. Also: a run copied in from another
+//! tenant, and index rows with no verified run behind them (issue 21).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+mod support;
+
+use audit::{FindingClass, FindingCode};
+use journal_core::testkit::TamperAccess as _;
+use journal_core::{ExpectedHead, Outcome, Store as _};
+use support::{Plane, codes};
+use witness::SignedCheckpoint;
+
+/// The plane signs its checkpoint as it does for `agentplane checkpoint`:
+/// heads leaves first, so open runs are covered.
+fn sign_now(plane: &Plane) -> SignedCheckpoint {
+    let (_, signed) =
+        journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log_key)
+            .unwrap();
+    signed
+}
+
+fn head_at(plane: &Plane, run: &journal_core::RunId, seq: u64) -> ExpectedHead {
+    let rows = plane.store.read_run(&plane.tenant, run).unwrap().rows;
+    let row = rows.iter().find(|row| row.seq == seq).unwrap();
+    ExpectedHead { seq, hash: row.hash }
+}
+
+/// An open (failed) run cut back to its first records behind the store: the
+/// records after seq 2 removed, its runs row pointed at record 2, its
+/// outcome index row removed. A consistent-looking store.
+fn cut_back(plane: &Plane, run: &journal_core::RunId) {
+    let rows = plane.store.read_run(&plane.tenant, run).unwrap().rows;
+    for row in rows.iter().filter(|row| row.seq > 2) {
+        plane.store.delete_record(&plane.tenant, run, row.seq);
+    }
+    plane.store.set_runs_head(&plane.tenant, run, head_at_rows(&rows, 2));
+    plane.store.set_outcome_index(&plane.tenant, run, None);
+}
+
+fn head_at_rows(rows: &[journal_core::StoredRecord], seq: u64) -> ExpectedHead {
+    let row = rows.iter().find(|row| row.seq == seq).unwrap();
+    ExpectedHead { seq, hash: row.hash }
+}
+
+#[test]
+fn r_aud_3_an_open_run_cut_back_after_a_saved_checkpoint_is_a_deletion_naming_the_anchor() {
+    let plane = Plane::signed();
+    plane.seal("sealed-1");
+    let failed = plane.fail("failed-1");
+    let saved = sign_now(&plane);
+    let before = plane.store.read_run(&plane.tenant, &failed).unwrap().rows.len() as u64;
+    assert!(before > 2, "the failed run has records to cut");
+
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+    let clean = plane.audit(&inputs);
+    assert!(clean.is_clean(), "{:#?}", clean.findings);
+    assert!(clean.checked.heads >= 1, "the open run's head was held to its chain");
+
+    cut_back(&plane, &failed);
+    let report = plane.audit(&inputs);
+    let finding = report.findings.iter().find(|f| f.code == FindingCode::HeadCutBack).unwrap_or_else(|| {
+        panic!("the cut is found: {:#?}", report.findings);
+    });
+    assert_eq!(finding.class, FindingClass::Deletion);
+    assert_eq!(finding.run.as_deref(), Some(failed.as_str()));
+    assert_eq!(finding.seq, Some(before), "names the head the checkpoint committed to");
+    assert_eq!(finding.anchors, vec!["saved".to_owned()], "names the anchor that covers it");
+    assert!(report.assert_complete().is_err());
+}
+
+#[test]
+fn r_aud_3_an_open_run_deleted_outright_after_a_saved_checkpoint_is_found() {
+    let plane = Plane::signed();
+    plane.seal("sealed-1");
+    let failed = plane.fail("failed-1");
+    let saved = sign_now(&plane);
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+
+    plane.store.delete_run(&plane.tenant, &failed);
+    let report = plane.audit(&inputs);
+    assert!(codes(&report).contains(&FindingCode::HeadCutBack), "{:#?}", report.findings);
+    let finding = report.findings.iter().find(|f| f.code == FindingCode::HeadCutBack).unwrap();
+    assert_eq!(finding.run.as_deref(), Some(failed.as_str()));
+    assert_eq!(finding.class, FindingClass::Deletion);
+}
+
+/// A run left open (running) after its effect `ek:wire-transfer` was done.
+fn open_with_effect_done(plane: &Plane, key: &str) -> journal_core::RunId {
+    let request = journal_core::AdmitRequest {
+        idempotency_key: key.into(),
+        plan: vec!["work".into()],
+        budget: journal_core::Budget::default(),
+    };
+    let journal_core::Admission::New(mut run) = plane.runtime.admit(&plane.tenant, request).unwrap() else {
+        panic!("{key} is new");
+    };
+    run.start_step("work").unwrap();
+    run.effect("ek:wire-transfer", "work", || journal_core::EffectOutput {
+        result: journal_core::EffectResult::Ok { output: "sent".into() },
+        charged: journal_core::Counters { tokens: 5, ..journal_core::Counters::default() },
+    })
+    .unwrap();
+    run.run().clone()
+}
+
+#[test]
+fn r_aud_3_an_open_run_whose_done_effect_is_cut_after_a_checkpoint_is_found_before_any_resume() {
+    let plane = Plane::signed();
+    let open = open_with_effect_done(&plane, "transfer-1");
+    let saved = sign_now(&plane);
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+    // Cut back to before the effect: a resume would run the transfer again.
+    cut_back(&plane, &open);
+    let report = plane.audit(&inputs);
+    let finding = report.findings.iter().find(|f| f.code == FindingCode::HeadCutBack);
+    let finding = finding.unwrap_or_else(|| panic!("found before anything resumes it: {:#?}", report.findings));
+    assert_eq!(finding.run.as_deref(), Some(open.as_str()));
+}
+
+#[test]
+fn r_aud_5_the_same_cut_before_any_anchor_covers_the_run_is_not_checked_never_complete() {
+    let plane = Plane::signed();
+    plane.seal("sealed-1");
+    let saved = sign_now(&plane);
+    // Admitted after the checkpoint the observer saved: nothing covers it.
+    let failed = open_with_effect_done(&plane, "transfer-late");
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+
+    cut_back(&plane, &failed);
+    let report = plane.audit(&inputs);
+    assert!(report.is_clean(), "nothing the anchor covers was touched: {:#?}", report.findings);
+    assert!(
+        report.not_checked.iter().any(|n| n.what.contains("open runs") && n.why.contains("newest anchor")),
+        "the uncovered run is named as not checked: {:?}",
+        report.not_checked
+    );
+    assert!(report.assert_complete().is_err(), "never clean and complete over what no anchor covers");
+}
+
+#[test]
+fn r_aud_5_records_written_after_the_newest_anchored_head_are_not_checked() {
+    let plane = Plane::signed();
+    let open = plane.fail("failed-1");
+    let saved = sign_now(&plane);
+    // The run moves on after the checkpoint: a resume appends a conclusion.
+    let head = plane.store.read_run(&plane.tenant, &open).unwrap().head;
+    let journal = journal_core::Journal::new(plane.store.as_ref(), &plane.tenant, &plane.origin);
+    journal
+        .append(
+            &open,
+            head,
+            None,
+            journal_core::RecordBody::RunConcluded(journal_core::record::RunConcluded {
+                outcome: Outcome::Failed,
+                verdict: journal_core::record::Verdict::None,
+                reason: "gave up".into(),
+            }),
+        )
+        .unwrap();
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+    let report = plane.audit(&inputs);
+    assert!(report.not_checked.iter().any(|n| n.what.contains("records of 1 open runs")), "{:?}", report.not_checked);
+}
+
+#[test]
+fn r_aud_1_a_sealed_run_copied_in_from_another_tenant_is_tamper() {
+    let plane = Plane::signed();
+    let run = plane.seal("sealed-1");
+    // Another tenant of the same store, whose log the attacker extends with
+    // the copied rows and a seal leaf made for its origin: no key needed.
+    let other = journal_core::TenantId::new("tenant-b").unwrap();
+    let origin_b = journal_core::Origin::new("audit.test/plane/tenant-b").unwrap();
+    let rows = plane.store.read_run(&plane.tenant, &run).unwrap().rows;
+    let mut head = None;
+    for row in &rows {
+        let concluded = row.kind == "RunConcluded";
+        let new_head = ExpectedHead { seq: row.seq, hash: row.hash };
+        plane
+            .store
+            .append(journal_core::AppendRequest {
+                tenant: other.clone(),
+                run: run.clone(),
+                expected_head: head,
+                row: row.clone(),
+                idempotency_key: None,
+                conclusion: concluded.then(|| journal_core::Conclusion {
+                    outcome: Outcome::Succeeded,
+                    seal: Some(journal_core::SealLeaf::new(&origin_b, &run, new_head)),
+                }),
+            })
+            .unwrap();
+        head = Some(new_head);
+    }
+    let mut inputs = audit::AuditInputs::new(other, origin_b);
+    inputs.record_keys = plane.inputs().record_keys;
+    let report = audit::audit(plane.store.as_ref(), &inputs).unwrap();
+    let finding = report.findings.iter().find(|f| f.code == FindingCode::TenantMismatch);
+    let finding = finding.unwrap_or_else(|| panic!("the transplant is found: {:#?}", report.findings));
+    assert_eq!(finding.class, FindingClass::Tamper);
+    assert_eq!(finding.run.as_deref(), Some(run.as_str()));
+}
+
+#[test]
+fn r_aud_2_an_outcome_index_row_for_a_run_that_does_not_exist_is_found() {
+    let plane = Plane::signed();
+    plane.seal("sealed-1");
+    let ghost = journal_core::RunId::new("run-ghost").unwrap();
+    plane.store.set_outcome_index(&plane.tenant, &ghost, Some(Outcome::Succeeded));
+    assert!(plane.store.runs(&plane.tenant, Some(Outcome::Succeeded)).unwrap().contains(&ghost), "listed");
+    let report = plane.audit(&plane.inputs());
+    let finding = report.findings.iter().find(|f| f.code == FindingCode::IndexWithoutRun);
+    let finding = finding.unwrap_or_else(|| panic!("the forged row is found: {:#?}", report.findings));
+    assert_eq!(finding.run.as_deref(), Some("run-ghost"));
+}
+
+#[test]
+fn r_aud_2_an_idempotency_key_pointed_at_an_existing_run_is_found() {
+    let plane = Plane::signed();
+    let run = plane.seal("sealed-1");
+    // Admitting "new-job" would now answer with the old run: the job never runs.
+    plane.store.set_idempotency(&plane.tenant, "new-job", &run);
+    let report = plane.audit(&plane.inputs());
+    let finding = report.findings.iter().find(|f| f.code == FindingCode::IndexWithoutRun);
+    let finding = finding.unwrap_or_else(|| panic!("the forged key is found: {:#?}", report.findings));
+    assert_eq!(finding.run.as_deref(), Some(run.as_str()));
+    assert!(finding.detail.contains("new-job"), "{}", finding.detail);
+}
+
+#[test]
+fn r_aud_2_records_whose_runs_row_was_deleted_are_found() {
+    let plane = Plane::signed();
+    let run = plane.fail("failed-1");
+    plane.store.delete_runs_row(&plane.tenant, &run);
+    let report = plane.audit(&plane.inputs());
+    assert!(codes(&report).contains(&FindingCode::RunRowMissing), "{:#?}", report.findings);
+}
+
+#[test]
+fn heads_leaf_edits_are_found() {
+    let plane = Plane::signed();
+    plane.fail("failed-1");
+    plane.fail("failed-2");
+    let saved = sign_now(&plane);
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+    let snapshot = plane.store.snapshot(&plane.tenant).unwrap();
+    let (&position, entries) = snapshot.heads_entries.iter().next().unwrap();
+    assert_eq!(entries.len(), 2, "one entry per moved run");
+    // The attacker drops one entry so the cut of that run would pass.
+    plane.store.delete_heads_entry(&plane.tenant, position, &entries[0].run);
+    let report = plane.audit(&inputs);
+    assert!(codes(&report).contains(&FindingCode::HeadsLeafBroken), "{:#?}", report.findings);
+    let _ = head_at;
+}
