@@ -70,17 +70,19 @@ fn r_ux_1_demo_reaches_every_outcome_and_prints_a_verifiable_checkpoint() {
     // `checkpoint` prints the signed note exactly as a witness receives it.
     let note = ok(dir.path(), &["checkpoint"]);
     let (signed, _) = witness::SignedCheckpoint::open(note.as_bytes(), &[&vkey]).unwrap();
-    assert_eq!(signed.checkpoint().tree().size, 5, "five sealed runs");
+    // Five sealed runs, then the heads leaf that puts the open ones under
+    // the checkpoint (issue 20).
+    assert_eq!(signed.checkpoint().tree().size, 6, "five sealed runs and one heads leaf");
     let as_json = json(dir.path(), &["checkpoint", "--json"]);
-    assert_eq!(as_json["size"], 5);
+    assert_eq!(as_json["size"], 6);
     assert_eq!(as_json["origin"], "agentplane.local/plane/default");
     assert!(witness::SignedCheckpoint::open(as_json["note"].as_str().unwrap().as_bytes(), &[&vkey]).is_ok());
     // Running it again reuses the store and the key, and the log only grows.
     ok(dir.path(), &["demo"]);
     let later = ok(dir.path(), &["checkpoint"]);
     let (later, _) = witness::SignedCheckpoint::open(later.as_bytes(), &[&vkey]).unwrap();
-    assert_eq!(later.checkpoint().tree().size, 10);
-    let proof = json(dir.path(), &["prove", "--consistency", "5", "--json"]);
+    assert_eq!(later.checkpoint().tree().size, 12);
+    let proof = json(dir.path(), &["prove", "--consistency", "6", "--json"]);
     let path: Vec<tlog::NodeHash> = proof["proof"]
         .as_array()
         .unwrap()
@@ -279,13 +281,25 @@ fn keys_of(dir: &Path) -> (String, String, String) {
 /// Deletes the newest sealed run behind the store and rolls the log back over
 /// it, as someone with the file would: nothing is left for the store to notice.
 fn hide_the_newest_sealed_run(store_path: &Path) {
-    use journal_core::testkit::TamperAccess;
     let store = store_redb::RedbStore::open(store_path).unwrap();
     let tenant = journal_core::TenantId::new("default").unwrap();
-    let seals = journal_core::Store::seals(&store, &tenant).unwrap();
-    let newest = seals.last().unwrap();
-    store.delete_run(&tenant, &newest.run);
-    store.rewind_log(&tenant, newest.position);
+    hide_newest_sealed(&store, &tenant);
+}
+
+/// Deletes the newest sealed run and rewrites the log densely without it
+/// and without every leaf after it (the heads leaf the plane appended when
+/// it signed): a careful hider leaves no hole.
+fn hide_newest_sealed(store: &store_redb::RedbStore, tenant: &journal_core::TenantId) {
+    use journal_core::testkit::TamperAccess;
+    let seals = journal_core::Store::seals(store, tenant).unwrap();
+    let newest = seals.iter().rev().find(|seal| !seal.run.is_heads_leaf()).unwrap().clone();
+    store.delete_run(tenant, &newest.run);
+    let kept: Vec<_> = seals
+        .into_iter()
+        .filter(|seal| seal.position < newest.position)
+        .map(|seal| (seal.run, seal.leaf_bytes))
+        .collect();
+    store.rewrite_log(tenant, &kept);
 }
 
 /// R-AUD-3, R-AUD-6: an auditor holding only the log vkey, a record key and a
@@ -532,7 +546,7 @@ fn r_wit_8_sweep_meets_skips_falls_short_and_refuses_a_rewrite() {
     let (code, reports, _) = sweep_json(plane);
     assert_eq!(code, Some(0), "{reports:?}");
     assert_eq!(reports.len(), 2, "one report per tenant: {reports:?}");
-    assert!(reports.iter().all(|r| r["outcome"] == "met" && r["size"] == 5), "{reports:?}");
+    assert!(reports.iter().all(|r| r["outcome"] == "met" && r["size"] == 6), "{reports:?}");
     let (code, reports, _) = sweep_json(plane);
     assert_eq!(code, Some(0));
     assert!(reports.iter().all(|r| r["outcome"] == "skipped"), "no growth, no round: {reports:?}");
@@ -591,13 +605,9 @@ fn r_wit_8_sweep_meets_skips_falls_short_and_refuses_a_rewrite() {
 
     // search: the newest sealed run deleted and another sealed in its place.
     {
-        use journal_core::testkit::TamperAccess;
         let store = store_redb::RedbStore::open(&plane.join("agentplane.redb")).unwrap();
         let tenant = journal_core::TenantId::new("search").unwrap();
-        let seals = journal_core::Store::seals(&store, &tenant).unwrap();
-        let newest = seals.last().unwrap();
-        store.delete_run(&tenant, &newest.run);
-        store.rewind_log(&tenant, newest.position);
+        hide_newest_sealed(&store, &tenant);
         // A run sealed at the reissued position, written straight into the store.
         let origin = journal_core::Origin::new(
             json(plane, &["--tenant", "search", "keys", "--json"])["origin"].as_str().unwrap(),

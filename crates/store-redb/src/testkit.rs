@@ -258,6 +258,16 @@ impl TamperAccess for RedbStore {
                 if let Some(outcome) = outcome {
                     txn.open_table(OUTCOMES)?.remove((t, outcome.as_str(), r))?;
                 }
+                let mut idempotency = txn.open_table(IDEMPOTENCY)?;
+                let keys: Vec<String> = idempotency
+                    .range((t, "")..)?
+                    .filter_map(|e| e.ok())
+                    .filter(|(key, value)| key.value().0 == t && value.value() == r)
+                    .map(|(key, _)| key.value().1.to_owned())
+                    .collect();
+                for key in keys {
+                    idempotency.remove((t, key.as_str()))?;
+                }
                 if let Some(position) = txn.open_table(SEAL_BY_RUN)?.remove((t, r))?.map(|v| v.value()) {
                     let name = seals_table(t);
                     txn.open_table(seals_def(&name))?.remove(position)?;
