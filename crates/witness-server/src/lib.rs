@@ -343,13 +343,19 @@ async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, mut stop:
                 if pressure::concerns_one_connection(&err) {
                     continue;
                 }
-                // Out of descriptors: the oldest idle connection gives one back.
-                if pressure::out_of_descriptors(&err)
-                    && let Some(victim) = registry.evict_oldest_idle()
-                {
-                    pressure.idle_closed(1);
-                    pressure::until_closed(&victim).await;
-                    continue;
+                if pressure::out_of_descriptors(&err) {
+                    if let Some(max) = registry.follow_open_file_limit() {
+                        tracing::warn!(
+                            target: LOG_TARGET,
+                            "the open-file limit was lowered under the running server: serving at most {max} connections"
+                        );
+                    }
+                    // The oldest idle connection gives a descriptor back.
+                    if let Some(victim) = registry.evict_oldest_idle() {
+                        pressure.idle_closed(1);
+                        pressure::until_closed(&victim).await;
+                        continue;
+                    }
                 }
                 tokio::select! {
                     _ = stop.changed() => break,
@@ -368,7 +374,11 @@ async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, mut stop:
                 continue;
             }
         };
-        pressure.idle_closed(admitted.evicted);
+        pressure.idle_closed(admitted.evicted.len());
+        // Their descriptors back before the next accept.
+        for victim in &admitted.evicted {
+            pressure::until_closed(victim).await;
+        }
         let shared = Arc::clone(&shared);
         let mut stop = stop.clone();
         let registered = Registered { registry: Arc::clone(&registry), id: admitted.id, signals: admitted.signals };

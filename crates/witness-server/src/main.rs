@@ -212,9 +212,10 @@ fn run(cli: Cli) -> Result<(), String> {
             let cosigner = Cosigner::new(key).map_err(|err| err.to_string())?;
             let vkey = cosigner.verifier_key();
             let config = WitnessConfig { cosigner, logs: watched, clock: Arc::new(SystemClock) };
+            let signals = StopSignals::install()?;
             let server = WitnessServer::start_with(config, &state, &listen, limits).map_err(|err| err.to_string())?;
             println!("agentplane-witness {vkey} listening on {}", server.url());
-            wait_for_a_signal()?;
+            signals.wait()?;
             tracing::info!(target: "agentplane.witness", "stopping: finishing the requests in flight");
             server.shutdown();
             Ok(())
@@ -222,24 +223,53 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-/// Blocks until SIGINT or SIGTERM.
-fn wait_for_a_signal() -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|err| err.to_string())?;
-    runtime.block_on(async {
+/// SIGINT and SIGTERM, caught from the moment this is made (before the
+/// address is printed, so a signal sent as soon as it is read stops the
+/// server gracefully).
+struct StopSignals {
+    runtime: tokio::runtime::Runtime,
+    #[cfg(unix)]
+    signals: (tokio::signal::unix::Signal, tokio::signal::unix::Signal),
+}
+
+impl StopSignals {
+    fn install() -> Result<Self, String> {
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|err| err.to_string())?;
+        #[cfg(unix)]
+        let signals = {
+            use tokio::signal::unix::{SignalKind, signal};
+            let _context = runtime.enter();
+            (
+                signal(SignalKind::interrupt()).map_err(|err| err.to_string())?,
+                signal(SignalKind::terminate()).map_err(|err| err.to_string())?,
+            )
+        };
+        Ok(Self {
+            runtime,
+            #[cfg(unix)]
+            signals,
+        })
+    }
+
+    /// Blocks until SIGINT or SIGTERM.
+    fn wait(self) -> Result<(), String> {
         #[cfg(unix)]
         {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .map_err(|err| err.to_string())?;
-            tokio::select! {
-                result = tokio::signal::ctrl_c() => result.map_err(|err| err.to_string()),
-                _ = term.recv() => Ok(()),
-            }
+            let (mut interrupt, mut terminate) = self.signals;
+            self.runtime.block_on(async {
+                tokio::select! {
+                    _ = interrupt.recv() => {}
+                    _ = terminate.recv() => {}
+                }
+            });
+            Ok(())
         }
         #[cfg(not(unix))]
         {
-            tokio::signal::ctrl_c().await.map_err(|err| err.to_string())
+            self.runtime.block_on(tokio::signal::ctrl_c()).map_err(|err| err.to_string())
         }
-    })
+    }
 }
 
 fn write_secret(path: &PathBuf, contents: &str) -> Result<(), String> {

@@ -6,6 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::convert::Infallible;
 use std::net::IpAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -120,8 +121,10 @@ pub(crate) struct Signals {
 pub(crate) struct Admitted {
     pub(crate) id: u64,
     pub(crate) signals: Arc<Signals>,
-    /// Idle connections closed to make room for it.
-    pub(crate) evicted: u64,
+    /// Idle connections closed to make room for it: await
+    /// [`until_closed`] on each before accepting more, so the descriptors
+    /// in use never exceed the connections counted.
+    pub(crate) evicted: Vec<Arc<Signals>>,
 }
 
 struct Entry {
@@ -173,13 +176,24 @@ impl Inner {
 /// received since the last response), and how many each peer holds.
 pub(crate) struct Registry {
     inner: Mutex<Inner>,
-    max_connections: usize,
+    /// Lowered when the open-file limit is found lower under the running
+    /// server.
+    max_connections: AtomicUsize,
     max_per_peer: usize,
 }
 
 impl Registry {
     pub(crate) fn new(max_connections: usize, max_per_peer: usize) -> Self {
-        Self { inner: Mutex::default(), max_connections, max_per_peer }
+        Self { inner: Mutex::default(), max_connections: AtomicUsize::new(max_connections), max_per_peer }
+    }
+
+    /// Out of descriptors: if the open-file soft limit was lowered under the
+    /// running server, `max_connections` follows it down. The new maximum
+    /// when lowered.
+    pub(crate) fn follow_open_file_limit(&self) -> Option<usize> {
+        let ceiling = OpenFiles::current().ok()?.connection_ceiling();
+        let before = self.max_connections.fetch_min(ceiling, Ordering::Relaxed);
+        (ceiling < before).then_some(ceiling)
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -192,18 +206,20 @@ impl Registry {
     /// connection is there to close.
     pub(crate) fn admit(&self, peer: IpAddr) -> Result<Admitted, Refusal> {
         let mut inner = self.lock();
-        let mut evicted = 0;
+        let mut evicted = Vec::new();
         if let Some(held) = inner.peers.get(&peer)
             && held.open >= self.max_per_peer
         {
             let oldest = held.idle.first().copied().ok_or(Refusal::PerPeer)?;
-            inner.evict(oldest);
-            evicted += 1;
+            evicted.extend(inner.evict(oldest));
         }
-        if inner.connections.len() >= self.max_connections {
-            let oldest = inner.idle.first().copied().ok_or(Refusal::Full)?;
-            inner.evict(oldest);
-            evicted += 1;
+        // More than one over only when the maximum was lowered under us.
+        while inner.connections.len() >= self.max_connections.load(Ordering::Relaxed) {
+            let Some(oldest) = inner.idle.first().copied() else {
+                // Those closed above stay closed: their peer was over its cap anyway.
+                return Err(Refusal::Full);
+            };
+            evicted.extend(inner.evict(oldest));
         }
         let id = inner.next;
         inner.next += 1;
@@ -372,9 +388,9 @@ impl PressureLog {
         self.maybe_log();
     }
 
-    pub(crate) fn idle_closed(&mut self, count: u64) {
+    pub(crate) fn idle_closed(&mut self, count: usize) {
         if count > 0 {
-            self.idle_closed += count;
+            self.idle_closed += count as u64;
             self.maybe_log();
         }
     }
@@ -441,7 +457,7 @@ mod tests {
         let first = registry.admit(ip(1)).unwrap();
         let second = registry.admit(ip(1)).unwrap();
         let third = registry.admit(ip(1)).unwrap();
-        assert_eq!(third.evicted, 1);
+        assert_eq!(third.evicted.len(), 1);
         // The oldest was closed: its task is told.
         assert!(tokio_test_notified(&first.signals.close));
         let _busy_second = registry.busy(second.id);
@@ -458,13 +474,13 @@ mod tests {
         let busy = registry.admit(ip(2)).unwrap();
         let _busy = registry.busy(busy.id);
         let third = registry.admit(ip(3)).unwrap();
-        assert_eq!(third.evicted, 1);
+        assert_eq!(third.evicted.len(), 1);
         assert!(tokio_test_notified(&first.signals.close));
         let _third_busy = registry.busy(third.id);
         assert_eq!(registry.admit(ip(4)).err(), Some(Refusal::Full));
         drop(_third_busy);
         // Idle again after its response: it makes room.
-        assert_eq!(registry.admit(ip(4)).unwrap().evicted, 1);
+        assert_eq!(registry.admit(ip(4)).unwrap().evicted.len(), 1);
     }
 
     #[test]
