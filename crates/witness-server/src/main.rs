@@ -29,7 +29,7 @@ struct Cli {
 enum Command {
     /// Serve `POST /add-checkpoint` and `GET /<origin hash>/checkpoint` until SIGINT or SIGTERM.
     Serve {
-        /// A configuration file (TOML: listen, state, key_file, `[[log]]` origin and keys);
+        /// A configuration file (TOML: listen, state, key_file, `[[log]]` origin and keys, `[limits]`);
         /// the flags below override it.
         #[arg(long)]
         config: Option<PathBuf>,
