@@ -25,6 +25,12 @@ use tokio::task::JoinSet;
 use witness::protocol::{ADD_CHECKPOINT_PATH, AddCheckpointRequest, MAX_REQUEST_BYTES, SIZE_CONTENT_TYPE, origin_hash};
 use witness::{CheckpointError, Cosigner, NoteError, NoteVerifier, SignedCheckpoint, VerifierKey};
 
+/// origin -> (size, root, the cosigned note served to readers)
+const LATEST: TableDefinition<&str, (u64, &[u8], &str)> = TableDefinition::new("latest_cosigned");
+/// Where every refusal is logged (integrity refusals also go to
+/// `agentplane.witness.integrity`).
+const LOG_TARGET: &str = "agentplane.witness";
+
 mod pressure;
 
 pub use pressure::{
@@ -32,12 +38,6 @@ pub use pressure::{
     PRESSURE_LOG_INTERVAL, default_max_connections,
 };
 use pressure::{PressureLog, Registered, Registry, TrackedBody};
-
-/// origin -> (size, root, the cosigned note served to readers)
-const LATEST: TableDefinition<&str, (u64, &[u8], &str)> = TableDefinition::new("latest_cosigned");
-/// Where every refusal is logged (integrity refusals also go to
-/// `agentplane.witness.integrity`).
-const LOG_TARGET: &str = "agentplane.witness";
 
 /// How long a client may take and how many may be connected: what keeps slow
 /// or many clients from stopping the witness (see the README's
