@@ -19,7 +19,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use redb::{Database, ReadableDatabase as _, ReadableTable as _, TableDefinition};
 use tlog::{RootHash, Tree};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use witness::protocol::{ADD_CHECKPOINT_PATH, AddCheckpointRequest, MAX_REQUEST_BYTES, SIZE_CONTENT_TYPE, origin_hash};
@@ -31,29 +31,80 @@ const LATEST: TableDefinition<&str, (u64, &[u8], &str)> = TableDefinition::new("
 /// `agentplane.witness.integrity`).
 const LOG_TARGET: &str = "agentplane.witness";
 
+mod pressure;
+
+pub use pressure::{
+    ACCEPT_BACKOFF_MAX, ACCEPT_BACKOFF_START, DEFAULT_MAX_PER_PEER, FALLBACK_MAX_CONNECTIONS, FILE_RESERVE, OpenFiles,
+    PRESSURE_LOG_INTERVAL, default_max_connections,
+};
+use pressure::{PressureLog, Registered, Registry, TrackedBody};
+
 /// How long a client may take and how many may be connected: what keeps slow
-/// or many clients from stopping the witness.
+/// or many clients from stopping the witness (see the README's
+/// "Configuration").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServerLimits {
     /// The request line and headers must arrive within this (else the
-    /// connection is closed).
+    /// connection is closed); it applies to each request of a kept-alive
+    /// connection too.
     pub header_timeout: Duration,
     /// The body must arrive within this (else 408).
     pub body_timeout: Duration,
-    /// Connections served at once; more are closed as they arrive.
+    /// Connections served at once. When full, the oldest idle connection (no
+    /// complete request header since it was opened or last answered) is
+    /// closed to make room; a newcomer is refused only when every
+    /// connection is busy. Default: the open-file soft limit less
+    /// [`FILE_RESERVE`]; a larger value is lowered to that at start, with a
+    /// warning.
     pub max_connections: usize,
+    /// Connections one peer (IP address) may hold at once. At the cap, the
+    /// peer's own oldest idle connection is closed to make room; a
+    /// newcomer is refused only when all of the peer's are busy. Default
+    /// [`DEFAULT_MAX_PER_PEER`].
+    pub max_per_peer: usize,
     /// On shutdown, how long connections in flight may take to finish.
     pub shutdown_grace: Duration,
 }
 
 impl Default for ServerLimits {
+    /// Reads the process's open-file limit for `max_connections`, so raise
+    /// it first ([`OpenFiles::raise`]) where wanted.
     fn default() -> Self {
         Self {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(10),
-            max_connections: 1024,
+            max_connections: default_max_connections(),
+            max_per_peer: DEFAULT_MAX_PER_PEER,
             shutdown_grace: Duration::from_secs(5),
         }
+    }
+}
+
+impl ServerLimits {
+    /// The limits as served: `max_connections` lowered to what fits under
+    /// the open-file soft limit now in force (with a warning); zero caps
+    /// refused.
+    fn effective(mut self) -> Result<Self, ServerError> {
+        if self.max_connections == 0 || self.max_per_peer == 0 {
+            return Err(ServerError::Config("max_connections and max_per_peer must be at least 1".into()));
+        }
+        match OpenFiles::current() {
+            Ok(files) if self.max_connections > files.connection_ceiling() => {
+                tracing::warn!(
+                    target: LOG_TARGET,
+                    "max_connections {} does not fit under the open-file limit ({} soft, {} hard, {FILE_RESERVE} kept \
+                     for the state file, logs and listener): serving at most {} connections",
+                    self.max_connections,
+                    files.soft,
+                    files.hard,
+                    files.connection_ceiling()
+                );
+                self.max_connections = files.connection_ceiling();
+            }
+            Ok(_) => {}
+            Err(err) => tracing::warn!(target: LOG_TARGET, "cannot read the open-file limit: {err}"),
+        }
+        Ok(self)
     }
 }
 
@@ -127,6 +178,7 @@ struct Shared {
 /// finish within the grace period, and stops.
 pub struct WitnessServer {
     addr: SocketAddr,
+    limits: ServerLimits,
     shutdown: watch::Sender<bool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -164,6 +216,7 @@ impl WitnessServer {
                 )));
             }
         }
+        let limits = limits.effective()?;
         let db = Database::create(state_path).map_err(|err| state_error(state_path, err))?;
         let txn = db.begin_write().map_err(|err| state_error(state_path, err))?;
         txn.open_table(LATEST).map_err(|err| state_error(state_path, err))?;
@@ -179,6 +232,14 @@ impl WitnessServer {
             .enable_all()
             .build()
             .map_err(|err| listen_error(err.to_string()))?;
+        tracing::info!(
+            target: LOG_TARGET,
+            max_connections = limits.max_connections,
+            max_per_peer = limits.max_per_peer,
+            header_timeout_ms = limits.header_timeout.as_millis(),
+            body_timeout_ms = limits.body_timeout.as_millis(),
+            "limits"
+        );
         let shared = Arc::new(Shared { config, db, limits });
         let (shutdown, stop) = watch::channel(false);
         let thread = std::thread::Builder::new()
@@ -192,7 +253,13 @@ impl WitnessServer {
                 });
             })
             .map_err(|err| listen_error(err.to_string()))?;
-        Ok(Self { addr, shutdown, thread: Some(thread) })
+        Ok(Self { addr, limits, shutdown, thread: Some(thread) })
+    }
+
+    /// The limits it serves with (`max_connections` as lowered to fit
+    /// under the open-file limit).
+    pub fn limits(&self) -> ServerLimits {
+        self.limits
     }
 
     /// The address it listens on.
@@ -242,10 +309,18 @@ impl Drop for WitnessServer {
 }
 
 /// Accepts connections until told to stop, each on a task of its own (a
-/// client that stalls holds only its own task), at most `max_connections`.
+/// client that stalls holds only its own task), at most `max_connections`
+/// and `max_per_peer` from one address, idle ones closed first to make room.
+/// Accept errors pause the loop (doubling up to [`ACCEPT_BACKOFF_MAX`]; out
+/// of descriptors, an idle connection is closed instead) and are logged at
+/// most once per [`PRESSURE_LOG_INTERVAL`].
 async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let limits = shared.limits;
-    let permits = Arc::new(Semaphore::new(limits.max_connections));
+    let registry = Arc::new(Registry::new(limits.max_connections, limits.max_per_peer));
+    let mut pressure = PressureLog::new();
+    let mut report = tokio::time::interval(PRESSURE_LOG_INTERVAL);
+    report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut backoff = ACCEPT_BACKOFF_START;
     let mut connections = JoinSet::new();
     loop {
         let accepted = tokio::select! {
@@ -253,25 +328,69 @@ async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, mut stop:
             accepted = listener.accept() => accepted,
             // Reap finished connections as we go, so the set stays small.
             Some(_) = connections.join_next(), if !connections.is_empty() => continue,
-        };
-        let (stream, peer) = match accepted {
-            Ok(accepted) => accepted,
-            Err(err) => {
-                tracing::warn!(target: LOG_TARGET, "accepting a connection: {err}");
+            _ = report.tick() => {
+                pressure.flush();
                 continue;
             }
         };
-        let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
-            tracing::warn!(target: LOG_TARGET, %peer, "refused: {} connections already open", limits.max_connections);
-            drop(stream);
-            continue;
+        let (stream, peer) = match accepted {
+            Ok(accepted) => {
+                backoff = ACCEPT_BACKOFF_START;
+                accepted
+            }
+            Err(err) => {
+                pressure.accept_error(&err);
+                if pressure::concerns_one_connection(&err) {
+                    continue;
+                }
+                if pressure::out_of_descriptors(&err) {
+                    if let Some(max) = registry.follow_open_file_limit() {
+                        tracing::warn!(
+                            target: LOG_TARGET,
+                            "the open-file limit was lowered under the running server: serving at most {max} connections"
+                        );
+                    }
+                    // The oldest idle connection gives a descriptor back.
+                    if let Some(victim) = registry.evict_oldest_idle() {
+                        pressure.idle_closed(1);
+                        pressure::until_closed(&victim).await;
+                        continue;
+                    }
+                }
+                tokio::select! {
+                    _ = stop.changed() => break,
+                    () = tokio::time::sleep(backoff) => {}
+                }
+                backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                continue;
+            }
         };
+        let admitted = match registry.admit(peer.ip().to_canonical()) {
+            Ok(admitted) => admitted,
+            Err(refusal) => {
+                tracing::debug!(target: LOG_TARGET, %peer, "refused: {refusal:?}");
+                pressure.refused(refusal);
+                drop(stream);
+                continue;
+            }
+        };
+        pressure.idle_closed(admitted.evicted.len());
+        // Their descriptors back before the next accept.
+        for victim in &admitted.evicted {
+            pressure::until_closed(victim).await;
+        }
         let shared = Arc::clone(&shared);
         let mut stop = stop.clone();
+        let registered = Registered { registry: Arc::clone(&registry), id: admitted.id, signals: admitted.signals };
         connections.spawn(async move {
+            // Declared before the connection: dropped (and the registry told) after the socket is closed.
+            let registered = registered;
+            let (registry, id) = (Arc::clone(&registered.registry), registered.id);
             let service = hyper::service::service_fn(move |request| {
+                // A complete request header: busy until the response is written.
+                let busy = registry.busy(id);
                 let shared = Arc::clone(&shared);
-                async move { Ok::<_, Infallible>(shared.handle(request).await) }
+                async move { Ok::<_, Infallible>(shared.handle(request).await.map(|body| TrackedBody::new(body, busy))) }
             });
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
@@ -284,15 +403,17 @@ async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, mut stop:
                         tracing::debug!(target: LOG_TARGET, %peer, "connection: {err}");
                     }
                 }
+                // Closed to make room (it was idle).
+                () = registered.signals.close.notified() => {}
                 _ = stop.changed() => {
                     connection.as_mut().graceful_shutdown();
                     let _ = connection.await;
                 }
             }
-            drop(permit);
         });
     }
     // Stopped: no new connections; those in flight get the grace period.
+    pressure.flush();
     let _ =
         tokio::time::timeout(limits.shutdown_grace, async { while connections.join_next().await.is_some() {} }).await;
 }

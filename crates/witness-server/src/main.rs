@@ -7,10 +7,11 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use witness::{ALG_COSIGNATURE_V1, Cosigner, SignerKey, VerifierKey};
-use witness_server::{LogConfig, SystemClock, WitnessConfig, WitnessServer};
+use witness_server::{LogConfig, OpenFiles, ServerLimits, SystemClock, WitnessConfig, WitnessServer};
 
 /// A C2SP tlog-witness: cosigns checkpoints of the logs it is configured to
 /// watch, only when it can prove each extends the last it cosigned.
@@ -28,7 +29,7 @@ struct Cli {
 enum Command {
     /// Serve `POST /add-checkpoint` and `GET /<origin hash>/checkpoint` until SIGINT or SIGTERM.
     Serve {
-        /// A configuration file (TOML: listen, state, key_file, `[[log]]` origin and keys);
+        /// A configuration file (TOML: listen, state, key_file, `[[log]]` origin and keys, `[limits]`);
         /// the flags below override it.
         #[arg(long)]
         config: Option<PathBuf>,
@@ -44,6 +45,8 @@ enum Command {
         /// A log to watch: ORIGIN=VKEY (repeatable; several keys for one origin are allowed).
         #[arg(long = "log", value_name = "ORIGIN=VKEY")]
         logs: Vec<String>,
+        #[command(flatten)]
+        limits: LimitFlags,
     },
     /// Make a cosigning key: writes the signer key to FILE, prints the verifier key.
     Keygen {
@@ -56,6 +59,77 @@ enum Command {
     },
 }
 
+/// Connection limits (issue 22); each also in the configuration file's `[limits]` table.
+#[derive(clap::Args, serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct LimitFlags {
+    /// Set the process's soft open-file limit (RLIMIT_NOFILE) to N, at most the hard limit.
+    /// Default: raise the soft limit to the hard limit.
+    #[arg(long, value_name = "N")]
+    max_open_files: Option<u64>,
+    /// Connections served at once. When full, the oldest idle connection (no complete request
+    /// header yet) is closed for the newcomer; it is refused only when all are busy.
+    /// Default and maximum: the open-file soft limit less 64 (kept for the state file, logs and
+    /// listener); a larger value is lowered to that, with a warning.
+    #[arg(long, value_name = "N")]
+    max_connections: Option<usize>,
+    /// Connections one client IP address may hold at once. At the cap, that address's oldest
+    /// idle connection is closed for the newcomer; it is refused only when all of them are busy.
+    /// Default 64.
+    #[arg(long, value_name = "N")]
+    max_per_peer: Option<usize>,
+    /// Seconds a client has to send a request's line and headers, else its connection is closed
+    /// (each request of a kept-alive connection too). Default 10.
+    #[arg(long, value_name = "SECONDS")]
+    header_timeout: Option<u64>,
+    /// Seconds a client has to send a request's body, else 408. Default 10.
+    #[arg(long, value_name = "SECONDS")]
+    body_timeout: Option<u64>,
+}
+
+impl LimitFlags {
+    /// Flags over the file.
+    fn or(self, file: Self) -> Self {
+        Self {
+            max_open_files: self.max_open_files.or(file.max_open_files),
+            max_connections: self.max_connections.or(file.max_connections),
+            max_per_peer: self.max_per_peer.or(file.max_per_peer),
+            header_timeout: self.header_timeout.or(file.header_timeout),
+            body_timeout: self.body_timeout.or(file.body_timeout),
+        }
+    }
+
+    /// Sets the open-file limit, then the server limits (whose default
+    /// `max_connections` depends on it).
+    fn apply(&self) -> Result<ServerLimits, String> {
+        let files = match self.max_open_files {
+            Some(0) => return Err("max_open_files must be at least 1".into()),
+            Some(n) => OpenFiles::set_soft(n).map_err(|err| format!("setting the open-file limit to {n}: {err}"))?,
+            None => OpenFiles::raise()
+                .or_else(|err| {
+                    tracing::warn!(target: "agentplane.witness", "cannot raise the open-file limit: {err}");
+                    OpenFiles::current()
+                })
+                .map_err(|err| format!("reading the open-file limit: {err}"))?,
+        };
+        tracing::info!(target: "agentplane.witness", soft = files.soft, hard = files.hard, "open-file limit");
+        let mut limits = ServerLimits::default();
+        if let Some(n) = self.max_connections {
+            limits.max_connections = n;
+        }
+        if let Some(n) = self.max_per_peer {
+            limits.max_per_peer = n;
+        }
+        if let Some(seconds) = self.header_timeout {
+            limits.header_timeout = Duration::from_secs(seconds);
+        }
+        if let Some(seconds) = self.body_timeout {
+            limits.body_timeout = Duration::from_secs(seconds);
+        }
+        Ok(limits)
+    }
+}
+
 /// The configuration file.
 #[derive(serde::Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -65,6 +139,8 @@ struct ConfigFile {
     key_file: Option<PathBuf>,
     #[serde(default, rename = "log")]
     logs: Vec<LogEntry>,
+    #[serde(default)]
+    limits: LimitFlags,
 }
 
 #[derive(serde::Deserialize)]
@@ -109,8 +185,9 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", key.verifier_key());
             Ok(())
         }
-        Command::Serve { config, listen, state, key_file, logs } => {
-            let file = config.as_deref().map(read_config).transpose()?.unwrap_or_default();
+        Command::Serve { config, listen, state, key_file, logs, limits } => {
+            let mut file = config.as_deref().map(read_config).transpose()?.unwrap_or_default();
+            let limits = limits.or(std::mem::take(&mut file.limits)).apply()?;
             let listen = listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:7380".to_owned());
             let state = state.or(file.state).ok_or("no state file: --state or `state` in the configuration")?;
             let key_file =
@@ -135,9 +212,10 @@ fn run(cli: Cli) -> Result<(), String> {
             let cosigner = Cosigner::new(key).map_err(|err| err.to_string())?;
             let vkey = cosigner.verifier_key();
             let config = WitnessConfig { cosigner, logs: watched, clock: Arc::new(SystemClock) };
-            let server = WitnessServer::start(config, &state, &listen).map_err(|err| err.to_string())?;
+            let signals = StopSignals::install()?;
+            let server = WitnessServer::start_with(config, &state, &listen, limits).map_err(|err| err.to_string())?;
             println!("agentplane-witness {vkey} listening on {}", server.url());
-            wait_for_a_signal()?;
+            signals.wait()?;
             tracing::info!(target: "agentplane.witness", "stopping: finishing the requests in flight");
             server.shutdown();
             Ok(())
@@ -145,24 +223,53 @@ fn run(cli: Cli) -> Result<(), String> {
     }
 }
 
-/// Blocks until SIGINT or SIGTERM.
-fn wait_for_a_signal() -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|err| err.to_string())?;
-    runtime.block_on(async {
+/// SIGINT and SIGTERM, caught from the moment this is made (before the
+/// address is printed, so a signal sent as soon as it is read stops the
+/// server gracefully).
+struct StopSignals {
+    runtime: tokio::runtime::Runtime,
+    #[cfg(unix)]
+    signals: (tokio::signal::unix::Signal, tokio::signal::unix::Signal),
+}
+
+impl StopSignals {
+    fn install() -> Result<Self, String> {
+        let runtime =
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|err| err.to_string())?;
+        #[cfg(unix)]
+        let signals = {
+            use tokio::signal::unix::{SignalKind, signal};
+            let _context = runtime.enter();
+            (
+                signal(SignalKind::interrupt()).map_err(|err| err.to_string())?,
+                signal(SignalKind::terminate()).map_err(|err| err.to_string())?,
+            )
+        };
+        Ok(Self {
+            runtime,
+            #[cfg(unix)]
+            signals,
+        })
+    }
+
+    /// Blocks until SIGINT or SIGTERM.
+    fn wait(self) -> Result<(), String> {
         #[cfg(unix)]
         {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-                .map_err(|err| err.to_string())?;
-            tokio::select! {
-                result = tokio::signal::ctrl_c() => result.map_err(|err| err.to_string()),
-                _ = term.recv() => Ok(()),
-            }
+            let (mut interrupt, mut terminate) = self.signals;
+            self.runtime.block_on(async {
+                tokio::select! {
+                    _ = interrupt.recv() => {}
+                    _ = terminate.recv() => {}
+                }
+            });
+            Ok(())
         }
         #[cfg(not(unix))]
         {
-            tokio::signal::ctrl_c().await.map_err(|err| err.to_string())
+            self.runtime.block_on(tokio::signal::ctrl_c()).map_err(|err| err.to_string())
         }
-    })
+    }
 }
 
 fn write_secret(path: &PathBuf, contents: &str) -> Result<(), String> {
