@@ -26,14 +26,16 @@ fn a_clean_plane_audits_clean_with_everything_counted() {
     plane.fail("job-open");
     let mut inputs = plane.inputs();
     inputs.require_signature = true;
-    inputs.anchors.push(plane.saved("now", &plane.checkpoint()));
+    // Signed as the plane signs: the open run's head enters the log first.
+    inputs.anchors.push(plane.saved("now", &plane.checkpoint_with_heads()));
     let report = plane.audit(&inputs);
     report.assert_complete().unwrap();
     let checked = report.checked;
-    assert_eq!((checked.runs, checked.seals, checked.inclusions, checked.anchors), (5, 4, 4, 1));
+    // Five leaves: four seals and the heads leaf that covers the open run.
+    assert_eq!((checked.runs, checked.seals, checked.inclusions, checked.anchors, checked.heads), (5, 5, 4, 1, 1));
     assert_eq!(checked.records, checked.signatures, "every record's signature verified");
     assert!(checked.records > 30 && checked.derived >= 5 * 4 + 7 && checked.nodes >= 7, "{checked:?}");
-    assert_eq!(report.log_size, sealed.len() as u64);
+    assert_eq!(report.log_size, sealed.len() as u64 + 1);
     // The report is serde: stable snake_case codes and classes.
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["checked"]["inclusions"], 4);
@@ -121,8 +123,14 @@ fn a_redirected_idempotency_key_is_found() {
     let first = plane.seal("job-0");
     let second = plane.seal("job-1");
     plane.store.set_idempotency(&plane.tenant, "job-0", &second);
-    let finding = one_finding(&plane, FindingCode::IdempotencyIndexMismatch, FindingClass::DerivedData, &first);
-    assert!(finding.detail.contains("\"job-0\""), "{}", finding.detail);
+    let report = plane.audit(&plane.inputs());
+    // Both ways (issue 21): the run whose key was taken, and the row that
+    // points the key at a run whose admission does not carry it.
+    assert_eq!(codes(&report), [FindingCode::IdempotencyIndexMismatch, FindingCode::IndexWithoutRun]);
+    let (taken, row) = (&report.findings[0], &report.findings[1]);
+    assert_eq!((taken.class, taken.run.as_deref()), (FindingClass::DerivedData, Some(first.as_str())));
+    assert_eq!((row.class, row.run.as_deref()), (FindingClass::DerivedData, Some(second.as_str())));
+    assert!(taken.detail.contains("\"job-0\"") && row.detail.contains("\"job-0\""), "{report:#?}");
 }
 
 #[test]

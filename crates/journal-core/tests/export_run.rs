@@ -59,7 +59,8 @@ fn r_exp_1_export_run_carries_the_latest_cosigned_checkpoint_that_holds_the_run(
     let cosigned = exported.cosigned.clone().expect("the cosigned checkpoint of size 1 holds the first run");
     assert_eq!((cosigned.index, cosigned.note.as_str()), (0, note.as_str()));
     let verified = verify_export(&exported.text, &[key.verifier_key()], check).unwrap();
-    assert_eq!((verified.tree.size, verified.cosigned.unwrap().tree), (2, tree));
+    // Two seals, then the heads leaf the signing appended for the open run.
+    assert_eq!((verified.tree.size, verified.cosigned.unwrap().tree), (3, tree));
     assert_eq!(exported.records, verified.chain.len());
 
     let later = export_run(store.as_ref(), &tenant, &origin, &key, &second, check).unwrap();
