@@ -17,6 +17,7 @@ use anyhow::{Context, Result, bail};
 
 mod append;
 mod audit_figures;
+mod checkpoint_figures;
 mod measure;
 mod tlog_figures;
 mod witness_figures;
@@ -61,9 +62,9 @@ fn options() -> Result<Options> {
             "--litewitness-logs" => {
                 options.litewitness.2 = Some(args.next().context("--litewitness-logs needs a file")?.into());
             }
-            "--only" => {
-                options.only.push(args.next().context("--only needs a group: tlog, append, audit, witness or cost")?)
-            }
+            "--only" => options
+                .only
+                .push(args.next().context("--only needs a group: tlog, append, checkpoint, audit, witness or cost")?),
             "--out" => options.out = args.next().context("--out needs a directory")?.into(),
             "--oracle" => options.oracle = Some(args.next().context("--oracle needs the Go oracle's path")?.into()),
             "--agentplane" => {
@@ -113,6 +114,12 @@ fn run() -> Result<()> {
         add(append::figures(Backend::Redb, rounds, options.quick)?);
         if postgres {
             add(append::figures(Backend::Postgres, rounds, options.quick)?);
+        }
+    }
+    if options.wants("checkpoint") {
+        add(checkpoint_figures::figures(Backend::Redb, rounds, options.quick)?);
+        if postgres {
+            add(checkpoint_figures::figures(Backend::Postgres, rounds, options.quick)?);
         }
     }
     let runs = if options.quick { 50 } else { 20_000 };

@@ -1,0 +1,133 @@
+//! What signing a checkpoint costs now that open runs enter the log first
+//! (issue 20): with 10,000 runs moved since the last checkpoint, against the
+//! floor of the work (hashing the same number of heads entries into their
+//! tree in memory); and with 100 runs moved on a plane of 10,000 against 100
+//! moved on a plane of 100, which shows the cost follows the runs moved, not
+//! the plane's size.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use anyhow::{Result, anyhow, bail};
+use journal_core::heads::{HeadEntry, HeadsLeaf, sorted_entries};
+use journal_core::record::StepMark;
+use journal_core::{
+    Admission, AdmitRequest, Budget, ChainHash, ExpectedHead, Journal, RecordBody, RunId, RuntimeBuilder, Store,
+};
+use witness::{ALG_ED25519, LogKey, SignerKey};
+
+use crate::append::{Backend, fresh_store, tenant};
+use crate::measure::{Figure, Unit, alternate, each_in_a_thread};
+
+fn log_key(origin: &journal_core::Origin) -> Result<LogKey> {
+    let skey = SignerKey::from_seed(origin.as_str(), ALG_ED25519, [3; 32]).map_err(|err| anyhow!("{err}"))?;
+    LogKey::new(skey).map_err(|err| anyhow!("{err}"))
+}
+
+/// A plane of `runs` open runs (admitted, plan frozen), on 64 appenders.
+fn plane(backend: Backend, runs: usize) -> Result<(Arc<dyn Store>, crate::append::Location, Vec<RunId>)> {
+    let (store, location) = fresh_store(backend)?;
+    let (tenant, origin) = tenant()?;
+    let runtime = RuntimeBuilder::new(Arc::clone(&store)).tenant(tenant.clone(), origin, None).build()?;
+    let next = AtomicUsize::new(0);
+    each_in_a_thread(0..64, |_| {
+        loop {
+            let n = next.fetch_add(1, Ordering::Relaxed);
+            if n >= runs {
+                return Ok(());
+            }
+            let request = AdmitRequest {
+                idempotency_key: format!("open-{n}"),
+                plan: vec!["work".into()],
+                budget: Budget::default(),
+            };
+            let Admission::New(_) = runtime.admit(&tenant, request)? else {
+                bail!("open-{n} was admitted twice");
+            };
+        }
+    })?;
+    let ids = store.runs(&tenant, None)?;
+    Ok((store, location, ids))
+}
+
+/// Appends one record to each of `runs`: their heads move.
+fn move_runs(store: &dyn Store, runs: &[RunId]) -> Result<()> {
+    let (tenant, origin) = tenant()?;
+    let journal = Journal::new(store, &tenant, &origin);
+    for run in runs {
+        let head = store.read_run(&tenant, run)?.head;
+        journal.append(run, head, None, RecordBody::StepStarted(StepMark { step: "work".into() }))?;
+    }
+    Ok(())
+}
+
+/// Nanoseconds to sign the plane's checkpoint (heads leaves first).
+fn sign_nanos(store: &dyn Store) -> Result<f64> {
+    let (tenant, origin) = tenant()?;
+    let key = log_key(&origin)?;
+    let start = Instant::now();
+    journal_core::log::sign_current_head(store, &tenant, &origin, &key)?;
+    Ok(start.elapsed().as_nanos() as f64)
+}
+
+pub fn figures(backend: Backend, rounds: usize, quick: bool) -> Result<Vec<Figure>> {
+    let moved_all = if quick { 200 } else { 10_000 };
+    let (_, origin) = tenant()?;
+    let (ours, floor) = alternate(
+        rounds,
+        || {
+            let (store, _location, _) = plane(backend, moved_all)?;
+            sign_nanos(store.as_ref())
+        },
+        || {
+            let entries: Vec<HeadEntry> = (0..moved_all)
+                .map(|n| {
+                    let run = RunId::new(&format!("run-{n:024x}"))?;
+                    let hash = ChainHash::link(&ChainHash::GENESIS, format!("{n}").as_bytes());
+                    Ok(HeadEntry::new(&run, ExpectedHead { seq: 2, hash }))
+                })
+                .collect::<Result<_>>()?;
+            let start = Instant::now();
+            let leaf = HeadsLeaf::new(&origin, &sorted_entries(entries));
+            std::hint::black_box(leaf.to_bytes());
+            Ok(start.elapsed().as_nanos() as f64)
+        },
+    )?;
+    let few = 100;
+    let (large, small) = alternate(
+        rounds,
+        || {
+            let (store, _location, runs) = plane(backend, moved_all)?;
+            sign_nanos(store.as_ref())?;
+            move_runs(store.as_ref(), runs.get(..few).unwrap_or(&runs))?;
+            sign_nanos(store.as_ref())
+        },
+        || {
+            let (store, _location, runs) = plane(backend, few)?;
+            sign_nanos(store.as_ref())?;
+            move_runs(store.as_ref(), &runs)?;
+            sign_nanos(store.as_ref())
+        },
+    )?;
+    Ok(vec![
+        Figure {
+            name: format!("checkpoint signed on {}, {moved_all} open runs moved (heads leaf first)", backend.name()),
+            ours,
+            baseline_name: format!("hashing {moved_all} heads entries into their tree in memory"),
+            baseline: floor,
+            unit: Unit::Nanos,
+            bar: None,
+            rounds,
+        },
+        Figure {
+            name: format!("checkpoint signed on {}, {few} runs moved on a plane of {moved_all}", backend.name()),
+            ours: large,
+            baseline_name: format!("{few} runs moved on a plane of {few}"),
+            baseline: small,
+            unit: Unit::Nanos,
+            bar: None,
+            rounds,
+        },
+    ])
+}
