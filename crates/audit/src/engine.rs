@@ -14,8 +14,8 @@ use journal_core::{
 use tlog::{ExtendsError, HashReader, MemoryHashStore, NodeId, Tree, VerifyError};
 
 use crate::AuditError;
-use crate::inputs::{AnchorSource, AuditInputs};
-use crate::report::{AuditReport, Finding, FindingCode, NotChecked};
+use crate::inputs::{AnchorRead, AuditInputs};
+use crate::report::{AnchorReport, AnchorStatus, AuditReport, Finding, FindingCode, NotChecked};
 
 /// What one run's chain says, once verified: the facts the log checks need.
 struct RunFacts {
@@ -89,6 +89,8 @@ pub fn audit_with_progress(
     let (rebuilt, heads_leaves) = check_log(store, inputs, &facts, &mut report)?;
     let anchored = check_anchors(inputs, &rebuilt, &mut report);
     let covered = check_heads(&snapshot, inputs, &facts, &heads_leaves, &anchored, &mut report);
+    report.tenant = inputs.tenant.to_string();
+    report.origin = inputs.origin.to_string();
     report.log_size = rebuilt.size();
     report.log_root = rebuilt.tree().root.to_string();
     say_what_was_not_checked(inputs, unsigned, untrusted, &mut report);
@@ -837,19 +839,41 @@ fn check_anchors(inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut A
     let mut resolved: Vec<(&str, Tree)> = Vec::new();
     let mut anchored = Anchored::new();
     for anchor in &inputs.anchors {
-        let tree = match &anchor.source {
-            AnchorSource::Saved { checkpoint, .. } => checkpoint.tree(),
-            AnchorSource::Witness(reader) => match reader.latest(inputs.origin.as_str()) {
-                Ok(cosigned) => cosigned.checkpoint.tree(),
-                Err(err) => {
-                    report.not_checked.push(NotChecked {
-                        what: format!("anchor {}", anchor.label),
-                        why: format!("the witness could not be read: {err}"),
-                    });
-                    continue;
-                }
-            },
+        // A named anchor that cannot be read fails the audit unless the
+        // auditor allowed it (R-AUD-9); one that answers it anchors nothing
+        // (no monitor endpoint, nothing cosigned) is only not checked.
+        let mut entry = AnchorReport {
+            label: anchor.label.clone(),
+            kind: anchor.kind(),
+            size: None,
+            root: None,
+            status: AnchorStatus::NotChecked,
+            reason: None,
         };
+        let tree = match anchor.read(&inputs.origin) {
+            AnchorRead::Tree(tree) => tree,
+            AnchorRead::Unavailable(why) if !inputs.allow_unavailable_anchor => {
+                let detail = format!("anchor {} could not be read or verified: {why}", anchor.label);
+                report.findings.push(Finding::new(FindingCode::AnchorUnavailable, detail).anchor(&anchor.label));
+                report.anchors.push(AnchorReport { status: AnchorStatus::Unavailable, reason: Some(why), ..entry });
+                continue;
+            }
+            AnchorRead::Unavailable(why) => {
+                let why = format!("could not be read or verified (allowed: --allow-unavailable-anchor): {why}");
+                report.not_checked.push(NotChecked { what: format!("anchor {}", anchor.label), why: why.clone() });
+                report.anchors.push(AnchorReport { reason: Some(why), ..entry });
+                continue;
+            }
+            AnchorRead::Nothing(why) => {
+                report.not_checked.push(NotChecked { what: format!("anchor {}", anchor.label), why: why.clone() });
+                report.anchors.push(AnchorReport { reason: Some(why), ..entry });
+                continue;
+            }
+        };
+        entry.size = Some(tree.size);
+        entry.root = Some(tree.root.to_string());
+        entry.status = AnchorStatus::Held;
+        report.anchors.push(entry);
         report.checked.anchors += 1;
         resolved.push((&anchor.label, tree));
         // The one rule (tlog's); the proof comes from the log rebuilt from
@@ -879,7 +903,10 @@ fn check_anchors(inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut A
             )),
         };
         match finding {
-            Some(finding) => report.findings.push(finding.anchor(&anchor.label)),
+            Some(finding) => {
+                report.findings.push(finding.anchor(&anchor.label));
+                mark_failed(report, &anchor.label);
+            }
             None => anchored.push((anchor.label.clone(), tree.size)),
         }
     }
@@ -891,10 +918,19 @@ fn check_anchors(inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut A
                         .anchor(label_a)
                         .anchor(label_b),
                 );
+                mark_failed(report, label_a);
+                mark_failed(report, label_b);
             }
         }
     }
     anchored
+}
+
+/// The anchor `label`'s entry is named by a finding.
+fn mark_failed(report: &mut AuditReport, label: &str) {
+    for entry in report.anchors.iter_mut().filter(|entry| entry.label == label) {
+        entry.status = AnchorStatus::Failed;
+    }
 }
 
 fn say_what_was_not_checked(inputs: &AuditInputs, unsigned: u64, untrusted: u64, report: &mut AuditReport) {

@@ -1,10 +1,17 @@
 //! What the auditor holds: the tenant and its origin, the keys it trusts, and
 //! the anchors (checkpoints saved earlier, witnesses to read).
 
+use std::time::Duration;
+
 use journal_core::{Build, Origin, TenantId};
-use witness::{Checkpoint, NoteVerifier, SignedCheckpoint, TrustedWitness, VerifierKey, WitnessReader};
+use tlog::Tree;
+use witness::{Checkpoint, NoteVerifier, SignedCheckpoint, TrustedWitness, VerifierKey, WitnessError, WitnessReader};
 
 use crate::AuditError;
+use crate::report::AnchorKind;
+
+/// The time a witness anchor may take to answer, by default.
+pub const DEFAULT_WITNESS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// A checkpoint an observer holds, which the log must extend (R-AUD-4).
 #[derive(Debug)]
@@ -57,12 +64,72 @@ impl Anchor {
     }
 
     /// A witness to read at `url` (its monitoring prefix), trusting `keys`
-    /// for its cosignatures.
+    /// for its cosignatures. A trust list naming one public key twice is
+    /// refused (R-AUD-10).
     pub fn witness(url: &str, keys: Vec<TrustedWitness>) -> Result<Self, AuditError> {
-        let reader = WitnessReader::new(url, keys)
+        Self::witness_with_timeout(url, keys, DEFAULT_WITNESS_TIMEOUT)
+    }
+
+    /// As [`Anchor::witness`], waiting at most `timeout` for the witness:
+    /// one that does not answer in time is unavailable.
+    pub fn witness_with_timeout(url: &str, keys: Vec<TrustedWitness>, timeout: Duration) -> Result<Self, AuditError> {
+        let reader = WitnessReader::with_timeout(url, keys, timeout)
             .map_err(|source| AuditError::Anchor { label: url.to_owned(), reason: source.to_string() })?;
         Ok(Self { label: url.trim_end_matches('/').to_owned(), source: AnchorSource::Witness(reader) })
     }
+
+    /// Saved or witness.
+    pub fn kind(&self) -> AnchorKind {
+        match self.source {
+            AnchorSource::Saved { .. } => AnchorKind::Saved,
+            AnchorSource::Witness(_) => AnchorKind::Witness,
+        }
+    }
+
+    /// The tree this anchor holds for `origin`: a saved one's, or the
+    /// latest a witness cosigned, read and verified now.
+    pub(crate) fn read(&self, origin: &Origin) -> AnchorRead {
+        match &self.source {
+            AnchorSource::Saved { checkpoint, .. } => AnchorRead::Tree(checkpoint.tree()),
+            AnchorSource::Witness(reader) => match reader.latest(origin.as_str()) {
+                Ok(cosigned) => AnchorRead::Tree(cosigned.checkpoint.tree()),
+                // A definite answer that anchors nothing: not a failure.
+                Err(err @ (WitnessError::NoMonitorEndpoint { .. } | WitnessError::NothingCosigned { .. })) => {
+                    AnchorRead::Nothing(err.to_string())
+                }
+                // Unreachable, timed out, refused, or an answer that does
+                // not verify (a cosignature that fails is a lying witness).
+                Err(err) => AnchorRead::Unavailable(err.to_string()),
+            },
+        }
+    }
+}
+
+/// What reading an anchor gave.
+pub(crate) enum AnchorRead {
+    /// The tree it holds.
+    Tree(Tree),
+    /// It answered, and anchors nothing: no monitor endpoint, or nothing
+    /// cosigned for the origin.
+    Nothing(String),
+    /// It could not be read or verified, and why.
+    Unavailable(String),
+}
+
+/// The origin the auditor's log keys give (R-AUD-1): a log's note key is named
+/// after its origin, so every log key's name must equal `given` (`--origin`),
+/// and with none given the origin is the keys' name. A mismatch is refused
+/// naming both, rather than audited into tamper findings.
+pub fn origin_of_log_keys(given: Option<&str>, log_keys: &[VerifierKey]) -> Result<Origin, AuditError> {
+    let origin = match (given, log_keys.first()) {
+        (Some(given), _) => given,
+        (None, Some(key)) => key.name(),
+        (None, None) => return Err(AuditError::NoOrigin),
+    };
+    if let Some(key) = log_keys.iter().find(|key| key.name() != origin) {
+        return Err(AuditError::OriginMismatch { origin: origin.to_owned(), log_key: key.to_string() });
+    }
+    Origin::new(origin).map_err(|err| AuditError::BadOrigin { origin: origin.to_owned(), reason: err.to_string() })
 }
 
 /// A record key the auditor trusts.
@@ -90,6 +157,9 @@ pub struct AuditInputs {
     pub require_signature: bool,
     /// The anchors, each held to the log on its own.
     pub anchors: Vec<Anchor>,
+    /// An anchor that cannot be read or verified is listed in `not_checked`
+    /// instead of failing the audit with `anchor_unavailable` (R-AUD-9).
+    pub allow_unavailable_anchor: bool,
     /// The binary auditing, named in a build-skew remedy.
     pub reader: Build,
 }
@@ -105,6 +175,7 @@ impl AuditInputs {
             record_keys: Vec::new(),
             require_signature: false,
             anchors: Vec::new(),
+            allow_unavailable_anchor: false,
             reader: Build::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
         }
     }

@@ -19,6 +19,24 @@ pub enum FindingClass {
     Signature,
     /// This build cannot read what another build wrote: not damage.
     BuildSkew,
+    /// An anchor the auditor named could not be read or verified (R-AUD-9):
+    /// not evidence about the log, but the audit cannot vouch for it either.
+    AnchorUnavailable,
+}
+
+impl FindingClass {
+    /// The stable snake_case name, the one serde writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Tamper => "tamper",
+            Self::Deletion => "deletion",
+            Self::Fork => "fork",
+            Self::DerivedData => "derived_data",
+            Self::Signature => "signature",
+            Self::BuildSkew => "build_skew",
+            Self::AnchorUnavailable => "anchor_unavailable",
+        }
+    }
 }
 
 /// What was found, with a code that stays stable across versions.
@@ -81,6 +99,9 @@ pub enum FindingCode {
     HeadCutBack,
     /// A run holds another record at the seq a heads leaf committed to.
     HeadRewritten,
+    /// An anchor the auditor named could not be read or verified: unreachable,
+    /// timed out, refused, or an answer that does not verify (R-AUD-9).
+    AnchorUnavailable,
 }
 
 impl FindingCode {
@@ -112,6 +133,7 @@ impl FindingCode {
             | Self::HeadCutBack
             | Self::ForkSourceMissing => FindingClass::Deletion,
             Self::SplitView => FindingClass::Fork,
+            Self::AnchorUnavailable => FindingClass::AnchorUnavailable,
         }
     }
 }
@@ -236,19 +258,167 @@ pub struct Checked {
     pub heads: u64,
 }
 
-/// The audit's answer.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// Where an anchor came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnchorKind {
+    /// A signed checkpoint saved earlier.
+    Saved,
+    /// A witness read during the audit.
+    Witness,
+}
+
+impl AnchorKind {
+    /// The snake_case name, the one serde writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Saved => "saved",
+            Self::Witness => "witness",
+        }
+    }
+}
+
+/// What became of one anchor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AnchorStatus {
+    /// Read, and the rebuilt log extends it.
+    Held,
+    /// Read, and a finding names it (not extended, or a split view).
+    Failed,
+    /// Named but could not be read or verified: an `anchor_unavailable` finding.
+    Unavailable,
+    /// Not read, and not a failure: the witness serves no monitor endpoint or
+    /// has cosigned nothing for the origin, or it was unavailable and the
+    /// auditor allowed that. Listed in `not_checked`.
+    NotChecked,
+}
+
+impl AnchorStatus {
+    /// The snake_case name, the one serde writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Held => "held",
+            Self::Failed => "failed",
+            Self::Unavailable => "unavailable",
+            Self::NotChecked => "not_checked",
+        }
+    }
+}
+
+/// One anchor the auditor named, and what became of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AnchorReport {
+    /// Its label (a file name, a witness URL).
+    pub label: String,
+    /// Saved or read from a witness.
+    pub kind: AnchorKind,
+    /// The tree size it holds, when read.
+    pub size: Option<u64>,
+    /// The root it holds, as lowercase hex, when read.
+    pub root: Option<String>,
+    /// What became of it.
+    pub status: AnchorStatus,
+    /// Why it was not read (unavailable or not checked).
+    pub reason: Option<String>,
+}
+
+/// The audit's verdict in one word (R-AUD-9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// No finding, and everything was checked.
+    Clean,
+    /// At least one finding.
+    Findings,
+    /// No finding, but something could not be checked (`not_checked`).
+    Incomplete,
+}
+
+/// The audit's answer. It serializes as the documented JSON report (see the
+/// crate README, "The JSON report"), not field by field.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuditReport {
+    /// The tenant audited.
+    pub tenant: String,
+    /// Its log's origin.
+    pub origin: String,
     /// Every finding, in check order.
     pub findings: Vec<Finding>,
     /// What is still unknown.
     pub not_checked: Vec<NotChecked>,
     /// What was checked.
     pub checked: Checked,
+    /// Every anchor the auditor named, in the order given.
+    pub anchors: Vec<AnchorReport>,
     /// The log rebuilt from the seals: its size.
     pub log_size: u64,
     /// The rebuilt log's root, as lowercase hex.
     pub log_root: String,
+}
+
+/// The JSON report's version, written as `schema`.
+pub const JSON_SCHEMA: &str = "agentplane.audit/v1";
+
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    schema: &'static str,
+    verdict: Verdict,
+    tenant: &'a str,
+    origin: &'a str,
+    log: JsonLog<'a>,
+    anchors: &'a [AnchorReport],
+    findings: Vec<JsonFinding<'a>>,
+    not_checked: &'a [NotChecked],
+    checked: Checked,
+}
+
+#[derive(Serialize)]
+struct JsonLog<'a> {
+    size: u64,
+    root: &'a str,
+}
+
+#[derive(Serialize)]
+struct JsonFinding<'a> {
+    code: FindingCode,
+    class: FindingClass,
+    run: Option<&'a str>,
+    seq: Option<u64>,
+    anchor: Option<&'a str>,
+    anchors: &'a [String],
+    message: &'a str,
+    remedy: Option<&'a str>,
+}
+
+impl Serialize for AuditReport {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        JsonReport {
+            schema: JSON_SCHEMA,
+            verdict: self.verdict(),
+            tenant: &self.tenant,
+            origin: &self.origin,
+            log: JsonLog { size: self.log_size, root: &self.log_root },
+            anchors: &self.anchors,
+            findings: self
+                .findings
+                .iter()
+                .map(|finding| JsonFinding {
+                    code: finding.code,
+                    class: finding.class,
+                    run: finding.run.as_deref(),
+                    seq: finding.seq,
+                    anchor: finding.anchors.first().map(String::as_str),
+                    anchors: &finding.anchors,
+                    message: &finding.detail,
+                    remedy: finding.remedy.as_deref(),
+                })
+                .collect(),
+            not_checked: &self.not_checked,
+            checked: self.checked,
+        }
+        .serialize(serializer)
+    }
 }
 
 /// Why [`AuditReport::assert_complete`] refused.
@@ -262,6 +432,16 @@ pub struct Incomplete {
 }
 
 impl AuditReport {
+    /// The verdict: findings, else incomplete when anything was not
+    /// checked, else clean.
+    pub fn verdict(&self) -> Verdict {
+        match (self.findings.is_empty(), self.not_checked.is_empty()) {
+            (false, _) => Verdict::Findings,
+            (true, false) => Verdict::Incomplete,
+            (true, true) => Verdict::Clean,
+        }
+    }
+
     /// Clean: no finding. (Something may still be unchecked.)
     pub fn is_clean(&self) -> bool {
         self.findings.is_empty()

@@ -162,8 +162,10 @@ fn r_wit_5_two_witnesses_holding_one_size_with_two_roots_is_a_split_view_naming_
     assert!(report.with_code(FindingCode::AnchorNotExtended).any(|f| f.anchors == [first.server.url()]));
 }
 
+/// R-AUD-9: a witness that went away fails the audit; allowed, it is not
+/// checked, and never clean.
 #[test]
-fn an_unreachable_witness_is_not_checked_never_clean() {
+fn an_unreachable_witness_fails_the_audit_and_allowed_is_not_checked_never_clean() {
     let plane = Plane::signed();
     five_sealed(&plane);
     let witness = TestWitness::start(&plane, "audit.test/gone", 51);
@@ -171,6 +173,9 @@ fn an_unreachable_witness_is_not_checked_never_clean() {
     drop(witness);
     let mut inputs = plane.inputs();
     inputs.anchors.push(anchor);
+    let report = plane.audit(&inputs);
+    assert_eq!(codes(&report), [FindingCode::AnchorUnavailable], "{:#?}", report.findings);
+    inputs.allow_unavailable_anchor = true;
     let report = plane.audit(&inputs);
     assert!(report.is_clean(), "{:#?}", report.findings);
     assert_eq!(report.checked.anchors, 0);

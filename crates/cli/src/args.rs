@@ -48,8 +48,8 @@ pub enum Command {
         /// A witness the sweep submits to: URL=VKEY (repeatable).
         #[arg(long = "witness", value_name = "URL=VKEY")]
         witnesses: Vec<String>,
-        /// How many witnesses must cosign (default: all of them).
-        #[arg(long)]
+        /// How many witnesses must cosign (default: all of them; at least 1).
+        #[arg(long, value_parser = quorum)]
         quorum: Option<usize>,
         /// How often `sweep --every` runs by default.
         #[arg(long, default_value = "5m")]
@@ -222,8 +222,9 @@ pub enum Command {
         /// A witness key to trust for the export's cosigned checkpoint: a vkey (repeatable).
         #[arg(long = "witness-key", value_name = "VKEY")]
         witness_keys: Vec<String>,
-        /// How many distinct trusted witnesses must have cosigned (needs --witness-key).
-        #[arg(long)]
+        /// How many distinct trusted witness keys must have cosigned, at least 1 (needs --witness-key).
+        /// One public key counts once, whatever names it is listed under.
+        #[arg(long, value_parser = quorum)]
         quorum: Option<usize>,
         /// JSON output.
         #[arg(long)]
@@ -265,9 +266,17 @@ pub struct AuditArgs {
     /// A witness to read the latest cosigned checkpoint from: its URL prefix (repeatable).
     #[arg(long = "witness", value_name = "URL")]
     pub witnesses: Vec<String>,
-    /// A witness key to trust: a vkey, or NAME=BASE64 of its Ed25519 public key (repeatable).
+    /// A witness key to trust: a vkey, or NAME=BASE64 of its Ed25519 public key (repeatable;
+    /// one public key may be listed once).
     #[arg(long = "witness-key", value_name = "NAME=BASE64_OR_VKEY")]
     pub witness_keys: Vec<String>,
+    /// A --witness that cannot be read or verified (unreachable, timed out, refused, a cosignature
+    /// that does not verify) is listed as not checked instead of failing the audit.
+    #[arg(long)]
+    pub allow_unavailable_anchor: bool,
+    /// How long each --witness may take to answer, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub witness_timeout: u64,
     /// Exit 1 when anything could not be checked, not only on findings.
     #[arg(long)]
     pub assert_complete: bool,
@@ -280,6 +289,15 @@ impl Cli {
     /// The global flags, with the command left as it is.
     pub fn clone_flags(&self) -> Self {
         self.clone()
+    }
+}
+
+/// `--quorum N`: a positive count (a quorum of 0 means nothing).
+fn quorum(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("a quorum of 0 would accept a checkpoint no witness cosigned; give at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(err) => Err(err.to_string()),
     }
 }
 

@@ -13,7 +13,7 @@ use reqwest::blocking::{Client, Response};
 use reqwest::redirect;
 
 use crate::checkpoint::{Checkpoint, SignedCheckpoint};
-use crate::cosignature::TrustedWitness;
+use crate::cosignature::{TrustedWitness, check_distinct_keys};
 use crate::error::WitnessError;
 use crate::note::split_note;
 use crate::protocol::{
@@ -110,9 +110,7 @@ impl HttpWitness {
 
     /// As [`HttpWitness::new`], with a timeout for each exchange.
     pub fn with_timeout(url: &str, trusted: Vec<TrustedWitness>, timeout: Duration) -> Result<Self, WitnessError> {
-        if trusted.is_empty() {
-            return Err(WitnessError::NoTrustedKeys);
-        }
+        check_trust_list(&trusted)?;
         Ok(Self { url: check_url(url)?, trusted, http: http_client(timeout)?, known_sizes: Mutex::new(HashMap::new()) })
     }
 
@@ -202,7 +200,7 @@ impl Witness for HttpWitness {
     }
 
     fn identities(&self) -> Vec<WitnessIdentity> {
-        self.trusted.iter().map(|key| WitnessIdentity { name: key.name().to_owned(), key_id: key.key_id() }).collect()
+        self.trusted.iter().map(WitnessIdentity::of).collect()
     }
 
     /// Sends from the size this client last saw the witness at (0 at first);
@@ -242,6 +240,19 @@ impl Witness for HttpWitness {
     }
 }
 
+/// The exact 404 bodies of our witness's monitor endpoint for an origin it
+/// has cosigned nothing for (`agentplane-witness`): every other 404 means the
+/// witness serves no monitor endpoint.
+const NOTHING_COSIGNED_BODIES: [&[u8]; 2] = [b"nothing cosigned for this origin\n", b"unknown origin\n"];
+
+/// Refuses an empty trust list, and one naming one public key twice.
+fn check_trust_list(trusted: &[TrustedWitness]) -> Result<(), WitnessError> {
+    if trusted.is_empty() {
+        return Err(WitnessError::NoTrustedKeys);
+    }
+    check_distinct_keys(trusted).map_err(WitnessError::TrustList)
+}
+
 /// Reads a witness's latest cosigned checkpoint (R-WIT-4). Needs only the
 /// monitoring prefix and the witness keys to trust: no log key.
 pub struct WitnessReader {
@@ -257,12 +268,17 @@ impl std::fmt::Debug for WitnessReader {
 }
 
 impl WitnessReader {
-    /// A reader of the witness's monitoring prefix.
+    /// A reader of the witness's monitoring prefix. Refuses no key, and a
+    /// trust list naming one public key twice (R-AUD-10).
     pub fn new(url: &str, trusted: Vec<TrustedWitness>) -> Result<Self, WitnessError> {
-        if trusted.is_empty() {
-            return Err(WitnessError::NoTrustedKeys);
-        }
-        Ok(Self { url: check_url(url)?, trusted, http: http_client(DEFAULT_TIMEOUT)? })
+        Self::with_timeout(url, trusted, DEFAULT_TIMEOUT)
+    }
+
+    /// As [`WitnessReader::new`], with a timeout for the whole exchange
+    /// (connecting, and waiting for the answer).
+    pub fn with_timeout(url: &str, trusted: Vec<TrustedWitness>, timeout: Duration) -> Result<Self, WitnessError> {
+        check_trust_list(&trusted)?;
+        Ok(Self { url: check_url(url)?, trusted, http: http_client(timeout)? })
     }
 
     /// The monitoring prefix.
@@ -287,8 +303,16 @@ impl WitnessReader {
             |reason: &str| WitnessError::BadAnswer { witness: witness.to_owned(), status, reason: reason.to_owned() };
         match status {
             200 => {}
-            404 => {
+            // Our witness says why it has nothing; any other 404 (litewitness,
+            // transparency-dev/witness) is a witness without the endpoint.
+            404 if NOTHING_COSIGNED_BODIES.contains(&body.as_slice()) => {
                 return Err(WitnessError::NothingCosigned { witness: witness.to_owned(), origin: origin.to_owned() });
+            }
+            404 => {
+                return Err(WitnessError::NoMonitorEndpoint {
+                    witness: witness.to_owned(),
+                    path: monitor_path(origin),
+                });
             }
             429 | 500..=599 => {
                 return Err(WitnessError::Unavailable { witness: witness.to_owned(), status });

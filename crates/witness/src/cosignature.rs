@@ -88,6 +88,9 @@ pub struct Cosignature {
     pub name: String,
     /// Its key id.
     pub key_id: u32,
+    /// The public key that verified it (without the algorithm byte): what a
+    /// quorum counts, since the signature does not cover the name (R-AUD-10).
+    pub public_key: Vec<u8>,
     /// When it observed the checkpoint (POSIX seconds, never 0).
     pub timestamp: u64,
     /// The line as received.
@@ -151,6 +154,18 @@ impl TrustedWitness {
         &self.key
     }
 
+    /// Its public key bytes (without the algorithm byte): who the witness
+    /// is, whatever name it is listed under.
+    pub fn public_key(&self) -> &[u8] {
+        self.key.public_key()
+    }
+
+    /// Whether `other` is the same key under any name: same algorithm and
+    /// public key.
+    pub fn same_key(&self, other: &Self) -> bool {
+        self.key.algorithm() == other.key.algorithm() && self.key.public_key() == other.key.public_key()
+    }
+
     /// Whether this witness's key made `signature` (by name and key id).
     pub fn matches(&self, signature: &NoteSignature) -> bool {
         signature.name == self.key.name() && signature.key_id == self.key.key_id()
@@ -191,16 +206,32 @@ impl TrustedWitness {
         CosignatureCheck::Valid(Cosignature {
             name,
             key_id: self.key.key_id(),
+            public_key: self.key.public_key().to_vec(),
             timestamp,
             signature: signature.clone(),
         })
     }
 }
 
+/// Refuses a trust list that names one public key twice, under any names
+/// (R-AUD-10): cosignature/v1 does not sign the witness's name, so a line
+/// relabelled under a second name would otherwise count as a second witness.
+/// The error names both entries.
+pub fn check_distinct_keys(trusted: &[TrustedWitness]) -> Result<(), KeyError> {
+    for (i, first) in trusted.iter().enumerate() {
+        if let Some(second) = trusted.iter().skip(i + 1).find(|other| first.same_key(other)) {
+            let label = |w: &TrustedWitness| format!("{}+{:08x}", w.name(), w.key_id());
+            return Err(KeyError::DuplicateWitnessKey { first: label(first), second: label(second) });
+        }
+    }
+    Ok(())
+}
+
 /// The cosignatures found on a checkpoint.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CosignatureReport {
-    /// Verified cosignatures, one per trusted witness at most.
+    /// Verified cosignatures, one per distinct public key at most: a quorum
+    /// is `valid.len()` (R-AUD-10).
     pub valid: Vec<Cosignature>,
     /// Lines of trusted witnesses whose algorithm this build does not verify:
     /// neither counted nor failed.
@@ -211,6 +242,8 @@ pub struct CosignatureReport {
 
 /// Checks every signature line against the trusted witnesses. A line from a
 /// trusted witness that does not verify is an error, never a skipped line.
+/// Cosignatures are counted by public key: two lines that verify under one
+/// key (the same line relabelled under a second trusted name) are one.
 pub fn verify_cosignatures(
     checkpoint_text: &str,
     signatures: &[NoteSignature],
@@ -224,7 +257,7 @@ pub fn verify_cosignatures(
         };
         match witness.check(checkpoint_text, signature) {
             CosignatureCheck::Valid(cosignature) => {
-                if !report.valid.iter().any(|seen| seen.name == cosignature.name && seen.key_id == cosignature.key_id) {
+                if !report.valid.iter().any(|seen| seen.public_key == cosignature.public_key) {
                     report.valid.push(cosignature);
                 }
             }

@@ -43,6 +43,18 @@ pub enum KeyError {
     /// No randomness for a fresh key.
     #[error("cannot read randomness for a new key: {0}")]
     Randomness(String),
+    /// A list of trusted witness keys names one public key twice (R-AUD-10).
+    /// A cosignature/v1 signature does not cover the witness's name, so one
+    /// key under two names would count as two witnesses.
+    #[error(
+        "witness keys {first} and {second} are one public key under two names: a quorum counts distinct keys, so trust it once"
+    )]
+    DuplicateWitnessKey {
+        /// The first key, as `name+keyid`.
+        first: String,
+        /// The second key naming the same public key, as `name+keyid`.
+        second: String,
+    },
 }
 
 /// A signed note that is refused.
@@ -310,7 +322,8 @@ pub enum WitnessError {
         /// The failure.
         source: CosignatureError,
     },
-    /// Nothing cosigned yet (a reader's 404).
+    /// Nothing cosigned yet: our witness's 404 on the monitor endpoint, with
+    /// the body that says so.
     #[error("witness {witness} has cosigned nothing for origin {origin:?}")]
     NothingCosigned {
         /// The witness URL.
@@ -318,6 +331,21 @@ pub enum WitnessError {
         /// The origin.
         origin: String,
     },
+    /// Any other 404 on the monitor endpoint: the witness serves no monitor
+    /// endpoint (litewitness and transparency-dev/witness do not), so what it
+    /// cosigned cannot be read from it.
+    #[error(
+        "witness {witness} serves no monitor endpoint (404 on GET {path}): what it cosigned cannot be read from it"
+    )]
+    NoMonitorEndpoint {
+        /// The witness URL.
+        witness: String,
+        /// The path asked for.
+        path: String,
+    },
+    /// The trusted witness keys given are not a usable trust list.
+    #[error("the trusted witness keys: {0}")]
+    TrustList(#[source] KeyError),
 }
 
 impl WitnessError {

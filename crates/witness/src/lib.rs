@@ -14,12 +14,13 @@ pub use checkpoint::{Checkpoint, LogKey, Origin, SignedCheckpoint};
 #[cfg(feature = "client")]
 pub use client::{HttpWitness, WitnessReader, split_view};
 pub use cosignature::{
-    Cosignature, CosignatureCheck, CosignatureReport, Cosigner, TrustedWitness, verify_cosignatures,
+    Cosignature, CosignatureCheck, CosignatureReport, Cosigner, TrustedWitness, check_distinct_keys,
+    verify_cosignatures,
 };
 pub use error::{CheckpointError, CosignatureError, HistoryError, KeyError, NoteError, WitnessError};
 pub use keys::{ALG_COSIGNATURE_V1, ALG_ED25519, ALG_ML_DSA_44, SignerKey, VerifierKey, key_id};
 pub use note::{NoteSignature, NoteVerifier, VerifiedNote, assemble, open, parse_signature_lines, sign, split_note};
 pub use quorum::{
-    CosignedCheckpoint, LogHistory, QuorumOutcome, SplitView, SplitViewReport, Witness, WitnessFailure, WitnessQuorum,
-    cosign_quorum, find_split_views,
+    CosignedCheckpoint, LogHistory, QuorumOutcome, SplitView, SplitViewReport, Witness, WitnessFailure,
+    WitnessIdentity, WitnessQuorum, cosign_quorum, find_split_views,
 };

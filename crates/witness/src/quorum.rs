@@ -51,14 +51,57 @@ pub struct CosignedCheckpoint {
     pub unsupported: Vec<(String, u8)>,
 }
 
-/// Who a witness is: the name and key id of a key its cosignatures are
-/// checked against. A quorum counts identities, not endpoints.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// Who a witness is: the public key its cosignatures are checked against. A
+/// quorum counts identities, not endpoints and not names (R-AUD-10): a
+/// cosignature/v1 signature does not cover the name, so two identities are
+/// equal (and order, and hash) by public key alone; the name and key id are
+/// there to say which entry it was.
+#[derive(Debug, Clone)]
 pub struct WitnessIdentity {
     /// The key name.
     pub name: String,
     /// The key id.
     pub key_id: u32,
+    /// The public key (without the algorithm byte).
+    pub public_key: Vec<u8>,
+}
+
+impl WitnessIdentity {
+    /// The identity of a trusted witness key.
+    pub fn of(trusted: &TrustedWitness) -> Self {
+        Self { name: trusted.name().to_owned(), key_id: trusted.key_id(), public_key: trusted.public_key().to_vec() }
+    }
+
+    /// The identity behind a verified cosignature.
+    pub fn of_cosignature(cosignature: &Cosignature) -> Self {
+        Self { name: cosignature.name.clone(), key_id: cosignature.key_id, public_key: cosignature.public_key.clone() }
+    }
+}
+
+impl PartialEq for WitnessIdentity {
+    fn eq(&self, other: &Self) -> bool {
+        self.public_key == other.public_key
+    }
+}
+
+impl Eq for WitnessIdentity {}
+
+impl std::hash::Hash for WitnessIdentity {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.public_key.hash(state);
+    }
+}
+
+impl PartialOrd for WitnessIdentity {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for WitnessIdentity {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.public_key.cmp(&other.public_key)
+    }
 }
 
 /// A witness a log submits to. Implemented by `HttpWitness` (feature `client`).
@@ -231,11 +274,12 @@ pub fn cosign_quorum(
             Err(error) => failures.push(WitnessFailure { witness, error }),
         }
     }
-    // Distinct identities, not answers: one witness listed twice (or two URLs
-    // of one witness) is one cosigner.
+    // Distinct public keys, not answers nor names: one witness listed twice,
+    // two URLs of one witness, or one key under two names is one cosigner
+    // (R-AUD-10).
     let got = cosigned
         .iter()
-        .flat_map(|c| c.cosignatures.iter().map(|s| WitnessIdentity { name: s.name.clone(), key_id: s.key_id }))
+        .flat_map(|c| c.cosignatures.iter().map(WitnessIdentity::of_cosignature))
         .collect::<std::collections::BTreeSet<_>>()
         .len();
     let needed = quorum.needed();

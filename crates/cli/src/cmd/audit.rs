@@ -5,7 +5,6 @@
 use std::io::IsTerminal as _;
 
 use audit::{Anchor, AuditInputs, AuditReport, FindingClass, RecordKey};
-use journal_core::Origin;
 use witness::{ALG_COSIGNATURE_V1, TrustedWitness, VerifierKey};
 
 use crate::args::{AuditArgs, record_key};
@@ -18,19 +17,19 @@ use crate::output::print_json;
 
 /// `agentplane audit`: public inputs only, the store read-only (R-AUD-6).
 pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
-    let origin = cli
-        .origin
-        .as_deref()
-        .ok_or_else(|| {
-            Failure::Usage("--origin ORIGIN is required: the log's origin (`agentplane keys` prints it)".into())
-        })
-        .and_then(|origin| Origin::new(origin).map_err(|err| Failure::Usage(format!("--origin: {err}"))))?;
+    let log_keys = args
+        .log_keys
+        .iter()
+        .map(|vkey| VerifierKey::parse(vkey).map_err(|err| Failure::Usage(format!("--log-key: {err}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    // The origin is the log key's name: taken from it when not given, and a
+    // mismatch is a usage error naming both, never tamper findings.
+    let origin = audit::origin_of_log_keys(cli.origin.as_deref(), &log_keys).map_err(usage)?;
     let mut inputs = AuditInputs::new(cli.tenant_id()?, origin);
     inputs.reader = cli_build().clone();
     inputs.require_signature = args.require_signature;
-    for vkey in &args.log_keys {
-        inputs.log_keys.push(VerifierKey::parse(vkey).map_err(|err| Failure::Usage(format!("--log-key: {err}")))?);
-    }
+    inputs.log_keys = log_keys;
+    inputs.allow_unavailable_anchor = args.allow_unavailable_anchor;
     for spec in &args.record_keys {
         let (key_id, public_key) = record_key(spec)?;
         inputs.record_keys.push(RecordKey { key_id, public_key });
@@ -44,8 +43,11 @@ pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
     if !args.witnesses.is_empty() && witness_keys.is_empty() {
         return Err(Failure::Usage("--witness needs at least one --witness-key to trust its cosignatures".into()));
     }
+    // One public key under two names would count twice (R-AUD-10).
+    witness::check_distinct_keys(&witness_keys).map_err(|err| Failure::Usage(format!("--witness-key: {err}")))?;
+    let timeout = std::time::Duration::from_secs(args.witness_timeout);
     for url in &args.witnesses {
-        inputs.anchors.push(Anchor::witness(url, witness_keys.clone()).map_err(usage)?);
+        inputs.anchors.push(Anchor::witness_with_timeout(url, witness_keys.clone(), timeout).map_err(usage)?);
     }
     let store = open_existing(&cli.store)?;
     run_and_report(store.as_ref(), &inputs, args.assert_complete, args.json)
@@ -139,6 +141,14 @@ fn print_human(report: &AuditReport) {
         c.anchors
     );
     outln!("log: {} sealed runs, root {}", report.log_size, report.log_root);
+    for anchor in &report.anchors {
+        let held = match (anchor.size, &anchor.root) {
+            (Some(size), Some(root)) => format!(" at size {size}, root {root}"),
+            _ => String::new(),
+        };
+        let why = anchor.reason.as_ref().map_or_else(String::new, |why| format!(" ({why})"));
+        outln!("anchor {} [{}]{held}: {}{why}", anchor.label, anchor.kind.name(), anchor.status.name());
+    }
     for missing in &report.not_checked {
         outln!("NOT CHECKED {}: {}", missing.what, missing.why);
     }

@@ -104,6 +104,11 @@ fn verified(file: &Path, trust: &Trust<'_>) -> Result<Result<(VerifiedExport, Op
         .iter()
         .map(|key| witness::TrustedWitness::parse(key).map_err(|err| Failure::Usage(format!("--witness-key: {err}"))))
         .collect::<Result<Vec<_>, _>>()?;
+    // One public key under two names would count twice (R-AUD-10).
+    witness::check_distinct_keys(&trusted).map_err(|err| Failure::Usage(format!("--witness-key: {err}")))?;
+    if trust.quorum == Some(0) {
+        return Err(Failure::Usage("--quorum 0 would accept a checkpoint no witness cosigned; give at least 1".into()));
+    }
     if trust.quorum.is_some() && trusted.is_empty() {
         return Err(Failure::Usage("--quorum needs at least one --witness-key".into()));
     }
@@ -140,7 +145,7 @@ pub fn verify_export(file: &Path, trust: &Trust<'_>, json: bool) -> Result<(), F
             }
             let witness_check = cosignatures.map_or_else(
                 || "not checked (no --witness-key)".to_owned(),
-                |count| format!("{count} trusted witnesses cosigned a checkpoint holding the run"),
+                |count| format!("{count} distinct trusted witness keys cosigned a checkpoint holding the run"),
             );
             outln!(
                 "valid: run {} ({} records, {}) is leaf {} of {} in {}",

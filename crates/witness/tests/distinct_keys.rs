@@ -1,0 +1,127 @@
+//! R-AUD-10: a quorum counts distinct public keys. A cosignature/v1 signature
+//! does not cover the witness's name, so one key listed under two names must
+//! never count twice, and a trust list naming one key twice is refused.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+use tlog::{LeafHash, MemoryHashStore};
+use witness::{
+    ALG_COSIGNATURE_V1, ALG_ED25519, Checkpoint, CosignedCheckpoint, Cosigner, HttpWitness, KeyError, LogHistory,
+    LogKey, NoteSignature, Origin, QuorumOutcome, SignedCheckpoint, SignerKey, TrustedWitness, VerifierKey, Witness,
+    WitnessError, WitnessIdentity, WitnessQuorum, WitnessReader, check_distinct_keys, cosign_quorum,
+    verify_cosignatures,
+};
+
+const ORIGIN: &str = "distinct.test/log";
+
+fn cosigner(name: &str, seed: u8) -> Cosigner {
+    Cosigner::new(SignerKey::from_seed(name, ALG_COSIGNATURE_V1, [seed; 32]).unwrap()).unwrap()
+}
+
+/// The same public key as `cosigner`, trusted under another name.
+fn alias(cosigner: &Cosigner, name: &str) -> TrustedWitness {
+    let public: [u8; 32] = cosigner.verifier_key().public_key().try_into().unwrap();
+    TrustedWitness::new(VerifierKey::ed25519(name, ALG_COSIGNATURE_V1, public).unwrap()).unwrap()
+}
+
+fn trusted(cosigner: &Cosigner) -> TrustedWitness {
+    TrustedWitness::new(cosigner.verifier_key()).unwrap()
+}
+
+fn log() -> (MemoryHashStore, SignedCheckpoint) {
+    let mut store = MemoryHashStore::new();
+    for i in 0..3u8 {
+        store.append(LeafHash::of(&[i]));
+    }
+    let key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let signed = key.sign(&Checkpoint::new(&Origin::new(ORIGIN).unwrap(), store.tree())).unwrap();
+    (store, signed)
+}
+
+/// The line `cosigner` made, relabelled under `name` with that name's key id:
+/// the signature bytes are unchanged, and still verify.
+fn relabelled(line: &NoteSignature, as_key: &TrustedWitness) -> NoteSignature {
+    NoteSignature { name: as_key.name().to_owned(), key_id: as_key.key_id(), signature: line.signature.clone() }
+}
+
+#[test]
+fn r_aud_10_a_trust_list_naming_one_key_twice_is_refused_naming_both() {
+    let w1 = cosigner("w1", 7);
+    let err = check_distinct_keys(&[trusted(&w1), trusted(&cosigner("w2", 8)), alias(&w1, "w1-alias")]).unwrap_err();
+    let KeyError::DuplicateWitnessKey { first, second } = &err else { panic!("{err:?}") };
+    assert!(first.starts_with("w1+") && second.starts_with("w1-alias+"), "{err}");
+    assert!(err.to_string().contains(first.as_str()) && err.to_string().contains(second.as_str()));
+    assert!(check_distinct_keys(&[trusted(&w1), trusted(&cosigner("w2", 8))]).is_ok());
+
+    // Refused at load by both clients, before any request.
+    let list = vec![trusted(&w1), alias(&w1, "w1-alias")];
+    assert!(matches!(
+        WitnessReader::new("http://127.0.0.1:9", list.clone()).unwrap_err(),
+        WitnessError::TrustList(KeyError::DuplicateWitnessKey { .. })
+    ));
+    assert!(matches!(
+        HttpWitness::new("http://127.0.0.1:9", list).unwrap_err(),
+        WitnessError::TrustList(KeyError::DuplicateWitnessKey { .. })
+    ));
+}
+
+#[test]
+fn r_aud_10_a_relabelled_cosignature_counts_once() {
+    let (_, signed) = log();
+    let text = signed.checkpoint().to_text();
+    let w1 = cosigner("w1", 7);
+    let line = w1.cosign(&text, 1_700_000_000).unwrap();
+    let alias = alias(&w1, "w1-alias");
+    let lines = vec![line.clone(), relabelled(&line, &alias)];
+    // The relabelled line verifies on its own: the name is not signed.
+    assert_eq!(verify_cosignatures(&text, &lines[1..], std::slice::from_ref(&alias)).unwrap().valid.len(), 1);
+    // Trusting both names, the one key counts once.
+    let report = verify_cosignatures(&text, &lines, &[trusted(&w1), alias]).unwrap();
+    assert_eq!(report.valid.len(), 1, "{report:?}");
+    assert_eq!(report.valid[0].public_key, w1.verifier_key().public_key());
+}
+
+/// A witness answering with cosignatures made in advance.
+struct Canned {
+    endpoint: String,
+    answer: CosignedCheckpoint,
+}
+
+impl Witness for Canned {
+    fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    fn identities(&self) -> Vec<WitnessIdentity> {
+        self.answer.cosignatures.iter().map(WitnessIdentity::of_cosignature).collect()
+    }
+
+    fn add_checkpoint(&self, _: &SignedCheckpoint, _: &dyn LogHistory) -> Result<CosignedCheckpoint, WitnessError> {
+        Ok(self.answer.clone())
+    }
+}
+
+#[test]
+fn r_aud_10_cosign_quorum_counts_public_keys_not_names() {
+    let (store, signed) = log();
+    let text = signed.checkpoint().to_text();
+    let w1 = cosigner("w1", 7);
+    let alias = alias(&w1, "w1-alias");
+    let line = w1.cosign(&text, 1_700_000_000).unwrap();
+    let answer = |trust: TrustedWitness, line: NoteSignature| {
+        let report = verify_cosignatures(&text, &[line], &[trust]).unwrap();
+        CosignedCheckpoint { checkpoint: signed.checkpoint().clone(), cosignatures: report.valid, unsupported: vec![] }
+    };
+    // Two endpoints, two names, one key.
+    let a = Canned { endpoint: "http://a".into(), answer: answer(trusted(&w1), line.clone()) };
+    let b = Canned { endpoint: "http://b".into(), answer: answer(alias.clone(), relabelled(&line, &alias)) };
+    assert_eq!(a.identities(), b.identities(), "one key is one identity, whatever its name");
+    match cosign_quorum(&[&a, &b], WitnessQuorum::of(2), &signed, &store) {
+        QuorumOutcome::Shortfall { got: 1, needed: 2, .. } => {}
+        other => panic!("one key under two names met a quorum of 2: {other:?}"),
+    }
+    // A second key does count.
+    let w2 = cosigner("w2", 8);
+    let c =
+        Canned { endpoint: "http://c".into(), answer: answer(trusted(&w2), w2.cosign(&text, 1_700_000_001).unwrap()) };
+    assert!(matches!(cosign_quorum(&[&a, &b, &c], WitnessQuorum::of(2), &signed, &store), QuorumOutcome::Met { .. }));
+}
