@@ -28,7 +28,8 @@ impl CheckpointRow {
 
 /// The current log head signed now (R-NOTE-2), never a rollback.
 pub fn sign(plane: &Plane) -> Result<witness::SignedCheckpoint, Failure> {
-    let (_, signed) = sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log)?;
+    let mark = plane.signing_mark()?;
+    let (_, signed) = sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log, Some(mark))?;
     Ok(signed)
 }
 
