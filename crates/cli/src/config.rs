@@ -115,7 +115,7 @@ impl Settings {
         agentplane_cli::plane_config::check_tenant_name(&self.tenant)
             .map_err(|err| Failure::Usage(format!("--tenant: {err}")))?;
         let named = self.configured_tenants();
-        if named.iter().any(|name| *name == self.tenant) {
+        if named.contains(&self.tenant) {
             return Ok(());
         }
         let whence = match &self.config_path {
