@@ -85,6 +85,10 @@ pub enum Command {
         /// Sweep again every DURATION (90s, 5m, 1h) until SIGINT or SIGTERM.
         #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "")]
         every: Option<String>,
+        /// Ask the witnesses what they hold at least every DURATION, even when the log has not grown,
+        /// so a store put back from a backup is found without waiting for growth.
+        #[arg(long, value_name = "DURATION", default_value = "5m")]
+        probe_every: String,
         /// JSON output (one object per tenant and round).
         #[arg(long)]
         json: bool,

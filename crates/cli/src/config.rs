@@ -100,6 +100,36 @@ impl Settings {
         TenantId::new(&self.tenant).map_err(|err| Failure::Usage(format!("--tenant: {err}")))
     }
 
+    /// The tenants this plane names: its configuration's, or `default` alone
+    /// for a plane with no configuration (one log key, one tenant).
+    pub fn configured_tenants(&self) -> Vec<String> {
+        match self.plane.as_ref().filter(|plane| !plane.tenants.is_empty()) {
+            Some(plane) => plane.tenants.iter().map(|t| t.name.clone()).collect(),
+            None => vec!["default".to_owned()],
+        }
+    }
+
+    /// Refuses a tenant the plane does not name, for every command that
+    /// writes or signs (issue 22): a typo must never sign a second history.
+    pub fn require_named_tenant(&self) -> Result<(), Failure> {
+        agentplane_cli::plane_config::check_tenant_name(&self.tenant)
+            .map_err(|err| Failure::Usage(format!("--tenant: {err}")))?;
+        let named = self.configured_tenants();
+        if named.contains(&self.tenant) {
+            return Ok(());
+        }
+        let whence = match &self.config_path {
+            Some(path) => format!("the configuration {}", path.display()),
+            None => "this plane (no agentplane.toml: its one tenant is `default`)".to_owned(),
+        };
+        Err(Failure::Usage(format!(
+            "tenant {:?} is not named by {whence}; the configured tenants are: {}. \
+             A command that writes or signs never guesses a tenant (add one to agentplane.toml with its own origin and log key)",
+            self.tenant,
+            named.join(", ")
+        )))
+    }
+
     /// The tenant's origin: `--origin`, the configuration's, or the key
     /// file's single log key.
     pub fn origin(&self, keys: Option<&PlaneKeys>) -> Result<Origin, Failure> {
@@ -139,7 +169,10 @@ impl Settings {
 fn read_config(path: &Path) -> Result<PlaneConfig, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|err| Failure::Usage(format!("reading the configuration {}: {err}", path.display())))?;
-    agentplane_cli::plane_config::parse(&text).map_err(|err| Failure::Usage(format!("{}: {err}", path.display())))
+    let config = agentplane_cli::plane_config::parse(&text)
+        .map_err(|err| Failure::Usage(format!("{}: {err}", path.display())))?;
+    agentplane_cli::plane_config::check(&config).map_err(|err| Failure::Usage(format!("{}: {err}", path.display())))?;
+    Ok(config)
 }
 
 /// Writes a new configuration, refusing to overwrite one.
@@ -195,11 +228,20 @@ pub fn init_plane(
     }
     let names: Vec<String> = if tenants.is_empty() { vec!["default".to_owned()] } else { tenants.to_vec() };
     let mut entries = Vec::new();
-    let mut origins = Vec::new();
-    for name in &names {
+    let mut origins: Vec<Origin> = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        agentplane_cli::plane_config::check_tenant_name(name).map_err(|err| Failure::Usage(err.to_string()))?;
         TenantId::new(name).map_err(|err| Failure::Usage(format!("tenant {name:?}: {err}")))?;
+        if names.iter().take(i).any(|before| before == name) {
+            return Err(Failure::Usage(format!("--tenant-name {name} is given twice")));
+        }
         let origin = Origin::new(&format!("{}/{name}", origin_base.trim_end_matches('/')))
             .map_err(|err| Failure::Usage(format!("origin of tenant {name}: {err}")))?;
+        if origins.contains(&origin) {
+            return Err(Failure::Usage(format!(
+                "two tenants would have the origin {origin}: every tenant needs its own"
+            )));
+        }
         entries.push(TenantEntry { name: name.clone(), origin: origin.to_string() });
         origins.push(origin);
     }
@@ -211,6 +253,11 @@ pub fn init_plane(
         tenants: entries,
         witnesses,
     };
+    agentplane_cli::plane_config::check(&config).map_err(|err| Failure::Usage(err.to_string()))?;
+    let high_water = crate::high_water::path_beside(&keys_path);
+    if high_water.exists() {
+        return Err(Failure::Usage(format!("{} exists: a plane is already made here", high_water.display())));
+    }
     let keys = PlaneKeys::generate(&origins)?;
     keys.write(&keys_path)?;
     write_config(&config_path, &config)?;

@@ -10,9 +10,12 @@ use journal_core::{
 };
 
 use crate::backend::{open_existing, open_for_signing, open_or_create};
-use crate::config::Settings;
+use crate::config::{Settings, WitnessEntry};
 use crate::failure::Failure;
+use crate::high_water::FileHighWater;
 use crate::keys::PlaneKeys;
+use journal_core::log::{HighWater, HighWaterMark};
+use journal_core::runtime::ask_witnesses;
 
 /// This binary, named as the writer of every record it appends (R-VER-4).
 pub fn cli_build() -> &'static Build {
@@ -33,17 +36,55 @@ pub struct Plane {
     pub origin: Origin,
     pub log: witness::LogKey,
     pub keys: PlaneKeys,
+    /// The plane's high-water mark, beside its key file.
+    pub high_water: Arc<FileHighWater>,
+    /// The configured witnesses (asked when the mark is lost).
+    pub witnesses: Vec<WitnessEntry>,
 }
 
 impl Plane {
     /// The plane for a command that signs: its key file is required. With
     /// `create`, a redb store that is not there yet is made.
     pub fn open(settings: &Settings, create: bool) -> Result<Self, Failure> {
+        settings.require_named_tenant()?;
         let keys = PlaneKeys::read(&settings.keys)?;
         let origin = settings.origin(Some(&keys))?;
         let log = keys.log_for(&origin)?.clone();
         let store = if create { open_or_create(&settings.store)? } else { open_for_signing(&settings.store)? };
-        Ok(Self { store, tenant: settings.tenant_id()?, origin, log, keys })
+        let high_water = Arc::new(FileHighWater::beside(&settings.keys));
+        let witnesses = settings.plane.as_ref().map(|plane| plane.witnesses.clone()).unwrap_or_default();
+        Ok(Self { store, tenant: settings.tenant_id()?, origin, log, keys, high_water, witnesses })
+    }
+
+    /// The high-water mark every signature of this plane is held to. When
+    /// the mark of the origin is lost, the plane says so, and asks its
+    /// witnesses what they hold before it signs (the mark starts again from
+    /// the largest tree they hold); with no witness configured there is no
+    /// one to ask, and the store's own record is all that is left.
+    pub fn signing_mark(&self) -> Result<&dyn HighWater, Failure> {
+        let mark = self.high_water.last(&self.origin).map_err(|err| Failure::Io(err.to_string()))?;
+        let HighWaterMark::Lost { reason } = mark else {
+            return Ok(self.high_water.as_ref());
+        };
+        eprintln!(
+            "agentplane: the plane's record of its last signature is lost ({reason}): it cannot tell by itself \
+             whether this store is older than what it signed"
+        );
+        if self.witnesses.is_empty() {
+            eprintln!(
+                "agentplane: no witness is configured to ask; the store's own record of what it signed is all \
+                 that is left to check against (configure witnesses: `agentplane init --witness URL=VKEY`)"
+            );
+            let last = self.store.signed_checkpoints(&self.tenant)?.last().map(|signed| signed.tree);
+            let mark = last.unwrap_or_else(|| tlog::Tree::new(0, tlog::RootHash::empty()));
+            self.high_water.raise(&self.origin, mark).map_err(|err| Failure::Io(err.to_string()))?;
+            return Ok(self.high_water.as_ref());
+        }
+        eprintln!("agentplane: asking the {} configured witnesses what they hold before signing", self.witnesses.len());
+        let probes = crate::high_water::probes(&self.witnesses)?;
+        let view = LogView::open(self.store.as_ref(), &self.tenant)?;
+        ask_witnesses(&view, &self.origin, &probes, Some(self.high_water.as_ref()))?;
+        Ok(self.high_water.as_ref())
     }
 
     /// The tenant's journal, written by this binary.

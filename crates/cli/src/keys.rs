@@ -85,8 +85,17 @@ impl PlaneKeys {
         Ok(Self { logs, record: record.ok_or_else(|| bad("no record key"))? })
     }
 
-    /// Writes a new key file, refusing to overwrite one.
+    /// Writes a new key file, refusing to overwrite one, and beside it the
+    /// plane's high-water mark with nothing signed yet for its origins
+    /// ([`crate::high_water`]).
     pub fn write(&self, path: &Path) -> Result<(), Failure> {
+        let high_water = crate::high_water::path_beside(path);
+        if high_water.exists() {
+            return Err(Failure::Usage(format!(
+                "{} exists: it is the high-water mark of a plane's keys (never make new keys beside it)",
+                high_water.display()
+            )));
+        }
         let mut options = std::fs::OpenOptions::new();
         options.write(true).create_new(true);
         #[cfg(unix)]
@@ -98,7 +107,8 @@ impl PlaneKeys {
             body.push_str(&format!("log {}\n", signer.to_skey()));
         }
         body.push_str(&format!("record {} {}\n", self.record.key_id(), STANDARD.encode(self.record.seed())));
-        file.write_all(body.as_bytes()).map_err(|err| Failure::Io(format!("writing {}: {err}", path.display())))
+        file.write_all(body.as_bytes()).map_err(|err| Failure::Io(format!("writing {}: {err}", path.display())))?;
+        crate::high_water::FileHighWater::create(path, &self.origins()).map_err(|err| Failure::Io(err.to_string()))
     }
 
     /// The origins this file holds a log key for.

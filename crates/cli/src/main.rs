@@ -30,6 +30,7 @@ mod cmd;
 mod config;
 mod context;
 mod failure;
+mod high_water;
 mod keys;
 mod output;
 

@@ -60,3 +60,120 @@ pub fn interval(text: &str) -> Result<std::time::Duration, String> {
         .filter(|d| !d.is_zero())
         .ok_or_else(|| format!("interval {text:?} must be positive"))
 }
+
+/// Why a configuration that parses cannot be a plane's (issue 22).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// A tenant name that is not a plain name.
+    #[error("tenant name {name:?}: {rule}")]
+    TenantName {
+        /// The name.
+        name: String,
+        /// The rule it breaks.
+        rule: &'static str,
+    },
+    /// One tenant named twice.
+    #[error("tenant {0} is listed twice")]
+    DuplicateTenant(String),
+    /// An origin that is not an origin.
+    #[error("tenant {tenant}: origin {origin:?}: {reason}")]
+    Origin {
+        /// The tenant.
+        tenant: String,
+        /// The origin.
+        origin: String,
+        /// Why.
+        reason: String,
+    },
+    /// Two tenants with one origin: two histories of one log.
+    #[error("tenants {first} and {second} have the same origin {origin}: every tenant's log needs its own")]
+    DuplicateOrigin {
+        /// The origin.
+        origin: String,
+        /// The tenant listed first.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// A witness key this build cannot use.
+    #[error("witness {url}: {reason}")]
+    WitnessKey {
+        /// The witness.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Checks a tenant name: 1 to 128 of `A-Z a-z 0-9 - _ . :`, no `/`, no `..`,
+/// no whitespace (it names a tenant in stores, paths and messages).
+pub fn check_tenant_name(name: &str) -> Result<(), ConfigError> {
+    let rule = if name.is_empty() || name.len() > 128 {
+        Some("must be 1 to 128 characters")
+    } else if name.chars().any(char::is_whitespace) {
+        Some("must not hold whitespace")
+    } else if name.contains('/') {
+        Some("must not hold `/`")
+    } else if name.contains("..") {
+        Some("must not hold `..`")
+    } else if !name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':')) {
+        Some("may hold only A-Z a-z 0-9 - _ . :")
+    } else {
+        None
+    };
+    match rule {
+        Some(rule) => Err(ConfigError::TenantName { name: name.to_owned(), rule }),
+        None => Ok(()),
+    }
+}
+
+/// Checks a witness verifier key: a vkey of a type this build verifies
+/// (cosignature/v1, 0x04); any other type is refused, named.
+pub fn check_witness_key(vkey: &str) -> Result<witness::TrustedWitness, String> {
+    let key = witness::VerifierKey::parse(vkey).map_err(|err| err.to_string())?;
+    match key.algorithm() {
+        witness::ALG_COSIGNATURE_V1 => witness::TrustedWitness::new(key).map_err(|err| err.to_string()),
+        witness::ALG_ML_DSA_44 => Err(format!(
+            "key {} is of type 0x06 (ML-DSA-44 cosignature), which this build cannot verify: \
+             give the witness's cosignature/v1 key (type 0x04)",
+            key.name()
+        )),
+        witness::ALG_ED25519 => Err(format!(
+            "key {} is of type 0x01 (a note-signing key): a witness is trusted by its cosignature/v1 key (type 0x04)",
+            key.name()
+        )),
+        other => Err(format!(
+            "key {} is of type 0x{other:02x}, which this build cannot verify: give a cosignature/v1 key (type 0x04)",
+            key.name()
+        )),
+    }
+}
+
+/// Checks what parsing cannot: tenant names plain and unique, origins valid
+/// and unique across tenants, witness keys of a type this build verifies.
+pub fn check(config: &PlaneConfig) -> Result<(), ConfigError> {
+    for (i, tenant) in config.tenants.iter().enumerate() {
+        check_tenant_name(&tenant.name)?;
+        witness::Origin::new(&tenant.origin).map_err(|err| ConfigError::Origin {
+            tenant: tenant.name.clone(),
+            origin: tenant.origin.clone(),
+            reason: err.to_string(),
+        })?;
+        for other in config.tenants.iter().skip(i + 1) {
+            if other.name == tenant.name {
+                return Err(ConfigError::DuplicateTenant(tenant.name.clone()));
+            }
+            if other.origin == tenant.origin {
+                return Err(ConfigError::DuplicateOrigin {
+                    origin: tenant.origin.clone(),
+                    first: tenant.name.clone(),
+                    second: other.name.clone(),
+                });
+            }
+        }
+    }
+    for entry in &config.witnesses {
+        check_witness_key(&entry.key).map_err(|reason| ConfigError::WitnessKey { url: entry.url.clone(), reason })?;
+    }
+    Ok(())
+}

@@ -425,7 +425,8 @@ pub struct RunExport {
 /// Assembles the export of a sealed run from the store, in this order: the
 /// run read and verified as `check` asks (an unsealed run is
 /// [`JournalError::NotSealed`], and nothing is signed); the log's current head
-/// signed now with `key` ([`crate::log::sign_current_head`]: recorded as the
+/// signed now with `key` ([`crate::log::sign_current_head`], held to
+/// `high_water` when given: recorded as the
 /// plane's latest signed checkpoint, never a rollback); the run's inclusion in
 /// it; and the latest checkpoint a witness quorum cosigned that holds the run,
 /// with the run's inclusion in it ([`crate::checkpoints::cosigned_inclusion`]),
@@ -437,12 +438,13 @@ pub fn export_run(
     key: &witness::LogKey,
     run: &RunId,
     check: ChainCheck<'_>,
+    high_water: Option<&dyn crate::log::HighWater>,
 ) -> Result<RunExport, JournalError> {
     let verified = crate::journal::Journal::new(store, tenant, origin).read(run, check)?;
     if verified.seal.is_none() {
         return Err(JournalError::NotSealed { tenant: tenant.clone(), run: run.clone() });
     }
-    let (view, signed) = crate::log::sign_current_head(store, tenant, origin, key)?;
+    let (view, signed) = crate::log::sign_current_head(store, tenant, origin, key, high_water)?;
     let inclusion = view.inclusion(run)?;
     let cosigned = crate::checkpoints::cosigned_inclusion(store, &view, &inclusion)?;
     let text = write_export(tenant, origin, run, &verified, &inclusion, &signed, cosigned.as_ref())?;

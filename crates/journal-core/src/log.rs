@@ -258,20 +258,124 @@ pub fn sign_checkpoint(origin: &Origin, tree: Tree, key: &LogKey) -> Result<Sign
         .map_err(|err| JournalError::InvalidRecord(format!("signing the checkpoint of {origin}: {err}")))
 }
 
+/// Why the plane's high-water mark could not be read or written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HighWaterError {
+    /// The mark's file could not be read or written.
+    #[error("the plane's high-water mark {path}: {reason}")]
+    Io {
+        /// Where the mark is kept.
+        path: String,
+        /// What failed.
+        reason: String,
+    },
+    /// The mark's file does not parse.
+    #[error("the plane's high-water mark {path} is damaged: {reason}")]
+    Damaged {
+        /// Where the mark is kept.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// What the plane's high-water mark says about one origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HighWaterMark {
+    /// The plane has never signed a checkpoint of this origin.
+    Never,
+    /// The last tree the plane signed for this origin.
+    Signed(Tree),
+    /// The mark of this origin is gone (its file lost or deleted): the plane
+    /// cannot tell what it signed last, and must ask its witnesses before it
+    /// signs again ([`HighWater::raise`] with what they hold).
+    Lost {
+        /// Where the mark was kept, and what is missing.
+        reason: String,
+    },
+}
+
+/// The plane's own record of the last tree it signed per origin, kept
+/// outside the store (beside the plane's key file), so that a store put back
+/// from a backup cannot make the plane sign a second history: the store's
+/// record of what it signed came back with the backup; this one did not.
+pub trait HighWater: Send + Sync {
+    /// What the mark says about `origin`.
+    fn last(&self, origin: &Origin) -> Result<HighWaterMark, HighWaterError>;
+    /// Records `tree` as the last the plane signed for `origin` (or, after a
+    /// loss, the largest tree a witness holds), durably, before the
+    /// signature leaves the process. Never moves the mark backwards.
+    fn raise(&self, origin: &Origin, tree: Tree) -> Result<(), HighWaterError>;
+    /// Where the mark is kept, for messages.
+    fn location(&self) -> String;
+}
+
+fn high_water_error(tenant: &TenantId, err: HighWaterError) -> JournalError {
+    JournalError::WouldSignRollback { tenant: tenant.clone(), reason: err.to_string() }
+}
+
+/// Whether `head` (of `view`) extends `last`, a tree this plane signed
+/// before: `Ok(None)` when it does; `Ok(Some(reason))` when it does not;
+/// a retryable [`JournalError::CheckpointConflict`] when the view is stale
+/// (another signer saw more of this log after it was opened).
+fn refuses_to_extend(
+    store: &dyn Store,
+    view: &LogView<'_>,
+    head: Tree,
+    last: Tree,
+) -> Result<Option<String>, JournalError> {
+    let tenant = view.tenant();
+    if head.size < last.size && store.log_counters(tenant)?.seal_count >= last.size {
+        // Another signer saw more of this log after this view was opened:
+        // the view is stale, not the log. Nothing is signed; open a new view.
+        return Err(JournalError::CheckpointConflict {
+            tenant: tenant.clone(),
+            expected: Some(head.size),
+            found: Some(last.size),
+        });
+    }
+    // The one rule (tlog's): a proof is computed only when the sizes need one.
+    let extends = head.extends_with(&last, |old, new| view.consistency(old, new).map(|c| c.proof));
+    Ok(extends.err().map(|err| match err {
+        tlog::ExtendsError::Verify(tlog::VerifyError::Shrinks { .. }) => {
+            format!("the log has {} sealed runs; this plane signed {} before: the log shrank", head.size, last.size)
+        }
+        err => {
+            let reason = match err {
+                tlog::ExtendsError::Verify(tlog::VerifyError::SameSizeDifferentRoots { size }) => {
+                    format!("another root at size {size}")
+                }
+                err => err.to_string(),
+            };
+            format!(
+                "the log of {} does not extend the checkpoint of {} this plane signed before ({reason}): its history was rewritten",
+                head.size, last.size
+            )
+        }
+    }))
+}
+
 /// Signs the head of `view` with the plane's log key, never a rollback: a
 /// tree read with holes, or one that does not extend the last checkpoint this
-/// plane signed for the tenant (kept in the store), is refused with
-/// [`JournalError::WouldSignRollback`] and nothing is signed. A new tree is
-/// recorded as the last signed in the same transaction that checks the one
-/// before it is still the last ([`Store::record_signed_checkpoint`]). When
-/// another signer got further since the view was opened, the answer is the
-/// retryable [`JournalError::CheckpointConflict`]: open a new view and sign
-/// again ([`sign_current_head`] does).
+/// plane signed for the tenant, is refused with
+/// [`JournalError::WouldSignRollback`] and nothing is signed.
+///
+/// Two records of the last signature are held: the plane's `high_water`
+/// mark, kept outside the store (when given: a store put back from a backup
+/// cannot roll it back), checked first and raised (durably) before the
+/// signature is made; and the store's own record, kept as a second check. A
+/// new tree is recorded as the last signed in the same transaction that
+/// checks the one before it is still the last
+/// ([`Store::record_signed_checkpoint`]). When another signer got further
+/// since the view was opened, the answer is the retryable
+/// [`JournalError::CheckpointConflict`]: open a new view and sign again
+/// ([`sign_current_head`] does).
 pub fn sign_head(
     store: &dyn Store,
     view: &LogView<'_>,
     origin: &Origin,
     key: &LogKey,
+    high_water: Option<&dyn HighWater>,
 ) -> Result<SignedCheckpoint, JournalError> {
     let tenant = view.tenant();
     let refuse = |reason: String| JournalError::WouldSignRollback { tenant: tenant.clone(), reason };
@@ -281,39 +385,41 @@ pub fn sign_head(
         ));
     }
     let head = view.head()?.tree;
-    let last = store.signed_checkpoints(tenant)?.last().map(|signed| signed.tree);
-    if let Some(last) = last {
-        if head.size < last.size && store.log_counters(tenant)?.seal_count >= last.size {
-            // Another signer saw more of this log after this view was opened:
-            // the view is stale, not the log. Nothing is signed; open a new view.
-            return Err(JournalError::CheckpointConflict {
-                tenant: tenant.clone(),
-                expected: Some(head.size),
-                found: Some(last.size),
-            });
-        }
-        // The one rule (tlog's): a proof is computed only when the sizes need one.
-        let extends = head.extends_with(&last, |old, new| view.consistency(old, new).map(|c| c.proof));
-        if let Err(err) = extends {
-            return Err(refuse(match err {
-                tlog::ExtendsError::Verify(tlog::VerifyError::Shrinks { .. }) => format!(
-                    "the log has {} sealed runs; this plane signed {} before: the log shrank",
-                    head.size, last.size
-                ),
-                err => {
-                    let reason = match err {
-                        tlog::ExtendsError::Verify(tlog::VerifyError::SameSizeDifferentRoots { size }) => {
-                            format!("another root at size {size}")
-                        }
-                        err => err.to_string(),
-                    };
-                    format!(
-                        "the log of {} does not extend the checkpoint of {} this plane signed before ({reason}): its history was rewritten",
-                        head.size, last.size
-                    )
+    if let Some(high_water) = high_water {
+        match high_water.last(origin).map_err(|err| high_water_error(tenant, err))? {
+            HighWaterMark::Never => {}
+            HighWaterMark::Signed(mark) => {
+                if let Some(reason) = refuses_to_extend(store, view, head, mark)? {
+                    return Err(refuse(format!(
+                        "a store older than the plane's last signature is in place: the plane signed size {} \
+                         (root {}) of {origin} (recorded in {}), and {reason}. Nothing was signed. Put the \
+                         store the plane last signed from back in place (or the newest backup that has it), \
+                         then run `agentplane verify`; never sign from this one",
+                        mark.size,
+                        mark.root,
+                        high_water.location()
+                    )));
                 }
-            }));
+            }
+            HighWaterMark::Lost { reason } => {
+                return Err(refuse(format!(
+                    "the plane's record of its last signature is lost ({reason}): it cannot tell whether this \
+                     store is older than what it signed. Nothing was signed. Restore {} from a backup, or run \
+                     `agentplane sweep`, which asks the witnesses what they hold before it signs",
+                    high_water.location()
+                )));
+            }
         }
+    }
+    let last = store.signed_checkpoints(tenant)?.last().map(|signed| signed.tree);
+    if let Some(last) = last
+        && let Some(reason) = refuses_to_extend(store, view, head, last)?
+    {
+        return Err(refuse(reason));
+    }
+    if let Some(high_water) = high_water {
+        // Durable before any signature of this tree exists.
+        high_water.raise(origin, head).map_err(|err| high_water_error(tenant, err))?;
     }
     let signed = sign_checkpoint(origin, head, key)?;
     if last != Some(head) {
@@ -327,13 +433,15 @@ pub fn sign_head(
 }
 
 /// Appends heads leaves for the runs whose head moved ([`Store::append_heads`]),
-/// then opens the tenant's log and signs its head ([`sign_head`]), opening a
+/// then opens the tenant's log and signs its head ([`sign_head`], held to
+/// `high_water` when given), opening a
 /// new view when another signer got further meanwhile (a few times at most).
 pub fn sign_current_head<'a>(
     store: &'a dyn Store,
     tenant: &'a TenantId,
     origin: &Origin,
     key: &LogKey,
+    high_water: Option<&dyn HighWater>,
 ) -> Result<(LogView<'a>, SignedCheckpoint), JournalError> {
     // Open runs enter the log before it is signed (issue 20): the checkpoint
     // then commits to every run's head, not only to the sealed ones.
@@ -341,7 +449,7 @@ pub fn sign_current_head<'a>(
     let mut attempts = 0;
     loop {
         let view = LogView::open(store, tenant)?;
-        match sign_head(store, &view, origin, key) {
+        match sign_head(store, &view, origin, key, high_water) {
             Ok(signed) => return Ok((view, signed)),
             Err(JournalError::CheckpointConflict { .. }) if attempts < 4 => attempts += 1,
             Err(err) => return Err(err),

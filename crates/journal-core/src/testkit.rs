@@ -441,7 +441,7 @@ pub fn the_plane_never_signs_a_rollback(store: &(impl Store + TamperAccess)) {
     let origin = origin();
     let signer = witness::SignerKey::from_seed(ORIGIN, witness::ALG_ED25519, [8; 32]).expect("key");
     let key = witness::LogKey::new(signer).expect("log key");
-    let sign = || LogView::open(store, &tenant).and_then(|view| sign_head(store, &view, &origin, &key));
+    let sign = || LogView::open(store, &tenant).and_then(|view| sign_head(store, &view, &origin, &key, None));
     let runs: Vec<RunId> = (0..4).map(|i| run_id(&format!("run-{i}"))).collect();
     for run in &runs[..3] {
         sample_run(&journal, run, Outcome::Succeeded).expect("run");

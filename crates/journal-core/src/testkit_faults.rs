@@ -235,7 +235,7 @@ fn drive(runtime: &Runtime, tenant: &TenantId, ran: &AtomicU32, log_key: &witnes
 }
 
 fn sign(runtime: &Runtime, tenant: &TenantId, log_key: &witness::LogKey) -> Result<(), RuntimeError> {
-    crate::log::sign_current_head(runtime.store(), tenant, &crate::testkit::origin(), log_key)?;
+    crate::log::sign_current_head(runtime.store(), tenant, &crate::testkit::origin(), log_key, None)?;
     if !runtime.witness_policy().0.is_empty() {
         let report = runtime.sweep(tenant)?;
         if report.needs_attention() {

@@ -40,7 +40,7 @@ fn r_exp_1_export_run_carries_the_latest_cosigned_checkpoint_that_holds_the_run(
 
     let first = admit(&runtime, &tenant, "a", true);
     assert_eq!(latest_cosigned(store.as_ref(), &tenant).unwrap(), None, "no round met its quorum yet");
-    let before = export_run(store.as_ref(), &tenant, &origin, &key, &first, check).unwrap();
+    let before = export_run(store.as_ref(), &tenant, &origin, &key, &first, check, None).unwrap();
     assert_eq!(before.cosigned, None);
 
     // What a met round keeps: the note of the tree of size 1 (cosignatures aside).
@@ -55,7 +55,7 @@ fn r_exp_1_export_run_carries_the_latest_cosigned_checkpoint_that_holds_the_run(
     let second = admit(&runtime, &tenant, "b", true);
     let open = admit(&runtime, &tenant, "c", false);
 
-    let exported = export_run(store.as_ref(), &tenant, &origin, &key, &first, check).unwrap();
+    let exported = export_run(store.as_ref(), &tenant, &origin, &key, &first, check, None).unwrap();
     let cosigned = exported.cosigned.clone().expect("the cosigned checkpoint of size 1 holds the first run");
     assert_eq!((cosigned.index, cosigned.note.as_str()), (0, note.as_str()));
     let verified = verify_export(&exported.text, &[key.verifier_key()], check).unwrap();
@@ -63,12 +63,12 @@ fn r_exp_1_export_run_carries_the_latest_cosigned_checkpoint_that_holds_the_run(
     assert_eq!((verified.tree.size, verified.cosigned.unwrap().tree), (3, tree));
     assert_eq!(exported.records, verified.chain.len());
 
-    let later = export_run(store.as_ref(), &tenant, &origin, &key, &second, check).unwrap();
+    let later = export_run(store.as_ref(), &tenant, &origin, &key, &second, check, None).unwrap();
     assert_eq!(later.cosigned, None, "the cosigned checkpoint of size 1 does not hold leaf 1");
 
     let signed = store.signed_checkpoints(&tenant).unwrap().len();
     assert!(matches!(
-        export_run(store.as_ref(), &tenant, &origin, &key, &open, check),
+        export_run(store.as_ref(), &tenant, &origin, &key, &open, check, None),
         Err(JournalError::NotSealed { ref run, .. }) if *run == open
     ));
     assert_eq!(store.signed_checkpoints(&tenant).unwrap().len(), signed, "an unsealed run signs nothing");

@@ -20,10 +20,11 @@ struct Witnesses {
     _dirs: Vec<tempfile::TempDir>,
     _servers: Vec<WitnessServer>,
     clients: Vec<Arc<dyn Witness + Send + Sync>>,
+    keys: Vec<TrustedWitness>,
 }
 
 fn witnesses(count: u8, log_key: &LogKey) -> Witnesses {
-    let (mut dirs, mut servers, mut clients) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut dirs, mut servers, mut clients, mut keys) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for i in 0..count {
         let cosigner =
             Cosigner::new(SignerKey::from_seed(&format!("sweep.test/w{i}"), ALG_COSIGNATURE_V1, [i + 10; 32]).unwrap())
@@ -39,10 +40,11 @@ fn witnesses(count: u8, log_key: &LogKey) -> Witnesses {
             HttpWitness::new(&server.url(), vec![TrustedWitness::new(cosigner.verifier_key()).unwrap()]).unwrap(),
         );
         clients.push(client);
+        keys.push(TrustedWitness::new(cosigner.verifier_key()).unwrap());
         servers.push(server);
         dirs.push(dir);
     }
-    Witnesses { _dirs: dirs, _servers: servers, clients }
+    Witnesses { _dirs: dirs, _servers: servers, clients, keys }
 }
 
 fn seal(runtime: &Runtime, tenant: &TenantId, key: &str) -> RunId {
@@ -62,6 +64,7 @@ fn r_wit_8_r_wit_9_rounds_meet_skip_fall_short_and_refuse() {
     let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
         .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
         .witnesses(ws.clients.clone(), WitnessQuorum::of(2))
+        .witness_keys(ws.keys.clone())
         .build()
         .unwrap();
 
@@ -134,6 +137,7 @@ fn r_wit_9_a_log_rewritten_to_the_same_size_is_an_integrity_refusal_not_a_skip()
     let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
         .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
         .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
+        .witness_keys(ws.keys.clone())
         .build()
         .unwrap();
     seal(&runtime, &tenant, "a");
@@ -164,6 +168,7 @@ fn r_wit_8_two_instances_sweeping_one_log_raise_no_alarm_and_both_end_cosigned()
         RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
             .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
             .witnesses(clients, WitnessQuorum::of(2))
+            .witness_keys(ws.keys.clone())
             .build()
             .unwrap()
     };

@@ -27,6 +27,13 @@ use crate::quorum::{
 /// The default time a whole exchange with a witness may take.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How many times a submission is tried when the witness answers with a
+/// server error (500, 502, 504..599; not 429 or 503, which say "busy")
+/// before it is reported as failing for the origin: transparency-dev/witness
+/// answers an origin or log key it is not configured for with a bodiless 500,
+/// which no retry will ever cure (issue 22).
+pub const SERVER_ERROR_TRIES: u32 = 3;
+
 fn http_client(timeout: Duration) -> Result<Client, WitnessError> {
     // Follow a redirect only within the same host: a witness must not send our
     // submission, or our trust, somewhere else.
@@ -77,6 +84,11 @@ fn transport(witness: &str, err: &reqwest::Error) -> WitnessError {
     WitnessError::Transport { witness: witness.to_owned(), reason }
 }
 
+/// A server error that says the witness failed, not that it is busy.
+fn is_server_error(status: u16) -> bool {
+    (500..=599).contains(&status) && status != 503
+}
+
 fn snippet(body: &[u8]) -> String {
     String::from_utf8_lossy(body).chars().take(200).collect()
 }
@@ -124,7 +136,35 @@ impl HttpWitness {
         }
     }
 
+    /// [`Self::attempt_once`], tried again on a server error, at most
+    /// [`SERVER_ERROR_TRIES`] times; then the witness is reported as failing
+    /// for this origin ([`WitnessError::BadAnswer`], not retryable).
     fn attempt(&self, signed: &SignedCheckpoint, request: &AddCheckpointRequest) -> Result<Attempt, WitnessError> {
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.attempt_once(signed, request) {
+                Err(WitnessError::Unavailable { status, .. }) if is_server_error(status) => {
+                    if tries >= SERVER_ERROR_TRIES {
+                        return Err(WitnessError::BadAnswer {
+                            witness: self.url.clone(),
+                            status,
+                            reason: format!(
+                                "witness {} fails for origin {} ({tries} answers of {status} in a row): is the log \
+                                 configured there (its origin and log key)?",
+                                self.url,
+                                signed.checkpoint().origin()
+                            ),
+                        });
+                    }
+                    std::thread::sleep(Duration::from_millis(100 * u64::from(tries)));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn attempt_once(&self, signed: &SignedCheckpoint, request: &AddCheckpointRequest) -> Result<Attempt, WitnessError> {
         let witness = self.url.as_str();
         let response = self
             .http

@@ -3,11 +3,13 @@
 
 use journal_core::checkpoints::latest_cosigned;
 use journal_core::log::sign_current_head;
+use journal_core::runtime::verify_cosigned_note;
 use serde::Serialize;
 
 use crate::config::Settings;
 use crate::context::{Plane, Reader};
 use crate::failure::Failure;
+use crate::keys::PlaneKeys;
 use crate::output::{b64, print_json};
 
 /// `checkpoint --json`. Fields in alphabetical order, as the JSON has always been printed.
@@ -28,14 +30,60 @@ impl CheckpointRow {
 
 /// The current log head signed now (R-NOTE-2), never a rollback.
 pub fn sign(plane: &Plane) -> Result<witness::SignedCheckpoint, Failure> {
-    let (_, signed) = sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log)?;
+    let mark = plane.signing_mark()?;
+    let (_, signed) = sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log, Some(mark))?;
     Ok(signed)
+}
+
+/// Verifies every cosigned note the store keeps before one is printed
+/// (issue 21): the log's signature with the plane's log key, its tree the one
+/// kept beside it, cosignatures by the configured witnesses meeting the
+/// quorum. One that does not verify is an integrity alarm (exit 1).
+fn verify_cosigned(settings: &Settings, reader: &Reader) -> Result<(), Failure> {
+    let keys = PlaneKeys::read_if_present(&settings.keys)?.ok_or_else(|| {
+        Failure::Usage(format!(
+            "checkpoint --cosigned verifies the kept notes with the plane's log key: run it beside the key file ({} is \
+             missing); an auditor reads a witness with `agentplane audit --witness`",
+            settings.keys.display()
+        ))
+    })?;
+    let log_key = keys.log_for(&reader.origin)?.verifier_key();
+    let plane = settings.plane.as_ref().filter(|plane| !plane.witnesses.is_empty()).ok_or_else(|| {
+        Failure::Usage(
+            "no witness configured: a cosigned note is verified with the witness keys of agentplane.toml".into(),
+        )
+    })?;
+    let mut witness_keys = Vec::new();
+    for entry in &plane.witnesses {
+        witness_keys.push(
+            agentplane_cli::plane_config::check_witness_key(&entry.key)
+                .map_err(|err| Failure::Usage(format!("witness {}: {err}", entry.url)))?,
+        );
+    }
+    let rows = reader.store.cosigned_checkpoints(&reader.tenant)?;
+    for (i, row) in rows.iter().enumerate() {
+        if let Err(why) =
+            verify_cosigned_note(&row.note, row.tree, &reader.origin, &log_key, &witness_keys, plane.quorum)
+        {
+            let message = format!(
+                "the store's cosigned checkpoint #{} of tenant {} (size {}) does not verify ({why}): the store was \
+                 written behind the plane's back (run `agentplane verify`)",
+                i + 1,
+                reader.tenant,
+                row.tree.size
+            );
+            tracing::error!(target: "agentplane.witness.integrity", tenant = %reader.tenant, size = row.tree.size, "{message}");
+            return Err(Failure::Findings(message));
+        }
+    }
+    Ok(())
 }
 
 /// `agentplane checkpoint [--cosigned] [--json]`.
 pub fn checkpoint(settings: &Settings, cosigned: bool, json: bool) -> Result<(), Failure> {
     let row = if cosigned {
         let reader = Reader::open(settings)?;
+        verify_cosigned(settings, &reader)?;
         let latest = latest_cosigned(reader.store.as_ref(), &reader.tenant)?.ok_or_else(|| {
             Failure::Usage(format!(
                 "no witness quorum has cosigned tenant {}'s log yet: run `agentplane sweep`",

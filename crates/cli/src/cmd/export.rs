@@ -21,7 +21,8 @@ pub fn export(settings: &Settings, run: &str, output: &Path) -> Result<(), Failu
     let verifier = plane.keys.record_verifier()?;
     let upcasters = reader_upcasters();
     let check = plane.check(&upcasters, &verifier);
-    let exported = match export_run(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log, &run, check) {
+    let mark = Some(plane.signing_mark()?);
+    let exported = match export_run(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log, &run, check, mark) {
         Err(JournalError::NotSealed { .. }) => {
             return Err(Failure::Usage(format!("run {run} is not sealed; only sealed runs export")));
         }

@@ -1,7 +1,5 @@
 //! `agentplane init`: a plane's configuration and fresh keys.
 
-use witness::TrustedWitness;
-
 use crate::config::{DEFAULT_CONFIG, WitnessEntry, init_plane};
 use crate::failure::Failure;
 
@@ -17,7 +15,8 @@ pub fn init(
     for spec in witnesses {
         let (url, key) =
             spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--witness {spec:?}: expected URL=VKEY")))?;
-        TrustedWitness::parse(key).map_err(|err| Failure::Usage(format!("--witness {spec:?}: {err}")))?;
+        agentplane_cli::plane_config::check_witness_key(key)
+            .map_err(|err| Failure::Usage(format!("--witness {url}: {err}")))?;
         entries.push(WitnessEntry { url: url.to_owned(), key: key.to_owned() });
     }
     let quorum = quorum.unwrap_or(entries.len());

@@ -29,7 +29,7 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         Command::Init { tenants, origin_base, witnesses, quorum, sweep_every } => {
             init::init(tenants, origin_base, witnesses, *quorum, sweep_every)
         }
-        Command::Sweep { every, json } => sweep::sweep(cli, every.as_deref(), *json),
+        Command::Sweep { every, probe_every, json } => sweep::sweep(cli, every.as_deref(), probe_every, *json),
         Command::Keygen { origin } => keys::keygen(cli, origin),
         Command::Keys { witness_config, print, json } => keys::keys(cli, *witness_config, *print, *json),
         Command::Demo => demo::run(cli, &flags),

@@ -11,6 +11,7 @@ use crate::backend::open_for_signing;
 use crate::config::{Settings, interval};
 use crate::context::cli_build;
 use crate::failure::Failure;
+use crate::high_water::{FileHighWater, probes};
 use crate::keys::PlaneKeys;
 use crate::output::print_json;
 
@@ -35,7 +36,9 @@ struct ProblemRow {
     witness: String,
 }
 
-fn witnesses(settings: &Settings) -> Result<(Vec<Arc<dyn Witness + Send + Sync>>, WitnessQuorum), Failure> {
+type Witnesses = (Vec<Arc<dyn Witness + Send + Sync>>, Vec<TrustedWitness>, WitnessQuorum);
+
+fn witnesses(settings: &Settings) -> Result<Witnesses, Failure> {
     let plane = settings.plane.as_ref().filter(|plane| !plane.witnesses.is_empty()).ok_or_else(|| {
         Failure::Usage(
             "no witness configured: add [[witness]] url and key to agentplane.toml (agentplane init --witness URL=VKEY)"
@@ -43,24 +46,32 @@ fn witnesses(settings: &Settings) -> Result<(Vec<Arc<dyn Witness + Send + Sync>>
         )
     })?;
     let mut clients: Vec<Arc<dyn Witness + Send + Sync>> = Vec::new();
+    let mut keys = Vec::new();
     for entry in &plane.witnesses {
-        let trusted = TrustedWitness::parse(&entry.key)
+        let trusted = agentplane_cli::plane_config::check_witness_key(&entry.key)
             .map_err(|err| Failure::Usage(format!("witness {}: key: {err}", entry.url)))?;
-        let client =
-            HttpWitness::new(&entry.url, vec![trusted]).map_err(|err| Failure::Usage(format!("witness: {err}")))?;
+        let client = HttpWitness::new(&entry.url, vec![trusted.clone()])
+            .map_err(|err| Failure::Usage(format!("witness: {err}")))?;
         clients.push(Arc::new(client));
+        keys.push(trusted);
     }
-    Ok((clients, WitnessQuorum::of(plane.quorum)))
+    Ok((clients, keys, WitnessQuorum::of(plane.quorum)))
 }
 
-fn runtime(settings: &Settings) -> Result<Runtime, Failure> {
+fn runtime(settings: &Settings, probe_every: std::time::Duration) -> Result<Runtime, Failure> {
+    settings.require_named_tenant()?;
     let keys = PlaneKeys::read(&settings.keys)?;
     let store: Arc<dyn Store> = open_for_signing(&settings.store)?;
-    let (clients, quorum) = witnesses(settings)?;
+    let (clients, witness_keys, quorum) = witnesses(settings)?;
+    let probes = settings.plane.as_ref().map(|plane| probes(&plane.witnesses)).transpose()?.unwrap_or_default();
     let mut builder = RuntimeBuilder::new(store)
         .signer(Arc::new(keys.record.clone()))
         .verifier(Arc::new(keys.record_verifier()?))
         .witnesses(clients, quorum)
+        .witness_keys(witness_keys)
+        .witness_probes(probes)
+        .probe_every(probe_every)
+        .high_water(Arc::new(FileHighWater::beside(&settings.keys)))
         .written_by(cli_build().clone());
     for (tenant, origin) in settings.tenants(Some(&keys))? {
         let log = keys.log_for(&origin)?.clone();
@@ -136,9 +147,9 @@ fn round(runtime: &Runtime, settings: &Settings, json: bool) -> Result<bool, Fai
     Ok(attention)
 }
 
-/// `agentplane sweep [--every DURATION]`.
-pub fn sweep(settings: &Settings, every: Option<&str>, json: bool) -> Result<(), Failure> {
-    let runtime = runtime(settings)?;
+/// `agentplane sweep [--every DURATION] [--probe-every DURATION]`.
+pub fn sweep(settings: &Settings, every: Option<&str>, probe_every: &str, json: bool) -> Result<(), Failure> {
+    let runtime = runtime(settings, interval(probe_every)?)?;
     let every = match every {
         None => None,
         Some("") => {

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use witness::Origin;
 
-use super::{Runtime, TenantConfig};
+use super::{Runtime, TenantConfig, WitnessProbe};
 use crate::clock::{Clock, SystemClock};
 use crate::ids::TenantId;
+use crate::log::HighWater;
 use crate::record::Build;
 use crate::signature::{Signer, Verifier};
 use crate::store::Store;
@@ -43,6 +44,20 @@ pub enum BuildError {
     /// also trusts): a quorum counts witnesses, not entries (R-WIT-7).
     #[error("witness {0} is listed twice: a quorum counts distinct witnesses")]
     DuplicateWitness(String),
+    /// Two tenants with one log origin: their checkpoints would be two
+    /// histories of one log, under one name.
+    #[error("tenants {first} and {second} have the same origin {origin}: every tenant's log needs its own")]
+    DuplicateOrigin {
+        /// The origin.
+        origin: String,
+        /// The tenant configured first.
+        first: String,
+        /// The other.
+        second: String,
+    },
+    /// A witness identity has no key among the witness keys.
+    #[error("witness {0} has no key among the witness keys: its cosignatures could not be verified")]
+    WitnessKeyMissing(String),
     /// Witnessing needs every tenant's checkpoints signed.
     #[error("witnesses are configured but tenant {0} has no log key to sign its checkpoints")]
     NoLogKey(String),
@@ -60,7 +75,15 @@ pub struct RuntimeBuilder {
     upcasters: Option<Upcasters>,
     build: Option<Build>,
     clock: Option<Arc<dyn Clock>>,
+    high_water: Option<Arc<dyn HighWater>>,
+    witness_keys: Vec<witness::TrustedWitness>,
+    probes: Vec<Arc<dyn WitnessProbe>>,
+    probe_every: Option<std::time::Duration>,
 }
+
+/// How often the sweep asks the witnesses what they hold when the log has
+/// not grown, unless [`RuntimeBuilder::probe_every`] says otherwise.
+pub const DEFAULT_PROBE_EVERY: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl RuntimeBuilder {
     /// A builder over `store`.
@@ -105,6 +128,37 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The keys the cosignatures of a stored cosigned note are held to
+    /// before the sweep trusts its size or root: when given, every witness
+    /// identity needs one (issue 21). Without them no stored cosigned note
+    /// is trusted: the sweep never skips a round on the store's word.
+    pub fn witness_keys(mut self, keys: Vec<witness::TrustedWitness>) -> Self {
+        self.witness_keys = keys;
+        self
+    }
+
+    /// The plane's high-water mark, kept outside the store: every signature
+    /// the runtime makes is held to it ([`crate::log::sign_head`]).
+    pub fn high_water(mut self, high_water: Arc<dyn HighWater>) -> Self {
+        self.high_water = Some(high_water);
+        self
+    }
+
+    /// How the sweep learns what each witness holds before it signs (the
+    /// monitor endpoint, where served).
+    pub fn witness_probes(mut self, probes: Vec<Arc<dyn WitnessProbe>>) -> Self {
+        self.probes = probes;
+        self
+    }
+
+    /// How often the sweep asks the witnesses what they hold even when the
+    /// log has not grown, so a store put back is found without waiting for
+    /// growth ([`DEFAULT_PROBE_EVERY`] by default).
+    pub fn probe_every(mut self, every: std::time::Duration) -> Self {
+        self.probe_every = Some(every);
+        self
+    }
+
     /// Names the binary that writes (its package name and version), so that a
     /// build-skew refusal can say which binary wrote a journal (R-VER-4).
     /// Defaults to this build of journal-core.
@@ -130,6 +184,15 @@ impl RuntimeBuilder {
                 return Err(BuildError::DuplicateTenant(tenant.tenant.to_string()));
             }
         }
+        for (i, tenant) in self.tenants.iter().enumerate() {
+            if let Some(other) = self.tenants.iter().skip(i + 1).find(|other| other.origin == tenant.origin) {
+                return Err(BuildError::DuplicateOrigin {
+                    origin: tenant.origin.to_string(),
+                    first: tenant.tenant.to_string(),
+                    second: other.tenant.to_string(),
+                });
+            }
+        }
         let mut identities = std::collections::BTreeSet::new();
         let mut endpoints = std::collections::BTreeSet::new();
         for witness in &self.witnesses {
@@ -139,6 +202,14 @@ impl RuntimeBuilder {
             for identity in witness.identities() {
                 if !identities.insert(identity.clone()) {
                     return Err(BuildError::DuplicateWitness(format!("{} ({:08x})", identity.name, identity.key_id)));
+                }
+                if !self.witness_keys.is_empty()
+                    && !self
+                        .witness_keys
+                        .iter()
+                        .any(|key| key.name() == identity.name && key.key_id() == identity.key_id)
+                {
+                    return Err(BuildError::WitnessKeyMissing(format!("{} ({:08x})", identity.name, identity.key_id)));
                 }
             }
         }
@@ -166,6 +237,11 @@ impl RuntimeBuilder {
             upcasters: self.upcasters.unwrap_or_else(Upcasters::builtin).read_by(build.clone()),
             build,
             clock: self.clock.unwrap_or_else(|| Arc::new(SystemClock)),
+            high_water: self.high_water,
+            witness_keys: self.witness_keys,
+            probes: self.probes,
+            probe_every: self.probe_every.unwrap_or(DEFAULT_PROBE_EVERY),
+            last_probe: std::sync::Mutex::new(std::collections::HashMap::new()),
         })
     }
 }

@@ -23,7 +23,7 @@ use witness::Origin;
 pub use crate::run_state::{RunStatus, TimeWindow, charge, cost_in};
 pub use builder::{BuildError, RuntimeBuilder};
 pub use handle::{Admission, EffectOutput, RunHandle};
-pub use sweep::{SweepOutcome, SweepReport};
+pub use sweep::{SweepOutcome, SweepReport, WitnessProbe, WitnessViews, ask_witnesses, verify_cosigned_note};
 
 use crate::chain::ChainCheck;
 use crate::clock::Clock;
@@ -104,6 +104,16 @@ pub struct Runtime {
     build: Build,
     /// Where the time on every record comes from.
     clock: Arc<dyn Clock>,
+    /// The plane's record of the last tree it signed per origin, outside the store.
+    high_water: Option<Arc<dyn crate::log::HighWater>>,
+    /// The keys a stored cosigned note's cosignatures are held to.
+    witness_keys: Vec<witness::TrustedWitness>,
+    /// How the sweep learns what each witness holds before it signs.
+    probes: Vec<Arc<dyn WitnessProbe>>,
+    /// How often the sweep asks the witnesses even when the log has not grown.
+    probe_every: std::time::Duration,
+    /// When each tenant's witnesses were last asked.
+    last_probe: std::sync::Mutex<std::collections::HashMap<TenantId, std::time::Instant>>,
 }
 
 impl Runtime {
@@ -134,6 +144,11 @@ impl Runtime {
     /// The store.
     pub fn store(&self) -> &dyn Store {
         self.store.as_ref()
+    }
+
+    /// The plane's high-water mark, when one was given.
+    pub fn high_water(&self) -> Option<&dyn crate::log::HighWater> {
+        self.high_water.as_deref()
     }
 
     /// The configured witnesses and quorum.

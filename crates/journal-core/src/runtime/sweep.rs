@@ -1,12 +1,160 @@
 //! The witnessing sweep (R-WIT-8, R-WIT-9): off the run path, the tenant's
 //! checkpoint is signed now and submitted to the witnesses with proofs from
 //! the log view; the round is held to the quorum.
+//!
+//! Before it signs, a round verifies every cosigned note the store keeps
+//! (an unverifiable one is an integrity alarm, never a reason to skip), and
+//! asks each witness what it holds ([`WitnessProbe`]): a head that does not
+//! extend what any witness holds is refused before anything is signed or
+//! sent (issue 22: a store put back from a backup).
+
+use tlog::Tree;
+use witness::Origin;
 
 use super::{Runtime, RuntimeError};
 use crate::error::JournalError;
 use crate::ids::TenantId;
-use crate::log::{LogView, sign_current_head};
+use crate::log::{HighWater, HighWaterMark, LogView, sign_current_head};
 use crate::store::SignedTree;
+
+/// How the plane learns what one witness holds for an origin before it
+/// signs: the witness's monitor endpoint where it serves one (R-WIT-4).
+pub trait WitnessProbe: Send + Sync {
+    /// A name for reports: the URL.
+    fn endpoint(&self) -> &str;
+    /// The latest tree this witness cosigned for `origin`, its cosignatures
+    /// verified with the keys the plane trusts; `Ok(None)` when it holds
+    /// nothing for the origin or serves no monitor endpoint.
+    fn latest(&self, origin: &Origin) -> Result<Option<Tree>, witness::WitnessError>;
+}
+
+/// What the witnesses answered when asked what they hold ([`ask_witnesses`]).
+#[derive(Debug, Default)]
+pub struct WitnessViews {
+    /// The trees witnesses hold, by witness.
+    pub held: Vec<(String, Tree)>,
+    /// How many witnesses answered (holding something or nothing).
+    pub answered: usize,
+    /// The witnesses that could not be asked, and why.
+    pub failures: Vec<(String, witness::WitnessError)>,
+}
+
+/// Before the plane signs `view`'s head for `origin`: asks every probe what
+/// its witness holds, and refuses ([`JournalError::WouldSignRollback`]) a
+/// head smaller than, or not extending, any of it. When the plane's
+/// high-water mark of the origin is lost, it is raised to the largest tree a
+/// witness holds (at least one witness must answer; else the refusal says
+/// so), so the next signature is held to what the witnesses saw.
+pub fn ask_witnesses(
+    view: &LogView<'_>,
+    origin: &Origin,
+    probes: &[std::sync::Arc<dyn WitnessProbe>],
+    high_water: Option<&dyn HighWater>,
+) -> Result<WitnessViews, JournalError> {
+    let tenant = view.tenant();
+    let refuse = |reason: String| JournalError::WouldSignRollback { tenant: tenant.clone(), reason };
+    let head = view.head()?.tree;
+    let mut views = WitnessViews::default();
+    for probe in probes {
+        match probe.latest(origin) {
+            Ok(held) => {
+                views.answered += 1;
+                if let Some(tree) = held {
+                    views.held.push((probe.endpoint().to_owned(), tree));
+                }
+            }
+            Err(err) => {
+                tracing::warn!(witness = probe.endpoint(), origin = %origin, "asking the witness what it holds: {err}");
+                views.failures.push((probe.endpoint().to_owned(), err));
+            }
+        }
+    }
+    for (witness, held) in &views.held {
+        let extends = head.extends_with(held, |old, new| view.consistency(old, new).map(|c| c.proof));
+        if let Err(err) = extends {
+            let why = match err {
+                tlog::ExtendsError::Verify(tlog::VerifyError::Shrinks { .. }) => "it is smaller".to_owned(),
+                tlog::ExtendsError::Verify(tlog::VerifyError::SameSizeDifferentRoots { .. }) => {
+                    "it has another root at that size".to_owned()
+                }
+                err => format!("it does not extend it: {err}"),
+            };
+            return Err(refuse(format!(
+                "witness {witness} holds size {} (root {}) of {origin}; this store's log has size {} (root {}) and \
+                 {why}: a store older than what the witnesses cosigned is in place, or its history was \
+                 rewritten. Nothing was signed or sent. Put the store the plane last signed from back in place, \
+                 then run `agentplane verify`",
+                held.size, held.root, head.size, head.root
+            )));
+        }
+    }
+    if let Some(high_water) = high_water
+        && let HighWaterMark::Lost { reason } = high_water.last(origin).map_err(|err| refuse(err.to_string()))?
+    {
+        if views.answered == 0 {
+            return Err(refuse(format!(
+                "the plane's record of its last signature is lost ({reason}), and no witness could be asked what \
+                 it holds: nothing was signed. Make a witness reachable, or restore {} from a backup",
+                high_water.location()
+            )));
+        }
+        let largest = views.held.iter().map(|(_, tree)| *tree).max_by_key(|tree| tree.size);
+        let mark = largest.unwrap_or_else(|| Tree::new(0, tlog::RootHash::empty()));
+        tracing::warn!(
+            origin = %origin,
+            size = mark.size,
+            "the plane's record of its last signature was lost ({reason}); {} witnesses answered: it starts again \
+             from the largest tree they hold",
+            views.answered
+        );
+        high_water.raise(origin, mark).map_err(|err| refuse(err.to_string()))?;
+    }
+    Ok(views)
+}
+
+/// Verifies one stored cosigned note before its size or root is trusted:
+/// the log's signature with `log_key`, its checkpoint of `origin` and of
+/// `tree` (the tree kept beside it), and cosignatures by at least `quorum`
+/// distinct keys among `witness_keys`. Why not, when it does not verify.
+pub fn verify_cosigned_note(
+    note: &str,
+    tree: Tree,
+    origin: &Origin,
+    log_key: &witness::VerifierKey,
+    witness_keys: &[witness::TrustedWitness],
+    quorum: usize,
+) -> Result<(), String> {
+    let (signed, verified) = witness::SignedCheckpoint::open(note.as_bytes(), &[log_key as &dyn witness::NoteVerifier])
+        .map_err(|err| format!("the log's signature does not verify: {err}"))?;
+    let checkpoint = signed.checkpoint();
+    if checkpoint.origin() != origin.as_str() {
+        return Err(format!("its checkpoint is of origin {}, not {origin}", checkpoint.origin()));
+    }
+    if checkpoint.tree() != tree {
+        return Err(format!(
+            "its checkpoint is of size {} (root {}), the tree kept beside it of size {} (root {})",
+            checkpoint.tree().size,
+            checkpoint.tree().root,
+            tree.size,
+            tree.root
+        ));
+    }
+    let report = witness::verify_cosignatures(verified.text(), verified.other_signatures(), witness_keys)
+        .map_err(|err| format!("a cosignature does not verify: {err}"))?;
+    // A quorum counts distinct keys, not names.
+    let mut keys: Vec<&[u8]> = report
+        .valid
+        .iter()
+        .filter_map(|c| witness_keys.iter().find(|k| k.name() == c.name && k.key_id() == c.key_id))
+        .map(|k| k.verifier_key().public_key())
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    if keys.len() < quorum {
+        return Err(format!("{} trusted witnesses cosigned it; the quorum is {quorum}", keys.len()));
+    }
+    Ok(())
+}
 
 /// A round held, or why the plane refused to sign.
 type Round = Result<(witness::SignedCheckpoint, witness::QuorumOutcome), String>;
@@ -92,11 +240,68 @@ fn integrity(tenant: &TenantId, tree: tlog::Tree, what: &str) {
 }
 
 impl Runtime {
+    /// Verifies every cosigned note the store keeps for the tenant (issue
+    /// 21); the tree of the last one, or why a note does not verify.
+    fn verified_cosigned(
+        &self,
+        config: &super::TenantConfig,
+        log_key: &witness::LogKey,
+    ) -> Result<Option<Tree>, String> {
+        let verifier = log_key.verifier_key();
+        let rows = self.store.cosigned_checkpoints(&config.tenant).map_err(|err| err.to_string())?;
+        let mut last: Option<Tree> = None;
+        for (i, row) in rows.iter().enumerate() {
+            verify_cosigned_note(
+                &row.note,
+                row.tree,
+                &config.origin,
+                &verifier,
+                &self.witness_keys,
+                if self.witness_keys.is_empty() { 0 } else { self.quorum.needed() },
+            )
+            .map_err(|why| {
+                format!(
+                    "the store's cosigned checkpoint #{} (size {}) does not verify ({why}): the store was written \
+                     behind the plane's back; nothing was signed or sent (run `agentplane verify`)",
+                    i + 1,
+                    row.tree.size
+                )
+            })?;
+            if let Some(before) = last
+                && before.size > row.tree.size
+            {
+                return Err(format!(
+                    "the store's cosigned checkpoints go backwards (size {} after {}): nothing was signed or sent",
+                    row.tree.size, before.size
+                ));
+            }
+            last = Some(row.tree);
+        }
+        // Without witness keys no cosignature was checked: trust nothing.
+        Ok(last.filter(|_| !self.witness_keys.is_empty()))
+    }
+
+    /// Whether the tenant's witnesses are due to be asked what they hold.
+    fn probe_due(&self, tenant: &TenantId) -> bool {
+        match self.last_probe.lock() {
+            Ok(last) => last.get(tenant).is_none_or(|at| at.elapsed() >= self.probe_every),
+            Err(_) => true,
+        }
+    }
+
+    fn probed(&self, tenant: &TenantId) {
+        if let Ok(mut last) = self.last_probe.lock() {
+            last.insert(tenant.clone(), std::time::Instant::now());
+        }
+    }
+
     /// Signs the tenant's current head (never a rollback) and holds one
     /// round: the tree, its signed note, and the outcome; or why the plane
     /// refused to sign.
     fn round(&self, config: &super::TenantConfig, log_key: &witness::LogKey) -> Result<Round, RuntimeError> {
-        let (view, signed) = match sign_current_head(self.store.as_ref(), &config.tenant, &config.origin, log_key) {
+        let signing =
+            sign_current_head(self.store.as_ref(), &config.tenant, &config.origin, log_key, self.high_water.as_deref());
+        let (view, signed) = match signing {
             Ok(signed) => signed,
             Err(JournalError::WouldSignRollback { reason, .. }) => return Ok(Err(reason)),
             Err(err) => return Err(err.into()),
@@ -109,8 +314,12 @@ impl Runtime {
 
     /// Submits the tenant's current checkpoint, signed now, to the configured
     /// witnesses and holds the round to the quorum. Off the run path: call it
-    /// periodically. A round is skipped when the log has not grown since the
-    /// last round that met the bar; a shortfall or an integrity refusal is
+    /// periodically. Every stored cosigned note is verified first (one that
+    /// does not verify is an integrity refusal); a round is skipped when the
+    /// log has not grown since the last round that met the bar, unless the
+    /// witnesses are due to be asked what they hold
+    /// ([`super::RuntimeBuilder::probe_every`]); before signing, a head that
+    /// does not extend what a witness holds is refused; a shortfall or an integrity refusal is
     /// reported (`needs_attention`), and an integrity refusal is also logged to
     /// the tracing target `agentplane.witness.integrity`.
     pub fn sweep(&self, tenant: &TenantId) -> Result<SweepReport, RuntimeError> {
@@ -126,25 +335,51 @@ impl Runtime {
         if self.witnesses.is_empty() {
             return Ok(report(SweepOutcome::NoWitnesses));
         }
-        // The last round that met the bar, kept in the store: the same tree is
-        // skipped; the same size (or less) with another tree is a rewrite.
-        let last_met = self.store.cosigned_checkpoints(tenant)?.pop().map(|met| met.tree);
-        if let Some(met) = last_met {
-            if met == head.tree {
-                return Ok(report(SweepOutcome::Skipped { size: head.tree.size }));
-            }
-            if met.size >= head.tree.size {
-                let reason = format!(
-                    "the log has {} sealed runs with root {}; a quorum cosigned size {} with root {}: its history was rewritten",
-                    head.tree.size, head.tree.root, met.size, met.root
-                );
-                integrity(tenant, head.tree, &reason);
-                return Ok(report(SweepOutcome::RefusedToSign { reason }));
-            }
-        }
+        let refused = |reason: String| {
+            integrity(tenant, head.tree, &format!("the plane refused to sign its own log: {reason}"));
+            Ok(report(SweepOutcome::RefusedToSign { reason }))
+        };
         let log_key = config.log_key.as_ref().ok_or_else(|| {
             RuntimeError::Checkpoint(format!("tenant {tenant} has no log key to sign its checkpoints"))
         })?;
+        if head.source.has_holes() {
+            return refused(
+                "its positions have holes: sealed runs were removed behind the store (run `agentplane audit`)".into(),
+            );
+        }
+        // The rounds that met the bar, kept in the store: each note verified
+        // before its size or root is trusted (a forged row is an alarm).
+        let last_met = match self.verified_cosigned(config, log_key) {
+            Ok(last_met) => last_met,
+            Err(reason) => return refused(reason),
+        };
+        let probe_due = self.probe_due(tenant);
+        if let Some(met) = last_met {
+            if met == head.tree && !probe_due {
+                return Ok(report(SweepOutcome::Skipped { size: head.tree.size }));
+            }
+            if met.size >= head.tree.size && met != head.tree {
+                return refused(format!(
+                    "the log has {} sealed runs with root {}; a quorum cosigned size {} with root {}: its history was rewritten",
+                    head.tree.size, head.tree.root, met.size, met.root
+                ));
+            }
+            if let Err(err) = head.tree.extends_with(&met, |old, new| view.consistency(old, new).map(|c| c.proof)) {
+                return refused(format!(
+                    "the log of {} does not extend the checkpoint of {} a quorum cosigned ({err}): its history was rewritten",
+                    head.tree.size, met.size
+                ));
+            }
+        }
+        // Ask the witnesses what they hold before anything is signed.
+        match ask_witnesses(&view, &config.origin, &self.probes, self.high_water.as_deref()) {
+            Ok(_) => self.probed(tenant),
+            Err(JournalError::WouldSignRollback { reason, .. }) => return refused(reason),
+            Err(err) => return Err(err.into()),
+        }
+        if last_met == Some(head.tree) {
+            return Ok(report(SweepOutcome::Skipped { size: head.tree.size }));
+        }
         drop(view);
         let mut round = self.round(config, log_key)?;
         // Another instance had the witnesses cosign more of this log: sign the

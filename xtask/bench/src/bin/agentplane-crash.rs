@@ -123,7 +123,7 @@ fn write(store: &str, writers: usize, prefix: &str) -> Result<()> {
         }
         let checkpoints = scope.spawn(|| -> Result<()> {
             while !stop.load(Ordering::Relaxed) {
-                let (_, signed) = journal_core::log::sign_current_head(store.as_ref(), &tenant, &origin, &log)?;
+                let (_, signed) = journal_core::log::sign_current_head(store.as_ref(), &tenant, &origin, &log, None)?;
                 say(format!("checkpoint {}", base64::engine::general_purpose::STANDARD.encode(signed.note())))?;
                 std::thread::sleep(Duration::from_millis(5));
             }

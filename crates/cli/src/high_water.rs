@@ -1,0 +1,202 @@
+//! The plane's high-water mark: the last tree it signed per origin, kept in
+//! a file beside its key file, never in the store (issue 22). A store put
+//! back from a backup brings its own record of what the plane signed back
+//! with it; this file stays where it is, so signing from an older store is
+//! refused ([`journal_core::log::sign_head`]).
+//!
+//! ```text
+//! # agentplane high-water mark: ...
+//! <origin> <size> <root hex>       (the last tree signed for that origin)
+//! <origin> never                   (nothing signed yet)
+//! ```
+//!
+//! An origin with no line (or no file at all) is lost: the plane then asks
+//! its witnesses before it signs again.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use journal_core::Origin;
+use journal_core::log::{HighWater, HighWaterError, HighWaterMark};
+use tlog::{RootHash, Tree};
+
+const HEADER: &str = "# agentplane high-water mark: the last tree this plane signed per origin.\n\
+# Keep it beside the key file; never put an older copy back (it is what catches an older store put back).\n";
+
+/// The high-water file of the key file at `keys`.
+pub fn path_beside(keys: &Path) -> PathBuf {
+    keys.with_extension("highwater")
+}
+
+/// The mark in a file.
+pub struct FileHighWater {
+    path: PathBuf,
+    lock: Mutex<()>,
+}
+
+enum Entry {
+    Never,
+    Signed(Tree),
+}
+
+impl FileHighWater {
+    /// The mark kept at `path`.
+    pub fn at(path: PathBuf) -> Self {
+        Self { path, lock: Mutex::new(()) }
+    }
+
+    /// The mark beside the key file at `keys`.
+    pub fn beside(keys: &Path) -> Self {
+        Self::at(path_beside(keys))
+    }
+
+    /// Writes a new mark in which nothing is signed yet for `origins`
+    /// (`init`, `keygen`); refuses to overwrite one.
+    pub fn create(keys: &Path, origins: &[Origin]) -> Result<(), HighWaterError> {
+        let path = path_beside(keys);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        let mut file = options.open(&path).map_err(|err| io(&path, &err))?;
+        let mut body = HEADER.to_owned();
+        for origin in origins {
+            body.push_str(&format!("{origin} never\n"));
+        }
+        file.write_all(body.as_bytes()).map_err(|err| io(&path, &err))?;
+        file.sync_all().map_err(|err| io(&path, &err))?;
+        sync_dir(&path)
+    }
+
+    fn read(&self) -> Result<Option<Vec<(String, Entry)>>, HighWaterError> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(io(&self.path, &err)),
+        };
+        let damaged = |line: usize, reason: &str| HighWaterError::Damaged {
+            path: self.path.display().to_string(),
+            reason: format!("line {line}: {reason}"),
+        };
+        let mut entries = Vec::new();
+        for (i, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let entry = match words.as_slice() {
+                [origin, "never"] => (origin.to_string(), Entry::Never),
+                [origin, size, root] => {
+                    let size = size.parse::<u64>().map_err(|_| damaged(i, "the size is not a number"))?;
+                    let root = RootHash::from_hex(root).map_err(|_| damaged(i, "the root is not 64 hex digits"))?;
+                    (origin.to_string(), Entry::Signed(Tree::new(size, root)))
+                }
+                _ => return Err(damaged(i, "expected `ORIGIN SIZE ROOT` or `ORIGIN never`")),
+            };
+            entries.push(entry);
+        }
+        Ok(Some(entries))
+    }
+
+    fn write(&self, entries: &[(String, Entry)]) -> Result<(), HighWaterError> {
+        let mut body = HEADER.to_owned();
+        for (origin, entry) in entries {
+            match entry {
+                Entry::Never => body.push_str(&format!("{origin} never\n")),
+                Entry::Signed(tree) => body.push_str(&format!("{origin} {} {}\n", tree.size, tree.root)),
+            }
+        }
+        let mut temporary = self.path.clone().into_os_string();
+        temporary.push(".new");
+        let temporary = PathBuf::from(temporary);
+        let mut file = std::fs::File::create(&temporary).map_err(|err| io(&temporary, &err))?;
+        file.write_all(body.as_bytes()).map_err(|err| io(&temporary, &err))?;
+        file.sync_all().map_err(|err| io(&temporary, &err))?;
+        drop(file);
+        std::fs::rename(&temporary, &self.path).map_err(|err| io(&self.path, &err))?;
+        sync_dir(&self.path)
+    }
+}
+
+fn io(path: &Path, err: &std::io::Error) -> HighWaterError {
+    HighWaterError::Io { path: path.display().to_string(), reason: err.to_string() }
+}
+
+/// Makes a rename durable: the directory's entry is synced too.
+fn sync_dir(path: &Path) -> Result<(), HighWaterError> {
+    #[cfg(unix)]
+    {
+        let dir = match path.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir,
+            _ => Path::new("."),
+        };
+        std::fs::File::open(dir).and_then(|dir| dir.sync_all()).map_err(|err| io(dir, &err))?;
+    }
+    #[cfg(not(unix))]
+    let _ = path;
+    Ok(())
+}
+
+impl HighWater for FileHighWater {
+    fn last(&self, origin: &Origin) -> Result<HighWaterMark, HighWaterError> {
+        let Some(entries) = self.read()? else {
+            return Ok(HighWaterMark::Lost { reason: format!("{} is missing", self.path.display()) });
+        };
+        Ok(match entries.into_iter().find(|(o, _)| o == origin.as_str()) {
+            Some((_, Entry::Never)) => HighWaterMark::Never,
+            Some((_, Entry::Signed(tree))) => HighWaterMark::Signed(tree),
+            None => HighWaterMark::Lost { reason: format!("{} has no line for {origin}", self.path.display()) },
+        })
+    }
+
+    fn raise(&self, origin: &Origin, tree: Tree) -> Result<(), HighWaterError> {
+        let _held = self.lock.lock().map_err(|_| HighWaterError::Io {
+            path: self.path.display().to_string(),
+            reason: "a thread writing it panicked".into(),
+        })?;
+        let mut entries = self.read()?.unwrap_or_default();
+        match entries.iter_mut().find(|(o, _)| o == origin.as_str()) {
+            Some((_, Entry::Signed(old))) if old.size > tree.size || *old == tree => return Ok(()),
+            Some((_, entry)) => *entry = Entry::Signed(tree),
+            None => entries.push((origin.to_string(), Entry::Signed(tree))),
+        }
+        self.write(&entries)
+    }
+
+    fn location(&self) -> String {
+        self.path.display().to_string()
+    }
+}
+
+/// Asks a witness what it holds through its monitor endpoint (R-WIT-4),
+/// its cosignatures verified with the key the plane trusts.
+pub struct ReaderProbe(witness::WitnessReader);
+
+impl journal_core::runtime::WitnessProbe for ReaderProbe {
+    fn endpoint(&self) -> &str {
+        self.0.endpoint()
+    }
+
+    fn latest(&self, origin: &Origin) -> Result<Option<Tree>, witness::WitnessError> {
+        match self.0.latest(origin.as_str()) {
+            Ok(cosigned) => Ok(Some(cosigned.checkpoint.tree())),
+            // Nothing cosigned yet, or no monitor endpoint served.
+            Err(witness::WitnessError::NothingCosigned { .. }) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// A probe per configured witness.
+pub fn probes(
+    entries: &[crate::config::WitnessEntry],
+) -> Result<Vec<std::sync::Arc<dyn journal_core::runtime::WitnessProbe>>, crate::failure::Failure> {
+    let mut probes: Vec<std::sync::Arc<dyn journal_core::runtime::WitnessProbe>> = Vec::new();
+    for entry in entries {
+        let trusted = agentplane_cli::plane_config::check_witness_key(&entry.key)
+            .map_err(|err| crate::failure::Failure::Usage(format!("witness {}: {err}", entry.url)))?;
+        let reader = witness::WitnessReader::new(&entry.url, vec![trusted])
+            .map_err(|err| crate::failure::Failure::Usage(format!("witness {}: {err}", entry.url)))?;
+        probes.push(std::sync::Arc::new(ReaderProbe(reader)));
+    }
+    Ok(probes)
+}

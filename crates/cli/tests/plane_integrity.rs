@@ -1,0 +1,302 @@
+//! Issue 22 (and the sweep's part of issue 21), end to end on the
+//! `agentplane` binary, a redb file and witness servers over real HTTP: the
+//! plane never signs two histories (R-WIT-1, R-WIT-6, R-WIT-9, R-LOG-2).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+use std::io::{Read as _, Write as _};
+use std::path::Path;
+use std::process::{Command, Output};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::Value;
+
+fn agentplane(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agentplane")).current_dir(dir).args(args).output().unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = agentplane(dir, args);
+    assert!(out.status.success(), "agentplane {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn fails(dir: &Path, args: &[&str], code: i32) -> String {
+    let out = agentplane(dir, args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "agentplane {args:?}: {stderr}");
+    stderr
+}
+
+fn json(dir: &Path, args: &[&str]) -> Value {
+    serde_json::from_str(&ok(dir, args)).unwrap()
+}
+
+struct Witness {
+    server: witness_server::WitnessServer,
+    vkey: String,
+    _state: tempfile::TempDir,
+}
+
+/// A witness server over HTTP watching the `shop` log of the plane in `dir`,
+/// added to the plane's configuration (quorum 1).
+fn witnessed_plane(dir: &Path) -> Witness {
+    ok(dir, &["init", "--tenant-name", "shop"]);
+    let keys = json(dir, &["--tenant", "shop", "keys", "--json"]);
+    let log = witness_server::LogConfig {
+        origin: keys["origin"].as_str().unwrap().to_owned(),
+        keys: vec![witness::VerifierKey::parse(keys["log_key"].as_str().unwrap()).unwrap()],
+    };
+    let cosigner = witness::Cosigner::new(
+        witness::SignerKey::from_seed("integrity.test/w0", witness::ALG_COSIGNATURE_V1, [77; 32]).unwrap(),
+    )
+    .unwrap();
+    let vkey = cosigner.verifier_key().to_string();
+    let state = tempfile::tempdir().unwrap();
+    let config = witness_server::WitnessConfig {
+        cosigner,
+        logs: vec![log],
+        clock: std::sync::Arc::new(witness_server::SystemClock),
+    };
+    let server = witness_server::WitnessServer::start(config, &state.path().join("w.redb"), "127.0.0.1:0").unwrap();
+    let mut config = std::fs::read_to_string(dir.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
+    config.push_str(&format!("\n[[witness]]\nurl = \"{}\"\nkey = \"{vkey}\"\n", server.url()));
+    std::fs::write(dir.join("agentplane.toml"), config).unwrap();
+    Witness { server, vkey, _state: state }
+}
+
+/// The tree the witness holds for the plane's origin, read over HTTP.
+fn witness_holds(witness: &Witness, origin: &str) -> tlog::Tree {
+    let reader = witness::WitnessReader::new(
+        &witness.server.url(),
+        vec![witness::TrustedWitness::parse(&witness.vkey).unwrap()],
+    )
+    .unwrap();
+    reader.latest(origin).unwrap().checkpoint.tree()
+}
+
+fn sweep(dir: &Path) -> (Option<i32>, Value, String) {
+    let out = agentplane(dir, &["sweep", "--json"]);
+    let report = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code(), report, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// A typo in `--tenant` never signs a second history: every command that
+/// writes or signs refuses a tenant the configuration does not name (exit 2,
+/// naming the configured ones), in a one-tenant plane and in the demo's own.
+#[test]
+fn r_wit_9_an_unnamed_tenant_is_refused_by_every_command_that_writes_or_signs() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    ok(plane, &["--tenant", "shop", "demo"]);
+    let signed = json(plane, &["--tenant", "shop", "checkpoint", "--json"]);
+    let run = ok(plane, &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
+    for args in [
+        vec!["--tenant", "shpo", "demo"],
+        vec!["--tenant", "shpo", "checkpoint"],
+        vec!["--tenant", "shpo", "export", &run, "-o", "x.export"],
+        vec!["--tenant", "shpo", "fork", &run, "--at", "2"],
+        vec!["--tenant", "shpo", "sweep"],
+    ] {
+        let stderr = fails(plane, &args, 2);
+        assert!(stderr.contains("shpo") && stderr.contains("configured tenants are: shop"), "{args:?}: {stderr}");
+    }
+    assert!(!plane.join("x.export").exists());
+    // Nothing was signed for the typo: shop's log is the only one.
+    assert_eq!(json(plane, &["--tenant", "shop", "checkpoint", "--json"])["root"], signed["root"]);
+
+    // The demo's own plane names `default` alone.
+    let root = tempfile::tempdir().unwrap();
+    ok(root.path(), &["demo"]);
+    let stderr = fails(root.path(), &["--tenant", "nobody", "demo"], 2);
+    assert!(stderr.contains("configured tenants are: default"), "{stderr}");
+}
+
+/// Tenant names are plain and unique, origins unique across tenants: at
+/// `init`, at configuration load (any command), and in `RuntimeBuilder`.
+#[test]
+fn tenant_names_and_origins_are_checked_at_init_and_at_load() {
+    for bad in ["a/b", "a..b", "a b", ""] {
+        let dir = tempfile::tempdir().unwrap();
+        let stderr = fails(dir.path(), &["init", "--tenant-name", bad], 2);
+        assert!(stderr.contains("tenant"), "{bad:?}: {stderr}");
+        assert!(!dir.path().join("agentplane.key").exists(), "{bad:?}: nothing is written");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    fails(dir.path(), &["init", "--tenant-name", "shop", "--tenant-name", "shop"], 2);
+
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["init", "--tenant-name", "shop", "--tenant-name", "search"]);
+    let config = std::fs::read_to_string(dir.path().join("agentplane.toml")).unwrap();
+    let same = config.replace("agentplane.local/plane/search", "agentplane.local/plane/shop");
+    std::fs::write(dir.path().join("agentplane.toml"), same).unwrap();
+    let stderr = fails(dir.path(), &["--tenant", "search", "demo"], 2);
+    assert!(stderr.contains("same origin"), "{stderr}");
+    let stderr = fails(dir.path(), &["runs"], 2);
+    assert!(stderr.contains("same origin"), "{stderr}");
+}
+
+/// A witness key of a type this build cannot verify (ML-DSA-44, 0x06) is
+/// refused at `init` and at configuration load, naming the type.
+#[test]
+fn r_wit_3_an_ml_dsa_witness_key_is_refused_naming_its_type() {
+    let public = vec![7u8; 1312];
+    let id = witness::key_id("mldsa.test/w", witness::ALG_ML_DSA_44, &public);
+    let mut encoded = vec![witness::ALG_ML_DSA_44];
+    encoded.extend_from_slice(&public);
+    let vkey = format!("mldsa.test/w+{id:08x}+{}", STANDARD.encode(&encoded));
+    witness::VerifierKey::parse(&vkey).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = fails(dir.path(), &["init", "--witness", &format!("http://127.0.0.1:9={vkey}")], 2);
+    assert!(stderr.contains("0x06") && stderr.contains("ML-DSA-44"), "{stderr}");
+    assert!(!dir.path().join("agentplane.toml").exists());
+
+    ok(dir.path(), &["init"]);
+    let mut config =
+        std::fs::read_to_string(dir.path().join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
+    config.push_str(&format!("\n[[witness]]\nurl = \"http://127.0.0.1:9\"\nkey = \"{vkey}\"\n"));
+    std::fs::write(dir.path().join("agentplane.toml"), config).unwrap();
+    let stderr = fails(dir.path(), &["sweep"], 2);
+    assert!(stderr.contains("0x06"), "{stderr}");
+}
+
+/// An older store put back (a restored backup): `demo`, `checkpoint` and
+/// `sweep` sign nothing, exit 1 and say why; the witness still holds the
+/// newer tree, and the plane's high-water mark is unchanged.
+#[test]
+fn r_wit_6_r_log_2_a_restored_backup_is_never_signed_on_redb() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    let (code, report, stderr) = sweep(plane);
+    assert_eq!((code, report["outcome"].as_str()), (Some(0), Some("met")), "{stderr}");
+    std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
+    ok(plane, &["demo"]);
+    let (code, report, stderr) = sweep(plane);
+    assert_eq!((code, report["outcome"].as_str()), (Some(0), Some("met")), "{stderr}");
+    let origin = "agentplane.local/plane/shop";
+    let held = witness_holds(&witness, origin);
+    let mark = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
+    assert!(mark.contains(&format!("{origin} {} {}", held.size, held.root)), "{mark}");
+
+    std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
+    // Before any growth: the sweep asks the witness, which holds more.
+    let (code, report, stderr) = sweep(plane);
+    assert_eq!(code, Some(1), "{report} {stderr}");
+    assert_eq!(report["outcome"], "refused_to_sign", "{report}");
+    assert!(stderr.contains("agentplane.witness.integrity"), "{stderr}");
+    let stderr = fails(plane, &["checkpoint"], 1);
+    assert!(stderr.contains("a store older than the plane's last signature is in place"), "{stderr}");
+    // Two demos later the restored store is of the size the plane signed, with another root.
+    let stderr = fails(plane, &["demo"], 1);
+    assert!(stderr.contains("a store older than the plane's last signature is in place"), "{stderr}");
+    let stderr = fails(plane, &["checkpoint"], 1);
+    assert!(stderr.contains("a store older than the plane's last signature is in place"), "{stderr}");
+    let (code, report, stderr) = sweep(plane);
+    assert_eq!((code, report["outcome"].as_str()), (Some(1), Some("refused_to_sign")), "{stderr}");
+    assert_eq!(witness_holds(&witness, origin), held, "nothing new reached the witness");
+    assert_eq!(std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap(), mark);
+}
+
+/// The high-water file lost: the plane says so and asks the witness before
+/// it signs; an honest store is signed (and the mark written again), an
+/// older one put back is refused on what the witness holds.
+#[test]
+fn r_wit_6_a_lost_high_water_mark_asks_the_witnesses_before_signing() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+
+    let held = witness_holds(&witness, "agentplane.local/plane/shop");
+    std::fs::remove_file(plane.join("agentplane.highwater")).unwrap();
+    let out = agentplane(plane, &["checkpoint"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("is lost") && stderr.contains("asking the 1 configured witnesses"), "{stderr}");
+    let mark = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
+    assert!(mark.contains(&format!(" {} {}", held.size, held.root)), "{mark}");
+
+    std::fs::remove_file(plane.join("agentplane.highwater")).unwrap();
+    std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
+    let stderr = fails(plane, &["checkpoint"], 1);
+    assert!(stderr.contains(&format!("holds size {}", held.size)), "{stderr}");
+    let (code, report, _) = sweep(plane);
+    assert_eq!((code, report["outcome"].as_str()), (Some(1), Some("refused_to_sign")));
+}
+
+/// A forged `cosigned_checkpoints` row claiming the current head never
+/// silences witnessing: the sweep and `checkpoint --cosigned` verify every
+/// kept note first, and an unverifiable one is an integrity alarm (exit 1).
+#[test]
+fn r_wit_9_a_forged_cosigned_row_is_an_integrity_alarm_not_a_skip() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let _witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    ok(plane, &["checkpoint", "--cosigned"]);
+    ok(plane, &["demo"]);
+    {
+        use journal_core::Store as _;
+        let store = store_redb::RedbStore::open(&plane.join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("shop").unwrap();
+        let head = journal_core::LogView::open(&store, &tenant).unwrap().head().unwrap().tree;
+        store
+            .record_cosigned_checkpoint(
+                &tenant,
+                journal_core::store::SignedTree { tree: head, note: "forged\n".into() },
+            )
+            .unwrap();
+    }
+    let (code, report, stderr) = sweep(plane);
+    assert_eq!(code, Some(1), "{report} {stderr}");
+    assert_eq!(report["outcome"], "refused_to_sign", "{report}");
+    assert_eq!(report["needs_attention"], true);
+    assert!(stderr.contains("agentplane.witness.integrity") && stderr.contains("does not verify"), "{stderr}");
+    let stderr = fails(plane, &["checkpoint", "--cosigned"], 1);
+    assert!(stderr.contains("does not verify"), "{stderr}");
+}
+
+/// A witness that answers 500 with an empty body (transparency-dev/witness
+/// for an origin it is not configured for) is reported after a bounded
+/// number of tries, naming the witness and the origin.
+#[test]
+fn r_wit_2_a_witness_answering_500_is_reported_after_three_tries() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let count = std::sync::Arc::clone(&served);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 65536];
+            let _ = stream.read(&mut buf);
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let _ = stream
+                .write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let key = witness::SignerKey::from_seed("five.test/w", witness::ALG_COSIGNATURE_V1, [5; 32]).unwrap();
+    ok(plane, &["init", "--tenant-name", "shop", "--witness", &format!("{url}={}", key.verifier_key())]);
+    ok(plane, &["demo"]);
+    let (code, report, stderr) = sweep(plane);
+    assert_eq!(code, Some(1), "{report} {stderr}");
+    let problem = report["problems"][0]["error"].as_str().unwrap_or_default().to_owned();
+    assert!(problem.contains("fails for origin agentplane.local/plane/shop"), "{report}");
+    assert!(problem.contains("is the log configured there"), "{report}");
+    // The probe (one GET) and three submissions, not more.
+    assert!(
+        served.load(std::sync::atomic::Ordering::SeqCst) <= 4,
+        "{}",
+        served.load(std::sync::atomic::Ordering::SeqCst)
+    );
+}
