@@ -20,7 +20,7 @@ use witness::SignedCheckpoint;
 /// heads leaves first, so open runs are covered.
 fn sign_now(plane: &Plane) -> SignedCheckpoint {
     let (_, signed) =
-        journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log_key)
+        journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log_key, None)
             .unwrap();
     signed
 }

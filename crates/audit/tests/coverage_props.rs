@@ -143,7 +143,7 @@ proptest! {
         let open: Vec<&RunId> = made.iter().filter(|(_, e)| !matches!(e, Ending::Sealed)).map(|(r, _)| r).collect();
         prop_assume!(!open.is_empty());
         let (_, signed) = journal_core::log::sign_current_head(
-            plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log_key,
+            plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log_key, None,
         ).unwrap();
         let mut inputs = AuditInputs::new(plane.tenant.clone(), plane.origin.clone());
         inputs.log_keys = vec![plane.log_key.verifier_key()];

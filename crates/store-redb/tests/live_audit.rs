@@ -62,7 +62,7 @@ fn r_aud_1_fifty_audits_beside_a_writing_plane_are_all_clean_then_a_deletion_is_
         });
         let signer = scope.spawn(|| {
             while !done.load(Ordering::Relaxed) {
-                journal_core::log::sign_current_head(store.as_ref(), &tenant, &origin, &key).unwrap();
+                journal_core::log::sign_current_head(store.as_ref(), &tenant, &origin, &key, None).unwrap();
             }
         });
         let appenders: Vec<_> = (0..APPENDERS)
@@ -107,7 +107,7 @@ fn r_aud_1_fifty_audits_beside_a_writing_plane_are_all_clean_then_a_deletion_is_
     assert!(audits.load(Ordering::Relaxed) >= 50);
 
     // Then a careful hider deletes the oldest sealed run and rewrites the log densely.
-    journal_core::log::sign_current_head(store.as_ref(), &tenant, &origin, &key).unwrap();
+    journal_core::log::sign_current_head(store.as_ref(), &tenant, &origin, &key, None).unwrap();
     let anchored = inputs(&store, &tenant, &origin, &key);
     let seals = store.seals(&tenant).unwrap();
     let victim = seals.iter().find(|seal| !seal.run.is_heads_leaf()).unwrap().run.clone();

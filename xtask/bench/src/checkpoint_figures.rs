@@ -67,7 +67,7 @@ fn sign_nanos(store: &dyn Store) -> Result<f64> {
     let (tenant, origin) = tenant()?;
     let key = log_key(&origin)?;
     let start = Instant::now();
-    journal_core::log::sign_current_head(store, &tenant, &origin, &key)?;
+    journal_core::log::sign_current_head(store, &tenant, &origin, &key, None)?;
     Ok(start.elapsed().as_nanos() as f64)
 }
 

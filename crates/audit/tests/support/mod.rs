@@ -96,7 +96,9 @@ impl Plane {
     /// The plane's checkpoint signed as the plane signs it: heads leaves
     /// first, so open runs are covered (issue 20).
     pub fn checkpoint_with_heads(&self) -> SignedCheckpoint {
-        journal_core::log::sign_current_head(self.store.as_ref(), &self.tenant, &self.origin, &self.log_key).unwrap().1
+        journal_core::log::sign_current_head(self.store.as_ref(), &self.tenant, &self.origin, &self.log_key, None)
+            .unwrap()
+            .1
     }
 
     /// What an auditor holds: the log vkey and the record key; no anchor yet.
