@@ -125,9 +125,33 @@ fn r_log_2_prove_json_verifies_against_the_checkpoint() {
     tree.verify_inclusion(&leaf, proof["index"].as_u64().unwrap(), &tlog::InclusionProof::new(path)).unwrap();
     let note = ok(dir.path(), &["checkpoint"]);
     assert!(note.contains(proof["root"].as_str().unwrap()), "the proof is against the checkpoint's root");
-    // A run that is not sealed has no inclusion proof.
+    // A run that is not sealed is proven by the heads leaf that holds its
+    // head (issue 20): the leaf in the checkpoint's tree, the entry in the
+    // leaf, and the head is the run's last record.
     let failed = json(dir.path(), &["runs", "--outcome", "failed", "--json"])[0]["run"].as_str().unwrap().to_owned();
-    assert_eq!(agentplane(dir.path(), &["prove", &failed]).status.code(), Some(2));
+    let head = json(dir.path(), &["prove", &failed, "--json"]);
+    assert_eq!(head["kind"], "head", "{head}");
+    let tree = tlog::Tree::new(
+        head["size"].as_u64().unwrap(),
+        tlog::RootHash::try_from(decode(&head["root"]).as_slice()).unwrap(),
+    );
+    let path = |key: &str| {
+        tlog::InclusionProof::new(
+            head[key]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| tlog::NodeHash::try_from(decode(h).as_slice()).unwrap())
+                .collect(),
+        )
+    };
+    let leaf = tlog::LeafHash::try_from(decode(&head["leaf_hash"]).as_slice()).unwrap();
+    tree.verify_inclusion(&leaf, head["index"].as_u64().unwrap(), &path("proof")).unwrap();
+    assert!(note.contains(head["root"].as_str().unwrap()), "against the checkpoint's root");
+    let shown = json(dir.path(), &["show", &failed, "--json"]);
+    let records = shown["records"].as_array().unwrap();
+    assert_eq!(head["head_seq"].as_u64().unwrap(), records.len() as u64, "the head is its last record");
+    assert_eq!(agentplane(dir.path(), &["prove", "run-not-there"]).status.code(), Some(2));
 }
 
 #[test]

@@ -58,6 +58,41 @@ pub struct RunInclusion {
     pub source: LogSource,
 }
 
+/// An open run's head proven in the log: the heads leaf's inclusion, then
+/// the entry's inclusion in the leaf's entries tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeadInclusion {
+    /// The heads leaf's index in the tree.
+    pub index: u64,
+    /// The tree it is proven in.
+    pub tree: Tree,
+    /// The heads leaf's hash.
+    pub leaf: LeafHash,
+    /// The heads leaf's bytes.
+    pub leaf_bytes: Vec<u8>,
+    /// The heads leaf's audit path.
+    pub proof: InclusionProof,
+    /// The entry: the run, the seq and the chain hash of its head then.
+    pub entry: crate::heads::HeadEntry,
+    /// The entry's index in the leaf's entries tree.
+    pub entry_index: u64,
+    /// How many entries the leaf holds.
+    pub entries: u64,
+    /// The entry's audit path in the entries tree.
+    pub entry_proof: InclusionProof,
+    /// How the log proof was computed.
+    pub source: LogSource,
+}
+
+impl HeadInclusion {
+    /// Checks both proofs: the entry in the leaf's root, the leaf in the tree.
+    pub fn verify(&self) -> Result<(), tlog::VerifyError> {
+        let leaf = crate::heads::HeadsLeaf::parse(&self.leaf_bytes).ok_or(tlog::VerifyError::RootMismatch)?;
+        leaf.entries.verify_inclusion(&self.entry.leaf_hash(), self.entry_index, &self.entry_proof)?;
+        self.tree.verify_inclusion(&LeafHash::of(&self.leaf_bytes), self.index, &self.proof)
+    }
+}
+
 /// A consistency proof between two sizes of the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogConsistency {
@@ -190,6 +225,51 @@ impl<'a> LogView<'a> {
             leaf: seal.leaf_hash(),
             leaf_bytes: seal.leaf_bytes,
             proof,
+            source: self.source(),
+        })
+    }
+
+    /// The proof that an open run had a head at this view's size (issue 20):
+    /// the newest heads leaf that holds an entry of `run`, its inclusion in
+    /// this tree, and the entry's inclusion in the leaf's entries tree. An
+    /// attestation of a prefix (the run had this record at this seq), never
+    /// that its history is complete.
+    pub fn head_inclusion(&self, run: &RunId) -> Result<HeadInclusion, JournalError> {
+        let not_covered = || self.not_sealed(run);
+        let position = self.store.newest_heads_of(self.tenant, run)?.ok_or_else(not_covered)?;
+        let index = match &self.source {
+            Source::Stored => position,
+            Source::Walk { seals, .. } => {
+                seals.iter().position(|seal| seal.position == position).ok_or_else(not_covered)? as u64
+            }
+        };
+        if index >= self.size {
+            return Err(not_covered());
+        }
+        let leaf_bytes = self
+            .store
+            .seals(self.tenant)?
+            .into_iter()
+            .find(|seal| seal.position == position)
+            .map(|seal| seal.leaf_bytes)
+            .ok_or_else(not_covered)?;
+        let entries = self.store.heads_entries(self.tenant, position)?;
+        let entry_index = entries.iter().position(|entry| entry.run == *run).ok_or_else(not_covered)?;
+        let entry = entries.get(entry_index).cloned().ok_or_else(not_covered)?;
+        let entry_proof = crate::heads::prove_entry(&entries, entry_index as u64).ok_or_else(|| {
+            JournalError::StoreDamage { tenant: self.tenant.clone(), detail: "a heads leaf's entries tree".into() }
+        })?;
+        let proof = tlog::prove_inclusion(self, index, self.size).map_err(|err| self.prove_error(err))?;
+        Ok(HeadInclusion {
+            index,
+            tree: self.head()?.tree,
+            leaf: LeafHash::of(&leaf_bytes),
+            leaf_bytes,
+            proof,
+            entry,
+            entry_index: entry_index as u64,
+            entries: entries.len() as u64,
+            entry_proof,
             source: self.source(),
         })
     }

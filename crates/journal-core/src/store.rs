@@ -167,6 +167,19 @@ pub trait Store: Send + Sync {
     /// The entries stored for the heads leaf at `position` (none if there is none).
     fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<crate::heads::HeadEntry>, JournalError>;
 
+    /// The position of the newest heads leaf that holds an entry of `run`,
+    /// if any. The default reads the tenant's snapshot (O(the tenant)); a
+    /// backend may answer from an index.
+    fn newest_heads_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<u64>, JournalError> {
+        let snapshot = self.snapshot(tenant)?;
+        Ok(snapshot
+            .heads_entries
+            .iter()
+            .rev()
+            .find(|(_, entries)| entries.iter().any(|entry| entry.run == *run))
+            .map(|(position, _)| *position))
+    }
+
     /// Everything the store holds for `tenant`, read in one snapshot (one
     /// read transaction; on a server, in bulk): what the audit checks, so
     /// appends committing meanwhile are seen whole or not at all.

@@ -559,8 +559,12 @@ impl AppendTxn for Tables<'_> {
         self.runs.insert(key, value).map_err(broken)?;
         if row.sealed {
             self.moved.remove(key).map(drop).map_err(broken)
-        } else {
+        } else if self.moved.get(key).map_err(broken)?.is_none() {
+            // Marked once per heads leaf, not once per append: a page is
+            // dirtied only when the run first moves.
             self.moved.insert(key, ()).map(drop).map_err(broken)
+        } else {
+            Ok(())
         }
     }
 
