@@ -8,13 +8,14 @@
 
 use std::collections::BTreeSet;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use journal_core::{LogView, Origin, Store, TenantId};
 use store_pg::PgStore;
 
 const PROCESSES: usize = 4;
 const RUNS_EACH: u32 = 250;
+const MAX_WAVES: u64 = 6;
 
 #[test]
 fn r_store_3_four_processes_seal_in_commit_order_and_every_checkpoint_is_extended() {
@@ -37,34 +38,42 @@ fn r_store_3_four_processes_seal_in_commit_order_and_every_checkpoint_is_extende
         });
         // Issue 21: audits of the live plane, each over one snapshot, have
         // no findings however the writers' commits fall between its reads.
+        let audits = AtomicU32::new(0);
         let auditor = scope.spawn(|| {
             let origin = Origin::new("pg.test/concurrent").unwrap();
-            let mut audits = 0u32;
             while !done.load(Ordering::Relaxed) {
                 let report = audit::audit(&store, &audit::AuditInputs::new(tenant.clone(), origin.clone())).unwrap();
-                assert!(report.is_clean(), "audit {audits} of a healthy live plane: {:#?}", report.findings);
-                audits += 1;
+                let n = audits.load(Ordering::Relaxed);
+                assert!(report.is_clean(), "audit {n} of a healthy live plane: {:#?}", report.findings);
+                audits.fetch_add(1, Ordering::Relaxed);
             }
-            audits
         });
-        let writers: Vec<_> = (0..PROCESSES)
-            .map(|p| {
-                Command::new(env!("CARGO_BIN_EXE_pg-writer"))
-                    .args([url.as_str(), "shared", &format!("p{p}"), &RUNS_EACH.to_string()])
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        for mut writer in writers {
-            assert!(writer.wait().unwrap().success(), "a writer failed");
+        // Waves of four writer processes, until 50 audits ran during the
+        // writes (a slow machine audits less often per wave).
+        let mut waves = 0;
+        while waves == 0 || (audits.load(Ordering::Relaxed) < 50 && waves < MAX_WAVES) {
+            let writers: Vec<_> = (0..PROCESSES)
+                .map(|p| {
+                    Command::new(env!("CARGO_BIN_EXE_pg-writer"))
+                        .args([url.as_str(), "shared", &format!("w{waves}p{p}"), &RUNS_EACH.to_string()])
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            for mut writer in writers {
+                assert!(writer.wait().unwrap().success(), "a writer failed");
+            }
+            waves += 1;
         }
         done.store(true, Ordering::Relaxed);
-        let audits = auditor.join().unwrap();
+        auditor.join().unwrap();
+        let audits = audits.load(Ordering::Relaxed);
         assert!(audits >= 50, "50 audits ran while the writers wrote: {audits}");
-        reader.join().unwrap()
+        (reader.join().unwrap(), waves)
     });
+    let (observed, waves) = observed;
 
-    let total = PROCESSES as u64 * u64::from(RUNS_EACH);
+    let total = waves * PROCESSES as u64 * u64::from(RUNS_EACH);
     let seals = store.seals(&tenant).unwrap();
     let positions: Vec<u64> = seals.iter().map(|seal| seal.position).collect();
     assert_eq!(positions, (0..total).collect::<Vec<_>>(), "positions are dense and unique");
