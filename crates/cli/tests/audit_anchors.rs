@@ -12,26 +12,15 @@ mod http;
 #[path = "../../audit/tests/support/schema.rs"]
 mod schema;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
+use support::*;
+
+use std::path::PathBuf;
+use std::process::Output;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
-
-fn agentplane(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentplane")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = agentplane(dir, args);
-    assert!(out.status.success(), "agentplane {args:?} failed: {}", text(&out));
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// A plane on a redb file, made through the library with sealed runs only
 /// (so no heads leaf), its log's public key, and an auditor's empty directory

@@ -2,26 +2,14 @@
 //! (R-UX-1..3, R-EXP-1, R-LOG-2).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
+mod support;
+use support::*;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
-
-fn agentplane(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentplane")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = agentplane(dir, args);
-    assert!(out.status.success(), "agentplane {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn json(dir: &Path, args: &[&str]) -> Value {
-    serde_json::from_str(&ok(dir, args)).unwrap()
-}
 
 /// A directory where `agentplane demo` ran; `path()` is the plane it made
 /// there, in a folder of its own.

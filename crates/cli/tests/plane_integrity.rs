@@ -3,34 +3,15 @@
 //! plane never signs two histories (R-WIT-1, R-WIT-6, R-WIT-9, R-LOG-2).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
+mod support;
+use support::*;
+
 use std::io::{Read as _, Write as _};
 use std::path::Path;
-use std::process::{Command, Output};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
-
-fn agentplane(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_agentplane")).current_dir(dir).args(args).output().unwrap()
-}
-
-fn ok(dir: &Path, args: &[&str]) -> String {
-    let out = agentplane(dir, args);
-    assert!(out.status.success(), "agentplane {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn fails(dir: &Path, args: &[&str], code: i32) -> String {
-    let out = agentplane(dir, args);
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(code), "agentplane {args:?}: {stderr}");
-    stderr
-}
-
-fn json(dir: &Path, args: &[&str]) -> Value {
-    serde_json::from_str(&ok(dir, args)).unwrap()
-}
 
 struct Witness {
     server: witness_server::WitnessServer,

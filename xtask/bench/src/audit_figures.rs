@@ -5,7 +5,6 @@
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -16,7 +15,7 @@ use journal_core::{
 use sha2::{Digest, Sha256};
 
 use crate::append::{Backend, Location, fresh_store, record_signer, tenant};
-use crate::measure::{Figure, Unit, alternate, each_in_a_thread, rate};
+use crate::measure::{Figure, Unit, alternate, each_in_a_thread, for_each_on_64_threads, rate};
 
 /// Fills `store` with `runs` sealed, signed runs (admitted, one step of three
 /// charged effects, succeeded), on 64 appenders.
@@ -31,31 +30,24 @@ pub fn fill(
         .signer(Arc::new(signer.clone()))
         .tenant(tenant.clone(), origin.clone(), None)
         .build()?;
-    let next = AtomicUsize::new(0);
-    each_in_a_thread(0..64, |_| {
-        loop {
-            let n = next.fetch_add(1, Ordering::Relaxed);
-            if n >= runs {
-                return Ok(());
-            }
-            let request = AdmitRequest {
-                idempotency_key: format!("bench-{n}"),
-                plan: vec!["work".into()],
-                budget: Budget::default(),
-            };
-            let Admission::New(mut run) = runtime.admit(tenant, request)? else {
-                bail!("bench-{n} was admitted twice");
-            };
-            run.start_step("work")?;
-            for effect in 0..3 {
-                run.effect(&format!("ek:{effect}"), "work", || EffectOutput {
-                    result: EffectResult::Ok { output: format!("output of effect {effect} of run {n}") },
-                    charged: Counters { tokens: 100, cost_micros: 250, wall_millis: 40, ..Counters::default() },
-                })?;
-            }
-            run.finish_step("work")?;
-            run.succeed("done")?;
+    for_each_on_64_threads(runs, |n| {
+        let request = AdmitRequest {
+            idempotency_key: format!("bench-{n}"),
+            plan: vec!["work".into()],
+            budget: Budget::default(),
+        };
+        let Admission::New(mut run) = runtime.admit(tenant, request)? else {
+            bail!("bench-{n} was admitted twice");
+        };
+        run.start_step("work")?;
+        for effect in 0..3 {
+            run.effect(&format!("ek:{effect}"), "work", || EffectOutput {
+                result: EffectResult::Ok { output: format!("output of effect {effect} of run {n}") },
+                charged: Counters { tokens: 100, cost_micros: 250, wall_millis: 40, ..Counters::default() },
+            })?;
         }
+        run.finish_step("work")?;
+        Ok(run.succeed("done")?)
     })
 }
 

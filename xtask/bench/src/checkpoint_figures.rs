@@ -6,7 +6,6 @@
 //! the plane's size.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{Result, anyhow, bail};
@@ -18,7 +17,7 @@ use journal_core::{
 use witness::{ALG_ED25519, LogKey, SignerKey};
 
 use crate::append::{Backend, fresh_store, tenant};
-use crate::measure::{Figure, Unit, alternate, each_in_a_thread};
+use crate::measure::{Figure, Unit, alternate, for_each_on_64_threads};
 
 fn log_key(origin: &journal_core::Origin) -> Result<LogKey> {
     let skey = SignerKey::from_seed(origin.as_str(), ALG_ED25519, [3; 32]).map_err(|err| anyhow!("{err}"))?;
@@ -30,22 +29,13 @@ fn plane(backend: Backend, runs: usize) -> Result<(Arc<dyn Store>, crate::append
     let (store, location) = fresh_store(backend)?;
     let (tenant, origin) = tenant()?;
     let runtime = RuntimeBuilder::new(Arc::clone(&store)).tenant(tenant.clone(), origin, None).build()?;
-    let next = AtomicUsize::new(0);
-    each_in_a_thread(0..64, |_| {
-        loop {
-            let n = next.fetch_add(1, Ordering::Relaxed);
-            if n >= runs {
-                return Ok(());
-            }
-            let request = AdmitRequest {
-                idempotency_key: format!("open-{n}"),
-                plan: vec!["work".into()],
-                budget: Budget::default(),
-            };
-            let Admission::New(_) = runtime.admit(&tenant, request)? else {
-                bail!("open-{n} was admitted twice");
-            };
-        }
+    for_each_on_64_threads(runs, |n| {
+        let request =
+            AdmitRequest { idempotency_key: format!("open-{n}"), plan: vec!["work".into()], budget: Budget::default() };
+        let Admission::New(_) = runtime.admit(&tenant, request)? else {
+            bail!("open-{n} was admitted twice");
+        };
+        Ok(())
     })?;
     let ids = store.runs(&tenant, None)?;
     Ok((store, location, ids))

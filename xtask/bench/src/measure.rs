@@ -145,6 +145,21 @@ pub fn each_in_a_thread<T: Send>(
     })
 }
 
+/// Runs `work(n)` for every `n` below `count`, on 64 threads taking the
+/// next `n` as they finish: how the benches fill a plane concurrently.
+pub fn for_each_on_64_threads(count: usize, work: impl Fn(usize) -> Result<()> + Sync) -> Result<()> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    each_in_a_thread(0..64, |_| {
+        loop {
+            let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if n >= count {
+                return Ok(());
+            }
+            work(n)?;
+        }
+    })
+}
+
 /// Things per second for `things` done by `work`.
 pub fn rate(things: u64, work: impl FnOnce() -> Result<()>) -> Result<f64> {
     let start = Instant::now();

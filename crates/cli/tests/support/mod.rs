@@ -1,0 +1,38 @@
+//! Running the `agentplane` binary from a test: the one place the CLI test
+//! files start it and read its answers.
+#![allow(dead_code, clippy::unwrap_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Runs `agentplane ARGS` in `dir`.
+pub fn agentplane(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agentplane")).current_dir(dir).args(args).output().unwrap()
+}
+
+/// Standard output then standard error, as text.
+pub fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// Runs it and expects success: its standard output.
+pub fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = agentplane(dir, args);
+    assert!(out.status.success(), "agentplane {args:?} failed: {}", text(&out));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs it and expects exit `code`: its standard error.
+pub fn fails(dir: &Path, args: &[&str], code: i32) -> String {
+    let out = agentplane(dir, args);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "agentplane {args:?}: {stderr}");
+    stderr
+}
+
+/// Runs it and expects success: its standard output as JSON.
+pub fn json(dir: &Path, args: &[&str]) -> Value {
+    serde_json::from_str(&ok(dir, args)).unwrap()
+}
