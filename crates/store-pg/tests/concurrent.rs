@@ -23,6 +23,7 @@ fn r_store_3_four_processes_seal_in_commit_order_and_every_checkpoint_is_extende
     let store = PgStore::open(&url).unwrap();
     let tenant = TenantId::new("shared").unwrap();
     let done = AtomicBool::new(false);
+    let audits = AtomicU32::new(0);
     let observed = std::thread::scope(|scope| {
         let reader = scope.spawn(|| {
             let mut trees = Vec::new();
@@ -38,7 +39,6 @@ fn r_store_3_four_processes_seal_in_commit_order_and_every_checkpoint_is_extende
         });
         // Issue 21: audits of the live plane, each over one snapshot, have
         // no findings however the writers' commits fall between its reads.
-        let audits = AtomicU32::new(0);
         let auditor = scope.spawn(|| {
             let origin = Origin::new("pg.test/concurrent").unwrap();
             while !done.load(Ordering::Relaxed) {
