@@ -94,6 +94,16 @@ pub fn audit_with_progress(
     report.log_size = rebuilt.size();
     report.log_root = rebuilt.tree().root.to_string();
     say_what_was_not_checked(inputs, unsigned, untrusted, &mut report);
+    if snapshot.is_empty() {
+        // With an anchor that saw entries, the shrunken log is a finding
+        // already; without one an empty store is never "clean".
+        report.not_checked.push(NotChecked {
+            what: format!("the store holds nothing for tenant {}", inputs.tenant),
+            why: "an empty store (or the wrong tenant or database) is not a clean one: check the store and tenant \
+                  named, and bring an anchor to tell a deleted history from none"
+                .into(),
+        });
+    }
     say_what_no_anchor_covers(&snapshot, &facts, &anchored, &covered, &mut report);
     Ok(report)
 }

@@ -263,3 +263,26 @@ fn heads_leaf_edits_are_found() {
     assert!(codes(&report).contains(&FindingCode::HeadsLeafBroken), "{:#?}", report.findings);
     let _ = head_at;
 }
+
+#[test]
+fn r_aud_5_an_empty_store_is_never_clean_and_with_an_anchor_that_saw_runs_it_is_a_deletion() {
+    let plane = Plane::signed();
+    let empty = plane.audit(&plane.inputs());
+    assert!(
+        empty.not_checked.iter().any(|n| n.what.contains("holds nothing")),
+        "an empty store is named: {:?}",
+        empty.not_checked
+    );
+    assert!(empty.assert_complete().is_err(), "never clean and complete");
+
+    // An anchor saw a log of two runs; the store (or the database named) is empty.
+    let other = Plane::signed();
+    other.seal("sealed-1");
+    other.seal("sealed-2");
+    let saved = sign_now(&other);
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(other.saved("saved", &saved));
+    let report = plane.audit(&inputs);
+    let finding = report.findings.iter().find(|f| f.class == FindingClass::Deletion);
+    assert!(finding.is_some(), "{:#?}", report.findings);
+}

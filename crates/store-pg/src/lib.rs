@@ -67,6 +67,7 @@ fn to_u64(tenant: &TenantId, value: i64) -> Result<u64, JournalError> {
 pub struct PgStore {
     pool: Pool,
     commit: GroupCommit,
+    migrated: Option<(i32, i32)>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -83,13 +84,20 @@ impl PgStore {
         let config = postgres::Config::from_str(url)
             .map_err(|err| JournalError::Io(StorageError::new(format!("the store URL {url:?}"), err)))?;
         let mut client = config.connect(NoTls).map_err(|err| pg("connecting", err))?;
-        migrate(&mut client)?;
+        let migrated = migrate(&mut client)?;
         let pool = r2d2::Pool::builder()
             .max_size(POOL_SIZE)
             .build(PostgresConnectionManager::new(config.clone(), NoTls))
             .map_err(pool_error)?;
         let commit = GroupCommit::start(MAX_BATCH, batch_writer(config, client));
-        Ok(Self { pool, commit })
+        Ok(Self { pool, commit, migrated })
+    }
+
+    /// The schema versions this open migrated from and to, if it migrated
+    /// (`None`: the schema was already this build's; another instance, or an
+    /// earlier open, set it up).
+    pub fn migrated(&self) -> Option<(i32, i32)> {
+        self.migrated
     }
 
     /// How many transactions appends have committed: fewer than the appends
@@ -120,7 +128,7 @@ const SCHEMA_LOCK: i64 = 0x6167_706c_7363_6865;
 /// created, so one sets up while the others wait and then find it done
 /// (`CREATE TABLE IF NOT EXISTS` alone races a concurrent creator). A
 /// migration is all or nothing: it commits with its version or not at all.
-fn migrate(client: &mut Client) -> Result<(), JournalError> {
+fn migrate(client: &mut Client) -> Result<Option<(i32, i32)>, JournalError> {
     let mut txn = client.transaction().map_err(|err| pg("starting the migration", err))?;
     txn.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).map_err(|err| pg("the schema setup lock", err))?;
     txn.batch_execute("CREATE TABLE IF NOT EXISTS agentplane_schema (version integer NOT NULL)")
@@ -149,7 +157,8 @@ fn migrate(client: &mut Client) -> Result<(), JournalError> {
         txn.execute("INSERT INTO agentplane_schema (version) VALUES ($1)", &[&current])
             .map_err(|err| pg("the schema version", err))?;
     }
-    txn.commit().map_err(|err| pg("committing the migration", err))
+    txn.commit().map_err(|err| pg("committing the migration", err))?;
+    Ok((current != version).then_some((version, current)))
 }
 
 /// Group commit: the appends waiting when a transaction starts go into it,

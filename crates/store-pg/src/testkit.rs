@@ -41,6 +41,22 @@ pub fn fresh_database() -> String {
     with_dbname(&url, &name)
 }
 
+/// A new database whose schema is at `version` (an older one than this
+/// build's), as an older build left it: for migration tests.
+pub fn database_at_version(version: i32) -> String {
+    let url = fresh_database();
+    let mut client = Client::connect(&url, NoTls).unwrap_or_else(|err| panic!("connecting to {url}: {err}"));
+    let count = usize::try_from(version).expect("a version is positive");
+    let mut txn = client.transaction().expect("a transaction");
+    txn.batch_execute("CREATE TABLE agentplane_schema (version integer NOT NULL)").expect("the version table");
+    for migration in crate::schema::MIGRATIONS.iter().take(count) {
+        txn.batch_execute(migration).expect("an older migration");
+    }
+    txn.execute("INSERT INTO agentplane_schema (version) VALUES ($1)", &[&version]).expect("the version");
+    txn.commit().expect("committing");
+    url
+}
+
 /// `pg_ctl ARGS` on the test server `cargo xtask` started (as the
 /// `postgres` user when it runs the server as that user).
 fn pg_ctl(args: &[&str]) -> Result<(), String> {

@@ -35,7 +35,11 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         // A barrier: the test releases every writer at once by writing a line.
         std::io::stdin().read_line(&mut String::new())?;
     }
-    let store: Arc<dyn Store> = Arc::new(PgStore::open(url)?);
+    let opened = PgStore::open(url)?;
+    if let Some((from, to)) = opened.migrated() {
+        println!("migrated {from} {to}");
+    }
+    let store: Arc<dyn Store> = Arc::new(opened);
     let tenant = TenantId::new(tenant)?;
     let runtime =
         RuntimeBuilder::new(store).tenant(tenant.clone(), Origin::new("pg.test/concurrent")?, None).build()?;
