@@ -445,10 +445,18 @@ impl AppendTxn for PgAppend<'_, '_> {
             .prepare("INSERT INTO heads_entries (tenant, position, run, seq, hash) VALUES ($1, $2, $3, $4, $5)")
             .map_err(broken)?;
         // Covered only where the head is still the one entered: a run that
-        // moved on meanwhile stays moved for the next heads leaf.
+        // moved on meanwhile stays moved for the next heads leaf. A runs row
+        // an append batch holds is skipped, never waited for: that batch
+        // holds it while it waits for this tenant's log lock, which this
+        // transaction holds (waiting would be a deadlock), and the run is
+        // moving anyway, so it stays moved and the next heads leaf enters it.
         let cover = self
             .txn
-            .prepare("UPDATE runs SET covered = true WHERE tenant = $1 AND run = $2 AND head_seq = $3")
+            .prepare(
+                "UPDATE runs SET covered = true WHERE (tenant, run) IN (
+                     SELECT tenant, run FROM runs WHERE tenant = $1 AND run = $2 AND head_seq = $3
+                     FOR UPDATE SKIP LOCKED)",
+            )
             .map_err(broken)?;
         for entry in entries {
             let seq = to_i64(entry.seq).map_err(refused)?;
