@@ -1,0 +1,181 @@
+//! The coverage attacks of issues 20 and 21 on a real backend
+//! (`#[path]`-included by `crates/store-redb/tests/coverage_attacks.rs` and
+//! `crates/store-pg/tests/coverage_attacks.rs`): an attacker with write access
+//! to the store and no key edits it behind the plane (a raw file write, or SQL
+//! with the plane's checks bypassed) after an observer saved a checkpoint the
+//! plane signed as it does (heads leaves first). Each attack is found by the
+//! audit against that checkpoint, classified and named.
+
+use std::sync::Arc;
+
+use audit::{AuditInputs, FindingClass, FindingCode};
+use journal_core::testkit::TamperAccess;
+use journal_core::{
+    Admission, AdmitRequest, Budget, Counters, EffectOutput, EffectResult, ExpectedHead, Origin, Outcome, RunId,
+    Runtime, RuntimeBuilder, Store, TenantId,
+};
+use witness::{ALG_ED25519, LogKey, SignedCheckpoint, SignerKey};
+
+const ORIGIN: &str = "attacks.test/plane/t";
+
+/// A plane on `store` with its runtime and log key.
+pub struct Plane<S> {
+    pub store: Arc<S>,
+    pub tenant: TenantId,
+    pub origin: Origin,
+    pub key: LogKey,
+    pub runtime: Runtime,
+}
+
+impl<S: Store + TamperAccess + 'static> Plane<S> {
+    pub fn on(store: S) -> Self {
+        let store = Arc::new(store);
+        let tenant = TenantId::new("t").unwrap();
+        let origin = Origin::new(ORIGIN).unwrap();
+        let key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [8; 32]).unwrap()).unwrap();
+        let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+            .tenant(tenant.clone(), origin.clone(), Some(key.clone()))
+            .build()
+            .unwrap();
+        Self { store, tenant, origin, key, runtime }
+    }
+
+    /// A run admitted with one done effect (`ek:wire-transfer`); sealed when `seal`.
+    fn run(&self, name: &str, seal: bool) -> RunId {
+        let request =
+            AdmitRequest { idempotency_key: name.into(), plan: vec!["work".into()], budget: Budget::default() };
+        let Admission::New(mut run) = self.runtime.admit(&self.tenant, request).unwrap() else { panic!("new") };
+        run.start_step("work").unwrap();
+        run.effect("ek:wire-transfer", "work", || EffectOutput {
+            result: EffectResult::Ok { output: "sent".into() },
+            charged: Counters { tokens: 5, ..Counters::default() },
+        })
+        .unwrap();
+        let id = run.run().clone();
+        if seal {
+            run.finish_step("work").unwrap();
+            run.succeed("done").unwrap();
+        }
+        id
+    }
+
+    /// The checkpoint the plane signs (heads leaves first), as an observer saves it.
+    fn sign(&self) -> SignedCheckpoint {
+        journal_core::log::sign_current_head(self.store.as_ref(), &self.tenant, &self.origin, &self.key, None)
+            .unwrap()
+            .1
+    }
+
+    fn inputs(&self, saved: &SignedCheckpoint) -> AuditInputs {
+        let mut inputs = AuditInputs::new(self.tenant.clone(), self.origin.clone());
+        inputs.log_keys = vec![self.key.verifier_key()];
+        inputs.anchors.push(
+            audit::Anchor::saved("saved.note", saved.note().as_bytes(), &[self.key.verifier_key()], &self.origin)
+                .unwrap(),
+        );
+        inputs
+    }
+
+    fn finding(&self, inputs: &AuditInputs, code: FindingCode) -> audit::Finding {
+        let report = audit::audit(self.store.as_ref(), inputs).unwrap();
+        report
+            .findings
+            .iter()
+            .find(|finding| finding.code == code)
+            .cloned()
+            .unwrap_or_else(|| panic!("{code:?} is found: {:#?}", report.findings))
+    }
+}
+
+/// Issue 20: an open run whose done effect is cut away after the checkpoint
+/// (records removed, its runs row pointed back), and one deleted outright.
+pub fn open_runs_cut_back_or_deleted_are_found<S: Store + TamperAccess + 'static>(store: S) {
+    let plane = Plane::on(store);
+    plane.run("sealed", true);
+    let cut = plane.run("transfer-1", false);
+    let gone = plane.run("transfer-2", false);
+    let saved = plane.sign();
+    let inputs = plane.inputs(&saved);
+    assert!(audit::audit(plane.store.as_ref(), &inputs).unwrap().is_clean());
+
+    let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
+    let head = rows.last().unwrap().seq;
+    for row in rows.iter().filter(|row| row.seq > 2) {
+        plane.store.delete_record(&plane.tenant, &cut, row.seq);
+    }
+    plane.store.set_runs_head(&plane.tenant, &cut, ExpectedHead { seq: 2, hash: rows[1].hash });
+    plane.store.delete_run(&plane.tenant, &gone);
+
+    let report = audit::audit(plane.store.as_ref(), &inputs).unwrap();
+    for run in [&cut, &gone] {
+        let finding = report
+            .findings
+            .iter()
+            .find(|f| f.code == FindingCode::HeadCutBack && f.run.as_deref() == Some(run.as_str()))
+            .unwrap_or_else(|| panic!("{run} is found: {:#?}", report.findings));
+        assert_eq!(finding.class, FindingClass::Deletion);
+        assert_eq!(finding.anchors, vec!["saved.note".to_owned()]);
+    }
+    let named = report.findings.iter().find(|f| f.run.as_deref() == Some(cut.as_str())).unwrap();
+    assert_eq!(named.seq, Some(head), "the cut run is named at the head the checkpoint committed to");
+}
+
+/// Issue 21: index rows with no verified run behind them: an outcome row
+/// for a run that does not exist, and a new job's key pointed at an old run.
+pub fn forged_index_rows_are_found<S: Store + TamperAccess + 'static>(store: S) {
+    let plane = Plane::on(store);
+    let old = plane.run("job-old", true);
+    let saved = plane.sign();
+    let inputs = plane.inputs(&saved);
+    let ghost = RunId::new("run-ghost").unwrap();
+    plane.store.set_outcome_index(&plane.tenant, &ghost, Some(Outcome::Succeeded));
+    plane.store.set_idempotency(&plane.tenant, "job-new", &old);
+    let report = audit::audit(plane.store.as_ref(), &inputs).unwrap();
+    let forged: Vec<_> = report.findings.iter().filter(|f| f.code == FindingCode::IndexWithoutRun).collect();
+    assert!(forged.iter().any(|f| f.run.as_deref() == Some("run-ghost")), "{:#?}", report.findings);
+    assert!(
+        forged.iter().any(|f| f.run.as_deref() == Some(old.as_str()) && f.detail.contains("job-new")),
+        "{:#?}",
+        report.findings
+    );
+}
+
+/// Issue 20: a sealed run copied in from another tenant of the same store
+/// (its rows re-appended, a seal leaf made for this origin: no key needed).
+pub fn a_run_copied_from_another_tenant_is_found<S: Store + TamperAccess + 'static>(store: S) {
+    let plane = Plane::on(store);
+    let elsewhere = TenantId::new("elsewhere").unwrap();
+    let origin_elsewhere = Origin::new("attacks.test/plane/elsewhere").unwrap();
+    let other = RuntimeBuilder::new(Arc::clone(&plane.store) as Arc<dyn Store>)
+        .tenant(elsewhere.clone(), origin_elsewhere, None)
+        .build()
+        .unwrap();
+    let request = AdmitRequest { idempotency_key: "theirs".into(), plan: vec![], budget: Budget::default() };
+    let Admission::New(run) = other.admit(&elsewhere, request).unwrap() else { panic!("new") };
+    let id = run.run().clone();
+    run.succeed("done").unwrap();
+    let rows = plane.store.read_run(&elsewhere, &id).unwrap().rows;
+    let mut head = None;
+    for row in &rows {
+        let new_head = ExpectedHead { seq: row.seq, hash: row.hash };
+        let concluded = row.kind == "RunConcluded";
+        plane
+            .store
+            .append(journal_core::AppendRequest {
+                tenant: plane.tenant.clone(),
+                run: id.clone(),
+                expected_head: head,
+                row: row.clone(),
+                idempotency_key: None,
+                conclusion: concluded.then(|| journal_core::Conclusion {
+                    outcome: Outcome::Succeeded,
+                    seal: Some(journal_core::SealLeaf::new(&plane.origin, &id, new_head)),
+                }),
+            })
+            .unwrap();
+        head = Some(new_head);
+    }
+    let saved = plane.sign();
+    let finding = plane.finding(&plane.inputs(&saved), FindingCode::TenantMismatch);
+    assert_eq!((finding.class, finding.run.as_deref()), (FindingClass::Tamper, Some(id.as_str())));
+}
