@@ -440,9 +440,17 @@ impl AppendTxn for PgAppend<'_, '_> {
     ) -> Result<(), AppendFailure> {
         let position = to_i64(position).map_err(refused)?;
         let broken = |err| AppendFailure::Broken(pg("storing heads entries", err));
-        let insert = self
-            .txn
-            .prepare("INSERT INTO heads_entries (tenant, position, run, seq, hash) VALUES ($1, $2, $3, $4, $5)")
+        // One statement for the whole leaf, not one per entry.
+        let runs: Vec<&str> = entries.iter().map(|entry| entry.run.as_str()).collect();
+        let seqs = entries.iter().map(|entry| to_i64(entry.seq)).collect::<Result<Vec<i64>, _>>().map_err(refused)?;
+        let hashes: Vec<&[u8]> = entries.iter().map(|entry| entry.hash.as_bytes().as_slice()).collect();
+        let t = tenant.as_str();
+        self.txn
+            .execute(
+                "INSERT INTO heads_entries (tenant, position, run, seq, hash)
+                 SELECT $1, $2, e.run, e.seq, e.hash FROM unnest($3::text[], $4::bigint[], $5::bytea[]) AS e(run, seq, hash)",
+                &[&t, &position, &runs, &seqs, &hashes],
+            )
             .map_err(broken)?;
         // Covered only where the head is still the one entered: a run that
         // moved on meanwhile stays moved for the next heads leaf. A runs row
@@ -450,22 +458,16 @@ impl AppendTxn for PgAppend<'_, '_> {
         // holds it while it waits for this tenant's log lock, which this
         // transaction holds (waiting would be a deadlock), and the run is
         // moving anyway, so it stays moved and the next heads leaf enters it.
-        let cover = self
-            .txn
-            .prepare(
+        self.txn
+            .execute(
                 "UPDATE runs SET covered = true WHERE (tenant, run) IN (
-                     SELECT tenant, run FROM runs WHERE tenant = $1 AND run = $2 AND head_seq = $3
-                     FOR UPDATE SKIP LOCKED)",
+                     SELECT runs.tenant, runs.run FROM runs
+                     JOIN unnest($2::text[], $3::bigint[]) AS e(run, seq) ON runs.run = e.run AND runs.head_seq = e.seq
+                     WHERE runs.tenant = $1
+                     FOR UPDATE OF runs SKIP LOCKED)",
+                &[&t, &runs, &seqs],
             )
             .map_err(broken)?;
-        for entry in entries {
-            let seq = to_i64(entry.seq).map_err(refused)?;
-            let (t, run) = (tenant.as_str(), entry.run.as_str());
-            self.txn
-                .execute(&insert, &[&t, &position, &run, &seq, &entry.hash.as_bytes().as_slice()])
-                .map_err(broken)?;
-            self.txn.execute(&cover, &[&t, &run, &seq]).map_err(broken)?;
-        }
         Ok(())
     }
 
