@@ -144,25 +144,22 @@ fn r_wit_3_an_ml_dsa_witness_key_is_refused_naming_its_type() {
 
 /// An older store put back (a restored backup): `demo`, `checkpoint` and
 /// `sweep` sign nothing, exit 1 and say why; the witness still holds the
-/// newer tree, and the plane's high-water mark is unchanged.
-#[test]
-fn r_wit_6_r_log_2_a_restored_backup_is_never_signed_on_redb() {
-    let dir = tempfile::tempdir().unwrap();
-    let plane = dir.path();
-    let witness = witnessed_plane(plane);
+/// newer tree, and the plane's high-water mark is unchanged. `backup` takes
+/// a copy of the store now; `restore` puts it back in the plane's place.
+fn a_restored_backup_is_never_signed(plane: &Path, witness: &Witness, backup: &dyn Fn(), restore: &dyn Fn()) {
     ok(plane, &["demo"]);
     let (code, report, stderr) = sweep(plane);
     assert_eq!((code, report["outcome"].as_str()), (Some(0), Some("met")), "{stderr}");
-    std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
+    backup();
     ok(plane, &["demo"]);
     let (code, report, stderr) = sweep(plane);
     assert_eq!((code, report["outcome"].as_str()), (Some(0), Some("met")), "{stderr}");
     let origin = "agentplane.local/plane/shop";
-    let held = witness_holds(&witness, origin);
+    let held = witness_holds(witness, origin);
     let mark = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
     assert!(mark.contains(&format!("{origin} {} {}", held.size, held.root)), "{mark}");
 
-    std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
+    restore();
     // Before any growth: the sweep asks the witness, which holds more.
     let (code, report, stderr) = sweep(plane);
     assert_eq!(code, Some(1), "{report} {stderr}");
@@ -177,8 +174,43 @@ fn r_wit_6_r_log_2_a_restored_backup_is_never_signed_on_redb() {
     assert!(stderr.contains("a store older than the plane's last signature is in place"), "{stderr}");
     let (code, report, stderr) = sweep(plane);
     assert_eq!((code, report["outcome"].as_str()), (Some(1), Some("refused_to_sign")), "{stderr}");
-    assert_eq!(witness_holds(&witness, origin), held, "nothing new reached the witness");
+    assert_eq!(witness_holds(witness, origin), held, "nothing new reached the witness");
     assert_eq!(std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap(), mark);
+}
+
+#[test]
+fn r_wit_6_r_log_2_a_restored_backup_is_never_signed_on_redb() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let witness = witnessed_plane(plane);
+    let backup = || {
+        std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
+    };
+    let restore = || {
+        std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
+    };
+    a_restored_backup_is_never_signed(plane, &witness, &backup, &restore);
+}
+
+/// The same on PostgreSQL: the backup is a copy of the database taken
+/// between the sweeps, and the restore points the plane at it.
+#[test]
+fn r_wit_6_r_log_2_a_restored_backup_is_never_signed_on_postgresql() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let witness = witnessed_plane(plane);
+    let url = store_pg::testkit::fresh_database();
+    let config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    let configured = config.replace("store = \"agentplane.redb\"", &format!("store = \"{url}\""));
+    assert_ne!(configured, config, "the plane's store is named in its configuration");
+    std::fs::write(plane.join("agentplane.toml"), &configured).unwrap();
+    let copy = std::cell::RefCell::new(String::new());
+    let backup = || *copy.borrow_mut() = store_pg::testkit::copy_database(&url);
+    let restore = || {
+        let restored = configured.replace(&url, &copy.borrow());
+        std::fs::write(plane.join("agentplane.toml"), restored).unwrap();
+    };
+    a_restored_backup_is_never_signed(plane, &witness, &backup, &restore);
 }
 
 /// The high-water file lost: the plane says so and asks the witness before

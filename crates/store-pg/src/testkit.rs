@@ -4,6 +4,7 @@
 // Test helpers: their failures are the test's.
 #![allow(clippy::expect_used, clippy::panic)]
 
+use std::str::FromStr as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use journal_core::testkit::{TamperAccess, dense_log_nodes, node_ends_before};
@@ -26,16 +27,32 @@ pub fn server_url() -> String {
     })
 }
 
-/// A new, empty database on the test server; its URL.
-pub fn fresh_database() -> String {
+/// A copy of the database at `url` as it is now (`CREATE DATABASE ...
+/// TEMPLATE`), as a backup taken now and restored later would be; its URL.
+/// Nothing may be connected to the source meanwhile.
+pub fn copy_database(url: &str) -> String {
+    let source = postgres::Config::from_str(url).expect("a URL").get_dbname().expect("a database name").to_owned();
+    let name = database_name();
+    let server = server_url();
+    let mut admin = Client::connect(&server, NoTls).unwrap_or_else(|err| panic!("connecting to {server}: {err}"));
+    admin.batch_execute(&format!("CREATE DATABASE {name} TEMPLATE {source}")).expect("copying a test database");
+    with_dbname(&server, &name)
+}
+
+fn database_name() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let url = server_url();
-    let name = format!(
+    format!(
         "agentplane_test_{}_{}_{}",
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed),
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos())
-    );
+    )
+}
+
+/// A new, empty database on the test server; its URL.
+pub fn fresh_database() -> String {
+    let url = server_url();
+    let name = database_name();
     let mut admin = Client::connect(&url, NoTls).unwrap_or_else(|err| panic!("connecting to {url}: {err}"));
     admin.batch_execute(&format!("CREATE DATABASE {name}")).expect("creating a test database");
     with_dbname(&url, &name)
