@@ -352,6 +352,32 @@ fn r_aud_6_an_auditor_with_public_keys_and_a_saved_checkpoint_finds_a_deletion()
     assert!(!auditor.path().join("agentplane.key").exists(), "the auditor never needed a key file");
 }
 
+/// Issue 21: a new job's idempotency key pointed at an old run behind the
+/// store (admitting it would answer with the old run: the job never runs) is
+/// refused by the operator's `verify` first, naming the row.
+#[test]
+fn r_aud_2_verify_refuses_a_forged_idempotency_row_before_anything_admits_it() {
+    let dir = demo_dir();
+    let old = sealed_run(dir.path());
+    {
+        use journal_core::testkit::TamperAccess;
+        let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        store.set_idempotency(&tenant, "tomorrows-job", &journal_core::RunId::new(&old).unwrap());
+    }
+    let verify = agentplane(dir.path(), &["verify", "--json"]);
+    assert_eq!(verify.status.code(), Some(1), "{}", String::from_utf8_lossy(&verify.stderr));
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    let forged = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["code"] == "index_without_run")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(forged["run"], old.as_str());
+    assert!(forged["message"].as_str().unwrap().contains("tomorrows-job"), "{forged}");
+}
+
 /// The plane never signs the shrunken log, and its own verify holds the
 /// store to every checkpoint it signed before.
 #[test]
