@@ -111,5 +111,8 @@ fn r_log_5_a_heads_leaf_can_never_read_as_a_seal_or_the_other_way() {
     assert!(HeadsLeaf::parse(text.replace("runs 0", "runs  0").as_bytes()).is_none());
     assert!(HeadsLeaf::parse(text.to_uppercase().as_bytes()).is_none());
     // A run can never take the name heads leaves are kept under.
-    assert!(RunId::new(journal_core::heads::HEADS_LEAF_RUN).is_err());
+    assert!(matches!(
+        RunId::new(journal_core::heads::HEADS_LEAF_RUN),
+        Err(journal_core::JournalError::InvalidId { what: "run id", .. })
+    ));
 }

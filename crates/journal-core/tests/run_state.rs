@@ -110,7 +110,13 @@ fn a_doubt_and_its_answer_are_the_same_state_live_and_read_back() {
     let id = admitted.unwrap();
     let state = RunState::of(&plane.read(&id).records);
     assert_eq!(state.in_doubt(), ["ek:pay".to_owned()]);
-    assert!(plane.runtime.resume(&plane.tenant, &id).is_err());
+    assert!(
+        matches!(
+            plane.runtime.resume(&plane.tenant, &id),
+            Err(RuntimeError::Stopped { status: journal_core::RunStatus::Quarantined { .. }, .. })
+        ),
+        "a doubt stops the resume: the run is quarantined"
+    );
     let quarantined = RunState::of(&plane.read(&id).records);
     assert_eq!(quarantined.standing().map(|c| c.outcome), Some(Outcome::Quarantined));
     assert!(!quarantined.may_continue());
