@@ -24,6 +24,9 @@ use tlog::{RootHash, Tree};
 const HEADER: &str = "# agentplane high-water mark: the last tree this plane signed per origin.\n\
 # Keep it beside the key file; never put an older copy back (it is what catches an older store put back).\n";
 
+/// The largest high-water file read: a line per origin is far below it.
+const MAX_FILE_BYTES: u64 = 1 << 20;
+
 /// The high-water file of the key file at `keys`.
 pub fn path_beside(keys: &Path) -> PathBuf {
     keys.with_extension("highwater")
@@ -68,14 +71,22 @@ impl FileHighWater {
     }
 
     fn read(&self) -> Result<Option<Vec<(String, Entry)>>, HighWaterError> {
+        let damaged = |line: usize, reason: &str| HighWaterError::Damaged {
+            path: self.path.display().to_string(),
+            reason: format!("line {line}: {reason}"),
+        };
+        match std::fs::metadata(&self.path) {
+            Ok(meta) if meta.len() > MAX_FILE_BYTES => {
+                return Err(damaged(0, "the file is larger than any high-water mark (1 MiB): not the plane's"));
+            }
+            Ok(_) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => return Err(io(&self.path, &err)),
+        }
         let text = match std::fs::read_to_string(&self.path) {
             Ok(text) => text,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(io(&self.path, &err)),
-        };
-        let damaged = |line: usize, reason: &str| HighWaterError::Damaged {
-            path: self.path.display().to_string(),
-            reason: format!("line {line}: {reason}"),
         };
         let mut entries = Vec::new();
         for (i, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
@@ -199,4 +210,21 @@ pub fn probes(
         probes.push(std::sync::Arc::new(ReaderProbe(reader)));
     }
     Ok(probes)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_high_water_file_larger_than_its_bound_is_refused_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = FileHighWater::at(dir.path().join("agentplane.highwater"));
+        // Valid comment lines only: without the bound this would read as "no entries".
+        std::fs::write(&file.path, "#\n".repeat(1 << 20)).unwrap();
+        assert!(matches!(file.read(), Err(HighWaterError::Damaged { .. })), "{:?}", file.read().map(|_| ()));
+        std::fs::write(&file.path, "# a small file\n").unwrap();
+        assert!(matches!(file.read(), Ok(Some(entries)) if entries.is_empty()));
+    }
 }
