@@ -45,12 +45,7 @@ impl Backend {
 fn make_plane(dir: &Path, postgres: bool) -> Backend {
     ok(dir, &["init", "--tenant-name", "shop"]);
     let backend = if postgres {
-        let url = store_pg::testkit::fresh_database();
-        let config = std::fs::read_to_string(dir.join("agentplane.toml")).unwrap();
-        let configured = config.replace("store = \"agentplane.redb\"", &format!("store = \"{url}\""));
-        assert_ne!(configured, config, "the plane's store is named in its configuration");
-        std::fs::write(dir.join("agentplane.toml"), configured).unwrap();
-        Backend::Postgres(url)
+        Backend::Postgres(point_at_a_fresh_database(dir))
     } else {
         Backend::Redb(dir.join("agentplane.redb"))
     };
