@@ -1,34 +1,4 @@
-//! A read-only web console for an agentplane plane (issue 27): its tenants
-//! and logs, runs with their timelines, the proofs that cover them and who
-//! made those proofs.
-//!
-//! Every page is server-rendered HTML ([maud] escapes every value that came
-//! from a record), sent with a strict Content-Security-Policy; there is no
-//! JavaScript and no write endpoint (every route is `GET`; any other method
-//! is a 405). Verification is the journal's own: a run page reads the run
-//! with [`journal_core::Journal::read`], the code `verify` and the audit use,
-//! and a proof is shown only after it verified here.
-//!
-//! ```no_run
-//! use std::sync::Arc;
-//! use console::{Console, ConsoleOptions, PlaneView, TenantLog};
-//! use journal_core::{MemoryStore, Origin, TenantId};
-//!
-//! let plane = PlaneView {
-//!     store: Arc::new(MemoryStore::new()),
-//!     tenants: vec![TenantLog {
-//!         tenant: TenantId::new("shop").unwrap(),
-//!         origin: Origin::new("example.test/plane/shop").unwrap(),
-//!     }],
-//!     record_verifier: None,
-//!     log_keys: Vec::new(),
-//!     witnesses: Vec::new(),
-//!     upcasters: journal_core::Upcasters::builtin(),
-//! };
-//! let console = Console::start(plane, ConsoleOptions::default()).unwrap();
-//! println!("open {}", console.url());
-//! console.wait();
-//! ```
+#![doc = include_str!("../README.md")]
 
 mod pages;
 mod timeline;
@@ -218,6 +188,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/diff", get(pages::diff))
         .route("/log", get(pages::log))
         .route("/static/console.css", get(stylesheet))
+        .route("/static/favicon.svg", get(favicon))
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&app), guard))
         .with_state(app)
@@ -225,6 +196,10 @@ fn router(app: Arc<App>) -> Router {
 
 async fn stylesheet() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("../static/console.css")).into_response()
+}
+
+async fn favicon() -> Response {
+    ([(header::CONTENT_TYPE, "image/svg+xml")], include_str!("../static/favicon.svg")).into_response()
 }
 
 async fn not_found() -> Response {
@@ -269,7 +244,10 @@ fn presented_token(headers: &HeaderMap, query: Option<&str>) -> Option<(String, 
         .and_then(|value| value.strip_prefix("Bearer "))
         .map(str::to_owned);
     let cookie = headers.get_all(header::COOKIE).iter().filter_map(|value| value.to_str().ok()).find_map(|cookies| {
-        cookies.split(';').map(str::trim).find_map(|pair| pair.strip_prefix(&format!("{TOKEN_COOKIE}=")).map(str::to_owned))
+        cookies
+            .split(';')
+            .map(str::trim)
+            .find_map(|pair| pair.strip_prefix(&format!("{TOKEN_COOKIE}=")).map(str::to_owned))
     });
     let query = query.and_then(|query| {
         query.split('&').find_map(|pair| pair.strip_prefix("token=")).map(|token| (token.to_owned(), true))

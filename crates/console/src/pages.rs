@@ -75,6 +75,7 @@ fn layout(title: &str, body: Markup) -> Markup {
                 meta charset="utf-8";
                 title { (title) " · agentplane console" }
                 link rel="stylesheet" href="/static/console.css";
+                link rel="icon" type="image/svg+xml" href="/static/favicon.svg";
             }
             body {
                 nav {
@@ -262,7 +263,11 @@ fn admitted_at(app: &App, tenant: &TenantId, run: &RunId) -> Result<String, Page
         at: String,
     }
     let rows = app.plane.store.read_run(tenant, run)?.rows;
-    Ok(rows.first().and_then(|row| serde_json::from_slice::<Envelope>(&row.bytes).ok()).map(|e| e.at).unwrap_or_default())
+    Ok(rows
+        .first()
+        .and_then(|row| serde_json::from_slice::<Envelope>(&row.bytes).ok())
+        .map(|e| e.at)
+        .unwrap_or_default())
 }
 
 fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
@@ -515,7 +520,15 @@ fn proof_section(app: &App, log: &TenantLog, run: &RunId, sealed: bool) -> Resul
     let covered = if sealed {
         view.inclusion(run).map(|inclusion| {
             let verified = inclusion.tree.verify_inclusion(&inclusion.leaf, inclusion.index, &inclusion.proof);
-            ("seal leaf", inclusion.index, inclusion.tree, inclusion.leaf, inclusion.proof.path().len(), verified.err(), None)
+            (
+                "seal leaf",
+                inclusion.index,
+                inclusion.tree,
+                inclusion.leaf,
+                inclusion.proof.path().len(),
+                verified.err(),
+                None,
+            )
         })
     } else {
         view.head_inclusion(run).map(|head| {
@@ -526,7 +539,9 @@ fn proof_section(app: &App, log: &TenantLog, run: &RunId, sealed: bool) -> Resul
     let (kind, index, tree, leaf, path, failed, entry) = match covered {
         Ok(covered) => covered,
         Err(JournalError::NotSealed { .. } | JournalError::NotFound { .. }) => {
-            return Ok(html! { p class="warn" { "no leaf of the log covers this run yet: it moved after the last checkpoint (" code { "agentplane checkpoint" } ")" } });
+            return Ok(
+                html! { p class="warn" { "no leaf of the log covers this run yet: it moved after the last checkpoint (" code { "agentplane checkpoint" } ")" } },
+            );
         }
         Err(err) => return Err(err.into()),
     };
@@ -656,7 +671,9 @@ fn render_log(app: &App, query: &LogQuery) -> Result<Markup, PageError> {
     let consistency = match (query.from, query.to) {
         (Some(from), Some(to)) => Some(match view.consistency(from, to) {
             Ok(proof) => match proof.new.extends(&proof.old, &proof.proof) {
-                Ok(()) => html! { span class="good" { "size " (to) " extends size " (from) ": consistency proof of " (proof.proof.path().len()) " hashes verified" } },
+                Ok(()) => {
+                    html! { span class="good" { "size " (to) " extends size " (from) ": consistency proof of " (proof.proof.path().len()) " hashes verified" } }
+                }
                 Err(err) => html! { span class="bad" { "the proof fails: " (err) } },
             },
             Err(err) => html! { span class="bad" { (err) } },

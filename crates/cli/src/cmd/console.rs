@@ -14,7 +14,8 @@ use crate::keys::PlaneKeys;
 const MAX_TOKEN_FILE: u64 = 4096;
 
 fn read_token(path: &Path) -> Result<String, Failure> {
-    let size = std::fs::metadata(path).map_err(|err| Failure::Usage(format!("--token-file {}: {err}", path.display())))?;
+    let size =
+        std::fs::metadata(path).map_err(|err| Failure::Usage(format!("--token-file {}: {err}", path.display())))?;
     if size.len() > MAX_TOKEN_FILE {
         return Err(Failure::Usage(format!("--token-file {}: longer than {MAX_TOKEN_FILE} bytes", path.display())));
     }
@@ -41,10 +42,9 @@ pub fn console(settings: &Settings, listen: SocketAddr, token_file: Option<&Path
         .map(|(tenant, origin)| console::TenantLog { tenant, origin })
         .collect::<Vec<_>>();
     let log_keys = match &keys {
-        Some(keys) => tenants
-            .iter()
-            .filter_map(|log| keys.log_for(&log.origin).ok().map(|key| key.verifier_key()))
-            .collect(),
+        Some(keys) => {
+            tenants.iter().filter_map(|log| keys.log_for(&log.origin).ok().map(|key| key.verifier_key())).collect()
+        }
         None => Vec::new(),
     };
     let witnesses = settings
@@ -64,10 +64,11 @@ pub fn console(settings: &Settings, listen: SocketAddr, token_file: Option<&Path
         witnesses,
         upcasters: reader_upcasters(),
     };
-    let served = console::Console::start(plane, console::ConsoleOptions { listen, token }).map_err(|err| match err {
-        console::ConsoleError::Bind { .. } => Failure::Io(err.to_string()),
-        other => Failure::Usage(other.to_string()),
-    })?;
+    let served =
+        console::Console::start(plane, console::ConsoleOptions { listen, token }).map_err(|err| match err {
+            console::ConsoleError::Bind { .. } => Failure::Io(err.to_string()),
+            other => Failure::Usage(other.to_string()),
+        })?;
     eprintln!("agentplane console: serving {} (read-only; Ctrl-C stops it)", served.url());
     served.wait();
     Ok(())
