@@ -9,8 +9,6 @@ use support::*;
 use std::io::{Read as _, Write as _};
 use std::path::Path;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
 struct Witness {
@@ -116,30 +114,6 @@ fn tenant_names_and_origins_are_checked_at_init_and_at_load() {
     assert!(stderr.contains("same origin"), "{stderr}");
     let stderr = fails(dir.path(), &["runs"], 2);
     assert!(stderr.contains("same origin"), "{stderr}");
-}
-
-/// A witness key of a type this build cannot verify (ML-DSA-44, 0x06) is
-/// refused at `init` and at configuration load, naming the type.
-#[test]
-fn r_wit_3_an_ml_dsa_witness_key_is_refused_naming_its_type() {
-    let public = vec![7u8; 1312];
-    let id = witness::key_id("mldsa.test/w", witness::ALG_ML_DSA_44, &public);
-    let mut encoded = vec![witness::ALG_ML_DSA_44];
-    encoded.extend_from_slice(&public);
-    let vkey = format!("mldsa.test/w+{id:08x}+{}", STANDARD.encode(&encoded));
-    witness::VerifierKey::parse(&vkey).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let stderr = fails(dir.path(), &["init", "--witness", &format!("http://127.0.0.1:9={vkey}")], 2);
-    assert!(stderr.contains("0x06") && stderr.contains("ML-DSA-44"), "{stderr}");
-    assert!(!dir.path().join("agentplane.toml").exists());
-
-    ok(dir.path(), &["init"]);
-    let mut config =
-        std::fs::read_to_string(dir.path().join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
-    config.push_str(&format!("\n[[witness]]\nurl = \"http://127.0.0.1:9\"\nkey = \"{vkey}\"\n"));
-    std::fs::write(dir.path().join("agentplane.toml"), config).unwrap();
-    let stderr = fails(dir.path(), &["sweep"], 2);
-    assert!(stderr.contains("0x06"), "{stderr}");
 }
 
 /// An older store put back (a restored backup): `demo`, `checkpoint` and
