@@ -239,6 +239,9 @@ pub enum Command {
     /// Give the free pages of a redb store back to the file system (no plane may have it open).
     /// Every record stays as it was.
     Compact,
+    /// Make or migrate the schema of a PostgreSQL store (commands that read never do; commands that
+    /// write do it on their own). A redb file needs none.
+    Migrate,
 }
 
 /// One of the plane's public keys, printed alone.

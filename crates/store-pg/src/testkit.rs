@@ -122,7 +122,7 @@ fn with_dbname(url: &str, name: &str) -> String {
 impl PgStore {
     /// A store on a fresh database of the test server.
     pub fn temporary() -> Result<Self, JournalError> {
-        Self::open(&fresh_database())
+        Ok(Self::open(&fresh_database())?)
     }
 
     /// A plain connection to this store's database, for raw SQL.
