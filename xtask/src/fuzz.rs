@@ -13,7 +13,7 @@ use tlog::{LeafHash, MemoryHashStore};
 use witness::protocol::AddCheckpointRequest;
 use witness::{ALG_COSIGNATURE_V1, ALG_ED25519, Checkpoint, Cosigner, LogKey, Origin, SignerKey};
 
-use crate::{run_command, step, workspace_root};
+use crate::{run_command, step, target_dir, workspace_root};
 
 /// Every target, in `fuzz/Cargo.toml`'s order.
 pub const TARGETS: &[&str] = &[
@@ -36,7 +36,7 @@ pub enum Budget {
 }
 
 fn fuzz_dir() -> PathBuf {
-    workspace_root().join("target").join("fuzz")
+    target_dir().join("fuzz")
 }
 
 fn ensure_cargo_fuzz() -> Result<()> {
