@@ -192,10 +192,10 @@ fn a_command_finds_its_plane_or_says_where_it_is() {
     );
 
     let other = tempfile::tempdir().unwrap();
-    ok(other.path(), &["--store", "journal.redb", "--keys", "secret/plane.key", "init"]);
+    ok(other.path(), &["--store", "journal.redb", "--keys", "plane.key", "init"]);
     let config = std::fs::read_to_string(other.path().join("agentplane.toml")).unwrap();
-    assert!(config.contains("store = \"journal.redb\"") && config.contains("keys = \"secret/plane.key\""), "{config}");
-    assert!(other.path().join("secret/plane.key").is_file());
+    assert!(config.contains("store = \"journal.redb\"") && config.contains("keys = \"plane.key\""), "{config}");
+    assert!(other.path().join("plane.key").is_file());
     ok(other.path(), &["demo"]);
     assert!(other.path().join("journal.redb").is_file() && !other.path().join("agentplane.redb").exists());
 }
@@ -225,7 +225,10 @@ fn read_commands_on_an_empty_postgresql_database_leave_it_empty() {
     let url = store_pg::testkit::fresh_database();
     let dir = tempfile::tempdir().unwrap();
     let origin = "agentplane.local/plane/default";
-    let log_key = "agentplane.local/plane/default+01234567+AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
+    let keys = tempfile::tempdir().unwrap();
+    ok(keys.path(), &["init"]);
+    let log_key = ok(keys.path(), &["keys", "--print", "log-key"]).trim().to_owned();
+    let log_key = log_key.as_str();
     for args in [
         vec!["runs"],
         vec!["show", "run-1"],
