@@ -305,6 +305,7 @@ fn pgpass_fields(line: &str) -> Option<[String; 5]> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
