@@ -8,7 +8,7 @@ use std::process::Command;
 
 use anyhow::Result;
 
-use crate::{cargo, postgres, run_command, step, vectors, workspace_root};
+use crate::{cargo, postgres, run_command, step, target_dir, vectors};
 
 /// `forwarded` goes to the program as it is (`--only GROUP`).
 pub fn run(quick: bool, server: &postgres::PgServer, forwarded: &[&str]) -> Result<()> {
@@ -21,7 +21,7 @@ pub fn run(quick: bool, server: &postgres::PgServer, forwarded: &[&str]) -> Resu
         build.arg("--release");
     }
     run_command(&mut build)?;
-    let bin = workspace_root().join("target").join(profile);
+    let bin = target_dir().join(profile);
     step(&format!(
         "agentplane-bench{}",
         if quick { " --quick (a smoke run: it asserts nothing about speed)" } else { "" }
@@ -39,7 +39,7 @@ pub fn run(quick: bool, server: &postgres::PgServer, forwarded: &[&str]) -> Resu
         .arg("--litewitness-logs")
         .arg(logs.path())
         .arg("--out")
-        .arg(workspace_root().join("target").join("bench"))
+        .arg(target_dir().join("bench"))
         .envs(server.env());
     if quick {
         bench.arg("--quick");

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use anyhow::{Result, bail};
 
-use crate::{cargo, postgres, run_command, step, workspace_root};
+use crate::{cargo, postgres, run_command, step, target_dir};
 
 pub fn run(kills: u64, backends: &[&str], release: bool, server: &postgres::PgServer) -> Result<()> {
     let profile = if release { "release" } else { "debug" };
@@ -18,7 +18,7 @@ pub fn run(kills: u64, backends: &[&str], release: bool, server: &postgres::PgSe
         build.arg("--release");
     }
     run_command(&mut build)?;
-    let binary = workspace_root().join("target").join(profile).join("agentplane-crash");
+    let binary = target_dir().join(profile).join("agentplane-crash");
     for backend in backends {
         if !matches!(*backend, "redb" | "postgres") {
             bail!("--backend redb, postgres or both, not {backend}");

@@ -15,7 +15,7 @@ use witness::{
     ALG_COSIGNATURE_V1, ALG_ED25519, ALG_ML_DSA_44, Checkpoint, Cosigner, LogKey, Origin, SignerKey, SubtreeStatement,
 };
 
-use crate::{run_command, step, workspace_root};
+use crate::{run_command, step, target_dir, workspace_root};
 
 /// Every target, in `fuzz/Cargo.toml`'s order.
 pub const TARGETS: &[&str] = &[
@@ -39,7 +39,7 @@ pub enum Budget {
 }
 
 fn fuzz_dir() -> PathBuf {
-    workspace_root().join("target").join("fuzz")
+    target_dir().join("fuzz")
 }
 
 fn ensure_cargo_fuzz() -> Result<()> {

@@ -16,7 +16,7 @@ use witness::{
     VerifierKey, Witness, WitnessError, WitnessReader,
 };
 
-use crate::{run_command, step, workspace_root};
+use crate::{run_command, step, target_dir, workspace_root};
 
 const ORIGIN: &str = "litewitness.test/agentplane";
 const WITNESS_NAME: &str = "litewitness.test/witness";
@@ -156,7 +156,7 @@ pub struct Running {
 pub fn start_for_bench(logs: usize) -> Result<Running> {
     crate::vectors::ensure_go()?;
     ensure_ssh_tools()?;
-    let bin = workspace_root().join("target").join("oracle");
+    let bin = target_dir().join("oracle");
     build(&bin)?;
     let dir = tempfile::tempdir()?;
     let (agent, socket, fingerprint, _) = start_agent(dir.path())?;
@@ -214,7 +214,7 @@ impl Log {
 pub fn run() -> Result<()> {
     crate::vectors::ensure_go()?;
     ensure_ssh_tools()?;
-    let bin = workspace_root().join("target").join("oracle");
+    let bin = target_dir().join("oracle");
     build(&bin)?;
     step("talking to litewitness over HTTP on 127.0.0.1");
     let dir = tempfile::tempdir()?;
@@ -320,7 +320,7 @@ impl Plane {
             "-p",
             "agentplane-cli",
         ]))?;
-        let plane = Self { agentplane: workspace_root().join("target/debug/agentplane"), dir: dir.join("plane") };
+        let plane = Self { agentplane: target_dir().join("debug").join("agentplane"), dir: dir.join("plane") };
         std::fs::create_dir_all(&plane.dir)?;
         plane.run(&[
             "init",

@@ -82,6 +82,28 @@ pub(crate) fn workspace_root() -> PathBuf {
     manifest.parent().map_or_else(|| manifest.to_path_buf(), Path::to_path_buf)
 }
 
+/// Cargo's target directory for this workspace, as `cargo metadata` says
+/// (so `CARGO_TARGET_DIR` and `build.target-dir` are honoured); read once.
+/// Falls back to `CARGO_TARGET_DIR`, then `./target`, if cargo cannot say.
+pub(crate) fn target_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let metadata = cargo()
+            .args(["metadata", "--format-version", "1", "--no-deps"])
+            .current_dir(workspace_root())
+            .stderr(std::process::Stdio::inherit())
+            .output();
+        let from_metadata = metadata.ok().filter(|out| out.status.success()).and_then(|out| {
+            let value: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+            value["target_directory"].as_str().map(PathBuf::from)
+        });
+        from_metadata
+            .or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from))
+            .unwrap_or_else(|| workspace_root().join("target"))
+    })
+    .clone()
+}
+
 pub(crate) fn step(what: &str) {
     eprintln!("\n==> {what}");
 }

@@ -7,7 +7,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 
-use crate::{run_command, step, workspace_root};
+use crate::{run_command, step, target_dir, workspace_root};
 
 /// Write the files, or only compare.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -65,7 +65,7 @@ fn oracle_dir() -> PathBuf {
 /// Builds the oracle into the target directory; go.sum pins every module.
 pub fn build_oracle() -> Result<PathBuf> {
     ensure_go()?;
-    let binary = workspace_root().join("target").join("oracle").join("oracle");
+    let binary = target_dir().join("oracle").join("oracle");
     step("building the Go oracle (xtask/oracle)");
     run_command(
         Command::new("go").args(["build", "-mod=readonly", "-o"]).arg(&binary).arg(".").current_dir(oracle_dir()),

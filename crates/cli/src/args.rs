@@ -252,6 +252,9 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         token_file: Option<PathBuf>,
     },
+    /// Make or migrate the schema of a PostgreSQL store (commands that read never do; commands that
+    /// write do it on their own). A redb file needs none.
+    Migrate,
 }
 
 /// One of the plane's public keys, printed alone.

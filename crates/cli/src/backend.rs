@@ -10,6 +10,12 @@ use store_redb::{ReadOnlyOpening, RedbStore};
 
 use crate::failure::Failure;
 
+/// How a store is shown to a person: a path as it is, a PostgreSQL URL
+/// with its password replaced by `***`.
+pub fn display(store: &Path) -> String {
+    store_pg::redact(&store.display().to_string())
+}
+
 /// The PostgreSQL URL a `--store` names, if it names one.
 pub fn postgres_url(store: &Path) -> Option<&str> {
     store.to_str().filter(|text| text.starts_with("postgres://") || text.starts_with("postgresql://"))
@@ -20,12 +26,44 @@ pub fn no_store(path: &Path) -> Failure {
     Failure::Usage(format!("no store at {} (run `agentplane demo` to make one, or pass --store)", path.display()))
 }
 
+/// Opens a PostgreSQL store for a command that writes: the schema is made
+/// or migrated.
 fn open_postgres(url: &str) -> Result<Arc<dyn Store>, Failure> {
-    Ok(Arc::new(store_pg::PgStore::open(url)?))
+    Ok(Arc::new(store_pg::PgStore::open(url).map_err(pg_failure)?))
 }
 
-fn not_a_store(err: impl std::fmt::Display) -> Failure {
-    Failure::Io(format!("{err}; the file is not a readable agentplane store (it was left untouched)"))
+/// Opens a PostgreSQL store for a command that reads: nothing is created.
+fn open_postgres_read_only(url: &str) -> Result<Arc<dyn Store>, Failure> {
+    Ok(Arc::new(store_pg::PgStore::open_read_only(url).map_err(pg_failure)?))
+}
+
+fn pg_failure(err: store_pg::OpenError) -> Failure {
+    match err {
+        store_pg::OpenError::Journal(err) => redacted(err.into()),
+        store_pg::OpenError::NoStore { .. } | store_pg::OpenError::BadUrl { .. } => Failure::Usage(err.to_string()),
+        other => Failure::Io(other.to_string()),
+    }
+}
+
+/// The failure with any password in its message replaced by `***`.
+fn redacted(failure: Failure) -> Failure {
+    match failure {
+        Failure::Findings(m) => Failure::Findings(store_pg::redact(&m)),
+        Failure::Usage(m) => Failure::Usage(store_pg::redact(&m)),
+        Failure::Io(m) => Failure::Io(store_pg::redact(&m)),
+        Failure::BuildSkew(m) => Failure::BuildSkew(store_pg::redact(&m)),
+    }
+}
+
+/// A redb file that would not open: held by another process (said as such,
+/// with who and what to do), or not a readable store.
+fn redb_failure(err: store_redb::OpenError) -> Failure {
+    match err {
+        held @ store_redb::OpenError::Held { .. } => Failure::Io(held.to_string()),
+        store_redb::OpenError::Journal(err) => {
+            Failure::Io(format!("{err}; the file is not a readable agentplane store (it was left untouched)"))
+        }
+    }
 }
 
 /// Opens an existing store without ever writing to it. A file a crash left
@@ -33,12 +71,12 @@ fn not_a_store(err: impl std::fmt::Display) -> Failure {
 /// A PostgreSQL store is opened as any other client does.
 pub fn open_existing(path: &Path) -> Result<Arc<dyn Store>, Failure> {
     if let Some(url) = postgres_url(path) {
-        return open_postgres(url);
+        return open_postgres_read_only(url);
     }
     if !path.is_file() {
         return Err(no_store(path));
     }
-    let (store, opening) = RedbStore::open_read_only_or_repaired_copy(path).map_err(not_a_store)?;
+    let (store, opening) = RedbStore::open_read_only_or_repaired_copy(path).map_err(redb_failure)?;
     if opening == ReadOnlyOpening::RepairedCopy {
         eprintln!(
             "agentplane: {} was not closed cleanly (a crash) and needs a repair; reading a repaired private copy, \
@@ -67,9 +105,9 @@ pub fn open_for_signing(path: &Path) -> Result<Arc<dyn Store>, Failure> {
                 path.display()
             )));
         }
-        Err(err) => return Err(not_a_store(err)),
+        Err(err) => return Err(redb_failure(err)),
     }
-    Ok(Arc::new(RedbStore::open(path).map_err(|err| Failure::Io(err.to_string()))?))
+    Ok(Arc::new(RedbStore::open(path).map_err(redb_failure)?))
 }
 
 /// Opens the store for a command that writes to it, making a redb file that
@@ -77,7 +115,7 @@ pub fn open_for_signing(path: &Path) -> Result<Arc<dyn Store>, Failure> {
 pub fn open_or_create(path: &Path) -> Result<Arc<dyn Store>, Failure> {
     match postgres_url(path) {
         Some(url) => open_postgres(url),
-        None => Ok(Arc::new(RedbStore::create(path).map_err(|err| Failure::Io(err.to_string()))?)),
+        None => Ok(Arc::new(RedbStore::create(path).map_err(redb_failure)?)),
     }
 }
 
@@ -90,7 +128,7 @@ pub fn repair(path: &Path) -> Result<(), Failure> {
     if !path.is_file() {
         return Err(no_store(path));
     }
-    drop(RedbStore::open(path).map_err(|err| Failure::Io(err.to_string()))?);
+    drop(RedbStore::open(path).map_err(redb_failure)?);
     Ok(())
 }
 
@@ -105,5 +143,35 @@ pub fn compact(path: &Path) -> Result<(u64, u64), Failure> {
     if !path.is_file() {
         return Err(no_store(path));
     }
-    RedbStore::compact(path).map_err(|err| Failure::Io(err.to_string()))
+    RedbStore::compact(path).map_err(redb_failure)
+}
+
+/// Makes or migrates a PostgreSQL store's schema: the versions it migrated
+/// from and to, `None` when it was this build's already. A redb file needs
+/// no migration.
+pub fn migrate(path: &Path) -> Result<Option<(i32, i32)>, Failure> {
+    let Some(url) = postgres_url(path) else {
+        return Err(Failure::Usage(
+            "a redb file needs no migration (its tables are made when a plane opens it); this command is for \
+             PostgreSQL stores"
+                .into(),
+        ));
+    };
+    Ok(store_pg::PgStore::open(url).map_err(pg_failure)?.migrated())
+}
+
+/// Whether the store holds runs of any tenant; a store that is not there
+/// (no file, a database without the schema) holds none. Never creates one.
+pub fn holds_runs(path: &Path) -> Result<bool, Failure> {
+    if let Some(url) = postgres_url(path) {
+        return match store_pg::PgStore::open_read_only(url) {
+            Ok(store) => Ok(!store.tenants()?.is_empty()),
+            Err(store_pg::OpenError::NoStore { .. }) => Ok(false),
+            Err(err) => Err(pg_failure(err)),
+        };
+    }
+    if !path.is_file() {
+        return Ok(false);
+    }
+    Ok(!open_existing(path)?.tenants()?.is_empty())
 }

@@ -63,9 +63,32 @@ impl Settings {
     pub fn resolve(cli: &Cli) -> Result<Self, Failure> {
         let config_path = match &cli.config {
             Some(path) => Some(path.clone()),
-            None => Some(PathBuf::from(DEFAULT_CONFIG)).filter(|path| path.is_file()),
+            None => Some(PathBuf::from(DEFAULT_CONFIG))
+                .filter(|path| path.is_file())
+                .or_else(|| cli.store.as_deref().and_then(config_beside_store)),
         };
         Self::from_parts(config_path, cli)
+    }
+
+    /// Refuses a command run where there is no plane (no configuration, no
+    /// store here, none chosen) when `agentplane demo` made its plane in
+    /// `./agentplane-demo`: it says to go there, rather than that the
+    /// origin or the store is missing.
+    pub fn require_plane_here(&self) -> Result<(), Failure> {
+        let demo_config = Path::new(DEMO_DIR).join(DEFAULT_CONFIG);
+        if self.config_path.is_none()
+            && !self.store_chosen
+            && !self.store.exists()
+            && !self.keys.exists()
+            && demo_config.is_file()
+        {
+            return Err(Failure::Usage(format!(
+                "no plane in this folder (no {DEFAULT_CONFIG}, no {DEFAULT_STORE}); `agentplane demo` made its plane \
+                 in ./{DEMO_DIR}: run `cd {DEMO_DIR}` and run the command there (or pass --config {})",
+                demo_config.display()
+            )));
+        }
+        Ok(())
     }
 
     /// The settings of the plane configured at `config`, with the tenant and
@@ -82,8 +105,8 @@ impl Settings {
             _ => (None, None),
         };
         let store_chosen = cli.store.is_some() || config_store.is_some();
-        let store = cli.store.clone().or(config_store).unwrap_or_else(|| PathBuf::from("agentplane.redb"));
-        let keys = cli.keys.clone().or(config_keys).unwrap_or_else(|| PathBuf::from("agentplane.key"));
+        let store = cli.store.clone().or(config_store).unwrap_or_else(|| PathBuf::from(DEFAULT_STORE));
+        let keys = cli.keys.clone().or(config_keys).unwrap_or_else(|| PathBuf::from(DEFAULT_KEYS));
         let tenant = cli
             .tenant
             .clone()
@@ -166,6 +189,22 @@ impl Settings {
     }
 }
 
+/// The configuration of the plane whose store file `store` is:
+/// `agentplane.toml` beside it, when that configuration names this file.
+fn config_beside_store(store: &Path) -> Option<PathBuf> {
+    if crate::backend::postgres_url(store).is_some() || !store.is_file() {
+        return None;
+    }
+    let dir = store.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let config = dir.join(DEFAULT_CONFIG);
+    if !config.is_file() {
+        return None;
+    }
+    let plane = read_config(&config).ok()?;
+    let configured = std::fs::canonicalize(relative_to(&config, &plane.store)).ok()?;
+    (std::fs::canonicalize(store).ok()? == configured).then_some(config)
+}
+
 fn read_config(path: &Path) -> Result<PlaneConfig, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|err| Failure::Usage(format!("reading the configuration {}: {err}", path.display())))?;
@@ -199,12 +238,34 @@ pub fn interval(text: &str) -> Result<std::time::Duration, Failure> {
     agentplane_cli::plane_config::interval(text).map_err(Failure::Usage)
 }
 
-/// Makes a plane in `dir`: `agentplane.toml` and `agentplane.key` with a
-/// fresh log key per tenant (origin `BASE/NAME`) and a record key. Refuses to
-/// overwrite either file, and a store there that holds runs (R-SIG-4: a plane
-/// never mints keys for a history it did not sign).
+/// Where a new plane keeps its store and key file, as written in its
+/// configuration (a relative path is relative to the plane's folder).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlaneFiles {
+    /// The store: a redb file or a PostgreSQL URL.
+    pub store: PathBuf,
+    /// The key file.
+    pub keys: PathBuf,
+}
+
+impl Default for PlaneFiles {
+    fn default() -> Self {
+        Self { store: PathBuf::from(DEFAULT_STORE), keys: PathBuf::from(DEFAULT_KEYS) }
+    }
+}
+
+/// The store of a plane with no configuration saying otherwise.
+pub const DEFAULT_STORE: &str = "agentplane.redb";
+/// The key file of a plane with no configuration saying otherwise.
+pub const DEFAULT_KEYS: &str = "agentplane.key";
+
+/// Makes a plane in `dir`: `agentplane.toml` and the key file (`files`)
+/// with a fresh log key per tenant (origin `BASE/NAME`) and a record key.
+/// Refuses to overwrite either file, and a store that holds runs (R-SIG-4:
+/// a plane never mints keys for a history it did not sign).
 pub fn init_plane(
     dir: &Path,
+    files: &PlaneFiles,
     tenants: &[String],
     origin_base: &str,
     witnesses: Vec<WitnessEntry>,
@@ -213,17 +274,17 @@ pub fn init_plane(
 ) -> Result<(PlaneConfig, PlaneKeys), Failure> {
     interval(sweep_every)?;
     let config_path = dir.join(DEFAULT_CONFIG);
-    let keys_path = dir.join("agentplane.key");
-    let store_path = dir.join("agentplane.redb");
+    let keys_path = relative_to(&config_path, &files.keys);
+    let store_path = relative_to(&config_path, &files.store);
     for existing in [&config_path, &keys_path] {
         if existing.exists() {
             return Err(Failure::Usage(format!("{} exists: a plane is already made here", existing.display())));
         }
     }
-    if store_path.is_file() && !crate::backend::open_existing(&store_path)?.tenants()?.is_empty() {
+    if crate::backend::holds_runs(&store_path)? {
         return Err(Failure::Usage(format!(
             "{} already holds runs: a plane never mints keys for a history it did not sign",
-            store_path.display()
+            crate::backend::display(&store_path)
         )));
     }
     let names: Vec<String> = if tenants.is_empty() { vec!["default".to_owned()] } else { tenants.to_vec() };
@@ -246,8 +307,8 @@ pub fn init_plane(
         origins.push(origin);
     }
     let config = PlaneConfig {
-        store: PathBuf::from("agentplane.redb"),
-        keys: PathBuf::from("agentplane.key"),
+        store: files.store.clone(),
+        keys: files.keys.clone(),
         quorum,
         sweep_every: Some(sweep_every.to_owned()),
         tenants: entries,

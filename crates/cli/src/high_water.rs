@@ -108,6 +108,21 @@ impl FileHighWater {
         Ok(Some(entries))
     }
 
+    /// An exclusive lock on `<mark>.lock`, held until the file is dropped.
+    fn lock_file(&self) -> Result<std::fs::File, HighWaterError> {
+        let mut name = self.path.clone().into_os_string();
+        name.push(".lock");
+        let path = PathBuf::from(name);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|err| io(&path, &err))?;
+        file.lock().map_err(|err| io(&path, &err))?;
+        Ok(file)
+    }
+
     fn write(&self, entries: &[(String, Entry)]) -> Result<(), HighWaterError> {
         let mut body = HEADER.to_owned();
         for (origin, entry) in entries {
@@ -164,6 +179,10 @@ impl HighWater for FileHighWater {
             path: self.path.display().to_string(),
             reason: "a thread writing it panicked".into(),
         })?;
+        // Another process of the plane (its sweep, a second plane process on
+        // a shared store) may raise it at the same moment: the read, the
+        // write of `.new` and the rename are one step under a file lock.
+        let _across_processes = self.lock_file()?;
         let mut entries = self.read()?.unwrap_or_default();
         match entries.iter_mut().find(|(o, _)| o == origin.as_str()) {
             Some((_, Entry::Signed(old))) if old.size > tree.size || *old == tree => return Ok(()),

@@ -49,7 +49,8 @@ fn main() -> ExitCode {
     match cmd::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("agentplane: {}", failure.message());
+            // No password of a store URL is ever printed, whatever the message quotes.
+            eprintln!("agentplane: {}", store_pg::redact(failure.message()));
             ExitCode::from(failure.exit_code())
         }
     }

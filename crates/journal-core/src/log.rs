@@ -532,6 +532,16 @@ pub fn sign_current_head<'a>(
         match sign_head(store, &view, origin, key, high_water) {
             Ok(signed) => return Ok((view, signed)),
             Err(JournalError::CheckpointConflict { .. }) if attempts < 4 => attempts += 1,
+            // Another process of the plane signed a larger tree after this
+            // view was read (its mark is then ahead of the view): a fresh
+            // view that grew is held to the same checks again. A store that
+            // is really older does not grow past the mark, and stays refused.
+            Err(err @ JournalError::WouldSignRollback { .. }) if attempts < 4 => {
+                if LogView::open(store, tenant)?.head()?.tree.size <= view.head()?.tree.size {
+                    return Err(err);
+                }
+                attempts += 1;
+            }
             Err(err) => return Err(err),
         }
     }

@@ -1,10 +1,9 @@
 #![doc = include_str!("../README.md")]
 
+mod connect;
 mod schema;
 #[cfg(feature = "testkit")]
 pub mod testkit;
-
-use std::str::FromStr as _;
 
 use journal_core::append::{AppendFailure, AppendTxn, RunHead, append_heads, stored_run_id as run_id, write_batch};
 use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
@@ -18,6 +17,7 @@ use postgres::{Client, NoTls};
 use r2d2_postgres::PostgresConnectionManager;
 use tlog::{NodeHash, NodeId, RootHash, Tree};
 
+pub use connect::{DEFAULT_CONNECT_TIMEOUT, OpenError, Target, redact};
 pub use schema::SCHEMA_VERSION;
 
 /// The most appends one group commit carries.
@@ -79,11 +79,12 @@ impl std::fmt::Debug for PgStore {
 impl PgStore {
     /// Connects to `url` (a `postgres://` URL), applies the schema's
     /// migrations in one transaction (refusing a schema newer than this
-    /// build's), and readies its group commit.
-    pub fn open(url: &str) -> Result<Self, JournalError> {
-        let config = postgres::Config::from_str(url)
-            .map_err(|err| JournalError::Io(StorageError::new(format!("the store URL {url:?}"), err)))?;
-        let mut client = config.connect(NoTls).map_err(|err| pg("connecting", err))?;
+    /// build's), and readies its group commit. For the commands that write.
+    /// A URL without a password takes it from `PGPASSWORD` or the password
+    /// file (`PGPASSFILE`, else `~/.pgpass`).
+    pub fn open(url: &str) -> Result<Self, OpenError> {
+        let (config, target) = connect::config(url)?;
+        let mut client = connect::connect(&config, &target)?;
         let migrated = migrate(&mut client)?;
         let pool = r2d2::Pool::builder()
             .max_size(POOL_SIZE)
@@ -91,6 +92,40 @@ impl PgStore {
             .map_err(pool_error)?;
         let commit = GroupCommit::start(MAX_BATCH, batch_writer(config, client));
         Ok(Self { pool, commit, migrated })
+    }
+
+    /// Opens the store for reading only: nothing is created or migrated, and
+    /// every session is read-only (`default_transaction_read_only`), so the
+    /// server itself refuses a write. A database without the schema is
+    /// [`OpenError::NoStore`]; a schema of another version is refused with
+    /// its remedy ([`OpenError::NewerSchema`], [`OpenError::OlderSchema`]).
+    pub fn open_read_only(url: &str) -> Result<Self, OpenError> {
+        let (mut config, target) = connect::config(url)?;
+        let options = match config.get_options() {
+            Some(options) => format!("{options} -c default_transaction_read_only=on"),
+            None => "-c default_transaction_read_only=on".to_owned(),
+        };
+        config.options(&options);
+        let mut client = connect::connect(&config, &target)?;
+        let version = schema_version(&mut client)?;
+        match version {
+            None => return Err(OpenError::NoStore { target }),
+            Some(found) if found > SCHEMA_VERSION => {
+                return Err(OpenError::NewerSchema { found, supported: SCHEMA_VERSION });
+            }
+            Some(found) if found < SCHEMA_VERSION => {
+                return Err(OpenError::OlderSchema { found, supported: SCHEMA_VERSION });
+            }
+            Some(_) => {}
+        }
+        drop(client);
+        let pool = r2d2::Pool::builder()
+            .max_size(POOL_SIZE)
+            .min_idle(Some(1))
+            .build(PostgresConnectionManager::new(config, NoTls))
+            .map_err(pool_error)?;
+        let commit = GroupCommit::refusing("the store is open read-only");
+        Ok(Self { pool, commit, migrated: None })
     }
 
     /// The schema versions this open migrated from and to, if it migrated
@@ -122,13 +157,30 @@ impl PgStore {
 /// "agentplane schema" in ASCII, folded to 64 bits).
 const SCHEMA_LOCK: i64 = 0x6167_706c_7363_6865;
 
+/// The schema version of the database, without creating anything: `None`
+/// when it has no agentplane schema.
+fn schema_version(client: &mut Client) -> Result<Option<i32>, JournalError> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('agentplane_schema') IS NOT NULL", &[])
+        .map_err(|err| pg("looking for the schema", err))?
+        .get(0);
+    if !exists {
+        return Ok(None);
+    }
+    let version: i32 = client
+        .query_one("SELECT coalesce(max(version), 0) FROM agentplane_schema", &[])
+        .map_err(|err| pg("reading the schema version", err))?
+        .get(0);
+    Ok(Some(version))
+}
+
 /// Creates or upgrades the schema in one transaction. Any number of
 /// processes may run this at once on a new or an existing database: each
 /// first takes a transaction-scoped advisory lock, before anything is
 /// created, so one sets up while the others wait and then find it done
 /// (`CREATE TABLE IF NOT EXISTS` alone races a concurrent creator). A
 /// migration is all or nothing: it commits with its version or not at all.
-fn migrate(client: &mut Client) -> Result<Option<(i32, i32)>, JournalError> {
+fn migrate(client: &mut Client) -> Result<Option<(i32, i32)>, OpenError> {
     let mut txn = client.transaction().map_err(|err| pg("starting the migration", err))?;
     txn.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).map_err(|err| pg("the schema setup lock", err))?;
     txn.batch_execute("CREATE TABLE IF NOT EXISTS agentplane_schema (version integer NOT NULL)")
@@ -138,10 +190,7 @@ fn migrate(client: &mut Client) -> Result<Option<(i32, i32)>, JournalError> {
         .map_err(|err| pg("reading the schema version", err))?
         .get(0);
     if version > SCHEMA_VERSION {
-        return Err(JournalError::Io(StorageError::message(format!(
-            "the database's schema is version {version}, newer than this build's {SCHEMA_VERSION}: it was \
-             migrated by a newer agentplane; run that build (or a later one), not this one"
-        ))));
+        return Err(OpenError::NewerSchema { found: version, supported: SCHEMA_VERSION });
     }
     let mut current = version;
     for (index, migration) in schema::MIGRATIONS.iter().enumerate() {

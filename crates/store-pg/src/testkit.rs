@@ -17,12 +17,17 @@ use crate::PgStore;
 /// The environment variable naming the server tests use.
 pub const URL_VARIABLE: &str = "AGENTPLANE_PG_URL";
 
-/// The server's URL. A test that cannot reach one fails; it is never skipped.
+/// The server's URL. A test that cannot reach one fails, naming itself and
+/// the command that runs it with a server; it is never skipped.
 pub fn server_url() -> String {
     std::env::var(URL_VARIABLE).unwrap_or_else(|_| {
+        let thread = std::thread::current();
+        let test = thread.name().unwrap_or("this test");
         panic!(
-            "{URL_VARIABLE} is not set: the PostgreSQL tests need a server. `cargo xtask test` starts a throwaway \
-             one and sets it; or point it at a server you may create databases on"
+            "{URL_VARIABLE} is not set: `{test}` is a PostgreSQL test and needs a server. Run the tests with \
+             `cargo xtask with-pg cargo test ...` (the same arguments after it: a throwaway server, stopped \
+             afterwards), or `cargo xtask test`; or point {URL_VARIABLE} at a server you may create databases on. \
+             Every PostgreSQL test fails this way without one; none is skipped"
         )
     })
 }
@@ -122,7 +127,7 @@ fn with_dbname(url: &str, name: &str) -> String {
 impl PgStore {
     /// A store on a fresh database of the test server.
     pub fn temporary() -> Result<Self, JournalError> {
-        Self::open(&fresh_database())
+        Ok(Self::open(&fresh_database())?)
     }
 
     /// A plain connection to this store's database, for raw SQL.

@@ -3,7 +3,7 @@
 #[cfg(feature = "testkit")]
 mod testkit;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use journal_core::append::{AppendFailure, AppendTxn, RunHead, append_heads, stored_run_id as run_id, write_batch};
@@ -84,6 +84,145 @@ fn open_error(path: &Path, err: impl Into<redb::Error>) -> JournalError {
     JournalError::Io(StorageError::new(path.display().to_string(), err.into()))
 }
 
+/// How every handle of this crate shares the file: any number of processes
+/// write (a plane, its sweep, several plane processes), one write transaction
+/// at a time, and any number read beside them (see the README, "Sharing the
+/// file").
+pub const CONCURRENCY: redb::ConcurrencyMode = redb::ConcurrencyMode::MultiWriter;
+
+fn shared() -> redb::Builder {
+    let mut builder = redb::Builder::new();
+    builder.set_concurrency_mode(CONCURRENCY);
+    builder
+}
+
+/// Why a store file could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// Another process holds the file in a mode that shuts this opening out:
+    /// one that opened it alone (`agentplane compact`, a build of agentplane
+    /// from before the file was shared, another redb program). Not damage:
+    /// the file is untouched and opens once that process is done.
+    #[error(
+        "{} is held by another process that opened it alone{}: this is not damage (the file is untouched). \
+         Wait for that process to finish, or stop it, then run this again. `agentplane compact` holds the \
+         file alone while it runs, and so do agentplane builds from before shared opening and other redb \
+         programs; this build's plane, sweep and read commands share the file",
+        path.display(),
+        holders_text(holders)
+    )]
+    Held {
+        /// The store file.
+        path: PathBuf,
+        /// The processes that have the file open, when the system says
+        /// (Linux's `/proc`); empty when it cannot tell.
+        holders: Vec<Holder>,
+    },
+    /// Anything else: a missing, unreadable or damaged file.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+impl From<OpenError> for JournalError {
+    fn from(err: OpenError) -> Self {
+        match err {
+            OpenError::Journal(err) => err,
+            held @ OpenError::Held { .. } => JournalError::Io(StorageError::message(held.to_string())),
+        }
+    }
+}
+
+/// A process that has a store file open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// Its process id.
+    pub pid: u32,
+    /// Its command line, passwords of URLs in it replaced by `***`.
+    pub command: String,
+}
+
+fn holders_text(holders: &[Holder]) -> String {
+    if holders.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = holders.iter().map(|h| format!("pid {} `{}`", h.pid, h.command)).collect();
+    format!(" ({})", list.join(", "))
+}
+
+/// The most holders a refusal names.
+const MAX_HOLDERS: usize = 8;
+/// The most characters of a holder's command line a refusal shows.
+const MAX_COMMAND: usize = 160;
+
+/// The other processes that have `path` open, read from `/proc` (Linux);
+/// empty where the system does not say. Best effort: a process that cannot
+/// be inspected is left out.
+pub fn holders(path: &Path) -> Vec<Holder> {
+    let Ok(target) = std::fs::canonicalize(path) else {
+        return Vec::new();
+    };
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let me = std::process::id();
+    let mut out = Vec::new();
+    for entry in procs.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|name| name.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        if !fds.flatten().any(|fd| std::fs::read_link(fd.path()).is_ok_and(|link| link == target)) {
+            continue;
+        }
+        let command = std::fs::read(entry.path().join("cmdline"))
+            .map(|bytes| {
+                let words: Vec<String> = bytes
+                    .split(|b| *b == 0)
+                    .filter(|word| !word.is_empty())
+                    .map(|word| redact_url_password(&String::from_utf8_lossy(word)))
+                    .collect();
+                words.join(" ").chars().take(MAX_COMMAND).collect()
+            })
+            .unwrap_or_default();
+        out.push(Holder { pid, command });
+        if out.len() == MAX_HOLDERS {
+            break;
+        }
+    }
+    out
+}
+
+/// `scheme://user:secret@host` with the secret replaced by `***`.
+fn redact_url_password(word: &str) -> String {
+    let Some(scheme_end) = word.find("://") else {
+        return word.to_owned();
+    };
+    let rest = &word[scheme_end + 3..];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return word.to_owned();
+    };
+    match rest[..at].find(':') {
+        Some(colon) => format!("{}{}:***{}", &word[..scheme_end + 3], &rest[..colon], &rest[at..]),
+        None => word.to_owned(),
+    }
+}
+
+/// Turns redb's lock refusals into [`OpenError::Held`].
+fn opening(path: &Path, err: redb::DatabaseError) -> OpenError {
+    match err {
+        redb::DatabaseError::DatabaseAlreadyOpen | redb::DatabaseError::LockProtocolMismatch => {
+            OpenError::Held { path: path.to_path_buf(), holders: holders(path) }
+        }
+        other => OpenError::Journal(open_error(path, other)),
+    }
+}
+
 /// The file, open for writing (with its group commit) or only for reading.
 enum Db {
     Writable(Arc<Database>),
@@ -128,21 +267,26 @@ impl std::fmt::Debug for RedbStore {
 
 impl RedbStore {
     /// Opens the store at `path`, creating it if there is no file there.
-    pub fn create(path: &Path) -> Result<Self, JournalError> {
-        let db = Database::create(path).map_err(|err| open_error(path, err))?;
-        Self::start(db)
+    /// Other processes may have it open for writing and reading meanwhile
+    /// ([`CONCURRENCY`]).
+    pub fn create(path: &Path) -> Result<Self, OpenError> {
+        let db = shared().create(path).map_err(|err| opening(path, err))?;
+        Ok(Self::start(db)?)
     }
 
-    /// Opens an existing store; refuses a missing file.
-    pub fn open(path: &Path) -> Result<Self, JournalError> {
-        let db = Database::open(path).map_err(|err| open_error(path, err))?;
-        Self::start(db)
+    /// Opens an existing store for writing; refuses a missing file. Other
+    /// processes may have it open for writing and reading meanwhile
+    /// ([`CONCURRENCY`]).
+    pub fn open(path: &Path) -> Result<Self, OpenError> {
+        let db = shared().open(path).map_err(|err| opening(path, err))?;
+        Ok(Self::start(db)?)
     }
 
     /// Opens an existing store for reading only: the file is never written,
-    /// whatever is in it, and appends are refused.
-    pub fn open_read_only(path: &Path) -> Result<Self, JournalError> {
-        let db = redb::ReadOnlyDatabase::open(path).map_err(|err| open_error(path, err))?;
+    /// whatever is in it, and appends are refused. Works beside processes
+    /// that write to it, and sees each of their commits.
+    pub fn open_read_only(path: &Path) -> Result<Self, OpenError> {
+        let db = shared().open_read_only(path).map_err(|err| opening(path, err))?;
         Ok(Self::read_only(db, None))
     }
 
@@ -151,8 +295,8 @@ impl RedbStore {
     /// "repair aborted"): then a private copy is repaired in a temporary
     /// directory and read instead, and [`ReadOnlyOpening::RepairedCopy`] says
     /// so. The original file is never written.
-    pub fn open_read_only_or_repaired_copy(path: &Path) -> Result<(Self, ReadOnlyOpening), JournalError> {
-        match redb::ReadOnlyDatabase::open(path) {
+    pub fn open_read_only_or_repaired_copy(path: &Path) -> Result<(Self, ReadOnlyOpening), OpenError> {
+        match shared().open_read_only(path) {
             Ok(db) => Ok((Self::read_only(db, None), ReadOnlyOpening::Direct)),
             Err(redb::DatabaseError::RepairAborted) => {
                 let copy_error = |err: std::io::Error| {
@@ -165,7 +309,7 @@ impl RedbStore {
                 let db = redb::ReadOnlyDatabase::open(&copy).map_err(|err| open_error(&copy, err))?;
                 Ok((Self::read_only(db, Some(dir)), ReadOnlyOpening::RepairedCopy))
             }
-            Err(err) => Err(open_error(path, err)),
+            Err(err) => Err(opening(path, err)),
         }
     }
 
@@ -199,17 +343,19 @@ impl RedbStore {
 
     /// Compacts the store file at `path` in place: copy-on-write leaves
     /// freed pages behind, which redb reuses but never returns to the file
-    /// system on its own. Needs the file to itself (no open store on it;
-    /// redb's lock refuses otherwise). Every record stays as it was: only
-    /// free space is given back. Returns the file's size before and after.
-    pub fn compact(path: &Path) -> Result<(u64, u64), JournalError> {
+    /// system on its own. Needs the file to itself: it opens the file
+    /// alone, so it is refused ([`OpenError::Held`]) while any other process
+    /// has it open, and shuts out every other opening while it runs. Every
+    /// record stays as it was: only free space is given back. Returns the
+    /// file's size before and after.
+    pub fn compact(path: &Path) -> Result<(u64, u64), OpenError> {
         let size = |path: &Path| {
             std::fs::metadata(path)
                 .map(|meta| meta.len())
                 .map_err(|err| JournalError::Io(StorageError::new(path.display().to_string(), err)))
         };
         let before = size(path)?;
-        let mut db = Database::open(path).map_err(|err| open_error(path, err))?;
+        let mut db = Database::open(path).map_err(|err| opening(path, err))?;
         // compact() returns false when it found nothing more to move; a
         // second pass can free what the first one moved.
         while db.compact().map_err(|err| open_error(path, err))? {}

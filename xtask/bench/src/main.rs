@@ -18,6 +18,7 @@ use anyhow::{Context, Result, bail};
 mod append;
 mod audit_figures;
 mod checkpoint_figures;
+mod live_figures;
 mod measure;
 mod tlog_figures;
 mod witness_figures;
@@ -32,7 +33,7 @@ struct Options {
     agentplane: Option<PathBuf>,
     /// Litewitness's URL, verifier key, and the file of its logs' skeys.
     litewitness: (Option<String>, Option<String>, Option<PathBuf>),
-    /// Only these groups (tlog, append, audit, witness, cost); all when empty.
+    /// Only these groups (tlog, append, checkpoint, audit, witness, cost, live); all when empty.
     only: Vec<String>,
 }
 
@@ -63,7 +64,7 @@ fn options() -> Result<Options> {
                 options.litewitness.2 = Some(args.next().context("--litewitness-logs needs a file")?.into());
             }
             "--only" => options.only.push(
-                args.next().context("--only needs a group: tlog, append, checkpoint, audit, witness, mldsa or cost")?,
+                args.next().context("--only needs a group: tlog, append, checkpoint, audit, witness, mldsa, cost or live")?,
             ),
             "--out" => options.out = args.next().context("--out needs a directory")?.into(),
             "--oracle" => options.oracle = Some(args.next().context("--oracle needs the Go oracle's path")?.into()),
@@ -151,6 +152,9 @@ fn run() -> Result<()> {
     }
     if let Some(agentplane) = options.agentplane.as_ref().filter(|_| options.wants("cost")) {
         add(vec![audit_figures::cost_figure(agentplane, rounds, runs)?]);
+    }
+    if let Some(agentplane) = options.agentplane.as_ref().filter(|_| options.wants("live")) {
+        add(live_figures::figures(agentplane, rounds, options.quick)?);
     }
 
     let machine = machine();

@@ -11,7 +11,7 @@ use journal_core::{
 use super::checkpoint::sign;
 use super::runs::{print_table, run_rows};
 use crate::args::Cli;
-use crate::config::{DEFAULT_CONFIG, DEMO_DIR, Settings, init_plane};
+use crate::config::{DEFAULT_CONFIG, DEMO_DIR, PlaneFiles, Settings, init_plane};
 use crate::context::Plane;
 use crate::failure::Failure;
 use crate::keys::DEFAULT_ORIGIN;
@@ -109,16 +109,34 @@ fn only_demo_runs(plane: &Plane) -> Result<bool, Failure> {
 }
 
 pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
-    // A plane of its own, unless the caller chose one.
+    // A plane of its own, unless the caller chose one. `--store` of a
+    // PostgreSQL database with no plane here (no configuration, no key
+    // file) makes that plane folder too, pointed at the database.
     let own;
-    let settings = if settings.config_path.is_none() && !settings.store_chosen {
+    let postgres_without_plane = settings.config_path.is_none()
+        && crate::backend::postgres_url(&settings.store).is_some()
+        && !settings.keys.exists();
+    let settings = if settings.config_path.is_none() && (!settings.store_chosen || postgres_without_plane) {
         let dir = std::path::Path::new(DEMO_DIR);
         let config = dir.join(DEFAULT_CONFIG);
+        let files = if postgres_without_plane {
+            PlaneFiles { store: settings.store.clone(), ..PlaneFiles::default() }
+        } else {
+            PlaneFiles::default()
+        };
         if !config.is_file() {
             std::fs::create_dir_all(dir).map_err(|err| Failure::Io(format!("creating {}: {err}", dir.display())))?;
-            init_plane(dir, &[], DEFAULT_ORIGIN, Vec::new(), 0, "5m")?;
+            init_plane(dir, &files, &[], DEFAULT_ORIGIN, Vec::new(), 0, "5m")?;
         }
         own = Settings::of_config(config, cli)?;
+        if postgres_without_plane && own.store != settings.store {
+            return Err(Failure::Usage(format!(
+                "./{DEMO_DIR} is a demo plane on {} already, not on {}: run the demo in another folder for \
+                 this database",
+                crate::backend::display(&own.store),
+                crate::backend::display(&settings.store)
+            )));
+        }
         &own
     } else {
         settings
@@ -127,7 +145,7 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
     if !only_demo_runs(&plane)? {
         return Err(Failure::Usage(format!(
             "{} holds runs the demo did not make: the demo writes only to a plane of its own (run it without --store or --config)",
-            settings.store.display()
+            crate::backend::display(&settings.store)
         )));
     }
     let cli = settings;
@@ -135,7 +153,7 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
     let t = &plane.tenant;
     let batch = plane.store.runs(t, None)?.len() / 8 + 1;
     let key = |name: &str| format!("demo-{batch}-{name}");
-    eprintln!("running demo batch {batch} in {}", cli.store.display());
+    eprintln!("running demo batch {batch} in {}", crate::backend::display(&cli.store));
 
     // Succeeded: two effects, sealed.
     let mut run = admit(&runtime, &plane, &key("answered"), Budget::default())?;
@@ -197,8 +215,11 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
             .map_or_else(|| ".".into(), |p| p.display().to_string()),
         settings.config_path.as_deref().map_or_else(|| "(none)".into(), |p| p.display().to_string()),
         settings.keys.display(),
-        settings.store.display()
+        crate::backend::display(&settings.store)
     );
+    if settings.config_path.as_deref().and_then(|p| p.parent()) == Some(std::path::Path::new(DEMO_DIR)) {
+        eprintln!("run the other commands in the plane's folder: `cd {DEMO_DIR}`, then `agentplane runs`");
+    }
     Ok(())
 }
 
@@ -233,7 +254,7 @@ mod tests {
     #[test]
     fn every_demo_run_replays_through_the_unchanged_demo_agent() {
         let dir = tempfile::tempdir().unwrap();
-        init_plane(dir.path(), &[], DEFAULT_ORIGIN, Vec::new(), 0, "5m").unwrap();
+        init_plane(dir.path(), &PlaneFiles::default(), &[], DEFAULT_ORIGIN, Vec::new(), 0, "5m").unwrap();
         let config = dir.path().join(DEFAULT_CONFIG);
         let cli = Cli::try_parse_from(["agentplane", "--config", config.to_str().unwrap(), "demo"]).unwrap();
         let settings = Settings::of_config(config, &cli).unwrap();

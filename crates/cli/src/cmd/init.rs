@@ -1,10 +1,12 @@
 //! `agentplane init`: a plane's configuration and fresh keys.
 
-use crate::config::{DEFAULT_CONFIG, WitnessEntry, init_plane};
+use crate::config::{DEFAULT_CONFIG, PlaneFiles, WitnessEntry, init_plane};
 use crate::failure::Failure;
 
-/// `agentplane init`: the configuration and fresh keys in this directory.
+/// `agentplane init`: the configuration and fresh keys in this directory;
+/// the store and the key file are `--store` and `--keys` when given.
 pub fn init(
+    files: &PlaneFiles,
     tenants: &[String],
     origin_base: &str,
     witnesses: &[String],
@@ -23,8 +25,13 @@ pub fn init(
     if quorum > entries.len() || (quorum == 0 && !entries.is_empty()) {
         return Err(Failure::Usage(format!("--quorum {quorum} does not fit {} witnesses", entries.len())));
     }
-    let (config, keys) = init_plane(std::path::Path::new("."), tenants, origin_base, entries, quorum, sweep_every)?;
-    eprintln!("wrote {DEFAULT_CONFIG} and agentplane.key (keep it secret); the store will be agentplane.redb");
+    let (config, keys) =
+        init_plane(std::path::Path::new("."), files, tenants, origin_base, entries, quorum, sweep_every)?;
+    eprintln!(
+        "wrote {DEFAULT_CONFIG} and {} (keep it secret); the store will be {}",
+        files.keys.display(),
+        crate::backend::display(&files.store)
+    );
     for tenant in &config.tenants {
         let origin = journal_core::Origin::new(&tenant.origin).map_err(|err| Failure::Usage(err.to_string()))?;
         outln!("tenant {}  origin {}  log key {}", tenant.name, origin, keys.log_for(&origin)?.verifier_key());

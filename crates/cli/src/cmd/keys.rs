@@ -91,7 +91,7 @@ pub fn keys(cli: &Settings, witness_config: bool, print: Option<KeyPart>, json: 
     outln!("an auditor runs:");
     outln!(
         "  agentplane --store {} --tenant {} --origin '{origin}' audit --log-key '{vkey}' --record-key '{record_key}' --checkpoint SAVED.note",
-        cli.store.display(),
+        crate::backend::display(&cli.store),
         cli.tenant,
     );
     Ok(())

@@ -26,9 +26,20 @@ use crate::failure::Failure;
 pub fn run(flags: Cli) -> Result<(), Failure> {
     let settings = Settings::resolve(&flags)?;
     let cli = &settings;
+    if !matches!(
+        flags.command,
+        Command::Init { .. } | Command::Demo | Command::Keygen { .. } | Command::VerifyExport { .. }
+    ) {
+        cli.require_plane_here()?;
+    }
     match &flags.command {
         Command::Init { tenants, origin_base, witnesses, quorum, sweep_every } => {
-            init::init(tenants, origin_base, witnesses, *quorum, sweep_every)
+            let defaults = crate::config::PlaneFiles::default();
+            let files = crate::config::PlaneFiles {
+                store: flags.store.clone().unwrap_or(defaults.store),
+                keys: flags.keys.clone().unwrap_or(defaults.keys),
+            };
+            init::init(&files, tenants, origin_base, witnesses, *quorum, sweep_every)
         }
         Command::Sweep { every, probe_every, json } => sweep::sweep(cli, every.as_deref(), probe_every, *json),
         Command::Keygen { origin } => keys::keygen(cli, origin),
@@ -71,5 +82,6 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         Command::Repair => maintenance::repair(cli),
         Command::Compact => maintenance::compact(cli),
         Command::Console { listen, token_file } => console::console(cli, *listen, token_file.as_deref()),
+        Command::Migrate => maintenance::migrate(cli),
     }
 }

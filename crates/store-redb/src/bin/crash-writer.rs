@@ -1,8 +1,10 @@
 //! A writer for the crash test: appends and seals runs in a loop on a redb
 //! file, printing each committed append, until it is killed.
 //!
-//! `crash-writer <path>` prints `committed <run> <seq>` after each durable
-//! append and `sealed <size> <root hex>` after each seal.
+//! `crash-writer <path> [PREFIX]` prints `committed <run> <seq>` after each
+//! durable append and `sealed <size> <root hex>` after each seal. Its runs
+//! are `PREFIX-NNNNNN` (`run` by default): writers of different prefixes
+//! share one file (the two-writer test).
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -22,7 +24,8 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args().nth(1).ok_or("usage: crash-writer <path>")?;
+    let path = std::env::args().nth(1).ok_or("usage: crash-writer <path> [PREFIX]")?;
+    let prefix = std::env::args().nth(2).unwrap_or_else(|| "run".to_owned());
     let store = RedbStore::create(std::path::Path::new(&path))?;
     let tenant = TenantId::new("crash")?;
     let origin = journal_core::Origin::new("crash.test/plane")?;
@@ -30,7 +33,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut stdout = std::io::stdout().lock();
     let start = store.runs(&tenant, None)?.len();
     for i in start.. {
-        let run = RunId::new(&format!("run-{i:06}"))?;
+        let run = RunId::new(&format!("{prefix}-{i:06}"))?;
         let mut head = None;
         let mut bodies = vec![RecordBody::PlanFrozen(PlanFrozen { steps: vec!["a".into(), "b".into()] })];
         bodies.extend((0..3).map(|s| RecordBody::StepStarted(StepMark { step: format!("step {s}") })));

@@ -1,0 +1,347 @@
+//! Reaching the server: the store URL parsed, its password filled in from
+//! `PGPASSWORD` or a password file when the URL has none, connection
+//! failures that name the server, and URLs printed without their password.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr as _;
+use std::time::Duration;
+
+use journal_core::{JournalError, StorageError};
+
+/// How long a connection attempt waits when the URL sets no
+/// `connect_timeout`: an unreachable host is reported, not waited on.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The most bytes of a password file read.
+const MAX_PGPASS_BYTES: u64 = 1 << 20;
+
+/// The server and database a store URL names, for messages (never the
+/// password).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// The host (or the socket directory).
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// The database.
+    pub database: String,
+    /// The user.
+    pub user: String,
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "database {:?} on {}:{} as user {:?}", self.database, self.host, self.port, self.user)
+    }
+}
+
+/// Why a PostgreSQL store could not be opened. Every message names the
+/// server and database and never holds the password.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The store URL does not parse.
+    #[error("the store URL {url} is not a PostgreSQL connection string: {cause}")]
+    BadUrl {
+        /// The URL, its password replaced by `***`.
+        url: String,
+        /// What the parser said.
+        cause: String,
+    },
+    /// The server could not be reached or refused the connection.
+    #[error("cannot connect to PostgreSQL, {target}: {cause}")]
+    Connect {
+        /// Where it tried.
+        target: Target,
+        /// The underlying cause, every level of it.
+        cause: String,
+        /// Whether the same open may succeed later (the server unreachable
+        /// or starting), as opposed to refused credentials or a database
+        /// that does not exist.
+        retryable: bool,
+    },
+    /// A read found no agentplane schema: nothing was created.
+    #[error(
+        "no agentplane store here: {target} has no agentplane schema (a command that reads never creates one; \
+         a command that writes, such as `agentplane demo`, or `agentplane migrate` makes it)"
+    )]
+    NoStore {
+        /// The database looked at.
+        target: Target,
+    },
+    /// The schema was migrated by a newer build.
+    #[error(
+        "the database's schema is version {found}, newer than this build's {supported}: it was migrated by a \
+         newer agentplane; run that build (or a later one), not this one"
+    )]
+    NewerSchema {
+        /// The database's schema version.
+        found: i32,
+        /// This build's.
+        supported: i32,
+    },
+    /// A read found a schema older than this build's, which only a command
+    /// that writes may migrate.
+    #[error(
+        "the database's schema is version {found}, older than this build's {supported}: a command that reads \
+         never migrates it; run `agentplane migrate` (or any command that writes) with this build first"
+    )]
+    OlderSchema {
+        /// The database's schema version.
+        found: i32,
+        /// This build's.
+        supported: i32,
+    },
+    /// Anything else, from the database.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+}
+
+impl OpenError {
+    /// Whether the same open may succeed when retried.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Connect { retryable, .. } => *retryable,
+            Self::Journal(err) => err.is_retryable(),
+            _ => false,
+        }
+    }
+}
+
+impl From<OpenError> for JournalError {
+    fn from(err: OpenError) -> Self {
+        match err {
+            OpenError::Journal(err) => err,
+            other => {
+                let retryable = other.is_retryable();
+                let storage = StorageError::message(other.to_string());
+                JournalError::Io(if retryable { storage.retryable() } else { storage })
+            }
+        }
+    }
+}
+
+/// `text` with the password of a `postgres://user:password@host/db` URL,
+/// of a `password=` query parameter and of a `password=...` key-value
+/// connection string replaced by `***`. Anything else is returned as it is.
+pub fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("://") {
+        let (before, from_scheme) = rest.split_at(start + 3);
+        out.push_str(before);
+        let end = from_scheme.find(|c: char| c.is_whitespace() || c == '"' || c == '\'').unwrap_or(from_scheme.len());
+        let (url, after) = from_scheme.split_at(end);
+        out.push_str(&redact_one_url(url));
+        rest = after;
+    }
+    out.push_str(rest);
+    redact_key_value(&out)
+}
+
+/// The part of one URL after `scheme://`.
+fn redact_one_url(url: &str) -> String {
+    let authority_end = url.find(['/', '?']).unwrap_or(url.len());
+    let (authority, path) = url.split_at(authority_end);
+    let authority = match authority.rfind('@') {
+        Some(at) => match authority[..at].find(':') {
+            Some(colon) => format!("{}:***{}", &authority[..colon], &authority[at..]),
+            None => authority.to_owned(),
+        },
+        None => authority.to_owned(),
+    };
+    format!("{authority}{path}")
+}
+
+/// `password=secret` (a key-value string or a query parameter) with the
+/// value replaced by `***`.
+fn redact_key_value(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(found) = rest.find("password=") {
+        let value_start = found + "password=".len();
+        out.push_str(&rest[..value_start]);
+        let value = &rest[value_start..];
+        let end = if let Some(quoted) = value.strip_prefix('\'') {
+            // A quoted key-value password: up to the closing quote, escapes skipped.
+            let mut escaped = false;
+            let close = quoted.char_indices().find(|&(_, c)| {
+                let closes = c == '\'' && !escaped;
+                escaped = c == '\\' && !escaped;
+                closes
+            });
+            close.map_or(value.len(), |(i, _)| i + 2)
+        } else {
+            value.find(|c: char| c.is_whitespace() || c == '&' || c == '"').unwrap_or(value.len())
+        };
+        if end > 0 {
+            out.push_str("***");
+        }
+        rest = &value[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Parses the store URL and fills in what the URL leaves out: the password
+/// from `PGPASSWORD`, else from the password file (`PGPASSFILE`, else
+/// `~/.pgpass`, as libpq reads it: `host:port:database:user:password`
+/// lines, `*` matching anything, ignored unless only its owner can read
+/// it), and a connect timeout of [`DEFAULT_CONNECT_TIMEOUT`].
+pub(crate) fn config(url: &str) -> Result<(postgres::Config, Target), OpenError> {
+    let mut config = postgres::Config::from_str(url)
+        .map_err(|err| OpenError::BadUrl { url: redact(url), cause: redact(&causes(&err)) })?;
+    let target = target_of(&config);
+    if config.get_password().is_none() {
+        if let Some(password) = std::env::var_os("PGPASSWORD").filter(|p| !p.is_empty()) {
+            config.password(password.as_encoded_bytes());
+        } else if let Some(password) = pgpass_file().and_then(|file| pgpass_lookup(&file, &target)) {
+            config.password(password);
+        }
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+    }
+    Ok((config, target))
+}
+
+/// Connects, naming the server and the cause on failure.
+pub(crate) fn connect(config: &postgres::Config, target: &Target) -> Result<postgres::Client, OpenError> {
+    config.connect(postgres::NoTls).map_err(|err| connect_error(target, &err))
+}
+
+/// A failed connection, named.
+pub(crate) fn connect_error(target: &Target, err: &postgres::Error) -> OpenError {
+    // A server's answer (a bad password, no such database) is final; a lost
+    // or refused connection may not be.
+    let retryable = err.as_db_error().is_none_or(|db| db.code().code().starts_with("57P"));
+    OpenError::Connect { target: target.clone(), cause: redact(&causes(err)), retryable }
+}
+
+/// Every level of an error's chain, joined: postgres's own Display says
+/// only "error connecting to server".
+pub(crate) fn causes(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = match err.downcast_ref::<postgres::Error>().and_then(postgres::Error::as_db_error) {
+        Some(db) => format!("{} ({})", db.message(), db.code().code()),
+        None => err.to_string(),
+    };
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+fn target_of(config: &postgres::Config) -> Target {
+    let host = match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(host)) => host.clone(),
+        #[cfg(unix)]
+        Some(postgres::config::Host::Unix(dir)) => dir.display().to_string(),
+        None => "localhost".to_owned(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config
+        .get_user()
+        .map(str::to_owned)
+        .or_else(|| std::env::var("USER").ok())
+        .or_else(|| std::env::var("LOGNAME").ok())
+        .unwrap_or_default();
+    let database = config.get_dbname().map_or_else(|| user.clone(), str::to_owned);
+    Target { host, port, database, user }
+}
+
+fn pgpass_file() -> Option<PathBuf> {
+    match std::env::var_os("PGPASSFILE") {
+        Some(file) => Some(PathBuf::from(file)),
+        None => std::env::var_os("HOME").map(|home| Path::new(&home).join(".pgpass")),
+    }
+}
+
+/// The password of the first line of the password file that matches
+/// `target`; none when the file is missing, too large, or readable by
+/// others than its owner (libpq ignores such a file too).
+pub(crate) fn pgpass_lookup(file: &Path, target: &Target) -> Option<String> {
+    let meta = std::fs::metadata(file).ok()?;
+    if !meta.is_file() || meta.len() > MAX_PGPASS_BYTES {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        if meta.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(
+                file = %file.display(),
+                "the password file is readable by others than its owner; ignored (chmod 0600 it)"
+            );
+            return None;
+        }
+    }
+    let text = std::fs::read_to_string(file).ok()?;
+    let port = target.port.to_string();
+    text.lines().filter(|line| !line.starts_with('#')).find_map(|line| {
+        let fields = pgpass_fields(line)?;
+        let wanted = [target.host.as_str(), port.as_str(), target.database.as_str(), target.user.as_str()];
+        let matches = fields[..4].iter().zip(wanted).all(|(field, want)| field == "*" || field == want);
+        matches.then(|| fields[4].clone())
+    })
+}
+
+/// The five fields of a password file line, `\:` and `\\` unescaped.
+fn pgpass_fields(line: &str) -> Option<[String; 5]> {
+    let mut fields: Vec<String> = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => fields.last_mut()?.push(chars.next().unwrap_or('\\')),
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            c => fields.last_mut()?.push(c),
+        }
+    }
+    fields.try_into().ok()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_redacted_in_every_spelling() {
+        assert_eq!(redact("postgres://u:s3cret@db.internal:5433/x"), "postgres://u:***@db.internal:5433/x");
+        assert_eq!(
+            redact("agentplane --store postgresql://u:s3cret@h/db audit"),
+            "agentplane --store postgresql://u:***@h/db audit"
+        );
+        assert_eq!(
+            redact("postgres://u@h/db?password=s3cret&sslmode=disable"),
+            "postgres://u@h/db?password=***&sslmode=disable"
+        );
+        assert_eq!(redact("host=h user=u password=s3cret dbname=d"), "host=h user=u password=*** dbname=d");
+        assert_eq!(redact("host=h password='a b\\' c' dbname=d"), "host=h password=*** dbname=d");
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact("http://127.0.0.1:7380"), "http://127.0.0.1:7380");
+        assert!(!redact("postgres://u:p%40ss@h/db").contains("p%40ss"));
+    }
+
+    #[test]
+    fn pgpass_lines_match_with_wildcards_and_escapes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pgpass");
+        std::fs::write(&file, "# comment\nother:5432:*:*:no\nh:*:d\\:b:u:pa\\:ss\n*:*:*:*:fallback\n").unwrap();
+        let target =
+            |host: &str, db: &str| Target { host: host.into(), port: 5432, database: db.into(), user: "u".into() };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+            assert_eq!(pgpass_lookup(&file, &target("h", "d:b")), None, "a file others can read is ignored");
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        }
+        assert_eq!(pgpass_lookup(&file, &target("h", "d:b")).as_deref(), Some("pa:ss"));
+        assert_eq!(pgpass_lookup(&file, &target("x", "y")).as_deref(), Some("fallback"));
+    }
+}

@@ -1,0 +1,106 @@
+//! A live plane (issue 23): the writer's durable appends on redb with reader
+//! processes attached to the same file (`agentplane runs` in loops, as an
+//! operator's would run) beside the same writer with none, in one run.
+//! Both sides share the machine's cores with whatever runs: on two cores the
+//! readers' own CPU is most of what they cost the writer.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use anyhow::{Result, anyhow, bail};
+use journal_core::{Admission, AdmitRequest, Budget, RuntimeBuilder, Store};
+
+use crate::append::{record_signer, stored_bytes, tenant};
+use crate::measure::{Figure, Unit, alternate, each_in_a_thread};
+
+/// Reader processes attached in the measured side.
+const READERS: usize = 4;
+/// Runs appended at once by the writer.
+const CONCURRENCY: usize = 8;
+
+/// The figure: records per second with [`READERS`] readers attached, over
+/// the same without.
+pub fn figures(agentplane: &Path, rounds: usize, quick: bool) -> Result<Vec<Figure>> {
+    let steps = if quick { 2 } else { 60 };
+    let (with, without) =
+        alternate(rounds, || writer_round(agentplane, READERS, steps), || writer_round(agentplane, 0, steps))?;
+    Ok(vec![Figure {
+        name: format!(
+            "durable append on redb, Runtime, signed, {CONCURRENCY} concurrent runs, {READERS} reader processes \
+             attached (`agentplane runs` in loops on the same file)"
+        ),
+        ours: with,
+        baseline_name: "the same writer, no reader attached".to_owned(),
+        baseline: without,
+        unit: Unit::PerSecond("records"),
+        bar: Some(0.9),
+        rounds,
+    }])
+}
+
+/// One round: a fresh store, `readers` reader processes in loops on it, the
+/// writer's records per second. Every reader call must succeed.
+fn writer_round(agentplane: &Path, readers: usize, steps: usize) -> Result<f64> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("journal.redb");
+    let store: Arc<dyn Store> = Arc::new(store_redb::RedbStore::create(&path)?);
+    let (tenant, origin) = tenant()?;
+    let runtime = RuntimeBuilder::new(Arc::clone(&store))
+        .signer(Arc::new(record_signer()))
+        .tenant(tenant.clone(), origin.clone(), None)
+        .build()?;
+    let stop = AtomicBool::new(false);
+    let (origin_text, tenant_text) = (origin.to_string(), tenant.to_string());
+    std::thread::scope(|scope| {
+        let attached: Vec<_> = (0..readers)
+            .map(|_| {
+                scope.spawn(|| -> Result<u64> {
+                    let mut calls = 0;
+                    while !stop.load(Ordering::Relaxed) {
+                        let status = Command::new(agentplane)
+                            .arg("--store")
+                            .arg(&path)
+                            .args(["--tenant", &tenant_text, "--origin", &origin_text, "runs", "--ids"])
+                            .stdout(Stdio::null())
+                            .stderr(Stdio::null())
+                            .status()?;
+                        if !status.success() {
+                            bail!("a reader beside the writer failed ({status})");
+                        }
+                        calls += 1;
+                    }
+                    Ok(calls)
+                })
+            })
+            .collect();
+        let start = Instant::now();
+        let written = each_in_a_thread(0..CONCURRENCY, |n| {
+            let request = AdmitRequest {
+                idempotency_key: format!("live-{n}"),
+                plan: vec!["work".into()],
+                budget: Budget::default(),
+            };
+            let Admission::New(mut run) = runtime.admit(&tenant, request)? else {
+                return Err(anyhow!("a fresh store already held live-{n}"));
+            };
+            for step in 0..steps {
+                let name = format!("step {step}");
+                run.start_step(&name)?;
+                run.finish_step(&name)?;
+            }
+            run.succeed("done")?;
+            Ok(())
+        });
+        let elapsed = start.elapsed().as_secs_f64();
+        stop.store(true, Ordering::Relaxed);
+        for reader in attached {
+            reader.join().map_err(|_| anyhow!("a reader thread panicked"))??;
+        }
+        written?;
+        let records: usize = stored_bytes(store.as_ref(), &tenant)?.iter().map(Vec::len).sum();
+        Ok(records as f64 / elapsed)
+    })
+}
