@@ -11,23 +11,29 @@ use crate::failure::Failure;
 use crate::keys;
 
 /// agentplane: the append-only, hash-chained, signed journal of agent runs.
+///
+/// The store is a redb file or a PostgreSQL database (a postgres:// URL). The plane flags below say
+/// which plane a command works on; each command takes only the ones it uses, before or after its
+/// name (`agentplane --tenant shop demo` = `agentplane demo --tenant shop`). Exit codes: 0 clean,
+/// 1 findings, 2 usage or I/O, 3 build skew.
 #[derive(Parser, Clone)]
-#[command(name = "agentplane", version, about)]
+#[command(name = "agentplane", version, about, long_about)]
 pub struct Cli {
     /// The plane's configuration (default: ./agentplane.toml when it exists); the flags below override it.
-    #[arg(long, global = true)]
+    #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
-    /// The store file (default: the configuration's, else ./agentplane.redb).
-    #[arg(long, global = true)]
+    /// The store: a redb file, or a PostgreSQL URL (postgres://user@host/db) (default: the configuration's,
+    /// else ./agentplane.redb).
+    #[arg(long, value_name = "PATH_OR_URL")]
     pub store: Option<PathBuf>,
     /// The plane's key file (default: the configuration's, else ./agentplane.key). Only commands that sign need it.
-    #[arg(long, global = true)]
+    #[arg(long, value_name = "PATH")]
     pub keys: Option<PathBuf>,
     /// The tenant (default: the configuration's first, else `default`).
-    #[arg(long, global = true)]
+    #[arg(long, value_name = "NAME")]
     pub tenant: Option<String>,
     /// The tenant log's origin, for reading without the key file (default: the configuration's or the key file's).
-    #[arg(long, global = true)]
+    #[arg(long, value_name = "ORIGIN")]
     pub origin: Option<String>,
     #[command(subcommand)]
     pub command: Command,
@@ -60,12 +66,10 @@ pub enum Command {
     /// Without --config or --store it makes (or reuses) a plane of its own in ./agentplane-demo;
     /// it refuses a store that holds runs it did not make.
     Demo,
-    /// Make the plane's keys; prints the log's verifier key (a C2SP vkey line).
-    Keygen {
-        /// The log's origin, also its key name.
-        #[arg(long, default_value = keys::DEFAULT_ORIGIN)]
-        origin: String,
-    },
+    /// Make the plane's keys alone (one log, tenant `default`); prints the log's verifier key (a C2SP vkey line).
+    ///
+    /// `agentplane init` makes a whole plane; `keygen` refuses a store that holds runs.
+    Keygen,
     /// Print the plane's public keys, in the forms `agentplane audit` takes, for an auditor.
     Keys {
         /// Print the `[[log]]` entries a witness's configuration needs for every tenant log.
@@ -78,9 +82,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Submit every tenant's checkpoint, signed now, to the configured witnesses, holding each round to the quorum.
+    /// Submit every tenant's checkpoint (or --tenant's alone), signed now, to the configured witnesses,
+    /// holding each round to the quorum.
     ///
-    /// Exit 0 met or skipped, 1 shortfall or integrity, 2 usage or I/O.
+    /// Exit 0 met or skipped, 1 shortfall or integrity, 2 usage or I/O. With --every, a round that
+    /// only repeats a skip prints nothing, and each printed line starts with its time.
     Sweep {
         /// Sweep again every DURATION (90s, 5m, 1h) until SIGINT or SIGTERM.
         #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "")]
@@ -89,15 +95,15 @@ pub enum Command {
         /// so a store put back from a backup is found without waiting for growth.
         #[arg(long, value_name = "DURATION", default_value = "5m")]
         probe_every: String,
-        /// JSON output (one object per tenant and round).
+        /// JSON Lines output: one object per tenant and round, a line each.
         #[arg(long)]
         json: bool,
     },
     /// List runs, with figures read through chain verification (unverifiable runs are marked).
     Runs {
         /// Only runs whose answer is this outcome.
-        #[arg(long)]
-        outcome: Option<String>,
+        #[arg(long, value_enum)]
+        outcome: Option<OutcomeArg>,
         /// Print the run ids alone, one a line, for scripts.
         #[arg(long, conflicts_with = "json")]
         ids: bool,
@@ -143,7 +149,7 @@ pub enum Command {
         /// Print the latest checkpoint a witness quorum cosigned (kept by the sweep) instead of signing one.
         #[arg(long)]
         cosigned: bool,
-        /// JSON output: origin, size, root (base64) and the note.
+        /// JSON output: origin, size, root (hex) and the note.
         #[arg(long)]
         json: bool,
     },
@@ -239,6 +245,41 @@ pub enum Command {
     /// Give the free pages of a redb store back to the file system (no plane may have it open).
     /// Every record stays as it was.
     Compact,
+}
+
+/// A run's outcome, as `runs --outcome` takes it.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum OutcomeArg {
+    /// Finished its plan (sealed).
+    Succeeded,
+    /// Cancelled by its owner (sealed).
+    Cancelled,
+    /// Given up for good (sealed).
+    Abandoned,
+    /// An effect failed; a resume may continue it.
+    Failed,
+    /// A budget ceiling was crossed.
+    Exhausted,
+    /// Held by an operator.
+    Withheld,
+    /// An effect's fate is unknown; a person's answer continues it.
+    Quarantined,
+}
+
+impl OutcomeArg {
+    /// The journal's outcome.
+    pub fn outcome(self) -> journal_core::Outcome {
+        use journal_core::Outcome;
+        match self {
+            Self::Succeeded => Outcome::Succeeded,
+            Self::Cancelled => Outcome::Cancelled,
+            Self::Abandoned => Outcome::Abandoned,
+            Self::Failed => Outcome::Failed,
+            Self::Exhausted => Outcome::Exhausted,
+            Self::Withheld => Outcome::Withheld,
+            Self::Quarantined => Outcome::Quarantined,
+        }
+    }
 }
 
 /// One of the plane's public keys, printed alone.

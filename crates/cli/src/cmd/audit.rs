@@ -25,6 +25,13 @@ pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
     // The origin is the log key's name: taken from it when not given, and a
     // mismatch is a usage error naming both, never tamper findings.
     let origin = audit::origin_of_log_keys(cli.origin.as_deref(), &log_keys).map_err(usage)?;
+    if args.require_signature && args.record_keys.is_empty() {
+        return Err(Failure::Usage(
+            "--require-signature needs the record key to check with: give --record-key KEY_ID=BASE64 \
+             (`agentplane keys --print record-key` prints it on the plane)"
+                .into(),
+        ));
+    }
     let mut inputs = AuditInputs::new(cli.tenant_id()?, origin);
     inputs.reader = cli_build().clone();
     inputs.require_signature = args.require_signature;
@@ -104,11 +111,17 @@ fn run_and_report(
     assert_complete: bool,
     json: bool,
 ) -> Result<(), Failure> {
-    let progress =
-        if std::io::stderr().is_terminal() { indicatif::ProgressBar::new(0) } else { indicatif::ProgressBar::hidden() };
+    let progress = progress_bar(&format!("auditing tenant {}", inputs.tenant));
+    // Workers report from several threads: the bar only moves forward.
+    let shown = std::sync::Mutex::new(0_u64);
     let report = audit::audit_with_progress(store, inputs, &|done, total| {
-        progress.set_length(total);
-        progress.set_position(done);
+        if let Ok(mut shown) = shown.lock() {
+            progress.set_length(total);
+            if done > *shown {
+                *shown = done;
+                progress.set_position(done);
+            }
+        }
     })
     .map_err(|err| match err {
         audit::AuditError::Store(err) => Failure::from(err),
@@ -122,6 +135,22 @@ fn run_and_report(
         print_human(&report);
     }
     verdict(&report, assert_complete)
+}
+
+/// A progress bar on stderr when it is a terminal (hidden otherwise): the
+/// label, position/length, rate and time left.
+fn progress_bar(label: &str) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {human_pos}/{human_len} runs, {per_sec}, ETA {eta}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(label.to_owned());
+    bar
 }
 
 fn print_human(report: &AuditReport) {
@@ -155,7 +184,7 @@ fn print_human(report: &AuditReport) {
     match (report.findings.len(), report.not_checked.is_empty()) {
         (0, true) => outln!("clean and complete"),
         (0, false) => outln!("0 findings; clean as far as it could check"),
-        (n, _) => outln!("{n} findings"),
+        (n, _) => outln!("{}", plural(n, "finding", "findings")),
     }
 }
 
@@ -169,13 +198,23 @@ fn verdict(report: &AuditReport, assert_complete: bool) -> Result<(), Failure> {
     }
     if !report.findings.is_empty() {
         let classes: std::collections::BTreeSet<FindingClass> = report.findings.iter().map(|f| f.class).collect();
-        return Err(Failure::Findings(format!("{} findings ({classes:?})", report.findings.len())));
+        let classes: Vec<&str> = classes.into_iter().map(FindingClass::name).collect();
+        return Err(Failure::Findings(format!(
+            "{} ({})",
+            plural(report.findings.len(), "finding", "findings"),
+            classes.join(", ")
+        )));
     }
     if assert_complete && !report.not_checked.is_empty() {
         return Err(Failure::Findings(format!(
-            "incomplete: {} checks not made (--assert-complete)",
-            report.not_checked.len()
+            "incomplete: {} not made (--assert-complete)",
+            plural(report.not_checked.len(), "check", "checks")
         )));
     }
     Ok(())
+}
+
+/// `1 finding`, `2 findings`.
+fn plural(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
 }

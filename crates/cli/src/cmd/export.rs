@@ -12,7 +12,7 @@ use crate::args::{record_key, run_id};
 use crate::config::Settings;
 use crate::context::{Plane, reader_upcasters};
 use crate::failure::Failure;
-use crate::output::print_json;
+use crate::output::{FailureRow, print_json};
 
 /// `agentplane export RUN -o FILE`.
 pub fn export(settings: &Settings, run: &str, output: &Path) -> Result<(), Failure> {
@@ -79,10 +79,13 @@ struct Valid<'a> {
     valid: bool,
 }
 
-/// `verify-export --json` of an export that does not verify.
+/// `verify-export --json` of an export that does not verify, or of a file
+/// that cannot be read as one: the failure's class and code, its message,
+/// and `valid: false`.
 #[derive(Debug, Serialize)]
 struct Invalid {
-    finding: String,
+    #[serde(flatten)]
+    failure: FailureRow,
     valid: bool,
 }
 
@@ -90,6 +93,13 @@ struct Invalid {
 /// its cosigned checkpoint held to the trusted witnesses when any are given
 /// (with how many of them cosigned); the outer error is the flags' or the file's.
 fn verified(file: &Path, trust: &Trust<'_>) -> Result<Result<(VerifiedExport, Option<usize>), ExportError>, Failure> {
+    if trust.require_signature && trust.record_keys.is_empty() {
+        return Err(Failure::Usage(
+            "--require-signature needs the record key to check with: give --record-key KEY_ID=BASE64 \
+             (`agentplane keys --print record-key` prints it on the plane)"
+                .into(),
+        ));
+    }
     let log_key =
         witness::VerifierKey::parse(trust.log_key).map_err(|err| Failure::Usage(format!("--log-key: {err}")))?;
     let mut verifier = Ed25519Verifier::new();
@@ -125,47 +135,56 @@ fn verified(file: &Path, trust: &Trust<'_>) -> Result<Result<(VerifiedExport, Op
     }))
 }
 
-/// `agentplane verify-export FILE --log-key VKEY ...`: exit 1 on findings.
+/// `agentplane verify-export FILE --log-key VKEY ...`: exit 1 on findings,
+/// 2 on usage or I/O, 3 on a format or record version this build does not
+/// read. With `--json` every answer is one JSON object on stdout.
 pub fn verify_export(file: &Path, trust: &Trust<'_>, json: bool) -> Result<(), Failure> {
-    let record_check = trust.record_check();
-    match verified(file, trust)? {
-        Ok((verified, cosignatures)) => {
+    let result = verified(file, trust).and_then(|verified| verified.map_err(Failure::Export));
+    match result {
+        Ok((verified, cosignatures)) => print_valid(&verified, cosignatures, trust.record_check(), json),
+        Err(failure) => {
             if json {
-                return print_json(&Valid {
-                    cosignatures,
-                    cosigned_size: verified.cosigned.as_ref().map(|c| c.tree.size),
-                    index: verified.index,
-                    origin: verified.origin.as_str(),
-                    outcome: verified.outcome.map(|o| o.as_str()),
-                    record_signatures: record_check,
-                    records: verified.records,
-                    run: verified.run.as_str(),
-                    size: verified.tree.size,
-                    valid: true,
-                });
+                print_json(&Invalid { failure: FailureRow::of(&failure), valid: false })?;
             }
-            let witness_check = cosignatures.map_or_else(
-                || "not checked (no --witness-key)".to_owned(),
-                |count| format!("{count} distinct trusted witness keys cosigned a checkpoint holding the run"),
-            );
-            outln!(
-                "valid: run {} ({} records, {}) is leaf {} of {} in {}",
-                verified.run,
-                verified.records,
-                verified.outcome.map_or("?", |o| o.as_str()),
-                verified.index,
-                verified.tree.size,
-                verified.origin
-            );
-            outln!("record signatures: {record_check}");
-            outln!("witnesses: {witness_check}");
-            Ok(())
-        }
-        Err(err) => {
-            if json {
-                print_json(&Invalid { finding: err.to_string(), valid: false })?;
-            }
-            Err(Failure::Findings(err.to_string()))
+            Err(failure)
         }
     }
+}
+
+fn print_valid(
+    verified: &VerifiedExport,
+    cosignatures: Option<usize>,
+    record_check: &'static str,
+    json: bool,
+) -> Result<(), Failure> {
+    if json {
+        return print_json(&Valid {
+            cosignatures,
+            cosigned_size: verified.cosigned.as_ref().map(|c| c.tree.size),
+            index: verified.index,
+            origin: verified.origin.as_str(),
+            outcome: verified.outcome.map(|o| o.as_str()),
+            record_signatures: record_check,
+            records: verified.records,
+            run: verified.run.as_str(),
+            size: verified.tree.size,
+            valid: true,
+        });
+    }
+    let witness_check = cosignatures.map_or_else(
+        || "not checked (no --witness-key)".to_owned(),
+        |count| format!("{count} distinct trusted witness keys cosigned a checkpoint holding the run"),
+    );
+    outln!(
+        "valid: run {} ({} records, {}) is leaf {} of {} in {}",
+        verified.run,
+        verified.records,
+        verified.outcome.map_or("?", |o| o.as_str()),
+        verified.index,
+        verified.tree.size,
+        verified.origin
+    );
+    outln!("record signatures: {record_check}");
+    outln!("witnesses: {witness_check}");
+    Ok(())
 }

@@ -29,12 +29,14 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         Command::Init { tenants, origin_base, witnesses, quorum, sweep_every } => {
             init::init(tenants, origin_base, witnesses, *quorum, sweep_every)
         }
-        Command::Sweep { every, probe_every, json } => sweep::sweep(cli, every.as_deref(), probe_every, *json),
-        Command::Keygen { origin } => keys::keygen(cli, origin),
+        Command::Sweep { every, probe_every, json } => {
+            sweep::sweep(cli, flags.tenant.as_deref(), every.as_deref(), probe_every, *json)
+        }
+        Command::Keygen => keys::keygen(cli),
         Command::Keys { witness_config, print, json } => keys::keys(cli, *witness_config, *print, *json),
         Command::Demo => demo::run(cli, &flags),
         Command::Runs { outcome, ids, verify_signatures, json } => {
-            runs::runs(cli, outcome.as_deref(), *ids, *verify_signatures, *json)
+            runs::runs(cli, outcome.map(|o| o.outcome()), *ids, *verify_signatures, *json)
         }
         Command::Show { run, json } => show::show(cli, run, *json),
         Command::Verify { require_signature, assert_complete, json } => {

@@ -1,5 +1,6 @@
 //! `agentplane prove`: a sealed run's inclusion in the log, or the log's
-//! consistency with an older size; hashes in standard base64, as in checkpoints.
+//! consistency with an older size; hashes in lowercase hex, as in every
+//! command's JSON (the audit report, `show`, `sweep` and exports).
 
 use journal_core::LogSource;
 use serde::Serialize;
@@ -8,7 +9,7 @@ use crate::args::run_id;
 use crate::config::Settings;
 use crate::context::Reader;
 use crate::failure::Failure;
-use crate::output::{b64, print_json};
+use crate::output::print_json;
 
 /// `prove RUN --json`. Fields in alphabetical order, as the JSON has always been printed.
 #[derive(Debug, Serialize)]
@@ -69,15 +70,15 @@ fn head_inclusion(reader: &Reader, run: &journal_core::RunId, json: bool) -> Res
     let row = HeadRow {
         entries: proven.entries,
         entry_index: proven.entry_index,
-        entry_proof: proven.entry_proof.path().iter().map(|h| b64(h.as_bytes())).collect(),
+        entry_proof: proven.entry_proof.path().iter().map(ToString::to_string).collect(),
         from_walk_with_holes: proven.source.has_holes(),
         head_hash: proven.entry.hash.to_string(),
         head_seq: proven.entry.seq,
         index: proven.index,
         kind: "head",
-        leaf_hash: b64(proven.leaf.as_bytes()),
-        proof: proven.proof.path().iter().map(|h| b64(h.as_bytes())).collect(),
-        root: b64(proven.tree.root.as_bytes()),
+        leaf_hash: proven.leaf.to_string(),
+        proof: proven.proof.path().iter().map(ToString::to_string).collect(),
+        root: proven.tree.root.to_string(),
         run: run.to_string(),
         size: proven.tree.size,
     };
@@ -117,9 +118,9 @@ pub fn inclusion(settings: &Settings, run: &str, json: bool) -> Result<(), Failu
     let row = InclusionRow {
         from_walk_with_holes: inclusion.source.has_holes(),
         index: inclusion.index,
-        leaf_hash: b64(inclusion.leaf.as_bytes()),
-        proof: inclusion.proof.path().iter().map(|h| b64(h.as_bytes())).collect(),
-        root: b64(inclusion.tree.root.as_bytes()),
+        leaf_hash: inclusion.leaf.to_string(),
+        proof: inclusion.proof.path().iter().map(ToString::to_string).collect(),
+        root: inclusion.tree.root.to_string(),
         run: run.to_string(),
         size: inclusion.tree.size,
     };
@@ -143,10 +144,10 @@ pub fn consistency(settings: &Settings, old: u64, json: bool) -> Result<(), Fail
     let consistency = log.consistency(old, log.size())?;
     let row = ConsistencyRow {
         from_walk_with_holes: consistency.source.has_holes(),
-        old_root: b64(consistency.old.root.as_bytes()),
+        old_root: consistency.old.root.to_string(),
         old_size: old,
-        proof: consistency.proof.path().iter().map(|h| b64(h.as_bytes())).collect(),
-        root: b64(consistency.new.root.as_bytes()),
+        proof: consistency.proof.path().iter().map(ToString::to_string).collect(),
+        root: consistency.new.root.to_string(),
         size: consistency.new.size,
     };
     if json {
@@ -154,6 +155,8 @@ pub fn consistency(settings: &Settings, old: u64, json: bool) -> Result<(), Fail
     }
     warn_if_walked(consistency.source);
     outln!("size {old} -> {}", row.size);
+    outln!("old root {}", row.old_root);
+    outln!("root     {}", row.root);
     for hash in &row.proof {
         outln!("proof {hash}");
     }
