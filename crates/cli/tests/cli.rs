@@ -7,8 +7,6 @@ use support::*;
 
 use std::path::Path;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
 /// A directory where `agentplane demo` ran; `path()` is the plane it made
@@ -75,8 +73,11 @@ fn r_ux_1_demo_reaches_every_outcome_and_prints_a_verifiable_checkpoint() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|h| tlog::NodeHash::try_from(STANDARD.decode(h.as_str().unwrap()).unwrap().as_slice()).unwrap())
+        .map(|h| tlog::NodeHash::from_hex(h.as_str().unwrap()).unwrap())
         .collect();
+    // Every hash in JSON is lowercase hex: the checkpoint's root is the note's, re-encoded.
+    assert_eq!(as_json["root"], signed.checkpoint().tree().root.to_string());
+    assert_eq!(proof["old_root"], signed.checkpoint().tree().root.to_string());
     later.checkpoint().tree().verify_extends(&signed.checkpoint().tree(), &tlog::ConsistencyProof::new(path)).unwrap();
 }
 
@@ -98,44 +99,30 @@ fn r_log_2_prove_json_verifies_against_the_checkpoint() {
     for field in ["index", "size", "root", "leaf_hash", "proof"] {
         assert!(!proof[field].is_null(), "prove --json has {field}");
     }
-    let decode = |v: &Value| STANDARD.decode(v.as_str().unwrap()).unwrap();
-    let tree = tlog::Tree::new(
-        proof["size"].as_u64().unwrap(),
-        tlog::RootHash::try_from(decode(&proof["root"]).as_slice()).unwrap(),
-    );
-    let leaf = tlog::LeafHash::try_from(decode(&proof["leaf_hash"]).as_slice()).unwrap();
-    let path = proof["proof"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| tlog::NodeHash::try_from(decode(h).as_slice()).unwrap())
-        .collect();
+    // Hashes are lowercase hex, as in every command's JSON.
+    let hex = |v: &Value| v.as_str().unwrap().to_owned();
+    let tree =
+        tlog::Tree::new(proof["size"].as_u64().unwrap(), tlog::RootHash::from_hex(&hex(&proof["root"])).unwrap());
+    let leaf = tlog::LeafHash::from_hex(&hex(&proof["leaf_hash"])).unwrap();
+    let path = proof["proof"].as_array().unwrap().iter().map(|h| tlog::NodeHash::from_hex(&hex(h)).unwrap()).collect();
     tree.verify_inclusion(&leaf, proof["index"].as_u64().unwrap(), &tlog::InclusionProof::new(path)).unwrap();
-    let note = ok(dir.path(), &["checkpoint"]);
-    assert!(note.contains(proof["root"].as_str().unwrap()), "the proof is against the checkpoint's root");
+    let note = json(dir.path(), &["checkpoint", "--json"]);
+    assert_eq!(note["root"], proof["root"], "the proof is against the checkpoint's root");
     // A run that is not sealed is proven by the heads leaf that holds its
     // head (issue 20): the leaf in the checkpoint's tree, the entry in the
     // leaf, and the head is the run's last record.
     let failed = json(dir.path(), &["runs", "--outcome", "failed", "--json"])[0]["run"].as_str().unwrap().to_owned();
     let head = json(dir.path(), &["prove", &failed, "--json"]);
     assert_eq!(head["kind"], "head", "{head}");
-    let tree = tlog::Tree::new(
-        head["size"].as_u64().unwrap(),
-        tlog::RootHash::try_from(decode(&head["root"]).as_slice()).unwrap(),
-    );
+    let tree = tlog::Tree::new(head["size"].as_u64().unwrap(), tlog::RootHash::from_hex(&hex(&head["root"])).unwrap());
     let path = |key: &str| {
         tlog::InclusionProof::new(
-            head[key]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|h| tlog::NodeHash::try_from(decode(h).as_slice()).unwrap())
-                .collect(),
+            head[key].as_array().unwrap().iter().map(|h| tlog::NodeHash::from_hex(&hex(h)).unwrap()).collect(),
         )
     };
-    let leaf = tlog::LeafHash::try_from(decode(&head["leaf_hash"]).as_slice()).unwrap();
+    let leaf = tlog::LeafHash::from_hex(&hex(&head["leaf_hash"])).unwrap();
     tree.verify_inclusion(&leaf, head["index"].as_u64().unwrap(), &path("proof")).unwrap();
-    assert!(note.contains(head["root"].as_str().unwrap()), "against the checkpoint's root");
+    assert_eq!(note["root"], head["root"], "against the checkpoint's root");
     let shown = json(dir.path(), &["show", &failed, "--json"]);
     let records = shown["records"].as_array().unwrap();
     assert_eq!(head["head_seq"].as_u64().unwrap(), records.len() as u64, "the head is its last record");
@@ -195,11 +182,16 @@ fn r_chain_5_verify_finds_a_record_edited_in_the_store_file() {
     assert_eq!(findings[0]["seq"], 2);
     assert_eq!(findings[0]["code"], "chain_broken");
     assert_eq!(findings[0]["class"], "tamper");
-    // `runs` shows no figure read from bytes nobody verified.
-    let rows = json(dir.path(), &["runs", "--json"]);
+    // `runs` shows no figure read from bytes nobody verified, and exits 1
+    // for the row it could not verify.
+    let rows = json_exit(dir.path(), &["runs", "--json"], 1);
     let edited = rows.as_array().unwrap().iter().find(|r| r["run"] == run.as_str()).unwrap();
     assert_eq!(edited["verified"], false);
+    assert_eq!(edited["class"], "findings");
     assert!(edited["tokens"].is_null(), "{edited}");
+    let table = agentplane(dir.path(), &["runs"]);
+    assert_eq!(table.status.code(), Some(1), "runs exits 1 when it shows an UNVERIFIED row");
+    assert!(String::from_utf8_lossy(&table.stdout).contains("UNVERIFIED"));
     assert_eq!(agentplane(dir.path(), &["cost"]).status.code(), Some(1), "cost refuses an unverifiable figure");
 }
 
@@ -557,7 +549,8 @@ fn start_witnesses(dir: &Path, tenants: &[&str], count: u8) -> Witnesses {
 fn sweep_json(dir: &Path) -> (Option<i32>, Vec<Value>, String) {
     let out = agentplane(dir, &["sweep", "--json"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    let reports = serde_json::Deserializer::from_str(&text).into_iter::<Value>().map(Result::unwrap).collect();
+    // JSON Lines: each line is one whole object.
+    let reports = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     (out.status.code(), reports, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
@@ -812,7 +805,7 @@ fn cost_and_runs_verify_signatures_only_when_asked() {
     }
     let out = agentplane(dir.path(), &["cost", "--verify-signatures"]);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
-    let runs = json(dir.path(), &["runs", "--json", "--verify-signatures"]);
+    let runs = json_exit(dir.path(), &["runs", "--json", "--verify-signatures"], 1);
     assert!(runs.to_string().contains("signature"), "the run with the changed signature is marked: {runs}");
 }
 

@@ -1,0 +1,329 @@
+//! The command line as its users expect (issue 24, R-UX-2): every command's
+//! JSON parses with the fields the CLI README documents, hashes are hex in
+//! all of it, failures in `--json` mode are JSON objects with a code and a
+//! class, the exit code follows the class, and each command's help lists the
+//! flags it uses, with an example.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+mod support;
+use support::*;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// A plane the demo made in a folder of its own; `path()` is that folder.
+struct Demo {
+    _root: tempfile::TempDir,
+    plane: PathBuf,
+    log_key: String,
+}
+
+impl Demo {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        ok(root.path(), &["demo"]);
+        let plane = root.path().join("agentplane-demo");
+        let log_key = ok(&plane, &["keys", "--print", "log-key"]).trim().to_owned();
+        Self { _root: root, plane, log_key }
+    }
+
+    fn path(&self) -> &Path {
+        &self.plane
+    }
+
+    fn run(&self, outcome: &str) -> String {
+        ok(self.path(), &["runs", "--outcome", outcome, "--ids"]).lines().next().unwrap().to_owned()
+    }
+}
+
+/// A lowercase hex hash of 32 bytes.
+fn assert_hex(value: &Value, what: &str) {
+    let text = value.as_str().unwrap_or_else(|| panic!("{what}: not a string: {value}"));
+    assert!(
+        text.len() == 64 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        "{what} is not lowercase hex: {text}"
+    );
+}
+
+/// Every field the README lists is there, and no other.
+fn assert_fields(value: &Value, fields: &[&str], what: &str) {
+    let object = value.as_object().unwrap_or_else(|| panic!("{what}: not an object: {value}"));
+    let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    let mut expected = fields.to_vec();
+    expected.sort_unstable();
+    assert_eq!(keys, expected, "{what}: {value}");
+}
+
+/// R-UX-2: the JSON of every reading command parses as one document with
+/// the documented fields, and every hash in it is lowercase hex (checkpoint
+/// and prove included, which printed base64 before).
+#[test]
+fn r_ux_2_each_command_s_json_has_its_documented_schema_and_hex_hashes() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let sealed = demo.run("succeeded");
+    let open = demo.run("failed");
+
+    let runs = json(dir, &["runs", "--json"]);
+    for row in runs.as_array().unwrap() {
+        assert_fields(row, &["outcome", "position", "records", "run", "sealed", "tokens", "verified"], "runs row");
+    }
+
+    let shown = json(dir, &["show", &sealed, "--json"]);
+    assert_fields(&shown, &["forked_from", "outcome", "records", "run", "signatures"], "show");
+    for record in shown["records"].as_array().unwrap() {
+        assert_fields(record, &["at", "effect_key", "hash", "kind", "prev_hash", "seq", "signed_by"], "show record");
+        assert_hex(&record["hash"], "show hash");
+        assert_hex(&record["prev_hash"], "show prev_hash");
+    }
+
+    let keys = json(dir, &["keys", "--json"]);
+    assert_fields(&keys, &["log_key", "origin", "record_key", "tenant"], "keys");
+
+    let checkpoint = json(dir, &["checkpoint", "--json"]);
+    assert_fields(&checkpoint, &["note", "origin", "root", "size"], "checkpoint");
+    assert_hex(&checkpoint["root"], "checkpoint root");
+
+    let inclusion = json(dir, &["prove", &sealed, "--json"]);
+    assert_fields(&inclusion, &["from_walk_with_holes", "index", "leaf_hash", "proof", "root", "run", "size"], "prove");
+    assert_hex(&inclusion["root"], "prove root");
+    assert_hex(&inclusion["leaf_hash"], "prove leaf_hash");
+    inclusion["proof"].as_array().unwrap().iter().for_each(|h| assert_hex(h, "prove proof"));
+    assert_eq!(inclusion["root"], checkpoint["root"], "the proof is against the checkpoint just signed");
+
+    let head = json(dir, &["prove", &open, "--json"]);
+    for field in ["root", "leaf_hash", "head_hash"] {
+        assert_hex(&head[field], field);
+    }
+    head["entry_proof"].as_array().unwrap().iter().for_each(|h| assert_hex(h, "entry_proof"));
+
+    let consistency = json(dir, &["prove", "--consistency", "3", "--json"]);
+    assert_fields(
+        &consistency,
+        &["from_walk_with_holes", "old_root", "old_size", "proof", "root", "size"],
+        "prove --consistency",
+    );
+    assert_hex(&consistency["old_root"], "old_root");
+    assert_hex(&consistency["root"], "root");
+    // The text form names the roots it proves between.
+    let text = ok(dir, &["prove", "--consistency", "3"]);
+    assert!(
+        text.contains(consistency["old_root"].as_str().unwrap())
+            && text.contains(consistency["root"].as_str().unwrap()),
+        "{text}"
+    );
+
+    let cost = json(dir, &["cost", "--json"]);
+    assert_fields(
+        &cost,
+        &["cost_micros", "effects", "runs", "scope", "since", "steps", "tokens", "until", "wall_millis"],
+        "cost",
+    );
+
+    let verify = json(dir, &["verify", "--json"]);
+    assert_eq!(verify["schema"], "agentplane.audit/v1");
+    assert_hex(&verify["log"]["root"], "verify log root");
+
+    let diff = json(dir, &["diff", &sealed, &sealed, "--json"]);
+    assert_fields(&diff, &["a", "b", "cost", "first_difference", "rows"], "diff");
+
+    ok(dir, &["export", &sealed, "-o", "run.export"]);
+    let valid = json(dir, &["verify-export", "run.export", "--log-key", &demo.log_key, "--json"]);
+    assert_fields(
+        &valid,
+        &[
+            "cosignatures",
+            "cosigned_size",
+            "index",
+            "origin",
+            "outcome",
+            "record_signatures",
+            "records",
+            "run",
+            "size",
+            "valid",
+        ],
+        "verify-export",
+    );
+}
+
+/// Every failure in `--json` mode is one JSON object on stdout with `code`,
+/// `class` and `message` (`verify-export` adds `valid: false`), and the exit
+/// code is the class's: 1 findings, 2 usage or I/O, 3 build skew (R-VER-4).
+#[test]
+fn r_ux_2_verify_export_failures_are_json_with_a_code_and_a_class() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let sealed = demo.run("succeeded");
+    ok(dir, &["export", &sealed, "-o", "run.export"]);
+    let text = std::fs::read_to_string(dir.join("run.export")).unwrap();
+    let key = demo.log_key.as_str();
+
+    let failure = |file: &str, code: i32| {
+        let answer = json_exit(dir, &["verify-export", file, "--log-key", key, "--json"], code);
+        assert_fields(&answer, &["class", "code", "message", "valid"], file);
+        assert_eq!(answer["valid"], false, "{answer}");
+        answer
+    };
+
+    let missing = failure("missing.export", 2);
+    assert_eq!((missing["class"].as_str(), missing["code"].as_str()), (Some("io"), Some("io")), "{missing}");
+
+    std::fs::write(dir.join("binary.export"), [0xff, 0xfe, 0x00, 0x80]).unwrap();
+    let binary = failure("binary.export", 1);
+    assert_eq!(binary["class"], "findings", "{binary}");
+
+    let newer = text.replacen("agentplane-export/v3", "agentplane-export/v9", 1);
+    std::fs::write(dir.join("v9.export"), newer).unwrap();
+    let skew = failure("v9.export", 3);
+    assert_eq!(skew["class"], "build_skew", "{skew}");
+    assert_eq!(skew["code"], "export_format_unreadable", "{skew}");
+    assert!(skew["message"].as_str().unwrap().contains("agentplane-export/v9"), "{skew}");
+    // Without --json: the same exit, the message on stderr.
+    let stderr = fails(dir, &["verify-export", "v9.export", "--log-key", key], 3);
+    assert!(stderr.contains("newer build"), "{stderr}");
+
+    let cut = text.lines().filter(|line| !line.contains("\"type\":\"seal\"")).collect::<Vec<_>>().join("\n");
+    std::fs::write(dir.join("cut.export"), cut).unwrap();
+    let cut = failure("cut.export", 1);
+    assert_eq!(cut["class"], "findings", "{cut}");
+    assert!(cut["code"].as_str().unwrap().starts_with("export_"), "{cut}");
+
+    let other = tempfile::tempdir().unwrap();
+    let wrong = ok(other.path(), &["keygen"]).trim().to_owned();
+    let answer = json_exit(dir, &["verify-export", "run.export", "--log-key", &wrong, "--json"], 1);
+    assert_eq!(answer["code"], "export_checkpoint", "{answer}");
+}
+
+/// A failure of any other command in `--json` mode is a JSON object too;
+/// a command that printed its report first (an audit with findings) does
+/// not print a second object.
+#[test]
+fn r_ux_2_json_failures_of_every_command_are_one_object_on_stdout() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    for args in [
+        &["show", "run-not-there", "--json"][..],
+        &["prove", "run-not-there", "--json"][..],
+        &["cost", "run-not-there", "--json"][..],
+    ] {
+        let answer = json_exit(dir, args, 2);
+        assert_fields(&answer, &["class", "code", "message"], &format!("{args:?}"));
+        assert_eq!(answer["class"], "usage", "{args:?}: {answer}");
+    }
+    let missing = tempfile::tempdir().unwrap();
+    let answer = json_exit(missing.path(), &["--store", "nothing.redb", "--origin", "a.test/b", "runs", "--json"], 2);
+    assert_eq!(answer["class"], "usage", "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("nothing.redb"), "{answer}");
+}
+
+/// The README's exit codes by class: a usage mistake is 2, never a pile of
+/// findings; an export of a format this build does not read is 3.
+#[test]
+fn r_ux_2_require_signature_without_a_record_key_is_a_usage_error() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let origin = ok(dir, &["keys", "--print", "origin"]).trim().to_owned();
+    let stderr = fails(dir, &["audit", "--origin", &origin, "--log-key", &demo.log_key, "--require-signature"], 2);
+    assert!(stderr.contains("--record-key"), "{stderr}");
+    let with_key = ok(dir, &["keys", "--print", "record-key"]).trim().to_owned();
+    ok(dir, &["audit", "--log-key", &demo.log_key, "--record-key", &with_key, "--require-signature"]);
+
+    ok(dir, &["export", &demo.run("succeeded"), "-o", "run.export"]);
+    let stderr = fails(dir, &["verify-export", "run.export", "--log-key", &demo.log_key, "--require-signature"], 2);
+    assert!(stderr.contains("--record-key"), "{stderr}");
+}
+
+fn help(command: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &[command, "--help"])
+}
+
+fn lists(help: &str, flag: &str) -> bool {
+    help.lines().any(|line| line.trim_start().starts_with(&format!("{flag} ")) || line.contains(&format!(" {flag} <")))
+}
+
+/// Each command's help lists only the plane flags it uses and has an
+/// example; a plane flag given to a command that does not use it is a usage
+/// error, never ignored; the same flag works before or after the command.
+#[test]
+fn r_ux_2_each_help_lists_only_the_flags_its_command_uses() {
+    let plane = ["--config", "--store", "--keys", "--tenant", "--origin"];
+    let takes: &[(&str, &[&str])] = &[
+        ("init", &[]),
+        ("demo", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("keygen", &["--config", "--store", "--keys", "--origin"]),
+        ("keys", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("sweep", &["--config", "--store", "--keys", "--tenant"]),
+        ("runs", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("show", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("verify", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("audit", &["--config", "--store", "--tenant", "--origin"]),
+        ("checkpoint", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("prove", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("cost", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("diff", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("fork", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("export", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("verify-export", &[]),
+        ("repair", &["--config", "--store"]),
+        ("compact", &["--config", "--store"]),
+    ];
+    for (command, flags) in takes {
+        let text = help(command);
+        for flag in plane {
+            assert_eq!(lists(&text, flag), flags.contains(&flag), "`{command} --help` and {flag}:\n{text}");
+        }
+        assert!(text.contains("Example"), "`{command} --help` has an example:\n{text}");
+        if flags.contains(&"--store") {
+            assert!(text.contains("postgres://"), "`{command} --help` says the store may be a PostgreSQL URL");
+        }
+    }
+    let top = {
+        let dir = tempfile::tempdir().unwrap();
+        ok(dir.path(), &["--help"])
+    };
+    assert!(top.contains("PostgreSQL") && top.contains("postgres://"), "{top}");
+    assert!(top.contains("Example"), "{top}");
+    assert!(!lists(&help("init"), "--tenant") && lists(&help("init"), "--tenant-name"));
+    for value in ["succeeded", "cancelled", "abandoned", "failed", "exhausted", "withheld", "quarantined"] {
+        assert!(help("runs").contains(value), "runs --help lists the outcome {value}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = fails(dir.path(), &["--origin", "foo", "verify-export", "x.export", "--log-key", "k"], 2);
+    assert!(stderr.contains("--origin") && stderr.contains("verify-export"), "{stderr}");
+    fails(dir.path(), &["verify-export", "x.export", "--origin", "foo", "--log-key", "k"], 2);
+    let stderr = fails(dir.path(), &["--keys", "k.key", "audit", "--log-key", "k"], 2);
+    assert!(stderr.contains("--keys") && stderr.contains("audit"), "{stderr}");
+    fails(dir.path(), &["--tenant", "shop", "init"], 2);
+    assert!(!dir.path().join("agentplane.toml").exists(), "a refused command makes nothing");
+    fails(dir.path(), &["--tenant", "a", "runs", "--tenant", "b"], 2);
+
+    // Before or after the command: the same answer.
+    let demo = Demo::new();
+    let origin = ok(demo.path(), &["keys", "--print", "origin"]).trim().to_owned();
+    let before = ok(demo.path(), &["--tenant", "default", "--origin", &origin, "runs", "--json"]);
+    let after = ok(demo.path(), &["runs", "--json", "--tenant", "default", "--origin", &origin]);
+    assert_eq!(before, after);
+    assert_eq!(
+        json_exit(demo.path(), &["runs", "--tenant", "nobody", "--json"], 0).as_array().map(Vec::len),
+        Some(0),
+        "a tenant after the command is the tenant read"
+    );
+}
+
+/// `keygen` makes the key of the origin `init` gives the tenant `default`,
+/// so a plane made either way names its log alike.
+#[test]
+fn keygen_s_default_origin_is_the_one_init_gives_the_default_tenant() {
+    let by_keygen = tempfile::tempdir().unwrap();
+    let vkey = ok(by_keygen.path(), &["keygen"]).trim().to_owned();
+    let by_init = tempfile::tempdir().unwrap();
+    ok(by_init.path(), &["init"]);
+    let origin = ok(by_init.path(), &["keys", "--print", "origin"]).trim().to_owned();
+    assert_eq!(origin, "agentplane.local/plane/default");
+    assert!(vkey.starts_with(&format!("{origin}+")), "{vkey}");
+}
