@@ -41,7 +41,9 @@ fn main() -> ExitCode {
     // Integrity refusals are logged on `agentplane.witness.integrity`: they are errors, and shown by default.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    // Plain text when stderr is a file or a pipe: colour only on a terminal.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
     // The plane flags are checked against the command before `--json` is
     // known, so a misplaced one is reported as text.
     let (json, result) = match usage::parse() {

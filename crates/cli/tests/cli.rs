@@ -659,6 +659,10 @@ fn r_wit_8_sweep_meets_skips_falls_short_and_refuses_a_rewrite() {
     assert_eq!(search["outcome"], "refused_to_sign", "{search}");
     assert_eq!(search["needs_attention"], true);
     assert!(stderr.contains("agentplane.witness.integrity"), "the refusal is logged: {stderr}");
+    assert!(!stderr.contains('\u{1b}'), "no colour codes in a log that is not a terminal: {stderr:?}");
+    // One closing message names the tenant, the outcome and the cause.
+    let last = stderr.lines().last().unwrap();
+    assert!(last.contains("tenant search: refused_to_sign") && last.contains("plane:"), "{last}");
 }
 
 /// The whole command line on PostgreSQL (`--store postgres://...` or the

@@ -135,7 +135,7 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
     let t = &plane.tenant;
     let batch = plane.store.runs(t, None)?.len() / 8 + 1;
     let key = |name: &str| format!("demo-{batch}-{name}");
-    eprintln!("running demo batch {batch} in {}", cli.store.display());
+    eprintln!("demo: admitting 9 sample runs (set {batch}) for tenant {} in {}", plane.tenant, cli.store.display());
 
     // Succeeded: two effects, sealed.
     let mut run = admit(&runtime, &plane, &key("answered"), Budget::default())?;
@@ -194,7 +194,8 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
             .config_path
             .as_deref()
             .and_then(|p| p.parent())
-            .map_or_else(|| ".".into(), |p| p.display().to_string()),
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .map_or_else(|| "this directory".into(), |p| p.display().to_string()),
         settings.config_path.as_deref().map_or_else(|| "(none)".into(), |p| p.display().to_string()),
         settings.keys.display(),
         settings.store.display()
