@@ -209,16 +209,21 @@ pub enum Command {
         key: Option<String>,
     },
     /// Export a sealed run to a self-contained file.
+    ///
+    /// An existing file is never overwritten without --force.
     Export {
         /// The run.
         run: String,
-        /// The file to write.
+        /// The file to write (`-`: standard output).
         #[arg(short, long)]
         output: PathBuf,
+        /// Overwrite the file if it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Verify an export offline with only the trusted keys (exit 1 on findings).
     VerifyExport {
-        /// The export file.
+        /// The export file (`-`: standard input). At most 1 GiB, no line over 64 MiB.
         file: PathBuf,
         /// The log's verifier key (C2SP vkey).
         #[arg(long)]
@@ -359,9 +364,40 @@ pub fn instant(flag: &str, text: &str) -> Result<At, Failure> {
 
 /// Parses `KEY_ID=BASE64_PUBLIC_KEY` (`--record-key`).
 pub fn record_key(spec: &str) -> Result<(String, [u8; 32]), Failure> {
+    if spec.to_ascii_uppercase().contains("PRIVATE") {
+        return Err(key_error("--record-key", spec, &"a private key"));
+    }
+    let shown = crate::output::shown(spec);
     let (key_id, public) =
-        spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: expected KEY_ID=BASE64")))?;
+        spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--record-key {shown}: expected KEY_ID=BASE64")))?;
     let public = STANDARD.decode(public).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
-    let public = public.ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: not a base64 32-byte key")))?;
+    let public = public.ok_or_else(|| Failure::Usage(format!("--record-key {shown}: not a base64 32-byte key")))?;
     Ok((key_id.to_owned(), public))
+}
+
+/// Why a key given for `flag` is not the public key it takes, said by the
+/// kind of key it is: a private key (never echoed), a bare base64 key, a
+/// record key, or anything else (echoed cut short).
+pub fn key_error(flag: &str, text: &str, err: &dyn std::fmt::Display) -> Failure {
+    let text = text.trim();
+    if text.to_ascii_uppercase().contains("PRIVATE") {
+        return Failure::Usage(format!(
+            "{flag}: this is a private key: it is never given to a command (and is not shown here); give the \
+             public verifier key NAME+KEYID+BASE64 (`agentplane keys` prints the plane's), and keep the private \
+             key secret"
+        ));
+    }
+    let bare = STANDARD.decode(text).is_ok_and(|bytes| bytes.len() == 32 || bytes.len() == 33);
+    if bare {
+        return Failure::Usage(format!(
+            "{flag}: a bare base64 public key; give it as a verifier key, NAME+KEYID+BASE64 (`agentplane keys` \
+             prints the plane's)"
+        ));
+    }
+    if text.contains('=') && !text.contains('+') {
+        return Failure::Usage(format!(
+            "{flag}: KEY_ID=BASE64 is a record key (--record-key); {flag} takes a verifier key NAME+KEYID+BASE64"
+        ));
+    }
+    Failure::Usage(format!("{flag} {}: {err} (a verifier key is NAME+KEYID+BASE64)", crate::output::shown(text)))
 }

@@ -58,6 +58,10 @@ pub enum Failure {
     /// build does not read its format or its records' versions.
     #[error("{0}")]
     Export(#[from] ExportError),
+    /// A file given as an export that cannot be one: not UTF-8 text, or
+    /// past the limits `verify-export` reads (findings, exit 1).
+    #[error("{0}")]
+    NotAnExport(String),
 }
 
 impl Failure {
@@ -69,7 +73,7 @@ impl Failure {
             Self::Io(_) => Class::Io,
             Self::BuildSkew(_) => Class::BuildSkew,
             Self::Export(err) if err.is_build_skew() => Class::BuildSkew,
-            Self::Export(_) => Class::Findings,
+            Self::Export(_) | Self::NotAnExport(_) => Class::Findings,
         }
     }
 
@@ -83,6 +87,7 @@ impl Failure {
             Self::Export(ExportError::Mismatch(_)) => "export_mismatch",
             Self::Export(ExportError::Cosignatures(_)) => "export_cosignatures",
             Self::Export(ExportError::UnreadableFormat { .. }) => "export_format_unreadable",
+            Self::NotAnExport(_) => "not_an_export",
             other => other.class().as_str(),
         }
     }

@@ -71,3 +71,15 @@ pub fn written(result: std::io::Result<()>) {
         std::process::exit(2);
     }
 }
+
+/// The longest argument echoed back in a message, in characters.
+const SHOWN_CHARS: usize = 60;
+
+/// An argument quoted for a message, cut after 60 characters (with how long
+/// it was): a 100 KB argument is not echoed back whole.
+pub fn shown(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        None => format!("{text:?}"),
+        Some((cut, _)) => format!("{:?}... ({} bytes)", text.get(..cut).unwrap_or_default(), text.len()),
+    }
+}

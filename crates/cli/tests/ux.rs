@@ -327,3 +327,84 @@ fn keygen_s_default_origin_is_the_one_init_gives_the_default_tenant() {
     assert_eq!(origin, "agentplane.local/plane/default");
     assert!(vkey.starts_with(&format!("{origin}+")), "{vkey}");
 }
+
+/// `export -o -` writes to standard output and `verify-export -` reads
+/// standard input; an existing file is overwritten only with `--force`.
+#[test]
+fn export_to_stdout_verify_from_stdin_and_never_overwrite_silently() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let sealed = demo.run("succeeded");
+    let streamed = ok(dir, &["export", &sealed, "-o", "-"]);
+    assert!(streamed.starts_with("{\"type\":\"header\""), "{streamed}");
+    assert!(!dir.join("-").exists(), "no file named -");
+
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
+        .current_dir(dir)
+        .args(["verify-export", "-", "--log-key", &demo.log_key, "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), streamed.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let verified: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(verified["run"], sealed.as_str());
+
+    std::fs::write(dir.join("kept.export"), "precious").unwrap();
+    let stderr = fails(dir, &["export", &sealed, "-o", "kept.export"], 2);
+    assert!(stderr.contains("--force"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(dir.join("kept.export")).unwrap(), "precious");
+    ok(dir, &["export", &sealed, "-o", "kept.export", "--force"]);
+    assert_eq!(std::fs::read_to_string(dir.join("kept.export")).unwrap(), streamed);
+}
+
+/// `verify-export /dev/zero` is refused at the format's bound (a line of at
+/// most 64 MiB), quickly and without reading on.
+#[cfg(unix)]
+#[test]
+fn verify_export_refuses_an_endless_input_within_its_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let answer =
+        json_exit(dir.path(), &["verify-export", "/dev/zero", "--log-key", "a.test/b+01020304+AAAA", "--json"], 2);
+    // The log key is checked first: a bad one is a usage error, nothing read.
+    assert_eq!(answer["class"], "usage", "{answer}");
+    let key = {
+        let keys = tempfile::tempdir().unwrap();
+        ok(keys.path(), &["keygen"]).trim().to_owned()
+    };
+    let answer = json_exit(dir.path(), &["verify-export", "/dev/zero", "--log-key", &key, "--json"], 1);
+    assert_eq!(answer["code"], "not_an_export", "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("64 MiB"), "{answer}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "refused within the bound, not after 16 GB");
+}
+
+/// A key of the wrong kind is named by its kind, a private key is never
+/// echoed, and a long argument is not echoed back whole.
+#[test]
+fn a_key_of_the_wrong_kind_is_named_and_a_secret_never_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "PRIVATE+KEY+agentplane.local/plane/default+0a0b0c0d+AZZZZsecretZZZZ";
+    for flag in ["--log-key", "--witness-key"] {
+        let mut args = vec!["audit", "--origin", "a.test/b", "--log-key", "a.test/b+01020304+AAAA"];
+        if flag == "--log-key" {
+            args[4] = secret;
+        } else {
+            args.extend(["--witness-key", secret]);
+        }
+        let stderr = fails(dir.path(), &args, 2);
+        assert!(stderr.contains("private key") && !stderr.contains("secret"), "{flag}: {stderr}");
+    }
+    let stderr = fails(dir.path(), &["verify-export", "x", "--log-key", "ok", "--record-key", secret], 2);
+    assert!(!stderr.contains("secret"), "{stderr}");
+    let bare = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    let stderr = fails(dir.path(), &["verify-export", "x", "--log-key", bare], 2);
+    assert!(stderr.contains("bare base64 public key"), "{stderr}");
+    let stderr = fails(dir.path(), &["verify-export", "x", "--log-key", "spiffe://a/runtime=AAAA"], 2);
+    assert!(stderr.contains("record key"), "{stderr}");
+    let long = "k".repeat(100_000);
+    let stderr = fails(dir.path(), &["verify-export", "x", "--log-key", &long], 2);
+    assert!(stderr.len() < 1_000 && stderr.contains("100000 bytes"), "{}", stderr.len());
+}

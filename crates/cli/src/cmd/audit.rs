@@ -7,7 +7,7 @@ use std::io::IsTerminal as _;
 use audit::{Anchor, AuditInputs, AuditReport, FindingClass, RecordKey};
 use witness::{ALG_COSIGNATURE_V1, TrustedWitness, VerifierKey};
 
-use crate::args::{AuditArgs, record_key};
+use crate::args::{AuditArgs, key_error, record_key};
 use crate::backend::open_existing;
 use crate::config::Settings;
 use crate::context::cli_build;
@@ -20,7 +20,7 @@ pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
     let log_keys = args
         .log_keys
         .iter()
-        .map(|vkey| VerifierKey::parse(vkey).map_err(|err| Failure::Usage(format!("--log-key: {err}"))))
+        .map(|vkey| VerifierKey::parse(vkey).map_err(|err| key_error("--log-key", vkey, &err)))
         .collect::<Result<Vec<_>, _>>()?;
     // The origin is the log key's name: taken from it when not given, and a
     // mismatch is a usage error naming both, never tamper findings.
@@ -91,9 +91,12 @@ fn usage(err: audit::AuditError) -> Failure {
 /// A witness key: a vkey (`name+hexid+base64`), or `NAME=BASE64` of its
 /// Ed25519 public key (a cosignature/v1 key).
 fn witness_key(spec: &str) -> Result<TrustedWitness, Failure> {
-    let bad = |why: String| Failure::Usage(format!("--witness-key {spec:?}: {why}"));
+    let bad = |why: String| Failure::Usage(format!("--witness-key {}: {why}", crate::output::shown(spec)));
     let key = match VerifierKey::parse(spec) {
         Ok(key) => key,
+        Err(err) if !spec.contains('=') || spec.to_ascii_uppercase().contains("PRIVATE") => {
+            return Err(key_error("--witness-key", spec, &err));
+        }
         Err(_) => {
             let (name, encoded) = spec.split_once('=').ok_or_else(|| bad("expected a vkey or NAME=BASE64".into()))?;
             let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, encoded)

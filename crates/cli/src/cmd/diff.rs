@@ -23,8 +23,9 @@ fn load(settings: &Settings, which: &str) -> Result<(String, Vec<VerifiedRecord>
             .map_err(|err| Failure::Findings(format!("{which}: {err}")))?;
         return Ok((format!("{run} ({which})"), records));
     }
-    let run = RunId::new(which)
-        .map_err(|err| Failure::Usage(format!("{which:?} is neither an export file nor a run id: {err}")))?;
+    let run = RunId::new(which).map_err(|err| {
+        Failure::Usage(format!("{} is neither an export file nor a run id: {err}", crate::output::shown(which)))
+    })?;
     let verified = Reader::open(settings)?.read(&run)?;
     Ok((run.to_string(), verified.records))
 }

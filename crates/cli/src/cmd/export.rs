@@ -8,14 +8,18 @@ use journal_core::export::{ExportError, VerifiedExport, export_run};
 use journal_core::{ChainCheck, Ed25519Verifier, JournalError, VerifyOptions};
 use serde::Serialize;
 
-use crate::args::{record_key, run_id};
+use crate::args::{key_error, record_key, run_id};
 use crate::config::Settings;
 use crate::context::{Plane, reader_upcasters};
 use crate::failure::Failure;
-use crate::output::{FailureRow, print_json};
+use crate::output::{FailureRow, print_json, written};
 
-/// `agentplane export RUN -o FILE`.
-pub fn export(settings: &Settings, run: &str, output: &Path) -> Result<(), Failure> {
+/// `agentplane export RUN -o FILE [--force]` (`-o -`: standard output).
+pub fn export(settings: &Settings, run: &str, output: &Path, force: bool) -> Result<(), Failure> {
+    // Refused before anything is signed; the write itself refuses a file made meanwhile.
+    if !force && output != Path::new("-") && output.exists() {
+        return Err(Failure::Usage(format!("{} exists: give --force to overwrite it", output.display())));
+    }
     let plane = Plane::open(settings, false)?;
     let run = run_id(run)?;
     let verifier = plane.keys.record_verifier()?;
@@ -31,9 +35,80 @@ pub fn export(settings: &Settings, run: &str, output: &Path) -> Result<(), Failu
     if exported.cosigned.is_none() {
         eprintln!("note: no witness quorum has cosigned a checkpoint holding this run yet (`agentplane sweep`)");
     }
-    std::fs::write(output, exported.text).map_err(|err| Failure::Io(format!("writing {}: {err}", output.display())))?;
+    if output == Path::new("-") {
+        out!("{}", exported.text);
+        written(std::io::Write::flush(&mut std::io::stdout()));
+        eprintln!("exported run {run} ({} records) to standard output", exported.records);
+        return Ok(());
+    }
+    write_new(output, exported.text.as_bytes(), force)?;
     eprintln!("exported run {run} ({} records) to {}", exported.records, output.display());
     Ok(())
+}
+
+/// Writes `bytes` to `path`: a new file, or with `force` over an existing one.
+fn write_new(path: &Path, bytes: &[u8], force: bool) -> Result<(), Failure> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if force {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    let mut file = options.open(path).map_err(|err| match err.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            Failure::Usage(format!("{} exists: give --force to overwrite it", path.display()))
+        }
+        _ => Failure::Io(format!("writing {}: {err}", path.display())),
+    })?;
+    std::io::Write::write_all(&mut file, bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|err| Failure::Io(format!("writing {}: {err}", path.display())))
+}
+
+/// The most `verify-export` reads: 1 GiB (real exports are far smaller).
+pub const MAX_EXPORT_BYTES: usize = 1 << 30;
+
+/// The longest line `verify-export` reads: 64 MiB. Past it the input is
+/// refused without reading on, so `/dev/zero` costs 64 MiB, not all memory.
+pub const MAX_EXPORT_LINE_BYTES: usize = 64 << 20;
+
+/// Reads an export (`-`: standard input) within the limits, as text.
+fn read_export(file: &Path) -> Result<String, Failure> {
+    let stdin = file == Path::new("-");
+    let name = if stdin { "standard input".to_owned() } else { file.display().to_string() };
+    let mut reader: Box<dyn std::io::Read> = if stdin {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::fs::File::open(file).map_err(|err| Failure::Io(format!("reading {name}: {err}")))?)
+    };
+    let mut text = Vec::new();
+    let mut chunk = vec![0_u8; 64 * 1024];
+    let mut line_start = 0;
+    loop {
+        let read = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(Failure::Io(format!("reading {name}: {err}"))),
+        };
+        let got = chunk.get(..read).unwrap_or_default();
+        if let Some(newline) = got.iter().rposition(|b| *b == b'\n') {
+            line_start = text.len() + newline + 1;
+        }
+        text.extend_from_slice(got);
+        if text.len() - line_start > MAX_EXPORT_LINE_BYTES {
+            return Err(Failure::NotAnExport(format!(
+                "{name} has a line longer than 64 MiB: not an export (verify-export reads lines of up to 64 MiB)"
+            )));
+        }
+        if text.len() > MAX_EXPORT_BYTES {
+            return Err(Failure::NotAnExport(format!(
+                "{name} is larger than 1 GiB: not an export (verify-export reads up to 1 GiB)"
+            )));
+        }
+    }
+    String::from_utf8(text).map_err(|_| Failure::NotAnExport(format!("{name} is not UTF-8 text: not an export")))
 }
 
 /// What `verify-export` trusts: the flags, as given.
@@ -101,19 +176,17 @@ fn verified(file: &Path, trust: &Trust<'_>) -> Result<Result<(VerifiedExport, Op
         ));
     }
     let log_key =
-        witness::VerifierKey::parse(trust.log_key).map_err(|err| Failure::Usage(format!("--log-key: {err}")))?;
+        witness::VerifierKey::parse(trust.log_key).map_err(|err| key_error("--log-key", trust.log_key, &err))?;
     let mut verifier = Ed25519Verifier::new();
     for spec in trust.record_keys {
         let (key_id, public) = record_key(spec)?;
         verifier.trust(&key_id, public).map_err(Failure::Usage)?;
     }
-    let text = std::fs::read(file).map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
-    let text =
-        String::from_utf8(text).map_err(|_| Failure::Findings(format!("{} is not UTF-8 text", file.display())))?;
+    let text = read_export(file)?;
     let trusted = trust
         .witness_keys
         .iter()
-        .map(|key| witness::TrustedWitness::parse(key).map_err(|err| Failure::Usage(format!("--witness-key: {err}"))))
+        .map(|key| witness::TrustedWitness::parse(key).map_err(|err| key_error("--witness-key", key, &err)))
         .collect::<Result<Vec<_>, _>>()?;
     // One public key under two names would count twice (R-AUD-10).
     witness::check_distinct_keys(&trusted).map_err(|err| Failure::Usage(format!("--witness-key: {err}")))?;
