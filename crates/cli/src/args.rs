@@ -116,7 +116,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Show a run's journal: seq, time written, kind, effect key, hashes, signer.
+    /// Show a run's journal as a timeline: each record's time, step or effect, how long it took, its result, hash and signer.
     Show {
         /// The run.
         run: String,

@@ -406,3 +406,54 @@ fn a_key_of_the_wrong_kind_is_named_and_a_secret_never_echoed() {
     let stderr = fails(dir.path(), &["verify-export", "x", "--log-key", &long], 2);
     assert!(stderr.len() < 1_000 && stderr.contains("100000 bytes"), "{}", stderr.len());
 }
+
+/// `show` is a timeline that lines up for any number of records: at 120
+/// records and more every column starts where its header does (seq 9, 10
+/// and 100 alike), and a finished effect says how long it took.
+#[test]
+fn show_s_timeline_stays_aligned_past_a_hundred_records() {
+    use journal_core::{Admission, AdmitRequest, Budget, Counters, EffectOutput, EffectResult, RuntimeBuilder, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let origin = "cli.test/plane/default";
+    let run = {
+        let store = std::sync::Arc::new(store_redb::RedbStore::create(&dir.path().join("plane.redb")).unwrap());
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        let runtime = RuntimeBuilder::new(std::sync::Arc::clone(&store) as std::sync::Arc<dyn Store>)
+            .tenant(tenant.clone(), journal_core::Origin::new(origin).unwrap(), None)
+            .build()
+            .unwrap();
+        let request =
+            AdmitRequest { idempotency_key: "long".into(), plan: vec!["work".into()], budget: Budget::default() };
+        let Admission::New(mut run) = runtime.admit(&tenant, request).unwrap() else { panic!("admitted twice") };
+        run.start_step("work").unwrap();
+        for n in 0..40 {
+            run.effect(&format!("ek:{n}"), "work", || EffectOutput {
+                result: EffectResult::Ok { output: "x".repeat(n) },
+                charged: Counters { tokens: n as u64, ..Counters::default() },
+            })
+            .unwrap();
+        }
+        run.finish_step("work").unwrap();
+        let id = run.run().clone();
+        (*run).succeed("done").unwrap();
+        id.to_string()
+    };
+    let out = ok(dir.path(), &["show", &run, "--store", "plane.redb", "--origin", origin]);
+    let lines: Vec<&str> = out.lines().collect();
+    let header = lines.iter().position(|line| line.starts_with("SEQ")).unwrap();
+    // Columns in characters (a short hash ends in a one-character `…`).
+    let column = |name: &str| lines[header][..lines[header].find(name).unwrap()].chars().count();
+    let rows = &lines[header + 1..];
+    assert!(rows.len() >= 120, "{} records", rows.len());
+    for name in ["AT (UTC)", "KIND", "ABOUT", "RESULT", "HASH", "SIGNED BY"] {
+        let at = column(name);
+        for row in rows {
+            let chars: Vec<char> = row.chars().collect();
+            let aligned = chars[at - 2..at] == [' ', ' '] && chars[at] != ' ';
+            assert!(aligned, "{name} is not aligned in:\n{row}\n{}", lines[header]);
+        }
+    }
+    let done = rows.iter().find(|row| row.contains("EffectDone") && row.contains("ek:39")).unwrap();
+    assert!(done.contains("ok: ") && done.contains("39 tokens") && done.contains("ms"), "{done}");
+    assert!(!out.contains('\u{1b}'), "no colour when stdout is not a terminal");
+}
