@@ -184,7 +184,8 @@ pub enum Command {
         json: bool,
     },
     /// Two runs' journals side by side (plan, steps, effects with keys and results, costs, times,
-    /// conclusion), the first difference marked. A run is an id in the store or an export file.
+    /// conclusion), every differing row marked `!`, the first named. A run is an id in the store or
+    /// an export file; what only names a run (its idempotency key) is shown, not compared.
     ///
     /// Exit 0 when they do the same, 1 when they differ.
     Diff {

@@ -457,3 +457,36 @@ fn show_s_timeline_stays_aligned_past_a_hundred_records() {
     assert!(done.contains("ok: ") && done.contains("39 tokens") && done.contains("ms"), "{done}");
     assert!(!out.contains('\u{1b}'), "no colour when stdout is not a terminal");
 }
+
+/// `diff` lines both sides up, marks every differing row, names the first,
+/// and never compares what only names a run (its idempotency key): two runs
+/// of one scenario did the same.
+#[test]
+fn diff_aligns_both_sides_and_marks_every_differing_row() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    ok(dir, &["demo"]);
+    let failed: Vec<String> = ok(dir, &["runs", "--outcome", "failed", "--ids"]).lines().map(str::to_owned).collect();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    let same = ok(dir, &["diff", &failed[0], &failed[1]]);
+    assert!(same.contains("the two runs did the same"), "two runs of one scenario did the same:\n{same}");
+
+    let answered = demo.run("succeeded");
+    let out = agentplane(dir, &["diff", &failed[0], &answered]);
+    assert_eq!(out.status.code(), Some(1));
+    let table = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = table.lines().collect();
+    let header = lines.iter().position(|line| line.trim_start().starts_with('#')).unwrap();
+    let b_at = lines[header].chars().count() - 1;
+    let report = json_exit(dir, &["diff", &failed[0], &answered, "--json"], 1);
+    let rows = report["rows"].as_array().unwrap();
+    for (row, line) in rows.iter().zip(&lines[header + 1..]) {
+        let chars: Vec<char> = line.chars().collect();
+        assert_eq!(chars[0] == '!', row["same"] == false, "every differing row is marked:\n{table}");
+        assert!(chars[b_at - 2..b_at] == [' ', ' '] && chars[b_at] != ' ', "B is aligned:\n{table}");
+        assert!(!line.contains('{'), "cells are words, never cut JSON:\n{table}");
+    }
+    let first = report["first_difference"].as_u64().unwrap() as usize;
+    assert!(lines[header + first].ends_with("<- first difference"), "{table}");
+    assert_ne!(rows[first - 1]["a"]["kind"], "RunAdmitted", "an admission differs only by its key: {table}");
+}
