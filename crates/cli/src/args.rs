@@ -246,6 +246,31 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Verify a proof `agentplane prove --json` printed, offline, against a trusted tree: a
+    /// checkpoint note signed by the log key, or a root and size held from elsewhere.
+    ///
+    /// A proof never authenticates its own root (R-LOG-4): one trusted tree is required, and must be
+    /// the proof's (an inclusion proof's tree, or either end of a consistency proof). Exit 0 when
+    /// it verifies, 1 when it does not, 2 on usage.
+    VerifyProof {
+        /// The proof: the JSON of `prove --json` (`-`: standard input).
+        file: PathBuf,
+        /// A signed checkpoint note holding a trusted tree (repeatable; needs --log-key).
+        #[arg(long = "checkpoint", value_name = "FILE")]
+        checkpoints: Vec<PathBuf>,
+        /// The log's verifier key, to open the --checkpoint notes with (a vkey).
+        #[arg(long, value_name = "VKEY")]
+        log_key: Option<String>,
+        /// A trusted root (hex), with --size: a tree held from elsewhere.
+        #[arg(long, value_name = "HEX", requires = "size")]
+        root: Option<String>,
+        /// The size of the tree of --root.
+        #[arg(long, value_name = "N", requires = "root")]
+        size: Option<u64>,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
     /// Repair a store left by a crash, in place (read commands read a repaired private copy instead).
     Repair,
     /// Give the free pages of a redb store back to the file system (no plane may have it open).

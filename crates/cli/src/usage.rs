@@ -185,6 +185,14 @@ pub const USAGES: &[Usage] = &[
             "agentplane verify-export run.export --log-key \"$(cat shop.vkey)\" --record-key \"$(cat record.key)\" --require-signature --witness-key \"$(cat witness.vkey)\" --quorum 1",
         ],
     },
+    Usage {
+        command: "verify-proof",
+        flags: &[],
+        examples: &[
+            "agentplane prove RUN --json > proof.json && agentplane verify-proof proof.json --checkpoint saved.note --log-key \"$(cat shop.vkey)\"",
+            "agentplane verify-proof proof.json --root 5f3c...e1 --size 12",
+        ],
+    },
     Usage { command: "repair", flags: &[Config, Store], examples: &["agentplane repair --store agentplane.redb"] },
     Usage { command: "compact", flags: &[Config, Store], examples: &["agentplane compact --store agentplane.redb"] },
 ];
@@ -283,7 +291,8 @@ impl Command {
             | Self::Prove { json, .. }
             | Self::Cost { json, .. }
             | Self::Diff { json, .. }
-            | Self::VerifyExport { json, .. } => *json,
+            | Self::VerifyExport { json, .. }
+            | Self::VerifyProof { json, .. } => *json,
             Self::Audit(args) => args.json,
             _ => false,
         }

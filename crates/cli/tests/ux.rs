@@ -268,6 +268,7 @@ fn r_ux_2_each_help_lists_only_the_flags_its_command_uses() {
         ("fork", &["--config", "--store", "--keys", "--tenant", "--origin"]),
         ("export", &["--config", "--store", "--keys", "--tenant", "--origin"]),
         ("verify-export", &[]),
+        ("verify-proof", &[]),
         ("repair", &["--config", "--store"]),
         ("compact", &["--config", "--store"]),
     ];
@@ -489,4 +490,37 @@ fn diff_aligns_both_sides_and_marks_every_differing_row() {
     let first = report["first_difference"].as_u64().unwrap() as usize;
     assert!(lines[header + first].ends_with("<- first difference"), "{table}");
     assert_ne!(rows[first - 1]["a"]["kind"], "RunAdmitted", "an admission differs only by its key: {table}");
+}
+
+/// R-LOG-4: `verify-proof` checks a proof `prove --json` printed, offline,
+/// against a tree the caller trusts (a checkpoint opened with the log key,
+/// or a root and size); a proof never vouches for its own root, and a
+/// changed proof or an untrusted tree is refused (exit 1).
+#[test]
+fn r_log_4_verify_proof_checks_a_printed_proof_against_a_trusted_tree() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let key = demo.log_key.as_str();
+    std::fs::write(dir.join("saved.note"), ok(dir, &["checkpoint"])).unwrap();
+    std::fs::write(dir.join("inclusion.json"), ok(dir, &["prove", &demo.run("succeeded"), "--json"])).unwrap();
+    std::fs::write(dir.join("consistency.json"), ok(dir, &["prove", "--consistency", "2", "--json"])).unwrap();
+    for proof in ["inclusion.json", "consistency.json"] {
+        let verified = json(dir, &["verify-proof", proof, "--checkpoint", "saved.note", "--log-key", key, "--json"]);
+        assert_eq!(verified["valid"], true, "{proof}: {verified}");
+    }
+    let inclusion: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("inclusion.json")).unwrap()).unwrap();
+    let size = inclusion["size"].to_string();
+    ok(dir, &["verify-proof", "inclusion.json", "--root", inclusion["root"].as_str().unwrap(), "--size", &size]);
+
+    let stderr = fails(dir, &["verify-proof", "inclusion.json"], 2);
+    assert!(stderr.contains("never vouches for its own root"), "{stderr}");
+    let other_root = "00".repeat(32);
+    let stderr = fails(dir, &["verify-proof", "inclusion.json", "--root", &other_root, "--size", &size], 1);
+    assert!(stderr.contains("not the trusted one"), "{stderr}");
+    let mut changed = inclusion.clone();
+    changed["index"] = Value::from(inclusion["index"].as_u64().unwrap() ^ 1);
+    std::fs::write(dir.join("changed.json"), changed.to_string()).unwrap();
+    let answer =
+        json_exit(dir, &["verify-proof", "changed.json", "--checkpoint", "saved.note", "--log-key", key, "--json"], 1);
+    assert_eq!(answer["class"], "findings", "{answer}");
 }

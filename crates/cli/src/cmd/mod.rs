@@ -69,6 +69,11 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
             };
             export::verify_export(file, &trust, *json)
         }
+        Command::VerifyProof { file, checkpoints, log_key, root, size, json } => {
+            let trusted =
+                prove::Trusted { checkpoints, log_key: log_key.as_deref(), root: root.as_deref(), size: *size };
+            prove::verify_proof(file, &trusted, *json)
+        }
         Command::Repair => maintenance::repair(cli),
         Command::Compact => maintenance::compact(cli),
     }
