@@ -209,6 +209,27 @@ pub enum Command {
         #[arg(long)]
         key: Option<String>,
     },
+    /// Continue a run that stopped: record the answer it waits for (a raised ceiling, a lifted
+    /// withholding, a person's answer to a doubt), then run its agent code on from the journal.
+    ///
+    /// The command line holds one agent's code, the demo's: a demo run, or a fork of one, is run on
+    /// here (its finished effects read back, never performed again). A run of other agent code
+    /// continues when that code resumes it; `resume` records the answer and says so.
+    Resume {
+        /// The run.
+        run: String,
+        /// Raise a ceiling: DIMENSION=N, DIMENSION one of tokens, cost_micros, steps, effects,
+        /// wall_millis (repeatable; N `none` lifts it).
+        #[arg(long, value_name = "DIMENSION=N")]
+        raise: Vec<String>,
+        /// Lift the run's withholding.
+        #[arg(long)]
+        lift: bool,
+        /// A person's answer to an effect in doubt: EFFECT_KEY=happened or EFFECT_KEY=not-happened
+        /// (repeatable).
+        #[arg(long, value_name = "EFFECT_KEY=ANSWER")]
+        answer: Vec<String>,
+    },
     /// Export a sealed run to a self-contained file.
     ///
     /// An existing file is never overwritten without --force.

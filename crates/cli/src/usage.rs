@@ -174,6 +174,11 @@ pub const USAGES: &[Usage] = &[
     },
     Usage { command: "fork", flags: &[Config, Store, Keys, Tenant, Origin], examples: &["agentplane fork RUN --at 4"] },
     Usage {
+        command: "resume",
+        flags: &[Config, Store, Keys, Tenant, Origin],
+        examples: &["agentplane resume RUN --raise tokens=1000", "agentplane resume \"$(agentplane fork RUN --at 4)\""],
+    },
+    Usage {
         command: "export",
         flags: &[Config, Store, Keys, Tenant, Origin],
         examples: &["agentplane export RUN -o run.export"],

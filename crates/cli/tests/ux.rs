@@ -266,6 +266,7 @@ fn r_ux_2_each_help_lists_only_the_flags_its_command_uses() {
         ("cost", &["--config", "--store", "--keys", "--tenant", "--origin"]),
         ("diff", &["--config", "--store", "--keys", "--tenant", "--origin"]),
         ("fork", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("resume", &["--config", "--store", "--keys", "--tenant", "--origin"]),
         ("export", &["--config", "--store", "--keys", "--tenant", "--origin"]),
         ("verify-export", &[]),
         ("verify-proof", &[]),
@@ -523,4 +524,30 @@ fn r_log_4_verify_proof_checks_a_printed_proof_against_a_trusted_tree() {
     let answer =
         json_exit(dir, &["verify-proof", "changed.json", "--checkpoint", "saved.note", "--log-key", key, "--json"], 1);
     assert_eq!(answer["class"], "findings", "{answer}");
+}
+
+/// R-RUN-5: `resume` continues a stopped run from the command line: an
+/// exhausted run once its ceiling is raised, and a fork (which stays
+/// running until its agent code resumes it) run on by the demo's code.
+#[test]
+fn r_run_5_resume_continues_an_exhausted_run_and_a_fork() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let exhausted = demo.run("exhausted");
+    let stderr = fails(dir, &["resume", &exhausted], 2);
+    assert!(stderr.contains("exhausted"), "without a raised ceiling it stops again: {stderr}");
+    let out = ok(dir, &["resume", &exhausted, "--raise", "effects=5"]);
+    assert!(out.contains("succeeded"), "{out}");
+    let exhausted_now = ok(dir, &["runs", "--outcome", "exhausted", "--ids"]);
+    assert!(!exhausted_now.contains(&exhausted), "it moved out of the exhausted listing (R-RUN-3)");
+    fails(dir, &["resume", &exhausted, "--raise", "bananas=5"], 2);
+
+    let answered = ok(dir, &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
+    let fork = ok(dir, &["fork", &answered, "--at", "2"]).trim().to_owned();
+    let listed = json(dir, &["runs", "--json"]);
+    let row = listed.as_array().unwrap().iter().find(|r| r["run"] == fork.as_str()).unwrap();
+    assert!(row["outcome"].is_null(), "a fork is running until resumed: {row}");
+    let out = ok(dir, &["resume", &fork]);
+    assert!(out.contains("succeeded"), "{out}");
+    ok(dir, &["verify", "--require-signature"]);
 }

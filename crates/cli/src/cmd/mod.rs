@@ -58,6 +58,7 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         }
         Command::Diff { a, b, json } => diff::diff(cli, a, b, *json),
         Command::Fork { run, at, key } => fork::fork(cli, run, *at, key.as_deref()),
+        Command::Resume { run, raise, lift, answer } => fork::resume(cli, run, raise, *lift, answer),
         Command::Export { run, output, force } => export::export(cli, run, output, *force),
         Command::VerifyExport { file, log_key, record_key, require_signature, witness_keys, quorum, json } => {
             let trust = export::Trust {
