@@ -148,7 +148,7 @@ fn progress_bar(label: &str) -> indicatif::ProgressBar {
     }
     let bar = indicatif::ProgressBar::new(0);
     if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {human_pos}/{human_len} runs, {per_sec}, ETA {eta}")
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {human_pos}/{human_len} runs, {per_sec:0}, ETA {eta}")
     {
         bar.set_style(style.progress_chars("=> "));
     }
