@@ -849,3 +849,44 @@ fn compact_keeps_every_record_and_the_plane_verifies() {
     assert!(ok(dir.path(), &["verify", "--require-signature"]).contains("clean and complete"));
     assert_eq!(agentplane(dir.path(), &["--store", "postgres://localhost/x", "compact"]).status.code(), Some(2));
 }
+
+/// R-WIT-8, issue 24: `sweep --every` says each change once, with its time,
+/// and stays quiet while rounds only repeat a skip; `--tenant` sweeps that
+/// tenant alone; a signal stops it cleanly.
+#[test]
+fn r_wit_8_sweep_every_is_quiet_until_something_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop", "--tenant-name", "search"]);
+    let witnesses = start_witnesses(plane, &["shop", "search"], 1);
+    let mut config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    config = config.replace("quorum = 0", "quorum = 1");
+    config.push_str(&format!(
+        "\n[[witness]]\nurl = \"{}\"\nkey = \"{}\"\n",
+        witnesses.servers[0].url(),
+        witnesses.vkeys[0]
+    ));
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    ok(plane, &["--tenant", "shop", "demo"]);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
+        .current_dir(plane)
+        .args(["sweep", "--tenant", "shop", "--every", "1s", "--probe-every", "1h"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(4_500));
+    let killed = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "the round that met, the first skip, then nothing:\n{stdout}");
+    assert!(lines[0].contains("tenant shop: met at size 6") && lines[1].contains("tenant shop: skipped"), "{stdout}");
+    for line in &lines {
+        let stamp = line.split(' ').next().unwrap();
+        assert!(stamp.parse::<jiff::Timestamp>().is_ok(), "each line starts with its time: {line}");
+    }
+    assert!(!stdout.contains("search"), "--tenant shop sweeps shop alone:\n{stdout}");
+}
