@@ -119,6 +119,10 @@ fn run_and_report(
     let shown = std::sync::Mutex::new(0_u64);
     let report = audit::audit_with_progress(store, inputs, &|done, total| {
         if let Ok(mut shown) = shown.lock() {
+            // Drawn from the first count on, never as an empty 0/0 bar.
+            if *shown == 0 && std::io::stderr().is_terminal() {
+                progress.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            }
             progress.set_length(total);
             if done > *shown {
                 *shown = done;
@@ -146,7 +150,7 @@ fn progress_bar(label: &str) -> indicatif::ProgressBar {
     if !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
-    let bar = indicatif::ProgressBar::new(0);
+    let bar = indicatif::ProgressBar::with_draw_target(Some(0), indicatif::ProgressDrawTarget::hidden());
     if let Ok(style) =
         indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {human_pos}/{human_len} runs, {per_sec:0}, ETA {eta}")
     {
