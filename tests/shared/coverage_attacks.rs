@@ -121,16 +121,30 @@ pub fn open_runs_cut_back_or_deleted_are_found<S: Store + TamperAccess + 'static
 }
 
 /// Issue 21: index rows with no verified run behind them: an outcome row
-/// for a run that does not exist, and a new job's key pointed at an old run.
+/// for a run that does not exist, and a new job's key pointed at an old run;
+/// and rows a verified chain does not give: a run's records with no runs
+/// row, a seal row whose leaf is not the chain's.
 pub fn forged_index_rows_are_found<S: Store + TamperAccess + 'static>(store: S) {
     let plane = Plane::on(store);
     let old = plane.run("job-old", true);
+    let rowless = plane.run("job-rowless", false);
+    let resealed = plane.run("job-resealed", true);
     let saved = plane.sign();
     let inputs = plane.inputs(&saved);
     let ghost = RunId::new("run-ghost").unwrap();
     plane.store.set_outcome_index(&plane.tenant, &ghost, Some(Outcome::Succeeded));
     plane.store.set_idempotency(&plane.tenant, "job-new", &old);
+    plane.store.delete_runs_row(&plane.tenant, &rowless);
+    let forged_leaf =
+        plane.store.seals(&plane.tenant).unwrap().into_iter().find(|seal| seal.run == resealed).unwrap().leaf_bytes;
+    let forged_leaf = String::from_utf8(forged_leaf).unwrap().replace("records ", "records 1");
+    plane.store.overwrite_seal_leaf(&plane.tenant, &resealed, forged_leaf.into_bytes());
     let report = audit::audit(plane.store.as_ref(), &inputs).unwrap();
+    let named = |code: FindingCode, run: &RunId| {
+        report.findings.iter().any(|f| f.code == code && f.run.as_deref() == Some(run.as_str()))
+    };
+    assert!(named(FindingCode::RunRowMissing, &rowless), "{:#?}", report.findings);
+    assert!(named(FindingCode::SealLeafMismatch, &resealed), "{:#?}", report.findings);
     let forged: Vec<_> = report.findings.iter().filter(|f| f.code == FindingCode::IndexWithoutRun).collect();
     assert!(forged.iter().any(|f| f.run.as_deref() == Some("run-ghost")), "{:#?}", report.findings);
     assert!(

@@ -5,6 +5,8 @@
 //
 //	oracle tlog        writes RFC 6962 roots, stored node hashes and proofs as JSON
 //	oracle witness     writes notes signed by Go's sumdb/note with fixed keys, and key texts
+//	oracle mldsa       writes ML-DSA-44 (type 0x06) cosignature vectors from fixed seeds,
+//	                   each verified by transparency-dev/formats
 //	oracle crosscheck  reads notes and cosignatures made by agentplane on stdin,
 //	                   verifies them with Go, and cosigns checkpoints with formats' signer
 //	oracle bench-tlog BITS ITERATIONS
@@ -23,7 +25,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fail("usage: oracle tlog|witness|crosscheck")
+		fail("usage: oracle tlog|witness|mldsa|crosscheck")
 	}
 	var out any
 	var err error
@@ -32,6 +34,8 @@ func main() {
 		out, err = tlogVectors()
 	case "witness":
 		out, err = witnessVectors()
+	case "mldsa":
+		out, err = mldsaVectors()
 	case "crosscheck":
 		out, err = crosscheck()
 	case "bench-tlog":

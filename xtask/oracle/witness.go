@@ -132,6 +132,9 @@ type crossOut struct {
 	CosignedErrors []string `json:"cosigned_errors"`
 	GoCosigner     string   `json:"go_cosigner_vkey"`
 	GoCosigned     []string `json:"go_cosigned"`
+	// The same texts cosigned by formats' ML-DSA-44 signer (hedged, fresh key).
+	GoMLDSACosigner string   `json:"go_mldsa_cosigner_vkey"`
+	GoMLDSACosigned []string `json:"go_mldsa_cosigned"`
 }
 
 func errText(err error) string {
@@ -189,6 +192,22 @@ func crosscheck() (any, error) {
 			return nil, err
 		}
 		out.GoCosigned = append(out.GoCosigned, string(msg))
+	}
+	mlSKey, mlVKey, err := fnote.GenerateMLDSAKey("oracle.test/formats-mldsa-witness")
+	if err != nil {
+		return nil, err
+	}
+	mlSigner, err := fnote.NewSignerForCosignatureV1(mlSKey)
+	if err != nil {
+		return nil, err
+	}
+	out.GoMLDSACosigner = mlVKey
+	for _, text := range in.ToCosign {
+		msg, err := note.Sign(&note.Note{Text: text}, mlSigner)
+		if err != nil {
+			return nil, err
+		}
+		out.GoMLDSACosigned = append(out.GoMLDSACosigned, string(msg))
 	}
 	return out, nil
 }

@@ -15,8 +15,16 @@ pub fn run() -> Result<()> {
     let records = golden::records_corpus().context("building the record corpus")?;
     write_changed(golden::RECORDS_PATH, &records)?;
 
-    let export = golden::export_corpus().context("building the export corpus")?;
-    let path = format!("{}/{}", golden::EXPORTS_DIR, golden::export_file_name());
+    let sealed = golden::export_corpus().context("building the export corpus")?;
+    freeze_export(&golden::export_file_name(), &sealed)?;
+    let open = golden::open_export_corpus().context("building the open-run export corpus")?;
+    freeze_export(&golden::open_export_file_name(), &open)?;
+    Ok(())
+}
+
+/// Writes a frozen export file the first time; refuses to rewrite it.
+fn freeze_export(name: &str, export: &str) -> Result<()> {
+    let path = format!("{}/{name}", golden::EXPORTS_DIR);
     let full = workspace_root().join(&path);
     match std::fs::read_to_string(&full) {
         Ok(frozen) if frozen == export => eprintln!("xtask: {path} unchanged"),
@@ -24,7 +32,7 @@ pub fn run() -> Result<()> {
             "{path} is frozen and this build writes its format differently: name a new format \
              (journal_core::export::EXPORT_FORMAT) so that blessing adds its file, and keep {path} verifying"
         ),
-        Err(_) => write_changed(&path, &export)?,
+        Err(_) => write_changed(&path, export)?,
     }
     Ok(())
 }

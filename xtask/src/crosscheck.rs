@@ -1,6 +1,8 @@
 //! Both directions against Go, with fresh keys and the current time: Go's
 //! `sumdb/note` verifies notes our crate signs, transparency-dev/formats
-//! verifies our cosignatures, and our crate verifies cosignatures formats makes.
+//! verifies our cosignatures (Ed25519 and ML-DSA-44), and our crate verifies
+//! cosignatures formats makes (Ed25519, and ML-DSA-44 signed by formats'
+//! hedged signer on filippo.io/mldsa).
 
 use std::io::Write;
 use std::path::Path;
@@ -8,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
-use witness::{ALG_COSIGNATURE_V1, ALG_ED25519, Cosigner, SignerKey, TrustedWitness};
+use witness::{ALG_COSIGNATURE_V1, ALG_ED25519, ALG_ML_DSA_44, Cosigner, SignerKey, TrustedWitness};
 
 const TEXTS: &[&str] = &[
     "crosscheck.test/log\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n",
@@ -25,6 +27,7 @@ pub fn run(oracle: &Path) -> Result<()> {
     let log_a = SignerKey::generate("crosscheck.test/log", ALG_ED25519)?;
     let log_b = SignerKey::generate("crosscheck.test/other-signer", ALG_ED25519)?;
     let cosigner = Cosigner::new(SignerKey::generate("crosscheck.test/witness", ALG_COSIGNATURE_V1)?)?;
+    let ml_cosigner = Cosigner::new(SignerKey::generate("crosscheck.test/mldsa-witness", ALG_ML_DSA_44)?)?;
     let timestamp = now()?;
 
     let mut notes = Vec::new();
@@ -42,9 +45,23 @@ pub fn run(oracle: &Path) -> Result<()> {
     }
     let mut cosigned = Vec::new();
     for text in TEXTS.iter().take(3) {
-        let line = cosigner.cosign(text, timestamp)?.to_line();
-        cosigned.push(json!({ "vkey": cosigner.verifier_key().to_string(), "note": format!("{text}\n{line}") }));
+        for cosigner in [&cosigner, &ml_cosigner] {
+            let line = cosigner.cosign(text, timestamp)?.to_line();
+            cosigned.push(json!({ "vkey": cosigner.verifier_key().to_string(), "note": format!("{text}\n{line}") }));
+        }
     }
+    // One ML-DSA-44 cosignature with a bit changed: formats must refuse it.
+    let tampered_line = {
+        let mut line = ml_cosigner.cosign(TEXTS[1], timestamp)?;
+        if let Some(byte) = line.signature.last_mut() {
+            *byte ^= 1;
+        }
+        line.to_line()
+    };
+    let tampered_index = cosigned.len();
+    cosigned.push(
+        json!({ "vkey": ml_cosigner.verifier_key().to_string(), "note": format!("{}\n{tampered_line}", TEXTS[1]) }),
+    );
     let input = json!({ "notes": notes, "cosigned": cosigned, "to_cosign": TEXTS.iter().take(3).collect::<Vec<_>>() });
 
     let mut child = Command::new(oracle)
@@ -72,8 +89,19 @@ pub fn run(oracle: &Path) -> Result<()> {
             bail!("Go's note.Open on our note {i}: expected refused={expected}, got {error}");
         }
     }
-    for (i, error) in answer["cosigned_errors"].as_array().context("cosigned_errors")?.iter().enumerate() {
-        ensure!(error.as_str() == Some(""), "formats refused our cosignature {i}: {error}");
+    let cosigned_errors = answer["cosigned_errors"].as_array().context("cosigned_errors")?;
+    ensure!(
+        cosigned_errors.len() == cosigned.len(),
+        "formats judged {} cosigned notes of {}",
+        cosigned_errors.len(),
+        cosigned.len()
+    );
+    for (i, error) in cosigned_errors.iter().enumerate() {
+        if i == tampered_index {
+            ensure!(error.as_str() != Some(""), "formats accepted an ML-DSA-44 cosignature with a bit changed");
+        } else {
+            ensure!(error.as_str() == Some(""), "formats refused our cosignature {i}: {error}");
+        }
     }
     let go_key = TrustedWitness::parse(answer["go_cosigner_vkey"].as_str().context("go_cosigner_vkey")?)?;
     let go_cosigned = answer["go_cosigned"].as_array().context("go_cosigned")?;
@@ -86,12 +114,31 @@ pub fn run(oracle: &Path) -> Result<()> {
         let report = witness::verify_cosignatures(text, &signatures, std::slice::from_ref(&go_key))?;
         ensure!(report.valid.len() == 1, "formats' cosignature did not verify here: {report:?}");
     }
+    let go_ml_key =
+        TrustedWitness::parse(answer["go_mldsa_cosigner_vkey"].as_str().context("go_mldsa_cosigner_vkey")?)?;
+    ensure!(go_ml_key.verifier_key().algorithm() == ALG_ML_DSA_44, "formats' ML-DSA key is not of type 0x06");
+    let go_ml_cosigned = answer["go_mldsa_cosigned"].as_array().context("go_mldsa_cosigned")?;
+    ensure!(go_ml_cosigned.len() == 3, "formats made {} ML-DSA-44 cosignatures", go_ml_cosigned.len());
+    for (text, note) in TEXTS.iter().zip(go_ml_cosigned) {
+        let note = note.as_str().unwrap_or_default();
+        let lines =
+            note.strip_prefix(text).and_then(|rest| rest.strip_prefix('\n')).context("Go's cosigned note text")?;
+        let signatures = witness::parse_signature_lines(lines)?;
+        let report = witness::verify_cosignatures(text, &signatures, std::slice::from_ref(&go_ml_key))?;
+        ensure!(
+            report.valid.len() == 1 && report.valid.iter().all(|c| c.algorithm == ALG_ML_DSA_44),
+            "formats' ML-DSA-44 cosignature did not verify here: {report:?}"
+        );
+    }
     eprintln!(
-        "xtask: Go verified {} notes and {} cosignatures of ours (refusing the {} tampered ones); we verified {} of formats' cosignatures",
+        "xtask: Go verified {} notes and {} cosignatures of ours ({} ML-DSA-44), refusing the {} tampered ones; \
+         we verified {} of formats' Ed25519 and {} of its ML-DSA-44 cosignatures",
         expect_note_error.iter().filter(|e| !**e).count(),
-        cosigned.len(),
-        expect_note_error.iter().filter(|e| **e).count(),
-        go_cosigned.len()
+        cosigned.len() - 1,
+        (cosigned.len() - 1) / 2,
+        expect_note_error.iter().filter(|e| **e).count() + 1,
+        go_cosigned.len(),
+        go_ml_cosigned.len()
     );
     Ok(())
 }

@@ -11,7 +11,9 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use tlog::{LeafHash, MemoryHashStore};
 use witness::protocol::AddCheckpointRequest;
-use witness::{ALG_COSIGNATURE_V1, ALG_ED25519, Checkpoint, Cosigner, LogKey, Origin, SignerKey};
+use witness::{
+    ALG_COSIGNATURE_V1, ALG_ED25519, ALG_ML_DSA_44, Checkpoint, Cosigner, LogKey, Origin, SignerKey, SubtreeStatement,
+};
 
 use crate::{run_command, step, workspace_root};
 
@@ -27,6 +29,7 @@ pub const TARGETS: &[&str] = &[
     "export_file",
     "tlog_verify",
     "plane_config",
+    "mldsa_line",
 ];
 
 /// How long each target runs.
@@ -199,5 +202,28 @@ fn write_seeds(seeds: &Path) -> Result<()> {
     put(&seeds.join("keys"), "vkey", log_signer.verifier_key().to_string().as_bytes())?;
     put(&seeds.join("keys"), "skey", log_signer.to_skey().as_bytes())?;
     put(&seeds.join("keys"), "witness-vkey", cosigner.verifier_key().to_string().as_bytes())?;
+
+    // ML-DSA-44 (the fixed key of fuzz/src/lib.rs): lines over the target's
+    // body, a subtree line, the witness's vkey and skey.
+    let ml_signer = SignerKey::from_seed("fuzz.agentplane.test/mldsa-witness", ALG_ML_DSA_44, [3; 32])?;
+    let ml = Cosigner::new(ml_signer.clone())?;
+    let body = "fuzz.agentplane.test/log\n1\nAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\n";
+    let dir = seeds.join("mldsa_line");
+    put(&dir, "line", ml.cosign(body, 1_700_000_000)?.to_line().as_bytes())?;
+    let both =
+        format!("{}{}", ml.cosign(body, 1_700_000_001)?.to_line(), cosigner.cosign(body, 1_700_000_001)?.to_line());
+    put(&dir, "two-lines", both.as_bytes())?;
+    let statement = SubtreeStatement {
+        cosigner_name: ml.name().to_owned(),
+        timestamp: 0,
+        origin: "fuzz.agentplane.test/log".to_owned(),
+        start: 0,
+        end: 1,
+        hash: [0; 32],
+    };
+    put(&dir, "subtree", ml.sign_statement(&statement)?.to_line().as_bytes())?;
+    put(&dir, "vkey", ml_signer.verifier_key().to_string().as_bytes())?;
+    put(&dir, "skey", ml_signer.to_skey().as_bytes())?;
+    put(&seeds.join("keys"), "mldsa-vkey", ml_signer.verifier_key().to_string().as_bytes())?;
     Ok(())
 }

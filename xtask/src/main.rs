@@ -15,6 +15,7 @@ use anyhow::{Context, Result, bail};
 
 mod bench;
 mod bless;
+mod browser;
 mod crash;
 mod crosscheck;
 mod fuzz;
@@ -104,6 +105,7 @@ pub(crate) fn cargo() -> Command {
 
 fn test() -> Result<()> {
     vectors::ensure_go()?;
+    browser::ensure_chromium()?;
 
     step("cargo fmt --all --check");
     run_command(cargo().args(["fmt", "--all", "--check"]))?;

@@ -25,6 +25,7 @@ struct VectorFile {
 const FILES: &[VectorFile] = &[
     VectorFile { subcommand: "tlog", path: "crates/tlog/tests/vectors/go.json" },
     VectorFile { subcommand: "witness", path: "crates/witness/tests/vectors/go.json" },
+    VectorFile { subcommand: "mldsa", path: "crates/witness/tests/vectors/mldsa44.json" },
 ];
 
 /// Makes sure a Go toolchain is on PATH, installing Debian's `golang-go` when

@@ -110,7 +110,7 @@ pub fn audit_with_progress(
 
 /// How many runs a worker takes at once: their signatures are verified in
 /// batches across runs (a run alone holds too few to batch well).
-const RUNS_PER_CHUNK: usize = 16;
+const RUNS_PER_CHUNK: usize = 48;
 
 /// Checks 1 to 3 for every run, on every core: runs are independent.
 fn audit_runs(

@@ -297,6 +297,19 @@ pub enum Command {
     /// Give the free pages of a redb store back to the file system (no plane may have it open).
     /// Every record stays as it was.
     Compact,
+    /// Serve a read-only web console for the plane: runs, timelines, proofs and who made them.
+    ///
+    /// Binds to localhost unless told otherwise; binding elsewhere needs a token, checked on every
+    /// request. Example: `agentplane console` then open http://127.0.0.1:7390
+    Console {
+        /// Where to listen.
+        #[arg(long, default_value = console::DEFAULT_LISTEN)]
+        listen: std::net::SocketAddr,
+        /// A file holding the token every request must carry (at least 16 characters; required off
+        /// localhost). Given as a file so the token stays out of the process list and shell history.
+        #[arg(long, value_name = "FILE")]
+        token_file: Option<PathBuf>,
+    },
 }
 
 /// A run's outcome, as `runs --outcome` takes it.

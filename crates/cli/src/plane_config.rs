@@ -128,22 +128,22 @@ pub fn check_tenant_name(name: &str) -> Result<(), ConfigError> {
 }
 
 /// Checks a witness verifier key: a vkey of a type this build verifies
-/// (cosignature/v1, 0x04); any other type is refused, named.
+/// (cosignature/v1 Ed25519, 0x04, or ML-DSA-44, 0x06); any other type is
+/// refused, named.
 pub fn check_witness_key(vkey: &str) -> Result<witness::TrustedWitness, String> {
     let key = witness::VerifierKey::parse(vkey).map_err(|err| err.to_string())?;
     match key.algorithm() {
-        witness::ALG_COSIGNATURE_V1 => witness::TrustedWitness::new(key).map_err(|err| err.to_string()),
-        witness::ALG_ML_DSA_44 => Err(format!(
-            "key {} is of type 0x06 (ML-DSA-44 cosignature), which this build cannot verify: \
-             give the witness's cosignature/v1 key (type 0x04)",
-            key.name()
-        )),
+        witness::ALG_COSIGNATURE_V1 | witness::ALG_ML_DSA_44 => {
+            witness::TrustedWitness::new(key).map_err(|err| err.to_string())
+        }
         witness::ALG_ED25519 => Err(format!(
-            "key {} is of type 0x01 (a note-signing key): a witness is trusted by its cosignature/v1 key (type 0x04)",
+            "key {} is of type 0x01 (a note-signing key): a witness is trusted by its cosignature key \
+             (type 0x04 Ed25519 or 0x06 ML-DSA-44)",
             key.name()
         )),
         other => Err(format!(
-            "key {} is of type 0x{other:02x}, which this build cannot verify: give a cosignature/v1 key (type 0x04)",
+            "key {} is of type 0x{other:02x}, which this build cannot verify: give a cosignature key \
+             (type 0x04 Ed25519 or 0x06 ML-DSA-44)",
             key.name()
         )),
     }

@@ -198,6 +198,11 @@ pub const USAGES: &[Usage] = &[
             "agentplane verify-proof proof.json --root 5f3c...e1 --size 12",
         ],
     },
+    Usage {
+        command: "console",
+        flags: &[Config, Store, Keys, Tenant, Origin],
+        examples: &["agentplane console   # then open http://127.0.0.1:7390"],
+    },
     Usage { command: "repair", flags: &[Config, Store], examples: &["agentplane repair --store agentplane.redb"] },
     Usage { command: "compact", flags: &[Config, Store], examples: &["agentplane compact --store agentplane.redb"] },
 ];

@@ -223,6 +223,35 @@ fn r_exp_1_export_verifies_offline_and_a_changed_byte_or_wrong_key_is_refused() 
     );
 }
 
+/// Issue 20: an open (failed) run exports with the heads leaf that holds its
+/// head, so an offline verifier learns "this run had this head at this
+/// checkpoint"; the file says it covers a head, never a seal, and a record
+/// cut from its end is refused.
+#[test]
+fn r_exp_1_an_open_run_exports_with_its_head_proven_and_verifies_offline() {
+    let (dir, demo_out) = demo_dir_with_output();
+    let vkey = vkey_line(&demo_out);
+    let failed = json(dir.path(), &["runs", "--outcome", "failed", "--json"])[0]["run"].as_str().unwrap().to_owned();
+    ok(dir.path(), &["export", &failed, "-o", "open.export"]);
+    let verified = json(dir.path(), &["verify-export", "open.export", "--log-key", &vkey, "--json"]);
+    assert_eq!((verified["valid"].as_bool(), verified["covers"].as_str()), (Some(true), Some("head")), "{verified}");
+    let shown = json(dir.path(), &["show", &failed, "--json"]);
+    assert_eq!(verified["records"].as_u64(), Some(shown["records"].as_array().unwrap().len() as u64));
+    let said = ok(dir.path(), &["verify-export", "open.export", "--log-key", &vkey]);
+    assert!(said.contains("open run") && said.contains("not a complete history"), "{said}");
+
+    // The last record dropped: the head line no longer matches the chain.
+    let text = std::fs::read_to_string(dir.path().join("open.export")).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let head_line = lines.iter().position(|line| line.contains(r#""type":"head""#)).unwrap();
+    let mut cut = lines.clone();
+    cut.remove(head_line - 1);
+    std::fs::write(dir.path().join("cut.export"), cut.join("\n") + "\n").unwrap();
+    let out = agentplane(dir.path(), &["verify-export", "cut.export", "--log-key", &vkey]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("heads leaf holds no entry"));
+}
+
 #[test]
 fn r_ux_3_corrupt_truncated_or_missing_store_files_are_refused_and_untouched() {
     let dir = demo_dir();

@@ -9,8 +9,6 @@ use support::*;
 use std::io::{Read as _, Write as _};
 use std::path::Path;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
 struct Witness {
@@ -118,30 +116,6 @@ fn tenant_names_and_origins_are_checked_at_init_and_at_load() {
     assert!(stderr.contains("same origin"), "{stderr}");
 }
 
-/// A witness key of a type this build cannot verify (ML-DSA-44, 0x06) is
-/// refused at `init` and at configuration load, naming the type.
-#[test]
-fn r_wit_3_an_ml_dsa_witness_key_is_refused_naming_its_type() {
-    let public = vec![7u8; 1312];
-    let id = witness::key_id("mldsa.test/w", witness::ALG_ML_DSA_44, &public);
-    let mut encoded = vec![witness::ALG_ML_DSA_44];
-    encoded.extend_from_slice(&public);
-    let vkey = format!("mldsa.test/w+{id:08x}+{}", STANDARD.encode(&encoded));
-    witness::VerifierKey::parse(&vkey).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let stderr = fails(dir.path(), &["init", "--witness", &format!("http://127.0.0.1:9={vkey}")], 2);
-    assert!(stderr.contains("0x06") && stderr.contains("ML-DSA-44"), "{stderr}");
-    assert!(!dir.path().join("agentplane.toml").exists());
-
-    ok(dir.path(), &["init"]);
-    let mut config =
-        std::fs::read_to_string(dir.path().join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
-    config.push_str(&format!("\n[[witness]]\nurl = \"http://127.0.0.1:9\"\nkey = \"{vkey}\"\n"));
-    std::fs::write(dir.path().join("agentplane.toml"), config).unwrap();
-    let stderr = fails(dir.path(), &["sweep"], 2);
-    assert!(stderr.contains("0x06"), "{stderr}");
-}
-
 /// An older store put back (a restored backup): `demo`, `checkpoint` and
 /// `sweep` sign nothing, exit 1 and say why; the witness still holds the
 /// newer tree, and the plane's high-water mark is unchanged. `backup` takes
@@ -199,11 +173,8 @@ fn r_wit_6_r_log_2_a_restored_backup_is_never_signed_on_postgresql() {
     let dir = tempfile::tempdir().unwrap();
     let plane = dir.path();
     let witness = witnessed_plane(plane);
-    let url = store_pg::testkit::fresh_database();
-    let config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
-    let configured = config.replace("store = \"agentplane.redb\"", &format!("store = \"{url}\""));
-    assert_ne!(configured, config, "the plane's store is named in its configuration");
-    std::fs::write(plane.join("agentplane.toml"), &configured).unwrap();
+    let url = point_at_a_fresh_database(plane);
+    let configured = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
     let copy = std::cell::RefCell::new(String::new());
     let backup = || *copy.borrow_mut() = store_pg::testkit::copy_database(&url);
     let restore = || {
@@ -247,20 +218,15 @@ fn r_wit_6_a_lost_high_water_mark_asks_the_witnesses_before_signing() {
 /// A forged `cosigned_checkpoints` row claiming the current head never
 /// silences witnessing: the sweep and `checkpoint --cosigned` verify every
 /// kept note first, and an unverifiable one is an integrity alarm (exit 1).
-#[test]
-fn r_wit_9_a_forged_cosigned_row_is_an_integrity_alarm_not_a_skip() {
-    let dir = tempfile::tempdir().unwrap();
-    let plane = dir.path();
-    let _witness = witnessed_plane(plane);
+fn a_forged_cosigned_row_is_an_integrity_alarm(plane: &Path, open_store: &dyn Fn() -> Box<dyn journal_core::Store>) {
     ok(plane, &["demo"]);
     assert_eq!(sweep(plane).0, Some(0));
     ok(plane, &["checkpoint", "--cosigned"]);
     ok(plane, &["demo"]);
     {
-        use journal_core::Store as _;
-        let store = store_redb::RedbStore::open(&plane.join("agentplane.redb")).unwrap();
+        let store = open_store();
         let tenant = journal_core::TenantId::new("shop").unwrap();
-        let head = journal_core::LogView::open(&store, &tenant).unwrap().head().unwrap().tree;
+        let head = journal_core::LogView::open(store.as_ref(), &tenant).unwrap().head().unwrap().tree;
         store
             .record_cosigned_checkpoint(
                 &tenant,
@@ -275,6 +241,24 @@ fn r_wit_9_a_forged_cosigned_row_is_an_integrity_alarm_not_a_skip() {
     assert!(stderr.contains("agentplane.witness.integrity") && stderr.contains("does not verify"), "{stderr}");
     let stderr = fails(plane, &["checkpoint", "--cosigned"], 1);
     assert!(stderr.contains("does not verify"), "{stderr}");
+}
+
+#[test]
+fn r_wit_9_a_forged_cosigned_row_is_an_integrity_alarm_not_a_skip_on_redb() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let _witness = witnessed_plane(plane);
+    let path = plane.join("agentplane.redb");
+    a_forged_cosigned_row_is_an_integrity_alarm(plane, &|| Box::new(store_redb::RedbStore::open(&path).unwrap()));
+}
+
+#[test]
+fn r_wit_9_a_forged_cosigned_row_is_an_integrity_alarm_not_a_skip_on_postgresql() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let _witness = witnessed_plane(plane);
+    let url = point_at_a_fresh_database(plane);
+    a_forged_cosigned_row_is_an_integrity_alarm(plane, &|| Box::new(store_pg::PgStore::open(&url).unwrap()));
 }
 
 /// A witness that answers 500 with an empty body (transparency-dev/witness

@@ -10,7 +10,7 @@ use witness::Checkpoint;
 use crate::error::JournalError;
 use crate::export::CosignedInclusion;
 use crate::ids::TenantId;
-use crate::log::{LogView, RunInclusion};
+use crate::log::LogView;
 use crate::store::Store;
 
 /// The latest checkpoint a witness quorum cosigned for a tenant's log, as
@@ -50,35 +50,34 @@ pub fn latest_cosigned(store: &dyn Store, tenant: &TenantId) -> Result<Option<Co
     Ok(Some(CosignedCheckpoint { checkpoint, note: latest.note }))
 }
 
-/// The latest checkpoint a witness quorum cosigned that holds the run whose
-/// inclusion in `view` is `inclusion`, with the run's inclusion proof in it;
-/// `None` when no cosigned checkpoint holds the run yet. The proof is
+/// The latest checkpoint a witness quorum cosigned that holds the leaf
+/// `leaf` at `index` of `view` (a run's seal leaf, or the heads leaf holding
+/// an open run's head), with the leaf's inclusion proof in it; `None` when
+/// no cosigned checkpoint holds the leaf yet. The proof is
 /// checked against the cosigned tree: a cosigned checkpoint the view's log
 /// does not extend is [`JournalError::StoreDamage`].
 pub fn cosigned_inclusion(
     store: &dyn Store,
     view: &LogView<'_>,
-    inclusion: &RunInclusion,
+    index: u64,
+    leaf: &tlog::LeafHash,
 ) -> Result<Option<CosignedInclusion>, JournalError> {
     let tenant = view.tenant();
     let holding = store
         .cosigned_checkpoints(tenant)?
         .into_iter()
         .rev()
-        .find(|cosigned| cosigned.tree.size > inclusion.index && cosigned.tree.size <= view.size());
+        .find(|cosigned| cosigned.tree.size > index && cosigned.tree.size <= view.size());
     let Some(cosigned) = holding else {
         return Ok(None);
     };
     let size = cosigned.tree.size;
-    let proof = tlog::prove_inclusion(view, inclusion.index, size).map_err(|err| match err {
+    let proof = tlog::prove_inclusion(view, index, size).map_err(|err| match err {
         tlog::ProveError::Reader(err) => err,
-        other => damaged(
-            tenant,
-            format!("proving leaf {} in the cosigned checkpoint of size {size}: {other}", inclusion.index),
-        ),
+        other => damaged(tenant, format!("proving leaf {index} in the cosigned checkpoint of size {size}: {other}")),
     })?;
-    cosigned.tree.verify_inclusion(&inclusion.leaf, inclusion.index, &proof).map_err(|err| {
-        damaged(tenant, format!("the cosigned checkpoint of size {size} does not hold leaf {}: {err}", inclusion.index))
+    cosigned.tree.verify_inclusion(leaf, index, &proof).map_err(|err| {
+        damaged(tenant, format!("the cosigned checkpoint of size {size} does not hold leaf {index}: {err}"))
     })?;
-    Ok(Some(CosignedInclusion { note: cosigned.note, index: inclusion.index, proof }))
+    Ok(Some(CosignedInclusion { note: cosigned.note, index, proof }))
 }

@@ -1,17 +1,26 @@
-//! Self-contained exports of sealed runs (R-EXP-1): records with their exact
-//! bytes and signatures, the seal, its inclusion proof and a signed
-//! checkpoint, verified offline with only the trusted keys.
+//! Self-contained exports of runs (R-EXP-1): records with their exact bytes
+//! and signatures, the leaf that covers them, its inclusion proof and a
+//! signed checkpoint, verified offline with only the trusted keys.
 //!
 //! The file is JSON Lines, in this order:
-//! 1. `{"type":"header","format":"agentplane-export/v2","origin":…,"run":…}`
+//! 1. `{"type":"header","format":"agentplane-export/v4","origin":…,"run":…}`
 //! 2. one `{"type":"record","seq":…,"kind":…,"effect_key":…,"prev_hash":…,"hash":…,"bytes":…,"signature":…}` per record
 //!    (`bytes` is the record's exact wire text; hashes are lowercase hex)
-//! 3. `{"type":"seal","leaf":…}` (the seal leaf's exact text)
-//! 4. `{"type":"inclusion","index":…,"size":…,"root":…,"proof":[…]}` (hashes in standard base64, as in checkpoints)
+//! 3. the leaf that covers the records, one of:
+//!    - `{"type":"seal","leaf":…}`: a sealed run's seal leaf (its exact text);
+//!    - `{"type":"head","leaf":…,"entry_index":…,"entry_proof":[…]}` (format v4): the heads leaf
+//!      (its exact text) holding an open run's head, the entry's index in the leaf's entries tree
+//!      and its audit path there. The export's records end at that head: it attests that the run
+//!      had this history at this checkpoint, never that the history is complete (issue 20).
+//! 4. `{"type":"inclusion","index":…,"size":…,"root":…,"proof":[…]}`: the leaf in the checkpoint's tree
 //! 5. `{"type":"checkpoint","note":…}` (the log's signed checkpoint note)
 //! 6. optionally, `{"type":"cosigned","note":…,"index":…,"proof":[…]}`: the latest checkpoint a witness
-//!    quorum cosigned that covers the run (its note carries the log's signature and the witnesses'
-//!    cosignatures), with the run's inclusion proof in it. Format v3; v2 files have no such line.
+//!    quorum cosigned that holds the leaf (its note carries the log's signature and the witnesses'
+//!    cosignatures), with the leaf's inclusion proof in it. Format v3 and later.
+//!
+//! Proof hashes are lowercase hex from format v4 on (one encoding for every
+//! hash in the file); v2 and v3 files carry them in standard base64, and are
+//! still read.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -21,19 +30,24 @@ use witness::{NoteVerifier, Origin, SignedCheckpoint, TrustedWitness, VerifierKe
 
 use crate::chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, verify_run};
 use crate::error::JournalError;
+use crate::heads::{HeadEntry, HeadsLeaf};
 use crate::ids::RunId;
 use crate::journal::{VerifiedRun, last_conclusion};
-use crate::log::RunInclusion;
+use crate::log::{HeadInclusion, RunInclusion};
 use crate::seal::SealLeaf;
 use crate::signature::KeySignature;
 
 /// The format name on the header line this build writes. v2: the records
 /// carry `at` (the hard cut of the record envelope before the format freeze);
-/// v3: an optional cosigned checkpoint line after the checkpoint.
-pub const EXPORT_FORMAT: &str = "agentplane-export/v3";
+/// v3: an optional cosigned checkpoint line after the checkpoint; v4: open
+/// runs export too (a `head` line in place of the seal), proof hashes in hex.
+pub const EXPORT_FORMAT: &str = "agentplane-export/v4";
+
+/// The formats whose proof hashes are standard base64 (before v4).
+const BASE64_PROOF_FORMATS: &[&str] = &["agentplane-export/v2", "agentplane-export/v3"];
 
 /// Every format this build reads (R-GOLD-2: every export ever blessed keeps verifying).
-const READ_FORMATS: &[&str] = &["agentplane-export/v2", EXPORT_FORMAT];
+const READ_FORMATS: &[&str] = &["agentplane-export/v2", "agentplane-export/v3", EXPORT_FORMAT];
 
 /// Export formats this build knows it cannot read, with the reason.
 const RETIRED_FORMATS: &[(&str, &str)] = &[(
@@ -60,6 +74,11 @@ enum Line {
     },
     Seal {
         leaf: String,
+    },
+    Head {
+        leaf: String,
+        entry_index: u64,
+        entry_proof: Vec<String>,
     },
     Inclusion {
         index: u64,
@@ -158,25 +177,85 @@ fn to_json(line: &Line) -> String {
     serde_json::to_string(line).unwrap_or_default()
 }
 
-/// Writes the export of a verified, sealed run.
+/// The leaf an export carries to cover its run, with the leaf's inclusion in
+/// the checkpoint.
+#[derive(Debug, Clone, Copy)]
+pub enum ExportProof<'a> {
+    /// A sealed run: its seal leaf.
+    Seal(&'a RunInclusion),
+    /// An open run: the heads leaf holding its head (format v4); the export's
+    /// records end at that head.
+    Head(&'a HeadInclusion),
+}
+
+impl ExportProof<'_> {
+    fn index(&self) -> u64 {
+        match self {
+            Self::Seal(inclusion) => inclusion.index,
+            Self::Head(inclusion) => inclusion.index,
+        }
+    }
+
+    fn tree(&self) -> Tree {
+        match self {
+            Self::Seal(inclusion) => inclusion.tree,
+            Self::Head(inclusion) => inclusion.tree,
+        }
+    }
+
+    fn proof(&self) -> &InclusionProof {
+        match self {
+            Self::Seal(inclusion) => &inclusion.proof,
+            Self::Head(inclusion) => &inclusion.proof,
+        }
+    }
+}
+
+fn hex_path(proof: &InclusionProof) -> Vec<String> {
+    proof.path().iter().map(ToString::to_string).collect()
+}
+
+/// Writes the export of a verified run: sealed, with its seal leaf; open,
+/// with the heads leaf holding its head, the records cut at that head.
 pub fn write_export(
     tenant: &crate::ids::TenantId,
     origin: &Origin,
     run: &RunId,
     verified: &VerifiedRun,
-    inclusion: &RunInclusion,
+    covering: ExportProof<'_>,
     checkpoint: &SignedCheckpoint,
     cosigned: Option<&CosignedInclusion>,
 ) -> Result<String, JournalError> {
-    let seal =
-        verified.seal.as_ref().ok_or_else(|| JournalError::NotSealed { tenant: tenant.clone(), run: run.clone() })?;
+    let (leaf_line, last_seq) = match covering {
+        ExportProof::Seal(_) => {
+            let seal = verified
+                .seal
+                .as_ref()
+                .ok_or_else(|| JournalError::NotSealed { tenant: tenant.clone(), run: run.clone() })?;
+            (Line::Seal { leaf: String::from_utf8_lossy(&seal.leaf_bytes).into_owned() }, u64::MAX)
+        }
+        ExportProof::Head(head) => {
+            if head.entry.run != *run {
+                return Err(JournalError::InvalidRecord(format!(
+                    "the heads entry is for run {}, not {run}",
+                    head.entry.run
+                )));
+            }
+            let line = Line::Head {
+                leaf: String::from_utf8_lossy(&head.leaf_bytes).into_owned(),
+                entry_index: head.entry_index,
+                entry_proof: hex_path(&head.entry_proof),
+            };
+            (line, head.entry.seq)
+        }
+    };
     let mut out = String::new();
     let mut push = |line: Line| {
         out.push_str(&to_json(&line));
         out.push('\n');
     };
     push(Line::Header { format: EXPORT_FORMAT.into(), origin: origin.to_string(), run: run.to_string() });
-    for record in &verified.records {
+    for record in verified.records.iter().take_while(|record| record.stored.seq <= last_seq) {
         let row = &record.stored;
         push(Line::Record {
             seq: row.seq,
@@ -188,22 +267,43 @@ pub fn write_export(
             signature: row.signature.clone(),
         });
     }
-    push(Line::Seal { leaf: String::from_utf8_lossy(&seal.leaf_bytes).into_owned() });
+    push(leaf_line);
     push(Line::Inclusion {
-        index: inclusion.index,
-        size: inclusion.tree.size,
-        root: STANDARD.encode(inclusion.tree.root.as_bytes()),
-        proof: inclusion.proof.path().iter().map(|h| STANDARD.encode(h.as_bytes())).collect(),
+        index: covering.index(),
+        size: covering.tree().size,
+        root: covering.tree().root.to_string(),
+        proof: hex_path(covering.proof()),
     });
     push(Line::Checkpoint { note: checkpoint.note().to_owned() });
     if let Some(cosigned) = cosigned {
-        push(Line::Cosigned {
-            note: cosigned.note.clone(),
-            index: cosigned.index,
-            proof: cosigned.proof.path().iter().map(|h| STANDARD.encode(h.as_bytes())).collect(),
-        });
+        push(Line::Cosigned { note: cosigned.note.clone(), index: cosigned.index, proof: hex_path(&cosigned.proof) });
     }
     Ok(out)
+}
+
+/// What an export's checkpoint covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportCovers {
+    /// The sealed run, complete: its seal leaf is in the log.
+    Seal,
+    /// An open run's head: the run had these records, ending at `seq`, when
+    /// the checkpoint was signed. A prefix, never a complete history.
+    Head {
+        /// The head's seq (the last exported record).
+        seq: u64,
+        /// How many heads the covering heads leaf holds.
+        entries: u64,
+    },
+}
+
+impl ExportCovers {
+    /// `"seal"` or `"head"`, as the CLI's JSON says it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Seal => "seal",
+            Self::Head { .. } => "head",
+        }
+    }
 }
 
 /// What a verified export holds.
@@ -215,11 +315,14 @@ pub struct VerifiedExport {
     pub run: RunId,
     /// How many records.
     pub records: u64,
-    /// The run's leaf index.
+    /// The covering leaf's index: the run's seal leaf, or the heads leaf
+    /// holding its head.
     pub index: u64,
     /// The checkpoint's tree.
     pub tree: Tree,
-    /// The run's last conclusion's outcome.
+    /// What the checkpoint covers: the sealed run, or the open run's head.
+    pub covers: ExportCovers,
+    /// The run's last conclusion's outcome (of the exported records).
     pub outcome: Option<crate::record::Outcome>,
     /// The cosigned checkpoint it carries, if any (format v3).
     pub cosigned: Option<VerifiedCosigned>,
@@ -267,10 +370,25 @@ fn stored_record(line: usize, record: Line) -> Result<StoredRecord, ExportError>
     })
 }
 
-fn b64_hash(line: usize, text: &str) -> Result<[u8; 32], ExportError> {
-    let malformed = || ExportError::Malformed { line, detail: format!("{text:?} is not the base64 of a 32-byte hash") };
+/// A proof hash as the file's format writes it: hex from v4 on, standard
+/// base64 before.
+fn proof_hash(line: usize, text: &str, base64: bool) -> Result<[u8; 32], ExportError> {
+    let encoding = if base64 { "base64" } else { "hex" };
+    let malformed =
+        || ExportError::Malformed { line, detail: format!("{text:?} is not the {encoding} of a 32-byte hash") };
+    if !base64 {
+        return NodeHash::from_hex(text).map(|hash| *hash.as_bytes()).map_err(|_| malformed());
+    }
     let bytes = STANDARD.decode(text).map_err(|_| malformed())?;
     bytes.try_into().map_err(|_| malformed())
+}
+
+fn proof_path(line: usize, proof: &[String], base64: bool) -> Result<InclusionProof, ExportError> {
+    let path = proof
+        .iter()
+        .map(|hash| proof_hash(line, hash, base64).map(NodeHash::from_hash_bytes))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(InclusionProof::new(path))
 }
 
 /// Reads the run an export holds and verifies its chain (and its signatures,
@@ -296,9 +414,16 @@ pub fn verified_chain(
     Ok((run, records))
 }
 
-/// Verifies an export offline: the records' chain and signatures, the seal
-/// against the chain, the inclusion proof against the checkpoint, and the
-/// checkpoint's signature by a trusted log key.
+/// The line of an export that covers its records.
+enum CoveringLine {
+    Seal(String),
+    Head { leaf: String, entry_index: u64, entry_proof: InclusionProof },
+}
+
+/// Verifies an export offline: the records' chain and signatures, the
+/// covering leaf against the chain (a sealed run's seal leaf, or the heads
+/// entry of an open run's last exported record), the leaf's inclusion proof
+/// against the checkpoint, and the checkpoint's signature by a trusted log key.
 pub fn verify_export(
     text: &str,
     log_keys: &[VerifierKey],
@@ -306,7 +431,7 @@ pub fn verify_export(
 ) -> Result<VerifiedExport, ExportError> {
     let mut header = None;
     let mut rows = Vec::new();
-    let mut seal = None;
+    let mut covering = None;
     let mut inclusion = None;
     let mut checkpoint = None;
     let mut cosigned_line = None;
@@ -315,23 +440,24 @@ pub fn verify_export(
         let line_no = index + 1;
         let malformed = |detail: String| ExportError::Malformed { line: line_no, detail };
         let line: Line = serde_json::from_str(raw).map_err(|err| malformed(err.to_string()))?;
+        let base64 = BASE64_PROOF_FORMATS.contains(&format_read.as_str());
         let stage = match &line {
             Line::Header { .. } => 0,
             Line::Record { .. } => 1,
-            Line::Seal { .. } => 2,
+            Line::Seal { .. } | Line::Head { .. } => 2,
             Line::Inclusion { .. } => 3,
             Line::Checkpoint { .. } => 4,
             Line::Cosigned { .. } => 5,
         };
         let expected = if header.is_none() {
             0
-        } else if seal.is_none() {
+        } else if covering.is_none() {
             if stage == 2 { 2 } else { 1 }
         } else if inclusion.is_none() {
             3
         } else if checkpoint.is_none() {
             4
-        } else if cosigned_line.is_none() && format_read == EXPORT_FORMAT {
+        } else if cosigned_line.is_none() && format_read != "agentplane-export/v2" {
             5
         } else {
             6
@@ -356,41 +482,66 @@ pub fn verify_export(
                 header = Some((origin, RunId::new(&run).map_err(|err| malformed(err.to_string()))?));
             }
             line @ Line::Record { .. } => rows.push(stored_record(line_no, line)?),
-            Line::Seal { leaf } => seal = Some(leaf),
+            Line::Seal { leaf } => covering = Some(CoveringLine::Seal(leaf)),
+            Line::Head { leaf, entry_index, entry_proof } => {
+                if base64 {
+                    return Err(malformed(format!("a head line in a {format_read} file (open runs export from v4)")));
+                }
+                let entry_proof = proof_path(line_no, &entry_proof, false)?;
+                covering = Some(CoveringLine::Head { leaf, entry_index, entry_proof });
+            }
             Line::Inclusion { index, size, root, proof } => {
-                let root = RootHash::from_hash_bytes(b64_hash(line_no, &root)?);
-                let path = proof.iter().map(|h| b64_hash(line_no, h).map(NodeHash::from_hash_bytes)).collect::<Result<
-                    Vec<_>,
-                    _,
-                >>(
-                )?;
-                inclusion = Some((index, Tree::new(size, root), InclusionProof::new(path)));
+                let root = RootHash::from_hash_bytes(proof_hash(line_no, &root, base64)?);
+                inclusion = Some((index, Tree::new(size, root), proof_path(line_no, &proof, base64)?));
             }
             Line::Checkpoint { note } => checkpoint = Some(note),
             Line::Cosigned { note, index, proof } => {
-                let path = proof.iter().map(|h| b64_hash(line_no, h).map(NodeHash::from_hash_bytes)).collect::<Result<
-                    Vec<_>,
-                    _,
-                >>(
-                )?;
-                cosigned_line = Some((note, index, InclusionProof::new(path)));
+                cosigned_line = Some((note, index, proof_path(line_no, &proof, base64)?));
             }
         }
     }
     let missing =
         |what: &str| ExportError::Malformed { line: text.lines().count() + 1, detail: format!("no {what} line") };
     let (origin, run) = header.ok_or_else(|| missing("header"))?;
-    let seal = seal.ok_or_else(|| missing("seal"))?;
+    let covering = covering.ok_or_else(|| missing("seal"))?;
     let (index, tree, proof) = inclusion.ok_or_else(|| missing("inclusion"))?;
     let note = checkpoint.ok_or_else(|| missing("checkpoint"))?;
 
     let last = rows.last().map(|row| ExpectedHead { seq: row.seq, hash: row.hash });
     let records = verify_run(&run, &rows, last, check)?;
     let head = last.ok_or_else(|| ExportError::Mismatch("an export with no records".into()))?;
-    let expected_leaf = SealLeaf::of_verified_chain(&origin, &run, &records).ok_or_else(|| missing("record"))?;
-    if !expected_leaf.matches(seal.as_bytes()) {
-        return Err(ExportError::Mismatch("the seal leaf does not match the records".into()));
-    }
+    let outcome = last_conclusion(&records).map(|concluded| concluded.outcome);
+    let (leaf_hash, covers) = match covering {
+        CoveringLine::Seal(seal) => {
+            let expected_leaf =
+                SealLeaf::of_verified_chain(&origin, &run, &records).ok_or_else(|| missing("record"))?;
+            if !expected_leaf.matches(seal.as_bytes()) {
+                return Err(ExportError::Mismatch("the seal leaf does not match the records".into()));
+            }
+            if !outcome.is_some_and(|o| o.seals()) {
+                return Err(ExportError::Mismatch("the last conclusion of an exported run must seal it".into()));
+            }
+            (expected_leaf.leaf_hash(), ExportCovers::Seal)
+        }
+        CoveringLine::Head { leaf, entry_index, entry_proof } => {
+            let heads = HeadsLeaf::parse(leaf.as_bytes())
+                .ok_or_else(|| ExportError::Mismatch("the head line's leaf is not a heads leaf".into()))?;
+            if heads.origin != origin {
+                return Err(ExportError::Mismatch(format!(
+                    "the heads leaf is for origin {:?}, the export for {origin:?}",
+                    heads.origin.as_str()
+                )));
+            }
+            let entry = HeadEntry::new(&run, head);
+            heads.entries.verify_inclusion(&entry.leaf_hash(), entry_index, &entry_proof).map_err(|err| {
+                ExportError::Mismatch(format!(
+                    "the heads leaf holds no entry for run {run} at seq {} with the last record's hash: {err}",
+                    head.seq
+                ))
+            })?;
+            (tlog::LeafHash::of(leaf.as_bytes()), ExportCovers::Head { seq: head.seq, entries: heads.entries.size })
+        }
+    };
     let verifiers: Vec<&dyn NoteVerifier> = log_keys.iter().map(|k| k as &dyn NoteVerifier).collect();
     let (signed, _) =
         SignedCheckpoint::open(note.as_bytes(), &verifiers).map_err(|err| ExportError::Checkpoint(err.to_string()))?;
@@ -404,12 +555,8 @@ pub fn verify_export(
     if checkpoint.tree() != tree {
         return Err(ExportError::Mismatch("the inclusion proof is for another tree than the checkpoint's".into()));
     }
-    tree.verify_inclusion(&expected_leaf.leaf_hash(), index, &proof)
+    tree.verify_inclusion(&leaf_hash, index, &proof)
         .map_err(|err| ExportError::Mismatch(format!("the run's inclusion proof fails: {err}")))?;
-    let outcome = last_conclusion(&records).map(|concluded| concluded.outcome);
-    if !outcome.is_some_and(|o| o.seals()) {
-        return Err(ExportError::Mismatch("the last conclusion of an exported run must seal it".into()));
-    }
     let cosigned = match cosigned_line {
         None => None,
         Some((note, index, proof)) => {
@@ -419,7 +566,7 @@ pub fn verify_export(
             if body.origin_id() != &origin {
                 return Err(ExportError::Mismatch("the cosigned checkpoint is for another origin".into()));
             }
-            body.tree().verify_inclusion(&expected_leaf.leaf_hash(), index, &proof).map_err(|err| {
+            body.tree().verify_inclusion(&leaf_hash, index, &proof).map_err(|err| {
                 ExportError::Mismatch(format!("the run's inclusion in the cosigned checkpoint fails: {err}"))
             })?;
             Some(VerifiedCosigned {
@@ -429,31 +576,34 @@ pub fn verify_export(
             })
         }
     };
-    Ok(VerifiedExport { origin, run, records: head.seq, index, tree, outcome, cosigned, chain: records })
+    Ok(VerifiedExport { origin, run, records: head.seq, index, tree, covers, outcome, cosigned, chain: records })
 }
 
-/// A sealed run's export, as [`export_run`] assembled it.
+/// A run's export, as [`export_run`] assembled it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunExport {
     /// The export file's text ([`write_export`]).
     pub text: String,
-    /// How many records the run has.
+    /// How many records it carries.
     pub records: usize,
-    /// The cosigned checkpoint it carries, with the run's inclusion in it;
-    /// `None` when no witness quorum has cosigned a checkpoint holding the
-    /// run yet.
+    /// What its checkpoint covers: the sealed run, or an open run's head.
+    pub covers: ExportCovers,
+    /// The cosigned checkpoint it carries, with the covering leaf's
+    /// inclusion in it; `None` when no witness quorum has cosigned a
+    /// checkpoint holding that leaf yet.
     pub cosigned: Option<CosignedInclusion>,
 }
 
-/// Assembles the export of a sealed run from the store, in this order: the
-/// run read and verified as `check` asks (an unsealed run is
-/// [`JournalError::NotSealed`], and nothing is signed); the log's current head
-/// signed now with `key` ([`crate::log::sign_current_head`], held to
-/// `high_water` when given: recorded as the
-/// plane's latest signed checkpoint, never a rollback); the run's inclusion in
-/// it; and the latest checkpoint a witness quorum cosigned that holds the run,
-/// with the run's inclusion in it ([`crate::checkpoints::cosigned_inclusion`]),
-/// so a reader can check the witnesses offline.
+/// Assembles the export of a run from the store, in this order: the run read
+/// and verified as `check` asks; the log's current head signed now with
+/// `key` ([`crate::log::sign_current_head`], which first appends the heads
+/// leaf of every run whose head moved, held to `high_water` when given:
+/// recorded as the plane's latest signed checkpoint, never a rollback); the
+/// covering leaf's inclusion in it (a sealed run's seal leaf; an open run's
+/// newest heads leaf, the records cut at that head); and the latest
+/// checkpoint a witness quorum cosigned that holds that leaf, with its
+/// inclusion in it ([`crate::checkpoints::cosigned_inclusion`]), so a reader
+/// can check the witnesses offline.
 pub fn export_run(
     store: &dyn crate::store::Store,
     tenant: &crate::ids::TenantId,
@@ -464,12 +614,29 @@ pub fn export_run(
     high_water: Option<&dyn crate::log::HighWater>,
 ) -> Result<RunExport, JournalError> {
     let verified = crate::journal::Journal::new(store, tenant, origin).read(run, check)?;
-    if verified.seal.is_none() {
-        return Err(JournalError::NotSealed { tenant: tenant.clone(), run: run.clone() });
-    }
     let (view, signed) = crate::log::sign_current_head(store, tenant, origin, key, high_water)?;
-    let inclusion = view.inclusion(run)?;
-    let cosigned = crate::checkpoints::cosigned_inclusion(store, &view, &inclusion)?;
-    let text = write_export(tenant, origin, run, &verified, &inclusion, &signed, cosigned.as_ref())?;
-    Ok(RunExport { text, records: verified.records.len(), cosigned })
+    let (text, covers, cosigned) = if verified.seal.is_some() {
+        let inclusion = view.inclusion(run)?;
+        let cosigned = crate::checkpoints::cosigned_inclusion(store, &view, inclusion.index, &inclusion.leaf)?;
+        let covering = ExportProof::Seal(&inclusion);
+        (
+            write_export(tenant, origin, run, &verified, covering, &signed, cosigned.as_ref())?,
+            ExportCovers::Seal,
+            cosigned,
+        )
+    } else {
+        let head = view.head_inclusion(run)?;
+        let cosigned = crate::checkpoints::cosigned_inclusion(store, &view, head.index, &head.leaf)?;
+        let covers = ExportCovers::Head { seq: head.entry.seq, entries: head.entries };
+        (
+            write_export(tenant, origin, run, &verified, ExportProof::Head(&head), &signed, cosigned.as_ref())?,
+            covers,
+            cosigned,
+        )
+    };
+    let records = match covers {
+        ExportCovers::Seal => verified.records.len(),
+        ExportCovers::Head { seq, .. } => verified.records.iter().filter(|record| record.stored.seq <= seq).count(),
+    };
+    Ok(RunExport { text, records, covers, cosigned })
 }

@@ -29,6 +29,12 @@ pub fn export_file_name() -> String {
     format!("{}.jsonl", crate::export::EXPORT_FORMAT.replace('/', "-"))
 }
 
+/// The file in [`EXPORTS_DIR`] that freezes this build's export of an open
+/// run (its head covered by a heads leaf; format v4 and later).
+pub fn open_export_file_name() -> String {
+    format!("{}-open.jsonl", crate::export::EXPORT_FORMAT.replace('/', "-"))
+}
+
 /// The clock the golden corpus is written with.
 pub fn golden_clock() -> Result<crate::clock::SteppingClock, JournalError> {
     let start = crate::clock::At::from_unix_millis(GOLDEN_START_MILLIS)
@@ -178,9 +184,16 @@ pub fn log_key() -> Result<witness::LogKey, JournalError> {
     witness::LogKey::new(signer).map_err(|err| JournalError::InvalidRecord(err.to_string()))
 }
 
-/// A sealed, signed run exported, with every value fixed.
+/// The golden plane: two sealed runs, then `golden-run-0001`, sealed
+/// (succeeded); or, when `open`, two failed (open) runs after the two
+/// sealed ones, the last `golden-run-0001`.
 #[cfg(feature = "signing")]
-pub fn export_corpus() -> Result<String, JournalError> {
+fn golden_plane(
+    open: bool,
+) -> Result<
+    (crate::memory::MemoryStore, crate::ids::TenantId, witness::Origin, RunId, crate::journal::VerifiedRun),
+    JournalError,
+> {
     use crate::chain::ChainCheck;
     use crate::ids::TenantId;
     use crate::journal::Journal;
@@ -197,7 +210,13 @@ pub fn export_corpus() -> Result<String, JournalError> {
     let journal = Journal::new(&store, &tenant, &origin).signed_by(&signer).timed_by(&clock).written_by(&build);
     // Two earlier sealed runs, so the proof has siblings.
     let mut target = None;
-    for (n, name) in ["golden-a", "golden-b", "golden-run-0001"].into_iter().enumerate() {
+    // The open plane has one more open run, so the heads entry has a sibling.
+    let names: &[&str] = if open {
+        &["golden-a", "golden-b", "golden-open-0000", "golden-run-0001"]
+    } else {
+        &["golden-a", "golden-b", "golden-run-0001"]
+    };
+    for (n, name) in names.iter().enumerate() {
         let run = RunId::new(name)?;
         let mut head = None;
         for (effect_key, body) in [
@@ -225,10 +244,14 @@ pub fn export_corpus() -> Result<String, JournalError> {
             (None, RecordBody::StepFinished(StepMark { step: "answer".into() })),
             (
                 None,
-                RecordBody::RunConcluded(RunConcluded {
-                    outcome: Outcome::Succeeded,
-                    verdict: Verdict::None,
-                    reason: "plan complete".into(),
+                RecordBody::RunConcluded(if open && n >= 2 {
+                    RunConcluded {
+                        outcome: Outcome::Failed,
+                        verdict: Verdict::None,
+                        reason: "the answer failed".into(),
+                    }
+                } else {
+                    RunConcluded { outcome: Outcome::Succeeded, verdict: Verdict::None, reason: "plan complete".into() }
                 }),
             ),
         ] {
@@ -240,16 +263,57 @@ pub fn export_corpus() -> Result<String, JournalError> {
     let upcasters = Upcasters::builtin();
     let verified =
         journal.read(&run, ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() })?;
-    let inclusion = crate::log::LogView::open(&store, &tenant)?.inclusion(&run)?;
-    let signed = crate::log::sign_checkpoint(&origin, inclusion.tree, &log_key()?)?;
-    // A witness cosigned that checkpoint: the export carries it (format v3).
+    Ok((store, tenant, origin, run, verified))
+}
+
+/// The golden witness's cosignature of `signed`, at the fixed time, as a
+/// cosigned note holding `index` with `proof`.
+#[cfg(feature = "signing")]
+fn golden_cosigned(
+    signed: &witness::SignedCheckpoint,
+    index: u64,
+    proof: &tlog::InclusionProof,
+) -> Result<crate::export::CosignedInclusion, JournalError> {
     let cosignature = witness_cosigner()?
         .cosign(&signed.checkpoint().to_text(), GOLDEN_COSIGNATURE_TIME)
         .map_err(|err| JournalError::InvalidRecord(err.to_string()))?;
-    let cosigned = crate::export::CosignedInclusion {
-        note: signed.cosigned_note([&cosignature]),
-        index: inclusion.index,
-        proof: inclusion.proof.clone(),
-    };
-    crate::export::write_export(&tenant, &origin, &run, &verified, &inclusion, &signed, Some(&cosigned))
+    Ok(crate::export::CosignedInclusion { note: signed.cosigned_note([&cosignature]), index, proof: proof.clone() })
+}
+
+/// A sealed, signed run exported, with every value fixed.
+#[cfg(feature = "signing")]
+pub fn export_corpus() -> Result<String, JournalError> {
+    let (store, tenant, origin, run, verified) = golden_plane(false)?;
+    let inclusion = crate::log::LogView::open(&store, &tenant)?.inclusion(&run)?;
+    let signed = crate::log::sign_checkpoint(&origin, inclusion.tree, &log_key()?)?;
+    // A witness cosigned that checkpoint: the export carries it (format v3).
+    let cosigned = golden_cosigned(&signed, inclusion.index, &inclusion.proof)?;
+    crate::export::write_export(
+        &tenant,
+        &origin,
+        &run,
+        &verified,
+        crate::export::ExportProof::Seal(&inclusion),
+        &signed,
+        Some(&cosigned),
+    )
+}
+
+/// An open (failed), signed run exported with the heads leaf that holds its
+/// head (format v4), with every value fixed.
+#[cfg(feature = "signing")]
+pub fn open_export_corpus() -> Result<String, JournalError> {
+    let (store, tenant, origin, run, verified) = golden_plane(true)?;
+    let (view, signed) = crate::log::sign_current_head(&store, &tenant, &origin, &log_key()?, None)?;
+    let head = view.head_inclusion(&run)?;
+    let cosigned = golden_cosigned(&signed, head.index, &head.proof)?;
+    crate::export::write_export(
+        &tenant,
+        &origin,
+        &run,
+        &verified,
+        crate::export::ExportProof::Head(&head),
+        &signed,
+        Some(&cosigned),
+    )
 }

@@ -178,8 +178,10 @@ mod ed25519 {
         /// only the holder of the private key can make (the nonce is hashed
         /// into the challenge, so nobody can add one to another's signature).
         fn verify_many(&self, items: &[SignedHash<'_>]) -> Vec<SignatureCheck> {
-            // Small batches do not pay for the batch's setup.
-            const BATCH: usize = 64;
+            // Small batches do not pay for the batch's setup; larger ones
+            // verify faster per signature (256: about 1.3x 64 on this
+            // project's machines, issue 25).
+            const BATCH: usize = 256;
             const WORTH_BATCHING: usize = 4;
             let mut answers = vec![SignatureCheck::Invalid; items.len()];
             let mut pending: Vec<(usize, VerifyingKey, ed25519_dalek::Signature)> = Vec::new();

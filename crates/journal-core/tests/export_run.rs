@@ -1,11 +1,12 @@
-//! A sealed run's export assembled from the store (R-EXP-1), with the latest
-//! cosigned checkpoint that holds the run; the latest cosigned checkpoint read back.
+//! A run's export assembled from the store (R-EXP-1; an open run's with the
+//! heads leaf holding its head, issue 20), with the latest cosigned checkpoint
+//! that holds the run; the latest cosigned checkpoint read back.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
 use std::sync::Arc;
 
 use journal_core::checkpoints::{cosigned_inclusion, latest_cosigned};
-use journal_core::export::{export_run, verify_export};
+use journal_core::export::{ExportCovers, export_run, verify_export};
 use journal_core::store::SignedTree;
 use journal_core::{
     Admission, AdmitRequest, Budget, ChainCheck, JournalError, LogView, MemoryStore, Origin, RunId, Runtime,
@@ -66,12 +67,14 @@ fn r_exp_1_export_run_carries_the_latest_cosigned_checkpoint_that_holds_the_run(
     let later = export_run(store.as_ref(), &tenant, &origin, &key, &second, check, None).unwrap();
     assert_eq!(later.cosigned, None, "the cosigned checkpoint of size 1 does not hold leaf 1");
 
-    let signed = store.signed_checkpoints(&tenant).unwrap().len();
-    assert!(matches!(
-        export_run(store.as_ref(), &tenant, &origin, &key, &open, check, None),
-        Err(JournalError::NotSealed { ref run, .. }) if *run == open
-    ));
-    assert_eq!(store.signed_checkpoints(&tenant).unwrap().len(), signed, "an unsealed run signs nothing");
+    // An open run exports too (issue 20): its records up to the head the
+    // newest heads leaf holds, proven in the checkpoint; a prefix, never a seal.
+    let exported = export_run(store.as_ref(), &tenant, &origin, &key, &open, check, None).unwrap();
+    let verified = verify_export(&exported.text, &[key.verifier_key()], check).unwrap();
+    let head = verified.chain.last().unwrap().stored.seq;
+    assert_eq!(exported.covers, ExportCovers::Head { seq: head, entries: 1 });
+    assert_eq!((verified.covers, verified.index, verified.outcome), (exported.covers, 2, None));
+    assert_eq!(exported.records, verified.chain.len());
 
     // A kept cosigned tree the log does not hold is damage, not a silent omission.
     let view = LogView::open(store.as_ref(), &tenant).unwrap();
@@ -79,7 +82,10 @@ fn r_exp_1_export_run_carries_the_latest_cosigned_checkpoint_that_holds_the_run(
     let wrong = tlog::Tree::new(2, view.root_at(1).unwrap());
     let note = journal_core::log::sign_checkpoint(&origin, wrong, &key).unwrap().note().to_owned();
     store.record_cosigned_checkpoint(&tenant, SignedTree { tree: wrong, note }).unwrap();
-    assert!(matches!(cosigned_inclusion(store.as_ref(), &view, &inclusion), Err(JournalError::StoreDamage { .. })));
+    assert!(matches!(
+        cosigned_inclusion(store.as_ref(), &view, inclusion.index, &inclusion.leaf),
+        Err(JournalError::StoreDamage { .. })
+    ));
 
     // A kept note whose checkpoint is not the tree kept beside it is damage.
     store.record_cosigned_checkpoint(&tenant, SignedTree { tree, note: "not a note".into() }).unwrap();

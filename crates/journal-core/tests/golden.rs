@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use journal_core::export::{ExportCovers, ExportError};
 use journal_core::golden::{self, GoldenLine};
 use journal_core::{ChainCheck, ChainHash, Ed25519Verifier, Signer, Upcasters, VerifyOptions};
 
@@ -84,6 +85,12 @@ fn r_gold_2_every_export_ever_blessed_still_verifies_offline() {
         "no frozen export for this build's format ({current} in {}): run `cargo xtask bless` and commit it",
         golden::EXPORTS_DIR
     );
+    let open = golden::open_export_file_name();
+    assert!(
+        exports.iter().any(|(name, _)| *name == open),
+        "no frozen export of an open run for this build's format ({open} in {}): run `cargo xtask bless` and commit it",
+        golden::EXPORTS_DIR
+    );
     for (name, text) in &exports {
         let verified = export_check(&verifier, &upcasters, text).unwrap_or_else(|err| {
             panic!(
@@ -94,6 +101,10 @@ fn r_gold_2_every_export_ever_blessed_still_verifies_offline() {
         });
         assert_eq!(verified.run.as_str(), "golden-run-0001", "{name}");
         assert_eq!(verified.index, 2, "{name}");
+        // An open run's export says it covers a head (a prefix), never a seal.
+        let expected =
+            if name.ends_with("-open.jsonl") { ExportCovers::Head { seq: 7, entries: 2 } } else { ExportCovers::Seal };
+        assert_eq!(verified.covers, expected, "{name}");
     }
 }
 
@@ -106,6 +117,13 @@ fn r_gold_2_this_build_writes_its_format_byte_for_byte_as_frozen() {
         frozen.as_deref() == Some(fresh.as_str()),
         "the export this build writes differs from {}/{current}: a frozen format cannot change. \
          Name a new format (journal_core::export::EXPORT_FORMAT) and run `cargo xtask bless`, which adds its file.",
+        golden::EXPORTS_DIR
+    );
+    let open = golden::open_export_file_name();
+    let frozen = frozen_exports().into_iter().find(|(name, _)| *name == open).map(|(_, text)| text);
+    assert!(
+        frozen.as_deref() == Some(golden::open_export_corpus().unwrap().as_str()),
+        "the open-run export this build writes differs from {}/{open}: a frozen format cannot change",
         golden::EXPORTS_DIR
     );
 }
@@ -139,7 +157,12 @@ fn r_exp_1_the_export_carries_a_cosigned_checkpoint_checked_offline() {
 fn r_gold_2_any_altered_or_dropped_line_of_the_export_is_caught() {
     let verifier = golden_verifier();
     let upcasters = Upcasters::builtin();
-    let text = golden::export_corpus().unwrap();
+    for text in [golden::export_corpus().unwrap(), golden::open_export_corpus().unwrap()] {
+        every_altered_or_dropped_line_is_caught(&verifier, &upcasters, &text);
+    }
+}
+
+fn every_altered_or_dropped_line_is_caught(verifier: &Ed25519Verifier, upcasters: &Upcasters, text: &str) {
     let lines: Vec<&str> = text.lines().collect();
     for (i, line) in lines.iter().enumerate() {
         // Change one character inside the line (a digit or a letter), keeping it JSON where possible.
@@ -155,14 +178,23 @@ fn r_gold_2_any_altered_or_dropped_line_of_the_export_is_caught() {
         let altered: String = altered.into_iter().collect();
         let mut copy = lines.clone();
         copy[i] = &altered;
-        let result = export_and_cosignatures(&verifier, &upcasters, &(copy.join("\n") + "\n"));
+        let result = export_and_cosignatures(verifier, upcasters, &(copy.join("\n") + "\n"));
         assert!(result.is_err(), "line {} altered and still verified: {altered}", i + 1);
         // Dropping the line is caught too (the cosigned one by the quorum asked for).
         let mut dropped = lines.clone();
         dropped.remove(i);
-        let result = export_and_cosignatures(&verifier, &upcasters, &(dropped.join("\n") + "\n"));
+        let result = export_and_cosignatures(verifier, upcasters, &(dropped.join("\n") + "\n"));
         assert!(result.is_err(), "line {} removed", i + 1);
     }
+}
+
+/// An open run's export attests a prefix: relabelled as a format from before
+/// open runs exported (v3), its head line is refused by name.
+#[test]
+fn r_exp_1_an_open_run_export_needs_format_v4() {
+    let text = golden::open_export_corpus().unwrap().replace("agentplane-export/v4", "agentplane-export/v3");
+    let err = export_check(&golden_verifier(), &Upcasters::builtin(), &text).unwrap_err();
+    assert!(matches!(&err, ExportError::Malformed { line: 9, detail } if detail.contains("head line")), "{err}");
 }
 
 /// The export of the format before records carried `at` (a hard cut before

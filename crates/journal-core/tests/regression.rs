@@ -199,7 +199,7 @@ fn exports_are_fixtures_and_a_tampered_one_is_refused_before_any_replay() {
             &recorded.origin,
             run,
             &verified,
-            &inclusion,
+            journal_core::export::ExportProof::Seal(&inclusion),
             &signed,
             None,
         )

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use witness::{ALG_COSIGNATURE_V1, Cosigner, SignerKey, VerifierKey};
+use witness::{ALG_COSIGNATURE_V1, ALG_ML_DSA_44, Cosigner, SignerKey, VerifierKey};
 use witness_server::{LogConfig, OpenFiles, ServerLimits, SystemClock, WitnessConfig, WitnessServer};
 
 /// A C2SP tlog-witness: cosigns checkpoints of the logs it is configured to
@@ -56,7 +56,21 @@ enum Command {
         /// Where to write the signer key (refuses to overwrite).
         #[arg(long)]
         out: PathBuf,
+        /// The cosignature type: `ed25519` (cosignature/v1, type 0x04) or
+        /// `ml-dsa-44` (subtree/v1, type 0x06, tlog-cosignature v1.1.0-rc.1).
+        #[arg(long = "type", value_enum, default_value_t = KeyType::Ed25519)]
+        key_type: KeyType,
     },
+}
+
+/// The cosignature types `keygen` makes.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum KeyType {
+    /// cosignature/v1, Ed25519 (type 0x04).
+    Ed25519,
+    /// subtree/v1, ML-DSA-44 (type 0x06), which tlog-witness says witnesses SHOULD use.
+    #[value(name = "ml-dsa-44")]
+    MlDsa44,
 }
 
 /// Connection limits (issue 22); each also in the configuration file's `[limits]` table.
@@ -181,8 +195,12 @@ fn read_config(path: &Path) -> Result<ConfigFile, String> {
 
 fn run(cli: Cli) -> Result<(), String> {
     match cli.command {
-        Command::Keygen { name, out } => {
-            let key = SignerKey::generate(&name, ALG_COSIGNATURE_V1).map_err(|err| err.to_string())?;
+        Command::Keygen { name, out, key_type } => {
+            let algorithm = match key_type {
+                KeyType::Ed25519 => ALG_COSIGNATURE_V1,
+                KeyType::MlDsa44 => ALG_ML_DSA_44,
+            };
+            let key = SignerKey::generate(&name, algorithm).map_err(|err| err.to_string())?;
             write_secret(&out, &key.to_skey())?;
             println!("{}", key.verifier_key());
             Ok(())

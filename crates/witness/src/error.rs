@@ -122,13 +122,15 @@ pub enum CosignatureError {
         /// The timestamp found.
         timestamp: u64,
     },
-    /// The payload is not 8 + 64 bytes.
-    #[error("cosignature by {name} has a {length}-byte payload, cosignature/v1 has 72")]
+    /// The payload is not 8 + 64 bytes (Ed25519) or 8 + 2420 bytes (ML-DSA-44).
+    #[error("cosignature by {name} has a {length}-byte payload, its key's type takes {expected}")]
     WrongLength {
         /// The witness's name.
         name: String,
         /// The payload length.
         length: usize,
+        /// The length the trusted key's type takes (72 or 2428).
+        expected: usize,
     },
     /// The Ed25519 signature does not verify.
     #[error("cosignature by trusted witness {name}+{key_id:08x} does not verify over this checkpoint")]
@@ -138,8 +140,27 @@ pub enum CosignatureError {
         /// Its key id.
         key_id: u32,
     },
+    /// The cosigned text is not a checkpoint: an ML-DSA-44 cosignature
+    /// signs the checkpoint's origin, size and root, so they must be read.
+    #[error("cannot cosign or check with {name}: {reason}")]
+    NotACheckpoint {
+        /// The witness's name.
+        name: String,
+        /// Why the text could not be read as a checkpoint.
+        reason: String,
+    },
+    /// A `subtree/v1` statement the spec forbids: a non-zero start with a
+    /// non-zero timestamp, an empty or inverted range, or a name or origin
+    /// longer than 255 bytes.
+    #[error("bad subtree/v1 statement by {name}: {reason}")]
+    BadSubtree {
+        /// The witness's name.
+        name: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// The signing key is not a cosignature key.
-    #[error("key {name} has algorithm 0x{algorithm:02x}, not a cosignature/v1 key (0x04)")]
+    #[error("key {name} has algorithm 0x{algorithm:02x}, not a cosignature key (0x04 Ed25519 or 0x06 ML-DSA-44)")]
     NotACosigner {
         /// The key name.
         name: String,

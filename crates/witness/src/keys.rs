@@ -14,11 +14,13 @@ use crate::error::KeyError;
 pub const ALG_ED25519: u8 = 0x01;
 /// Signature type 0x04: timestamped Ed25519 checkpoint cosignature (cosignature/v1).
 pub const ALG_COSIGNATURE_V1: u8 = 0x04;
-/// Signature type 0x06: timestamped ML-DSA-44 (sub)tree cosignature. Recognised, not verified.
+/// Signature type 0x06: timestamped ML-DSA-44 (sub)tree cosignature
+/// (tlog-cosignature v1.1.0-rc.1, `subtree/v1`).
 pub const ALG_ML_DSA_44: u8 = 0x06;
 
 const ED25519_KEY_LEN: usize = 32;
-const ML_DSA_44_KEY_LEN: usize = 1312;
+/// The length of an ML-DSA-44 public key (FIPS 204 pkEncode).
+pub const ML_DSA_44_KEY_LEN: usize = 1312;
 const SKEY_PREFIX: &str = "PRIVATE+KEY+";
 
 /// The 4-byte key id of signed-note: the first four bytes, big-endian, of
@@ -132,6 +134,9 @@ impl VerifierKey {
         if public_key.len() != expected_len {
             return Err(KeyError::WrongKeyLength { algorithm, expected: expected_len, actual: public_key.len() });
         }
+        if algorithm == ALG_ML_DSA_44 {
+            check_ml_dsa_name(name)?;
+        }
         let computed = self::key_id(name, algorithm, public_key);
         if computed != key_id {
             return Err(KeyError::KeyIdMismatch { stated: key_id, computed });
@@ -176,6 +181,15 @@ impl VerifierKey {
         &self.public_key
     }
 
+    /// The ML-DSA-44 key, for algorithm 0x06.
+    pub(crate) fn ml_dsa_44_key(&self) -> Option<ml_dsa::VerifyingKey<ml_dsa::MlDsa44>> {
+        if self.algorithm != ALG_ML_DSA_44 {
+            return None;
+        }
+        let encoded = ml_dsa::EncodedVerifyingKey::<ml_dsa::MlDsa44>::try_from(self.public_key.as_slice()).ok()?;
+        Some(ml_dsa::VerifyingKey::decode(&encoded))
+    }
+
     /// The Ed25519 key, for algorithms 0x01 and 0x04.
     pub(crate) fn ed25519_key(&self) -> Option<VerifyingKey> {
         if !matches!(self.algorithm, ALG_ED25519 | ALG_COSIGNATURE_V1) {
@@ -186,31 +200,63 @@ impl VerifierKey {
     }
 }
 
-/// An Ed25519 private key with its note name and algorithm (0x01 to sign
-/// notes as a log, 0x04 to cosign as a witness). Parsed from and printed as
-/// Go's `PRIVATE+KEY+name+hexid+base64(algorithm || seed)`.
+/// The secret half of a [`SignerKey`]. Both algorithms are made from a
+/// 32-byte seed: Ed25519's RFC 8032 seed, ML-DSA-44's FIPS 204 `ξ`.
+#[derive(Clone)]
+#[allow(clippy::large_enum_variant)] // 232 bytes, held once per key: boxing Ed25519 would buy nothing.
+enum Secret {
+    Ed25519(SigningKey),
+    /// Boxed: an expanded ML-DSA-44 key is tens of kilobytes.
+    MlDsa44(Box<ml_dsa::SigningKey<ml_dsa::MlDsa44>>),
+}
+
+/// A private key with its note name and algorithm: Ed25519 (0x01 to sign
+/// notes as a log, 0x04 to cosign as a witness) or ML-DSA-44 (0x06, to cosign
+/// as a witness, tlog-cosignature v1.1.0-rc.1). Parsed from and printed as
+/// Go's `PRIVATE+KEY+name+hexid+base64(algorithm || seed)`; for 0x06 the seed
+/// is FIPS 204's 32-byte `ξ`, the form transparency-dev/formats writes.
 #[derive(Clone)]
 pub struct SignerKey {
     name: String,
     algorithm: u8,
-    signing_key: SigningKey,
+    secret: Secret,
 }
 
 impl fmt::Debug for SignerKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Never print the seed.
-        write!(f, "SignerKey({})", self.verifier_key())
+        write!(f, "SignerKey({}+{:08x}, algorithm 0x{:02x})", self.name, self.key_id(), self.algorithm)
     }
 }
 
+/// The longest key name an ML-DSA-44 cosignature can carry: its signed
+/// message holds the name with a one-byte length (tlog-cosignature).
+pub const MAX_ML_DSA_NAME_LEN: usize = 255;
+
+fn check_ml_dsa_name(name: &str) -> Result<(), KeyError> {
+    if name.len() > MAX_ML_DSA_NAME_LEN {
+        return Err(KeyError::BadName {
+            name: name.to_owned(),
+            reason: "it is longer than 255 bytes, the most an ML-DSA-44 cosignature message can carry",
+        });
+    }
+    Ok(())
+}
+
 impl SignerKey {
-    /// A key from a 32-byte Ed25519 seed.
+    /// A key from a 32-byte seed: an Ed25519 seed for 0x01 and 0x04, the
+    /// FIPS 204 key generation seed `ξ` for 0x06 (ML-DSA-44).
     pub fn from_seed(name: &str, algorithm: u8, seed: [u8; 32]) -> Result<Self, KeyError> {
         check_key_name(name)?;
-        if !matches!(algorithm, ALG_ED25519 | ALG_COSIGNATURE_V1) {
-            return Err(KeyError::UnknownAlgorithm(algorithm));
-        }
-        Ok(Self { name: name.to_owned(), algorithm, signing_key: SigningKey::from_bytes(&seed) })
+        let secret = match algorithm {
+            ALG_ED25519 | ALG_COSIGNATURE_V1 => Secret::Ed25519(SigningKey::from_bytes(&seed)),
+            ALG_ML_DSA_44 => {
+                check_ml_dsa_name(name)?;
+                Secret::MlDsa44(Box::new(ml_dsa::SigningKey::<ml_dsa::MlDsa44>::from_seed(&seed.into())))
+            }
+            other => return Err(KeyError::UnknownAlgorithm(other)),
+        };
+        Ok(Self { name: name.to_owned(), algorithm, secret })
     }
 
     /// A fresh key from the operating system's randomness.
@@ -244,22 +290,39 @@ impl SignerKey {
         Ok(key)
     }
 
+    fn seed(&self) -> [u8; 32] {
+        match &self.secret {
+            Secret::Ed25519(key) => key.to_bytes(),
+            Secret::MlDsa44(key) => key.to_seed().into(),
+        }
+    }
+
     /// The skey text. Keep it secret.
     pub fn to_skey(&self) -> String {
         let mut encoded = Vec::with_capacity(33);
         encoded.push(self.algorithm);
-        encoded.extend_from_slice(self.signing_key.as_bytes());
+        encoded.extend_from_slice(&self.seed());
         format!("{SKEY_PREFIX}{}+{:08x}+{}", self.name, self.key_id(), encode_base64(&encoded))
+    }
+
+    fn public_key_bytes(&self) -> Vec<u8> {
+        match &self.secret {
+            Secret::Ed25519(key) => key.verifying_key().to_bytes().to_vec(),
+            Secret::MlDsa44(key) => {
+                use ml_dsa::signature::Keypair as _;
+                key.verifying_key().encode().to_vec()
+            }
+        }
     }
 
     /// The matching verifier key.
     pub fn verifier_key(&self) -> VerifierKey {
-        let public = self.signing_key.verifying_key().to_bytes();
+        let public = self.public_key_bytes();
         VerifierKey {
             name: self.name.clone(),
             key_id: key_id(&self.name, self.algorithm, &public),
             algorithm: self.algorithm,
-            public_key: public.to_vec(),
+            public_key: public,
         }
     }
 
@@ -275,10 +338,26 @@ impl SignerKey {
 
     /// The key id of the public key.
     pub fn key_id(&self) -> u32 {
-        key_id(&self.name, self.algorithm, &self.signing_key.verifying_key().to_bytes())
+        key_id(&self.name, self.algorithm, &self.public_key_bytes())
     }
 
-    pub(crate) fn sign_bytes(&self, message: &[u8]) -> [u8; 64] {
-        self.signing_key.sign(message).to_bytes()
+    /// An Ed25519 signature, for keys of algorithm 0x01 or 0x04.
+    pub(crate) fn sign_ed25519(&self, message: &[u8]) -> Option<[u8; 64]> {
+        match &self.secret {
+            Secret::Ed25519(key) => Some(key.sign(message).to_bytes()),
+            Secret::MlDsa44(_) => None,
+        }
+    }
+
+    /// An ML-DSA-44 signature (FIPS 204 ML-DSA.Sign, empty context, the
+    /// deterministic variant), for keys of algorithm 0x06.
+    pub(crate) fn sign_ml_dsa_44(&self, message: &[u8]) -> Option<Vec<u8>> {
+        match &self.secret {
+            Secret::Ed25519(_) => None,
+            Secret::MlDsa44(key) => {
+                let signature = key.expanded_key().sign_deterministic(message, &[]).ok()?;
+                Some(signature.encode().to_vec())
+            }
+        }
     }
 }

@@ -14,7 +14,7 @@ pub use checkpoint::{Checkpoint, LogKey, Origin, SignedCheckpoint};
 #[cfg(feature = "client")]
 pub use client::{HttpWitness, WitnessReader, split_view};
 pub use cosignature::{
-    Cosignature, CosignatureCheck, CosignatureReport, Cosigner, TrustedWitness, check_distinct_keys,
+    Cosignature, CosignatureCheck, CosignatureReport, Cosigner, SubtreeStatement, TrustedWitness, check_distinct_keys,
     verify_cosignatures,
 };
 pub use error::{CheckpointError, CosignatureError, HistoryError, KeyError, NoteError, WitnessError};

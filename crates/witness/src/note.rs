@@ -279,10 +279,13 @@ pub fn sign(text: &str, signers: &[&SignerKey]) -> Result<String, NoteError> {
         if signer.algorithm() != ALG_ED25519 {
             return Err(NoteError::BadText("a note signer must be an Ed25519 note key (0x01)"));
         }
+        let signature = signer
+            .sign_ed25519(text.as_bytes())
+            .ok_or(NoteError::BadText("a note signer must be an Ed25519 note key (0x01)"))?;
         signatures.push(NoteSignature {
             name: signer.name().to_owned(),
             key_id: signer.key_id(),
-            signature: signer.sign_bytes(text.as_bytes()).to_vec(),
+            signature: signature.to_vec(),
         });
     }
     Ok(assemble(text, &signatures))

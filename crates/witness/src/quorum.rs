@@ -47,8 +47,6 @@ pub struct CosignedCheckpoint {
     pub checkpoint: Checkpoint,
     /// Verified cosignatures from trusted witnesses (at least one).
     pub cosignatures: Vec<Cosignature>,
-    /// Trusted witnesses whose lines used an algorithm this build does not verify.
-    pub unsupported: Vec<(String, u8)>,
 }
 
 /// Who a witness is: the public key its cosignatures are checked against. A
@@ -168,11 +166,7 @@ pub fn verified_cosignatures(
     if report.valid.is_empty() {
         return Err(WitnessError::NoTrustedCosignature { witness: witness.to_owned() });
     }
-    Ok(CosignedCheckpoint {
-        checkpoint: checkpoint.clone(),
-        cosignatures: report.valid,
-        unsupported: report.unsupported,
-    })
+    Ok(CosignedCheckpoint { checkpoint: checkpoint.clone(), cosignatures: report.valid })
 }
 
 /// How many verified cosignatures a round needs.

@@ -109,7 +109,7 @@ fn r_aud_10_cosign_quorum_counts_public_keys_not_names() {
     let line = w1.cosign(&text, 1_700_000_000).unwrap();
     let answer = |trust: TrustedWitness, line: NoteSignature| {
         let report = verify_cosignatures(&text, &[line], &[trust]).unwrap();
-        CosignedCheckpoint { checkpoint: signed.checkpoint().clone(), cosignatures: report.valid, unsupported: vec![] }
+        CosignedCheckpoint { checkpoint: signed.checkpoint().clone(), cosignatures: report.valid }
     };
     // Two endpoints, two names, one key.
     let a = Canned { endpoint: "http://a".into(), answer: answer(trusted(&w1), line.clone()) };

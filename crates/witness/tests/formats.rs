@@ -366,8 +366,10 @@ fn r_note_2_log_key_signs_each_checkpoint_as_it_goes_out() {
     ));
 }
 
+/// R-WIT-10: an ML-DSA-44 line from a trusted 0x06 key is verified, never
+/// skipped: a payload of the right length that does not verify refuses the note.
 #[test]
-fn ml_dsa_lines_are_reported_unsupported_neither_valid_nor_failed() {
+fn r_wit_10_a_trusted_ml_dsa_line_that_does_not_verify_is_refused() {
     use base64::Engine as _;
     let name = "w.test/mldsa";
     let public = vec![7u8; 1312];
@@ -378,10 +380,14 @@ fn ml_dsa_lines_are_reported_unsupported_neither_valid_nor_failed() {
     let trusted = TrustedWitness::parse(&vkey).unwrap();
     let line = NoteSignature { name: name.into(), key_id: id, signature: vec![1; 8 + 2420] };
     let body = "log.test\n1\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n";
-    assert!(matches!(trusted.check(body, &line), CosignatureCheck::Unsupported { algorithm: 0x06, .. }));
-    let report = verify_cosignatures(body, &[line], &[trusted]).unwrap();
-    assert!(report.valid.is_empty());
-    assert_eq!(report.unsupported, vec![(name.to_owned(), 0x06)]);
+    assert!(matches!(
+        trusted.check(body, &line),
+        CosignatureCheck::Invalid(witness::CosignatureError::BadSignature { key_id, .. }) if key_id == id
+    ));
+    assert!(matches!(
+        verify_cosignatures(body, &[line], &[trusted]).unwrap_err(),
+        witness::CosignatureError::BadSignature { .. }
+    ));
 }
 
 #[test]

@@ -62,9 +62,9 @@ fn options() -> Result<Options> {
             "--litewitness-logs" => {
                 options.litewitness.2 = Some(args.next().context("--litewitness-logs needs a file")?.into());
             }
-            "--only" => options
-                .only
-                .push(args.next().context("--only needs a group: tlog, append, checkpoint, audit, witness or cost")?),
+            "--only" => options.only.push(
+                args.next().context("--only needs a group: tlog, append, checkpoint, audit, witness, mldsa or cost")?,
+            ),
             "--out" => options.out = args.next().context("--out needs a directory")?.into(),
             "--oracle" => options.oracle = Some(args.next().context("--oracle needs the Go oracle's path")?.into()),
             "--agentplane" => {
@@ -145,6 +145,9 @@ fn run() -> Result<()> {
             .collect::<Result<Vec<_>>>()?;
         let lite = witness_figures::Litewitness { url: url.clone(), vkey: vkey.clone(), log_keys };
         add(witness_figures::figures(rounds, options.quick, &lite)?);
+    }
+    if options.wants("mldsa") {
+        add(witness_figures::ml_dsa_figures(rounds, options.quick)?);
     }
     if let Some(agentplane) = options.agentplane.as_ref().filter(|_| options.wants("cost")) {
         add(vec![audit_figures::cost_figure(agentplane, rounds, runs)?]);

@@ -8,7 +8,8 @@ use std::time::Instant;
 use anyhow::{Context, Result, anyhow};
 use tlog::{LeafHash, MemoryHashStore};
 use witness::{
-    ALG_COSIGNATURE_V1, Checkpoint, Cosigner, HttpWitness, LogKey, Origin, SignerKey, TrustedWitness, Witness as _,
+    ALG_COSIGNATURE_V1, ALG_ML_DSA_44, Checkpoint, CosignatureCheck, Cosigner, HttpWitness, LogKey, Origin, SignerKey,
+    TrustedWitness, Witness as _,
 };
 use witness_server::{LogConfig, SystemClock, WitnessConfig, WitnessServer};
 
@@ -99,5 +100,74 @@ pub fn figures(rounds: usize, quick: bool, lite: &Litewitness) -> Result<Vec<Fig
         });
     }
     drop(server);
+    Ok(out)
+}
+
+/// R-WIT-10: ML-DSA-44 beside Ed25519, both ours. Verifying one checkpoint
+/// cosignature (`TrustedWitness::check`, which for ML-DSA-44 also parses the
+/// checkpoint and builds the subtree/v1 message), and our witness's
+/// add-checkpoint rate with an ML-DSA-44 key against the same server with an
+/// Ed25519 key (1 client, one log, one leaf per request, real HTTP).
+pub fn ml_dsa_figures(rounds: usize, quick: bool) -> Result<Vec<Figure>> {
+    let origin = Origin::new("bench.agentplane.test/mldsa-log").map_err(|err| anyhow!("{err}"))?;
+    let mut tree = MemoryHashStore::new();
+    for i in 0..1000u32 {
+        tree.append(LeafHash::of(&i.to_be_bytes()));
+    }
+    let text = Checkpoint::new(&origin, tree.tree()).to_text();
+    let ed = Cosigner::new(SignerKey::generate("bench.agentplane.test/ed", ALG_COSIGNATURE_V1)?)?;
+    let ml = Cosigner::new(SignerKey::generate("bench.agentplane.test/ml", ALG_ML_DSA_44)?)?;
+    let (ed_line, ml_line) = (ed.cosign(&text, 1_700_000_000)?, ml.cosign(&text, 1_700_000_000)?);
+    let (ed_trusted, ml_trusted) = (TrustedWitness::new(ed.verifier_key())?, TrustedWitness::new(ml.verifier_key())?);
+    let checks = if quick { 20 } else { 5_000 };
+    let verify = |trusted: &TrustedWitness, line: &witness::NoteSignature| -> Result<f64> {
+        let start = Instant::now();
+        for _ in 0..checks {
+            match trusted.check(&text, line) {
+                CosignatureCheck::Valid(_) => {}
+                other => return Err(anyhow!("a bench cosignature did not verify: {other:?}")),
+            }
+        }
+        Ok(checks as f64 / start.elapsed().as_secs_f64())
+    };
+    let (ml_rate, ed_rate) = alternate(rounds, || verify(&ml_trusted, &ml_line), || verify(&ed_trusted, &ed_line))?;
+    let mut out = vec![Figure {
+        name: "ML-DSA-44 cosignature verification (one line, TrustedWitness::check)".into(),
+        ours: ml_rate,
+        baseline_name: "Ed25519 cosignature/v1 verification, same checkpoint".into(),
+        baseline: ed_rate,
+        unit: Unit::PerSecond("verifications"),
+        bar: None,
+        rounds,
+    }];
+
+    let start_server = |cosigner: &Cosigner, log: &SignerKey, state: &std::path::Path| -> Result<WitnessServer> {
+        let config = WitnessConfig {
+            cosigner: cosigner.clone(),
+            logs: vec![LogConfig { origin: log.name().to_owned(), keys: vec![log.verifier_key()] }],
+            clock: Arc::new(SystemClock),
+        };
+        Ok(WitnessServer::start(config, state, "127.0.0.1:0")?)
+    };
+    let state = tempfile::tempdir()?;
+    let ml_log = SignerKey::generate("bench.agentplane.test/mldsa-mode-log", witness::ALG_ED25519)?;
+    let ed_log = SignerKey::generate("bench.agentplane.test/ed25519-mode-log", witness::ALG_ED25519)?;
+    let ml_server = start_server(&ml, &ml_log, &state.path().join("ml.redb"))?;
+    let ed_server = start_server(&ed, &ed_log, &state.path().join("ed.redb"))?;
+    let mut ours = submitters(&ml_server.url(), &ml_trusted, std::slice::from_ref(&ml_log))?;
+    let mut theirs = submitters(&ed_server.url(), &ed_trusted, std::slice::from_ref(&ed_log))?;
+    round(&mut ours, 1)?;
+    round(&mut theirs, 1)?;
+    let requests = if quick { 5 } else { 300 };
+    let (a, b) = alternate(rounds, || round(&mut ours, requests), || round(&mut theirs, requests))?;
+    out.push(Figure {
+        name: "witness add-checkpoint in ML-DSA-44 mode, 1 client".into(),
+        ours: a,
+        baseline_name: "our witness with an Ed25519 key, same requests".into(),
+        baseline: b,
+        unit: Unit::PerSecond("requests"),
+        bar: None,
+        rounds,
+    });
     Ok(out)
 }

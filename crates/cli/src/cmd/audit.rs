@@ -88,8 +88,8 @@ fn usage(err: audit::AuditError) -> Failure {
     Failure::Usage(err.to_string())
 }
 
-/// A witness key: a vkey (`name+hexid+base64`), or `NAME=BASE64` of its
-/// Ed25519 public key (a cosignature/v1 key).
+/// A witness key: a vkey (`name+hexid+base64`, type 0x04 or 0x06), or
+/// `NAME=BASE64` of its Ed25519 public key (a cosignature/v1 key).
 fn witness_key(spec: &str) -> Result<TrustedWitness, Failure> {
     let bad = |why: String| Failure::Usage(format!("--witness-key {}: {why}", crate::output::shown(spec)));
     let key = match VerifierKey::parse(spec) {

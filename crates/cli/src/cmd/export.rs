@@ -1,11 +1,12 @@
-//! `agentplane export` (a sealed run to a self-contained file, assembled by
+//! `agentplane export` (a run to a self-contained file: a sealed run with its
+//! seal, an open run with the heads leaf holding its head, assembled by
 //! [`journal_core::export::export_run`]) and `agentplane verify-export` (the
 //! file checked offline with only the trusted keys).
 
 use std::path::Path;
 
-use journal_core::export::{ExportError, VerifiedExport, export_run};
-use journal_core::{ChainCheck, Ed25519Verifier, JournalError, VerifyOptions};
+use journal_core::export::{ExportCovers, ExportError, VerifiedExport, export_run};
+use journal_core::{ChainCheck, Ed25519Verifier, VerifyOptions};
 use serde::Serialize;
 
 use crate::args::{key_error, record_key, run_id};
@@ -26,23 +27,27 @@ pub fn export(settings: &Settings, run: &str, output: &Path, force: bool) -> Res
     let upcasters = reader_upcasters();
     let check = plane.check(&upcasters, &verifier);
     let mark = Some(plane.signing_mark()?);
-    let exported = match export_run(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log, &run, check, mark) {
-        Err(JournalError::NotSealed { .. }) => {
-            return Err(Failure::Usage(format!("run {run} is not sealed; only sealed runs export")));
-        }
-        other => other?,
-    };
+    let exported = export_run(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log, &run, check, mark)?;
     if exported.cosigned.is_none() {
         eprintln!("note: no witness quorum has cosigned a checkpoint holding this run yet (`agentplane sweep`)");
     }
     if output == Path::new("-") {
         out!("{}", exported.text);
         written(std::io::Write::flush(&mut std::io::stdout()));
-        eprintln!("exported run {run} ({} records) to standard output", exported.records);
-        return Ok(());
+    } else {
+        write_new(output, exported.text.as_bytes(), force)?;
     }
-    write_new(output, exported.text.as_bytes(), force)?;
-    eprintln!("exported run {run} ({} records) to {}", exported.records, output.display());
+    let to = if output == Path::new("-") { "standard output".to_owned() } else { output.display().to_string() };
+    match exported.covers {
+        ExportCovers::Seal => {
+            eprintln!("exported sealed run {run} ({} records) to {to}", exported.records);
+        }
+        ExportCovers::Head { seq, .. } => eprintln!(
+            "exported open run {run} ({} records, its head at seq {seq} proven in the log: a prefix, not a complete \
+             history) to {to}",
+            exported.records
+        ),
+    }
     Ok(())
 }
 
@@ -143,6 +148,8 @@ impl Trust<'_> {
 #[derive(Debug, Serialize)]
 struct Valid<'a> {
     cosignatures: Option<usize>,
+    /// `"seal"` (a sealed run, complete) or `"head"` (an open run's head: a prefix).
+    covers: &'static str,
     cosigned_size: Option<u64>,
     index: u64,
     origin: &'a str,
@@ -233,6 +240,7 @@ fn print_valid(
     if json {
         return print_json(&Valid {
             cosignatures,
+            covers: verified.covers.as_str(),
             cosigned_size: verified.cosigned.as_ref().map(|c| c.tree.size),
             index: verified.index,
             origin: verified.origin.as_str(),
@@ -248,15 +256,27 @@ fn print_valid(
         || "not checked (no --witness-key)".to_owned(),
         |count| format!("{count} distinct trusted witness keys cosigned a checkpoint holding the run"),
     );
-    outln!(
-        "valid: run {} ({} records, {}) is leaf {} of {} in {}",
-        verified.run,
-        verified.records,
-        verified.outcome.map_or("?", |o| o.as_str()),
-        verified.index,
-        verified.tree.size,
-        verified.origin
-    );
+    match verified.covers {
+        ExportCovers::Seal => outln!(
+            "valid: run {} ({} records, {}) is leaf {} of {} in {}",
+            verified.run,
+            verified.records,
+            verified.outcome.map_or("?", |o| o.as_str()),
+            verified.index,
+            verified.tree.size,
+            verified.origin
+        ),
+        ExportCovers::Head { seq, entries } => outln!(
+            "valid: open run {} ({}) had these {} records, its head at seq {seq}, when leaf {} of {} in {} was \
+             logged (a heads leaf of {entries} runs); a prefix, not a complete history",
+            verified.run,
+            verified.outcome.map_or("running", |o| o.as_str()),
+            verified.records,
+            verified.index,
+            verified.tree.size,
+            verified.origin
+        ),
+    }
     outln!("record signatures: {record_check}");
     outln!("witnesses: {witness_check}");
     Ok(())

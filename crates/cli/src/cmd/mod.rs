@@ -4,6 +4,7 @@
 
 mod audit;
 mod checkpoint;
+mod console;
 mod cost;
 mod demo;
 mod diff;
@@ -77,5 +78,6 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         }
         Command::Repair => maintenance::repair(cli),
         Command::Compact => maintenance::compact(cli),
+        Command::Console { listen, token_file } => console::console(cli, *listen, token_file.as_deref()),
     }
 }

@@ -45,3 +45,13 @@ pub fn json_exit(dir: &Path, args: &[&str], code: i32) -> Value {
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|err| panic!("agentplane {args:?}: not JSON ({err}): {}", text(&out)))
 }
+
+/// Points the plane in `plane` at a fresh PostgreSQL database; its URL.
+pub fn point_at_a_fresh_database(plane: &Path) -> String {
+    let url = store_pg::testkit::fresh_database();
+    let config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    let configured = config.replace("store = \"agentplane.redb\"", &format!("store = \"{url}\""));
+    assert_ne!(configured, config, "the plane's store is named in its configuration");
+    std::fs::write(plane.join("agentplane.toml"), &configured).unwrap();
+    url
+}

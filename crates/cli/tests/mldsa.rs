@@ -1,0 +1,122 @@
+//! R-WIT-10 end to end on the `agentplane` binary: a plane swept by one
+//! Ed25519 witness and one ML-DSA-44 witness (our server, over real HTTP)
+//! meets a quorum of 2; `init`, the configuration, `verify-export` and
+//! `audit --witness-key` all take the 0x06 key.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+mod support;
+use support::*;
+
+use std::path::Path;
+
+fn start_witness(
+    plane: &Path,
+    state: &Path,
+    name: &str,
+    algorithm: u8,
+    seed: u8,
+) -> (witness_server::WitnessServer, String) {
+    let keys = json(plane, &["--tenant", "shop", "keys", "--json"]);
+    let log = witness_server::LogConfig {
+        origin: keys["origin"].as_str().unwrap().to_owned(),
+        keys: vec![witness::VerifierKey::parse(keys["log_key"].as_str().unwrap()).unwrap()],
+    };
+    let cosigner = witness::Cosigner::new(witness::SignerKey::from_seed(name, algorithm, [seed; 32]).unwrap()).unwrap();
+    let vkey = cosigner.verifier_key().to_string();
+    let config = witness_server::WitnessConfig {
+        cosigner,
+        logs: vec![log],
+        clock: std::sync::Arc::new(witness_server::SystemClock),
+    };
+    let server =
+        witness_server::WitnessServer::start(config, &state.join(format!("w{seed}.redb")), "127.0.0.1:0").unwrap();
+    (server, vkey)
+}
+
+#[test]
+fn r_wit_10_a_mixed_quorum_of_ed25519_and_ml_dsa_witnesses_through_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    let (ed, ed_vkey) = start_witness(plane, state.path(), "cli.test/ed", witness::ALG_COSIGNATURE_V1, 61);
+    let (ml, ml_vkey) = start_witness(plane, state.path(), "cli.test/ml", witness::ALG_ML_DSA_44, 62);
+    assert!(ml_vkey.len() > 1700, "a 0x06 vkey carries a 1312-byte key");
+    let mut config =
+        std::fs::read_to_string(plane.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 2");
+    for (server, vkey) in [(&ed, &ed_vkey), (&ml, &ml_vkey)] {
+        config.push_str(&format!("\n[[witness]]\nurl = \"{}\"\nkey = \"{vkey}\"\n", server.url()));
+    }
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    ok(plane, &["--tenant", "shop", "demo"]);
+
+    let out = agentplane(plane, &["sweep", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(report["outcome"], "met", "{report}");
+    let cosigned = ok(plane, &["--tenant", "shop", "checkpoint", "--cosigned"]);
+    assert_eq!(cosigned.matches("\n— ").count(), 3, "the log's signature and two cosignatures: {cosigned}");
+    assert!(cosigned.contains("— cli.test/ml "), "{cosigned}");
+
+    let run = json(plane, &["--tenant", "shop", "runs", "--outcome", "succeeded", "--json"])[0]["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ok(plane, &["--tenant", "shop", "export", &run, "-o", "run.export"]);
+    let log_key = json(plane, &["--tenant", "shop", "keys", "--json"])["log_key"].as_str().unwrap().to_owned();
+    let verify_export = |extra: &[&str]| {
+        let mut args = vec!["verify-export", "run.export", "--log-key", &log_key];
+        args.extend_from_slice(extra);
+        agentplane(plane, &args)
+    };
+    let both = verify_export(&["--witness-key", &ed_vkey, "--witness-key", &ml_vkey, "--quorum", "2", "--json"]);
+    assert_eq!(both.status.code(), Some(0), "{}", text(&both));
+    let verified: serde_json::Value = serde_json::from_slice(&both.stdout).unwrap();
+    assert_eq!(verified["cosignatures"], 2, "{verified}");
+    let ml_only = verify_export(&["--witness-key", &ml_vkey, "--quorum", "1"]);
+    assert_eq!(ml_only.status.code(), Some(0), "the ML-DSA-44 key alone: {}", text(&ml_only));
+    let short = verify_export(&["--witness-key", &ml_vkey, "--quorum", "2"]);
+    assert_eq!(short.status.code(), Some(1), "one key is not a quorum of 2: {}", text(&short));
+
+    // The auditor anchors on what the ML-DSA-44 witness serves.
+    let audit = agentplane(
+        plane,
+        &["--tenant", "shop", "audit", "--log-key", &log_key, "--witness", &ml.url(), "--witness-key", &ml_vkey],
+    );
+    assert_eq!(audit.status.code(), Some(0), "{}", text(&audit));
+    // A witness key it does not hold: the anchor cannot be verified, the audit fails.
+    let stranger = witness::SignerKey::from_seed("cli.test/ml", witness::ALG_ML_DSA_44, [63; 32]).unwrap();
+    let refused = agentplane(
+        plane,
+        &[
+            "--tenant",
+            "shop",
+            "audit",
+            "--log-key",
+            &log_key,
+            "--witness",
+            &ml.url(),
+            "--witness-key",
+            &stranger.verifier_key().to_string(),
+        ],
+    );
+    assert_eq!(refused.status.code(), Some(1), "{}", text(&refused));
+}
+
+/// `init --witness URL=<0x06 vkey>` writes the key into the configuration; a
+/// note-signing key (0x01) is still refused, naming its type.
+#[test]
+fn r_wit_10_init_accepts_an_ml_dsa_witness_key_and_refuses_a_note_key() {
+    let ml = witness::SignerKey::from_seed("cli.test/init-ml", witness::ALG_ML_DSA_44, [64; 32]).unwrap();
+    let vkey = ml.verifier_key().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["init", "--quorum", "1", "--witness", &format!("http://127.0.0.1:9={vkey}")]);
+    let config = std::fs::read_to_string(dir.path().join("agentplane.toml")).unwrap();
+    assert!(config.contains(&vkey), "{config}");
+
+    let note_key = witness::SignerKey::from_seed("cli.test/note", witness::ALG_ED25519, [65; 32]).unwrap();
+    let other = tempfile::tempdir().unwrap();
+    let stderr =
+        fails(other.path(), &["init", "--witness", &format!("http://127.0.0.1:9={}", note_key.verifier_key())], 2);
+    assert!(stderr.contains("0x01"), "{stderr}");
+}

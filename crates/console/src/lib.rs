@@ -1,0 +1,268 @@
+#![doc = include_str!("../README.md")]
+
+mod pages;
+mod timeline;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use journal_core::{Origin, Store, TenantId, Upcasters, Verifier};
+use sha2::{Digest, Sha256};
+
+/// The address the console listens on unless told otherwise: localhost only.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7390";
+
+/// The Content-Security-Policy every page is sent with: nothing but this
+/// console's own stylesheet and inline SVG; no script at all.
+pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; style-src 'self'; img-src 'self'; \
+     base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// The name of the cookie that carries the token after a `?token=` visit.
+const TOKEN_COOKIE: &str = "agentplane_console_token";
+
+/// A tenant's log, as the plane's configuration names it.
+#[derive(Debug, Clone)]
+pub struct TenantLog {
+    /// The tenant.
+    pub tenant: TenantId,
+    /// Its log's origin.
+    pub origin: Origin,
+}
+
+/// What the console shows and what it trusts.
+pub struct PlaneView {
+    /// The plane's store (opened read-only by the caller where it can be).
+    pub store: Arc<dyn Store>,
+    /// The tenants, in the configuration's order.
+    pub tenants: Vec<TenantLog>,
+    /// The record keys; without them, signatures are shown as not checked.
+    pub record_verifier: Option<Arc<dyn Verifier>>,
+    /// The log keys checkpoints are verified with.
+    pub log_keys: Vec<witness::VerifierKey>,
+    /// The witnesses whose cosignatures count.
+    pub witnesses: Vec<witness::TrustedWitness>,
+    /// The upcasters records are read with.
+    pub upcasters: Upcasters,
+}
+
+/// How the console listens.
+#[derive(Debug, Clone)]
+pub struct ConsoleOptions {
+    /// The address to bind.
+    pub listen: SocketAddr,
+    /// The token every request must carry (`Authorization: Bearer`, or the
+    /// cookie a `?token=` visit sets); required off localhost.
+    pub token: Option<String>,
+}
+
+impl Default for ConsoleOptions {
+    fn default() -> Self {
+        Self { listen: SocketAddr::from(([127, 0, 0, 1], 7390)), token: None }
+    }
+}
+
+/// Why the console did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ConsoleError {
+    /// Binding off localhost without a token would show the plane to anyone
+    /// who can reach the address.
+    #[error("refusing to listen on {listen} without a token: pass --token (or --token-file) to bind off localhost")]
+    TokenRequired {
+        /// The address asked for.
+        listen: SocketAddr,
+    },
+    /// A token too short to resist guessing.
+    #[error("the token is {length} characters; use at least 16 (for example 32 random hex digits)")]
+    WeakToken {
+        /// Its length.
+        length: usize,
+    },
+    /// The address could not be bound.
+    #[error("cannot listen on {listen}: {source}")]
+    Bind {
+        /// The address.
+        listen: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The plane names no tenant.
+    #[error("the plane names no tenant to show")]
+    NoTenant,
+}
+
+/// The shared state of the handlers.
+pub(crate) struct App {
+    pub(crate) plane: PlaneView,
+    token_digest: Option<[u8; 32]>,
+}
+
+/// A running console.
+pub struct Console {
+    url: String,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Console {
+    /// Binds and serves in a thread of its own.
+    pub fn start(plane: PlaneView, options: ConsoleOptions) -> Result<Self, ConsoleError> {
+        if plane.tenants.is_empty() {
+            return Err(ConsoleError::NoTenant);
+        }
+        match &options.token {
+            None if !options.listen.ip().is_loopback() => {
+                return Err(ConsoleError::TokenRequired { listen: options.listen });
+            }
+            Some(token) if token.chars().count() < 16 => {
+                return Err(ConsoleError::WeakToken { length: token.chars().count() });
+            }
+            _ => {}
+        }
+        let listener = std::net::TcpListener::bind(options.listen)
+            .and_then(|listener| listener.set_nonblocking(true).map(|()| listener))
+            .map_err(|source| ConsoleError::Bind { listen: options.listen, source })?;
+        let local = listener.local_addr().map_err(|source| ConsoleError::Bind { listen: options.listen, source })?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(|source| ConsoleError::Bind { listen: options.listen, source })?;
+        let app = Arc::new(App { plane, token_digest: options.token.as_deref().map(digest) });
+        let router = router(app);
+        let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
+        let listener = runtime
+            .block_on(async { tokio::net::TcpListener::from_std(listener) })
+            .map_err(|source| ConsoleError::Bind { listen: options.listen, source })?;
+        let thread = std::thread::spawn(move || {
+            runtime.block_on(async move {
+                let served = axum::serve(listener, router).with_graceful_shutdown(async {
+                    let _ = stopped.await;
+                });
+                if let Err(err) = served.await {
+                    tracing::error!(target: "agentplane.console", "the console stopped: {err}");
+                }
+            });
+        });
+        Ok(Self { url: format!("http://{local}"), shutdown: Some(shutdown), thread: Some(thread) })
+    }
+
+    /// Where it listens (`http://host:port`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Blocks until the server stops (for a command that serves until killed).
+    pub fn wait(mut self) {
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn digest(token: &str) -> [u8; 32] {
+    Sha256::digest(token.as_bytes()).into()
+}
+
+fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/", get(pages::plane))
+        .route("/runs", get(pages::runs))
+        .route("/run/{tenant}/{run}", get(pages::run))
+        .route("/diff", get(pages::diff))
+        .route("/log", get(pages::log))
+        .route("/static/console.css", get(stylesheet))
+        .route("/static/favicon.svg", get(favicon))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&app), guard))
+        .with_state(app)
+}
+
+async fn stylesheet() -> Response {
+    ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], include_str!("../static/console.css")).into_response()
+}
+
+async fn favicon() -> Response {
+    ([(header::CONTENT_TYPE, "image/svg+xml")], include_str!("../static/favicon.svg")).into_response()
+}
+
+async fn not_found() -> Response {
+    pages::error_page(StatusCode::NOT_FOUND, "no such page")
+}
+
+/// The token, when one is set, on every request; the security headers on
+/// every response.
+async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let mut set_cookie = None;
+    if let Some(expected) = app.token_digest {
+        match presented_token(request.headers(), request.uri().query()) {
+            Some((token, from_query)) if digest(&token) == expected => {
+                if from_query {
+                    set_cookie = Some(format!("{TOKEN_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"));
+                }
+            }
+            _ => {
+                let mut response = pages::error_page(
+                    StatusCode::UNAUTHORIZED,
+                    "this console needs its token: open it with ?token=... once, or send Authorization: Bearer",
+                );
+                secure(response.headers_mut());
+                return response;
+            }
+        }
+    }
+    let mut response = next.run(request).await;
+    secure(response.headers_mut());
+    if let Some(cookie) = set_cookie.and_then(|cookie| HeaderValue::from_str(&cookie).ok()) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// The token a request carries: the bearer header, the cookie, or `?token=`
+/// (then `true`).
+fn presented_token(headers: &HeaderMap, query: Option<&str>) -> Option<(String, bool)> {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .map(str::to_owned);
+    let cookie = headers.get_all(header::COOKIE).iter().filter_map(|value| value.to_str().ok()).find_map(|cookies| {
+        cookies
+            .split(';')
+            .map(str::trim)
+            .find_map(|pair| pair.strip_prefix(&format!("{TOKEN_COOKIE}=")).map(str::to_owned))
+    });
+    let query = query.and_then(|query| {
+        query.split('&').find_map(|pair| pair.strip_prefix("token=")).map(|token| (token.to_owned(), true))
+    });
+    bearer.or(cookie).map(|token| (token, false)).or(query)
+}
+
+fn secure(headers: &mut HeaderMap) {
+    for (name, value) in [
+        (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::CACHE_CONTROL, "no-store"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+}

@@ -1,0 +1,718 @@
+//! The pages. Each handler reads the store on a blocking thread, verifies
+//! what it shows with the journal's own code, and renders HTML with maud
+//! (every interpolated value escaped).
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{Html, IntoResponse, Response};
+use journal_core::checkpoints::{cosigned_inclusion, latest_cosigned};
+use journal_core::{
+    ChainCheck, Journal, JournalError, LogView, Outcome, RecordBody, RunId, RunState, Runtime, TenantId,
+    VerifiedRecord, VerifyOptions,
+};
+use maud::{DOCTYPE, Markup, html};
+use serde::Deserialize;
+use witness::{NoteVerifier, SignedCheckpoint};
+
+use crate::{App, TenantLog, timeline};
+
+/// The longest query parameter a page accepts.
+const MAX_PARAMETER: usize = 200;
+/// Runs per page.
+const PAGE_SIZE: usize = 50;
+/// The last page number accepted.
+const MAX_PAGE: usize = 100_000;
+/// Records shown on a run page (a longer run is cut, saying so).
+const MAX_RECORDS_SHOWN: usize = 5_000;
+
+/// Why a page could not be rendered.
+struct PageError {
+    status: StatusCode,
+    message: String,
+}
+
+impl PageError {
+    fn bad(message: impl Into<String>) -> Self {
+        Self { status: StatusCode::BAD_REQUEST, message: message.into() }
+    }
+
+    fn missing(message: impl Into<String>) -> Self {
+        Self { status: StatusCode::NOT_FOUND, message: message.into() }
+    }
+}
+
+impl From<JournalError> for PageError {
+    fn from(err: JournalError) -> Self {
+        let status = match err {
+            JournalError::NotFound { .. } => StatusCode::NOT_FOUND,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        Self { status, message: err.to_string() }
+    }
+}
+
+/// A page with the error, in the console's layout.
+pub(crate) fn error_page(status: StatusCode, message: &str) -> Response {
+    let body = layout("error", html! { p class="bad" { (message) } });
+    (status, Html(body.into_string())).into_response()
+}
+
+async fn render(app: Arc<App>, page: impl FnOnce(&App) -> Result<Markup, PageError> + Send + 'static) -> Response {
+    match tokio::task::spawn_blocking(move || page(&app)).await {
+        Ok(Ok(markup)) => Html(markup.into_string()).into_response(),
+        Ok(Err(err)) => error_page(err.status, &err.message),
+        Err(_) => error_page(StatusCode::INTERNAL_SERVER_ERROR, "the page's worker failed"),
+    }
+}
+
+fn layout(title: &str, body: Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { (title) " · agentplane console" }
+                link rel="stylesheet" href="/static/console.css";
+                link rel="icon" type="image/svg+xml" href="/static/favicon.svg";
+            }
+            body {
+                nav {
+                    a href="/" { "plane" } " "
+                    a href="/runs" { "runs" } " "
+                    a href="/log" { "log" }
+                    span class="readonly" { "read-only" }
+                }
+                main { (body) }
+            }
+        }
+    }
+}
+
+/// A bounded, optional query parameter.
+fn parameter<'a>(name: &str, value: &'a Option<String>) -> Result<Option<&'a str>, PageError> {
+    match value.as_deref() {
+        Some(text) if text.len() > MAX_PARAMETER => {
+            Err(PageError::bad(format!("{name} is longer than {MAX_PARAMETER} characters")))
+        }
+        Some("") | None => Ok(None),
+        Some(text) => Ok(Some(text)),
+    }
+}
+
+fn tenant_of<'a>(app: &'a App, name: Option<&str>) -> Result<&'a TenantLog, PageError> {
+    match name {
+        None => app.plane.tenants.first().ok_or_else(|| PageError::missing("the plane names no tenant")),
+        Some(name) => app
+            .plane
+            .tenants
+            .iter()
+            .find(|log| log.tenant.as_str() == name)
+            .ok_or_else(|| PageError::missing(format!("the plane names no tenant {name:?}"))),
+    }
+}
+
+fn check<'a>(app: &'a App) -> ChainCheck<'a> {
+    ChainCheck {
+        upcasters: &app.plane.upcasters,
+        verifier: app.plane.record_verifier.as_deref(),
+        options: VerifyOptions::default(),
+    }
+}
+
+fn short(hash: &str) -> String {
+    hash.chars().take(12).collect()
+}
+
+/// A note verified with the plane's log keys, its cosignatures with the
+/// configured witnesses.
+enum NoteStatus {
+    Verified { signer: String, cosigners: Vec<(String, u64)>, other_lines: usize },
+    Unverified(String),
+    NoLogKey,
+}
+
+fn note_status(app: &App, note: &str) -> NoteStatus {
+    if app.plane.log_keys.is_empty() {
+        return NoteStatus::NoLogKey;
+    }
+    let verifiers: Vec<&dyn NoteVerifier> = app.plane.log_keys.iter().map(|key| key as &dyn NoteVerifier).collect();
+    match SignedCheckpoint::open(note.as_bytes(), &verifiers) {
+        Err(err) => NoteStatus::Unverified(err.to_string()),
+        Ok((signed, opened)) => {
+            let lines = opened.other_signatures();
+            let cosigners = witness::verify_cosignatures(opened.text(), lines, &app.plane.witnesses)
+                .map(|report| report.valid.into_iter().map(|c| (c.name, c.timestamp)).collect::<Vec<_>>())
+                .unwrap_or_default();
+            NoteStatus::Verified {
+                signer: signed.checkpoint().origin().to_owned(),
+                other_lines: lines.len().saturating_sub(cosigners.len()),
+                cosigners,
+            }
+        }
+    }
+}
+
+fn note_markup(status: &NoteStatus) -> Markup {
+    html! {
+        @match status {
+            NoteStatus::Verified { signer, cosigners, other_lines } => {
+                span class="good" { "signature verified: log key " code { (signer) } }
+                @if cosigners.is_empty() {
+                    " · " span class="warn" { "no configured witness cosigned it" }
+                } @else {
+                    " · cosigned by "
+                    @for (i, (name, timestamp)) in cosigners.iter().enumerate() {
+                        @if i > 0 { ", " }
+                        span class="good" { code { (name) } " (verified, at " (timestamp) ")" }
+                    }
+                }
+                @if *other_lines > 0 { " · " (other_lines) " lines by keys not trusted here" }
+            }
+            NoteStatus::Unverified(why) => span class="bad" { "does not verify: " (why) },
+            NoteStatus::NoLogKey => span class="warn" { "not verified (no log key given)" },
+        }
+    }
+}
+
+// ---------------------------------------------------------------- the plane
+
+pub(crate) async fn plane(State(app): State<Arc<App>>) -> Response {
+    render(app, render_plane).await
+}
+
+fn render_plane(app: &App) -> Result<Markup, PageError> {
+    let store = app.plane.store.as_ref();
+    let mut sections = Vec::new();
+    for log in &app.plane.tenants {
+        let head = LogView::open(store, &log.tenant)?.head()?.tree;
+        let runs = store.runs(&log.tenant, None)?.len();
+        let signed = store.signed_checkpoints(&log.tenant)?.pop();
+        let cosigned = latest_cosigned(store, &log.tenant)?;
+        sections.push(html! {
+            section class="tenant" {
+                h2 { "tenant " code { (log.tenant) } }
+                table {
+                    tr { th { "origin" } td { code { (log.origin) } } }
+                    tr { th { "log" } td { (head.size) " leaves, root " code title=(head.root) { (short(&head.root.to_string())) } } }
+                    tr { th { "runs" } td { a href={"/runs?tenant=" (log.tenant)} { (runs) " runs" } } }
+                    tr {
+                        th { "last signed checkpoint" }
+                        td {
+                            @match &signed {
+                                None => span class="warn" { "none yet (" code { "agentplane checkpoint" } ")" },
+                                Some(signed) => {
+                                    "size " (signed.tree.size) " · " (note_markup(&note_status(app, &signed.note)))
+                                }
+                            }
+                        }
+                    }
+                    tr {
+                        th { "last cosigned checkpoint" }
+                        td {
+                            @match &cosigned {
+                                None => span class="warn" { "none yet (" code { "agentplane sweep" } ")" },
+                                Some(cosigned) => {
+                                    "size " (cosigned.checkpoint.tree().size) " · "
+                                    (note_markup(&note_status(app, &cosigned.note)))
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    }
+    Ok(layout(
+        "plane",
+        html! {
+            h1 { "plane" }
+            @for section in &sections { (section) }
+            section class="hint" {
+                h2 { "audit" }
+                p {
+                    "The console does not audit. An auditor holds the store to a checkpoint saved earlier with "
+                    code { "agentplane audit --log-key VKEY --record-key KEY --require-signature --checkpoint saved.note --assert-complete" }
+                    "; its verdict says what no anchor covers."
+                }
+            }
+        },
+    ))
+}
+
+// ----------------------------------------------------------------- the runs
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct RunsQuery {
+    tenant: Option<String>,
+    outcome: Option<String>,
+    q: Option<String>,
+    page: Option<usize>,
+}
+
+pub(crate) async fn runs(State(app): State<Arc<App>>, Query(query): Query<RunsQuery>) -> Response {
+    render(app, move |app| render_runs(app, &query)).await
+}
+
+/// The instant a run was admitted, read from its first record's bytes (the
+/// list's order; each listed run is verified before it is shown).
+fn admitted_at(app: &App, tenant: &TenantId, run: &RunId) -> Result<String, PageError> {
+    #[derive(Deserialize)]
+    struct Envelope {
+        at: String,
+    }
+    let rows = app.plane.store.read_run(tenant, run)?.rows;
+    Ok(rows
+        .first()
+        .and_then(|row| serde_json::from_slice::<Envelope>(&row.bytes).ok())
+        .map(|e| e.at)
+        .unwrap_or_default())
+}
+
+fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
+    let log = tenant_of(app, parameter("tenant", &query.tenant)?)?;
+    let outcome = match parameter("outcome", &query.outcome)? {
+        None => None,
+        Some(name) => Some(
+            Outcome::ALL
+                .into_iter()
+                .find(|o| o.as_str() == name)
+                .ok_or_else(|| PageError::bad(format!("no outcome {name:?}")))?,
+        ),
+    };
+    let search = parameter("q", &query.q)?;
+    let page = query.page.unwrap_or(1).clamp(1, MAX_PAGE);
+    let store = app.plane.store.as_ref();
+    let mut ids = store.runs(&log.tenant, outcome)?;
+    if let Some(search) = search {
+        // A run id (or part of one), or an idempotency key: the run it admits.
+        let by_key = Runtime::run_id_for(&log.tenant, search).ok();
+        ids.retain(|run| run.as_str().contains(search) || by_key.as_ref() == Some(run));
+    }
+    let mut dated = ids
+        .into_iter()
+        .map(|run| admitted_at(app, &log.tenant, &run).map(|at| (at, run)))
+        .collect::<Result<Vec<_>, _>>()?;
+    dated.sort_by(|a, b| b.cmp(a));
+    let total = dated.len();
+    let shown: Vec<(String, RunId)> = dated.into_iter().skip((page - 1) * PAGE_SIZE).take(PAGE_SIZE).collect();
+    let journal = Journal::new(store, &log.tenant, &log.origin);
+    let rows: Vec<Markup> = shown
+        .iter()
+        .map(|(at, run)| {
+            let (state, class, steps) = match journal.read(run, check(app)) {
+                Ok(verified) => {
+                    let state = verified.records.last().map_or("empty", |_| {
+                        journal_core::last_conclusion(&verified.records).map_or("running", |c| c.outcome.as_str())
+                    });
+                    (state.to_owned(), "good", verified.records.len().to_string())
+                }
+                Err(err) => (format!("does not verify: {err}"), "bad", "?".to_owned()),
+            };
+            html! {
+                tr {
+                    td { a href={"/run/" (log.tenant) "/" (run)} { code { (run) } } }
+                    td { (at) }
+                    td class=(class) { (state) }
+                    td { (steps) }
+                }
+            }
+        })
+        .collect();
+    let link = |page: usize| {
+        let mut href = format!("/runs?tenant={}&page={page}", log.tenant);
+        if let Some(outcome) = outcome {
+            href.push_str(&format!("&outcome={}", outcome.as_str()));
+        }
+        if let Some(search) = search {
+            href.push_str(&format!("&q={}", percent(search)));
+        }
+        href
+    };
+    let pages = total.div_ceil(PAGE_SIZE).max(1);
+    Ok(layout(
+        "runs",
+        html! {
+            h1 { "runs of " code { (log.tenant) } }
+            form method="get" action="/runs" class="filters" {
+                input type="hidden" name="tenant" value=(log.tenant);
+                label { "outcome " select name="outcome" {
+                    option value="" { "any" }
+                    @for o in Outcome::ALL {
+                        option value=(o.as_str()) selected[outcome == Some(o)] { (o.as_str()) }
+                    }
+                } }
+                " "
+                label { "run id or idempotency key " input type="search" name="q" maxlength=(MAX_PARAMETER) value=(search.unwrap_or("")); }
+                " " button type="submit" { "filter" }
+            }
+            p { (total) " runs, newest first · page " (page) " of " (pages) }
+            table class="runs" {
+                thead { tr { th { "run" } th { "admitted" } th { "state (verified chain)" } th { "records" } } }
+                tbody { @for row in &rows { (row) } }
+            }
+            p class="pages" {
+                @if page > 1 { a rel="prev" href=(link(page - 1)) { "newer" } " " }
+                @if page < pages { a rel="next" href=(link(page + 1)) { "older" } }
+            }
+        },
+    ))
+}
+
+/// Percent-encodes a query value (for the pages' own links).
+fn percent(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+// ------------------------------------------------------------------ a run
+
+pub(crate) async fn run(State(app): State<Arc<App>>, Path((tenant, run)): Path<(String, String)>) -> Response {
+    render(app, move |app| render_run(app, &tenant, &run)).await
+}
+
+fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
+    if run.len() > MAX_PARAMETER {
+        return Err(PageError::bad("the run id is too long"));
+    }
+    let log = tenant_of(app, Some(tenant))?;
+    let run = RunId::new(run).map_err(|err| PageError::bad(err.to_string()))?;
+    let store = app.plane.store.as_ref();
+    let verified = match Journal::new(store, &log.tenant, &log.origin).read(&run, check(app)) {
+        Ok(verified) => verified,
+        Err(JournalError::NotFound { .. }) => return Err(PageError::missing(format!("no run {run}"))),
+        Err(err) => return Ok(layout(run.as_str(), unverified_run(app, log, &run, &err)?)),
+    };
+    let records = &verified.records;
+    let state = RunState::of(records);
+    let bars = timeline::bars(records);
+    let conclusions: Vec<&VerifiedRecord> =
+        records.iter().filter(|r| matches!(r.record.body, RecordBody::RunConcluded(_))).collect();
+    let budget = state.budget();
+    let used = state.counters();
+    let dimensions: [(&str, u64, Option<u64>); 5] = [
+        ("tokens", used.tokens, budget.tokens),
+        ("cost (micros)", used.cost_micros, budget.cost_micros),
+        ("steps", used.steps, budget.steps),
+        ("effects", used.effects, budget.effects),
+        ("wall (ms)", used.wall_millis, budget.wall_millis),
+    ];
+    let outcome = journal_core::last_conclusion(records).map_or("running", |c| c.outcome.as_str());
+    let signatures = match app.plane.record_verifier {
+        Some(_) => "signatures verified with the plane's record keys",
+        None => "signatures not checked (no record key given)",
+    };
+    Ok(layout(
+        run.as_str(),
+        html! {
+            h1 { "run " code { (run) } }
+            p {
+                span class="good" { "chain verified (" (records.len()) " records)" } " · " (signatures)
+                " · state " strong { (outcome) }
+                @if let Some(key) = verified.idempotency_key() { " · idempotency key " code { (key) } }
+            }
+            @if let Some(fork) = verified.forked_from() {
+                p { "forked from " a href={"/run/" (log.tenant) "/" (fork.source_run)} { code { (fork.source_run) } }
+                    " at seq " (fork.at_seq) " (hash " code { (short(&fork.source_hash)) } ")" }
+            }
+            h2 { "timeline" }
+            @if bars.is_empty() { p { "no steps or effects" } } @else { (timeline::svg(&bars)) }
+            h2 { "budget" }
+            table class="budget" {
+                thead { tr { th { "dimension" } th { "used" } th { "ceiling" } } }
+                tbody {
+                    @for (name, used, ceiling) in dimensions {
+                        tr class=[ceiling.filter(|c| used > *c).map(|_| "bad")] {
+                            td { (name) } td { (used) } td { @match ceiling { Some(c) => (c), None => "none" } }
+                        }
+                    }
+                }
+            }
+            @if !conclusions.is_empty() {
+                h2 { "conclusions" }
+                ul {
+                    @for record in &conclusions {
+                        @if let RecordBody::RunConcluded(c) = &record.record.body {
+                            li { "seq " (record.stored.seq) ": " strong { (c.outcome.as_str()) } " — " (c.reason) }
+                        }
+                    }
+                }
+            }
+            h2 { "proof" }
+            (proof_section(app, log, &run, verified.seal.is_some())?)
+            h2 { "records" }
+            (records_table(app, records))
+        },
+    ))
+}
+
+/// A run whose chain does not verify: the finding, in red, and its rows as
+/// stored (nothing read from them is trusted).
+fn unverified_run(app: &App, log: &TenantLog, run: &RunId, err: &JournalError) -> Result<Markup, PageError> {
+    let rows = app.plane.store.read_run(&log.tenant, run)?.rows;
+    Ok(html! {
+        h1 { "run " code { (run) } }
+        p class="bad finding" { "this run's chain does not verify: " (err) }
+        table class="records" {
+            thead { tr { th { "seq" } th { "kind" } th { "hash (as stored)" } } }
+            tbody {
+                @for row in rows.iter().take(MAX_RECORDS_SHOWN) {
+                    tr class="bad" { td { (row.seq) } td { (row.kind) } td { code { (short(&row.hash.to_string())) } } }
+                }
+            }
+        }
+    })
+}
+
+fn records_table(app: &App, records: &[VerifiedRecord]) -> Markup {
+    html! {
+        @if records.len() > MAX_RECORDS_SHOWN { p class="warn" { "the first " (MAX_RECORDS_SHOWN) " records of " (records.len()) } }
+        table class="records" {
+            thead { tr { th { "seq" } th { "at" } th { "kind" } th { "effect key" } th { "detail" } th { "hash" } th { "signature" } } }
+            tbody {
+                @for record in records.iter().take(MAX_RECORDS_SHOWN) {
+                    tr {
+                        td { (record.stored.seq) }
+                        td { (record.record.at) }
+                        td { (record.stored.kind) }
+                        td { @if let Some(key) = &record.stored.effect_key { code { (key) } } }
+                        td { (detail(&record.record.body)) }
+                        td { code title=(record.stored.hash) { (short(&record.stored.hash.to_string())) } }
+                        td {
+                            @match (&record.stored.signature, &app.plane.record_verifier) {
+                                (None, _) => span class="warn" { "unsigned" },
+                                (Some(sig), Some(_)) => span class="good" { "verified: " code { (sig.key_id) } },
+                                (Some(sig), None) => span class="warn" { "not checked: " code { (sig.key_id) } },
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a record did, in a few words (agent-supplied text escaped by maud).
+fn detail(body: &RecordBody) -> String {
+    let text = match body {
+        RecordBody::StepStarted(mark) | RecordBody::StepFinished(mark) => mark.step.clone(),
+        RecordBody::EffectDone(done) => match &done.result {
+            journal_core::EffectResult::Ok { output } => format!("ok: {output}"),
+            other => format!("{other:?}"),
+        },
+        RecordBody::RunConcluded(c) => format!("{}: {}", c.outcome.as_str(), c.reason),
+        RecordBody::PlanFrozen(plan) => plan.steps.join(", "),
+        other => format!("{:?}", other.kind()),
+    };
+    text.chars().take(160).collect()
+}
+
+/// The leaf that covers the run in the log, its proof verified here, and
+/// the cosigned checkpoint that holds it.
+fn proof_section(app: &App, log: &TenantLog, run: &RunId, sealed: bool) -> Result<Markup, PageError> {
+    let store = app.plane.store.as_ref();
+    let view = LogView::open(store, &log.tenant)?;
+    let covered = if sealed {
+        view.inclusion(run).map(|inclusion| {
+            let verified = inclusion.tree.verify_inclusion(&inclusion.leaf, inclusion.index, &inclusion.proof);
+            (
+                "seal leaf",
+                inclusion.index,
+                inclusion.tree,
+                inclusion.leaf,
+                inclusion.proof.path().len(),
+                verified.err(),
+                None,
+            )
+        })
+    } else {
+        view.head_inclusion(run).map(|head| {
+            let entry = format!("head at seq {} (hash {})", head.entry.seq, short(&head.entry.hash.to_string()));
+            ("heads leaf", head.index, head.tree, head.leaf, head.proof.path().len(), head.verify().err(), Some(entry))
+        })
+    };
+    let (kind, index, tree, leaf, path, failed, entry) = match covered {
+        Ok(covered) => covered,
+        Err(JournalError::NotSealed { .. } | JournalError::NotFound { .. }) => {
+            return Ok(
+                html! { p class="warn" { "no leaf of the log covers this run yet: it moved after the last checkpoint (" code { "agentplane checkpoint" } ")" } },
+            );
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let cosigned = cosigned_inclusion(store, &view, index, &leaf)?;
+    Ok(html! {
+        p {
+            (kind) " " (index) " of the log of " (tree.size) " leaves (root " code title=(tree.root) { (short(&tree.root.to_string())) } ")"
+            @if let Some(entry) = &entry { ", holding its " (entry) "; a prefix, not a complete history" }
+            " · inclusion proof of " (path) " hashes: "
+            @match &failed {
+                None => span class="good" { "verified" },
+                Some(err) => span class="bad" { "fails: " (err) },
+            }
+        }
+        p {
+            "cosigned checkpoint holding it: "
+            @match &cosigned {
+                None => span class="warn" { "none yet (" code { "agentplane sweep" } ")" },
+                Some(cosigned) => {
+                    "proof of " (cosigned.proof.path().len()) " hashes · " (note_markup(&note_status(app, &cosigned.note)))
+                }
+            }
+        }
+    })
+}
+
+// ----------------------------------------------------------------- a diff
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct DiffQuery {
+    tenant: Option<String>,
+    a: Option<String>,
+    b: Option<String>,
+}
+
+pub(crate) async fn diff(State(app): State<Arc<App>>, Query(query): Query<DiffQuery>) -> Response {
+    render(app, move |app| render_diff(app, &query)).await
+}
+
+/// What a record did, for comparing two runs: kind, effect key and body
+/// (where and when it happened is shown, not compared).
+fn action(record: &VerifiedRecord) -> (String, Option<String>, serde_json::Value) {
+    let body = serde_json::from_slice::<serde_json::Value>(&record.stored.bytes)
+        .ok()
+        .and_then(|value| value.get("body").cloned())
+        .unwrap_or(serde_json::Value::Null);
+    (record.stored.kind.clone(), record.stored.effect_key.clone(), body)
+}
+
+fn render_diff(app: &App, query: &DiffQuery) -> Result<Markup, PageError> {
+    let log = tenant_of(app, parameter("tenant", &query.tenant)?)?;
+    let (Some(a), Some(b)) = (parameter("a", &query.a)?, parameter("b", &query.b)?) else {
+        return Ok(layout(
+            "diff",
+            html! {
+                h1 { "diff two runs" }
+                form method="get" action="/diff" {
+                    input type="hidden" name="tenant" value=(log.tenant);
+                    label { "run a " input name="a" maxlength=(MAX_PARAMETER); } " "
+                    label { "run b " input name="b" maxlength=(MAX_PARAMETER); } " "
+                    button type="submit" { "compare" }
+                }
+            },
+        ));
+    };
+    let journal = Journal::new(app.plane.store.as_ref(), &log.tenant, &log.origin);
+    let read = |name: &str| -> Result<Vec<VerifiedRecord>, PageError> {
+        let run = RunId::new(name).map_err(|err| PageError::bad(err.to_string()))?;
+        Ok(journal.read(&run, check(app))?.records)
+    };
+    let (left, right) = (read(a)?, read(b)?);
+    let length = left.len().max(right.len()).min(MAX_RECORDS_SHOWN);
+    let first = (0..length).find(|&i| left.get(i).map(action) != right.get(i).map(action));
+    let side = |record: Option<&VerifiedRecord>| -> Markup {
+        match record {
+            None => html! { td class="absent" { "—" } },
+            Some(record) => html! {
+                td { (record.stored.seq) " " (record.stored.kind)
+                    @if let Some(key) = &record.stored.effect_key { " " code { (key) } }
+                    " " (detail(&record.record.body)) }
+            },
+        }
+    };
+    Ok(layout(
+        "diff",
+        html! {
+            h1 { "diff " code { (a) } " · " code { (b) } }
+            p { "both chains verified · " @match first {
+                None => span class="good" { "the runs did the same" },
+                Some(i) => span class="bad" { a href="#first-difference" { "first difference at position " (i + 1) } },
+            } }
+            table class="diff" {
+                thead { tr { th { "#" } th { (a) } th { (b) } } }
+                tbody {
+                    @for i in 0..length {
+                        @let same = left.get(i).map(action) == right.get(i).map(action);
+                        tr id=[(first == Some(i)).then_some("first-difference")] class=(if same { "same" } else { "different" }) {
+                            td { (i + 1) } (side(left.get(i))) (side(right.get(i)))
+                        }
+                    }
+                }
+            }
+        },
+    ))
+}
+
+// ------------------------------------------------------------------ the log
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct LogQuery {
+    tenant: Option<String>,
+    from: Option<u64>,
+    to: Option<u64>,
+}
+
+pub(crate) async fn log(State(app): State<Arc<App>>, Query(query): Query<LogQuery>) -> Response {
+    render(app, move |app| render_log(app, &query)).await
+}
+
+fn render_log(app: &App, query: &LogQuery) -> Result<Markup, PageError> {
+    let log = tenant_of(app, parameter("tenant", &query.tenant)?)?;
+    let store = app.plane.store.as_ref();
+    let view = LogView::open(store, &log.tenant)?;
+    let head = view.head()?.tree;
+    let signed = store.signed_checkpoints(&log.tenant)?;
+    let cosigned = store.cosigned_checkpoints(&log.tenant)?;
+    let consistency = match (query.from, query.to) {
+        (Some(from), Some(to)) => Some(match view.consistency(from, to) {
+            Ok(proof) => match proof.new.extends(&proof.old, &proof.proof) {
+                Ok(()) => {
+                    html! { span class="good" { "size " (to) " extends size " (from) ": consistency proof of " (proof.proof.path().len()) " hashes verified" } }
+                }
+                Err(err) => html! { span class="bad" { "the proof fails: " (err) } },
+            },
+            Err(err) => html! { span class="bad" { (err) } },
+        }),
+        _ => None,
+    };
+    let largest = signed.iter().map(|s| s.tree.size).max().unwrap_or(0).max(1);
+    let bar_width = 600u64;
+    Ok(layout(
+        "log",
+        html! {
+            h1 { "the log of " code { (log.tenant) } }
+            p { "origin " code { (log.origin) } " · " (head.size) " leaves · root " code { (head.root) } }
+            h2 { "checkpoints over time (" (signed.len()) " signed, " (cosigned.len()) " cosigned)" }
+            svg class="sizes" xmlns="http://www.w3.org/2000/svg" width=(bar_width + 60) height=(signed.len() * 14 + 4) role="img" aria-label="signed checkpoint sizes" {
+                @for (i, s) in signed.iter().enumerate() {
+                    rect class="size" x="0" y=(i * 14 + 2) height="10" width=(s.tree.size * bar_width / largest + 1) {
+                        title { "size " (s.tree.size) }
+                    }
+                    text x=(s.tree.size * bar_width / largest + 6) y=(i * 14 + 11) class="axis" { (s.tree.size) }
+                }
+            }
+            h2 { "consistency between two sizes" }
+            form method="get" action="/log" {
+                input type="hidden" name="tenant" value=(log.tenant);
+                label { "from " input type="number" name="from" min="1" max=(head.size) value=[query.from]; } " "
+                label { "to " input type="number" name="to" min="1" max=(head.size) value=[query.to]; } " "
+                button type="submit" { "prove" }
+            }
+            @if let Some(consistency) = consistency { p { (consistency) } }
+            h2 { "signed checkpoints" }
+            table {
+                thead { tr { th { "size" } th { "root" } th { "signature" } } }
+                tbody {
+                    @for s in signed.iter().rev().take(200) {
+                        tr { td { (s.tree.size) } td { code { (short(&s.tree.root.to_string())) } } td { (note_markup(&note_status(app, &s.note))) } }
+                    }
+                }
+            }
+        },
+    ))
+}
