@@ -50,7 +50,7 @@ impl Anchor {
         if signed.checkpoint().origin_id() != origin {
             return Err(AuditError::Anchor {
                 label: label.to_owned(),
-                reason: format!("a checkpoint of {:?}, not of {origin:?}", signed.checkpoint().origin()),
+                reason: format!("a checkpoint of \"{}\", not of \"{origin}\"", signed.checkpoint().origin()),
             });
         }
         Ok(Self {

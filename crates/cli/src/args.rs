@@ -11,23 +11,29 @@ use crate::failure::Failure;
 use crate::keys;
 
 /// agentplane: the append-only, hash-chained, signed journal of agent runs.
+///
+/// The store is a redb file or a PostgreSQL database (a postgres:// URL). The plane flags below say
+/// which plane a command works on; each command takes only the ones it uses, before or after its
+/// name (`agentplane --tenant shop demo` = `agentplane demo --tenant shop`). Exit codes: 0 clean,
+/// 1 findings, 2 usage or I/O, 3 build skew.
 #[derive(Parser, Clone)]
-#[command(name = "agentplane", version, about)]
+#[command(name = "agentplane", version, about, long_about)]
 pub struct Cli {
     /// The plane's configuration (default: ./agentplane.toml when it exists); the flags below override it.
-    #[arg(long, global = true)]
+    #[arg(long, value_name = "PATH")]
     pub config: Option<PathBuf>,
-    /// The store file (default: the configuration's, else ./agentplane.redb).
-    #[arg(long, global = true)]
+    /// The store: a redb file, or a PostgreSQL URL (postgres://user@host/db) (default: the configuration's,
+    /// else ./agentplane.redb).
+    #[arg(long, value_name = "PATH_OR_URL")]
     pub store: Option<PathBuf>,
     /// The plane's key file (default: the configuration's, else ./agentplane.key). Only commands that sign need it.
-    #[arg(long, global = true)]
+    #[arg(long, value_name = "PATH")]
     pub keys: Option<PathBuf>,
     /// The tenant (default: the configuration's first, else `default`).
-    #[arg(long, global = true)]
+    #[arg(long, value_name = "NAME")]
     pub tenant: Option<String>,
     /// The tenant log's origin, for reading without the key file (default: the configuration's or the key file's).
-    #[arg(long, global = true)]
+    #[arg(long, value_name = "ORIGIN")]
     pub origin: Option<String>,
     #[command(subcommand)]
     pub command: Command,
@@ -60,12 +66,10 @@ pub enum Command {
     /// Without --config or --store it makes (or reuses) a plane of its own in ./agentplane-demo;
     /// it refuses a store that holds runs it did not make.
     Demo,
-    /// Make the plane's keys; prints the log's verifier key (a C2SP vkey line).
-    Keygen {
-        /// The log's origin, also its key name.
-        #[arg(long, default_value = keys::DEFAULT_ORIGIN)]
-        origin: String,
-    },
+    /// Make the plane's keys alone (one log, tenant `default`); prints the log's verifier key (a C2SP vkey line).
+    ///
+    /// `agentplane init` makes a whole plane; `keygen` refuses a store that holds runs.
+    Keygen,
     /// Print the plane's public keys, in the forms `agentplane audit` takes, for an auditor.
     Keys {
         /// Print the `[[log]]` entries a witness's configuration needs for every tenant log.
@@ -78,9 +82,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Submit every tenant's checkpoint, signed now, to the configured witnesses, holding each round to the quorum.
+    /// Submit every tenant's checkpoint (or --tenant's alone), signed now, to the configured witnesses,
+    /// holding each round to the quorum.
     ///
-    /// Exit 0 met or skipped, 1 shortfall or integrity, 2 usage or I/O.
+    /// Exit 0 met or skipped, 1 shortfall or integrity, 2 usage or I/O. With --every, a round that
+    /// only repeats a skip prints nothing, and each printed line starts with its time.
     Sweep {
         /// Sweep again every DURATION (90s, 5m, 1h) until SIGINT or SIGTERM.
         #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "")]
@@ -89,15 +95,15 @@ pub enum Command {
         /// so a store put back from a backup is found without waiting for growth.
         #[arg(long, value_name = "DURATION", default_value = "5m")]
         probe_every: String,
-        /// JSON output (one object per tenant and round).
+        /// JSON Lines output: one object per tenant and round, a line each.
         #[arg(long)]
         json: bool,
     },
     /// List runs, with figures read through chain verification (unverifiable runs are marked).
     Runs {
         /// Only runs whose answer is this outcome.
-        #[arg(long)]
-        outcome: Option<String>,
+        #[arg(long, value_enum)]
+        outcome: Option<OutcomeArg>,
         /// Print the run ids alone, one a line, for scripts.
         #[arg(long, conflicts_with = "json")]
         ids: bool,
@@ -110,7 +116,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Show a run's journal: seq, time written, kind, effect key, hashes, signer.
+    /// Show a run's journal as a timeline: each record's time, step or effect, how long it took, its result, hash and signer.
     Show {
         /// The run.
         run: String,
@@ -143,7 +149,7 @@ pub enum Command {
         /// Print the latest checkpoint a witness quorum cosigned (kept by the sweep) instead of signing one.
         #[arg(long)]
         cosigned: bool,
-        /// JSON output: origin, size, root (base64) and the note.
+        /// JSON output: origin, size, root (hex) and the note.
         #[arg(long)]
         json: bool,
     },
@@ -178,7 +184,8 @@ pub enum Command {
         json: bool,
     },
     /// Two runs' journals side by side (plan, steps, effects with keys and results, costs, times,
-    /// conclusion), the first difference marked. A run is an id in the store or an export file.
+    /// conclusion), every differing row marked `!`, the first named. A run is an id in the store or
+    /// an export file; what only names a run (its idempotency key) is shown, not compared.
     ///
     /// Exit 0 when they do the same, 1 when they differ.
     Diff {
@@ -202,17 +209,43 @@ pub enum Command {
         #[arg(long)]
         key: Option<String>,
     },
+    /// Continue a run that stopped: record the answer it waits for (a raised ceiling, a lifted
+    /// withholding, a person's answer to a doubt), then run its agent code on from the journal.
+    ///
+    /// The command line holds one agent's code, the demo's: a demo run, or a fork of one, is run on
+    /// here (its finished effects read back, never performed again). A run of other agent code
+    /// continues when that code resumes it; `resume` records the answer and says so.
+    Resume {
+        /// The run.
+        run: String,
+        /// Raise a ceiling: DIMENSION=N, DIMENSION one of tokens, cost_micros, steps, effects,
+        /// wall_millis (repeatable; N `none` lifts it).
+        #[arg(long, value_name = "DIMENSION=N")]
+        raise: Vec<String>,
+        /// Lift the run's withholding.
+        #[arg(long)]
+        lift: bool,
+        /// A person's answer to an effect in doubt: EFFECT_KEY=happened or EFFECT_KEY=not-happened
+        /// (repeatable).
+        #[arg(long, value_name = "EFFECT_KEY=ANSWER")]
+        answer: Vec<String>,
+    },
     /// Export a sealed run to a self-contained file.
+    ///
+    /// An existing file is never overwritten without --force.
     Export {
         /// The run.
         run: String,
-        /// The file to write.
+        /// The file to write (`-`: standard output).
         #[arg(short, long)]
         output: PathBuf,
+        /// Overwrite the file if it exists.
+        #[arg(long)]
+        force: bool,
     },
     /// Verify an export offline with only the trusted keys (exit 1 on findings).
     VerifyExport {
-        /// The export file.
+        /// The export file (`-`: standard input). At most 1 GiB, no line over 64 MiB.
         file: PathBuf,
         /// The log's verifier key (C2SP vkey).
         #[arg(long)]
@@ -230,6 +263,31 @@ pub enum Command {
         /// One public key counts once, whatever names it is listed under.
         #[arg(long, value_parser = quorum)]
         quorum: Option<usize>,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Verify a proof `agentplane prove --json` printed, offline, against a trusted tree: a
+    /// checkpoint note signed by the log key, or a root and size held from elsewhere.
+    ///
+    /// A proof never authenticates its own root (R-LOG-4): one trusted tree is required, and must be
+    /// the proof's (an inclusion proof's tree, or either end of a consistency proof). Exit 0 when
+    /// it verifies, 1 when it does not, 2 on usage.
+    VerifyProof {
+        /// The proof: the JSON of `prove --json` (`-`: standard input).
+        file: PathBuf,
+        /// A signed checkpoint note holding a trusted tree (repeatable; needs --log-key).
+        #[arg(long = "checkpoint", value_name = "FILE")]
+        checkpoints: Vec<PathBuf>,
+        /// The log's verifier key, to open the --checkpoint notes with (a vkey).
+        #[arg(long, value_name = "VKEY")]
+        log_key: Option<String>,
+        /// A trusted root (hex), with --size: a tree held from elsewhere.
+        #[arg(long, value_name = "HEX", requires = "size")]
+        root: Option<String>,
+        /// The size of the tree of --root.
+        #[arg(long, value_name = "N", requires = "root")]
+        size: Option<u64>,
         /// JSON output.
         #[arg(long)]
         json: bool,
@@ -255,6 +313,41 @@ pub enum Command {
     /// Make or migrate the schema of a PostgreSQL store (commands that read never do; commands that
     /// write do it on their own). A redb file needs none.
     Migrate,
+}
+
+/// A run's outcome, as `runs --outcome` takes it.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum OutcomeArg {
+    /// Finished its plan (sealed).
+    Succeeded,
+    /// Cancelled by its owner (sealed).
+    Cancelled,
+    /// Given up for good (sealed).
+    Abandoned,
+    /// An effect failed; a resume may continue it.
+    Failed,
+    /// A budget ceiling was crossed.
+    Exhausted,
+    /// Held by an operator.
+    Withheld,
+    /// An effect's fate is unknown; a person's answer continues it.
+    Quarantined,
+}
+
+impl OutcomeArg {
+    /// The journal's outcome.
+    pub fn outcome(self) -> journal_core::Outcome {
+        use journal_core::Outcome;
+        match self {
+            Self::Succeeded => Outcome::Succeeded,
+            Self::Cancelled => Outcome::Cancelled,
+            Self::Abandoned => Outcome::Abandoned,
+            Self::Failed => Outcome::Failed,
+            Self::Exhausted => Outcome::Exhausted,
+            Self::Withheld => Outcome::Withheld,
+            Self::Quarantined => Outcome::Quarantined,
+        }
+    }
 }
 
 /// One of the plane's public keys, printed alone.
@@ -334,9 +427,40 @@ pub fn instant(flag: &str, text: &str) -> Result<At, Failure> {
 
 /// Parses `KEY_ID=BASE64_PUBLIC_KEY` (`--record-key`).
 pub fn record_key(spec: &str) -> Result<(String, [u8; 32]), Failure> {
+    if spec.to_ascii_uppercase().contains("PRIVATE") {
+        return Err(key_error("--record-key", spec, &"a private key"));
+    }
+    let shown = crate::output::shown(spec);
     let (key_id, public) =
-        spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: expected KEY_ID=BASE64")))?;
+        spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--record-key {shown}: expected KEY_ID=BASE64")))?;
     let public = STANDARD.decode(public).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
-    let public = public.ok_or_else(|| Failure::Usage(format!("--record-key {spec:?}: not a base64 32-byte key")))?;
+    let public = public.ok_or_else(|| Failure::Usage(format!("--record-key {shown}: not a base64 32-byte key")))?;
     Ok((key_id.to_owned(), public))
+}
+
+/// Why a key given for `flag` is not the public key it takes, said by the
+/// kind of key it is: a private key (never echoed), a bare base64 key, a
+/// record key, or anything else (echoed cut short).
+pub fn key_error(flag: &str, text: &str, err: &dyn std::fmt::Display) -> Failure {
+    let text = text.trim();
+    if text.to_ascii_uppercase().contains("PRIVATE") {
+        return Failure::Usage(format!(
+            "{flag}: this is a private key: it is never given to a command (and is not shown here); give the \
+             public verifier key NAME+KEYID+BASE64 (`agentplane keys` prints the plane's), and keep the private \
+             key secret"
+        ));
+    }
+    let bare = STANDARD.decode(text).is_ok_and(|bytes| bytes.len() == 32 || bytes.len() == 33);
+    if bare {
+        return Failure::Usage(format!(
+            "{flag}: a bare base64 public key; give it as a verifier key, NAME+KEYID+BASE64 (`agentplane keys` \
+             prints the plane's)"
+        ));
+    }
+    if text.contains('=') && !text.contains('+') {
+        return Failure::Usage(format!(
+            "{flag}: KEY_ID=BASE64 is a record key (--record-key); {flag} takes a verifier key NAME+KEYID+BASE64"
+        ));
+    }
+    Failure::Usage(format!("{flag} {}: {err} (a verifier key is NAME+KEYID+BASE64)", crate::output::shown(text)))
 }

@@ -52,6 +52,9 @@ fn redacted(failure: Failure) -> Failure {
         Failure::Usage(m) => Failure::Usage(store_pg::redact(&m)),
         Failure::Io(m) => Failure::Io(store_pg::redact(&m)),
         Failure::BuildSkew(m) => Failure::BuildSkew(store_pg::redact(&m)),
+        Failure::NotAnExport(m) => Failure::NotAnExport(store_pg::redact(&m)),
+        // An export's refusal quotes the file, never a store URL.
+        export @ Failure::Export(_) => export,
     }
 }
 

@@ -17,7 +17,8 @@ use witness::{ALG_ED25519, LogKey, Origin, SignerKey};
 
 use crate::failure::Failure;
 
-/// The default origin (and log key name) of a plane made by `keygen`/`demo`.
+/// The default origin base: `init` and `demo` give tenant NAME the origin
+/// `agentplane.local/plane/NAME` (and `keygen` the origin of tenant `default`).
 pub const DEFAULT_ORIGIN: &str = "agentplane.local/plane";
 
 /// The plane's keys.

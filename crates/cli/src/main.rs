@@ -33,24 +33,31 @@ mod failure;
 mod high_water;
 mod keys;
 mod output;
+mod usage;
 
 use std::process::ExitCode;
-
-use clap::Parser as _;
-
-use crate::args::Cli;
 
 fn main() -> ExitCode {
     // Integrity refusals are logged on `agentplane.witness.integrity`: they are errors, and shown by default.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
-    let cli = Cli::parse();
-    match cmd::run(cli) {
+    // Plain text when stderr is a file or a pipe: colour only on a terminal.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
+    // The plane flags are checked against the command before `--json` is
+    // known, so a misplaced one is reported as text.
+    let (json, result) = match usage::parse() {
+        Ok(cli) => (cli.command.json(), cmd::run(cli)),
+        Err(failure) => (false, Err(failure)),
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
+            if json {
+                output::print_failure_json(&failure);
+            }
             // No password of a store URL is ever printed, whatever the message quotes.
-            eprintln!("agentplane: {}", store_pg::redact(failure.message()));
+            eprintln!("agentplane: {}", store_pg::redact(&failure.message()));
             ExitCode::from(failure.exit_code())
         }
     }

@@ -1,23 +1,65 @@
-//! What the commands print with: JSON from typed rows, base64 as in checkpoints.
+//! What the commands print with: JSON from typed rows (one document, or JSON
+//! Lines for a stream), and the JSON of a failure. Hashes in JSON are
+//! lowercase hex in every command (as in the audit report and exports'
+//! records); the signed notes keep their own base64.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde::Serialize;
 
-use crate::failure::Failure;
+use crate::failure::{Class, Failure};
+
+/// Whether this process has printed JSON on standard output: a command that
+/// fails after printing its report does not print a failure object too.
+static JSON_PRINTED: AtomicBool = AtomicBool::new(false);
 
 /// Prints a typed row (or any `Serialize` value) as pretty JSON, one value
-/// per call. A row's fields are declared in alphabetical order: the order
-/// the JSON has always had.
+/// per call: the whole output of a command that prints one document. A
+/// row's fields are declared in alphabetical order: the order the JSON has
+/// always had.
 pub fn print_json<T: Serialize + ?Sized>(value: &T) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(value).map_err(|err| Failure::Io(err.to_string()))?;
+    JSON_PRINTED.store(true, Ordering::Relaxed);
     outln!("{text}");
     Ok(())
 }
 
-/// Standard base64, as hashes are written in checkpoints and proofs.
-pub fn b64(bytes: &[u8]) -> String {
-    STANDARD.encode(bytes)
+/// Prints one object of a stream as a line of its own (JSON Lines: one
+/// compact object per line, flushed, so a reader sees each as it comes).
+pub fn print_json_line<T: Serialize + ?Sized>(value: &T) -> Result<(), Failure> {
+    let text = serde_json::to_string(value).map_err(|err| Failure::Io(err.to_string()))?;
+    JSON_PRINTED.store(true, Ordering::Relaxed);
+    outln!("{text}");
+    written(std::io::Write::flush(&mut std::io::stdout()));
+    Ok(())
+}
+
+/// The JSON of a failure in `--json` mode, on standard output; the exit
+/// code is the class's, as without `--json`.
+#[derive(Debug, Serialize)]
+pub struct FailureRow {
+    /// The class: `findings`, `usage`, `io` or `build_skew`.
+    pub class: Class,
+    /// A stable code: the class's name, or a more precise one (`export_*`).
+    pub code: &'static str,
+    /// The message, as printed on stderr without `--json`.
+    pub message: String,
+}
+
+impl FailureRow {
+    pub fn of(failure: &Failure) -> Self {
+        // Redacted like stderr: no password of a store URL is ever printed.
+        Self { class: failure.class(), code: failure.code(), message: store_pg::redact(&failure.message()) }
+    }
+}
+
+/// In `--json` mode, prints the failure as JSON unless the command already
+/// printed its own report (whose content says what failed).
+pub fn print_failure_json(failure: &Failure) {
+    if !JSON_PRINTED.load(Ordering::Relaxed) {
+        // A failure to print is already reported on stderr by the caller.
+        let _ = print_json(&FailureRow::of(failure));
+    }
 }
 
 /// Ends the command when standard output cannot be written.
@@ -28,5 +70,17 @@ pub fn written(result: std::io::Result<()>) {
         }
         eprintln!("agentplane: writing to standard output: {err}");
         std::process::exit(2);
+    }
+}
+
+/// The longest argument echoed back in a message, in characters.
+const SHOWN_CHARS: usize = 60;
+
+/// An argument quoted for a message, cut after 60 characters (with how long
+/// it was): a 100 KB argument is not echoed back whole.
+pub fn shown(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        None => format!("{text:?}"),
+        Some((cut, _)) => format!("{:?}... ({} bytes)", text.get(..cut).unwrap_or_default(), text.len()),
     }
 }

@@ -7,8 +7,6 @@ use support::*;
 
 use std::path::Path;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 
 /// A directory where `agentplane demo` ran; `path()` is the plane it made
@@ -75,8 +73,11 @@ fn r_ux_1_demo_reaches_every_outcome_and_prints_a_verifiable_checkpoint() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|h| tlog::NodeHash::try_from(STANDARD.decode(h.as_str().unwrap()).unwrap().as_slice()).unwrap())
+        .map(|h| tlog::NodeHash::from_hex(h.as_str().unwrap()).unwrap())
         .collect();
+    // Every hash in JSON is lowercase hex: the checkpoint's root is the note's, re-encoded.
+    assert_eq!(as_json["root"], signed.checkpoint().tree().root.to_string());
+    assert_eq!(proof["old_root"], signed.checkpoint().tree().root.to_string());
     later.checkpoint().tree().verify_extends(&signed.checkpoint().tree(), &tlog::ConsistencyProof::new(path)).unwrap();
 }
 
@@ -98,44 +99,30 @@ fn r_log_2_prove_json_verifies_against_the_checkpoint() {
     for field in ["index", "size", "root", "leaf_hash", "proof"] {
         assert!(!proof[field].is_null(), "prove --json has {field}");
     }
-    let decode = |v: &Value| STANDARD.decode(v.as_str().unwrap()).unwrap();
-    let tree = tlog::Tree::new(
-        proof["size"].as_u64().unwrap(),
-        tlog::RootHash::try_from(decode(&proof["root"]).as_slice()).unwrap(),
-    );
-    let leaf = tlog::LeafHash::try_from(decode(&proof["leaf_hash"]).as_slice()).unwrap();
-    let path = proof["proof"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| tlog::NodeHash::try_from(decode(h).as_slice()).unwrap())
-        .collect();
+    // Hashes are lowercase hex, as in every command's JSON.
+    let hex = |v: &Value| v.as_str().unwrap().to_owned();
+    let tree =
+        tlog::Tree::new(proof["size"].as_u64().unwrap(), tlog::RootHash::from_hex(&hex(&proof["root"])).unwrap());
+    let leaf = tlog::LeafHash::from_hex(&hex(&proof["leaf_hash"])).unwrap();
+    let path = proof["proof"].as_array().unwrap().iter().map(|h| tlog::NodeHash::from_hex(&hex(h)).unwrap()).collect();
     tree.verify_inclusion(&leaf, proof["index"].as_u64().unwrap(), &tlog::InclusionProof::new(path)).unwrap();
-    let note = ok(dir.path(), &["checkpoint"]);
-    assert!(note.contains(proof["root"].as_str().unwrap()), "the proof is against the checkpoint's root");
+    let note = json(dir.path(), &["checkpoint", "--json"]);
+    assert_eq!(note["root"], proof["root"], "the proof is against the checkpoint's root");
     // A run that is not sealed is proven by the heads leaf that holds its
     // head (issue 20): the leaf in the checkpoint's tree, the entry in the
     // leaf, and the head is the run's last record.
     let failed = json(dir.path(), &["runs", "--outcome", "failed", "--json"])[0]["run"].as_str().unwrap().to_owned();
     let head = json(dir.path(), &["prove", &failed, "--json"]);
     assert_eq!(head["kind"], "head", "{head}");
-    let tree = tlog::Tree::new(
-        head["size"].as_u64().unwrap(),
-        tlog::RootHash::try_from(decode(&head["root"]).as_slice()).unwrap(),
-    );
+    let tree = tlog::Tree::new(head["size"].as_u64().unwrap(), tlog::RootHash::from_hex(&hex(&head["root"])).unwrap());
     let path = |key: &str| {
         tlog::InclusionProof::new(
-            head[key]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|h| tlog::NodeHash::try_from(decode(h).as_slice()).unwrap())
-                .collect(),
+            head[key].as_array().unwrap().iter().map(|h| tlog::NodeHash::from_hex(&hex(h)).unwrap()).collect(),
         )
     };
-    let leaf = tlog::LeafHash::try_from(decode(&head["leaf_hash"]).as_slice()).unwrap();
+    let leaf = tlog::LeafHash::from_hex(&hex(&head["leaf_hash"])).unwrap();
     tree.verify_inclusion(&leaf, head["index"].as_u64().unwrap(), &path("proof")).unwrap();
-    assert!(note.contains(head["root"].as_str().unwrap()), "against the checkpoint's root");
+    assert_eq!(note["root"], head["root"], "against the checkpoint's root");
     let shown = json(dir.path(), &["show", &failed, "--json"]);
     let records = shown["records"].as_array().unwrap();
     assert_eq!(head["head_seq"].as_u64().unwrap(), records.len() as u64, "the head is its last record");
@@ -195,11 +182,16 @@ fn r_chain_5_verify_finds_a_record_edited_in_the_store_file() {
     assert_eq!(findings[0]["seq"], 2);
     assert_eq!(findings[0]["code"], "chain_broken");
     assert_eq!(findings[0]["class"], "tamper");
-    // `runs` shows no figure read from bytes nobody verified.
-    let rows = json(dir.path(), &["runs", "--json"]);
+    // `runs` shows no figure read from bytes nobody verified, and exits 1
+    // for the row it could not verify.
+    let rows = json_exit(dir.path(), &["runs", "--json"], 1);
     let edited = rows.as_array().unwrap().iter().find(|r| r["run"] == run.as_str()).unwrap();
     assert_eq!(edited["verified"], false);
+    assert_eq!(edited["class"], "findings");
     assert!(edited["tokens"].is_null(), "{edited}");
+    let table = agentplane(dir.path(), &["runs"]);
+    assert_eq!(table.status.code(), Some(1), "runs exits 1 when it shows an UNVERIFIED row");
+    assert!(String::from_utf8_lossy(&table.stdout).contains("UNVERIFIED"));
     assert_eq!(agentplane(dir.path(), &["cost"]).status.code(), Some(1), "cost refuses an unverifiable figure");
 }
 
@@ -586,7 +578,8 @@ fn start_witnesses(dir: &Path, tenants: &[&str], count: u8) -> Witnesses {
 fn sweep_json(dir: &Path) -> (Option<i32>, Vec<Value>, String) {
     let out = agentplane(dir, &["sweep", "--json"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    let reports = serde_json::Deserializer::from_str(&text).into_iter::<Value>().map(Result::unwrap).collect();
+    // JSON Lines: each line is one whole object.
+    let reports = text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
     (out.status.code(), reports, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
@@ -695,6 +688,10 @@ fn r_wit_8_sweep_meets_skips_falls_short_and_refuses_a_rewrite() {
     assert_eq!(search["outcome"], "refused_to_sign", "{search}");
     assert_eq!(search["needs_attention"], true);
     assert!(stderr.contains("agentplane.witness.integrity"), "the refusal is logged: {stderr}");
+    assert!(!stderr.contains('\u{1b}'), "no colour codes in a log that is not a terminal: {stderr:?}");
+    // One closing message names the tenant, the outcome and the cause.
+    let last = stderr.lines().last().unwrap();
+    assert!(last.contains("tenant search: refused_to_sign") && last.contains("plane:"), "{last}");
 }
 
 /// The whole command line on PostgreSQL (`--store postgres://...` or the
@@ -841,7 +838,7 @@ fn cost_and_runs_verify_signatures_only_when_asked() {
     }
     let out = agentplane(dir.path(), &["cost", "--verify-signatures"]);
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
-    let runs = json(dir.path(), &["runs", "--json", "--verify-signatures"]);
+    let runs = json_exit(dir.path(), &["runs", "--json", "--verify-signatures"], 1);
     assert!(runs.to_string().contains("signature"), "the run with the changed signature is marked: {runs}");
 }
 
@@ -880,4 +877,45 @@ fn compact_keeps_every_record_and_the_plane_verifies() {
     assert_eq!(ok(dir.path(), &["runs", "--json"]), before);
     assert!(ok(dir.path(), &["verify", "--require-signature"]).contains("clean and complete"));
     assert_eq!(agentplane(dir.path(), &["--store", "postgres://localhost/x", "compact"]).status.code(), Some(2));
+}
+
+/// R-WIT-8, issue 24: `sweep --every` says each change once, with its time,
+/// and stays quiet while rounds only repeat a skip; `--tenant` sweeps that
+/// tenant alone; a signal stops it cleanly.
+#[test]
+fn r_wit_8_sweep_every_is_quiet_until_something_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop", "--tenant-name", "search"]);
+    let witnesses = start_witnesses(plane, &["shop", "search"], 1);
+    let mut config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    config = config.replace("quorum = 0", "quorum = 1");
+    config.push_str(&format!(
+        "\n[[witness]]\nurl = \"{}\"\nkey = \"{}\"\n",
+        witnesses.servers[0].url(),
+        witnesses.vkeys[0]
+    ));
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    ok(plane, &["--tenant", "shop", "demo"]);
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
+        .current_dir(plane)
+        .args(["sweep", "--tenant", "shop", "--every", "1s", "--probe-every", "1h"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(4_500));
+    let killed = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "the round that met, the first skip, then nothing:\n{stdout}");
+    assert!(lines[0].contains("tenant shop: met at size 6") && lines[1].contains("tenant shop: skipped"), "{stdout}");
+    for line in &lines {
+        let stamp = line.split(' ').next().unwrap();
+        assert!(stamp.parse::<jiff::Timestamp>().is_ok(), "each line starts with its time: {line}");
+    }
+    assert!(!stdout.contains("search"), "--tenant shop sweeps shop alone:\n{stdout}");
 }

@@ -144,6 +144,18 @@ pub enum ExportError {
     /// The witness quorum asked for is not met by the export's cosigned checkpoint.
     #[error("export cosignatures: {0}")]
     Cosignatures(String),
+    /// The header names a format this build does not read: a retired one, or
+    /// one a newer build wrote. Build skew, never damage (R-VER-4): the
+    /// detail names the build that reads it.
+    #[error("export line {line}: format {format:?} is not read by this build: {detail}")]
+    UnreadableFormat {
+        /// 1-based line number of the header.
+        line: usize,
+        /// The format the header names.
+        format: String,
+        /// Why, and which build reads it.
+        detail: String,
+    },
 }
 
 impl ExportError {
@@ -151,6 +163,13 @@ impl ExportError {
     pub fn is_tamper(&self) -> bool {
         matches!(self, Self::Journal(err) if err.is_tamper())
             || matches!(self, Self::Mismatch(_) | Self::Checkpoint(_) | Self::Cosignatures(_))
+    }
+
+    /// Whether this build cannot read what another build wrote (R-VER-4):
+    /// a format it does not read, or records of a version it does not read.
+    pub fn is_build_skew(&self) -> bool {
+        matches!(self, Self::UnreadableFormat { .. })
+            || matches!(self, Self::Journal(err) if err.class() == crate::ErrorClass::BuildSkew)
     }
 }
 
@@ -449,10 +468,14 @@ pub fn verify_export(
         match line {
             Line::Header { format, origin, run } => {
                 if let Some((_, why)) = RETIRED_FORMATS.iter().find(|(retired, _)| *retired == format) {
-                    return Err(malformed(format!("format {format:?} is not read by this build: {why}")));
+                    return Err(ExportError::UnreadableFormat { line: line_no, format, detail: (*why).to_owned() });
                 }
                 if !READ_FORMATS.contains(&format.as_str()) {
-                    return Err(malformed(format!("format {format:?}, this build reads {}", READ_FORMATS.join(", "))));
+                    let detail = format!(
+                        "it reads {}; a newer build wrote it, verify it with that build",
+                        READ_FORMATS.join(", ")
+                    );
+                    return Err(ExportError::UnreadableFormat { line: line_no, format, detail });
                 }
                 format_read = format;
                 let origin = Origin::new(&origin).map_err(|err| malformed(err.to_string()))?;

@@ -479,7 +479,11 @@ impl Shared {
             (_, other) if other.ends_with("/checkpoint") => Answer::not_allowed("GET"),
             _ => Answer::text(404, "not found\n"),
         };
-        if answer.status >= 400 {
+        // A 409 is the protocol's normal exchange (the log sent an old size
+        // and resubmits with the one in the body), not an error.
+        if answer.status == 409 {
+            tracing::debug!(target: LOG_TARGET, %method, path, status = answer.status, "conflict: {}", answer.body.trim_end());
+        } else if answer.status >= 400 {
             tracing::warn!(target: LOG_TARGET, %method, path, status = answer.status, "refused: {}", answer.body.trim_end());
         }
         answer.into_response()

@@ -163,18 +163,24 @@ fn the_binary_serves_from_a_configuration_file_and_stops_on_sigterm() {
     let url = line.trim().rsplit(' ').next().unwrap().to_owned();
     let client = HttpWitness::new(&url, vec![witness::TrustedWitness::parse(&vkey).unwrap()]).unwrap();
     assert_eq!(client.add_checkpoint(&plane.signed(), &plane.log).unwrap().checkpoint.tree().size, 3);
-    // A refusal is logged: a shrink.
+    // A shrink: the witness's 409 (its size) is the protocol's normal
+    // exchange, and the client refuses on its own to prove a shrink.
     let mut shorter = Plane::new(1);
     shorter.grow_to(2, u64::MAX);
     let fresh = HttpWitness::new(&url, vec![witness::TrustedWitness::parse(&vkey).unwrap()]).unwrap();
     assert!(fresh.add_checkpoint(&shorter.signed(), &shorter.log).is_err());
+    // A refusal is logged: an unknown origin's monitor path.
+    let unknown = reqwest::blocking::get(format!("{url}/no-such-origin/checkpoint")).unwrap();
+    assert_eq!(unknown.status().as_u16(), 404);
     let status = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
     assert!(status.success());
     let exit = child.wait().unwrap();
     assert!(exit.success(), "a SIGTERM is a clean stop: {exit:?}");
     let mut log = String::new();
     child.stderr.take().unwrap().read_to_string(&mut log).unwrap();
-    assert!(log.contains("refused") && log.contains("409"), "every refusal is logged: {log}");
+    assert!(log.contains("refused") && log.contains("404"), "a refusal is logged: {log}");
+    assert!(!log.contains("status=409"), "a 409 is the normal exchange, logged at debug only: {log}");
+    assert!(!log.contains('\u{1b}'), "no colour codes in a log that is not a terminal: {log:?}");
     // A configuration that lists the witness's own key as a log key is refused.
     let own = config.with_file_name("own.toml");
     std::fs::write(

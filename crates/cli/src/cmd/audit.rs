@@ -7,7 +7,7 @@ use std::io::IsTerminal as _;
 use audit::{Anchor, AuditInputs, AuditReport, FindingClass, RecordKey};
 use witness::{ALG_COSIGNATURE_V1, TrustedWitness, VerifierKey};
 
-use crate::args::{AuditArgs, record_key};
+use crate::args::{AuditArgs, key_error, record_key};
 use crate::backend::open_existing;
 use crate::config::Settings;
 use crate::context::cli_build;
@@ -20,11 +20,18 @@ pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
     let log_keys = args
         .log_keys
         .iter()
-        .map(|vkey| VerifierKey::parse(vkey).map_err(|err| Failure::Usage(format!("--log-key: {err}"))))
+        .map(|vkey| VerifierKey::parse(vkey).map_err(|err| key_error("--log-key", vkey, &err)))
         .collect::<Result<Vec<_>, _>>()?;
     // The origin is the log key's name: taken from it when not given, and a
     // mismatch is a usage error naming both, never tamper findings.
     let origin = audit::origin_of_log_keys(cli.origin.as_deref(), &log_keys).map_err(usage)?;
+    if args.require_signature && args.record_keys.is_empty() {
+        return Err(Failure::Usage(
+            "--require-signature needs the record key to check with: give --record-key KEY_ID=BASE64 \
+             (`agentplane keys --print record-key` prints it on the plane)"
+                .into(),
+        ));
+    }
     let mut inputs = AuditInputs::new(cli.tenant_id()?, origin);
     inputs.reader = cli_build().clone();
     inputs.require_signature = args.require_signature;
@@ -84,9 +91,12 @@ fn usage(err: audit::AuditError) -> Failure {
 /// A witness key: a vkey (`name+hexid+base64`, type 0x04 or 0x06), or
 /// `NAME=BASE64` of its Ed25519 public key (a cosignature/v1 key).
 fn witness_key(spec: &str) -> Result<TrustedWitness, Failure> {
-    let bad = |why: String| Failure::Usage(format!("--witness-key {spec:?}: {why}"));
+    let bad = |why: String| Failure::Usage(format!("--witness-key {}: {why}", crate::output::shown(spec)));
     let key = match VerifierKey::parse(spec) {
         Ok(key) => key,
+        Err(err) if !spec.contains('=') || spec.to_ascii_uppercase().contains("PRIVATE") => {
+            return Err(key_error("--witness-key", spec, &err));
+        }
         Err(_) => {
             let (name, encoded) = spec.split_once('=').ok_or_else(|| bad("expected a vkey or NAME=BASE64".into()))?;
             let bytes = base64::Engine::decode(&base64::engine::general_purpose::STANDARD, encoded)
@@ -104,11 +114,21 @@ fn run_and_report(
     assert_complete: bool,
     json: bool,
 ) -> Result<(), Failure> {
-    let progress =
-        if std::io::stderr().is_terminal() { indicatif::ProgressBar::new(0) } else { indicatif::ProgressBar::hidden() };
+    let progress = progress_bar(&format!("auditing tenant {}", inputs.tenant));
+    // Workers report from several threads: the bar only moves forward.
+    let shown = std::sync::Mutex::new(0_u64);
     let report = audit::audit_with_progress(store, inputs, &|done, total| {
-        progress.set_length(total);
-        progress.set_position(done);
+        if let Ok(mut shown) = shown.lock() {
+            // Drawn from the first count on, never as an empty 0/0 bar.
+            if *shown == 0 && std::io::stderr().is_terminal() {
+                progress.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            }
+            progress.set_length(total);
+            if done > *shown {
+                *shown = done;
+                progress.set_position(done);
+            }
+        }
     })
     .map_err(|err| match err {
         audit::AuditError::Store(err) => Failure::from(err),
@@ -122,6 +142,22 @@ fn run_and_report(
         print_human(&report);
     }
     verdict(&report, assert_complete)
+}
+
+/// A progress bar on stderr when it is a terminal (hidden otherwise): the
+/// label, position/length, rate and time left.
+fn progress_bar(label: &str) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(Some(0), indicatif::ProgressDrawTarget::hidden());
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{msg} [{bar:30}] {human_pos}/{human_len} runs, {per_sec:0}, ETA {eta}")
+    {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(label.to_owned());
+    bar
 }
 
 fn print_human(report: &AuditReport) {
@@ -155,7 +191,7 @@ fn print_human(report: &AuditReport) {
     match (report.findings.len(), report.not_checked.is_empty()) {
         (0, true) => outln!("clean and complete"),
         (0, false) => outln!("0 findings; clean as far as it could check"),
-        (n, _) => outln!("{n} findings"),
+        (n, _) => outln!("{}", plural(n, "finding", "findings")),
     }
 }
 
@@ -169,13 +205,23 @@ fn verdict(report: &AuditReport, assert_complete: bool) -> Result<(), Failure> {
     }
     if !report.findings.is_empty() {
         let classes: std::collections::BTreeSet<FindingClass> = report.findings.iter().map(|f| f.class).collect();
-        return Err(Failure::Findings(format!("{} findings ({classes:?})", report.findings.len())));
+        let classes: Vec<&str> = classes.into_iter().map(FindingClass::name).collect();
+        return Err(Failure::Findings(format!(
+            "{} ({})",
+            plural(report.findings.len(), "finding", "findings"),
+            classes.join(", ")
+        )));
     }
     if assert_complete && !report.not_checked.is_empty() {
         return Err(Failure::Findings(format!(
-            "incomplete: {} checks not made (--assert-complete)",
-            report.not_checked.len()
+            "incomplete: {} not made (--assert-complete)",
+            plural(report.not_checked.len(), "check", "checks")
         )));
     }
     Ok(())
+}
+
+/// `1 finding`, `2 findings`.
+fn plural(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
 }

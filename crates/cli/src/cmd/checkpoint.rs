@@ -10,7 +10,7 @@ use crate::config::Settings;
 use crate::context::{Plane, Reader};
 use crate::failure::Failure;
 use crate::keys::PlaneKeys;
-use crate::output::{b64, print_json};
+use crate::output::print_json;
 
 /// `checkpoint --json`. Fields in alphabetical order, as the JSON has always been printed.
 #[derive(Debug, Serialize)]
@@ -24,7 +24,7 @@ struct CheckpointRow {
 impl CheckpointRow {
     fn of(checkpoint: &witness::Checkpoint, note: String) -> Self {
         let tree = checkpoint.tree();
-        Self { note, origin: checkpoint.origin().to_owned(), root: b64(tree.root.as_bytes()), size: tree.size }
+        Self { note, origin: checkpoint.origin().to_owned(), root: tree.root.to_string(), size: tree.size }
     }
 }
 

@@ -153,7 +153,11 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
     let t = &plane.tenant;
     let batch = plane.store.runs(t, None)?.len() / 8 + 1;
     let key = |name: &str| format!("demo-{batch}-{name}");
-    eprintln!("running demo batch {batch} in {}", crate::backend::display(&cli.store));
+    eprintln!(
+        "demo: admitting 9 sample runs (set {batch}) for tenant {} in {}",
+        plane.tenant,
+        crate::backend::display(&cli.store)
+    );
 
     // Succeeded: two effects, sealed.
     let mut run = admit(&runtime, &plane, &key("answered"), Budget::default())?;
@@ -212,7 +216,8 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
             .config_path
             .as_deref()
             .and_then(|p| p.parent())
-            .map_or_else(|| ".".into(), |p| p.display().to_string()),
+            .filter(|dir| !dir.as_os_str().is_empty())
+            .map_or_else(|| "this directory".into(), |p| p.display().to_string()),
         settings.config_path.as_deref().map_or_else(|| "(none)".into(), |p| p.display().to_string()),
         settings.keys.display(),
         crate::backend::display(&settings.store)

@@ -1,5 +1,5 @@
-//! `agentplane diff`: two runs' journals side by side, the first difference
-//! marked. What the runs did is compared (kind, effect key, body); where and
+//! `agentplane diff`: two runs' journals side by side, aligned, every
+//! differing row marked (`!`) and the first named. What the runs did is compared (kind, effect key, body); where and
 //! when they did it (run, seq, time, writer) is shown, not compared.
 
 use journal_core::{Counters, RunId, VerifiedRecord, VerifyOptions};
@@ -23,8 +23,9 @@ fn load(settings: &Settings, which: &str) -> Result<(String, Vec<VerifiedRecord>
             .map_err(|err| Failure::Findings(format!("{which}: {err}")))?;
         return Ok((format!("{run} ({which})"), records));
     }
-    let run = RunId::new(which)
-        .map_err(|err| Failure::Usage(format!("{which:?} is neither an export file nor a run id: {err}")))?;
+    let run = RunId::new(which).map_err(|err| {
+        Failure::Usage(format!("{} is neither an export file nor a run id: {err}", crate::output::shown(which)))
+    })?;
     let verified = Reader::open(settings)?.read(&run)?;
     Ok((run.to_string(), verified.records))
 }
@@ -101,22 +102,84 @@ impl Side {
     /// Whether two records did the same: kind, effect key and body (not
     /// where or when).
     fn same_as(&self, other: &Self) -> bool {
-        (&self.kind, &self.effect_key, &self.body) == (&other.kind, &other.effect_key, &other.body)
+        (&self.kind, &self.effect_key, behaviour(&self.body))
+            == (&other.kind, &other.effect_key, behaviour(&other.body))
     }
 
-    /// The cell of the table: kind, effect key, and the body's result,
-    /// outcome or step, cut to 48 characters.
-    fn cell(side: Option<&Self>) -> String {
+    /// The cell of the table: kind and effect key, then the body's fields
+    /// that differ from the other side's (or, when none do, its result,
+    /// outcome or step), in words rather than cut JSON.
+    fn cell(side: Option<&Self>, other: Option<&Self>) -> String {
         let Some(side) = side else {
-            return "—".to_owned();
+            return "-".to_owned();
         };
-        let detail = ["result", "outcome", "step"]
+        let mut parts = vec![side.kind.clone()];
+        parts.extend(side.effect_key.clone());
+        let fields: Vec<(&String, &Value)> = side.body.as_object().map(|o| o.iter().collect()).unwrap_or_default();
+        let differing: Vec<String> = fields
             .iter()
-            .find_map(|field| side.body.get(*field))
-            .map(|detail| format!(" {detail}"))
-            .unwrap_or_default();
-        let key = side.effect_key.as_deref().map(|k| format!(" {k}")).unwrap_or_default();
-        format!("{}{key}{detail}", side.kind).chars().take(48).collect()
+            .filter(|(name, value)| {
+                !IDENTITY.contains(&name.as_str())
+                    && other.is_some_and(|o| o.kind == side.kind && o.body.get(name.as_str()) != Some(value))
+            })
+            .map(|(name, value)| format!("{name}={}", words(value)))
+            .collect();
+        if differing.is_empty() {
+            let detail = ["result", "outcome", "step"].iter().find_map(|field| side.body.get(*field));
+            parts.extend(detail.map(words));
+        } else {
+            parts.extend(differing);
+        }
+        cut(&parts.join(" "), CELL_CHARS)
+    }
+}
+
+/// The fields that name a run rather than say what it did (its admission's
+/// idempotency key and tenant): shown, not compared, like its id.
+const IDENTITY: &[&str] = &["idempotency_key", "tenant"];
+
+/// A body without the fields that only name the run.
+fn behaviour(body: &Value) -> Value {
+    match body {
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .filter(|(name, _)| !IDENTITY.contains(&name.as_str()))
+                .map(|(name, value)| (name.clone(), value.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The widest a cell of `diff` grows, in characters.
+const CELL_CHARS: usize = 56;
+
+/// A JSON value in words: strings bare, objects as `name=value`.
+fn words(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.replace(['\n', '\r'], " "),
+        // `{"ok":{"output":"x"}}` reads `ok: x`.
+        Value::Object(fields) if fields.len() == 1 => fields
+            .iter()
+            .map(|(name, inner)| match inner.as_object().filter(|o| o.len() == 1).and_then(|o| o.values().next()) {
+                Some(Value::String(text)) => format!("{name}: {}", text.replace(['\n', '\r'], " ")),
+                _ => format!("{name} {}", words(inner)),
+            })
+            .collect(),
+        Value::Object(fields) => {
+            fields.iter().map(|(name, value)| format!("{name}={}", words(value))).collect::<Vec<_>>().join(" ")
+        }
+        Value::Array(items) => items.iter().map(words).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
+/// Text cut to `max` characters, a cut marked with `…`.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max.saturating_sub(1)) {
+        Some((at, _)) if text.chars().count() > max => format!("{}…", text.get(..at).unwrap_or_default()),
+        _ => text.to_owned(),
     }
 }
 
@@ -162,15 +225,24 @@ pub fn diff(settings: &Settings, a: &str, b: &str, json: bool) -> Result<(), Fai
         })?;
     } else {
         outln!("A = {name_a}\nB = {name_b}");
-        outln!("{:>4}  {:<48} {:<48}", "#", "A", "B");
-        for row in &rows {
-            let marker = if Some(row.position) == first { "  <- first difference" } else { "" };
-            outln!(
-                "{:>4}  {:<48} {:<48}{marker}",
-                row.position,
-                Side::cell(row.a.as_ref()),
-                Side::cell(row.b.as_ref())
-            );
+        let cells: Vec<(String, String)> = rows
+            .iter()
+            .map(|row| (Side::cell(row.a.as_ref(), row.b.as_ref()), Side::cell(row.b.as_ref(), row.a.as_ref())))
+            .collect();
+        let width = |pick: fn(&(String, String)) -> &String| {
+            cells.iter().map(|cell| pick(cell).chars().count()).max().unwrap_or(0).max(1)
+        };
+        let (wide_a, wide_b) = (width(|c| &c.0), width(|c| &c.1));
+        let number = rows.len().to_string().len().max(1);
+        let pad =
+            |text: &str, width: usize| format!("{text}{}", " ".repeat(width.saturating_sub(text.chars().count())));
+        outln!("{}  {}  {}  B", pad("", 1), pad(&format!("{:>number$}", "#"), number), pad("A", wide_a));
+        for (row, (a, b)) in rows.iter().zip(&cells) {
+            // Every differing row is marked `!`; the first also in words.
+            let mark = if row.same { " " } else { "!" };
+            let first = if Some(row.position) == first { "  <- first difference" } else { "" };
+            let line = format!("{mark}  {:>number$}  {}  {}", row.position, pad(a, wide_a), pad(b, wide_b));
+            outln!("{}{first}", line.trim_end());
         }
         outln!(
             "cost A: {} tokens, {} effects, {} steps; B: {} tokens, {} effects, {} steps",

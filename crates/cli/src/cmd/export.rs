@@ -9,14 +9,18 @@ use journal_core::export::{ExportCovers, ExportError, VerifiedExport, export_run
 use journal_core::{ChainCheck, Ed25519Verifier, VerifyOptions};
 use serde::Serialize;
 
-use crate::args::{record_key, run_id};
+use crate::args::{key_error, record_key, run_id};
 use crate::config::Settings;
 use crate::context::{Plane, reader_upcasters};
 use crate::failure::Failure;
-use crate::output::print_json;
+use crate::output::{FailureRow, print_json, written};
 
-/// `agentplane export RUN -o FILE`.
-pub fn export(settings: &Settings, run: &str, output: &Path) -> Result<(), Failure> {
+/// `agentplane export RUN -o FILE [--force]` (`-o -`: standard output).
+pub fn export(settings: &Settings, run: &str, output: &Path, force: bool) -> Result<(), Failure> {
+    // Refused before anything is signed; the write itself refuses a file made meanwhile.
+    if !force && output != Path::new("-") && output.exists() {
+        return Err(Failure::Usage(format!("{} exists: give --force to overwrite it", output.display())));
+    }
     let plane = Plane::open(settings, false)?;
     let run = run_id(run)?;
     let verifier = plane.keys.record_verifier()?;
@@ -27,19 +31,89 @@ pub fn export(settings: &Settings, run: &str, output: &Path) -> Result<(), Failu
     if exported.cosigned.is_none() {
         eprintln!("note: no witness quorum has cosigned a checkpoint holding this run yet (`agentplane sweep`)");
     }
-    std::fs::write(output, exported.text).map_err(|err| Failure::Io(format!("writing {}: {err}", output.display())))?;
+    if output == Path::new("-") {
+        out!("{}", exported.text);
+        written(std::io::Write::flush(&mut std::io::stdout()));
+    } else {
+        write_new(output, exported.text.as_bytes(), force)?;
+    }
+    let to = if output == Path::new("-") { "standard output".to_owned() } else { output.display().to_string() };
     match exported.covers {
         ExportCovers::Seal => {
-            eprintln!("exported sealed run {run} ({} records) to {}", exported.records, output.display());
+            eprintln!("exported sealed run {run} ({} records) to {to}", exported.records);
         }
         ExportCovers::Head { seq, .. } => eprintln!(
             "exported open run {run} ({} records, its head at seq {seq} proven in the log: a prefix, not a complete \
-             history) to {}",
-            exported.records,
-            output.display()
+             history) to {to}",
+            exported.records
         ),
     }
     Ok(())
+}
+
+/// Writes `bytes` to `path`: a new file, or with `force` over an existing one.
+fn write_new(path: &Path, bytes: &[u8], force: bool) -> Result<(), Failure> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if force {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    let mut file = options.open(path).map_err(|err| match err.kind() {
+        std::io::ErrorKind::AlreadyExists => {
+            Failure::Usage(format!("{} exists: give --force to overwrite it", path.display()))
+        }
+        _ => Failure::Io(format!("writing {}: {err}", path.display())),
+    })?;
+    std::io::Write::write_all(&mut file, bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|err| Failure::Io(format!("writing {}: {err}", path.display())))
+}
+
+/// The most `verify-export` reads: 1 GiB (real exports are far smaller).
+pub const MAX_EXPORT_BYTES: usize = 1 << 30;
+
+/// The longest line `verify-export` reads: 64 MiB. Past it the input is
+/// refused without reading on, so `/dev/zero` costs 64 MiB, not all memory.
+pub const MAX_EXPORT_LINE_BYTES: usize = 64 << 20;
+
+/// Reads an export (`-`: standard input) within the limits, as text.
+fn read_export(file: &Path) -> Result<String, Failure> {
+    let stdin = file == Path::new("-");
+    let name = if stdin { "standard input".to_owned() } else { file.display().to_string() };
+    let mut reader: Box<dyn std::io::Read> = if stdin {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::fs::File::open(file).map_err(|err| Failure::Io(format!("reading {name}: {err}")))?)
+    };
+    let mut text = Vec::new();
+    let mut chunk = vec![0_u8; 64 * 1024];
+    let mut line_start = 0;
+    loop {
+        let read = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(Failure::Io(format!("reading {name}: {err}"))),
+        };
+        let got = chunk.get(..read).unwrap_or_default();
+        if let Some(newline) = got.iter().rposition(|b| *b == b'\n') {
+            line_start = text.len() + newline + 1;
+        }
+        text.extend_from_slice(got);
+        if text.len() - line_start > MAX_EXPORT_LINE_BYTES {
+            return Err(Failure::NotAnExport(format!(
+                "{name} has a line longer than 64 MiB: not an export (verify-export reads lines of up to 64 MiB)"
+            )));
+        }
+        if text.len() > MAX_EXPORT_BYTES {
+            return Err(Failure::NotAnExport(format!(
+                "{name} is larger than 1 GiB: not an export (verify-export reads up to 1 GiB)"
+            )));
+        }
+    }
+    String::from_utf8(text).map_err(|_| Failure::NotAnExport(format!("{name} is not UTF-8 text: not an export")))
 }
 
 /// What `verify-export` trusts: the flags, as given.
@@ -87,10 +161,13 @@ struct Valid<'a> {
     valid: bool,
 }
 
-/// `verify-export --json` of an export that does not verify.
+/// `verify-export --json` of an export that does not verify, or of a file
+/// that cannot be read as one: the failure's class and code, its message,
+/// and `valid: false`.
 #[derive(Debug, Serialize)]
 struct Invalid {
-    finding: String,
+    #[serde(flatten)]
+    failure: FailureRow,
     valid: bool,
 }
 
@@ -98,20 +175,25 @@ struct Invalid {
 /// its cosigned checkpoint held to the trusted witnesses when any are given
 /// (with how many of them cosigned); the outer error is the flags' or the file's.
 fn verified(file: &Path, trust: &Trust<'_>) -> Result<Result<(VerifiedExport, Option<usize>), ExportError>, Failure> {
+    if trust.require_signature && trust.record_keys.is_empty() {
+        return Err(Failure::Usage(
+            "--require-signature needs the record key to check with: give --record-key KEY_ID=BASE64 \
+             (`agentplane keys --print record-key` prints it on the plane)"
+                .into(),
+        ));
+    }
     let log_key =
-        witness::VerifierKey::parse(trust.log_key).map_err(|err| Failure::Usage(format!("--log-key: {err}")))?;
+        witness::VerifierKey::parse(trust.log_key).map_err(|err| key_error("--log-key", trust.log_key, &err))?;
     let mut verifier = Ed25519Verifier::new();
     for spec in trust.record_keys {
         let (key_id, public) = record_key(spec)?;
         verifier.trust(&key_id, public).map_err(Failure::Usage)?;
     }
-    let text = std::fs::read(file).map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
-    let text =
-        String::from_utf8(text).map_err(|_| Failure::Findings(format!("{} is not UTF-8 text", file.display())))?;
+    let text = read_export(file)?;
     let trusted = trust
         .witness_keys
         .iter()
-        .map(|key| witness::TrustedWitness::parse(key).map_err(|err| Failure::Usage(format!("--witness-key: {err}"))))
+        .map(|key| witness::TrustedWitness::parse(key).map_err(|err| key_error("--witness-key", key, &err)))
         .collect::<Result<Vec<_>, _>>()?;
     // One public key under two names would count twice (R-AUD-10).
     witness::check_distinct_keys(&trusted).map_err(|err| Failure::Usage(format!("--witness-key: {err}")))?;
@@ -133,60 +215,69 @@ fn verified(file: &Path, trust: &Trust<'_>) -> Result<Result<(VerifiedExport, Op
     }))
 }
 
-/// `agentplane verify-export FILE --log-key VKEY ...`: exit 1 on findings.
+/// `agentplane verify-export FILE --log-key VKEY ...`: exit 1 on findings,
+/// 2 on usage or I/O, 3 on a format or record version this build does not
+/// read. With `--json` every answer is one JSON object on stdout.
 pub fn verify_export(file: &Path, trust: &Trust<'_>, json: bool) -> Result<(), Failure> {
-    let record_check = trust.record_check();
-    match verified(file, trust)? {
-        Ok((verified, cosignatures)) => {
+    let result = verified(file, trust).and_then(|verified| verified.map_err(Failure::Export));
+    match result {
+        Ok((verified, cosignatures)) => print_valid(&verified, cosignatures, trust.record_check(), json),
+        Err(failure) => {
             if json {
-                return print_json(&Valid {
-                    cosignatures,
-                    covers: verified.covers.as_str(),
-                    cosigned_size: verified.cosigned.as_ref().map(|c| c.tree.size),
-                    index: verified.index,
-                    origin: verified.origin.as_str(),
-                    outcome: verified.outcome.map(|o| o.as_str()),
-                    record_signatures: record_check,
-                    records: verified.records,
-                    run: verified.run.as_str(),
-                    size: verified.tree.size,
-                    valid: true,
-                });
+                print_json(&Invalid { failure: FailureRow::of(&failure), valid: false })?;
             }
-            let witness_check = cosignatures.map_or_else(
-                || "not checked (no --witness-key)".to_owned(),
-                |count| format!("{count} distinct trusted witness keys cosigned a checkpoint holding the run"),
-            );
-            match verified.covers {
-                ExportCovers::Seal => outln!(
-                    "valid: run {} ({} records, {}) is leaf {} of {} in {}",
-                    verified.run,
-                    verified.records,
-                    verified.outcome.map_or("?", |o| o.as_str()),
-                    verified.index,
-                    verified.tree.size,
-                    verified.origin
-                ),
-                ExportCovers::Head { seq, entries } => outln!(
-                    "valid: open run {} ({}) had these {} records, its head at seq {seq}, when leaf {} of {} in {} \
-                     was logged (a heads leaf of {entries} runs); a prefix, not a complete history",
-                    verified.run,
-                    verified.outcome.map_or("running", |o| o.as_str()),
-                    verified.records,
-                    verified.index,
-                    verified.tree.size,
-                    verified.origin
-                ),
-            }
-            outln!("record signatures: {record_check}");
-            outln!("witnesses: {witness_check}");
-            Ok(())
-        }
-        Err(err) => {
-            if json {
-                print_json(&Invalid { finding: err.to_string(), valid: false })?;
-            }
-            Err(Failure::Findings(err.to_string()))
+            Err(failure)
         }
     }
+}
+
+fn print_valid(
+    verified: &VerifiedExport,
+    cosignatures: Option<usize>,
+    record_check: &'static str,
+    json: bool,
+) -> Result<(), Failure> {
+    if json {
+        return print_json(&Valid {
+            cosignatures,
+            covers: verified.covers.as_str(),
+            cosigned_size: verified.cosigned.as_ref().map(|c| c.tree.size),
+            index: verified.index,
+            origin: verified.origin.as_str(),
+            outcome: verified.outcome.map(|o| o.as_str()),
+            record_signatures: record_check,
+            records: verified.records,
+            run: verified.run.as_str(),
+            size: verified.tree.size,
+            valid: true,
+        });
+    }
+    let witness_check = cosignatures.map_or_else(
+        || "not checked (no --witness-key)".to_owned(),
+        |count| format!("{count} distinct trusted witness keys cosigned a checkpoint holding the run"),
+    );
+    match verified.covers {
+        ExportCovers::Seal => outln!(
+            "valid: run {} ({} records, {}) is leaf {} of {} in {}",
+            verified.run,
+            verified.records,
+            verified.outcome.map_or("?", |o| o.as_str()),
+            verified.index,
+            verified.tree.size,
+            verified.origin
+        ),
+        ExportCovers::Head { seq, entries } => outln!(
+            "valid: open run {} ({}) had these {} records, its head at seq {seq}, when leaf {} of {} in {} was \
+             logged (a heads leaf of {entries} runs); a prefix, not a complete history",
+            verified.run,
+            verified.outcome.map_or("running", |o| o.as_str()),
+            verified.records,
+            verified.index,
+            verified.tree.size,
+            verified.origin
+        ),
+    }
+    outln!("record signatures: {record_check}");
+    outln!("witnesses: {witness_check}");
+    Ok(())
 }

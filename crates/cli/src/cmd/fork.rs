@@ -1,7 +1,9 @@
 //! `agentplane fork RUN --at SEQ`: a new run whose journal records where it
-//! came from; agent code resuming it is served the source's effects up to there.
+//! came from; agent code resuming it is served the source's effects up to
+//! there. `agentplane resume RUN`: the answer a stopped run waits for, then
+//! its agent code run on (the demo's, the one agent the command line holds).
 
-use journal_core::{Admission, AdmitRequest, Budget};
+use journal_core::{Admission, AdmitRequest, Budget, Dimension, DoubtAnswer, EffectResult, RunId, RuntimeError};
 
 use crate::args::run_id;
 use crate::config::Settings;
@@ -24,4 +26,94 @@ pub fn fork(settings: &Settings, run: &str, at: u64, key: Option<&str>) -> Resul
         }
     }
     Ok(())
+}
+
+/// `agentplane resume RUN [--raise DIMENSION=N]... [--lift] [--answer EFFECT_KEY=ANSWER]...`.
+pub fn resume(settings: &Settings, run: &str, raise: &[String], lift: bool, answers: &[String]) -> Result<(), Failure> {
+    let plane = Plane::open(settings, false)?;
+    let runtime = plane.runtime()?;
+    let run = run_id(run)?;
+    let t = &plane.tenant;
+    for spec in raise {
+        let (dimension, ceiling) = ceiling(spec)?;
+        runtime.raise_ceiling(t, &run, dimension, ceiling)?;
+        eprintln!("raised the {dimension} ceiling of run {run}");
+    }
+    if lift {
+        runtime.lift(t, &run, "lifted with agentplane resume")?;
+        eprintln!("lifted the withholding of run {run}");
+    }
+    for spec in answers {
+        let (effect, answer) = doubt_answer(spec)?;
+        runtime.answer_doubt(t, &run, effect, answer)?;
+        eprintln!("answered the doubt on effect {effect} of run {run}");
+    }
+    let Some(kind) = demo_kind(&plane, &run)? else {
+        eprintln!(
+            "run {run} is not run by the demo's agent code: it continues when its own code resumes it (the answers \
+             above are recorded)"
+        );
+        return Ok(());
+    };
+    let mut handle = runtime.resume(t, &run)?;
+    let outcome = match super::demo::agent(&kind, &mut handle) {
+        Ok(()) => "succeeded".to_owned(),
+        Err(RuntimeError::Stopped { .. }) => {
+            plane.read(&run)?.last_conclusion().map_or_else(|| "running".to_owned(), |c| c.outcome.as_str().to_owned())
+        }
+        Err(other) => return Err(other.into()),
+    };
+    outln!("run {run}: {outcome}");
+    Ok(())
+}
+
+/// `DIMENSION=N` (or `DIMENSION=none`).
+fn ceiling(spec: &str) -> Result<(Dimension, Option<u64>), Failure> {
+    let shown = crate::output::shown(spec);
+    let (name, value) =
+        spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--raise {shown}: expected DIMENSION=N")))?;
+    let dimension = Dimension::ALL.into_iter().find(|d| d.to_string() == name).ok_or_else(|| {
+        Failure::Usage(format!(
+            "--raise {shown}: the dimension is one of tokens, cost_micros, steps, effects, wall_millis"
+        ))
+    })?;
+    let ceiling = match value {
+        "none" => None,
+        number => Some(number.parse::<u64>().map_err(|err| Failure::Usage(format!("--raise {shown}: {err}")))?),
+    };
+    Ok((dimension, ceiling))
+}
+
+/// `EFFECT_KEY=happened` or `EFFECT_KEY=not-happened`.
+fn doubt_answer(spec: &str) -> Result<(&str, DoubtAnswer), Failure> {
+    let shown = crate::output::shown(spec);
+    match spec.rsplit_once('=') {
+        Some((effect, "happened")) => Ok((
+            effect,
+            DoubtAnswer::Happened {
+                result: EffectResult::Ok { output: "confirmed by a person (agentplane resume)".into() },
+            },
+        )),
+        Some((effect, "not-happened")) => Ok((effect, DoubtAnswer::DidNotHappen)),
+        _ => Err(Failure::Usage(format!("--answer {shown}: expected EFFECT_KEY=happened or EFFECT_KEY=not-happened"))),
+    }
+}
+
+/// The demo scenario a run plays (`demo-N-KIND`), following forks back to
+/// their source; `None` for a run of other agent code.
+fn demo_kind(plane: &Plane, run: &RunId) -> Result<Option<String>, Failure> {
+    let mut current = run.clone();
+    // Forks of forks: followed a bounded number of times, never trusted to end.
+    for _ in 0..64 {
+        let verified = plane.read(&current)?;
+        let key = verified.admission().map(|a| a.idempotency_key.clone()).unwrap_or_default();
+        if let Some(rest) = key.strip_prefix("demo-") {
+            return Ok(rest.split_once('-').map(|(_, kind)| kind.to_owned()));
+        }
+        match verified.forked_from() {
+            Some(fork) => current = run_id(&fork.source_run)?,
+            None => return Ok(None),
+        }
+    }
+    Ok(None)
 }

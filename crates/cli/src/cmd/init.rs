@@ -15,8 +15,9 @@ pub fn init(
 ) -> Result<(), Failure> {
     let mut entries = Vec::new();
     for spec in witnesses {
-        let (url, key) =
-            spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--witness {spec:?}: expected URL=VKEY")))?;
+        let (url, key) = spec
+            .split_once('=')
+            .ok_or_else(|| Failure::Usage(format!("--witness {}: expected URL=VKEY", crate::output::shown(spec))))?;
         agentplane_cli::plane_config::check_witness_key(key)
             .map_err(|err| Failure::Usage(format!("--witness {url}: {err}")))?;
         entries.push(WitnessEntry { url: url.to_owned(), key: key.to_owned() });

@@ -8,7 +8,7 @@ use crate::args::KeyPart;
 use crate::backend::open_existing;
 use crate::config::Settings;
 use crate::failure::Failure;
-use crate::keys::PlaneKeys;
+use crate::keys::{DEFAULT_ORIGIN, PlaneKeys};
 use crate::output::print_json;
 
 /// `keys --json`. Fields in alphabetical order, as the JSON has always been printed.
@@ -20,8 +20,10 @@ struct KeysRow<'a> {
     tenant: &'a str,
 }
 
-/// `agentplane keygen --origin ORIGIN`: prints the log's verifier key.
-pub fn keygen(cli: &Settings, origin: &str) -> Result<(), Failure> {
+/// `agentplane keygen [--origin ORIGIN]`: prints the log's verifier key.
+/// The origin defaults to the configuration's tenant's, else to the one
+/// `init` gives the tenant `default` (`agentplane.local/plane/default`).
+pub fn keygen(cli: &Settings) -> Result<(), Failure> {
     // A store that holds runs was signed by keys already: minting new ones
     // would mix two planes in one file.
     if cli.store.is_file() {
@@ -34,6 +36,8 @@ pub fn keygen(cli: &Settings, origin: &str) -> Result<(), Failure> {
             )));
         }
     }
+    let default = format!("{DEFAULT_ORIGIN}/default");
+    let origin = cli.origin.as_deref().unwrap_or(&default);
     let origin = Origin::new(origin).map_err(|err| Failure::Usage(format!("--origin: {err}")))?;
     let keys = PlaneKeys::generate(&[origin])?;
     keys.write(&cli.keys)?;

@@ -41,12 +41,14 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
             };
             init::init(&files, tenants, origin_base, witnesses, *quorum, sweep_every)
         }
-        Command::Sweep { every, probe_every, json } => sweep::sweep(cli, every.as_deref(), probe_every, *json),
-        Command::Keygen { origin } => keys::keygen(cli, origin),
+        Command::Sweep { every, probe_every, json } => {
+            sweep::sweep(cli, flags.tenant.as_deref(), every.as_deref(), probe_every, *json)
+        }
+        Command::Keygen => keys::keygen(cli),
         Command::Keys { witness_config, print, json } => keys::keys(cli, *witness_config, *print, *json),
         Command::Demo => demo::run(cli, &flags),
         Command::Runs { outcome, ids, verify_signatures, json } => {
-            runs::runs(cli, outcome.as_deref(), *ids, *verify_signatures, *json)
+            runs::runs(cli, outcome.map(|o| o.outcome()), *ids, *verify_signatures, *json)
         }
         Command::Show { run, json } => show::show(cli, run, *json),
         Command::Verify { require_signature, assert_complete, json } => {
@@ -68,7 +70,8 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         }
         Command::Diff { a, b, json } => diff::diff(cli, a, b, *json),
         Command::Fork { run, at, key } => fork::fork(cli, run, *at, key.as_deref()),
-        Command::Export { run, output } => export::export(cli, run, output),
+        Command::Resume { run, raise, lift, answer } => fork::resume(cli, run, raise, *lift, answer),
+        Command::Export { run, output, force } => export::export(cli, run, output, *force),
         Command::VerifyExport { file, log_key, record_key, require_signature, witness_keys, quorum, json } => {
             let trust = export::Trust {
                 log_key,
@@ -78,6 +81,11 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
                 quorum: *quorum,
             };
             export::verify_export(file, &trust, *json)
+        }
+        Command::VerifyProof { file, checkpoints, log_key, root, size, json } => {
+            let trusted =
+                prove::Trusted { checkpoints, log_key: log_key.as_deref(), root: root.as_deref(), size: *size };
+            prove::verify_proof(file, &trusted, *json)
         }
         Command::Repair => maintenance::repair(cli),
         Command::Compact => maintenance::compact(cli),

@@ -1,5 +1,6 @@
 //! `agentplane prove`: a sealed run's inclusion in the log, or the log's
-//! consistency with an older size; hashes in standard base64, as in checkpoints.
+//! consistency with an older size; hashes in lowercase hex, as in every
+//! command's JSON (the audit report, `show`, `sweep` and exports).
 
 use journal_core::LogSource;
 use serde::Serialize;
@@ -8,7 +9,7 @@ use crate::args::run_id;
 use crate::config::Settings;
 use crate::context::Reader;
 use crate::failure::Failure;
-use crate::output::{b64, print_json};
+use crate::output::print_json;
 
 /// `prove RUN --json`. Fields in alphabetical order, as the JSON has always been printed.
 #[derive(Debug, Serialize)]
@@ -69,15 +70,15 @@ fn head_inclusion(reader: &Reader, run: &journal_core::RunId, json: bool) -> Res
     let row = HeadRow {
         entries: proven.entries,
         entry_index: proven.entry_index,
-        entry_proof: proven.entry_proof.path().iter().map(|h| b64(h.as_bytes())).collect(),
+        entry_proof: proven.entry_proof.path().iter().map(ToString::to_string).collect(),
         from_walk_with_holes: proven.source.has_holes(),
         head_hash: proven.entry.hash.to_string(),
         head_seq: proven.entry.seq,
         index: proven.index,
         kind: "head",
-        leaf_hash: b64(proven.leaf.as_bytes()),
-        proof: proven.proof.path().iter().map(|h| b64(h.as_bytes())).collect(),
-        root: b64(proven.tree.root.as_bytes()),
+        leaf_hash: proven.leaf.to_string(),
+        proof: proven.proof.path().iter().map(ToString::to_string).collect(),
+        root: proven.tree.root.to_string(),
         run: run.to_string(),
         size: proven.tree.size,
     };
@@ -117,9 +118,9 @@ pub fn inclusion(settings: &Settings, run: &str, json: bool) -> Result<(), Failu
     let row = InclusionRow {
         from_walk_with_holes: inclusion.source.has_holes(),
         index: inclusion.index,
-        leaf_hash: b64(inclusion.leaf.as_bytes()),
-        proof: inclusion.proof.path().iter().map(|h| b64(h.as_bytes())).collect(),
-        root: b64(inclusion.tree.root.as_bytes()),
+        leaf_hash: inclusion.leaf.to_string(),
+        proof: inclusion.proof.path().iter().map(ToString::to_string).collect(),
+        root: inclusion.tree.root.to_string(),
         run: run.to_string(),
         size: inclusion.tree.size,
     };
@@ -143,10 +144,10 @@ pub fn consistency(settings: &Settings, old: u64, json: bool) -> Result<(), Fail
     let consistency = log.consistency(old, log.size())?;
     let row = ConsistencyRow {
         from_walk_with_holes: consistency.source.has_holes(),
-        old_root: b64(consistency.old.root.as_bytes()),
+        old_root: consistency.old.root.to_string(),
         old_size: old,
-        proof: consistency.proof.path().iter().map(|h| b64(h.as_bytes())).collect(),
-        root: b64(consistency.new.root.as_bytes()),
+        proof: consistency.proof.path().iter().map(ToString::to_string).collect(),
+        root: consistency.new.root.to_string(),
         size: consistency.new.size,
     };
     if json {
@@ -154,8 +155,160 @@ pub fn consistency(settings: &Settings, old: u64, json: bool) -> Result<(), Fail
     }
     warn_if_walked(consistency.source);
     outln!("size {old} -> {}", row.size);
+    outln!("old root {}", row.old_root);
+    outln!("root     {}", row.root);
     for hash in &row.proof {
         outln!("proof {hash}");
     }
     Ok(())
+}
+
+/// What `verify-proof` trusts: checkpoint notes opened with the log key, or
+/// a root and size held from elsewhere.
+pub struct Trusted<'a> {
+    /// `--checkpoint FILE`, each.
+    pub checkpoints: &'a [std::path::PathBuf],
+    /// `--log-key VKEY`.
+    pub log_key: Option<&'a str>,
+    /// `--root HEX`.
+    pub root: Option<&'a str>,
+    /// `--size N`.
+    pub size: Option<u64>,
+}
+
+/// The trees the caller trusts: each checkpoint's, verified with the log
+/// key, and `--root`/`--size`.
+fn trusted_trees(trusted: &Trusted<'_>) -> Result<Vec<tlog::Tree>, Failure> {
+    let mut trees = Vec::new();
+    if !trusted.checkpoints.is_empty() {
+        let text = trusted.log_key.ok_or_else(|| Failure::Usage("--checkpoint needs --log-key to open it".into()))?;
+        let key = witness::VerifierKey::parse(text).map_err(|err| crate::args::key_error("--log-key", text, &err))?;
+        for file in trusted.checkpoints {
+            let note = std::fs::read(file).map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
+            let (signed, _) = witness::SignedCheckpoint::open(&note, &[&key]).map_err(|err| {
+                Failure::Findings(format!("{}: not a checkpoint signed by the log key: {err}", file.display()))
+            })?;
+            trees.push(signed.checkpoint().tree());
+        }
+    }
+    if let (Some(root), Some(size)) = (trusted.root, trusted.size) {
+        let root = tlog::RootHash::from_hex(root)
+            .map_err(|err| Failure::Usage(format!("--root {}: {err}", crate::output::shown(root))))?;
+        trees.push(tlog::Tree::new(size, root));
+    }
+    if trees.is_empty() {
+        return Err(Failure::Usage(
+            "a proof never vouches for its own root: give --checkpoint FILE --log-key VKEY, or --root HEX --size N"
+                .into(),
+        ));
+    }
+    Ok(trees)
+}
+
+/// The proof as `prove --json` printed it.
+#[derive(Debug, serde::Deserialize)]
+struct ProofFile {
+    kind: Option<String>,
+    index: Option<u64>,
+    leaf_hash: Option<String>,
+    old_size: Option<u64>,
+    old_root: Option<String>,
+    size: u64,
+    root: String,
+    proof: Vec<String>,
+}
+
+/// `verify-proof --json`. Fields in alphabetical order.
+#[derive(Debug, Serialize)]
+struct ProofVerified {
+    kind: &'static str,
+    old_size: Option<u64>,
+    root: String,
+    size: u64,
+    trusted_by: &'static str,
+    valid: bool,
+}
+
+fn hex_of<T>(field: &str, text: &str, parse: fn(&str) -> Result<T, tlog::HashParseError>) -> Result<T, Failure> {
+    parse(text).map_err(|err| Failure::Findings(format!("the proof's {field} {}: {err}", crate::output::shown(text))))
+}
+
+/// `agentplane verify-proof FILE (--checkpoint FILE --log-key VKEY | --root HEX --size N)`.
+pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -> Result<(), Failure> {
+    let trees = trusted_trees(trusted)?;
+    let text = if file == std::path::Path::new("-") {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut std::io::Read::take(std::io::stdin().lock(), 1 << 20), &mut text)
+            .map_err(|err| Failure::Io(format!("reading standard input: {err}")))?;
+        text
+    } else {
+        let bytes = std::fs::read(file).map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
+        String::from_utf8(bytes).map_err(|_| Failure::Findings(format!("{} is not UTF-8 text", file.display())))?
+    };
+    let proof: ProofFile = serde_json::from_str(&text)
+        .map_err(|err| Failure::Findings(format!("{}: not the JSON of `prove --json`: {err}", file.display())))?;
+    let tree = tlog::Tree::new(proof.size, hex_of("root", &proof.root, tlog::RootHash::from_hex)?);
+    let path =
+        proof.proof.iter().map(|h| hex_of("proof", h, tlog::NodeHash::from_hex)).collect::<Result<Vec<_>, _>>()?;
+    let (kind, old_size) = match (&proof.leaf_hash, proof.index, proof.old_size, &proof.old_root) {
+        (Some(leaf), Some(index), None, None) => {
+            let leaf = hex_of("leaf_hash", leaf, tlog::LeafHash::from_hex)?;
+            tree.verify_inclusion(&leaf, index, &tlog::InclusionProof::new(path)).map_err(|err| {
+                Failure::Findings(format!("the inclusion proof does not verify against its root: {err}"))
+            })?;
+            if !trees.contains(&tree) {
+                return Err(Failure::Findings(format!(
+                    "the proof's tree (size {}, root {}) is not the trusted one ({})",
+                    tree.size,
+                    tree.root,
+                    said(&trees)
+                )));
+            }
+            (if proof.kind.as_deref() == Some("head") { "head" } else { "inclusion" }, None)
+        }
+        (None, None, Some(old_size), Some(old_root)) => {
+            let old = tlog::Tree::new(old_size, hex_of("old_root", old_root, tlog::RootHash::from_hex)?);
+            tree.verify_extends(&old, &tlog::ConsistencyProof::new(path)).map_err(|err| {
+                Failure::Findings(format!("the consistency proof does not verify between its roots: {err}"))
+            })?;
+            if !trees.iter().any(|trusted| *trusted == tree || *trusted == old) {
+                return Err(Failure::Findings(format!(
+                    "neither end of the proof (size {old_size} or {}) is a trusted tree ({})",
+                    tree.size,
+                    said(&trees)
+                )));
+            }
+            ("consistency", Some(old_size))
+        }
+        _ => {
+            return Err(Failure::Findings(format!(
+                "{}: neither an inclusion proof (index, leaf_hash) nor a consistency proof (old_size, old_root)",
+                file.display()
+            )));
+        }
+    };
+    let trusted_by = if trusted.checkpoints.is_empty() { "--root" } else { "a checkpoint signed by the log key" };
+    if json {
+        return print_json(&ProofVerified {
+            kind,
+            old_size,
+            root: tree.root.to_string(),
+            size: tree.size,
+            trusted_by,
+            valid: true,
+        });
+    }
+    match old_size {
+        Some(old) => outln!("valid: the tree of size {} (root {}) extends size {old}", tree.size, tree.root),
+        None => outln!("valid: {kind} proof in the tree of size {} (root {})", tree.size, tree.root),
+    }
+    if kind == "head" {
+        outln!("the entry's place in the heads leaf (entry_proof) is not checked by verify-proof");
+    }
+    outln!("trusted by {trusted_by}");
+    Ok(())
+}
+
+fn said(trees: &[tlog::Tree]) -> String {
+    trees.iter().map(|t| format!("size {} root {}", t.size, t.root)).collect::<Vec<_>>().join("; ")
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::config::Settings;
 use crate::context::Reader;
-use crate::failure::Failure;
+use crate::failure::{Class, Failure};
 use crate::output::print_json;
 
 /// A row of `runs` (and of the demo's summary). The JSON of a row is an
@@ -45,6 +45,9 @@ pub struct Figures {
 /// An unverifiable run.
 #[derive(Debug, Serialize)]
 pub struct Problem {
+    /// The class of the problem: `findings` (tamper or damage), `build_skew`
+    /// (this build cannot read it) or `usage`.
+    pub class: Class,
     /// Why its chain does not verify.
     pub problem: String,
     /// The run.
@@ -82,7 +85,8 @@ pub fn run_rows(
             Ok(verified) => rows.push(RunRow::of(&run, &verified)),
             Err(Failure::Io(message)) => return Err(Failure::Io(message)),
             Err(problem) => rows.push(RunRow::Unverified(Problem {
-                problem: problem.message().to_owned(),
+                class: problem.class(),
+                problem: problem.message(),
                 run: run.to_string(),
                 verified: false,
             })),
@@ -115,21 +119,12 @@ pub fn print_table(rows: &[RunRow]) {
 /// `agentplane runs [--outcome OUTCOME] [--ids | --json] [--verify-signatures]`.
 pub fn runs(
     settings: &Settings,
-    outcome: Option<&str>,
+    outcome: Option<Outcome>,
     ids: bool,
     verify_signatures: bool,
     json: bool,
 ) -> Result<(), Failure> {
     let reader = Reader::open(settings)?.signatures(verify_signatures);
-    let outcome = outcome
-        .map(|o| {
-            Outcome::parse(o).ok_or_else(|| {
-                Failure::Usage(format!(
-                    "unknown outcome {o:?}; one of succeeded, cancelled, abandoned, failed, exhausted, withheld, quarantined"
-                ))
-            })
-        })
-        .transpose()?;
     if ids {
         for run in reader.store.runs(&reader.tenant, outcome)? {
             outln!("{run}");
@@ -138,8 +133,30 @@ pub fn runs(
     }
     let rows = run_rows(reader.store.as_ref(), &reader.tenant, outcome, &|run| reader.read(run))?;
     if json {
-        return print_json(&rows);
+        print_json(&rows)?;
+    } else {
+        print_table(&rows);
     }
-    print_table(&rows);
-    Ok(())
+    unverified(&rows)
+}
+
+/// Exit 1 when a row is unverified (3 when every one is build skew: this
+/// binary cannot read them, the history may be intact).
+fn unverified(rows: &[RunRow]) -> Result<(), Failure> {
+    let classes: Vec<Class> = rows
+        .iter()
+        .filter_map(|row| match row {
+            RunRow::Unverified(problem) => Some(problem.class),
+            RunRow::Verified(_) => None,
+        })
+        .collect();
+    if classes.is_empty() {
+        return Ok(());
+    }
+    let message = format!("{} of {} runs did not verify (marked UNVERIFIED)", classes.len(), rows.len());
+    if classes.iter().all(|class| *class == Class::BuildSkew) {
+        Err(Failure::BuildSkew(format!("{message}: this binary cannot read them; the remedy names the build that can")))
+    } else {
+        Err(Failure::Findings(format!("{message}: run `agentplane verify` for the findings")))
+    }
 }

@@ -59,6 +59,143 @@ fn short(hash: &str) -> String {
     format!("{}…", hash.chars().take(10).collect::<String>())
 }
 
+/// Text cut to `max` characters, on one line.
+fn cut(text: &str, max: usize) -> String {
+    let line = text.replace(['\n', '\r'], " ");
+    match line.char_indices().nth(max) {
+        None => line,
+        Some((at, _)) => format!("{}…", line.get(..at).unwrap_or_default()),
+    }
+}
+
+/// How a span of milliseconds reads: `850ms`, `2.4s`, `3m05s`, `2h10m`.
+fn duration(millis: i64) -> String {
+    match millis {
+        i64::MIN..=999 => format!("{}ms", millis.max(0)),
+        1_000..=59_999 => format!("{:.1}s", millis as f64 / 1000.0),
+        60_000..=3_599_999 => format!("{}m{:02}s", millis / 60_000, millis % 60_000 / 1000),
+        _ => format!("{}h{:02}m", millis / 3_600_000, millis % 3_600_000 / 60_000),
+    }
+}
+
+/// What a record says, for the timeline: the step or effect it is about,
+/// and its result; the duration since the record that opened it.
+struct Line {
+    what: String,
+    result: String,
+    /// Whether the result is a failure (red on a terminal) or a success (green).
+    tone: Option<bool>,
+    took: Option<i64>,
+}
+
+fn line_of(records: &[VerifiedRecord], index: usize) -> Line {
+    use journal_core::{EffectResult, RecordBody};
+    let Some(record) = records.get(index).map(|r| &r.record) else {
+        return Line { what: String::new(), result: String::new(), tone: None, took: None };
+    };
+    let opened_by = |matches: &dyn Fn(&RecordBody) -> bool| {
+        records.get(..index).and_then(|before| before.iter().rev().find(|r| matches(&r.record.body)))
+    };
+    let since = |opened: Option<&VerifiedRecord>| opened.map(|o| record.at.unix_millis() - o.record.at.unix_millis());
+    let key = record.effect_key.clone().unwrap_or_default();
+    let plain = |what: String, result: String| Line { what, result, tone: None, took: None };
+    match &record.body {
+        RecordBody::RunAdmitted(admitted) => plain(String::new(), format!("key {}", admitted.idempotency_key)),
+        RecordBody::PlanFrozen(plan) => plain(String::new(), format!("plan: {}", plan.steps.join(", "))),
+        RecordBody::StepStarted(step) => plain(format!("step {}", step.step), "started".into()),
+        RecordBody::StepFinished(step) => Line {
+            what: format!("step {}", step.step),
+            result: "finished".into(),
+            tone: Some(true),
+            took: since(opened_by(&|b| matches!(b, RecordBody::StepStarted(s) if s.step == step.step))),
+        },
+        RecordBody::EffectStarted(started) => plain(key, format!("started (step {})", started.step)),
+        RecordBody::EffectDone(done) => {
+            let effect = record.effect_key.clone();
+            let opened = opened_by(&|b| matches!(b, RecordBody::EffectStarted(_)));
+            let opened = opened.filter(|o| o.record.effect_key == effect);
+            let tokens = done.charged.tokens;
+            let (result, ok) = match &done.result {
+                EffectResult::Ok { output } => (format!("ok: {} ({tokens} tokens)", cut(output, 40)), true),
+                EffectResult::Err { error } => (format!("error: {}", cut(error, 40)), false),
+            };
+            Line { what: key, result, tone: Some(ok), took: since(opened) }
+        }
+        RecordBody::RunConcluded(concluded) => {
+            use journal_core::Outcome;
+            let tone = match concluded.outcome {
+                Outcome::Succeeded => Some(true),
+                Outcome::Failed | Outcome::Exhausted | Outcome::Quarantined => Some(false),
+                Outcome::Cancelled | Outcome::Abandoned | Outcome::Withheld => None,
+            };
+            Line {
+                what: String::new(),
+                result: format!("{}: {}", concluded.outcome.as_str(), cut(&concluded.reason, 50)),
+                tone,
+                took: None,
+            }
+        }
+        _ => plain(key, String::new()),
+    }
+}
+
+/// The run as a timeline: each record with its time, the time since the
+/// run was admitted, what it is about, its result and the duration of the
+/// step or effect it ends; every column as wide as its widest cell, so any
+/// number of records lines up. Colour only on a terminal.
+fn print_timeline(records: &[VerifiedRecord], rows: &[RecordRow]) {
+    let colour = std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let admitted = records.first().map_or(0, |r| r.record.at.unix_millis());
+    let header = ["SEQ", "AT (UTC)", "+T", "KIND", "ABOUT", "TOOK", "RESULT", "HASH", "SIGNED BY"];
+    let mut table: Vec<([String; 9], Option<bool>)> = Vec::new();
+    for (index, (record, row)) in records.iter().zip(rows).enumerate() {
+        let line = line_of(records, index);
+        table.push((
+            [
+                row.seq.to_string(),
+                row.at.clone(),
+                format!("+{}", duration(record.record.at.unix_millis() - admitted)),
+                row.kind.clone(),
+                if line.what.is_empty() { "-".into() } else { line.what },
+                line.took.map_or_else(|| "-".into(), duration),
+                if line.result.is_empty() { "-".into() } else { line.result },
+                short(&row.hash),
+                row.signed_by.clone().unwrap_or_else(|| "(unsigned)".into()),
+            ],
+            line.tone,
+        ));
+    }
+    let mut widths = header.map(|h| h.chars().count());
+    for (cells, _) in &table {
+        for (width, cell) in widths.iter_mut().zip(cells) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let pad = |text: &str, width: usize, right: bool| {
+        let fill = " ".repeat(width.saturating_sub(text.chars().count()));
+        if right { format!("{fill}{text}") } else { format!("{text}{fill}") }
+    };
+    let render = |cells: [&str; 9], tone: Option<bool>| {
+        let mut parts = Vec::new();
+        for (i, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            // The last column is not padded: no trailing blanks.
+            let text = if i == 8 { (*cell).to_owned() } else { pad(cell, width, matches!(i, 0 | 2 | 5)) };
+            let text = match (i, tone, colour) {
+                (6, Some(true), true) => format!("\u{1b}[32m{text}\u{1b}[0m"),
+                (6, Some(false), true) => format!("\u{1b}[31m{text}\u{1b}[0m"),
+                _ => text,
+            };
+            parts.push(text);
+        }
+        parts.join("  ")
+    };
+    outln!("{}", render(header, None));
+    for (cells, tone) in &table {
+        let cells: [&str; 9] = std::array::from_fn(|i| cells.get(i).map_or("", String::as_str));
+        outln!("{}", render(cells, *tone));
+    }
+}
+
 /// `agentplane show RUN [--json]`.
 pub fn show(settings: &Settings, run: &str, json: bool) -> Result<(), Failure> {
     let reader = Reader::open(settings)?;
@@ -83,26 +220,6 @@ pub fn show(settings: &Settings, run: &str, json: bool) -> Result<(), Failure> {
     if let Some(forked) = &shown.forked_from {
         outln!("forked from run {} after seq {} (record hash {})", forked.run, forked.at_seq, forked.hash);
     }
-    outln!(
-        "{:>4}  {:<24} {:<18} {:<22} {:<12} {:<12} SIGNED BY",
-        "SEQ",
-        "AT (UTC)",
-        "KIND",
-        "EFFECT KEY",
-        "PREV_HASH",
-        "HASH"
-    );
-    for r in &shown.records {
-        outln!(
-            "{:>4}  {:<24} {:<18} {:<22} {:<12} {:<12} {}",
-            r.seq,
-            r.at,
-            r.kind,
-            r.effect_key.as_deref().unwrap_or("–"),
-            short(&r.prev_hash),
-            short(&r.hash),
-            r.signed_by.as_deref().unwrap_or("(unsigned)")
-        );
-    }
+    print_timeline(&verified.records, &shown.records);
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! `agentplane sweep`: every tenant's checkpoint, signed now, cosigned by
 //! the configured witnesses, each round held to the quorum.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use journal_core::{Runtime, RuntimeBuilder, Store, SweepOutcome, SweepReport};
@@ -13,12 +14,14 @@ use crate::context::cli_build;
 use crate::failure::Failure;
 use crate::high_water::{FileHighWater, probes};
 use crate::keys::PlaneKeys;
-use crate::output::print_json;
+use crate::output::print_json_line;
 
-/// `sweep --json`: one per tenant and round. Fields in alphabetical order,
-/// as the JSON has always been printed.
+/// `sweep --json`: one JSON Lines object per tenant and round. Fields in
+/// alphabetical order, as the JSON has always been printed.
 #[derive(Debug, Serialize)]
 struct RoundRow<'a> {
+    /// When the round ended (RFC 3339, UTC, seconds).
+    at: &'a str,
     cosigned: Option<usize>,
     needed: Option<usize>,
     needs_attention: bool,
@@ -30,7 +33,7 @@ struct RoundRow<'a> {
 }
 
 /// A witness that did not cosign, and why.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 struct ProblemRow {
     error: String,
     witness: String,
@@ -80,75 +83,135 @@ fn runtime(settings: &Settings, probe_every: std::time::Duration) -> Result<Runt
     builder.build().map_err(|err| Failure::Usage(err.to_string()))
 }
 
-/// One line or object per tenant; whether the round needs attention.
-fn show(report: &SweepReport, json: bool) -> Result<bool, Failure> {
-    let tree = report.tree;
-    let (outcome, got, needed, problems) = match &report.outcome {
-        SweepOutcome::Skipped { .. } => ("skipped", None, None, Vec::new()),
-        SweepOutcome::NoWitnesses => ("no_witnesses", None, None, Vec::new()),
-        SweepOutcome::RefusedToSign { reason } => {
-            ("refused_to_sign", None, None, vec![("plane".to_owned(), reason.clone())])
+/// What one tenant's round came to, for printing and for the exit.
+struct Round {
+    outcome: &'static str,
+    got: Option<usize>,
+    needed: Option<usize>,
+    problems: Vec<ProblemRow>,
+}
+
+impl Round {
+    fn of(report: &SweepReport) -> Self {
+        let (outcome, got, needed, problems) = match &report.outcome {
+            SweepOutcome::Skipped { .. } => ("skipped", None, None, Vec::new()),
+            SweepOutcome::NoWitnesses => ("no_witnesses", None, None, Vec::new()),
+            SweepOutcome::RefusedToSign { reason } => {
+                ("refused_to_sign", None, None, vec![("plane".to_owned(), reason.clone())])
+            }
+            SweepOutcome::Round(QuorumOutcome::Met { cosigned, failures }) => (
+                "met",
+                Some(cosigned.len()),
+                None,
+                failures.iter().map(|f| (f.witness.clone(), f.error.to_string())).collect(),
+            ),
+            SweepOutcome::Round(QuorumOutcome::Shortfall { got, needed, failures }) => (
+                "shortfall",
+                Some(*got),
+                Some(*needed),
+                failures.iter().map(|f| (f.witness.clone(), f.error.to_string())).collect(),
+            ),
+            SweepOutcome::Round(QuorumOutcome::IntegrityRefusal { refusals, got, needed, failures, .. }) => (
+                "integrity",
+                Some(*got),
+                Some(*needed),
+                refusals.iter().chain(failures).map(|f| (f.witness.clone(), f.error.to_string())).collect(),
+            ),
+        };
+        let problems = problems.into_iter().map(|(witness, error)| ProblemRow { error, witness }).collect();
+        Self { outcome, got, needed, problems }
+    }
+
+    /// The round in one line: the tenant, the outcome, the size and counts.
+    fn line(&self, report: &SweepReport) -> String {
+        let mut line = format!("tenant {}: {} at size {}", report.tenant, self.outcome, report.tree.size);
+        if let Some(got) = self.got {
+            line.push_str(&format!(", {got} cosigned"));
         }
-        SweepOutcome::Round(QuorumOutcome::Met { cosigned, failures }) => (
-            "met",
-            Some(cosigned.len()),
-            None,
-            failures.iter().map(|f| (f.witness.clone(), f.error.to_string())).collect(),
-        ),
-        SweepOutcome::Round(QuorumOutcome::Shortfall { got, needed, failures }) => (
-            "shortfall",
-            Some(*got),
-            Some(*needed),
-            failures.iter().map(|f| (f.witness.clone(), f.error.to_string())).collect(),
-        ),
-        SweepOutcome::Round(QuorumOutcome::IntegrityRefusal { refusals, got, needed, failures, .. }) => (
-            "integrity",
-            Some(*got),
-            Some(*needed),
-            refusals.iter().chain(failures).map(|f| (f.witness.clone(), f.error.to_string())).collect(),
-        ),
-    };
-    let problems: Vec<ProblemRow> =
-        problems.into_iter().map(|(witness, error)| ProblemRow { error, witness }).collect();
+        if let Some(needed) = self.needed {
+            line.push_str(&format!(" of {needed} needed"));
+        }
+        line
+    }
+
+    /// Why the round needs attention, naming the tenant, each witness and its cause.
+    fn cause(&self, report: &SweepReport) -> String {
+        let why: Vec<String> =
+            self.problems.iter().map(|ProblemRow { error, witness }| format!("{witness}: {error}")).collect();
+        if why.is_empty() { self.line(report) } else { format!("{} ({})", self.line(report), why.join("; ")) }
+    }
+}
+
+/// Prints one tenant's round (a line, or a JSON Lines object); with
+/// `timed`, a text line starts with the time. Returns the round.
+fn show(report: &SweepReport, json: bool, timed: bool) -> Result<Round, Failure> {
+    let round = Round::of(report);
+    let at = now();
     if json {
-        print_json(&RoundRow {
-            cosigned: got,
-            needed,
+        print_json_line(&RoundRow {
+            at: &at,
+            cosigned: round.got,
+            needed: round.needed,
             needs_attention: report.needs_attention(),
-            outcome,
-            problems,
-            root: tree.root.to_string(),
-            size: tree.size,
+            outcome: round.outcome,
+            problems: round.problems.clone(),
+            root: report.tree.root.to_string(),
+            size: report.tree.size,
             tenant: report.tenant.as_str(),
         })?;
     } else {
-        let mut line = format!("tenant {}: {outcome} at size {}", report.tenant, tree.size);
-        if let Some(got) = got {
-            line.push_str(&format!(", {got} cosigned"));
-        }
-        if let Some(needed) = needed {
-            line.push_str(&format!(" of {needed} needed"));
-        }
-        outln!("{line}");
-        for ProblemRow { error, witness } in problems {
-            outln!("  {witness}: {error}");
+        let stamp = if timed { format!("{at} ") } else { String::new() };
+        outln!("{stamp}{}", round.line(report));
+        for ProblemRow { error, witness } in &round.problems {
+            outln!("{stamp}  {witness}: {error}");
         }
     }
-    Ok(report.needs_attention())
+    Ok(round)
 }
 
-fn round(runtime: &Runtime, settings: &Settings, json: bool) -> Result<bool, Failure> {
+/// Now, in RFC 3339 UTC to the second.
+fn now() -> String {
+    jiff::Timestamp::now().round(jiff::Unit::Second).map_or_else(|_| String::new(), |t| t.to_string())
+}
+
+/// One round over every tenant. `last` holds what each tenant's previous
+/// round printed: under `--every`, a round that only repeats a skip is not
+/// printed again. Returns the causes of the rounds that need attention.
+fn round(
+    runtime: &Runtime,
+    settings: &Settings,
+    only: Option<&str>,
+    json: bool,
+    last: &mut BTreeMap<String, (&'static str, u64)>,
+    timed: bool,
+) -> Result<Vec<String>, Failure> {
     let keys = PlaneKeys::read(&settings.keys)?;
-    let mut attention = false;
+    let mut causes = Vec::new();
     for (tenant, _) in settings.tenants(Some(&keys))? {
+        if only.is_some_and(|only| only != tenant.as_str()) {
+            continue;
+        }
         let report = runtime.sweep(&tenant)?;
-        attention |= show(&report, json)?;
+        let seen = (Round::of(&report).outcome, report.tree.size);
+        let repeat = timed && seen.0 == "skipped" && last.get(tenant.as_str()) == Some(&seen);
+        let round = if repeat { Round::of(&report) } else { show(&report, json, timed)? };
+        last.insert(tenant.to_string(), seen);
+        if report.needs_attention() {
+            causes.push(round.cause(&report));
+        }
     }
-    Ok(attention)
+    Ok(causes)
 }
 
 /// `agentplane sweep [--every DURATION] [--probe-every DURATION]`.
-pub fn sweep(settings: &Settings, every: Option<&str>, probe_every: &str, json: bool) -> Result<(), Failure> {
+/// With `only` (`--tenant`), that tenant alone is swept.
+pub fn sweep(
+    settings: &Settings,
+    only: Option<&str>,
+    every: Option<&str>,
+    probe_every: &str,
+    json: bool,
+) -> Result<(), Failure> {
     let runtime = runtime(settings, interval(probe_every)?)?;
     let every = match every {
         None => None,
@@ -161,21 +224,23 @@ pub fn sweep(settings: &Settings, every: Option<&str>, probe_every: &str, json: 
         }
         Some(text) => Some(interval(text)?),
     };
-    let mut attention = round(&runtime, settings, json)?;
+    let timed = every.is_some();
+    let mut last = BTreeMap::new();
+    let mut causes = round(&runtime, settings, only, json, &mut last, timed)?;
     if let Some(every) = every {
         let signals = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|err| Failure::Io(err.to_string()))?;
         while !signals.block_on(stopped_within(every))? {
-            attention = round(&runtime, settings, json)?;
+            causes = round(&runtime, settings, only, json, &mut last, timed)?;
         }
         eprintln!("agentplane: sweep stopped by a signal");
     }
-    if attention {
-        Err(Failure::Findings("a round fell short or was refused on integrity grounds".into()))
-    } else {
+    if causes.is_empty() {
         Ok(())
+    } else {
+        Err(Failure::Findings(format!("the sweep needs attention: {}", causes.join("; "))))
     }
 }
 

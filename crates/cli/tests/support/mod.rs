@@ -37,6 +37,15 @@ pub fn json(dir: &Path, args: &[&str]) -> Value {
     serde_json::from_str(&ok(dir, args)).unwrap()
 }
 
+/// Runs it and expects exit `code`: its standard output as JSON (a report
+/// or a failure object: `--json` answers on stdout whatever the exit).
+pub fn json_exit(dir: &Path, args: &[&str], code: i32) -> Value {
+    let out = agentplane(dir, args);
+    assert_eq!(out.status.code(), Some(code), "agentplane {args:?}: {}", text(&out));
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|err| panic!("agentplane {args:?}: not JSON ({err}): {}", text(&out)))
+}
+
 /// Points the plane in `plane` at a fresh PostgreSQL database; its URL.
 pub fn point_at_a_fresh_database(plane: &Path) -> String {
     let url = store_pg::testkit::fresh_database();

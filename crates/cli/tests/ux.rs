@@ -1,0 +1,561 @@
+//! The command line as its users expect (issue 24, R-UX-2): every command's
+//! JSON parses with the fields the CLI README documents, hashes are hex in
+//! all of it, failures in `--json` mode are JSON objects with a code and a
+//! class, the exit code follows the class, and each command's help lists the
+//! flags it uses, with an example.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+mod support;
+use support::*;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+/// A plane the demo made in a folder of its own; `path()` is that folder.
+struct Demo {
+    _root: tempfile::TempDir,
+    plane: PathBuf,
+    log_key: String,
+}
+
+impl Demo {
+    fn new() -> Self {
+        let root = tempfile::tempdir().unwrap();
+        ok(root.path(), &["demo"]);
+        let plane = root.path().join("agentplane-demo");
+        let log_key = ok(&plane, &["keys", "--print", "log-key"]).trim().to_owned();
+        Self { _root: root, plane, log_key }
+    }
+
+    fn path(&self) -> &Path {
+        &self.plane
+    }
+
+    fn run(&self, outcome: &str) -> String {
+        ok(self.path(), &["runs", "--outcome", outcome, "--ids"]).lines().next().unwrap().to_owned()
+    }
+}
+
+/// A lowercase hex hash of 32 bytes.
+fn assert_hex(value: &Value, what: &str) {
+    let text = value.as_str().unwrap_or_else(|| panic!("{what}: not a string: {value}"));
+    assert!(
+        text.len() == 64 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
+        "{what} is not lowercase hex: {text}"
+    );
+}
+
+/// Every field the README lists is there, and no other.
+fn assert_fields(value: &Value, fields: &[&str], what: &str) {
+    let object = value.as_object().unwrap_or_else(|| panic!("{what}: not an object: {value}"));
+    let mut keys: Vec<&str> = object.keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    let mut expected = fields.to_vec();
+    expected.sort_unstable();
+    assert_eq!(keys, expected, "{what}: {value}");
+}
+
+/// R-UX-2: the JSON of every reading command parses as one document with
+/// the documented fields, and every hash in it is lowercase hex (checkpoint
+/// and prove included, which printed base64 before).
+#[test]
+fn r_ux_2_each_command_s_json_has_its_documented_schema_and_hex_hashes() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let sealed = demo.run("succeeded");
+    let open = demo.run("failed");
+
+    let runs = json(dir, &["runs", "--json"]);
+    for row in runs.as_array().unwrap() {
+        assert_fields(row, &["outcome", "position", "records", "run", "sealed", "tokens", "verified"], "runs row");
+    }
+
+    let shown = json(dir, &["show", &sealed, "--json"]);
+    assert_fields(&shown, &["forked_from", "outcome", "records", "run", "signatures"], "show");
+    for record in shown["records"].as_array().unwrap() {
+        assert_fields(record, &["at", "effect_key", "hash", "kind", "prev_hash", "seq", "signed_by"], "show record");
+        assert_hex(&record["hash"], "show hash");
+        assert_hex(&record["prev_hash"], "show prev_hash");
+    }
+
+    let keys = json(dir, &["keys", "--json"]);
+    assert_fields(&keys, &["log_key", "origin", "record_key", "tenant"], "keys");
+
+    let checkpoint = json(dir, &["checkpoint", "--json"]);
+    assert_fields(&checkpoint, &["note", "origin", "root", "size"], "checkpoint");
+    assert_hex(&checkpoint["root"], "checkpoint root");
+
+    let inclusion = json(dir, &["prove", &sealed, "--json"]);
+    assert_fields(&inclusion, &["from_walk_with_holes", "index", "leaf_hash", "proof", "root", "run", "size"], "prove");
+    assert_hex(&inclusion["root"], "prove root");
+    assert_hex(&inclusion["leaf_hash"], "prove leaf_hash");
+    inclusion["proof"].as_array().unwrap().iter().for_each(|h| assert_hex(h, "prove proof"));
+    assert_eq!(inclusion["root"], checkpoint["root"], "the proof is against the checkpoint just signed");
+
+    let head = json(dir, &["prove", &open, "--json"]);
+    for field in ["root", "leaf_hash", "head_hash"] {
+        assert_hex(&head[field], field);
+    }
+    head["entry_proof"].as_array().unwrap().iter().for_each(|h| assert_hex(h, "entry_proof"));
+
+    let consistency = json(dir, &["prove", "--consistency", "3", "--json"]);
+    assert_fields(
+        &consistency,
+        &["from_walk_with_holes", "old_root", "old_size", "proof", "root", "size"],
+        "prove --consistency",
+    );
+    assert_hex(&consistency["old_root"], "old_root");
+    assert_hex(&consistency["root"], "root");
+    // The text form names the roots it proves between.
+    let text = ok(dir, &["prove", "--consistency", "3"]);
+    assert!(
+        text.contains(consistency["old_root"].as_str().unwrap())
+            && text.contains(consistency["root"].as_str().unwrap()),
+        "{text}"
+    );
+
+    let cost = json(dir, &["cost", "--json"]);
+    assert_fields(
+        &cost,
+        &["cost_micros", "effects", "runs", "scope", "since", "steps", "tokens", "until", "wall_millis"],
+        "cost",
+    );
+
+    let verify = json(dir, &["verify", "--json"]);
+    assert_eq!(verify["schema"], "agentplane.audit/v1");
+    assert_hex(&verify["log"]["root"], "verify log root");
+
+    let diff = json(dir, &["diff", &sealed, &sealed, "--json"]);
+    assert_fields(&diff, &["a", "b", "cost", "first_difference", "rows"], "diff");
+
+    ok(dir, &["export", &sealed, "-o", "run.export"]);
+    let valid = json(dir, &["verify-export", "run.export", "--log-key", &demo.log_key, "--json"]);
+    assert_fields(
+        &valid,
+        &[
+            "cosignatures",
+            "cosigned_size",
+            "covers",
+            "index",
+            "origin",
+            "outcome",
+            "record_signatures",
+            "records",
+            "run",
+            "size",
+            "valid",
+        ],
+        "verify-export",
+    );
+}
+
+/// Every failure in `--json` mode is one JSON object on stdout with `code`,
+/// `class` and `message` (`verify-export` adds `valid: false`), and the exit
+/// code is the class's: 1 findings, 2 usage or I/O, 3 build skew (R-VER-4).
+#[test]
+fn r_ux_2_verify_export_failures_are_json_with_a_code_and_a_class() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let sealed = demo.run("succeeded");
+    ok(dir, &["export", &sealed, "-o", "run.export"]);
+    let text = std::fs::read_to_string(dir.join("run.export")).unwrap();
+    let key = demo.log_key.as_str();
+
+    let failure = |file: &str, code: i32| {
+        let answer = json_exit(dir, &["verify-export", file, "--log-key", key, "--json"], code);
+        assert_fields(&answer, &["class", "code", "message", "valid"], file);
+        assert_eq!(answer["valid"], false, "{answer}");
+        answer
+    };
+
+    let missing = failure("missing.export", 2);
+    assert_eq!((missing["class"].as_str(), missing["code"].as_str()), (Some("io"), Some("io")), "{missing}");
+
+    std::fs::write(dir.join("binary.export"), [0xff, 0xfe, 0x00, 0x80]).unwrap();
+    let binary = failure("binary.export", 1);
+    assert_eq!(binary["class"], "findings", "{binary}");
+
+    // The header names a format no build has written yet.
+    let (header, rest) = text.split_once('\n').unwrap();
+    let mut header: Value = serde_json::from_str(header).unwrap();
+    assert!(header["format"].as_str().unwrap().starts_with("agentplane-export/v"), "{header}");
+    header["format"] = Value::from("agentplane-export/v9");
+    let newer = format!("{header}\n{rest}");
+    std::fs::write(dir.join("v9.export"), newer).unwrap();
+    let skew = failure("v9.export", 3);
+    assert_eq!(skew["class"], "build_skew", "{skew}");
+    assert_eq!(skew["code"], "export_format_unreadable", "{skew}");
+    assert!(skew["message"].as_str().unwrap().contains("agentplane-export/v9"), "{skew}");
+    // Without --json: the same exit, the message on stderr.
+    let stderr = fails(dir, &["verify-export", "v9.export", "--log-key", key], 3);
+    assert!(stderr.contains("newer build"), "{stderr}");
+
+    let cut = text.lines().filter(|line| !line.contains("\"type\":\"seal\"")).collect::<Vec<_>>().join("\n");
+    std::fs::write(dir.join("cut.export"), cut).unwrap();
+    let cut = failure("cut.export", 1);
+    assert_eq!(cut["class"], "findings", "{cut}");
+    assert!(cut["code"].as_str().unwrap().starts_with("export_"), "{cut}");
+
+    let other = tempfile::tempdir().unwrap();
+    let wrong = ok(other.path(), &["keygen"]).trim().to_owned();
+    let answer = json_exit(dir, &["verify-export", "run.export", "--log-key", &wrong, "--json"], 1);
+    assert_eq!(answer["code"], "export_checkpoint", "{answer}");
+}
+
+/// A failure of any other command in `--json` mode is a JSON object too;
+/// a command that printed its report first (an audit with findings) does
+/// not print a second object.
+#[test]
+fn r_ux_2_json_failures_of_every_command_are_one_object_on_stdout() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    for args in [
+        &["show", "run-not-there", "--json"][..],
+        &["prove", "run-not-there", "--json"][..],
+        &["cost", "run-not-there", "--json"][..],
+    ] {
+        let answer = json_exit(dir, args, 2);
+        assert_fields(&answer, &["class", "code", "message"], &format!("{args:?}"));
+        assert_eq!(answer["class"], "usage", "{args:?}: {answer}");
+    }
+    let missing = tempfile::tempdir().unwrap();
+    let answer = json_exit(missing.path(), &["--store", "nothing.redb", "--origin", "a.test/b", "runs", "--json"], 2);
+    assert_eq!(answer["class"], "usage", "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("nothing.redb"), "{answer}");
+}
+
+/// The README's exit codes by class: a usage mistake is 2, never a pile of
+/// findings; an export of a format this build does not read is 3.
+#[test]
+fn r_ux_2_require_signature_without_a_record_key_is_a_usage_error() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let origin = ok(dir, &["keys", "--print", "origin"]).trim().to_owned();
+    let stderr = fails(dir, &["audit", "--origin", &origin, "--log-key", &demo.log_key, "--require-signature"], 2);
+    assert!(stderr.contains("--record-key"), "{stderr}");
+    let with_key = ok(dir, &["keys", "--print", "record-key"]).trim().to_owned();
+    ok(dir, &["audit", "--log-key", &demo.log_key, "--record-key", &with_key, "--require-signature"]);
+
+    ok(dir, &["export", &demo.run("succeeded"), "-o", "run.export"]);
+    let stderr = fails(dir, &["verify-export", "run.export", "--log-key", &demo.log_key, "--require-signature"], 2);
+    assert!(stderr.contains("--record-key"), "{stderr}");
+}
+
+fn help(command: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &[command, "--help"])
+}
+
+fn lists(help: &str, flag: &str) -> bool {
+    help.lines().any(|line| line.trim_start().starts_with(&format!("{flag} ")) || line.contains(&format!(" {flag} <")))
+}
+
+/// Each command's help lists only the plane flags it uses and has an
+/// example; a plane flag given to a command that does not use it is a usage
+/// error, never ignored; the same flag works before or after the command.
+#[test]
+fn r_ux_2_each_help_lists_only_the_flags_its_command_uses() {
+    let plane = ["--config", "--store", "--keys", "--tenant", "--origin"];
+    let takes: &[(&str, &[&str])] = &[
+        ("init", &["--store", "--keys"]),
+        ("demo", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("keygen", &["--config", "--store", "--keys", "--origin"]),
+        ("keys", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("sweep", &["--config", "--store", "--keys", "--tenant"]),
+        ("runs", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("show", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("verify", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("audit", &["--config", "--store", "--tenant", "--origin"]),
+        ("checkpoint", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("prove", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("cost", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("diff", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("fork", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("resume", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("export", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+        ("verify-export", &[]),
+        ("verify-proof", &[]),
+        ("repair", &["--config", "--store"]),
+        ("compact", &["--config", "--store"]),
+        ("migrate", &["--config", "--store"]),
+        ("console", &["--config", "--store", "--keys", "--tenant", "--origin"]),
+    ];
+    for (command, flags) in takes {
+        let text = help(command);
+        for flag in plane {
+            assert_eq!(lists(&text, flag), flags.contains(&flag), "`{command} --help` and {flag}:\n{text}");
+        }
+        assert!(text.contains("Example"), "`{command} --help` has an example:\n{text}");
+        if flags.contains(&"--store") {
+            assert!(text.contains("postgres://"), "`{command} --help` says the store may be a PostgreSQL URL");
+        }
+    }
+    let top = {
+        let dir = tempfile::tempdir().unwrap();
+        ok(dir.path(), &["--help"])
+    };
+    assert!(top.contains("PostgreSQL") && top.contains("postgres://"), "{top}");
+    assert!(top.contains("Example"), "{top}");
+    assert!(!lists(&help("init"), "--tenant") && lists(&help("init"), "--tenant-name"));
+    for value in ["succeeded", "cancelled", "abandoned", "failed", "exhausted", "withheld", "quarantined"] {
+        assert!(help("runs").contains(value), "runs --help lists the outcome {value}");
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = fails(dir.path(), &["--origin", "foo", "verify-export", "x.export", "--log-key", "k"], 2);
+    assert!(stderr.contains("--origin") && stderr.contains("verify-export"), "{stderr}");
+    fails(dir.path(), &["verify-export", "x.export", "--origin", "foo", "--log-key", "k"], 2);
+    let stderr = fails(dir.path(), &["--keys", "k.key", "audit", "--log-key", "k"], 2);
+    assert!(stderr.contains("--keys") && stderr.contains("audit"), "{stderr}");
+    fails(dir.path(), &["--tenant", "shop", "init"], 2);
+    assert!(!dir.path().join("agentplane.toml").exists(), "a refused command makes nothing");
+    fails(dir.path(), &["--tenant", "a", "runs", "--tenant", "b"], 2);
+
+    // Before or after the command: the same answer.
+    let demo = Demo::new();
+    let origin = ok(demo.path(), &["keys", "--print", "origin"]).trim().to_owned();
+    let before = ok(demo.path(), &["--tenant", "default", "--origin", &origin, "runs", "--json"]);
+    let after = ok(demo.path(), &["runs", "--json", "--tenant", "default", "--origin", &origin]);
+    assert_eq!(before, after);
+    assert_eq!(
+        json_exit(demo.path(), &["runs", "--tenant", "nobody", "--json"], 0).as_array().map(Vec::len),
+        Some(0),
+        "a tenant after the command is the tenant read"
+    );
+}
+
+/// `keygen` makes the key of the origin `init` gives the tenant `default`,
+/// so a plane made either way names its log alike.
+#[test]
+fn keygen_s_default_origin_is_the_one_init_gives_the_default_tenant() {
+    let by_keygen = tempfile::tempdir().unwrap();
+    let vkey = ok(by_keygen.path(), &["keygen"]).trim().to_owned();
+    let by_init = tempfile::tempdir().unwrap();
+    ok(by_init.path(), &["init"]);
+    let origin = ok(by_init.path(), &["keys", "--print", "origin"]).trim().to_owned();
+    assert_eq!(origin, "agentplane.local/plane/default");
+    assert!(vkey.starts_with(&format!("{origin}+")), "{vkey}");
+}
+
+/// `export -o -` writes to standard output and `verify-export -` reads
+/// standard input; an existing file is overwritten only with `--force`.
+#[test]
+fn export_to_stdout_verify_from_stdin_and_never_overwrite_silently() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let sealed = demo.run("succeeded");
+    let streamed = ok(dir, &["export", &sealed, "-o", "-"]);
+    assert!(streamed.starts_with("{\"type\":\"header\""), "{streamed}");
+    assert!(!dir.join("-").exists(), "no file named -");
+
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
+        .current_dir(dir)
+        .args(["verify-export", "-", "--log-key", &demo.log_key, "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), streamed.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let verified: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(verified["run"], sealed.as_str());
+
+    std::fs::write(dir.join("kept.export"), "precious").unwrap();
+    let stderr = fails(dir, &["export", &sealed, "-o", "kept.export"], 2);
+    assert!(stderr.contains("--force"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(dir.join("kept.export")).unwrap(), "precious");
+    ok(dir, &["export", &sealed, "-o", "kept.export", "--force"]);
+    assert_eq!(std::fs::read_to_string(dir.join("kept.export")).unwrap(), streamed);
+}
+
+/// `verify-export /dev/zero` is refused at the format's bound (a line of at
+/// most 64 MiB), quickly and without reading on.
+#[cfg(unix)]
+#[test]
+fn verify_export_refuses_an_endless_input_within_its_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let answer =
+        json_exit(dir.path(), &["verify-export", "/dev/zero", "--log-key", "a.test/b+01020304+AAAA", "--json"], 2);
+    // The log key is checked first: a bad one is a usage error, nothing read.
+    assert_eq!(answer["class"], "usage", "{answer}");
+    let key = {
+        let keys = tempfile::tempdir().unwrap();
+        ok(keys.path(), &["keygen"]).trim().to_owned()
+    };
+    let answer = json_exit(dir.path(), &["verify-export", "/dev/zero", "--log-key", &key, "--json"], 1);
+    assert_eq!(answer["code"], "not_an_export", "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("64 MiB"), "{answer}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30), "refused within the bound, not after 16 GB");
+}
+
+/// A key of the wrong kind is named by its kind, a private key is never
+/// echoed, and a long argument is not echoed back whole.
+#[test]
+fn a_key_of_the_wrong_kind_is_named_and_a_secret_never_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let vkey = {
+        let keys = tempfile::tempdir().unwrap();
+        ok(keys.path(), &["keygen"]).trim().to_owned()
+    };
+    let secret = "PRIVATE+KEY+agentplane.local/plane/default+0a0b0c0d+AZZZZxyzzyZZZZ";
+    let stderr = fails(dir.path(), &["audit", "--log-key", secret], 2);
+    assert!(stderr.contains("--log-key: this is a private key") && !stderr.contains("xyzzy"), "{stderr}");
+    let stderr = fails(dir.path(), &["audit", "--log-key", &vkey, "--witness-key", secret], 2);
+    assert!(stderr.contains("--witness-key: this is a private key") && !stderr.contains("xyzzy"), "{stderr}");
+    let stderr = fails(dir.path(), &["verify-export", "x", "--log-key", &vkey, "--record-key", secret], 2);
+    assert!(stderr.contains("--record-key: this is a private key") && !stderr.contains("xyzzy"), "{stderr}");
+    let bare = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    let stderr = fails(dir.path(), &["verify-export", "x", "--log-key", bare], 2);
+    assert!(stderr.contains("bare base64 public key"), "{stderr}");
+    let stderr = fails(dir.path(), &["verify-export", "x", "--log-key", "spiffe://a/runtime=AAAA"], 2);
+    assert!(stderr.contains("record key"), "{stderr}");
+    let long = "k".repeat(100_000);
+    let stderr = fails(dir.path(), &["verify-export", "x", "--log-key", &long], 2);
+    assert!(stderr.len() < 1_000 && stderr.contains("100000 bytes"), "{}", stderr.len());
+}
+
+/// `show` is a timeline that lines up for any number of records: at 120
+/// records and more every column starts where its header does (seq 9, 10
+/// and 100 alike), and a finished effect says how long it took.
+#[test]
+fn show_s_timeline_stays_aligned_past_a_hundred_records() {
+    use journal_core::{Admission, AdmitRequest, Budget, Counters, EffectOutput, EffectResult, RuntimeBuilder, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let origin = "cli.test/plane/default";
+    let run = {
+        let store = std::sync::Arc::new(store_redb::RedbStore::create(&dir.path().join("plane.redb")).unwrap());
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        let runtime = RuntimeBuilder::new(std::sync::Arc::clone(&store) as std::sync::Arc<dyn Store>)
+            .tenant(tenant.clone(), journal_core::Origin::new(origin).unwrap(), None)
+            .build()
+            .unwrap();
+        let request =
+            AdmitRequest { idempotency_key: "long".into(), plan: vec!["work".into()], budget: Budget::default() };
+        let Admission::New(mut run) = runtime.admit(&tenant, request).unwrap() else { panic!("admitted twice") };
+        run.start_step("work").unwrap();
+        for n in 0..40 {
+            run.effect(&format!("ek:{n}"), "work", || EffectOutput {
+                result: EffectResult::Ok { output: "x".repeat(n) },
+                charged: Counters { tokens: n as u64, ..Counters::default() },
+            })
+            .unwrap();
+        }
+        run.finish_step("work").unwrap();
+        let id = run.run().clone();
+        (*run).succeed("done").unwrap();
+        id.to_string()
+    };
+    let out = ok(dir.path(), &["show", &run, "--store", "plane.redb", "--origin", origin]);
+    let lines: Vec<&str> = out.lines().collect();
+    let header = lines.iter().position(|line| line.starts_with("SEQ")).unwrap();
+    // Columns in characters (a short hash ends in a one-character `…`).
+    let column = |name: &str| lines[header][..lines[header].find(name).unwrap()].chars().count();
+    let rows = &lines[header + 1..];
+    assert!(rows.len() >= 120, "{} records", rows.len());
+    for name in ["AT (UTC)", "KIND", "ABOUT", "RESULT", "HASH", "SIGNED BY"] {
+        let at = column(name);
+        for row in rows {
+            let chars: Vec<char> = row.chars().collect();
+            let aligned = chars[at - 2..at] == [' ', ' '] && chars[at] != ' ';
+            assert!(aligned, "{name} is not aligned in:\n{row}\n{}", lines[header]);
+        }
+    }
+    let done = rows.iter().find(|row| row.contains("EffectDone") && row.contains("ek:39")).unwrap();
+    assert!(done.contains("ok: ") && done.contains("39 tokens") && done.contains("ms"), "{done}");
+    assert!(!out.contains('\u{1b}'), "no colour when stdout is not a terminal");
+}
+
+/// `diff` lines both sides up, marks every differing row, names the first,
+/// and never compares what only names a run (its idempotency key): two runs
+/// of one scenario did the same.
+#[test]
+fn diff_aligns_both_sides_and_marks_every_differing_row() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    ok(dir, &["demo"]);
+    let failed: Vec<String> = ok(dir, &["runs", "--outcome", "failed", "--ids"]).lines().map(str::to_owned).collect();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    let same = ok(dir, &["diff", &failed[0], &failed[1]]);
+    assert!(same.contains("the two runs did the same"), "two runs of one scenario did the same:\n{same}");
+
+    let answered = demo.run("succeeded");
+    let out = agentplane(dir, &["diff", &failed[0], &answered]);
+    assert_eq!(out.status.code(), Some(1));
+    let table = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = table.lines().collect();
+    let header = lines.iter().position(|line| line.trim_start().starts_with('#')).unwrap();
+    let b_at = lines[header].chars().count() - 1;
+    let report = json_exit(dir, &["diff", &failed[0], &answered, "--json"], 1);
+    let rows = report["rows"].as_array().unwrap();
+    for (row, line) in rows.iter().zip(&lines[header + 1..]) {
+        let chars: Vec<char> = line.chars().collect();
+        assert_eq!(chars[0] == '!', row["same"] == false, "every differing row is marked:\n{table}");
+        assert!(chars[b_at - 2..b_at] == [' ', ' '] && chars[b_at] != ' ', "B is aligned:\n{table}");
+        assert!(!line.contains('{'), "cells are words, never cut JSON:\n{table}");
+    }
+    let first = report["first_difference"].as_u64().unwrap() as usize;
+    assert!(lines[header + first].ends_with("<- first difference"), "{table}");
+    assert_ne!(rows[first - 1]["a"]["kind"], "RunAdmitted", "an admission differs only by its key: {table}");
+}
+
+/// R-LOG-4: `verify-proof` checks a proof `prove --json` printed, offline,
+/// against a tree the caller trusts (a checkpoint opened with the log key,
+/// or a root and size); a proof never vouches for its own root, and a
+/// changed proof or an untrusted tree is refused (exit 1).
+#[test]
+fn r_log_4_verify_proof_checks_a_printed_proof_against_a_trusted_tree() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let key = demo.log_key.as_str();
+    std::fs::write(dir.join("saved.note"), ok(dir, &["checkpoint"])).unwrap();
+    std::fs::write(dir.join("inclusion.json"), ok(dir, &["prove", &demo.run("succeeded"), "--json"])).unwrap();
+    std::fs::write(dir.join("consistency.json"), ok(dir, &["prove", "--consistency", "2", "--json"])).unwrap();
+    for proof in ["inclusion.json", "consistency.json"] {
+        let verified = json(dir, &["verify-proof", proof, "--checkpoint", "saved.note", "--log-key", key, "--json"]);
+        assert_eq!(verified["valid"], true, "{proof}: {verified}");
+    }
+    let inclusion: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("inclusion.json")).unwrap()).unwrap();
+    let size = inclusion["size"].to_string();
+    ok(dir, &["verify-proof", "inclusion.json", "--root", inclusion["root"].as_str().unwrap(), "--size", &size]);
+
+    let stderr = fails(dir, &["verify-proof", "inclusion.json"], 2);
+    assert!(stderr.contains("never vouches for its own root"), "{stderr}");
+    let other_root = "00".repeat(32);
+    let stderr = fails(dir, &["verify-proof", "inclusion.json", "--root", &other_root, "--size", &size], 1);
+    assert!(stderr.contains("not the trusted one"), "{stderr}");
+    let mut changed = inclusion.clone();
+    changed["index"] = Value::from(inclusion["index"].as_u64().unwrap() ^ 1);
+    std::fs::write(dir.join("changed.json"), changed.to_string()).unwrap();
+    let answer =
+        json_exit(dir, &["verify-proof", "changed.json", "--checkpoint", "saved.note", "--log-key", key, "--json"], 1);
+    assert_eq!(answer["class"], "findings", "{answer}");
+}
+
+/// R-RUN-5: `resume` continues a stopped run from the command line: an
+/// exhausted run once its ceiling is raised, and a fork (which stays
+/// running until its agent code resumes it) run on by the demo's code.
+#[test]
+fn r_run_5_resume_continues_an_exhausted_run_and_a_fork() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let exhausted = demo.run("exhausted");
+    let stderr = fails(dir, &["resume", &exhausted], 2);
+    assert!(stderr.contains("exhausted"), "without a raised ceiling it stops again: {stderr}");
+    let out = ok(dir, &["resume", &exhausted, "--raise", "effects=5"]);
+    assert!(out.contains("succeeded"), "{out}");
+    let exhausted_now = ok(dir, &["runs", "--outcome", "exhausted", "--ids"]);
+    assert!(!exhausted_now.contains(&exhausted), "it moved out of the exhausted listing (R-RUN-3)");
+    fails(dir, &["resume", &exhausted, "--raise", "bananas=5"], 2);
+
+    let answered = ok(dir, &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
+    let fork = ok(dir, &["fork", &answered, "--at", "2"]).trim().to_owned();
+    let listed = json(dir, &["runs", "--json"]);
+    let row = listed.as_array().unwrap().iter().find(|r| r["run"] == fork.as_str()).unwrap();
+    assert!(row["outcome"].is_null(), "a fork is running until resumed: {row}");
+    let out = ok(dir, &["resume", &fork]);
+    assert!(out.contains("succeeded"), "{out}");
+    ok(dir, &["verify", "--require-signature"]);
+}
