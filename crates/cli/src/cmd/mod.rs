@@ -26,10 +26,7 @@ use crate::failure::Failure;
 pub fn run(flags: Cli) -> Result<(), Failure> {
     let settings = Settings::resolve(&flags)?;
     let cli = &settings;
-    if !matches!(
-        flags.command,
-        Command::Init { .. } | Command::Demo | Command::Keygen { .. } | Command::VerifyExport { .. }
-    ) {
+    if !matches!(flags.command, Command::Init { .. } | Command::Demo | Command::Keygen | Command::VerifyExport { .. }) {
         cli.require_plane_here()?;
     }
     match &flags.command {
