@@ -272,6 +272,8 @@ fn r_ux_3_corrupt_truncated_or_missing_store_files_are_refused_and_untouched() {
             assert_eq!(out.status.code(), Some(2), "{name} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert!(stderr.starts_with("agentplane: ") && !stderr.contains("panicked"), "{stderr}");
+            // The file the user named, never the temporary path of a private repaired copy.
+            assert!(!stderr.contains("repaired.redb"), "{stderr}");
             assert_eq!(std::fs::read(&path).unwrap(), bytes, "{name} was modified by {args:?}");
         }
     }

@@ -305,8 +305,9 @@ impl RedbStore {
                 let dir = tempfile::tempdir().map_err(copy_error)?;
                 let copy = dir.path().join("repaired.redb");
                 std::fs::copy(path, &copy).map_err(copy_error)?;
-                drop(Database::open(&copy).map_err(|err| open_error(&copy, err))?);
-                let db = redb::ReadOnlyDatabase::open(&copy).map_err(|err| open_error(&copy, err))?;
+                // Errors name the file the user gave, never the private copy's temporary path.
+                drop(Database::open(&copy).map_err(|err| open_error(path, err))?);
+                let db = redb::ReadOnlyDatabase::open(&copy).map_err(|err| open_error(path, err))?;
                 Ok((Self::read_only(db, Some(dir)), ReadOnlyOpening::RepairedCopy))
             }
             Err(err) => Err(opening(path, err)),
