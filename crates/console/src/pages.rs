@@ -690,10 +690,11 @@ fn render_log(app: &App, query: &LogQuery) -> Result<Markup, PageError> {
             h2 { "checkpoints over time (" (signed.len()) " signed, " (cosigned.len()) " cosigned)" }
             svg class="sizes" xmlns="http://www.w3.org/2000/svg" width=(bar_width + 60) height=(signed.len() * 14 + 4) role="img" aria-label="signed checkpoint sizes" {
                 @for (i, s) in signed.iter().enumerate() {
-                    rect class="size" x="0" y=(i * 14 + 2) height="10" width=(s.tree.size * bar_width / largest + 1) {
+                    @let width = s.tree.size.saturating_mul(bar_width) / largest;
+                    rect class="size" x="0" y=(i * 14 + 2) height="10" width=(width + 1) {
                         title { "size " (s.tree.size) }
                     }
-                    text x=(s.tree.size * bar_width / largest + 6) y=(i * 14 + 11) class="axis" { (s.tree.size) }
+                    text x=(width + 6) y=(i * 14 + 11) class="axis" { (s.tree.size) }
                 }
             }
             h2 { "consistency between two sizes" }

@@ -84,9 +84,10 @@ const ROW: i64 = 22;
 pub(crate) fn svg(bars: &[Bar]) -> Markup {
     let start = bars.iter().map(|bar| bar.start_millis).min().unwrap_or(0);
     let end = bars.iter().map(|bar| bar.end_millis).max().unwrap_or(start);
-    let span = (end - start).max(1);
+    // Record times come from the store: saturating arithmetic, never a panic.
+    let span = end.saturating_sub(start).max(1);
     let plot = WIDTH - LABEL_WIDTH - 10;
-    let x = |millis: i64| LABEL_WIDTH + (millis - start).saturating_mul(plot) / span;
+    let x = |millis: i64| LABEL_WIDTH + millis.saturating_sub(start).saturating_mul(plot) / span;
     let height = ROW * (bars.len() as i64) + 24;
     html! {
         svg class="timeline" xmlns="http://www.w3.org/2000/svg" width=(WIDTH) height=(height)
@@ -94,7 +95,7 @@ pub(crate) fn svg(bars: &[Bar]) -> Markup {
             @for (row, bar) in bars.iter().enumerate() {
                 @let y = ROW * row as i64 + 4;
                 @let left = x(bar.start_millis);
-                @let width = (x(bar.end_millis) - left).max(3);
+                @let width = x(bar.end_millis).saturating_sub(left).max(3);
                 @let class = match (bar.kind, bar.end) {
                     (BarKind::Step, BarEnd::Open) | (BarKind::Effect, BarEnd::Open) => "bar open",
                     (_, BarEnd::Failed) => "bar failed",
@@ -105,7 +106,7 @@ pub(crate) fn svg(bars: &[Bar]) -> Markup {
                     (match bar.kind { BarKind::Step => "step ", BarKind::Effect => "effect " }) (bar.label)
                 }
                 rect class=(class) x=(left) y=(y) width=(width) height=(ROW - 6) {
-                    title { (bar.label) ": " (bar.end_millis - bar.start_millis) " ms" }
+                    title { (bar.label) ": " (bar.end_millis.saturating_sub(bar.start_millis)) " ms" }
                 }
             }
             text x=(LABEL_WIDTH) y=(height - 4) class="axis" { "0 ms" }

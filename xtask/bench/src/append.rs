@@ -71,6 +71,23 @@ pub fn stored_bytes(store: &dyn Store, tenant: &TenantId) -> Result<Vec<Vec<Vec<
 
 /// `concurrency` runs driven through the Runtime at once, each admitted,
 /// `steps` steps started and finished, then sealed: records per second.
+/// The Runtime workload: a run admitted under `key`, `steps` steps started
+/// and finished, then succeeded (two records a step, four more around them).
+pub fn run_of_steps(runtime: &journal_core::Runtime, tenant: &TenantId, key: &str, steps: usize) -> Result<()> {
+    let request =
+        AdmitRequest { idempotency_key: key.to_owned(), plan: vec!["work".into()], budget: Budget::default() };
+    let Admission::New(mut run) = runtime.admit(tenant, request)? else {
+        return Err(anyhow!("a fresh store already held {key}"));
+    };
+    for step in 0..steps {
+        let name = format!("step {step}");
+        run.start_step(&name)?;
+        run.finish_step(&name)?;
+    }
+    run.succeed("done")?;
+    Ok(())
+}
+
 fn runtime_round(backend: Backend, concurrency: usize, steps: usize) -> Result<(f64, Vec<Vec<Vec<u8>>>)> {
     let (store, _dir) = fresh_store(backend)?;
     let (tenant, origin) = tenant()?;
@@ -79,23 +96,7 @@ fn runtime_round(backend: Backend, concurrency: usize, steps: usize) -> Result<(
         .tenant(tenant.clone(), origin, None)
         .build()?;
     let start = Instant::now();
-    each_in_a_thread(0..concurrency, |n| {
-        let request = AdmitRequest {
-            idempotency_key: format!("bench-{n}"),
-            plan: vec!["work".into()],
-            budget: Budget::default(),
-        };
-        let Admission::New(mut run) = runtime.admit(&tenant, request)? else {
-            return Err(anyhow!("a fresh store already held bench-{n}"));
-        };
-        for step in 0..steps {
-            let name = format!("step {step}");
-            run.start_step(&name)?;
-            run.finish_step(&name)?;
-        }
-        run.succeed("done")?;
-        Ok(())
-    })?;
+    each_in_a_thread(0..concurrency, |n| run_of_steps(&runtime, &tenant, &format!("bench-{n}"), steps))?;
     let elapsed = start.elapsed().as_secs_f64();
     let bytes = stored_bytes(store.as_ref(), &tenant)?;
     let records: usize = bytes.iter().map(Vec::len).sum();

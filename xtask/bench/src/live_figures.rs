@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use anyhow::{Result, anyhow, bail};
-use journal_core::{Admission, AdmitRequest, Budget, RuntimeBuilder, Store};
+use journal_core::{RuntimeBuilder, Store};
 
-use crate::append::{record_signer, stored_bytes, tenant};
+use crate::append::{record_signer, run_of_steps, stored_bytes, tenant};
 use crate::measure::{Figure, Unit, alternate, each_in_a_thread};
 
 /// Reader processes attached in the measured side.
@@ -77,23 +77,8 @@ fn writer_round(agentplane: &Path, readers: usize, steps: usize) -> Result<f64> 
             })
             .collect();
         let start = Instant::now();
-        let written = each_in_a_thread(0..CONCURRENCY, |n| {
-            let request = AdmitRequest {
-                idempotency_key: format!("live-{n}"),
-                plan: vec!["work".into()],
-                budget: Budget::default(),
-            };
-            let Admission::New(mut run) = runtime.admit(&tenant, request)? else {
-                return Err(anyhow!("a fresh store already held live-{n}"));
-            };
-            for step in 0..steps {
-                let name = format!("step {step}");
-                run.start_step(&name)?;
-                run.finish_step(&name)?;
-            }
-            run.succeed("done")?;
-            Ok(())
-        });
+        let written =
+            each_in_a_thread(0..CONCURRENCY, |n| run_of_steps(&runtime, &tenant, &format!("live-{n}"), steps));
         let elapsed = start.elapsed().as_secs_f64();
         stop.store(true, Ordering::Relaxed);
         for reader in attached {
