@@ -3,13 +3,17 @@
 //! inclusion, and every anchor on its own and against the others.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::SyncSender;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use journal_core::heads::HeadsLeaf;
 use journal_core::store::SealEntry;
 use journal_core::{
     BuildSkew, ChainCheck, Ed25519Verifier, ExpectedHead, JournalError, Outcome, RunId, SealLeaf, SignatureCheck,
-    SignedHash, Store, TenantSnapshot, Upcasters, VerifiedRecord, Verifier, VerifyOptions, last_conclusion, verify_run,
+    SignedHash, SnapshotSink, Store, StoredRecord, TenantSnapshot, Upcasters, VerifiedRecord, Verifier, VerifyOptions,
+    last_conclusion, verify_run,
 };
 use tlog::{ExtendsError, HashReader, MemoryHashStore, NodeId, Tree, VerifyError};
 
@@ -62,15 +66,12 @@ pub fn audit_with_progress(
     let upcasters = Upcasters::builtin().read_by(inputs.reader.clone());
     // One snapshot (issue 21): every check below reads the store as it was
     // at one instant, so a plane writing meanwhile is never seen half way.
-    let snapshot = store.snapshot(&inputs.tenant).map_err(AuditError::Store)?;
-    let store: &dyn Store = &snapshot;
-    let runs = store.runs(&inputs.tenant, None).map_err(AuditError::Store)?;
-
-    let audits = audit_runs(store, inputs, verifier, &upcasters, &runs, progress)?;
+    // Its runs are verified on every core while later ones are still read.
+    let (snapshot, audits) = audit_runs(store, inputs, verifier, &upcasters, progress)?;
     let mut report = AuditReport::default();
     let (mut unsigned, mut untrusted) = (0, 0);
     let mut facts: BTreeMap<RunId, RunFacts> = BTreeMap::new();
-    for (run, audit) in runs.iter().zip(audits) {
+    for (run, audit) in audits {
         report.findings.extend(audit.findings);
         report.checked.records += audit.records;
         report.checked.signatures += audit.signatures;
@@ -79,9 +80,10 @@ pub fn audit_with_progress(
         untrusted += audit.untrusted;
         if let Some(run_facts) = audit.facts {
             report.checked.runs += 1;
-            facts.insert(run.clone(), run_facts);
+            facts.insert(run, run_facts);
         }
     }
+    let store: &dyn Store = &snapshot;
     check_rows_without_runs(&snapshot, &mut report);
     check_outcome_listing(&snapshot, &facts, &mut report);
     check_idempotency_rows(&snapshot, &facts, &mut report);
@@ -112,49 +114,167 @@ pub fn audit_with_progress(
 /// batches across runs (a run alone holds too few to batch well).
 const RUNS_PER_CHUNK: usize = 48;
 
-/// Checks 1 to 3 for every run, on every core: runs are independent.
+/// Runs on their way from the snapshot's reader to the workers.
+type Chunk = Vec<(RunId, Vec<StoredRecord>)>;
+
+/// Checks 1 to 3 for every run, on every core (runs are independent),
+/// while the snapshot is still being read: the reader hands runs to the
+/// workers in chunks. Returns the snapshot's tables (with the records of
+/// runs that have no runs row, which no chain check covers) and each
+/// audited run's answer, in run order.
 fn audit_runs(
     store: &dyn Store,
     inputs: &AuditInputs,
     verifier: Option<&dyn Verifier>,
     upcasters: &Upcasters,
-    runs: &[RunId],
     progress: &(dyn Fn(u64, u64) + Sync),
-) -> Result<Vec<RunAudit>, AuditError> {
-    let workers = std::thread::available_parallelism().map_or(1, usize::from).min(runs.len()).max(1);
-    let next = AtomicUsize::new(0);
+) -> Result<(TenantSnapshot, Vec<(RunId, RunAudit)>), AuditError> {
+    let workers = std::thread::available_parallelism().map_or(1, usize::from);
+    let tables = OnceLock::new();
+    // Bounded: a reader faster than the workers waits rather than holding
+    // the tenant in memory.
+    let (send, receive) = std::sync::mpsc::sync_channel::<Chunk>(workers * 2);
+    let receive = Mutex::new(receive);
     let done = AtomicU64::new(0);
-    let total = runs.len() as u64;
-    let results: Vec<Vec<(usize, Result<RunAudit, AuditError>)>> = std::thread::scope(|scope| {
+    let total = AtomicU64::new(0);
+    let (streamed, answers) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 scope.spawn(|| {
                     let mut mine = Vec::new();
                     loop {
-                        let first = next.fetch_add(RUNS_PER_CHUNK, Ordering::Relaxed);
-                        let Some(chunk) = runs.get(first..runs.len().min(first + RUNS_PER_CHUNK)) else { break };
-                        if chunk.is_empty() {
-                            break;
-                        }
-                        let audits = audit_chunk(store, inputs, verifier, upcasters, chunk);
-                        let finished = audits.len() as u64;
-                        mine.extend(audits.into_iter().enumerate().map(|(i, audit)| (first + i, audit)));
-                        progress(done.fetch_add(finished, Ordering::Relaxed) + finished, total);
+                        // A worker never panics holding the lock (the audit
+                        // of a chunk runs after it is released), so a
+                        // poisoned lock still guards a sound receiver.
+                        let next = receive.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                        let Ok(chunk) = next else { break };
+                        let Some(tables) = tables.get() else {
+                            mine.extend(chunk.into_iter().map(|(run, _)| (run, Err(AuditError::WorkerFailed))));
+                            continue;
+                        };
+                        let runs: Vec<RunId> = chunk.iter().map(|(run, _)| run.clone()).collect();
+                        let audited = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                            audit_chunk(tables, inputs, verifier, upcasters, chunk)
+                        }));
+                        let audited = match audited {
+                            Ok(audited) => audited,
+                            // A bug in one chunk answers for its runs as a failure, never as silence.
+                            Err(_) => runs.iter().map(|_| Err(AuditError::WorkerFailed)).collect(),
+                        };
+                        let finished = audited.len() as u64;
+                        mine.extend(runs.into_iter().zip(audited));
+                        progress(done.fetch_add(finished, Ordering::Relaxed) + finished, total.load(Ordering::Relaxed));
                     }
                     mine
                 })
             })
             .collect();
-        handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect()
+        let mut dispatch = Dispatch {
+            tables: &tables,
+            total: &total,
+            send,
+            chunk: Vec::new(),
+            dispatched: BTreeSet::new(),
+            without_row: BTreeMap::new(),
+        };
+        let streamed = store.snapshot_streamed(&inputs.tenant, &mut dispatch).and_then(|()| dispatch.finish());
+        let answers: Vec<Vec<(RunId, Result<RunAudit, AuditError>)>> =
+            handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect();
+        (streamed, answers)
     });
-    let mut ordered: Vec<Option<RunAudit>> = (0..runs.len()).map(|_| None).collect();
-    for (index, result) in results.into_iter().flatten() {
-        if let Some(slot) = ordered.get_mut(index) {
-            *slot = Some(result?);
+    let (expected, without_row) = streamed.map_err(AuditError::Store)?;
+    let mut snapshot = tables.into_inner().ok_or(AuditError::WorkerFailed)?;
+    for (run, rows) in without_row {
+        snapshot.runs.entry(run).or_default().rows = rows;
+    }
+    let mut audits = BTreeMap::new();
+    for (run, audit) in answers.into_iter().flatten() {
+        audits.insert(run, audit?);
+    }
+    // A worker that stopped leaves its runs unanswered: refuse rather than skip them.
+    if audits.len() != expected {
+        return Err(AuditError::WorkerFailed);
+    }
+    Ok((snapshot, audits.into_iter().collect()))
+}
+
+/// The audit's [`SnapshotSink`]: keeps the tables for the workers and
+/// sends each run with a runs row to them, in chunks.
+struct Dispatch<'a> {
+    tables: &'a OnceLock<TenantSnapshot>,
+    /// How many runs the runs table lists: the progress's whole.
+    total: &'a AtomicU64,
+    send: SyncSender<Chunk>,
+    chunk: Chunk,
+    dispatched: BTreeSet<RunId>,
+    /// Records of runs the runs table does not list: a finding of their own.
+    without_row: BTreeMap<RunId, Vec<StoredRecord>>,
+}
+
+impl Dispatch<'_> {
+    fn read_tables(&self) -> Result<&TenantSnapshot, JournalError> {
+        self.tables.get().ok_or_else(|| stream_broken("records came before the tables"))
+    }
+
+    fn send(&mut self, run: RunId, rows: Vec<StoredRecord>) -> Result<(), JournalError> {
+        if !self.dispatched.insert(run.clone()) {
+            return Err(stream_broken("one run's records came twice"));
+        }
+        self.chunk.push((run, rows));
+        if self.chunk.len() >= RUNS_PER_CHUNK {
+            let chunk = std::mem::take(&mut self.chunk);
+            self.send.send(chunk).map_err(|_| stream_broken("every audit worker stopped"))?;
+        }
+        Ok(())
+    }
+
+    /// Sends the runs listed with no record stored (an empty chain is a
+    /// finding too) and the last chunk; returns how many runs were sent and
+    /// the records no runs row lists.
+    fn finish(mut self) -> Result<(usize, BTreeMap<RunId, Vec<StoredRecord>>), JournalError> {
+        let listed: Vec<RunId> = self
+            .read_tables()?
+            .runs
+            .iter()
+            .filter(|(run, stored)| stored.head.is_some() && !self.dispatched.contains(*run))
+            .map(|(run, _)| run.clone())
+            .collect();
+        for run in listed {
+            self.send(run, Vec::new())?;
+        }
+        let chunk = std::mem::take(&mut self.chunk);
+        if !chunk.is_empty() {
+            self.send.send(chunk).map_err(|_| stream_broken("every audit worker stopped"))?;
+        }
+        Ok((self.dispatched.len(), self.without_row))
+    }
+}
+
+impl SnapshotSink for Dispatch<'_> {
+    fn tables(&mut self, tables: TenantSnapshot) -> Result<(), JournalError> {
+        let listed = tables.runs.values().filter(|stored| stored.head.is_some()).count();
+        self.total.store(listed as u64, Ordering::Relaxed);
+        self.tables.set(tables).map_err(|_| stream_broken("the tables came twice"))
+    }
+
+    fn run_records(&mut self, run: RunId, rows: Vec<StoredRecord>) -> Result<(), JournalError> {
+        let listed = self.read_tables()?.runs.get(&run).is_some_and(|stored| stored.head.is_some());
+        if listed {
+            self.send(run, rows)
+        } else if self.without_row.insert(run, rows).is_some() {
+            Err(stream_broken("one run's records came twice"))
+        } else {
+            Ok(())
         }
     }
-    // A worker that panicked leaves its runs unanswered: refuse rather than skip them.
-    ordered.into_iter().map(|audit| audit.ok_or(AuditError::WorkerFailed)).collect()
+}
+
+/// A backend that broke [`Store::snapshot_streamed`]'s order: a bug, never
+/// read as damage to the journal.
+fn stream_broken(what: &str) -> JournalError {
+    JournalError::Io(journal_core::StorageError::message(format!(
+        "the store's snapshot stream is out of order: {what}"
+    )))
 }
 
 /// A run whose chain verified, waiting for its signatures' answers.
@@ -166,17 +286,21 @@ struct ChainRead {
 /// Checks 1 to 3 for a few runs: each chain, then every signature of them
 /// all in one batch, then each run's derived data.
 fn audit_chunk(
-    store: &dyn Store,
+    tables: &TenantSnapshot,
     inputs: &AuditInputs,
     verifier: Option<&dyn Verifier>,
     upcasters: &Upcasters,
-    runs: &[RunId],
+    runs: Chunk,
 ) -> Vec<Result<RunAudit, AuditError>> {
-    let read: Vec<Result<Result<ChainRead, RunAudit>, AuditError>> =
-        runs.iter().map(|run| read_chain(store, inputs, upcasters, run)).collect();
+    let read: Vec<(RunId, Result<Result<ChainRead, RunAudit>, AuditError>)> = runs
+        .into_iter()
+        .map(|(run, rows)| {
+            let read = read_chain(tables, upcasters, &run, rows);
+            (run, read)
+        })
+        .collect();
     let mut answers = signature_answers(verifier, &read).into_iter();
-    runs.iter()
-        .zip(read)
+    read.into_iter()
         .map(|(run, read)| match read? {
             Err(audit) => Ok(audit),
             Ok(chain) => {
@@ -188,7 +312,7 @@ fn audit_chunk(
                         _ => None,
                     })
                     .collect();
-                finish_run(store, inputs, run, chain, &checks)
+                finish_run(tables, inputs, &run, chain, &checks)
             }
         })
         .collect()
@@ -197,12 +321,12 @@ fn audit_chunk(
 /// The answer for every signed record of every verified chain, in order.
 fn signature_answers(
     verifier: Option<&dyn Verifier>,
-    read: &[Result<Result<ChainRead, RunAudit>, AuditError>],
+    read: &[(RunId, Result<Result<ChainRead, RunAudit>, AuditError>)],
 ) -> Vec<SignatureCheck> {
     let Some(verifier) = verifier else { return Vec::new() };
     let items: Vec<SignedHash<'_>> = read
         .iter()
-        .filter_map(|read| read.as_ref().ok()?.as_ref().ok())
+        .filter_map(|(_, read)| read.as_ref().ok()?.as_ref().ok())
         .flat_map(|chain| chain.records.iter())
         .filter_map(|record| {
             let signature = record.stored.signature.as_ref()?;
@@ -239,13 +363,13 @@ fn finding_of(run: &RunId, err: JournalError) -> Result<Finding, AuditError> {
 /// Check 1: the chain from the stored bytes; a run that fails it is
 /// finished (its finding) and returned as `Err`.
 fn read_chain(
-    store: &dyn Store,
-    inputs: &AuditInputs,
+    tables: &TenantSnapshot,
     upcasters: &Upcasters,
     run: &RunId,
+    rows: Vec<StoredRecord>,
 ) -> Result<Result<ChainRead, RunAudit>, AuditError> {
     let mut audit = RunAudit::default();
-    let stored = match store.read_run(&inputs.tenant, run) {
+    let stored = match tables.run_rows(run, rows) {
         Ok(stored) => stored,
         Err(err) => {
             audit.findings.push(finding_of(run, err)?);
@@ -267,7 +391,7 @@ fn read_chain(
 /// Checks 2 and 3 of a verified chain, its signatures already answered
 /// (`checks`, one per record: `None` when unsigned or nothing is trusted).
 fn finish_run(
-    store: &dyn Store,
+    store: &TenantSnapshot,
     inputs: &AuditInputs,
     run: &RunId,
     chain: ChainRead,

@@ -51,7 +51,7 @@ pub use seal::SealLeaf;
 #[cfg(feature = "signing")]
 pub use signature::{Ed25519Signer, Ed25519Verifier};
 pub use signature::{KeySignature, SignatureCheck, SignedHash, Signer, Verifier, VerifyOptions};
-pub use snapshot::{SnapshotRun, TenantSnapshot};
-pub use store::{AppendRequest, Conclusion, LogCounters, RunRows, SealEntry, Store};
+pub use snapshot::{CollectSnapshot, RecordsInRunOrder, SnapshotRun, TenantSnapshot, stream_snapshot};
+pub use store::{AppendRequest, Conclusion, LogCounters, RunRows, SealEntry, SnapshotSink, Store};
 pub use version::{Upcaster, Upcasters};
 pub use witness::Origin;

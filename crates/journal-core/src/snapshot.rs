@@ -17,7 +17,7 @@ use crate::error::{JournalError, StorageError};
 use crate::heads::HeadEntry;
 use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
-use crate::store::{AppendRequest, LogCounters, RunRows, SealEntry, SignedTree, Store};
+use crate::store::{AppendRequest, LogCounters, RunRows, SealEntry, SignedTree, SnapshotSink, Store};
 
 /// One run as the snapshot holds it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -82,6 +82,26 @@ impl TenantSnapshot {
             && self.nodes.is_empty()
     }
 
+    /// `rows` (a run's records, as streamed) with what the snapshot's
+    /// tables say of the run: what [`Store::read_run`] answers.
+    pub fn run_rows(&self, run: &RunId, rows: Vec<StoredRecord>) -> Result<RunRows, JournalError> {
+        let Some(tenant) = &self.tenant else {
+            return Err(JournalError::Io(StorageError::message("a snapshot of no tenant holds no run")));
+        };
+        let head = self
+            .runs
+            .get(run)
+            .and_then(|stored| stored.head)
+            .ok_or_else(|| JournalError::NotFound { tenant: tenant.clone(), run: run.clone() })?;
+        Ok(RunRows {
+            rows,
+            head: Some(head.head),
+            sealed: head.sealed,
+            seal: self.seal_of(tenant, run)?,
+            outcome: head.outcome,
+        })
+    }
+
     fn ours(&self, tenant: &TenantId) -> bool {
         self.tenant.as_ref() == Some(tenant)
     }
@@ -99,14 +119,7 @@ impl Store for TenantSnapshot {
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
         let not_found = || JournalError::NotFound { tenant: tenant.clone(), run: run.clone() };
         let stored = self.runs.get(run).filter(|_| self.ours(tenant)).ok_or_else(not_found)?;
-        let head = stored.head.ok_or_else(not_found)?;
-        Ok(RunRows {
-            rows: stored.rows.clone(),
-            head: Some(head.head),
-            sealed: head.sealed,
-            seal: self.seal_of(tenant, run)?,
-            outcome: head.outcome,
-        })
+        self.run_rows(run, stored.rows.clone())
     }
 
     fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
@@ -182,5 +195,80 @@ impl Store for TenantSnapshot {
 
     fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
         Ok(if self.ours(tenant) { self.clone() } else { TenantSnapshot::empty(tenant) })
+    }
+}
+
+/// Hands a snapshot read whole to `sink` as [`Store::snapshot_streamed`]
+/// promises: its tables (the runs without rows), then each run's records.
+pub fn stream_snapshot(mut snapshot: TenantSnapshot, sink: &mut dyn SnapshotSink) -> Result<(), JournalError> {
+    let records: Vec<(RunId, Vec<StoredRecord>)> = snapshot
+        .runs
+        .iter_mut()
+        .filter(|(_, stored)| !stored.rows.is_empty())
+        .map(|(run, stored)| (run.clone(), std::mem::take(&mut stored.rows)))
+        .collect();
+    sink.tables(snapshot)?;
+    records.into_iter().try_for_each(|(run, rows)| sink.run_records(run, rows))
+}
+
+/// A [`SnapshotSink`] that puts the snapshot back together: what a backend
+/// that streams answers [`Store::snapshot`] with, so it reads one way.
+#[derive(Debug, Default)]
+pub struct CollectSnapshot {
+    snapshot: Option<TenantSnapshot>,
+}
+
+impl CollectSnapshot {
+    /// The snapshot collected; an error if the stream never gave its tables.
+    pub fn finish(self) -> Result<TenantSnapshot, JournalError> {
+        self.snapshot.ok_or_else(|| JournalError::Io(StorageError::message("the snapshot stream gave no tables")))
+    }
+}
+
+impl SnapshotSink for CollectSnapshot {
+    fn tables(&mut self, tables: TenantSnapshot) -> Result<(), JournalError> {
+        self.snapshot = Some(tables);
+        Ok(())
+    }
+
+    fn run_records(&mut self, run: RunId, rows: Vec<StoredRecord>) -> Result<(), JournalError> {
+        let snapshot = self.snapshot.as_mut().ok_or_else(|| {
+            JournalError::Io(StorageError::message("the snapshot stream gave records before its tables"))
+        })?;
+        snapshot.runs.entry(run).or_default().rows = rows;
+        Ok(())
+    }
+}
+
+/// Records read in (run, seq) order, handed to a [`SnapshotSink`] one run
+/// at a time: how a backend streams its records table.
+pub struct RecordsInRunOrder<'sink> {
+    sink: &'sink mut dyn SnapshotSink,
+    current: Option<(RunId, Vec<StoredRecord>)>,
+}
+
+impl<'sink> RecordsInRunOrder<'sink> {
+    /// Records for `sink`, whose tables were already given.
+    pub fn new(sink: &'sink mut dyn SnapshotSink) -> Self {
+        Self { sink, current: None }
+    }
+
+    /// The next record read; a run's records must come together, in seq order.
+    pub fn push(&mut self, run: RunId, row: StoredRecord) -> Result<(), JournalError> {
+        match &mut self.current {
+            Some((current, rows)) if *current == run => {
+                rows.push(row);
+                Ok(())
+            }
+            _ => {
+                let finished = self.current.replace((run, vec![row]));
+                finished.map_or(Ok(()), |(run, rows)| self.sink.run_records(run, rows))
+            }
+        }
+    }
+
+    /// Hands over the last run.
+    pub fn finish(mut self) -> Result<(), JournalError> {
+        self.current.take().map_or(Ok(()), |(run, rows)| self.sink.run_records(run, rows))
     }
 }

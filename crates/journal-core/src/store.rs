@@ -184,6 +184,26 @@ pub trait Store: Send + Sync {
     /// read transaction; on a server, in bulk): what the audit checks, so
     /// appends committing meanwhile are seen whole or not at all.
     fn snapshot(&self, tenant: &TenantId) -> Result<crate::snapshot::TenantSnapshot, JournalError>;
+
+    /// The same snapshot as [`Store::snapshot`], handed to `sink` as it is
+    /// read: every table but the records first, then each run's records, so
+    /// a reader (the audit) verifies runs while later ones are still being
+    /// read, and never holds the whole tenant in memory. The default splits
+    /// [`Store::snapshot`]; a backend reading in bulk streams instead.
+    fn snapshot_streamed(&self, tenant: &TenantId, sink: &mut dyn SnapshotSink) -> Result<(), JournalError> {
+        crate::snapshot::stream_snapshot(self.snapshot(tenant)?, sink)
+    }
+}
+
+/// Where [`Store::snapshot_streamed`] delivers one snapshot, in order.
+pub trait SnapshotSink {
+    /// Every table of the snapshot but the records (its runs hold no rows),
+    /// before any run's records.
+    fn tables(&mut self, tables: crate::snapshot::TenantSnapshot) -> Result<(), JournalError>;
+
+    /// All the stored records of one run, in seq order; each run at most
+    /// once, whether or not the runs table has a row for it.
+    fn run_records(&mut self, run: RunId, rows: Vec<StoredRecord>) -> Result<(), JournalError>;
 }
 
 /// Keys the idempotency index by `RunAdmitted`'s key: backends call this

@@ -357,6 +357,42 @@ pub fn snapshot_is_the_store_at_one_instant(store: &dyn Store) {
     assert_eq!(log_head(&snapshot, &tenant).expect("head"), log_head(store, &tenant).expect("head"));
     let empty = store.snapshot(&TenantId::new("tenant-none").expect("id")).expect("empty");
     assert!(empty.is_empty(), "a tenant with nothing stored has an empty snapshot");
+
+    // Streamed, the same snapshot comes in the promised order: the tables
+    // (no rows in them) before any records, each run once, seqs in order.
+    let mut order = StreamOrder::default();
+    store.snapshot_streamed(&tenant, &mut order).expect("streamed");
+    let mut tables = order.tables.expect("the tables came");
+    assert!(tables.runs.values().all(|run| run.rows.is_empty()), "the tables hold no records");
+    assert_eq!(order.runs.iter().map(|(run, _)| run.clone()).collect::<Vec<_>>(), runs.to_vec(), "each run once");
+    for (run, rows) in order.runs {
+        let seqs: Vec<u64> = rows.iter().map(|row| row.seq).collect();
+        assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>(), "{run}'s records in seq order");
+        tables.runs.entry(run).or_default().rows = rows;
+    }
+    assert_eq!(tables, snapshot, "streamed and collected, one snapshot");
+}
+
+/// Checks [`Store::snapshot_streamed`]'s order as it is delivered.
+#[derive(Default)]
+struct StreamOrder {
+    tables: Option<crate::TenantSnapshot>,
+    runs: Vec<(RunId, Vec<crate::StoredRecord>)>,
+}
+
+impl crate::SnapshotSink for StreamOrder {
+    fn tables(&mut self, tables: crate::TenantSnapshot) -> Result<(), JournalError> {
+        assert!(self.tables.is_none() && self.runs.is_empty(), "the tables come first, once");
+        self.tables = Some(tables);
+        Ok(())
+    }
+
+    fn run_records(&mut self, run: RunId, rows: Vec<crate::StoredRecord>) -> Result<(), JournalError> {
+        assert!(self.tables.is_some(), "records after the tables");
+        assert!(self.runs.iter().all(|(seen, _)| *seen != run), "{run} comes once");
+        self.runs.push((run, rows));
+        Ok(())
+    }
 }
 
 /// R-CHAIN-5: a record's bytes edited in the backend are found, naming the run and seq.

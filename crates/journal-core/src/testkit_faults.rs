@@ -155,6 +155,9 @@ impl Store for FaultyStore {
     fn snapshot(&self, tenant: &TenantId) -> Result<crate::snapshot::TenantSnapshot, JournalError> {
         self.inner.snapshot(tenant)
     }
+    fn snapshot_streamed(&self, tenant: &TenantId, sink: &mut dyn crate::SnapshotSink) -> Result<(), JournalError> {
+        self.inner.snapshot_streamed(tenant, sink)
+    }
     fn append_heads(&self, tenant: &TenantId, origin: &witness::Origin) -> Result<Vec<u64>, JournalError> {
         self.inner.append_heads(tenant, origin)
     }

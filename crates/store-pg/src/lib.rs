@@ -10,9 +10,10 @@ use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::heads::HeadEntry;
 use journal_core::store::{SignedTree, stored_chain_hash};
 use journal_core::{
-    AppendRequest, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows, SealEntry,
-    StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
+    AppendRequest, CollectSnapshot, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RecordsInRunOrder,
+    RunId, RunRows, SealEntry, SnapshotSink, StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
 };
+use postgres::fallible_iterator::FallibleIterator as _;
 use postgres::{Client, NoTls};
 use r2d2_postgres::PostgresConnectionManager;
 use tlog::{NodeHash, NodeId, RootHash, Tree};
@@ -600,7 +601,7 @@ fn signed_tree(tenant: &TenantId, table: &str, row: &postgres::Row) -> Result<Si
 
 /// Everything of `tenant` in one read-only repeatable-read transaction, one
 /// query per table (never one per run).
-fn read_snapshot(conn: &mut Client, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
+fn read_snapshot(conn: &mut Client, tenant: &TenantId, sink: &mut dyn SnapshotSink) -> Result<(), JournalError> {
     let fail = |what: &'static str| move |err| pg(what, err);
     let mut txn = conn
         .build_transaction()
@@ -608,21 +609,32 @@ fn read_snapshot(conn: &mut Client, tenant: &TenantId) -> Result<TenantSnapshot,
         .isolation_level(postgres::IsolationLevel::RepeatableRead)
         .start()
         .map_err(fail("starting the snapshot"))?;
-    let t = tenant.as_str();
-    let mut snapshot = TenantSnapshot::empty(tenant);
-    let rows = txn
-        .query(
+    sink.tables(read_tables(&mut txn, tenant)?)?;
+    // Streamed, not collected: the sink verifies runs while later rows
+    // are still arriving, and the tenant is never held whole in memory.
+    let mut rows = txn
+        .query_raw(
             "SELECT run, seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature FROM records
              WHERE tenant = $1 ORDER BY run, seq",
-            &[&t],
+            std::iter::once(tenant.as_str()),
         )
         .map_err(fail("reading records"))?;
-    for row in &rows {
+    let mut in_order = RecordsInRunOrder::new(sink);
+    while let Some(row) = rows.next().map_err(fail("reading records"))? {
         let run = run_id(tenant, row.get(0))?;
-        let record = stored_record(tenant, &run, row, 1)?;
-        snapshot.runs.entry(run).or_default().rows.push(record);
+        let record = stored_record(tenant, &run, &row, 1)?;
+        in_order.push(run, record)?;
     }
+    in_order.finish()?;
     drop(rows);
+    txn.commit().map_err(fail("ending the snapshot"))
+}
+
+/// Every table of `tenant` but the records, in the snapshot's transaction.
+fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
+    let fail = |what: &'static str| move |err| pg(what, err);
+    let t = tenant.as_str();
+    let mut snapshot = TenantSnapshot::empty(tenant);
     for row in txn
         .query("SELECT run, head_seq, head_hash, sealed, outcome FROM runs WHERE tenant = $1", &[&t])
         .map_err(fail("reading runs"))?
@@ -689,7 +701,6 @@ fn read_snapshot(conn: &mut Client, tenant: &TenantId) -> Result<TenantSnapshot,
             trees.push(signed_tree(tenant, table, &row)?);
         }
     }
-    txn.commit().map_err(fail("ending the snapshot"))?;
     Ok(snapshot)
 }
 
@@ -870,7 +881,13 @@ impl Store for PgStore {
     }
 
     fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
-        read_snapshot(&mut *self.conn()?, tenant)
+        let mut collect = CollectSnapshot::default();
+        read_snapshot(&mut *self.conn()?, tenant, &mut collect)?;
+        collect.finish()
+    }
+
+    fn snapshot_streamed(&self, tenant: &TenantId, sink: &mut dyn SnapshotSink) -> Result<(), JournalError> {
+        read_snapshot(&mut *self.conn()?, tenant, sink)
     }
 
     fn append_heads(&self, tenant: &TenantId, origin: &journal_core::Origin) -> Result<Vec<u64>, JournalError> {

@@ -11,8 +11,8 @@ use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::heads::{HEADS_LEAF_RUN, HeadEntry};
 use journal_core::store::{SignedTree, stored_chain_hash};
 use journal_core::{
-    AppendRequest, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RunId, RunRows, SealEntry,
-    StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
+    AppendRequest, CollectSnapshot, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RecordsInRunOrder,
+    RunId, RunRows, SealEntry, SnapshotSink, StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
 };
 use redb::{
     Database, ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _, TableDefinition,
@@ -447,22 +447,30 @@ fn read_heads_entries(
     Ok(out)
 }
 
-/// Everything of `tenant`, read in the one read transaction `txn`.
-fn read_snapshot(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
+/// Everything of `tenant`, read in the one read transaction `txn` and
+/// handed to `sink`: the tables, then the records run by run.
+fn read_snapshot(txn: &ReadTransaction, tenant: &TenantId, sink: &mut dyn SnapshotSink) -> Result<(), JournalError> {
+    let t = tenant.as_str();
+    sink.tables(read_tables(txn, tenant)?)?;
+    let Some(records) = open_if_there(txn, RECORDS)? else { return Ok(()) };
+    let mut in_order = RecordsInRunOrder::new(sink);
+    for entry in records.range((t, "", 0)..).map_err(io)? {
+        let (key, value) = entry.map_err(io)?;
+        let (kt, run, seq) = key.value();
+        if kt != t {
+            break;
+        }
+        let run = run_id(tenant, run)?;
+        let row = row_of(&run, seq, value.value())?;
+        in_order.push(run, row)?;
+    }
+    in_order.finish()
+}
+
+/// Every table of `tenant` but the records, in the read transaction `txn`.
+fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
     let t = tenant.as_str();
     let mut snapshot = TenantSnapshot::empty(tenant);
-    if let Some(records) = open_if_there(txn, RECORDS)? {
-        for entry in records.range((t, "", 0)..).map_err(io)? {
-            let (key, value) = entry.map_err(io)?;
-            let (kt, run, seq) = key.value();
-            if kt != t {
-                break;
-            }
-            let run = run_id(tenant, run)?;
-            let row = row_of(&run, seq, value.value())?;
-            snapshot.runs.entry(run).or_default().rows.push(row);
-        }
-    }
     if let Some(runs) = open_if_there(txn, RUNS)? {
         for entry in runs.range((t, "")..).map_err(io)? {
             let (key, value) = entry.map_err(io)?;
@@ -946,7 +954,13 @@ impl Store for RedbStore {
     }
 
     fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
-        read_snapshot(&self.read_txn()?, tenant)
+        let mut collect = CollectSnapshot::default();
+        read_snapshot(&self.read_txn()?, tenant, &mut collect)?;
+        collect.finish()
+    }
+
+    fn snapshot_streamed(&self, tenant: &TenantId, sink: &mut dyn SnapshotSink) -> Result<(), JournalError> {
+        read_snapshot(&self.read_txn()?, tenant, sink)
     }
 
     fn append_heads(&self, tenant: &TenantId, origin: &journal_core::Origin) -> Result<Vec<u64>, JournalError> {
