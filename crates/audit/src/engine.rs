@@ -13,7 +13,7 @@ use journal_core::store::SealEntry;
 use journal_core::{
     BuildSkew, ChainCheck, Ed25519Verifier, ExpectedHead, JournalError, Outcome, RunId, SealLeaf, SignatureCheck,
     SignedHash, SnapshotSink, Store, StoredRecord, TenantSnapshot, Upcasters, VerifiedRecord, Verifier, VerifyOptions,
-    last_conclusion, verify_run,
+    last_conclusion, verify_run_owned,
 };
 use tlog::{ExtendsError, HashReader, MemoryHashStore, NodeId, Tree, VerifyError};
 
@@ -369,7 +369,7 @@ fn read_chain(
     rows: Vec<StoredRecord>,
 ) -> Result<Result<ChainRead, RunAudit>, AuditError> {
     let mut audit = RunAudit::default();
-    let stored = match tables.run_rows(run, rows) {
+    let mut stored = match tables.run_rows(run, rows) {
         Ok(stored) => stored,
         Err(err) => {
             audit.findings.push(finding_of(run, err)?);
@@ -379,7 +379,7 @@ fn read_chain(
     // Hash before parse, version, shape. The runs table's head is derived
     // data, checked in `finish_run`, not here.
     let check = ChainCheck { upcasters, verifier: None, options: VerifyOptions::default() };
-    match verify_run(run, &stored.rows, None, check) {
+    match verify_run_owned(run, std::mem::take(&mut stored.rows), None, check) {
         Ok(records) => Ok(Ok(ChainRead { stored, records })),
         Err(err) => {
             audit.findings.push(finding_of(run, err)?);

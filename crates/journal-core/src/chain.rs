@@ -89,11 +89,33 @@ pub fn verify_run(
     expected_head: Option<ExpectedHead>,
     check: ChainCheck<'_>,
 ) -> Result<Vec<VerifiedRecord>, JournalError> {
+    verify_rows(run, rows.iter().cloned(), expected_head, check)
+}
+
+/// [`verify_run`] over rows the caller owns: each row moves into its
+/// [`VerifiedRecord`] instead of being copied (the audit reads every
+/// record of a plane once, and copying them was a fifth of its work).
+pub fn verify_run_owned(
+    run: &RunId,
+    rows: Vec<StoredRecord>,
+    expected_head: Option<ExpectedHead>,
+    check: ChainCheck<'_>,
+) -> Result<Vec<VerifiedRecord>, JournalError> {
+    verify_rows(run, rows.into_iter(), expected_head, check)
+}
+
+fn verify_rows(
+    run: &RunId,
+    rows: impl ExactSizeIterator<Item = StoredRecord>,
+    expected_head: Option<ExpectedHead>,
+    check: ChainCheck<'_>,
+) -> Result<Vec<VerifiedRecord>, JournalError> {
     let mut prev = ChainHash::GENESIS;
-    let mut out = Vec::with_capacity(rows.len());
-    for (index, row) in rows.iter().enumerate() {
-        check_link(run, index, prev, row)?;
-        check_signature(run, row, check)?;
+    let count = rows.len();
+    let mut out = Vec::with_capacity(count);
+    for (index, row) in rows.enumerate() {
+        check_link(run, index, prev, &row)?;
+        check_signature(run, &row, check)?;
         // Only now, with the bytes proven to be the ones written, is the body read.
         let record = Record::decode_verified(&row.bytes, check.upcasters)?;
         if record.run != *run || record.seq != row.seq {
@@ -108,9 +130,9 @@ pub fn verify_run(
             return Err(tamper(run, row.seq, TamperKind::ColumnMismatch, None));
         }
         prev = row.hash;
-        out.push(VerifiedRecord { stored: row.clone(), record });
+        out.push(VerifiedRecord { stored: row, record });
     }
-    check_head(run, rows.len(), prev, expected_head)?;
+    check_head(run, count, prev, expected_head)?;
     Ok(out)
 }
 

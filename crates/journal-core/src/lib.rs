@@ -31,7 +31,9 @@ pub mod testkit_runtime;
 pub mod version;
 pub mod writer;
 
-pub use chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, VerifiedRecord, verify_links, verify_run};
+pub use chain::{
+    ChainCheck, ChainHash, ExpectedHead, StoredRecord, VerifiedRecord, verify_links, verify_run, verify_run_owned,
+};
 pub use clock::{At, Clock, SteppingClock, SystemClock};
 pub use error::{BuildSkew, ErrorClass, JournalError, StorageError, TamperKind};
 pub use ids::{RunId, TenantId};
