@@ -457,6 +457,31 @@ pub fn sign_head(
     key: &LogKey,
     high_water: Option<&dyn HighWater>,
 ) -> Result<SignedCheckpoint, JournalError> {
+    let last = refusal(store, view, origin, high_water)?;
+    let head = view.head()?.tree;
+    if let Some(high_water) = high_water {
+        // Durable before any signature of this tree exists.
+        high_water.raise(origin, head).map_err(|err| high_water_error(view.tenant(), err))?;
+    }
+    let signed = sign_checkpoint(origin, head, key)?;
+    if last != Some(head) {
+        store.record_signed_checkpoint(
+            view.tenant(),
+            last,
+            crate::store::SignedTree { tree: head, note: signed.note().to_owned() },
+        )?;
+    }
+    Ok(signed)
+}
+
+/// Every check of [`sign_head`] that refuses to sign `view`, signing
+/// nothing: the last checkpoint the store recorded when the view may be signed.
+fn refusal(
+    store: &dyn Store,
+    view: &LogView<'_>,
+    origin: &Origin,
+    high_water: Option<&dyn HighWater>,
+) -> Result<Option<Tree>, JournalError> {
     let tenant = view.tenant();
     let refuse = |reason: String| JournalError::WouldSignRollback { tenant: tenant.clone(), reason };
     if view.source().has_holes() {
@@ -497,19 +522,7 @@ pub fn sign_head(
     {
         return Err(refuse(reason));
     }
-    if let Some(high_water) = high_water {
-        // Durable before any signature of this tree exists.
-        high_water.raise(origin, head).map_err(|err| high_water_error(tenant, err))?;
-    }
-    let signed = sign_checkpoint(origin, head, key)?;
-    if last != Some(head) {
-        store.record_signed_checkpoint(
-            tenant,
-            last,
-            crate::store::SignedTree { tree: head, note: signed.note().to_owned() },
-        )?;
-    }
-    Ok(signed)
+    Ok(last)
 }
 
 /// Appends heads leaves for the runs whose head moved ([`Store::append_heads`]),
@@ -523,14 +536,27 @@ pub fn sign_current_head<'a>(
     key: &LogKey,
     high_water: Option<&dyn HighWater>,
 ) -> Result<(LogView<'a>, SignedCheckpoint), JournalError> {
+    // Refused before anything is written: a store the plane must not sign
+    // from (restored, cut back) gets no heads leaf either.
+    on_a_fresh_view(store, tenant, |view| refusal(store, view, origin, high_water).map(|_| ()))?;
     // Open runs enter the log before it is signed (issue 20): the checkpoint
     // then commits to every run's head, not only to the sealed ones.
     store.append_heads(tenant, origin)?;
+    on_a_fresh_view(store, tenant, |view| sign_head(store, view, origin, key, high_water))
+}
+
+/// Runs `act` on the tenant's log as it is now, again on a fresh view when
+/// another process of the plane got further meanwhile (a few times at most).
+fn on_a_fresh_view<'a, T>(
+    store: &'a dyn Store,
+    tenant: &'a TenantId,
+    mut act: impl FnMut(&LogView<'a>) -> Result<T, JournalError>,
+) -> Result<(LogView<'a>, T), JournalError> {
     let mut attempts = 0;
     loop {
         let view = LogView::open(store, tenant)?;
-        match sign_head(store, &view, origin, key, high_water) {
-            Ok(signed) => return Ok((view, signed)),
+        match act(&view) {
+            Ok(done) => return Ok((view, done)),
             Err(JournalError::CheckpointConflict { .. }) if attempts < 4 => attempts += 1,
             // Another process of the plane signed a larger tree after this
             // view was read (its mark is then ahead of the view): a fresh

@@ -56,6 +56,15 @@ fn seal(store: &Arc<MemoryStore>, key: &str) {
     run.succeed("done").unwrap();
 }
 
+fn open_run(store: &Arc<MemoryStore>, key: &str) {
+    let runtime = RuntimeBuilder::new(Arc::clone(store) as Arc<dyn Store>)
+        .tenant(TenantId::new("t").unwrap(), Origin::new(ORIGIN).unwrap(), Some(log_key()))
+        .build()
+        .unwrap();
+    let request = AdmitRequest { idempotency_key: key.into(), plan: vec![], budget: Budget::default() };
+    let Admission::New(_run) = runtime.admit(&TenantId::new("t").unwrap(), request).unwrap() else { panic!("new") };
+}
+
 /// A store put back (a fresh store standing for an older backup: its own
 /// record of what the plane signed is gone too) is refused by the mark kept
 /// outside it, with the integrity message; the store alone would sign it.
@@ -71,6 +80,8 @@ fn r_log_2_sign_head_refuses_a_store_older_than_the_high_water_mark() {
     sign_current_head(newer.as_ref(), &tenant, &origin, &log_key(), Some(&mark)).unwrap();
     let older = Arc::new(MemoryStore::new());
     seal(&older, "a");
+    open_run(&older, "still-open");
+    let positions_before = older.log_counters(&tenant).unwrap().next_position;
     let refused = sign_current_head(older.as_ref(), &tenant, &origin, &log_key(), Some(&mark));
     assert!(
         matches!(&refused, Err(JournalError::WouldSignRollback { reason, .. })
@@ -78,6 +89,11 @@ fn r_log_2_sign_head_refuses_a_store_older_than_the_high_water_mark() {
         "{refused:?}"
     );
     assert!(older.signed_checkpoints(&tenant).unwrap().is_empty(), "nothing was signed");
+    assert_eq!(
+        older.log_counters(&tenant).unwrap().next_position,
+        positions_before,
+        "a refused store gets no heads leaf for its open run either: nothing is written before the refusal"
+    );
     assert!(sign_current_head(older.as_ref(), &tenant, &origin, &log_key(), None).is_ok(), "the store alone would");
 
     // A lost mark refuses until the witnesses were asked.
