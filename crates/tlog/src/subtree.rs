@@ -57,7 +57,7 @@ impl Subtree {
         if start != 0 {
             // end - start <= 2^63 here (start >= 1), so the power of two fits.
             let width = (end - start).checked_next_power_of_two().ok_or(invalid)?;
-            if start % width != 0 {
+            if !start.is_multiple_of(width) {
                 return Err(invalid);
             }
         }
