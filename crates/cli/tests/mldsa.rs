@@ -206,4 +206,15 @@ fn r_wit_10_one_witness_with_both_keys_meets_a_quorum_of_two() {
         ],
     );
     assert_ne!(once.status.code(), Some(0), "one key listed twice met a quorum of 2: {}", text(&once));
+
+    // One URL listed twice with one key is refused, naming it, before anything is sent.
+    let config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    std::fs::write(
+        plane.join("agentplane.toml"),
+        format!("{config}\n[[witness]]\nurl = \"{}\"\nkey = \"{ml_vkey}\"\n", server.url()),
+    )
+    .unwrap();
+    let twice = agentplane(plane, &["sweep", "--json"]);
+    assert_eq!(twice.status.code(), Some(2), "{}", text(&twice));
+    assert!(text(&twice).contains("listed twice with one key"), "{}", text(&twice));
 }

@@ -56,8 +56,12 @@ fn witnesses(settings: &Settings) -> Result<Witnesses, Failure> {
         let trusted = agentplane_cli::plane_config::check_witness_key(&entry.key)
             .map_err(|err| Failure::Usage(format!("witness {}: key: {err}", entry.url)))?;
         match by_url.iter_mut().find(|(url, _)| *url == entry.url) {
-            // A key listed twice for one URL is trusted once (it counts once anyway).
-            Some((_, url_keys)) if url_keys.iter().any(|key| key.same_key(&trusted)) => {}
+            Some((_, url_keys)) if url_keys.iter().any(|key| key.same_key(&trusted)) => {
+                return Err(Failure::Usage(format!(
+                    "witness {} is listed twice with one key: a quorum counts distinct keys",
+                    entry.url
+                )));
+            }
             Some((_, url_keys)) => url_keys.push(trusted.clone()),
             None => by_url.push((&entry.url, vec![trusted.clone()])),
         }
