@@ -5,6 +5,12 @@ go 1.26.0
 tool github.com/transparency-dev/witness/cmd/omniwitness
 
 require (
+	github.com/transparency-dev/formats v0.1.2-0.20260710124811-af9e607161b6
+	github.com/transparency-dev/witness v0.0.0-20260720115447-2e1c6971d19e
+	golang.org/x/mod v0.37.0
+)
+
+require (
 	filippo.io/mldsa v0.0.0-20260215214346-43d0283efc3e // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -21,9 +27,7 @@ require (
 	github.com/prometheus/otlptranslator v1.0.0 // indirect
 	github.com/prometheus/procfs v0.20.1 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
-	github.com/transparency-dev/formats v0.1.2-0.20260710124811-af9e607161b6 // indirect
 	github.com/transparency-dev/merkle v0.0.3-0.20260707140218-77df88e508fa // indirect
-	github.com/transparency-dev/witness v0.0.0-20260720115447-2e1c6971d19e // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel v1.44.0 // indirect
 	go.opentelemetry.io/otel/exporters/prometheus v0.66.0 // indirect
@@ -33,7 +37,6 @@ require (
 	go.opentelemetry.io/otel/trace v1.44.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	golang.org/x/crypto v0.53.0 // indirect
-	golang.org/x/mod v0.37.0 // indirect
 	golang.org/x/net v0.55.0 // indirect
 	golang.org/x/sync v0.21.0 // indirect
 	golang.org/x/sys v0.46.0 // indirect

@@ -9,6 +9,9 @@
 //! then verified by `agentplane verify-export --witness-key <0x06 vkey>` and by an
 //! independent verifier: the Go oracle's `crosscheck` (Go's `sumdb/note` for the log
 //! signature, transparency-dev/formats for the ML-DSA-44 cosignature).
+//! Then sign-subtree: transparency-dev/witness's witness, served by our driver
+//! `xtask/omniwitness/main.go` with subtree signing on, checks subtree
+//! consistency proofs made by `tlog` and signs the subtrees; we verify its lines.
 
 use std::io::{BufRead, BufReader, Write as _};
 use std::path::{Path, PathBuf};
@@ -17,7 +20,12 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
 use serde_json::{Value, json};
-use witness::{ALG_ML_DSA_44, SignerKey, TrustedWitness};
+use tlog::{LeafHash, MemoryHashStore, NodeHash, Subtree, SubtreeConsistencyProof};
+use witness::protocol::{SIGN_SUBTREE_PATH, SignSubtreeRequest};
+use witness::{
+    ALG_ED25519, ALG_ML_DSA_44, Checkpoint, HttpWitness, LogKey, Origin, SignerKey, SubtreeStatement, TrustedWitness,
+    Witness,
+};
 
 use crate::litewitness::{Guard, free_port, output};
 use crate::{run_command, step, target_dir, workspace_root};
@@ -27,65 +35,79 @@ use crate::{run_command, step, target_dir, workspace_root};
 pub const PINNED: &str = "github.com/transparency-dev/witness v0.0.0-20260720115447-2e1c6971d19e";
 const PACKAGE: &str = "github.com/transparency-dev/witness/cmd/omniwitness";
 const WITNESS_NAME: &str = "omniwitness.test/witness";
+/// A log of ours (not the plane's) for sign-subtree, whose leaves xtask holds.
+const DIRECT_ORIGIN: &str = "omniwitness.test/direct";
 /// What omniwitness logs once its listener is bound (the listener is opened
 /// before the HTTP server goroutine starts), so no polling is needed.
 const READY: &str = "HTTP server goroutine started";
 
-/// Builds omniwitness into the target directory; returns the binary and the
-/// seconds the build took (the first build compiles modernc.org/sqlite, the
-/// slow part; later ones come from Go's build cache).
-fn build() -> Result<(PathBuf, f64)> {
+/// Builds omniwitness and our driver `subtreewitness` (`xtask/omniwitness/main.go`)
+/// into the target directory; returns both binaries and the seconds the build
+/// took (a cold build compiles modernc.org/sqlite, the slow part; later ones
+/// come from Go's build cache).
+fn build() -> Result<(PathBuf, PathBuf, f64)> {
     crate::vectors::ensure_go()?;
-    let binary = target_dir().join("omniwitness").join("omniwitness");
-    step(&format!("building omniwitness ({PINNED}, pinned by xtask/omniwitness/go.mod)"));
+    let out = target_dir().join("omniwitness");
+    let (binary, driver) = (out.join("omniwitness"), out.join("subtreewitness"));
+    step(&format!("building omniwitness and subtreewitness ({PINNED}, pinned by xtask/omniwitness/go.mod)"));
     let started = Instant::now();
-    run_command(
-        Command::new("go")
-            .args(["build", "-mod=readonly", "-o"])
-            .arg(&binary)
-            .arg(PACKAGE)
-            .current_dir(workspace_root().join("xtask").join("omniwitness")),
-    )
-    .context("building omniwitness")?;
+    for (output, package) in [(&binary, PACKAGE), (&driver, ".")] {
+        run_command(
+            Command::new("go")
+                .args(["build", "-mod=readonly", "-o"])
+                .arg(output)
+                .arg(package)
+                .current_dir(workspace_root().join("xtask").join("omniwitness")),
+        )
+        .with_context(|| format!("building {package}"))?;
+    }
     let seconds = started.elapsed().as_secs_f64();
-    eprintln!("xtask: omniwitness built in {seconds:.1} s");
-    Ok((binary, seconds))
+    eprintln!("xtask: omniwitness and subtreewitness built in {seconds:.1} s");
+    Ok((binary, driver, seconds))
 }
 
-/// Starts omniwitness on `port` with the key file and the logs file; returns
-/// once it has logged that it serves (its listener is bound before that).
-fn start(binary: &Path, dir: &Path, key_file: &Path, logs: &Path, port: u16) -> Result<Guard> {
+/// Starts `binary` with `args`, reading its stderr until a line contains
+/// `ready` (each binary logs it once its listener is bound, so no polling).
+fn start_until(binary: &Path, args: &[String], ready: &str, label: &'static str) -> Result<Guard> {
     let mut child = Command::new(binary)
-        .arg(format!("--listen=127.0.0.1:{port}"))
-        .arg("--metrics_listen=")
-        .arg(format!("--private_key_path={}", key_file.display()))
-        .arg(format!("--additional_logs={}", logs.display()))
-        .arg(format!("--db_file={}", dir.join("omniwitness.db").display()))
-        .arg("--logtostderr")
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .context("starting omniwitness")?;
-    let stderr = child.stderr.take().context("omniwitness stderr")?;
+        .with_context(|| format!("starting {label}"))?;
+    let stderr = child.stderr.take().with_context(|| format!("{label} stderr"))?;
     let guard = Guard(child);
     let mut lines = BufReader::new(stderr).lines();
-    let mut ready = false;
+    let mut started = false;
     for line in lines.by_ref() {
         let line = line?;
-        eprintln!("  omniwitness: {line}");
-        if line.contains(READY) {
-            ready = true;
+        eprintln!("  {label}: {line}");
+        if line.contains(ready) {
+            started = true;
             break;
         }
     }
-    ensure!(ready, "omniwitness stopped before serving (its log is above)");
+    ensure!(started, "{label} stopped before serving (its log is above)");
     // Keep draining its log so it never blocks on a full pipe.
     std::thread::spawn(move || {
         for line in lines.map_while(Result::ok) {
-            eprintln!("  omniwitness: {line}");
+            eprintln!("  {label}: {line}");
         }
     });
     Ok(guard)
+}
+
+/// Starts omniwitness on `port` with the key file and the logs file.
+fn start(binary: &Path, dir: &Path, key_file: &Path, logs: &Path, port: u16) -> Result<Guard> {
+    let args = [
+        format!("--listen=127.0.0.1:{port}"),
+        "--metrics_listen=".to_owned(),
+        format!("--private_key_path={}", key_file.display()),
+        format!("--additional_logs={}", logs.display()),
+        format!("--db_file={}", dir.join("omniwitness.db").display()),
+        "--logtostderr".to_owned(),
+    ];
+    start_until(binary, &args, READY, "omniwitness")
 }
 
 /// A plane of two tenants made by `agentplane init` with omniwitness as its witness.
@@ -130,7 +152,7 @@ fn logs_yaml(logs: &[(String, String)]) -> String {
 }
 
 pub fn run() -> Result<()> {
-    let (binary, build_seconds) = build()?;
+    let (binary, driver, build_seconds) = build()?;
     let oracle = crate::vectors::build_oracle()?;
     step("building agentplane for a sweep against omniwitness");
     run_command(crate::cargo().args(["build", "--quiet", "-p", "agentplane-cli"]))?;
@@ -162,6 +184,8 @@ pub fn run() -> Result<()> {
         let log_key = plane.run(&["--tenant", tenant, "keys", "--print", "log-key"])?.trim().to_owned();
         logs.push((origin, log_key));
     }
+    let direct_key = SignerKey::generate(DIRECT_ORIGIN, ALG_ED25519)?;
+    logs.push((DIRECT_ORIGIN.to_owned(), direct_key.verifier_key().to_string()));
     let logs_file = dir.path().join("logs.yaml");
     std::fs::write(&logs_file, logs_yaml(&logs))?;
 
@@ -196,6 +220,18 @@ pub fn run() -> Result<()> {
     // independent verifier must refuse it, or its approval means nothing.
     let tampered = tamper(cosigned.first().and_then(|c| c["note"].as_str()).context("no cosigned note")?)?;
     cosigned.push(json!({ "vkey": vkey, "note": tampered }));
+
+    // omniwitness's own binary has no flag for sign-subtree at this version:
+    // our driver runs its library with EnableSubtreeSigning, same key, same logs.
+    let driver_port = free_port()?;
+    let driver_url = format!("http://127.0.0.1:{driver_port}");
+    let driver_args = [
+        format!("-listen=127.0.0.1:{driver_port}"),
+        format!("-private_key_path={}", key_file.display()),
+        format!("-logs={}", logs_file.display()),
+    ];
+    let _driver = start_until(&driver, &driver_args, "listening", "subtreewitness")?;
+    sign_subtree(&driver_url, &vkey, direct_key)?;
 
     step("the cosigned checkpoints through an independent verifier (Go sumdb/note and transparency-dev/formats)");
     let answer = crosscheck(&oracle, &json!({ "notes": notes, "cosigned": cosigned, "to_cosign": [] }))?;
@@ -279,4 +315,84 @@ fn crosscheck(oracle: &Path, input: &Value) -> Result<Value> {
     let out = child.wait_with_output()?;
     ensure!(out.status.success(), "oracle crosscheck failed");
     serde_json::from_slice(&out.stdout).context("oracle crosscheck output")
+}
+
+/// transparency-dev/witness's `POST /sign-subtree`, served by our driver
+/// `subtreewitness` (omniwitness's own command cannot serve it at the pinned
+/// version; see `xtask/omniwitness/main.go`): a log of ours at 13 leaves is
+/// cosigned, then subtrees of it are sent with proofs `tlog` makes; the witness
+/// checks them with transparency-dev/merkle, and we check its timestamp-0
+/// `subtree/v1` lines with `TrustedWitness::check_subtree`. A changed proof hash must be a 422,
+/// a subtree past the checkpoint a 400, a checkpoint without its cosignature a 403.
+fn sign_subtree(url: &str, vkey: &str, log_key: SignerKey) -> Result<()> {
+    step("omniwitness's sign-subtree with subtree consistency proofs made by tlog");
+    let trusted = TrustedWitness::parse(vkey)?;
+    let mut leaves = MemoryHashStore::new();
+    for i in 0..13u8 {
+        leaves.append(LeafHash::of(&[i]));
+    }
+    let log = LogKey::new(log_key)?;
+    let signed = log.sign(&Checkpoint::new(&Origin::new(DIRECT_ORIGIN)?, leaves.tree()))?;
+    let cosigned = HttpWitness::new(url, vec![trusted.clone()])?.add_checkpoint(&signed, &leaves)?;
+    let note = signed.cosigned_note(cosigned.cosignatures.iter().map(|c| &c.signature));
+    let http = reqwest::blocking::Client::new();
+    let post = |request: &SignSubtreeRequest| -> Result<(u16, String)> {
+        let response = http.post(format!("{url}{SIGN_SUBTREE_PATH}")).body(request.to_body()).send()?;
+        Ok((response.status().as_u16(), response.text()?))
+    };
+    let request = |start: u64, end: u64| -> Result<SignSubtreeRequest> {
+        let subtree = Subtree::new(start, end)?;
+        Ok(SignSubtreeRequest {
+            subtree,
+            hash: tlog::subtree_hash(&leaves, subtree)?,
+            proof: tlog::prove_subtree_consistency(&leaves, subtree, 13)?,
+            checkpoint_note: note.clone(),
+        })
+    };
+    let ranges = [(8, 12), (0, 13), (12, 13), (0, 5), (4, 6)];
+    for (start, end) in ranges {
+        let request = request(start, end)?;
+        let (status, body) = post(&request)?;
+        ensure!(status == 200, "omniwitness sign-subtree [{start}, {end}): {status} {body}");
+        let lines = witness::parse_signature_lines(&body)?;
+        let statement = SubtreeStatement {
+            cosigner_name: WITNESS_NAME.to_owned(),
+            timestamp: 0,
+            origin: DIRECT_ORIGIN.to_owned(),
+            start,
+            end,
+            hash: *request.hash.as_bytes(),
+        };
+        match lines.as_slice() {
+            [line] => {
+                let timestamp = trusted.check_subtree(&statement, line)?;
+                ensure!(timestamp == 0, "omniwitness's subtree line has timestamp {timestamp}, not 0");
+            }
+            _ => bail!("omniwitness answered {} lines to sign-subtree: {body}", lines.len()),
+        }
+    }
+    let good = request(8, 12)?;
+    let mut bad_proof = good.clone();
+    let mut path = bad_proof.proof.path().to_vec();
+    let first = path.first_mut().context("a proof for [8, 12) in 13 is not empty")?;
+    *first = NodeHash::from_hex(&"ab".repeat(32))?;
+    bad_proof.proof = SubtreeConsistencyProof::new(path);
+    let mut past = good.clone();
+    past.subtree = Subtree::new(8, 16)?;
+    let mut bare = good.clone();
+    bare.checkpoint_note = signed.note().to_owned();
+    for (what, request, want) in [
+        ("a changed proof hash", &bad_proof, 422),
+        ("past the checkpoint", &past, 400),
+        ("no cosignature of its own", &bare, 403),
+    ] {
+        let (status, body) = post(request)?;
+        ensure!(status == want, "omniwitness sign-subtree, {what}: {status} (want {want}) {body}");
+    }
+    eprintln!(
+        "xtask: transparency-dev/witness (subtreewitness) signed {} subtrees proved by tlog (each line verified here, timestamp 0) and refused a \
+         changed proof (422), a subtree past the checkpoint (400) and a checkpoint it had not cosigned (403)",
+        ranges.len()
+    );
+    Ok(())
 }
