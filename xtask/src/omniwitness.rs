@@ -221,8 +221,8 @@ pub fn run() -> Result<()> {
     let tampered = tamper(cosigned.first().and_then(|c| c["note"].as_str()).context("no cosigned note")?)?;
     cosigned.push(json!({ "vkey": vkey, "note": tampered }));
 
-    // omniwitness's own binary has no flag for sign-subtree at this version:
-    // our driver runs its library with EnableSubtreeSigning, same key, same logs.
+    // omniwitness cannot enable sign-subtree at this version: our driver serves
+    // its `witness` package with subtree signing on, with the same key and logs.
     let driver_port = free_port()?;
     let driver_url = format!("http://127.0.0.1:{driver_port}");
     let driver_args = [
