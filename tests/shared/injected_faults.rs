@@ -21,7 +21,12 @@ pub fn run_fault_matrix(fresh: &dyn Fn() -> Arc<dyn Store>) {
             origin: testkit::origin().to_string(),
             keys: vec![testkit_faults::matrix_log_key().verifier_key()],
         };
-        let config = WitnessConfig { cosigner: cosigner.clone(), logs: vec![log], clock: Arc::new(SystemClock) };
+        let config = WitnessConfig {
+            extra_cosigners: Vec::new(),
+            cosigner: cosigner.clone(),
+            logs: vec![log],
+            clock: Arc::new(SystemClock),
+        };
         let server = WitnessServer::start(config, &state.path().join("witness.redb"), "127.0.0.1:0").unwrap();
         let client =
             HttpWitness::new(&server.url(), vec![TrustedWitness::new(cosigner.verifier_key()).unwrap()]).unwrap();

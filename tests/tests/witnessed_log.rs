@@ -43,6 +43,7 @@ fn a_witness_cosigns_the_growing_log_and_refuses_it_after_a_deletion() {
     let cosigner =
         Cosigner::new(SignerKey::from_seed("e2e.test/witness", ALG_COSIGNATURE_V1, [2; 32]).unwrap()).unwrap();
     let config = WitnessConfig {
+        extra_cosigners: Vec::new(),
         cosigner: cosigner.clone(),
         logs: vec![LogConfig { origin: ORIGIN.into(), keys: vec![log_key.verifier_key()] }],
         clock: Arc::new(SystemClock),

@@ -30,6 +30,7 @@ pub const TARGETS: &[&str] = &[
     "tlog_verify",
     "plane_config",
     "mldsa_line",
+    "sign_subtree_request",
 ];
 
 /// How long each target runs.
@@ -225,5 +226,22 @@ fn write_seeds(seeds: &Path) -> Result<()> {
     put(&dir, "vkey", ml_signer.verifier_key().to_string().as_bytes())?;
     put(&dir, "skey", ml_signer.to_skey().as_bytes())?;
     put(&seeds.join("keys"), "mldsa-vkey", ml_signer.verifier_key().to_string().as_bytes())?;
+
+    // sign-subtree bodies over the target's 13-leaf tree (leaf i is the byte i).
+    let mut small = MemoryHashStore::new();
+    for i in 0..13u8 {
+        small.append(LeafHash::of(&[i]));
+    }
+    let dir = seeds.join("sign_subtree_request");
+    for (start, end) in [(8, 12), (0, 13), (12, 13), (0, 5)] {
+        let subtree = tlog::Subtree::new(start, end)?;
+        let request = witness::protocol::SignSubtreeRequest {
+            subtree,
+            hash: tlog::subtree_hash(&small, subtree).context("a subtree hash")?,
+            proof: tlog::prove_subtree_consistency(&small, subtree, 13).context("a subtree proof")?,
+            checkpoint_note: first.note().to_owned(),
+        };
+        put(&dir, &format!("subtree-{start}-{end}"), request.to_body().as_bytes())?;
+    }
     Ok(())
 }

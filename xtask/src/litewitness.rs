@@ -22,7 +22,7 @@ const ORIGIN: &str = "litewitness.test/agentplane";
 const WITNESS_NAME: &str = "litewitness.test/witness";
 
 /// Kills a child process when dropped.
-struct Guard(Child);
+pub(crate) struct Guard(pub(crate) Child);
 
 impl Drop for Guard {
     fn drop(&mut self) {
@@ -53,7 +53,7 @@ fn build(out_dir: &Path) -> Result<()> {
     )
 }
 
-fn output(command: &mut Command) -> Result<String> {
+pub(crate) fn output(command: &mut Command) -> Result<String> {
     let out = command.output().with_context(|| format!("starting {command:?}"))?;
     if !out.status.success() {
         bail!("{command:?} failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -96,7 +96,7 @@ fn start_agent(dir: &Path) -> Result<(Agent, PathBuf, String, [u8; 32])> {
     Ok((agent, socket, fingerprint, raw))
 }
 
-fn free_port() -> Result<u16> {
+pub(crate) fn free_port() -> Result<u16> {
     Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 

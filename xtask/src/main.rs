@@ -20,6 +20,7 @@ mod crash;
 mod crosscheck;
 mod fuzz;
 mod litewitness;
+mod omniwitness;
 mod postgres;
 mod vectors;
 
@@ -29,6 +30,7 @@ const USAGE: &str = "usage: cargo xtask <test | vectors [--check]>
   vectors           regenerate the vector files from the Go oracle (writes them)
   vectors --check   regenerate into memory and fail on any difference
   litewitness       build litewitness (Go) and run our witness client against it
+  omniwitness       build transparency-dev/witness's omniwitness (Go) with an ML-DSA-44 key and sweep a plane against it
   bench [--quick] [--only GROUP]...
                     every performance figure beside its baseline, into target/bench/ (--quick: a smoke run)
   fuzz [--seconds N | --runs N] [TARGET...]
@@ -57,6 +59,7 @@ fn run() -> Result<()> {
         ["vectors"] => vectors::run(vectors::Mode::Write),
         ["vectors", "--check"] => vectors::run(vectors::Mode::Check),
         ["litewitness"] => litewitness::run(),
+        ["omniwitness"] => omniwitness::run(),
         ["bless"] => bless::run(),
         ["fuzz", rest @ ..] => fuzz_command(rest),
         ["crash", rest @ ..] => crash_command(rest),
@@ -152,6 +155,9 @@ fn test() -> Result<()> {
 
     step("cargo xtask litewitness (a real witness that is not ours)");
     litewitness::run()?;
+
+    step("cargo xtask omniwitness (transparency-dev/witness with an ML-DSA-44 key)");
+    omniwitness::run()?;
 
     step("a short crash campaign (cargo xtask crash runs the long one)");
     crash::run(10, &["redb"], false, &server)?;

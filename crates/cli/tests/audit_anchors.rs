@@ -235,6 +235,7 @@ fn r_aud_10_verify_export_counts_distinct_keys() {
     let state = tempfile::tempdir().unwrap();
     let w1 = cosigner("cli.test/w1", 51);
     let config = witness_server::WitnessConfig {
+        extra_cosigners: Vec::new(),
         cosigner: w1.clone(),
         logs: vec![witness_server::LogConfig { origin, keys: vec![witness::VerifierKey::parse(&log_key).unwrap()] }],
         clock: std::sync::Arc::new(witness_server::SystemClock),

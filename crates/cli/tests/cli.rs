@@ -432,6 +432,7 @@ fn r_aud_6_audit_reads_the_anchor_from_a_witness() {
     )
     .unwrap();
     let config = witness_server::WitnessConfig {
+        extra_cosigners: Vec::new(),
         cosigner: cosigner.clone(),
         logs: vec![witness_server::LogConfig {
             origin: origin.clone(),
@@ -567,6 +568,7 @@ fn start_witnesses(dir: &Path, tenants: &[&str], count: u8) -> Witnesses {
         .unwrap();
         vkeys.push(cosigner.verifier_key().to_string());
         let config = witness_server::WitnessConfig {
+            extra_cosigners: Vec::new(),
             cosigner,
             logs: logs.clone(),
             clock: std::sync::Arc::new(witness_server::SystemClock),

@@ -37,8 +37,12 @@ fn add_witness(dir: &Path, tenant: &str) -> (witness_server::WitnessServer, temp
     )
     .unwrap();
     let vkey = cosigner.verifier_key().to_string();
-    let config =
-        witness_server::WitnessConfig { cosigner, logs, clock: std::sync::Arc::new(witness_server::SystemClock) };
+    let config = witness_server::WitnessConfig {
+        extra_cosigners: Vec::new(),
+        cosigner,
+        logs,
+        clock: std::sync::Arc::new(witness_server::SystemClock),
+    };
     let server = witness_server::WitnessServer::start(config, &state.path().join("w0.redb"), "127.0.0.1:0").unwrap();
     let mut toml = std::fs::read_to_string(dir.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
     toml.push_str(&format!("\n[[witness]]\nurl = \"{}\"\nkey = \"{vkey}\"\n", server.url()));

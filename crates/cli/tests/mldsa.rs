@@ -24,6 +24,7 @@ fn start_witness(
     let cosigner = witness::Cosigner::new(witness::SignerKey::from_seed(name, algorithm, [seed; 32]).unwrap()).unwrap();
     let vkey = cosigner.verifier_key().to_string();
     let config = witness_server::WitnessConfig {
+        extra_cosigners: Vec::new(),
         cosigner,
         logs: vec![log],
         clock: std::sync::Arc::new(witness_server::SystemClock),
@@ -119,4 +120,101 @@ fn r_wit_10_init_accepts_an_ml_dsa_witness_key_and_refuses_a_note_key() {
     let stderr =
         fails(other.path(), &["init", "--witness", &format!("http://127.0.0.1:9={}", note_key.verifier_key())], 2);
     assert!(stderr.contains("0x01"), "{stderr}");
+}
+
+/// One witness holding both keys (Ed25519 cosignature/v1 and ML-DSA-44)
+/// returns both lines to one submission; a plane listing that URL once per
+/// key meets a quorum of 2, counted by distinct public keys, and the export
+/// carries both cosignatures.
+#[test]
+fn r_wit_10_one_witness_with_both_keys_meets_a_quorum_of_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    let keys = json(plane, &["--tenant", "shop", "keys", "--json"]);
+    let log = witness_server::LogConfig {
+        origin: keys["origin"].as_str().unwrap().to_owned(),
+        keys: vec![witness::VerifierKey::parse(keys["log_key"].as_str().unwrap()).unwrap()],
+    };
+    let cosigner = |algorithm, seed| {
+        witness::Cosigner::new(witness::SignerKey::from_seed("cli.test/both", algorithm, [seed; 32]).unwrap()).unwrap()
+    };
+    let (ed, ml) = (cosigner(witness::ALG_COSIGNATURE_V1, 71), cosigner(witness::ALG_ML_DSA_44, 72));
+    let (ed_vkey, ml_vkey) = (ed.verifier_key().to_string(), ml.verifier_key().to_string());
+    let config = witness_server::WitnessConfig {
+        cosigner: ed,
+        extra_cosigners: vec![ml],
+        logs: vec![log],
+        clock: std::sync::Arc::new(witness_server::SystemClock),
+    };
+    let server = witness_server::WitnessServer::start(config, &state.path().join("both.redb"), "127.0.0.1:0").unwrap();
+    let mut config =
+        std::fs::read_to_string(plane.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 2");
+    for vkey in [&ed_vkey, &ml_vkey] {
+        config.push_str(&format!("\n[[witness]]\nurl = \"{}\"\nkey = \"{vkey}\"\n", server.url()));
+    }
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    ok(plane, &["--tenant", "shop", "demo"]);
+
+    let out = agentplane(plane, &["sweep", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(report["outcome"], "met", "{report}");
+    let cosigned = ok(plane, &["--tenant", "shop", "checkpoint", "--cosigned"]);
+    assert_eq!(cosigned.matches("\n— cli.test/both ").count(), 2, "both lines of the one witness: {cosigned}");
+
+    let run = json(plane, &["--tenant", "shop", "runs", "--outcome", "succeeded", "--json"])[0]["run"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    ok(plane, &["--tenant", "shop", "export", &run, "-o", "run.export"]);
+    let log_key = keys["log_key"].as_str().unwrap().to_owned();
+    let both = agentplane(
+        plane,
+        &[
+            "verify-export",
+            "run.export",
+            "--log-key",
+            &log_key,
+            "--witness-key",
+            &ed_vkey,
+            "--witness-key",
+            &ml_vkey,
+            "--quorum",
+            "2",
+            "--json",
+        ],
+    );
+    assert_eq!(both.status.code(), Some(0), "{}", text(&both));
+    let verified: serde_json::Value = serde_json::from_slice(&both.stdout).unwrap();
+    assert_eq!(verified["cosignatures"], 2, "{verified}");
+    // The same key twice is one cosigner: a quorum of 2 is not met by it.
+    let once = agentplane(
+        plane,
+        &[
+            "verify-export",
+            "run.export",
+            "--log-key",
+            &log_key,
+            "--witness-key",
+            &ml_vkey,
+            "--witness-key",
+            &ml_vkey,
+            "--quorum",
+            "2",
+        ],
+    );
+    assert_ne!(once.status.code(), Some(0), "one key listed twice met a quorum of 2: {}", text(&once));
+
+    // One URL listed twice with one key is refused, naming it, before anything is sent.
+    let config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    std::fs::write(
+        plane.join("agentplane.toml"),
+        format!("{config}\n[[witness]]\nurl = \"{}\"\nkey = \"{ml_vkey}\"\n", server.url()),
+    )
+    .unwrap();
+    let twice = agentplane(plane, &["sweep", "--json"]);
+    assert_eq!(twice.status.code(), Some(2), "{}", text(&twice));
+    assert!(text(&twice).contains("listed twice with one key"), "{}", text(&twice));
 }

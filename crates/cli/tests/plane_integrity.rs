@@ -33,6 +33,7 @@ fn witnessed_plane(dir: &Path) -> Witness {
     let vkey = cosigner.verifier_key().to_string();
     let state = tempfile::tempdir().unwrap();
     let config = witness_server::WitnessConfig {
+        extra_cosigners: Vec::new(),
         cosigner,
         logs: vec![log],
         clock: std::sync::Arc::new(witness_server::SystemClock),

@@ -31,6 +31,7 @@ fn witnesses(count: u8, log_key: &LogKey) -> Witnesses {
                 .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let config = WitnessConfig {
+            extra_cosigners: Vec::new(),
             cosigner: cosigner.clone(),
             logs: vec![LogConfig { origin: ORIGIN.into(), keys: vec![log_key.verifier_key()] }],
             clock: Arc::new(SystemClock),

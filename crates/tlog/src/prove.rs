@@ -112,7 +112,7 @@ impl Plan {
     }
 }
 
-fn read_exact<R: HashReader>(reader: &R, ids: &[NodeId]) -> Result<Vec<NodeHash>, ProveError<R::Error>> {
+pub(crate) fn read_exact<R: HashReader>(reader: &R, ids: &[NodeId]) -> Result<Vec<NodeHash>, ProveError<R::Error>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }

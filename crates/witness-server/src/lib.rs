@@ -22,8 +22,14 @@ use tlog::{RootHash, Tree};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use witness::protocol::{ADD_CHECKPOINT_PATH, AddCheckpointRequest, MAX_REQUEST_BYTES, SIZE_CONTENT_TYPE, origin_hash};
-use witness::{CheckpointError, Cosigner, NoteError, NoteVerifier, SignedCheckpoint, VerifierKey};
+use witness::protocol::{
+    ADD_CHECKPOINT_PATH, AddCheckpointRequest, MAX_REQUEST_BYTES, MAX_SIGN_SUBTREE_BYTES, SIGN_SUBTREE_PATH,
+    SIZE_CONTENT_TYPE, SignSubtreeRequest, origin_hash,
+};
+use witness::{
+    Checkpoint, CheckpointError, Cosigner, NoteError, NoteVerifier, SignedCheckpoint, SubtreeStatement, TrustedWitness,
+    VerifierKey,
+};
 
 /// origin -> (size, root, the cosigned note served to readers)
 const LATEST: TableDefinition<&str, (u64, &[u8], &str)> = TableDefinition::new("latest_cosigned");
@@ -137,10 +143,22 @@ pub struct LogConfig {
 pub struct WitnessConfig {
     /// The witness's cosigning key.
     pub cosigner: Cosigner,
+    /// Further cosigning keys (an ML-DSA-44 key beside an Ed25519 one, or a
+    /// key being rotated in): each adds its own line to every 200 answer and
+    /// to the note the monitor endpoint serves, after `cosigner`'s. No two
+    /// keys may share a name and key id.
+    pub extra_cosigners: Vec<Cosigner>,
     /// The logs it watches.
     pub logs: Vec<LogConfig>,
     /// The time source for cosignature timestamps.
     pub clock: Arc<dyn Clock>,
+}
+
+impl WitnessConfig {
+    /// Every cosigning key, `cosigner` first.
+    pub fn cosigners(&self) -> impl Iterator<Item = &Cosigner> {
+        std::iter::once(&self.cosigner).chain(&self.extra_cosigners)
+    }
 }
 
 /// A server failure.
@@ -207,12 +225,19 @@ impl WitnessServer {
         listen: &str,
         limits: ServerLimits,
     ) -> Result<Self, ServerError> {
-        let own = config.cosigner.verifier_key();
+        let own: Vec<VerifierKey> = config.cosigners().map(Cosigner::verifier_key).collect();
         for log in &config.logs {
-            if log.keys.iter().any(|key| key.public_key() == own.public_key()) {
+            if log.keys.iter().any(|key| own.iter().any(|own| key.public_key() == own.public_key())) {
                 return Err(ServerError::Config(format!(
                     "log {}: the witness's own key is listed as a log key; a witness cannot witness itself",
                     log.origin
+                )));
+            }
+        }
+        for (i, key) in own.iter().enumerate() {
+            if own.iter().skip(i + 1).any(|other| other.name() == key.name() && other.key_id() == key.key_id()) {
+                return Err(ServerError::Config(format!(
+                    "the cosigning key {key} is given twice (or two keys share its name and key id)"
                 )));
             }
         }
@@ -451,24 +476,26 @@ impl Shared {
         let path = request.uri().path().to_owned();
         let method = request.method().clone();
         let answer = match (method.clone(), path.as_str()) {
-            (Method::POST, ADD_CHECKPOINT_PATH) => {
-                let limited = Limited::new(request.into_body(), MAX_REQUEST_BYTES);
-                match tokio::time::timeout(self.limits.body_timeout, limited.collect()).await {
-                    Err(_) => Answer::text(408, "the request body did not arrive in time\n"),
-                    Ok(Err(err)) if err.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-                        Answer::text(400, "request body too large\n")
-                    }
-                    Ok(Err(err)) => Answer::text(400, format!("reading the request: {err}\n")),
-                    Ok(Ok(body)) => {
-                        let body = body.to_bytes();
-                        let shared = Arc::clone(&self);
-                        tokio::task::spawn_blocking(move || shared.add_checkpoint(&body))
-                            .await
-                            .unwrap_or_else(|err| Answer::text(500, format!("cosigning failed: {err}\n")))
-                    }
+            (Method::POST, ADD_CHECKPOINT_PATH) => match self.read_body(request, MAX_REQUEST_BYTES).await {
+                Err(answer) => answer,
+                Ok(body) => {
+                    let shared = Arc::clone(&self);
+                    tokio::task::spawn_blocking(move || shared.add_checkpoint(&body))
+                        .await
+                        .unwrap_or_else(|err| Answer::text(500, format!("cosigning failed: {err}\n")))
                 }
-            }
+            },
             (_, ADD_CHECKPOINT_PATH) => Answer::not_allowed("POST"),
+            (Method::POST, SIGN_SUBTREE_PATH) => match self.read_body(request, MAX_SIGN_SUBTREE_BYTES).await {
+                Err(answer) => answer,
+                Ok(body) => {
+                    let shared = Arc::clone(&self);
+                    tokio::task::spawn_blocking(move || shared.sign_subtree(&body))
+                        .await
+                        .unwrap_or_else(|err| Answer::text(500, format!("signing failed: {err}\n")))
+                }
+            },
+            (_, SIGN_SUBTREE_PATH) => Answer::not_allowed("POST"),
             (Method::GET, _) => {
                 let shared = Arc::clone(&self);
                 let lookup = path.clone();
@@ -487,6 +514,82 @@ impl Shared {
             tracing::warn!(target: LOG_TARGET, %method, path, status = answer.status, "refused: {}", answer.body.trim_end());
         }
         answer.into_response()
+    }
+
+    /// The request body, at most `limit` bytes, within the body timeout.
+    async fn read_body(&self, request: Request<Incoming>, limit: usize) -> Result<Bytes, Answer> {
+        let limited = Limited::new(request.into_body(), limit);
+        match tokio::time::timeout(self.limits.body_timeout, limited.collect()).await {
+            Err(_) => Err(Answer::text(408, "the request body did not arrive in time\n")),
+            Ok(Err(err)) if err.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+                Err(Answer::text(400, "request body too large\n"))
+            }
+            Ok(Err(err)) => Err(Answer::text(400, format!("reading the request: {err}\n"))),
+            Ok(Ok(body)) => Ok(body.to_bytes()),
+        }
+    }
+
+    /// `POST /sign-subtree` (C2SP tlog-witness HEAD, optional): cosigns the
+    /// subtree `[start, end)` with timestamp 0 when the reference checkpoint
+    /// carries a valid cosignature of this witness and the subtree consistency
+    /// proof (draft-ietf-plants-merkle-tree-certs-03 section 4.4) leads from the
+    /// subtree to its root. The witness's own cosignature is the whole trust
+    /// argument: it cosigned that tree only after proving it extends what it
+    /// had cosigned before, so nothing needs reading from the state. Only
+    /// ML-DSA-44 keys can sign a subtree (cosignature/v1 has no subtree form);
+    /// a witness with none answers 404, as for an endpoint it does not serve.
+    fn sign_subtree(&self, body: &[u8]) -> Answer {
+        let subtree_signers: Vec<&Cosigner> =
+            self.config.cosigners().filter(|cosigner| cosigner.algorithm() == witness::ALG_ML_DSA_44).collect();
+        if subtree_signers.is_empty() {
+            return Answer::text(404, "this witness holds no ML-DSA-44 key, so it signs no subtrees\n");
+        }
+        let request = match SignSubtreeRequest::parse(body) {
+            Ok(request) => request,
+            Err(err) => return Answer::text(400, format!("{err}\n")),
+        };
+        let (text, signatures) = match witness::split_note(&request.checkpoint_note)
+            .and_then(|(text, block)| Ok((text, witness::parse_signature_lines(block)?)))
+        {
+            Ok(parts) => parts,
+            Err(err) => return Answer::text(400, format!("reference checkpoint: {err}\n")),
+        };
+        let checkpoint = match Checkpoint::parse(text) {
+            Ok(checkpoint) => checkpoint,
+            Err(err) => return Answer::text(400, format!("reference checkpoint: {err}\n")),
+        };
+        if !self.config.logs.iter().any(|log| log.origin == checkpoint.origin()) {
+            return Answer::text(404, "unknown origin\n");
+        }
+        let own: Vec<TrustedWitness> =
+            self.config.cosigners().filter_map(|cosigner| TrustedWitness::new(cosigner.verifier_key()).ok()).collect();
+        match witness::verify_cosignatures(text, &signatures, &own) {
+            Ok(report) if !report.valid.is_empty() => {}
+            _ => return Answer::text(403, "the reference checkpoint carries no valid cosignature of this witness\n"),
+        }
+        let tree = checkpoint.tree();
+        if request.subtree.end() > tree.size {
+            return Answer::text(400, "the subtree ends past the reference checkpoint\n");
+        }
+        if let Err(err) = tree.verify_subtree(request.subtree, &request.hash, &request.proof) {
+            return Answer::text(422, format!("subtree consistency proof: {err}\n"));
+        }
+        let mut lines = String::new();
+        for cosigner in subtree_signers {
+            let statement = SubtreeStatement {
+                cosigner_name: cosigner.name().to_owned(),
+                timestamp: 0,
+                origin: checkpoint.origin().to_owned(),
+                start: request.subtree.start(),
+                end: request.subtree.end(),
+                hash: *request.hash.as_bytes(),
+            };
+            match cosigner.sign_statement(&statement) {
+                Ok(line) => lines.push_str(&line.to_line()),
+                Err(err) => return Answer::text(500, format!("cannot sign the subtree: {err}\n")),
+            }
+        }
+        Answer::text(200, lines)
     }
 
     fn monitor(&self, path: &str) -> Answer {
@@ -588,14 +691,17 @@ impl Shared {
                 return Ok(Answer::text(422, format!("{err}\n")));
             }
             let timestamp = self.config.clock.now();
-            let cosignature = match self.config.cosigner.cosign(&checkpoint.to_text(), timestamp) {
-                Ok(line) => line,
-                Err(err) => return Ok(Answer::text(500, format!("cannot cosign: {err}\n"))),
-            };
-            let served =
-                witness::assemble(verified.text(), verified.verified_signatures().iter().chain([&cosignature]));
+            let text = checkpoint.to_text();
+            let mut cosignatures = Vec::with_capacity(1 + self.config.extra_cosigners.len());
+            for cosigner in self.config.cosigners() {
+                match cosigner.cosign(&text, timestamp) {
+                    Ok(line) => cosignatures.push(line),
+                    Err(err) => return Ok(Answer::text(500, format!("cannot cosign: {err}\n"))),
+                }
+            }
+            let served = witness::assemble(verified.text(), verified.verified_signatures().iter().chain(&cosignatures));
             table.insert(checkpoint.origin(), (new.size, new.root.as_bytes().as_slice(), served.as_str()))?;
-            Answer::text(200, cosignature.to_line())
+            Answer::text(200, cosignatures.iter().map(witness::NoteSignature::to_line).collect::<String>())
         };
         // Durable before the cosignature leaves.
         txn.commit()?;

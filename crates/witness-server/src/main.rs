@@ -27,9 +27,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve `POST /add-checkpoint` and `GET /<origin hash>/checkpoint` until SIGINT or SIGTERM.
+    /// Serve `POST /add-checkpoint`, `GET /<origin hash>/checkpoint` and, with an ML-DSA-44 key,
+    /// `POST /sign-subtree`, until SIGINT or SIGTERM.
     Serve {
-        /// A configuration file (TOML: listen, state, key_file, `[[log]]` origin and keys, `[limits]`);
+        /// A configuration file (TOML: listen, state, key_file (a path or a list), `[[log]]` origin and
+        /// keys, `[limits]`);
         /// the flags below override it.
         #[arg(long)]
         config: Option<PathBuf>,
@@ -39,9 +41,11 @@ enum Command {
         /// The redb file holding each origin's latest cosigned checkpoint.
         #[arg(long)]
         state: Option<PathBuf>,
-        /// File holding the witness's signer key (PRIVATE+KEY+name+id+..., made by `keygen`).
-        #[arg(long)]
-        key_file: Option<PathBuf>,
+        /// File holding a signer key of the witness (PRIVATE+KEY+name+id+..., made by `keygen`):
+        /// Ed25519 (cosignature/v1) or ML-DSA-44 (subtree/v1). Repeatable: a witness given both
+        /// returns both lines, in the order of the files. Replaces the configuration's key files.
+        #[arg(long = "key-file", value_name = "FILE")]
+        key_files: Vec<PathBuf>,
         /// A log to watch: ORIGIN=VKEY (repeatable; several keys for one origin are allowed).
         #[arg(long = "log", value_name = "ORIGIN=VKEY")]
         logs: Vec<String>,
@@ -150,12 +154,34 @@ impl LimitFlags {
 struct ConfigFile {
     listen: Option<String>,
     state: Option<PathBuf>,
-    key_file: Option<PathBuf>,
+    /// One key file, or a list of them (`key_file = ["ed.key", "ml.key"]`).
+    key_file: Option<KeyFiles>,
     #[serde(default, rename = "log")]
     logs: Vec<LogEntry>,
     #[serde(default)]
     limits: LimitFlags,
 }
+
+/// `key_file` in the configuration: a path or a list of paths.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum KeyFiles {
+    One(PathBuf),
+    Many(Vec<PathBuf>),
+}
+
+impl KeyFiles {
+    fn into_vec(self) -> Vec<PathBuf> {
+        match self {
+            Self::One(path) => vec![path],
+            Self::Many(paths) => paths,
+        }
+    }
+}
+
+/// The most key files a witness takes (one per algorithm, and one more of
+/// each while a key is rotated).
+const MAX_KEY_FILES: usize = 4;
 
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -188,6 +214,22 @@ fn add_log(logs: &mut Vec<LogConfig>, origin: &str, vkey: &str, what: &str) -> R
     Ok(())
 }
 
+/// The largest key file read: an skey is under 400 bytes.
+const MAX_KEY_FILE_BYTES: u64 = 4096;
+
+fn read_cosigner(path: &Path) -> Result<Cosigner, String> {
+    use std::io::Read as _;
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_KEY_FILE_BYTES + 1).read_to_string(&mut text))
+        .map_err(|err| format!("reading {}: {err}", path.display()))?;
+    if text.len() as u64 > MAX_KEY_FILE_BYTES {
+        return Err(format!("{}: larger than {MAX_KEY_FILE_BYTES} bytes, not a key file", path.display()));
+    }
+    let key = SignerKey::parse(text.trim()).map_err(|err| format!("{}: {err}", path.display()))?;
+    Cosigner::new(key).map_err(|err| format!("{}: {err}", path.display()))
+}
+
 fn read_config(path: &Path) -> Result<ConfigFile, String> {
     let text = std::fs::read_to_string(path).map_err(|err| format!("reading {}: {err}", path.display()))?;
     toml::from_str(&text).map_err(|err| format!("{}: {err}", path.display()))
@@ -205,13 +247,22 @@ fn run(cli: Cli) -> Result<(), String> {
             println!("{}", key.verifier_key());
             Ok(())
         }
-        Command::Serve { config, listen, state, key_file, logs, limits } => {
+        Command::Serve { config, listen, state, key_files, logs, limits } => {
             let mut file = config.as_deref().map(read_config).transpose()?.unwrap_or_default();
             let limits = limits.or(std::mem::take(&mut file.limits)).apply()?;
             let listen = listen.or(file.listen).unwrap_or_else(|| "127.0.0.1:7380".to_owned());
             let state = state.or(file.state).ok_or("no state file: --state or `state` in the configuration")?;
-            let key_file =
-                key_file.or(file.key_file).ok_or("no key file: --key-file or `key_file` in the configuration")?;
+            let key_files = if key_files.is_empty() {
+                file.key_file.map(KeyFiles::into_vec).unwrap_or_default()
+            } else {
+                key_files
+            };
+            if key_files.is_empty() {
+                return Err("no key file: --key-file or `key_file` in the configuration".into());
+            }
+            if key_files.len() > MAX_KEY_FILES {
+                return Err(format!("{} key files: a witness takes at most {MAX_KEY_FILES}", key_files.len()));
+            }
             let mut watched = Vec::new();
             for entry in &file.logs {
                 for vkey in &entry.keys {
@@ -226,15 +277,18 @@ fn run(cli: Cli) -> Result<(), String> {
             if watched.is_empty() {
                 return Err("no log to watch: --log ORIGIN=VKEY or [[log]] in the configuration".into());
             }
-            let text =
-                std::fs::read_to_string(&key_file).map_err(|err| format!("reading {}: {err}", key_file.display()))?;
-            let key = SignerKey::parse(text.trim()).map_err(|err| format!("{}: {err}", key_file.display()))?;
-            let cosigner = Cosigner::new(key).map_err(|err| err.to_string())?;
-            let vkey = cosigner.verifier_key();
-            let config = WitnessConfig { cosigner, logs: watched, clock: Arc::new(SystemClock) };
+            let mut cosigners =
+                key_files.iter().map(|path| read_cosigner(path)).collect::<Result<Vec<_>, _>>()?.into_iter();
+            let cosigner = cosigners.next().ok_or("no key file: --key-file or `key_file` in the configuration")?;
+            let cosigners: Vec<Cosigner> = cosigners.collect();
+            let vkeys: Vec<String> =
+                std::iter::once(&cosigner).chain(&cosigners).map(|c| c.verifier_key().to_string()).collect();
+            let config =
+                WitnessConfig { cosigner, extra_cosigners: cosigners, logs: watched, clock: Arc::new(SystemClock) };
             let signals = StopSignals::install()?;
             let server = WitnessServer::start_with(config, &state, &listen, limits).map_err(|err| err.to_string())?;
-            println!("agentplane-witness {vkey} listening on {}", server.url());
+            // One line, the URL last (tests and scripts take the last word).
+            println!("agentplane-witness {} listening on {}", vkeys.join(" "), server.url());
             signals.wait()?;
             tracing::info!(target: "agentplane.witness", "stopping: finishing the requests in flight");
             server.shutdown();

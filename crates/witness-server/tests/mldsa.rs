@@ -130,3 +130,53 @@ fn r_wit_10_the_binary_makes_and_serves_an_ml_dsa_key() {
     assert_eq!(cosigned.cosignatures[0].algorithm, ALG_ML_DSA_44);
     assert_eq!(cosigned.checkpoint.tree().size, 4);
 }
+
+/// The binary with two key files (`keygen` makes either type): it announces
+/// both verifier keys and answers with both lines; the configuration file
+/// takes the same two files as a list.
+#[test]
+fn r_wit_10_the_binary_serves_both_keys_from_its_key_files() {
+    let mut plane = Plane::new(1);
+    plane.grow_to(4, u64::MAX);
+    let dir = tempfile::tempdir().unwrap();
+    let keygen = |kind: &str, file: &str| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+            .args(["keygen", "--type", kind, "--name", "witness.test/bin-both", "--out"])
+            .arg(dir.path().join(file))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        TrustedWitness::parse(String::from_utf8(out.stdout).unwrap().trim()).unwrap()
+    };
+    let (ed, ml) = (keygen("ed25519", "ed.key"), keygen("ml-dsa-44", "ml.key"));
+    let config = dir.path().join("witness.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\nstate = \"{}\"\nkey_file = [\"{}\", \"{}\"]\n\n[[log]]\norigin = \"{}\"\nkeys = [\"{}\"]\n",
+            dir.path().join("w.redb").display(),
+            dir.path().join("ed.key").display(),
+            dir.path().join("ml.key").display(),
+            plane.origin,
+            plane.key.verifier_key()
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(line.contains(&ed.verifier_key().to_string()) && line.contains(&ml.verifier_key().to_string()), "{line}");
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    let cosigned = HttpWitness::new(&url, vec![ed, ml]).unwrap().add_checkpoint(&plane.signed(), &plane.log);
+    let status = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
+    assert!(status.success());
+    assert!(child.wait().unwrap().success());
+    let algorithms: Vec<u8> = cosigned.unwrap().cosignatures.iter().map(|c| c.algorithm).collect();
+    assert_eq!(algorithms, [witness::ALG_COSIGNATURE_V1, ALG_ML_DSA_44]);
+}

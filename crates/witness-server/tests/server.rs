@@ -19,6 +19,7 @@ use witness_server::{LogConfig, ServerLimits, WitnessConfig, WitnessServer};
 fn start(plane: &Plane, dir: &tempfile::TempDir, limits: ServerLimits) -> (WitnessServer, witness::Cosigner) {
     let key = cosigner(7, "witness.test/w1");
     let config = WitnessConfig {
+        extra_cosigners: Vec::new(),
         cosigner: key.clone(),
         logs: vec![plane.log_config()],
         clock: Arc::new(FixedClock(AtomicU64::new(1_700_000_000))),
@@ -109,6 +110,7 @@ fn the_witness_refuses_its_own_key_as_a_log_key() {
     })
     .unwrap();
     let config = WitnessConfig {
+        extra_cosigners: Vec::new(),
         cosigner: key,
         logs: vec![LogConfig { origin: ORIGIN.into(), keys: vec![own] }],
         clock: Arc::new(FixedClock(AtomicU64::new(1))),

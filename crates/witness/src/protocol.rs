@@ -1,10 +1,11 @@
 //! The C2SP tlog-witness wire format (HEAD text, see the crate README):
-//! the add-checkpoint request, the 409 size answer, the monitor path.
+//! the add-checkpoint request, the 409 size answer, the monitor path, and the
+//! optional sign-subtree request (tlog-witness HEAD only, C2SP #245).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use sha2::{Digest, Sha256};
-use tlog::{ConsistencyProof, NodeHash};
+use tlog::{ConsistencyProof, NodeHash, Subtree, SubtreeConsistencyProof};
 
 use crate::checkpoint::parse_canonical_u64;
 use crate::keys::decode_base64_canonical;
@@ -19,6 +20,13 @@ pub const MAX_RESPONSE_BYTES: usize = 64 * 1024;
 pub const SIZE_CONTENT_TYPE: &str = "text/x.tlog.size";
 /// The submission path, below the submission prefix.
 pub const ADD_CHECKPOINT_PATH: &str = "/add-checkpoint";
+/// The optional subtree signing path, below the submission prefix.
+pub const SIGN_SUBTREE_PATH: &str = "/sign-subtree";
+/// The largest sign-subtree request body this crate sends or reads: the
+/// reference checkpoint carries the witness's own cosignatures, and an
+/// ML-DSA-44 line alone is about 3.3 kB, so it admits the log's signatures
+/// and eight such lines beside 63 proof lines.
+pub const MAX_SIGN_SUBTREE_BYTES: usize = 32 * 1024;
 
 /// A parsed add-checkpoint request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +80,83 @@ impl AddCheckpointRequest {
         }
         Ok(Self { old_size, proof: ConsistencyProof::new(path), checkpoint_note: note.to_owned() })
     }
+}
+
+/// A parsed sign-subtree request (C2SP tlog-witness HEAD, "sign-subtree"):
+/// `subtree <start> <end>`, the subtree hash, 0 to 63 proof lines, a blank
+/// line, then a checkpoint note carrying the witness's own cosignature.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignSubtreeRequest {
+    /// The subtree to sign; valid by construction
+    /// (draft-ietf-plants-merkle-tree-certs-03 section 4.1).
+    pub subtree: Subtree,
+    /// The subtree's hash.
+    pub hash: NodeHash,
+    /// The subtree consistency proof to the reference checkpoint's tree
+    /// (draft section 4.4).
+    pub proof: SubtreeConsistencyProof,
+    /// The reference checkpoint, with the witness's cosignature among its signatures.
+    pub checkpoint_note: String,
+}
+
+/// Why a sign-subtree request body was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed sign-subtree request: {0}")]
+pub struct SubtreeRequestError(pub &'static str);
+
+impl SignSubtreeRequest {
+    /// The request body.
+    pub fn to_body(&self) -> String {
+        let mut body = format!(
+            "subtree {} {}\n{}\n",
+            self.subtree.start(),
+            self.subtree.end(),
+            STANDARD.encode(self.hash.as_bytes())
+        );
+        for hash in self.proof.path() {
+            body.push_str(&STANDARD.encode(hash.as_bytes()));
+            body.push('\n');
+        }
+        body.push('\n');
+        body.push_str(&self.checkpoint_note);
+        body
+    }
+
+    /// Parses a request body strictly: canonical decimals, a valid subtree,
+    /// canonical base64 of 32-byte hashes, at most 63 proof lines, at most
+    /// [`MAX_SIGN_SUBTREE_BYTES`].
+    pub fn parse(body: &[u8]) -> Result<Self, SubtreeRequestError> {
+        if body.len() > MAX_SIGN_SUBTREE_BYTES {
+            return Err(SubtreeRequestError("body too large"));
+        }
+        let body = std::str::from_utf8(body).map_err(|_| SubtreeRequestError("not UTF-8"))?;
+        let (head, note) = body.split_once("\n\n").ok_or(SubtreeRequestError("no blank line before the checkpoint"))?;
+        let mut lines = head.split('\n');
+        let range = lines
+            .next()
+            .and_then(|line| line.strip_prefix("subtree "))
+            .ok_or(SubtreeRequestError("first line is not `subtree <start> <end>`"))?;
+        let (start, end) =
+            range.split_once(' ').ok_or(SubtreeRequestError("first line is not `subtree <start> <end>`"))?;
+        let decimal = |text| parse_canonical_u64(text).ok_or(SubtreeRequestError("a bound is not a canonical decimal"));
+        let subtree = Subtree::new(decimal(start)?, decimal(end)?).map_err(|_| {
+            SubtreeRequestError("not a valid subtree (draft-ietf-plants-merkle-tree-certs section 4.1)")
+        })?;
+        let hash_line = lines.next().ok_or(SubtreeRequestError("no subtree hash line"))?;
+        let hash = parse_hash(hash_line).ok_or(SubtreeRequestError("the subtree hash is not base64 of 32 bytes"))?;
+        let mut path = Vec::new();
+        for line in lines {
+            if path.len() == MAX_PROOF_LINES {
+                return Err(SubtreeRequestError("more than 63 proof lines"));
+            }
+            path.push(parse_hash(line).ok_or(SubtreeRequestError("a proof line is not base64 of 32 bytes"))?);
+        }
+        Ok(Self { subtree, hash, proof: SubtreeConsistencyProof::new(path), checkpoint_note: note.to_owned() })
+    }
+}
+
+fn parse_hash(line: &str) -> Option<NodeHash> {
+    NodeHash::try_from(decode_base64_canonical(line)?.as_slice()).ok()
 }
 
 /// Reads the witness's size from a 409 answer, strictly: the content type

@@ -67,6 +67,7 @@ pub fn figures(rounds: usize, quick: bool, lite: &Litewitness) -> Result<Vec<Fig
     let cosigner = Cosigner::new(SignerKey::generate("bench.agentplane.test/witness", ALG_COSIGNATURE_V1)?)?;
     let state = tempfile::tempdir()?;
     let config = WitnessConfig {
+        extra_cosigners: Vec::new(),
         cosigner: cosigner.clone(),
         logs: lite
             .log_keys
@@ -143,6 +144,7 @@ pub fn ml_dsa_figures(rounds: usize, quick: bool) -> Result<Vec<Figure>> {
 
     let start_server = |cosigner: &Cosigner, log: &SignerKey, state: &std::path::Path| -> Result<WitnessServer> {
         let config = WitnessConfig {
+            extra_cosigners: Vec::new(),
             cosigner: cosigner.clone(),
             logs: vec![LogConfig { origin: log.name().to_owned(), keys: vec![log.verifier_key()] }],
             clock: Arc::new(SystemClock),

@@ -151,6 +151,7 @@ impl TestWitness {
         let dir = tempfile::tempdir().unwrap();
         let cosigner = Cosigner::new(SignerKey::from_seed(name, ALG_COSIGNATURE_V1, [seed; 32]).unwrap()).unwrap();
         let config = WitnessConfig {
+            extra_cosigners: Vec::new(),
             cosigner: cosigner.clone(),
             logs: vec![LogConfig { origin: ORIGIN.into(), keys: vec![plane.log_key.verifier_key()] }],
             clock: Arc::new(SystemClock),

@@ -48,15 +48,29 @@ fn witnesses(settings: &Settings) -> Result<Witnesses, Failure> {
                 .into(),
         )
     })?;
-    let mut clients: Vec<Arc<dyn Witness + Send + Sync>> = Vec::new();
+    // Entries with one URL are one witness holding several keys (Ed25519 and
+    // ML-DSA-44, say): one submission, whose answer carries a line per key.
+    let mut by_url: Vec<(&str, Vec<TrustedWitness>)> = Vec::new();
     let mut keys = Vec::new();
     for entry in &plane.witnesses {
         let trusted = agentplane_cli::plane_config::check_witness_key(&entry.key)
             .map_err(|err| Failure::Usage(format!("witness {}: key: {err}", entry.url)))?;
-        let client = HttpWitness::new(&entry.url, vec![trusted.clone()])
-            .map_err(|err| Failure::Usage(format!("witness: {err}")))?;
-        clients.push(Arc::new(client));
+        match by_url.iter_mut().find(|(url, _)| *url == entry.url) {
+            Some((_, url_keys)) if url_keys.iter().any(|key| key.same_key(&trusted)) => {
+                return Err(Failure::Usage(format!(
+                    "witness {} is listed twice with one key: a quorum counts distinct keys",
+                    entry.url
+                )));
+            }
+            Some((_, url_keys)) => url_keys.push(trusted.clone()),
+            None => by_url.push((&entry.url, vec![trusted.clone()])),
+        }
         keys.push(trusted);
+    }
+    let mut clients: Vec<Arc<dyn Witness + Send + Sync>> = Vec::new();
+    for (url, url_keys) in by_url {
+        let client = HttpWitness::new(url, url_keys).map_err(|err| Failure::Usage(format!("witness: {err}")))?;
+        clients.push(Arc::new(client));
     }
     Ok((clients, keys, WitnessQuorum::of(plane.quorum)))
 }

@@ -26,12 +26,15 @@ pub enum BuildError {
     /// A tenant was configured twice.
     #[error("tenant {0} is configured twice")]
     DuplicateTenant(String),
-    /// A quorum larger than the witness list: no round could ever meet it (R-WIT-7).
-    #[error("a quorum of {quorum} cannot be met by {witnesses} witnesses; every round would report a shortfall")]
+    /// A quorum larger than the distinct witness keys trusted: no round
+    /// could ever meet it (R-WIT-7).
+    #[error(
+        "a quorum of {quorum} cannot be met by {witnesses} distinct witness keys; every round would report a shortfall"
+    )]
     QuorumTooLarge {
         /// The quorum.
         quorum: usize,
-        /// The number of witnesses.
+        /// The number of distinct witness keys (at least the number of witnesses).
         witnesses: usize,
     },
     /// A zero quorum with witnesses configured: it would mean nothing (R-WIT-7).
@@ -215,8 +218,11 @@ impl RuntimeBuilder {
         }
         let quorum = self.quorum.unwrap_or(witness::WitnessQuorum::of(0));
         let count = self.witnesses.len();
-        if quorum.needed() > count {
-            return Err(BuildError::QuorumTooLarge { quorum: quorum.needed(), witnesses: count });
+        // A quorum counts distinct public keys, so one witness holding two
+        // keys (Ed25519 and ML-DSA-44) can give two.
+        let keys = identities.len().max(count);
+        if quorum.needed() > keys {
+            return Err(BuildError::QuorumTooLarge { quorum: quorum.needed(), witnesses: keys });
         }
         if count > 0 && quorum.needed() == 0 {
             return Err(BuildError::ZeroQuorum { witnesses: count });

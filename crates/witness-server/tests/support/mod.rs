@@ -72,7 +72,12 @@ pub fn trusted(cosigner: &Cosigner) -> TrustedWitness {
 
 /// Starts an in-process witness server on an ephemeral port.
 pub fn start_witness(cosigner: Cosigner, logs: Vec<LogConfig>, state: &Path) -> WitnessServer {
-    let config = WitnessConfig { cosigner, logs, clock: Arc::new(FixedClock(AtomicU64::new(1_700_000_000))) };
+    let config = WitnessConfig {
+        extra_cosigners: Vec::new(),
+        cosigner,
+        logs,
+        clock: Arc::new(FixedClock(AtomicU64::new(1_700_000_000))),
+    };
     WitnessServer::start(config, state, "127.0.0.1:0").unwrap()
 }
 
