@@ -277,6 +277,10 @@ fn stream_broken(what: &str) -> JournalError {
     )))
 }
 
+/// Check 1's answer for a run: its verified chain, or the run finished
+/// with its finding, or a store that could not be read.
+type ChainOutcome = Result<Result<ChainRead, RunAudit>, AuditError>;
+
 /// A run whose chain verified, waiting for its signatures' answers.
 struct ChainRead {
     stored: journal_core::RunRows,
@@ -292,7 +296,7 @@ fn audit_chunk(
     upcasters: &Upcasters,
     runs: Chunk,
 ) -> Vec<Result<RunAudit, AuditError>> {
-    let read: Vec<(RunId, Result<Result<ChainRead, RunAudit>, AuditError>)> = runs
+    let read: Vec<(RunId, ChainOutcome)> = runs
         .into_iter()
         .map(|(run, rows)| {
             let read = read_chain(tables, upcasters, &run, rows);
@@ -319,10 +323,7 @@ fn audit_chunk(
 }
 
 /// The answer for every signed record of every verified chain, in order.
-fn signature_answers(
-    verifier: Option<&dyn Verifier>,
-    read: &[(RunId, Result<Result<ChainRead, RunAudit>, AuditError>)],
-) -> Vec<SignatureCheck> {
+fn signature_answers(verifier: Option<&dyn Verifier>, read: &[(RunId, ChainOutcome)]) -> Vec<SignatureCheck> {
     let Some(verifier) = verifier else { return Vec::new() };
     let items: Vec<SignedHash<'_>> = read
         .iter()

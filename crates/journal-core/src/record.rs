@@ -591,10 +591,10 @@ impl Record {
         // A record of this build's version needs no upcast: one pass reads
         // it (the header pass would scan every byte a second time, and the
         // audit reads every record of a plane).
-        if let Ok(wire) = serde_json::from_slice::<WireEnvelope<'_>>(bytes) {
-            if let Some(kind) = RecordKind::parse(&wire.kind).filter(|kind| kind.current_version() == wire.v) {
-                return Self::from_wire(wire, kind, None, upcasters);
-            }
+        if let Ok(wire) = serde_json::from_slice::<WireEnvelope<'_>>(bytes)
+            && let Some(kind) = RecordKind::parse(&wire.kind).filter(|kind| kind.current_version() == wire.v)
+        {
+            return Self::from_wire(wire, kind, None, upcasters);
         }
         let header = Self::header(bytes).ok_or_else(|| {
             JournalError::BuildSkew(Box::new(BuildSkew::UnreadableRecordShape {
