@@ -52,6 +52,6 @@ pub use seal::SealLeaf;
 pub use signature::{Ed25519Signer, Ed25519Verifier};
 pub use signature::{KeySignature, SignatureCheck, SignedHash, Signer, Verifier, VerifyOptions};
 pub use snapshot::{SnapshotRun, TenantSnapshot};
-pub use store::{AppendRequest, Conclusion, LogCounters, RunRows, SealEntry, Store};
+pub use store::{AdmittedRun, AppendRequest, Conclusion, LogCounters, RunRows, SealEntry, Store};
 pub use version::{Upcaster, Upcasters};
 pub use witness::Origin;
