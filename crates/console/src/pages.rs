@@ -69,10 +69,26 @@ pub(crate) fn error_page(status: StatusCode, message: &str) -> Response {
     (status, Html(body.into_string())).into_response()
 }
 
+/// Renders a page on a blocking thread; the response says how long the page
+/// took to read, verify and render (`Server-Timing: page;dur=MS`), the
+/// server time `cargo xtask bench` reports.
 async fn render(app: Arc<App>, page: impl FnOnce(&App) -> Result<Markup, PageError> + Send + 'static) -> Response {
-    match tokio::task::spawn_blocking(move || page(&app)).await {
-        Ok(Ok(markup)) => Html(markup.into_string()).into_response(),
-        Ok(Err(err)) => error_page(err.status, &err.message),
+    let rendered = tokio::task::spawn_blocking(move || {
+        let start = std::time::Instant::now();
+        let page = page(&app).map(Markup::into_string);
+        (page, start.elapsed())
+    })
+    .await;
+    match rendered {
+        Ok((Ok(html), took)) => {
+            let mut response = Html(html).into_response();
+            let timing = format!("page;dur={:.3}", took.as_secs_f64() * 1e3);
+            if let Ok(value) = header::HeaderValue::from_str(&timing) {
+                response.headers_mut().insert("server-timing", value);
+            }
+            response
+        }
+        Ok((Err(err), _)) => error_page(err.status, &err.message),
         Err(_) => error_page(StatusCode::INTERNAL_SERVER_ERROR, "the page's worker failed"),
     }
 }

@@ -18,6 +18,7 @@ use anyhow::{Context, Result, bail};
 mod append;
 mod audit_figures;
 mod checkpoint_figures;
+mod console_figures;
 mod live_figures;
 mod measure;
 mod tlog_figures;
@@ -65,7 +66,7 @@ fn options() -> Result<Options> {
             }
             "--only" => options.only.push(
                 args.next()
-                    .context("--only needs a group: tlog, append, checkpoint, audit, witness, mldsa, cost or live")?,
+                    .context("--only needs a group: tlog, append, checkpoint, audit, witness, mldsa, cost, live or console")?,
             ),
             "--out" => options.out = args.next().context("--out needs a directory")?.into(),
             "--oracle" => options.oracle = Some(args.next().context("--oracle needs the Go oracle's path")?.into()),
@@ -153,6 +154,9 @@ fn run() -> Result<()> {
     }
     if let Some(agentplane) = options.agentplane.as_ref().filter(|_| options.wants("cost")) {
         add(vec![audit_figures::cost_figure(agentplane, rounds, runs)?]);
+    }
+    if options.wants("console") {
+        add(console_figures::figures(rounds, if options.quick { 1_000 } else { 100_000 })?);
     }
     if let Some(agentplane) = options.agentplane.as_ref().filter(|_| options.wants("live")) {
         add(live_figures::figures(agentplane, rounds, options.quick)?);
