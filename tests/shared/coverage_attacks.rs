@@ -222,7 +222,9 @@ pub fn admission_order_rows_forged_or_missing_are_found<S: Store + TamperAccess 
     let report = audit::audit(plane.store.as_ref(), &inputs).unwrap();
     let found: Vec<_> = report.findings.iter().filter(|f| f.code == FindingCode::AdmissionOrderMismatch).collect();
     let named = |run: &str, says: &str| {
-        found.iter().any(|f| f.run.as_deref() == Some(run) && f.detail.contains(says) && f.class == FindingClass::DerivedData)
+        found
+            .iter()
+            .any(|f| f.run.as_deref() == Some(run) && f.detail.contains(says) && f.class == FindingClass::DerivedData)
     };
     assert!(named(hidden.as_str(), "no row"), "the missing row: {:#?}", report.findings);
     assert!(named(moved.as_str(), "no row"), "the moved run's own row is gone: {:#?}", report.findings);

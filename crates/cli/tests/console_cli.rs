@@ -83,8 +83,8 @@ fn issue_27_the_plane_page_shows_the_last_audit_run_from_the_command_line() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("audits").join("default.json")).unwrap()).unwrap();
     assert_eq!(kept["format"], "agentplane-last-audit/v1");
     assert_eq!(kept["command"], "audit");
-    assert_eq!(kept["log_size"], report["log_size"]);
-    assert_eq!(kept["log_root"], report["log_root"]);
+    assert_eq!(kept["log_size"], report["log"]["size"], "{report}");
+    assert_eq!(kept["log_root"], report["log"]["root"], "{report}");
     assert_eq!(kept["verdict"], "incomplete", "no anchor: not every check was made: {kept}");
     let size = kept["log_size"].as_u64().unwrap();
     let (status, shown) = page(&url);
@@ -126,7 +126,13 @@ fn pages_load_while_another_process_writes(dir: &std::path::Path, writer_dir: &s
         std::thread::spawn(move || {
             let mut loaded = 0_u32;
             loop {
-                for path in ["/".to_owned(), "/runs".to_owned(), "/runs?outcome=succeeded".to_owned(), format!("/run/{run}"), "/log".to_owned()] {
+                for path in [
+                    "/".to_owned(),
+                    "/runs".to_owned(),
+                    "/runs?outcome=succeeded".to_owned(),
+                    format!("/run/{run}"),
+                    "/log".to_owned(),
+                ] {
                     let (status, body) = page(&format!("{url}{path}"));
                     assert_eq!(status, 200, "{path}: {body}");
                     loaded += 1;

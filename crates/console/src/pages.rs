@@ -10,8 +10,8 @@ use axum::response::{Html, IntoResponse, Response};
 use journal_core::checkpoints::{cosigned_inclusion, latest_cosigned};
 use journal_core::export::{ExportProof, write_export};
 use journal_core::{
-    AdmittedRun, At, ChainCheck, Journal, JournalError, LogView, Outcome, RecordBody, RunId, RunState,
-    VerifiedRecord, VerifyOptions,
+    AdmittedRun, At, ChainCheck, Journal, JournalError, LogView, Outcome, RecordBody, RunId, RunState, VerifiedRecord,
+    VerifyOptions,
 };
 use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
@@ -280,8 +280,12 @@ fn last_audit_markup(app: &App, log: &TenantLog, view: &LogView<'_>, head: tlog:
     };
     let verdict = match crate::last_audit::read(folder, log.tenant.as_str()) {
         Ok(Some(verdict)) => verdict,
-        Ok(None) => return html! { p class="warn" { "tenant " code { (log.tenant) } ": no audit has been run here yet" } },
-        Err(err) => return html! { p class="bad" { "tenant " code { (log.tenant) } ": the last audit's verdict is unreadable: " (err) } },
+        Ok(None) => {
+            return html! { p class="warn" { "tenant " code { (log.tenant) } ": no audit has been run here yet" } };
+        }
+        Err(err) => {
+            return html! { p class="bad" { "tenant " code { (log.tenant) } ": the last audit's verdict is unreadable: " (err) } };
+        }
     };
     let class = match verdict.verdict.as_str() {
         "clean" => "good",
@@ -303,7 +307,9 @@ fn last_audit_markup(app: &App, log: &TenantLog, view: &LogView<'_>, head: tlog:
                     (verdict.log_size) " give the audited root" }
                 " (not audited since)"
             },
-            Ok(_) => html! { span class="bad" { "the log does not extend it: its first " (verdict.log_size) " leaves give another root" } },
+            Ok(_) => {
+                html! { span class="bad" { "the log does not extend it: its first " (verdict.log_size) " leaves give another root" } }
+            }
             Err(err) => html! { span class="bad" { "the log cannot be compared with it: " (err) } },
         }
     };
@@ -355,7 +361,12 @@ fn cursor(text: &str) -> Result<AdmittedRun, PageError> {
 
 /// The runs a search names: the run with that id, and the run admitted
 /// under that idempotency key. Each is a lookup (O(log n)), never a scan.
-fn search_runs(app: &App, log: &TenantLog, search: &str, outcome: Option<Outcome>) -> Result<Vec<AdmittedRun>, PageError> {
+fn search_runs(
+    app: &App,
+    log: &TenantLog,
+    search: &str,
+    outcome: Option<Outcome>,
+) -> Result<Vec<AdmittedRun>, PageError> {
     let store = app.plane.store.as_ref();
     let mut candidates: Vec<RunId> = RunId::new(search).ok().into_iter().collect();
     if let Some(run) = store.run_by_idempotency_key(&log.tenant, search)? {
@@ -719,7 +730,9 @@ fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), Pag
         Err(err) => return Err(PageError::conflict(format!("this run's chain does not verify: {err}"))),
     };
     if app.plane.log_keys.is_empty() {
-        return Err(PageError::conflict("no log key given: the console cannot verify the checkpoint an export carries"));
+        return Err(PageError::conflict(
+            "no log key given: the console cannot verify the checkpoint an export carries",
+        ));
     }
     let signed = store
         .signed_checkpoints(&log.tenant)?
@@ -743,9 +756,8 @@ fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), Pag
         }
         let proof = tlog::prove_inclusion(&view, index, tree.size)
             .map_err(|err| PageError::internal(format!("proving leaf {index} in size {}: {err}", tree.size)))?;
-        tree.verify_inclusion(leaf, index, &proof).map_err(|err| {
-            PageError::internal(format!("the log does not extend its last signed checkpoint: {err}"))
-        })?;
+        tree.verify_inclusion(leaf, index, &proof)
+            .map_err(|err| PageError::internal(format!("the log does not extend its last signed checkpoint: {err}")))?;
         Ok(proof)
     };
     let covered = |err: JournalError| match err {
@@ -757,13 +769,29 @@ fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), Pag
         inclusion.proof = prove(inclusion.index, &inclusion.leaf)?;
         inclusion.tree = tree;
         let cosigned = cosigned_inclusion(store, &view, inclusion.index, &inclusion.leaf)?;
-        write_export(&log.tenant, &log.origin, &run, &verified, ExportProof::Seal(&inclusion), &checkpoint, cosigned.as_ref())?
+        write_export(
+            &log.tenant,
+            &log.origin,
+            &run,
+            &verified,
+            ExportProof::Seal(&inclusion),
+            &checkpoint,
+            cosigned.as_ref(),
+        )?
     } else {
         let mut head = view.head_inclusion(&run).map_err(covered)?;
         head.proof = prove(head.index, &head.leaf)?;
         head.tree = tree;
         let cosigned = cosigned_inclusion(store, &view, head.index, &head.leaf)?;
-        write_export(&log.tenant, &log.origin, &run, &verified, ExportProof::Head(&head), &checkpoint, cosigned.as_ref())?
+        write_export(
+            &log.tenant,
+            &log.origin,
+            &run,
+            &verified,
+            ExportProof::Head(&head),
+            &checkpoint,
+            cosigned.as_ref(),
+        )?
     };
     if text.len() > MAX_EXPORT_BYTES {
         return Err(PageError {

@@ -230,7 +230,8 @@ fn the_runs_page_pages_newest_first_from_a_cursor() {
     };
     let (seen, pages) = listed("/runs".to_owned());
     assert_eq!(pages, 3, "50 + 50 + 20");
-    let mut admissions = journal_core::Store::admissions(plane.store.as_ref(), &plane.tenant, None, None, 1000).unwrap();
+    let mut admissions =
+        journal_core::Store::admissions(plane.store.as_ref(), &plane.tenant, None, None, 1000).unwrap();
     assert_eq!(admissions.len(), 120);
     let newest_first: Vec<String> = admissions.drain(..).map(|a| a.run.to_string()).collect();
     assert_eq!(seen, newest_first, "every run once, newest first");
@@ -265,7 +266,12 @@ fn the_run_page_links_an_export_that_verifies_offline() {
         let text = response.text().unwrap();
         let verified = journal_core::export::verify_export(&text, &[plane.key.verifier_key()], check).unwrap();
         assert_eq!(&verified.run, run);
-        assert_eq!(matches!(verified.covers, journal_core::export::ExportCovers::Seal), sealed, "{:?}", verified.covers);
+        assert_eq!(
+            matches!(verified.covers, journal_core::export::ExportCovers::Seal),
+            sealed,
+            "{:?}",
+            verified.covers
+        );
         let other_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
         assert!(
             journal_core::export::verify_export(&text, &[other_key.verifier_key()], check).is_err(),
@@ -309,5 +315,8 @@ fn the_plane_page_shows_the_last_audit_verdict_against_the_current_log() {
     assert!(page.contains("the log does not extend it"), "{page}");
     std::fs::write(console::last_audit::path_for(plane.dir.path(), "shop"), "{\"format\":1}").unwrap();
     let (_, page) = get(console.url());
-    assert!(page.contains("the last audit&#39;s verdict is unreadable") || page.contains("verdict is unreadable"), "{page}");
+    assert!(
+        page.contains("the last audit&#39;s verdict is unreadable") || page.contains("verdict is unreadable"),
+        "{page}"
+    );
 }

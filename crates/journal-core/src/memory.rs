@@ -9,12 +9,12 @@ use tlog::{NodeHash, NodeId, Tree};
 
 use crate::append::{AppendFailure, AppendTxn, RunHead, append_heads, append_one, stored_run_id};
 use crate::chain::{ExpectedHead, StoredRecord};
+use crate::clock::At;
 use crate::error::JournalError;
 use crate::heads::HeadEntry;
 use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
 use crate::snapshot::{SnapshotRun, TenantSnapshot};
-use crate::clock::At;
 use crate::store::{AdmittedRun, AppendRequest, LogCounters, RunRows, SealEntry, SignedTree, Store};
 
 #[derive(Default)]
@@ -207,9 +207,10 @@ impl Store for MemoryStore {
         let Some(state) = tenants.get(tenant) else {
             return Ok(Vec::new());
         };
-        let rows = state.admissions.iter().filter(|row| {
-            outcome.is_none() || state.runs.get(&row.run).and_then(|run| run.outcome) == outcome
-        });
+        let rows = state
+            .admissions
+            .iter()
+            .filter(|row| outcome.is_none() || state.runs.get(&row.run).and_then(|run| run.outcome) == outcome);
         Ok(crate::store::page_of_admissions(rows.cloned(), before, limit))
     }
 

@@ -810,9 +810,7 @@ impl Store for PgStore {
                 &[&tenant.as_str(), &outcome, &limit],
             ),
             Some(before) => conn.query(
-                &format!(
-                    "{select} AND (a.at_millis, a.run) < ($4, $5) ORDER BY a.at_millis DESC, a.run DESC LIMIT $3"
-                ),
+                &format!("{select} AND (a.at_millis, a.run) < ($4, $5) ORDER BY a.at_millis DESC, a.run DESC LIMIT $3"),
                 &[&tenant.as_str(), &outcome, &limit, &before.at.unix_millis(), &before.run.as_str()],
             ),
         }

@@ -930,7 +930,8 @@ impl Store for RedbStore {
             let (key, _) = entry.map_err(io)?;
             let (_, millis, run) = key.value();
             if let Some(outcome) = outcome {
-                let indexed = runs.get((t, run)).map_err(io)?.and_then(|value| value.value().3.and_then(Outcome::parse));
+                let indexed =
+                    runs.get((t, run)).map_err(io)?.and_then(|value| value.value().3.and_then(Outcome::parse));
                 if indexed != Some(outcome) {
                     continue;
                 }

@@ -7,8 +7,8 @@ use redb::{Database, ReadableTable as _, WriteTransaction};
 use tlog::{NodeHash, NodeId};
 
 use crate::{
-    ADMISSIONS, Db, HEADS, IDEMPOTENCY, LOG_COUNTER, NODES, OUTCOMES, RECORDS, RUNS, RedbStore, SEAL_BY_RUN, record_value,
-    seals_def, seals_table,
+    ADMISSIONS, Db, HEADS, IDEMPOTENCY, LOG_COUNTER, NODES, OUTCOMES, RECORDS, RUNS, RedbStore, SEAL_BY_RUN,
+    record_value, seals_def, seals_table,
 };
 
 impl RedbStore {

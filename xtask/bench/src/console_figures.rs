@@ -31,8 +31,11 @@ pub fn figures(rounds: usize, runs: usize) -> Result<Vec<Figure>> {
         .tenant(tenant.clone(), origin.clone(), None)
         .build()?;
     for_each_on_64_threads(runs, |n| {
-        let request =
-            AdmitRequest { idempotency_key: format!("bench-{n}"), plan: vec!["work".into()], budget: Budget::default() };
+        let request = AdmitRequest {
+            idempotency_key: format!("bench-{n}"),
+            plan: vec!["work".into()],
+            budget: Budget::default(),
+        };
         let Admission::New(mut run) = runtime.admit(&tenant, request)? else { bail!("bench-{n} was admitted twice") };
         run.start_step("work")?;
         run.effect("ek:work", "work", || EffectOutput {
@@ -48,10 +51,8 @@ pub fn figures(rounds: usize, runs: usize) -> Result<Vec<Figure>> {
         Ok(())
     })?;
     drop(runtime);
-    let deep = store
-        .admissions(&tenant, None, None, runs / 2)?
-        .pop()
-        .ok_or_else(|| anyhow!("the plane lists no run"))?;
+    let deep =
+        store.admissions(&tenant, None, None, runs / 2)?.pop().ok_or_else(|| anyhow!("the plane lists no run"))?;
     let mut verifier = Ed25519Verifier::new();
     verifier.trust(signer.key_id(), signer.public_key()).map_err(|err| anyhow!("{err}"))?;
     let view = console::PlaneView {
@@ -70,10 +71,7 @@ pub fn figures(rounds: usize, runs: usize) -> Result<Vec<Figure>> {
         ("the first page", "/runs".to_owned()),
         ("a page filtered by outcome (failed: a quarter of the runs)", "/runs?outcome=failed".to_owned()),
         ("a search by idempotency key", format!("/runs?q=bench-{}", runs / 3)),
-        (
-            "a page 50% deep (from its cursor)",
-            format!("/runs?before={}%3A{}", deep.at.unix_millis(), deep.run),
-        ),
+        ("a page 50% deep (from its cursor)", format!("/runs?before={}%3A{}", deep.at.unix_millis(), deep.run)),
     ];
     let mut figures = Vec::new();
     for (what, path) in pages {

@@ -64,10 +64,9 @@ fn options() -> Result<Options> {
             "--litewitness-logs" => {
                 options.litewitness.2 = Some(args.next().context("--litewitness-logs needs a file")?.into());
             }
-            "--only" => options.only.push(
-                args.next()
-                    .context("--only needs a group: tlog, append, checkpoint, audit, witness, mldsa, cost, live or console")?,
-            ),
+            "--only" => options.only.push(args.next().context(
+                "--only needs a group: tlog, append, checkpoint, audit, witness, mldsa, cost, live or console",
+            )?),
             "--out" => options.out = args.next().context("--out needs a directory")?.into(),
             "--oracle" => options.oracle = Some(args.next().context("--oracle needs the Go oracle's path")?.into()),
             "--agentplane" => {
