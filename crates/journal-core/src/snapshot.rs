@@ -41,6 +41,11 @@ pub struct TenantSnapshot {
     pub idempotency: BTreeMap<String, RunId>,
     /// The admission order's rows.
     pub admissions: BTreeSet<AdmittedRun>,
+    /// The store keeps no admission order at all: a redb file written by a
+    /// build before it, which no writer of this build has opened since (its
+    /// first writable opening fills it). The audit then says the order was
+    /// not checked rather than report every run missing from it.
+    pub admission_order_absent: bool,
     /// The seals by position.
     pub seals: BTreeMap<u64, SealEntry>,
     /// Which position the store says seals each run.

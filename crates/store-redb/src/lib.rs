@@ -502,12 +502,15 @@ fn read_snapshot(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnaps
             snapshot.idempotency.insert(idempotency_key.to_owned(), run_id(tenant, value.value())?);
         }
     }
-    if let Some(order) = open_if_there(txn, ADMISSIONS)? {
-        for entry in order.range((t, i64::MIN, "")..=(t, i64::MAX, "\u{10FFFF}")).map_err(io)? {
-            let (key, _) = entry.map_err(io)?;
-            let (_, millis, run) = key.value();
-            snapshot.admissions.insert(AdmittedRun { at: admitted_at(t, millis)?, run: run_id(tenant, run)? });
+    match open_if_there(txn, ADMISSIONS)? {
+        Some(order) => {
+            for entry in order.range((t, i64::MIN, "")..=(t, i64::MAX, "\u{10FFFF}")).map_err(io)? {
+                let (key, _) = entry.map_err(io)?;
+                let (_, millis, run) = key.value();
+                snapshot.admissions.insert(AdmittedRun { at: admitted_at(t, millis)?, run: run_id(tenant, run)? });
+            }
         }
+        None => snapshot.admission_order_absent = true,
     }
     let name = seals_table(t);
     if let Some(seals) = open_if_there(txn, seals_def(&name))? {
