@@ -78,7 +78,9 @@ fn issue_27_the_plane_page_shows_the_last_audit_run_from_the_command_line() {
     assert!(before.contains("agentplane audit --log-key"), "the hint of the command: {before}");
 
     let log_key = json(dir, &["keys", "--json"])["log_key"].as_str().unwrap().to_owned();
+    let store_before = std::fs::read(dir.join("agentplane.redb")).unwrap();
     let report = json(dir, &["audit", "--log-key", &log_key, "--json"]);
+    assert!(std::fs::read(dir.join("agentplane.redb")).unwrap() == store_before, "the audit never writes the store");
     let kept: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("audits").join("default.json")).unwrap()).unwrap();
     assert_eq!(kept["format"], "agentplane-last-audit/v1");
