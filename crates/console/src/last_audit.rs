@@ -53,41 +53,19 @@ pub struct LastAudit {
     pub log_root: String,
 }
 
-impl LastAudit {
-    /// A verdict: `clean` with no finding and nothing unchecked.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        at: journal_core::At,
-        command: &str,
-        tenant: &str,
-        origin: &str,
-        classes: Vec<String>,
-        findings: usize,
-        not_checked: Vec<String>,
-        anchors: usize,
-        log_size: u64,
-        log_root: String,
-    ) -> Self {
-        let verdict = match (findings, not_checked.is_empty()) {
-            (0, true) => "clean",
-            (0, false) => "incomplete",
-            _ => "findings",
-        };
-        Self {
-            format: LAST_AUDIT_FORMAT.to_owned(),
-            at: at.to_string(),
-            command: command.to_owned(),
-            tenant: tenant.to_owned(),
-            origin: origin.to_owned(),
-            verdict: verdict.to_owned(),
-            findings,
-            classes,
-            not_checked: not_checked.into_iter().take(MAX_NOT_CHECKED).collect(),
-            anchors,
-            log_size,
-            log_root,
-        }
+/// The verdict's word for `findings` findings and `not_checked` checks not
+/// made: `clean` only with neither.
+pub fn verdict_for(findings: usize, not_checked: usize) -> &'static str {
+    match (findings, not_checked) {
+        (0, 0) => "clean",
+        (0, _) => "incomplete",
+        _ => "findings",
     }
+}
+
+/// Keeps at most this many `not_checked` lines (the file stays small).
+pub fn bounded(not_checked: Vec<String>) -> Vec<String> {
+    not_checked.into_iter().take(MAX_NOT_CHECKED).collect()
 }
 
 /// Why a verdict could not be written or read.
@@ -164,4 +142,53 @@ pub fn read(folder: &Path, tenant: &str) -> Result<Option<LastAudit>, LastAuditE
         return Err(LastAuditError::Unreadable { path, reason: format!("its format is {:?}", verdict.format) });
     }
     Ok(Some(verdict))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_verdict_is_clean_only_with_no_finding_and_nothing_unchecked() {
+        assert_eq!(verdict_for(0, 0), "clean");
+        assert_eq!(verdict_for(0, 2), "incomplete");
+        assert_eq!(verdict_for(1, 0), "findings");
+        assert_eq!(verdict_for(3, 1), "findings");
+        assert_eq!(bounded(vec!["x".to_owned(); 80]).len(), MAX_NOT_CHECKED);
+    }
+
+    #[test]
+    fn a_verdict_round_trips_and_a_strange_tenant_never_names_another_path() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read(dir.path(), "shop").unwrap().is_none(), "no audit yet");
+        let verdict = LastAudit {
+            format: LAST_AUDIT_FORMAT.to_owned(),
+            at: "2026-12-02T15:00:00.000Z".to_owned(),
+            command: "verify".to_owned(),
+            tenant: "../shop".to_owned(),
+            origin: "example.test/plane/shop".to_owned(),
+            verdict: verdict_for(2, 0).to_owned(),
+            findings: 2,
+            classes: vec!["tamper".to_owned()],
+            not_checked: Vec::new(),
+            anchors: 0,
+            log_size: 7,
+            log_root: "ab".repeat(32),
+        };
+        let path = record(dir.path(), &verdict).unwrap();
+        assert_eq!(path, dir.path().join(LAST_AUDIT_DIR).join("___shop.json"));
+        assert_eq!(read(dir.path(), "../shop").unwrap(), Some(verdict.clone()));
+        let newer = LastAudit { format: "agentplane-last-audit/v9".to_owned(), ..verdict };
+        std::fs::write(&path, serde_json::to_vec(&newer).unwrap()).unwrap();
+        let refused = read(dir.path(), "../shop");
+        assert!(
+            matches!(&refused, Err(LastAuditError::Unreadable { reason, .. }) if reason.contains("v9")),
+            "{refused:?}"
+        );
+        std::fs::write(&path, vec![b' '; usize::try_from(MAX_LAST_AUDIT_BYTES).unwrap() + 1]).unwrap();
+        assert!(matches!(read(dir.path(), "../shop"), Err(LastAuditError::TooLarge { .. })));
+        std::fs::write(&path, br#"{"format":"agentplane-last-audit/v1"}"#).unwrap();
+        assert!(matches!(read(dir.path(), "../shop"), Err(LastAuditError::Unreadable { .. })));
+    }
 }

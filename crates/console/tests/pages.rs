@@ -299,8 +299,19 @@ fn the_plane_page_shows_the_last_audit_verdict_against_the_current_log() {
     assert!(page.contains("no audit has been run here yet"), "{page}");
     let head = journal_core::LogView::open(plane.store.as_ref(), &plane.tenant).unwrap().head().unwrap().tree;
     let at = journal_core::At::from_unix_millis(1_800_000_000_000).unwrap();
-    let verdict = |root: String| {
-        console::last_audit::LastAudit::new(at, "audit", "shop", ORIGIN, vec![], 0, vec![], 1, head.size, root)
+    let verdict = |root: String| console::last_audit::LastAudit {
+        format: console::last_audit::LAST_AUDIT_FORMAT.to_owned(),
+        at: at.to_string(),
+        command: "audit".into(),
+        tenant: "shop".into(),
+        origin: ORIGIN.into(),
+        verdict: console::last_audit::verdict_for(0, 0).into(),
+        findings: 0,
+        classes: vec![],
+        not_checked: vec![],
+        anchors: 1,
+        log_size: head.size,
+        log_root: root,
     };
     console::last_audit::record(plane.dir.path(), &verdict(head.root.to_string())).unwrap();
     let (_, page) = get(console.url());

@@ -154,18 +154,22 @@ fn run_and_report(
 fn keep_verdict(cli: &Settings, command: &str, inputs: &AuditInputs, report: &AuditReport) {
     let Some(folder) = cli.folder() else { return };
     let classes: std::collections::BTreeSet<FindingClass> = report.findings.iter().map(|f| f.class).collect();
-    let verdict = console::last_audit::LastAudit::new(
-        journal_core::Clock::now(&journal_core::SystemClock),
-        command,
-        inputs.tenant.as_str(),
-        inputs.origin.as_ref(),
-        classes.into_iter().map(|class| class.name().to_owned()).collect(),
-        report.findings.len(),
-        report.not_checked.iter().map(|n| format!("{}: {}", n.what, n.why)).collect(),
-        inputs.anchors.len(),
-        report.log_size,
-        report.log_root.clone(),
-    );
+    let verdict = console::last_audit::LastAudit {
+        format: console::last_audit::LAST_AUDIT_FORMAT.to_owned(),
+        at: journal_core::Clock::now(&journal_core::SystemClock).to_string(),
+        command: command.to_owned(),
+        tenant: inputs.tenant.to_string(),
+        origin: inputs.origin.to_string(),
+        verdict: console::last_audit::verdict_for(report.findings.len(), report.not_checked.len()).to_owned(),
+        findings: report.findings.len(),
+        classes: classes.into_iter().map(|class| class.name().to_owned()).collect(),
+        not_checked: console::last_audit::bounded(
+            report.not_checked.iter().map(|n| format!("{}: {}", n.what, n.why)).collect(),
+        ),
+        anchors: inputs.anchors.len(),
+        log_size: report.log_size,
+        log_root: report.log_root.clone(),
+    };
     if let Err(err) = console::last_audit::record(&folder, &verdict) {
         eprintln!("note: the verdict was not kept for the console: {err}");
     }
