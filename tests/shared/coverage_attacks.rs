@@ -193,3 +193,42 @@ pub fn a_run_copied_from_another_tenant_is_found<S: Store + TamperAccess + 'stat
     let finding = plane.finding(&plane.inputs(&saved), FindingCode::TenantMismatch);
     assert_eq!((finding.class, finding.run.as_deref()), (FindingClass::Tamper, Some(id.as_str())));
 }
+
+/// Issue 27, R-AUD-8: the admission order (the console's newest-first
+/// listing) held to the verified chains both ways. A run's row removed hides
+/// it from the listing; a row moved to another instant reorders it; a row for
+/// a run that was never admitted lists a ghost. Each is a finding naming the
+/// run; the untouched plane audits clean.
+pub fn admission_order_rows_forged_or_missing_are_found<S: Store + TamperAccess + 'static>(store: S) {
+    let plane = Plane::on(store);
+    let hidden = plane.run("job-hidden", true);
+    let moved = plane.run("job-moved", false);
+    plane.run("job-kept", true);
+    let saved = plane.sign();
+    let inputs = plane.inputs(&saved);
+    assert!(audit::audit(plane.store.as_ref(), &inputs).unwrap().is_clean());
+    let order = plane.store.admissions(&plane.tenant, None, None, 10).unwrap();
+    assert_eq!(order.len(), 3, "one row per admitted run: {order:?}");
+    let row = |run: &RunId| order.iter().find(|row| &row.run == run).cloned().unwrap();
+
+    plane.store.set_admission(&plane.tenant, &row(&hidden), false);
+    let mut elsewhere = row(&moved);
+    plane.store.set_admission(&plane.tenant, &elsewhere, false);
+    elsewhere.at = journal_core::At::from_unix_millis(elsewhere.at.unix_millis() + 86_400_000).unwrap();
+    plane.store.set_admission(&plane.tenant, &elsewhere, true);
+    let ghost = journal_core::AdmittedRun { at: elsewhere.at, run: RunId::new("run-ghost").unwrap() };
+    plane.store.set_admission(&plane.tenant, &ghost, true);
+
+    let report = audit::audit(plane.store.as_ref(), &inputs).unwrap();
+    let found: Vec<_> = report.findings.iter().filter(|f| f.code == FindingCode::AdmissionOrderMismatch).collect();
+    let named = |run: &str, says: &str| {
+        found
+            .iter()
+            .any(|f| f.run.as_deref() == Some(run) && f.detail.contains(says) && f.class == FindingClass::DerivedData)
+    };
+    assert!(named(hidden.as_str(), "no row"), "the missing row: {:#?}", report.findings);
+    assert!(named(moved.as_str(), "no row"), "the moved run's own row is gone: {:#?}", report.findings);
+    assert!(named(moved.as_str(), "but it was admitted at"), "the forged row: {:#?}", report.findings);
+    assert!(named("run-ghost", "no such run"), "the ghost row: {:#?}", report.findings);
+    assert_eq!(found.len(), 4, "{:#?}", report.findings);
+}

@@ -32,6 +32,8 @@ struct RunFacts {
     forked: Option<(String, u64, String)>,
     /// The idempotency key its admission carries.
     idempotency_key: Option<String>,
+    /// The instant of its admission (its first record, a `RunAdmitted`).
+    admitted_at: Option<journal_core::At>,
 }
 
 #[derive(Default)]
@@ -87,6 +89,7 @@ pub fn audit_with_progress(
     check_rows_without_runs(&snapshot, &mut report);
     check_outcome_listing(&snapshot, &facts, &mut report);
     check_idempotency_rows(&snapshot, &facts, &mut report);
+    check_admission_order(&snapshot, &facts, &mut report);
     check_fork_provenance(store, inputs, &facts, &mut report);
     let (rebuilt, heads_leaves) = check_log(store, inputs, &facts, &mut report)?;
     let anchored = check_anchors(inputs, &rebuilt, &mut report);
@@ -461,7 +464,8 @@ fn finish_run(
         .map(|forked| (forked.source_run.clone(), forked.at_seq, forked.source_hash.clone()));
     let hashes = records.iter().map(|record| record.stored.hash).collect();
     let idempotency_key = journal_core::journal::admission(&records).map(|admitted| admitted.idempotency_key.clone());
-    audit.facts = Some(RunFacts { last: outcome, leaf, hashes, forked, idempotency_key });
+    let admitted_at = journal_core::journal::admission(&records).and_then(|_| records.first()).map(|r| r.record.at);
+    audit.facts = Some(RunFacts { last: outcome, leaf, hashes, forked, idempotency_key, admitted_at });
     Ok(audit)
 }
 
@@ -661,6 +665,51 @@ fn check_idempotency_rows(snapshot: &TenantSnapshot, facts: &BTreeMap<RunId, Run
             Some(None) => format!("the idempotency index points key {key:?} at it, but it has no admission"),
         };
         report.findings.push(Finding::new(FindingCode::IndexWithoutRun, finding).run(run));
+    }
+}
+
+/// The admission order (issue 27, R-AUD-8) held to the verified chains in
+/// both directions: every verified admission has exactly its row, at its
+/// `RunAdmitted`'s instant (a missing row hides a run from the console's
+/// listing), and every row is one of those (a forged row lists a run that
+/// was never admitted then, or at all).
+fn check_admission_order(snapshot: &TenantSnapshot, facts: &BTreeMap<RunId, RunFacts>, report: &mut AuditReport) {
+    if snapshot.admission_order_absent {
+        report.not_checked.push(NotChecked {
+            what: "the admission order (the console's listing of runs)".into(),
+            why: "this store was written by a build that kept none, and no writer of this build has opened it \
+                  since (its first opening fills the order from the stored admissions)"
+                .into(),
+        });
+        return;
+    }
+    let expected: BTreeSet<journal_core::AdmittedRun> = facts
+        .iter()
+        .filter_map(|(run, run_facts)| {
+            run_facts.admitted_at.map(|at| journal_core::AdmittedRun { at, run: run.clone() })
+        })
+        .collect();
+    report.checked.derived += expected.len() as u64;
+    for missing in expected.difference(&snapshot.admissions) {
+        report.findings.push(
+            Finding::new(
+                FindingCode::AdmissionOrderMismatch,
+                format!("the admission order has no row for its admission at {}: listings skip it", missing.at),
+            )
+            .run(&missing.run),
+        );
+    }
+    for forged in snapshot.admissions.difference(&expected) {
+        let detail = match facts.get(&forged.run) {
+            // Its chain failed to verify: that is the finding already.
+            None if snapshot.runs.contains_key(&forged.run) => continue,
+            None => format!("the admission order lists it at {}, but no such run is stored", forged.at),
+            Some(run_facts) => match run_facts.admitted_at {
+                Some(at) => format!("the admission order lists it at {}, but it was admitted at {at}", forged.at),
+                None => format!("the admission order lists it at {}, but it has no admission", forged.at),
+            },
+        };
+        report.findings.push(Finding::new(FindingCode::AdmissionOrderMismatch, detail).run(&forged.run));
     }
 }
 

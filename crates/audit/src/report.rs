@@ -81,6 +81,9 @@ pub enum FindingCode {
     AnchorNotExtended,
     /// Two anchors hold one size with two roots.
     SplitView,
+    /// The admission order (the console's listing) is missing a verified
+    /// run's admission, or holds a row no verified admission gives.
+    AdmissionOrderMismatch,
     /// A run was forked from a run that is gone.
     ForkSourceMissing,
     /// A run was forked from a record that is no longer the one it names.
@@ -122,6 +125,7 @@ impl FindingCode {
             | Self::RunsHeadMismatch
             | Self::SealLeafMismatch
             | Self::IdempotencyIndexMismatch
+            | Self::AdmissionOrderMismatch
             | Self::CachedNodesMismatch
             | Self::RunRowMissing
             | Self::IndexWithoutRun

@@ -125,6 +125,8 @@ pub enum Command {
         json: bool,
     },
     /// The audit with the plane's own public keys and, as anchors, every checkpoint it signed before.
+    ///
+    /// Its verdict is kept in the plane's folder (audits/TENANT.json) for `agentplane console`.
     Verify {
         /// Every record must carry a signature by the plane's record key.
         #[arg(long)]
@@ -140,6 +142,9 @@ pub enum Command {
     ///
     /// Exit 0 clean, 1 findings (or incomplete with --assert-complete), 2 usage or I/O,
     /// 3 build skew only (this binary cannot read what another build wrote).
+    ///
+    /// Run in a plane's folder, it leaves its verdict in audits/TENANT.json there (never in
+    /// the store) for `agentplane console` to show.
     Audit(AuditArgs),
     /// Print the log's checkpoint as a signed note, exactly as a witness receives it.
     ///

@@ -70,6 +70,16 @@ impl Settings {
         Self::from_parts(config_path, cli)
     }
 
+    /// The plane's folder: the one its configuration is in, when it has
+    /// one (where `agentplane audit` leaves its verdict for the console).
+    pub fn folder(&self) -> Option<PathBuf> {
+        let config = self.config_path.as_ref()?;
+        Some(match config.parent() {
+            Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
+            _ => PathBuf::from("."),
+        })
+    }
+
     /// Refuses a command run where there is no plane (no configuration, no
     /// store here, none chosen) when `agentplane demo` made its plane in
     /// `./agentplane-demo`: it says to go there, rather than that the

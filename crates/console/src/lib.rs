@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+pub mod last_audit;
 mod pages;
 mod timeline;
 
@@ -49,6 +50,9 @@ pub struct PlaneView {
     pub witnesses: Vec<witness::TrustedWitness>,
     /// The upcasters records are read with.
     pub upcasters: Upcasters,
+    /// The plane's folder, where `agentplane audit` leaves its last verdict
+    /// ([`last_audit`]); `None`: a plane with no folder (a bare store).
+    pub folder: Option<std::path::PathBuf>,
 }
 
 /// How the console listens.
@@ -185,6 +189,7 @@ fn router(app: Arc<App>) -> Router {
         .route("/", get(pages::plane))
         .route("/runs", get(pages::runs))
         .route("/run/{tenant}/{run}", get(pages::run))
+        .route("/run/{tenant}/{run}/export", get(pages::export))
         .route("/diff", get(pages::diff))
         .route("/log", get(pages::log))
         .route("/static/console.css", get(stylesheet))

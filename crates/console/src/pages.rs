@@ -5,12 +5,13 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use journal_core::checkpoints::{cosigned_inclusion, latest_cosigned};
+use journal_core::export::{ExportProof, write_export};
 use journal_core::{
-    ChainCheck, Journal, JournalError, LogView, Outcome, RecordBody, RunId, RunState, Runtime, TenantId,
-    VerifiedRecord, VerifyOptions,
+    AdmittedRun, At, ChainCheck, Journal, JournalError, LogView, Outcome, RecordBody, RunId, RunState, VerifiedRecord,
+    VerifyOptions,
 };
 use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
@@ -22,8 +23,9 @@ use crate::{App, TenantLog, timeline};
 const MAX_PARAMETER: usize = 200;
 /// Runs per page.
 const PAGE_SIZE: usize = 50;
-/// The last page number accepted.
-const MAX_PAGE: usize = 100_000;
+/// The largest export the console serves; a longer run is exported with
+/// `agentplane export` instead.
+const MAX_EXPORT_BYTES: usize = 64 << 20;
 /// Records shown on a run page (a longer run is cut, saying so).
 const MAX_RECORDS_SHOWN: usize = 5_000;
 
@@ -40,6 +42,14 @@ impl PageError {
 
     fn missing(message: impl Into<String>) -> Self {
         Self { status: StatusCode::NOT_FOUND, message: message.into() }
+    }
+
+    fn conflict(message: impl Into<String>) -> Self {
+        Self { status: StatusCode::CONFLICT, message: message.into() }
+    }
+
+    fn internal(message: impl Into<String>) -> Self {
+        Self { status: StatusCode::INTERNAL_SERVER_ERROR, message: message.into() }
     }
 }
 
@@ -59,10 +69,26 @@ pub(crate) fn error_page(status: StatusCode, message: &str) -> Response {
     (status, Html(body.into_string())).into_response()
 }
 
+/// Renders a page on a blocking thread; the response says how long the page
+/// took to read, verify and render (`Server-Timing: page;dur=MS`), the
+/// server time `cargo xtask bench` reports.
 async fn render(app: Arc<App>, page: impl FnOnce(&App) -> Result<Markup, PageError> + Send + 'static) -> Response {
-    match tokio::task::spawn_blocking(move || page(&app)).await {
-        Ok(Ok(markup)) => Html(markup.into_string()).into_response(),
-        Ok(Err(err)) => error_page(err.status, &err.message),
+    let rendered = tokio::task::spawn_blocking(move || {
+        let start = std::time::Instant::now();
+        let page = page(&app).map(Markup::into_string);
+        (page, start.elapsed())
+    })
+    .await;
+    match rendered {
+        Ok((Ok(html), took)) => {
+            let mut response = Html(html).into_response();
+            let timing = format!("page;dur={:.3}", took.as_secs_f64() * 1e3);
+            if let Ok(value) = header::HeaderValue::from_str(&timing) {
+                response.headers_mut().insert("server-timing", value);
+            }
+            response
+        }
+        Ok((Err(err), _)) => error_page(err.status, &err.message),
         Err(_) => error_page(StatusCode::INTERNAL_SERVER_ERROR, "the page's worker failed"),
     }
 }
@@ -185,8 +211,11 @@ pub(crate) async fn plane(State(app): State<Arc<App>>) -> Response {
 fn render_plane(app: &App) -> Result<Markup, PageError> {
     let store = app.plane.store.as_ref();
     let mut sections = Vec::new();
+    let mut verdicts = Vec::new();
     for log in &app.plane.tenants {
-        let head = LogView::open(store, &log.tenant)?.head()?.tree;
+        let view = LogView::open(store, &log.tenant)?;
+        let head = view.head()?.tree;
+        verdicts.push(last_audit_markup(app, log, &view, head));
         let runs = store.runs(&log.tenant, None)?.len();
         let signed = store.signed_checkpoints(&log.tenant)?.pop();
         let cosigned = latest_cosigned(store, &log.tenant)?;
@@ -231,14 +260,76 @@ fn render_plane(app: &App) -> Result<Markup, PageError> {
             @for section in &sections { (section) }
             section class="hint" {
                 h2 { "audit" }
+                @for verdict in &verdicts { (verdict) }
                 p {
                     "The console does not audit. An auditor holds the store to a checkpoint saved earlier with "
                     code { "agentplane audit --log-key VKEY --record-key KEY --require-signature --checkpoint saved.note --assert-complete" }
-                    "; its verdict says what no anchor covers."
+                    " (the plane itself: " code { "agentplane verify" } "); run in the plane's folder, it leaves its verdict here."
                 }
             }
         },
     ))
+}
+
+/// The last audit's verdict for a tenant, if one was left in the plane's
+/// folder, and whether the current log still has its size and root, or
+/// extends it (the root of its first `size` leaves is the audited root).
+fn last_audit_markup(app: &App, log: &TenantLog, view: &LogView<'_>, head: tlog::Tree) -> Markup {
+    let Some(folder) = &app.plane.folder else {
+        return html! { p class="warn" { "tenant " code { (log.tenant) } ": this plane has no folder to keep an audit's verdict in" } };
+    };
+    let verdict = match crate::last_audit::read(folder, log.tenant.as_str()) {
+        Ok(Some(verdict)) => verdict,
+        Ok(None) => {
+            return html! { p class="warn" { "tenant " code { (log.tenant) } ": no audit has been run here yet" } };
+        }
+        Err(err) => {
+            return html! { p class="bad" { "tenant " code { (log.tenant) } ": the last audit's verdict is unreadable: " (err) } };
+        }
+    };
+    let class = match verdict.verdict.as_str() {
+        "clean" => "good",
+        "incomplete" => "warn",
+        _ => "bad",
+    };
+    let now = if verdict.log_size == head.size {
+        if verdict.log_root == head.root.to_string() {
+            html! { span class="good" { "the log is still that tree" } }
+        } else {
+            html! { span class="bad" { "the log has that size with another root: it is not the tree audited" } }
+        }
+    } else if verdict.log_size > head.size {
+        html! { span class="bad" { "the log is smaller now (" (head.size) " leaves): it is not the tree audited" } }
+    } else {
+        match view.root_at(verdict.log_size) {
+            Ok(root) if root.to_string() == verdict.log_root => html! {
+                span class="good" { "the log extends it: " (head.size - verdict.log_size) " leaves since, its first "
+                    (verdict.log_size) " give the audited root" }
+                " (not audited since)"
+            },
+            Ok(_) => {
+                html! { span class="bad" { "the log does not extend it: its first " (verdict.log_size) " leaves give another root" } }
+            }
+            Err(err) => html! { span class="bad" { "the log cannot be compared with it: " (err) } },
+        }
+    };
+    html! {
+        div class="last-audit" {
+            p {
+                "tenant " code { (log.tenant) } ": last " code { "agentplane " (verdict.command) } " at " (verdict.at) ": "
+                strong class=(class) { (verdict.verdict) }
+                @if verdict.findings > 0 { " — " (verdict.findings) " findings (" (verdict.classes.join(", ")) ")" }
+                " · held to " (verdict.anchors) " anchors"
+            }
+            p {
+                "it covered the log of " (verdict.log_size) " leaves, root " code title=(verdict.log_root) { (short(&verdict.log_root)) }
+                " · now: " (now)
+            }
+            @if !verdict.not_checked.is_empty() {
+                ul class="not-checked" { @for line in &verdict.not_checked { li { "not checked: " (line) } } }
+            }
+        }
+    }
 }
 
 // ----------------------------------------------------------------- the runs
@@ -248,26 +339,59 @@ pub(crate) struct RunsQuery {
     tenant: Option<String>,
     outcome: Option<String>,
     q: Option<String>,
-    page: Option<usize>,
+    /// The cursor: the admission (`MILLIS:RUN`) the page starts below.
+    before: Option<String>,
 }
 
 pub(crate) async fn runs(State(app): State<Arc<App>>, Query(query): Query<RunsQuery>) -> Response {
     render(app, move |app| render_runs(app, &query)).await
 }
 
-/// The instant a run was admitted, read from its first record's bytes (the
-/// list's order; each listed run is verified before it is shown).
-fn admitted_at(app: &App, tenant: &TenantId, run: &RunId) -> Result<String, PageError> {
-    #[derive(Deserialize)]
-    struct Envelope {
-        at: String,
+/// A cursor, `MILLIS:RUN`: the last admission of the page before.
+fn cursor(text: &str) -> Result<AdmittedRun, PageError> {
+    let bad = || PageError::bad("before is not a cursor this console wrote (MILLIS:RUN)");
+    let (millis, run) = text.split_once(':').ok_or_else(bad)?;
+    if millis.is_empty() || !millis.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
     }
-    let rows = app.plane.store.read_run(tenant, run)?.rows;
-    Ok(rows
-        .first()
-        .and_then(|row| serde_json::from_slice::<Envelope>(&row.bytes).ok())
-        .map(|e| e.at)
-        .unwrap_or_default())
+    let at = millis.parse::<i64>().ok().and_then(|millis| At::from_unix_millis(millis).ok()).ok_or_else(bad)?;
+    let run = RunId::new(run).map_err(|_| bad())?;
+    Ok(AdmittedRun { at, run })
+}
+
+/// The runs a search names: the run with that id, and the run admitted
+/// under that idempotency key. Each is a lookup (O(log n)), never a scan.
+fn search_runs(
+    app: &App,
+    log: &TenantLog,
+    search: &str,
+    outcome: Option<Outcome>,
+) -> Result<Vec<AdmittedRun>, PageError> {
+    let store = app.plane.store.as_ref();
+    let mut candidates: Vec<RunId> = RunId::new(search).ok().into_iter().collect();
+    if let Some(run) = store.run_by_idempotency_key(&log.tenant, search)? {
+        candidates.push(run);
+    }
+    candidates.dedup();
+    let mut found = Vec::new();
+    for run in candidates {
+        let stored = match store.read_run(&log.tenant, &run) {
+            Ok(stored) => stored,
+            Err(JournalError::NotFound { .. }) => continue,
+            Err(err) => return Err(err.into()),
+        };
+        if outcome.is_some() && stored.outcome != outcome {
+            continue;
+        }
+        // The instant shown is the admission's, read from its first record's
+        // bytes; the row is verified below before anything else is shown.
+        let at = stored.rows.first().and_then(journal_core::store::admitted_at_of);
+        if let Some(at) = at {
+            found.push(AdmittedRun { at, run });
+        }
+    }
+    found.sort_by(|a, b| b.cmp(a));
+    Ok(found)
 }
 
 fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
@@ -282,25 +406,21 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
         ),
     };
     let search = parameter("q", &query.q)?;
-    let page = query.page.unwrap_or(1).clamp(1, MAX_PAGE);
+    let before = parameter("before", &query.before)?.map(cursor).transpose()?;
     let store = app.plane.store.as_ref();
-    let mut ids = store.runs(&log.tenant, outcome)?;
-    if let Some(search) = search {
-        // A run id (or part of one), or an idempotency key: the run it admits.
-        let by_key = Runtime::run_id_for(&log.tenant, search).ok();
-        ids.retain(|run| run.as_str().contains(search) || by_key.as_ref() == Some(run));
-    }
-    let mut dated = ids
-        .into_iter()
-        .map(|run| admitted_at(app, &log.tenant, &run).map(|at| (at, run)))
-        .collect::<Result<Vec<_>, _>>()?;
-    dated.sort_by(|a, b| b.cmp(a));
-    let total = dated.len();
-    let shown: Vec<(String, RunId)> = dated.into_iter().skip((page - 1) * PAGE_SIZE).take(PAGE_SIZE).collect();
+    // Newest first from the store's admission order: one page (and one row
+    // past it, to know whether an older page exists) costs O(log n + page).
+    let mut shown = match search {
+        Some(search) => search_runs(app, log, search, outcome)?,
+        None => store.admissions(&log.tenant, before.as_ref(), outcome, PAGE_SIZE + 1)?,
+    };
+    let older = shown.len() > PAGE_SIZE;
+    shown.truncate(PAGE_SIZE);
     let journal = Journal::new(store, &log.tenant, &log.origin);
     let rows: Vec<Markup> = shown
         .iter()
-        .map(|(at, run)| {
+        .map(|admitted| {
+            let run = &admitted.run;
             let (state, class, steps) = match journal.read(run, check(app)) {
                 Ok(verified) => {
                     let state = verified.records.last().map_or("empty", |_| {
@@ -313,24 +433,23 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
             html! {
                 tr {
                     td { a href={"/run/" (log.tenant) "/" (run)} { code { (run) } } }
-                    td { (at) }
+                    td { (admitted.at) }
                     td class=(class) { (state) }
                     td { (steps) }
                 }
             }
         })
         .collect();
-    let link = |page: usize| {
-        let mut href = format!("/runs?tenant={}&page={page}", log.tenant);
+    let link = |before: Option<&AdmittedRun>| {
+        let mut href = format!("/runs?tenant={}", percent(log.tenant.as_str()));
         if let Some(outcome) = outcome {
             href.push_str(&format!("&outcome={}", outcome.as_str()));
         }
-        if let Some(search) = search {
-            href.push_str(&format!("&q={}", percent(search)));
+        if let Some(before) = before {
+            href.push_str(&format!("&before={}", percent(&format!("{}:{}", before.at.unix_millis(), before.run))));
         }
         href
     };
-    let pages = total.div_ceil(PAGE_SIZE).max(1);
     Ok(layout(
         "runs",
         html! {
@@ -347,14 +466,19 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
                 label { "run id or idempotency key " input type="search" name="q" maxlength=(MAX_PARAMETER) value=(search.unwrap_or("")); }
                 " " button type="submit" { "filter" }
             }
-            p { (total) " runs, newest first · page " (page) " of " (pages) }
+            p {
+                @match search {
+                    Some(_) => { (rows.len()) " runs found" }
+                    None => { (rows.len()) " runs on this page, newest first" @if before.is_some() { " (older than the page before)" } }
+                }
+            }
             table class="runs" {
                 thead { tr { th { "run" } th { "admitted" } th { "state (verified chain)" } th { "records" } } }
                 tbody { @for row in &rows { (row) } }
             }
             p class="pages" {
-                @if page > 1 { a rel="prev" href=(link(page - 1)) { "newer" } " " }
-                @if page < pages { a rel="next" href=(link(page + 1)) { "older" } }
+                @if before.is_some() { a rel="first" href=(link(None)) { "newest" } " " }
+                @if older { @if let Some(last) = shown.last() { a rel="next" href=(link(Some(last))) { "older" } } }
             }
         },
     ))
@@ -416,6 +540,9 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
                 " · state " strong { (outcome) }
                 @if let Some(key) = verified.idempotency_key() { " · idempotency key " code { (key) } }
             }
+            p { a class="export" download href={"/run/" (log.tenant) "/" (run) "/export"} { "download its export" }
+                " (format " (journal_core::export::EXPORT_FORMAT) ", against the last signed checkpoint; check it offline with "
+                code { "agentplane verify-export FILE" } ")" }
             @if let Some(fork) = verified.forked_from() {
                 p { "forked from " a href={"/run/" (log.tenant) "/" (fork.source_run)} { code { (fork.source_run) } }
                     " at seq " (fork.at_seq) " (hash " code { (short(&fork.source_hash)) } ")" }
@@ -566,6 +693,118 @@ fn proof_section(app: &App, log: &TenantLog, run: &RunId, sealed: bool) -> Resul
             }
         }
     })
+}
+
+// ------------------------------------------------------------ its export
+
+pub(crate) async fn export(State(app): State<Arc<App>>, Path((tenant, run)): Path<(String, String)>) -> Response {
+    match tokio::task::spawn_blocking(move || export_of(&app, &tenant, &run)).await {
+        Ok(Ok((name, text))) => (
+            [
+                (header::CONTENT_TYPE, "application/jsonl; charset=utf-8".to_owned()),
+                (header::CONTENT_DISPOSITION, format!("attachment; filename=\"{name}\"")),
+            ],
+            text,
+        )
+            .into_response(),
+        Ok(Err(err)) => error_page(err.status, &err.message),
+        Err(_) => error_page(StatusCode::INTERNAL_SERVER_ERROR, "the export's worker failed"),
+    }
+}
+
+/// A run's export (format v4, as `agentplane export` writes it), assembled
+/// read-only against the plane's last signed checkpoint: the console never
+/// signs. A sealed run carries its seal leaf, an open run the heads leaf
+/// holding its head (its records cut there); both with the leaf's inclusion
+/// in that checkpoint, and the latest cosigned checkpoint holding the leaf.
+fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), PageError> {
+    if run.len() > MAX_PARAMETER {
+        return Err(PageError::bad("the run id is too long"));
+    }
+    let log = tenant_of(app, Some(tenant))?;
+    let run = RunId::new(run).map_err(|err| PageError::bad(err.to_string()))?;
+    let store = app.plane.store.as_ref();
+    let verified = match Journal::new(store, &log.tenant, &log.origin).read(&run, check(app)) {
+        Ok(verified) => verified,
+        Err(JournalError::NotFound { .. }) => return Err(PageError::missing(format!("no run {run}"))),
+        Err(err) => return Err(PageError::conflict(format!("this run's chain does not verify: {err}"))),
+    };
+    if app.plane.log_keys.is_empty() {
+        return Err(PageError::conflict(
+            "no log key given: the console cannot verify the checkpoint an export carries",
+        ));
+    }
+    let signed = store
+        .signed_checkpoints(&log.tenant)?
+        .pop()
+        .ok_or_else(|| PageError::conflict("no signed checkpoint yet: `agentplane checkpoint` signs one"))?;
+    let verifiers: Vec<&dyn NoteVerifier> = app.plane.log_keys.iter().map(|key| key as &dyn NoteVerifier).collect();
+    let (checkpoint, _) = SignedCheckpoint::open(signed.note.as_bytes(), &verifiers)
+        .map_err(|err| PageError::conflict(format!("the last signed checkpoint does not verify: {err}")))?;
+    let tree = checkpoint.checkpoint().tree();
+    let view = LogView::open(store, &log.tenant)?;
+    let uncovered = || {
+        PageError::conflict(format!(
+            "the last signed checkpoint (size {}) does not cover this run yet: `agentplane checkpoint` signs one that \
+             does",
+            tree.size
+        ))
+    };
+    let prove = |index: u64, leaf: &tlog::LeafHash| -> Result<tlog::InclusionProof, PageError> {
+        if index >= tree.size || tree.size > view.size() {
+            return Err(uncovered());
+        }
+        let proof = tlog::prove_inclusion(&view, index, tree.size)
+            .map_err(|err| PageError::internal(format!("proving leaf {index} in size {}: {err}", tree.size)))?;
+        tree.verify_inclusion(leaf, index, &proof)
+            .map_err(|err| PageError::internal(format!("the log does not extend its last signed checkpoint: {err}")))?;
+        Ok(proof)
+    };
+    let covered = |err: JournalError| match err {
+        JournalError::NotSealed { .. } | JournalError::NotFound { .. } => uncovered(),
+        other => other.into(),
+    };
+    let text = if verified.seal.is_some() {
+        let mut inclusion = view.inclusion(&run).map_err(covered)?;
+        inclusion.proof = prove(inclusion.index, &inclusion.leaf)?;
+        inclusion.tree = tree;
+        let cosigned = cosigned_inclusion(store, &view, inclusion.index, &inclusion.leaf)?;
+        write_export(
+            &log.tenant,
+            &log.origin,
+            &run,
+            &verified,
+            ExportProof::Seal(&inclusion),
+            &checkpoint,
+            cosigned.as_ref(),
+        )?
+    } else {
+        let mut head = view.head_inclusion(&run).map_err(covered)?;
+        head.proof = prove(head.index, &head.leaf)?;
+        head.tree = tree;
+        let cosigned = cosigned_inclusion(store, &view, head.index, &head.leaf)?;
+        write_export(
+            &log.tenant,
+            &log.origin,
+            &run,
+            &verified,
+            ExportProof::Head(&head),
+            &checkpoint,
+            cosigned.as_ref(),
+        )?
+    };
+    if text.len() > MAX_EXPORT_BYTES {
+        return Err(PageError {
+            status: StatusCode::PAYLOAD_TOO_LARGE,
+            message: format!(
+                "this run's export is {} bytes, over the console's {MAX_EXPORT_BYTES}: use `agentplane export {run} -o FILE`",
+                text.len()
+            ),
+        });
+    }
+    let name: String =
+        run.as_str().chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    Ok((format!("{name}.export.jsonl"), text))
 }
 
 // ----------------------------------------------------------------- a diff

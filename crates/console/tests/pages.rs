@@ -7,6 +7,7 @@ mod support;
 use support::*;
 
 use journal_core::testkit::TamperAccess;
+use witness::{ALG_ED25519, LogKey, SignerKey};
 
 #[test]
 fn the_plane_page_shows_each_log_and_its_verified_checkpoint() {
@@ -29,12 +30,24 @@ fn the_runs_page_filters_by_outcome_and_finds_a_run_by_its_idempotency_key() {
     for run in &runs {
         assert!(page.contains(run.as_str()), "{run} listed: {page}");
     }
-    assert!(page.contains("3 runs, newest first"), "{page}");
+    assert!(page.contains("3 runs on this page, newest first"), "{page}");
+    // Newest first: the hostile run was admitted last, the first run first.
+    let (newest, oldest) = (page.find(runs[2].as_str()).unwrap(), page.find(runs[0].as_str()).unwrap());
+    assert!(newest < oldest, "{page}");
     let (_, failed) = get(&format!("{}/runs?outcome=failed", console.url()));
     assert!(failed.contains(runs[1].as_str()) && !failed.contains(runs[0].as_str()), "{failed}");
-    assert!(failed.contains("1 runs"), "{failed}");
+    assert!(failed.contains("1 runs on this page"), "{failed}");
     let (_, found) = get(&format!("{}/runs?q=job-hostile", console.url()));
     assert!(found.contains(runs[2].as_str()) && !found.contains(runs[0].as_str()), "{found}");
+    assert!(found.contains("1 runs found"), "{found}");
+    let (_, by_id) = get(&format!("{}/runs?q={}", console.url(), runs[1]));
+    assert!(by_id.contains(runs[1].as_str()) && !by_id.contains(runs[2].as_str()), "{by_id}");
+    let (_, filtered) = get(&format!("{}/runs?q={}&outcome=succeeded", console.url(), runs[1]));
+    assert!(filtered.contains("0 runs found"), "the outcome filter holds in a search: {filtered}");
+    let (status, _) = get(&format!("{}/runs?before=12:", console.url()));
+    assert_eq!(status, 400, "a cursor the console did not write");
+    let (status, _) = get(&format!("{}/runs?before=-1:run-x", console.url()));
+    assert_eq!(status, 400);
     let (status, _) = get(&format!("{}/runs?outcome=nonsense", console.url()));
     assert_eq!(status, 400);
     let (status, _) = get(&format!("{}/runs?q={}", console.url(), "x".repeat(500)));
@@ -187,5 +200,135 @@ fn pages_load_while_runs_are_appended() {
     }
     assert_eq!(reader.join().unwrap(), 80);
     let (_, page) = get(&format!("{}/runs", console.url()));
-    assert!(page.contains("33 runs"), "{page}");
+    assert!(page.contains("33 runs on this page"), "{page}");
+}
+
+/// Issue 27: the runs page pages through the store's admission order from a
+/// cursor: every run once, newest first, filtered pages too.
+#[test]
+fn the_runs_page_pages_newest_first_from_a_cursor() {
+    let plane = Plane::new();
+    let mut admitted = Vec::new();
+    for n in 0..120 {
+        admitted.push(plane.run(&format!("job-{n:03}"), &[("ek:work", Ok("ok"))], n % 4 == 0));
+    }
+    let console = plane.console(None);
+    let listed = |first: String| {
+        let mut seen: Vec<String> = Vec::new();
+        let mut next = Some(first);
+        let mut pages = 0;
+        while let Some(path) = next.take() {
+            let (status, page) = get(&format!("{}{}", console.url(), path.replace("&amp;", "&")));
+            assert_eq!(status, 200, "{page}");
+            pages += 1;
+            for run in page.split("href=\"/run/shop/").skip(1) {
+                seen.push(run.split('"').next().unwrap().to_owned());
+            }
+            next = page.split("rel=\"next\" href=\"").nth(1).map(|rest| rest.split('"').next().unwrap().to_owned());
+        }
+        (seen, pages)
+    };
+    let (seen, pages) = listed("/runs".to_owned());
+    assert_eq!(pages, 3, "50 + 50 + 20");
+    let mut admissions =
+        journal_core::Store::admissions(plane.store.as_ref(), &plane.tenant, None, None, 1000).unwrap();
+    assert_eq!(admissions.len(), 120);
+    let newest_first: Vec<String> = admissions.drain(..).map(|a| a.run.to_string()).collect();
+    assert_eq!(seen, newest_first, "every run once, newest first");
+    assert_eq!(seen.last().unwrap(), admitted[0].as_str(), "the first run admitted is listed last");
+    let (failed, pages) = listed("/runs?outcome=failed".to_owned());
+    assert_eq!((failed.len(), pages), (30, 1), "{failed:?}");
+    let expected: Vec<String> = newest_first
+        .iter()
+        .filter(|run| admitted.iter().position(|a| a.as_str() == run.as_str()).unwrap() % 4 == 0)
+        .cloned()
+        .collect();
+    assert_eq!(failed, expected);
+}
+
+/// Issue 27: the run page links its export, served as a download that
+/// verifies offline with the plane's log key (a sealed run with its seal, an
+/// open run with the heads leaf holding its head).
+#[test]
+fn the_run_page_links_an_export_that_verifies_offline() {
+    let (plane, runs) = demo();
+    let console = plane.console(None);
+    let upcasters = journal_core::Upcasters::builtin();
+    let check = journal_core::ChainCheck { upcasters: &upcasters, verifier: None, options: Default::default() };
+    for (run, sealed) in [(&runs[0], true), (&runs[1], false)] {
+        let (_, page) = get(&format!("{}/run/shop/{run}", console.url()));
+        let link = format!("href=\"/run/shop/{run}/export\"");
+        assert!(page.contains(&link), "the link is on the page: {page}");
+        let response = reqwest::blocking::get(format!("{}/run/shop/{run}/export", console.url())).unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        let disposition = response.headers().get("content-disposition").unwrap().to_str().unwrap().to_owned();
+        assert_eq!(disposition, format!("attachment; filename=\"{run}.export.jsonl\""));
+        let text = response.text().unwrap();
+        let verified = journal_core::export::verify_export(&text, &[plane.key.verifier_key()], check).unwrap();
+        assert_eq!(&verified.run, run);
+        assert_eq!(
+            matches!(verified.covers, journal_core::export::ExportCovers::Seal),
+            sealed,
+            "{:?}",
+            verified.covers
+        );
+        let other_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+        let refused = journal_core::export::verify_export(&text, &[other_key.verifier_key()], check);
+        assert!(
+            matches!(refused, Err(journal_core::export::ExportError::Checkpoint(_))),
+            "it is the plane's key that verifies it: {refused:?}"
+        );
+    }
+    // A run sealed after the last signed checkpoint is not covered yet: the
+    // console never signs, and says what does.
+    let late = plane.run("job-late", &[("ek:late", Ok("ok"))], false);
+    let response = reqwest::blocking::get(format!("{}/run/shop/{late}/export", console.url())).unwrap();
+    assert_eq!(response.status().as_u16(), 409);
+    assert!(response.text().unwrap().contains("agentplane checkpoint"));
+    let (status, _) = get(&format!("{}/run/shop/run-not-there/export", console.url()));
+    assert_eq!(status, 404);
+}
+
+/// Issue 27: the plane page shows the last audit's verdict left in the
+/// plane's folder, and whether the log is still that tree or extends it.
+#[test]
+fn the_plane_page_shows_the_last_audit_verdict_against_the_current_log() {
+    let (plane, _) = demo();
+    let console = plane.console(None);
+    let (_, page) = get(console.url());
+    assert!(page.contains("no audit has been run here yet"), "{page}");
+    let head = journal_core::LogView::open(plane.store.as_ref(), &plane.tenant).unwrap().head().unwrap().tree;
+    let at = journal_core::At::from_unix_millis(1_800_000_000_000).unwrap();
+    let verdict = |root: String| console::last_audit::LastAudit {
+        format: console::last_audit::LAST_AUDIT_FORMAT.to_owned(),
+        at: at.to_string(),
+        command: "audit".into(),
+        tenant: "shop".into(),
+        origin: ORIGIN.into(),
+        verdict: console::last_audit::verdict_for(0, 0).into(),
+        findings: 0,
+        classes: vec![],
+        not_checked: vec![],
+        anchors: 1,
+        log_size: head.size,
+        log_root: root,
+    };
+    console::last_audit::record(plane.dir.path(), &verdict(head.root.to_string())).unwrap();
+    let (_, page) = get(console.url());
+    assert!(page.contains("agentplane audit</code> at 2027-01-15T08:00:00.000Z"), "{page}");
+    assert!(page.contains("class=\"good\">clean"), "{page}");
+    assert!(page.contains(&format!("it covered the log of {} leaves", head.size)), "{page}");
+    assert!(page.contains("the log is still that tree"), "{page}");
+    plane.run("job-after", &[("ek:after", Ok("ok"))], false);
+    let (_, page) = get(console.url());
+    assert!(page.contains("the log extends it: 1 leaves since"), "{page}");
+    console::last_audit::record(plane.dir.path(), &verdict("00".repeat(32))).unwrap();
+    let (_, page) = get(console.url());
+    assert!(page.contains("the log does not extend it"), "{page}");
+    std::fs::write(console::last_audit::path_for(plane.dir.path(), "shop"), "{\"format\":1}").unwrap();
+    let (_, page) = get(console.url());
+    assert!(
+        page.contains("the last audit&#39;s verdict is unreadable") || page.contains("verdict is unreadable"),
+        "{page}"
+    );
 }

@@ -16,6 +16,7 @@ use tlog::{LeafHash, NodeHash, NodeId};
 use witness::Origin;
 
 use crate::chain::{ChainHash, ExpectedHead, StoredRecord};
+use crate::clock::At;
 use crate::error::JournalError;
 use crate::group_commit::BatchReplies;
 use crate::heads::{HEADS_LEAF_RUN, HeadEntry, HeadsLeaf, MAX_HEADS_PER_LEAF, sorted_entries};
@@ -87,6 +88,10 @@ pub trait AppendTxn {
     /// Points the idempotency key at the run.
     fn put_idempotency_key(&mut self, request: &AppendRequest, key: &str) -> Result<(), AppendFailure>;
 
+    /// Enters the run in the tenant's admission order at `at`, its
+    /// `RunAdmitted`'s instant ([`crate::store::Store::admissions`]).
+    fn put_admission(&mut self, request: &AppendRequest, at: At) -> Result<(), AppendFailure>;
+
     /// Moves the run's outcome index entry from `old` to `new`.
     fn put_outcome(&mut self, request: &AppendRequest, old: Option<Outcome>, new: Outcome)
     -> Result<(), AppendFailure>;
@@ -143,6 +148,9 @@ pub fn append_one(txn: &mut impl AppendTxn, request: &AppendRequest) -> Result<O
     txn.put_record(request)?;
     if let Some(key) = &request.idempotency_key {
         txn.put_idempotency_key(request, key)?;
+        if let Some(at) = crate::store::admitted_at_of(&request.row) {
+            txn.put_admission(request, at)?;
+        }
     }
     if let Some(conclusion) = &request.conclusion {
         txn.put_outcome(request, old_outcome, conclusion.outcome)?;

@@ -54,6 +54,6 @@ pub use seal::SealLeaf;
 pub use signature::{Ed25519Signer, Ed25519Verifier};
 pub use signature::{KeySignature, SignatureCheck, SignedHash, Signer, Verifier, VerifyOptions};
 pub use snapshot::{CollectSnapshot, RecordsInRunOrder, SnapshotRun, TenantSnapshot, stream_snapshot};
-pub use store::{AppendRequest, Conclusion, LogCounters, RunRows, SealEntry, SnapshotSink, Store};
+pub use store::{AdmittedRun, AppendRequest, Conclusion, LogCounters, RunRows, SealEntry, SnapshotSink, Store};
 pub use version::{Upcaster, Upcasters};
 pub use witness::Origin;

@@ -9,12 +9,13 @@ use tlog::{NodeHash, NodeId, Tree};
 
 use crate::append::{AppendFailure, AppendTxn, RunHead, append_heads, append_one, stored_run_id};
 use crate::chain::{ExpectedHead, StoredRecord};
+use crate::clock::At;
 use crate::error::JournalError;
 use crate::heads::HeadEntry;
 use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
 use crate::snapshot::{SnapshotRun, TenantSnapshot};
-use crate::store::{AppendRequest, LogCounters, RunRows, SealEntry, SignedTree, Store};
+use crate::store::{AdmittedRun, AppendRequest, LogCounters, RunRows, SealEntry, SignedTree, Store};
 
 #[derive(Default)]
 pub(crate) struct RunState {
@@ -28,6 +29,7 @@ pub(crate) struct RunState {
 pub(crate) struct TenantState {
     pub(crate) runs: BTreeMap<RunId, RunState>,
     pub(crate) idempotency: BTreeMap<String, RunId>,
+    pub(crate) admissions: BTreeSet<AdmittedRun>,
     pub(crate) seals: BTreeMap<u64, SealEntry>,
     pub(crate) next_position: u64,
     pub(crate) nodes: BTreeMap<NodeId, NodeHash>,
@@ -98,6 +100,11 @@ impl AppendTxn for MemoryTxn<'_> {
 
     fn put_idempotency_key(&mut self, request: &AppendRequest, key: &str) -> Result<(), AppendFailure> {
         self.tenant(&request.tenant).idempotency.insert(key.to_owned(), request.run.clone());
+        Ok(())
+    }
+
+    fn put_admission(&mut self, request: &AppendRequest, at: At) -> Result<(), AppendFailure> {
+        self.tenant(&request.tenant).admissions.insert(AdmittedRun { at, run: request.run.clone() });
         Ok(())
     }
 
@@ -189,6 +196,24 @@ impl Store for MemoryStore {
             .unwrap_or_default())
     }
 
+    fn admissions(
+        &self,
+        tenant: &TenantId,
+        before: Option<&AdmittedRun>,
+        outcome: Option<Outcome>,
+        limit: usize,
+    ) -> Result<Vec<AdmittedRun>, JournalError> {
+        let tenants = self.lock()?;
+        let Some(state) = tenants.get(tenant) else {
+            return Ok(Vec::new());
+        };
+        let rows = state
+            .admissions
+            .iter()
+            .filter(|row| outcome.is_none() || state.runs.get(&row.run).and_then(|run| run.outcome) == outcome);
+        Ok(crate::store::page_of_admissions(rows.cloned(), before, limit))
+    }
+
     fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError> {
         Ok(self.lock()?.get(tenant).and_then(|t| t.idempotency.get(key).cloned()))
     }
@@ -268,6 +293,7 @@ impl Store for MemoryStore {
             }
         }
         snapshot.idempotency = state.idempotency.clone();
+        snapshot.admissions = state.admissions.clone();
         snapshot.seals = state.seals.clone();
         snapshot.index_seals_by_run();
         snapshot.next_position = state.next_position;

@@ -17,7 +17,7 @@ use crate::error::{JournalError, StorageError};
 use crate::heads::HeadEntry;
 use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
-use crate::store::{AppendRequest, LogCounters, RunRows, SealEntry, SignedTree, SnapshotSink, Store};
+use crate::store::{AdmittedRun, AppendRequest, LogCounters, RunRows, SealEntry, SignedTree, SnapshotSink, Store};
 
 /// One run as the snapshot holds it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,6 +39,13 @@ pub struct TenantSnapshot {
     pub outcome_index: BTreeSet<(Outcome, RunId)>,
     /// The idempotency index's rows: key -> run.
     pub idempotency: BTreeMap<String, RunId>,
+    /// The admission order's rows.
+    pub admissions: BTreeSet<AdmittedRun>,
+    /// The store keeps no admission order at all: a redb file written by a
+    /// build before it, which no writer of this build has opened since (its
+    /// first writable opening fills it). The audit then says the order was
+    /// not checked rather than report every run missing from it.
+    pub admission_order_absent: bool,
     /// The seals by position.
     pub seals: BTreeMap<u64, SealEntry>,
     /// Which position the store says seals each run.
@@ -77,6 +84,7 @@ impl TenantSnapshot {
         self.runs.is_empty()
             && self.outcome_index.is_empty()
             && self.idempotency.is_empty()
+            && self.admissions.is_empty()
             && self.seals.is_empty()
             && self.next_position == 0
             && self.nodes.is_empty()
@@ -132,6 +140,23 @@ impl Store for TenantSnapshot {
                 self.outcome_index.iter().filter(|(o, _)| *o == outcome).map(|(_, run)| run.clone()).collect()
             }
         })
+    }
+
+    fn admissions(
+        &self,
+        tenant: &TenantId,
+        before: Option<&AdmittedRun>,
+        outcome: Option<Outcome>,
+        limit: usize,
+    ) -> Result<Vec<AdmittedRun>, JournalError> {
+        if !self.ours(tenant) {
+            return Ok(Vec::new());
+        }
+        let rows = self.admissions.iter().filter(|row| {
+            outcome.is_none()
+                || self.runs.get(&row.run).and_then(|run| run.head).and_then(|head| head.outcome) == outcome
+        });
+        Ok(crate::store::page_of_admissions(rows.cloned(), before, limit))
     }
 
     fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError> {

@@ -4,6 +4,7 @@
 use tlog::{LeafHash, NodeHash, NodeId, Tree};
 
 use crate::chain::{ChainHash, ExpectedHead, StoredRecord};
+use crate::clock::At;
 use crate::error::JournalError;
 use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
@@ -117,6 +118,24 @@ pub trait Store: Send + Sync {
     /// The runs of a tenant, all or those whose indexed outcome is `outcome`, in id order.
     fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError>;
 
+    /// The tenant's admission order, newest first: up to `limit` runs
+    /// admitted strictly before `before` (in [`AdmittedRun`] order; `None`:
+    /// from the newest), and, given `outcome`, only those whose indexed
+    /// outcome it is. The order is a derived index, one row per run written
+    /// in the transaction that stores its `RunAdmitted` and keyed by that
+    /// record's `at` ([`admitted_at_of`]), so a listing costs O(log n +
+    /// rows scanned), never O(runs): unfiltered, the rows scanned are the
+    /// rows returned; filtered, the runs of other outcomes passed on the way.
+    /// The audit holds the index to the verified chains in both directions
+    /// (R-AUD-8).
+    fn admissions(
+        &self,
+        tenant: &TenantId,
+        before: Option<&AdmittedRun>,
+        outcome: Option<Outcome>,
+        limit: usize,
+    ) -> Result<Vec<AdmittedRun>, JournalError>;
+
     /// Finds a run by its admission's idempotency key.
     fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError>;
 
@@ -214,6 +233,41 @@ pub fn idempotency_key_of(row: &StoredRecord) -> Option<String> {
     }
     let value: serde_json::Value = serde_json::from_slice(&row.bytes).ok()?;
     value.get("body")?.get("idempotency_key")?.as_str().map(str::to_owned)
+}
+
+/// One row of a tenant's admission order ([`Store::admissions`]): when the
+/// run was admitted, as its `RunAdmitted` record says, and the run. Ordered
+/// by instant, then run id (two runs admitted in one millisecond).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AdmittedRun {
+    /// The `at` of the run's `RunAdmitted`.
+    pub at: At,
+    /// The run.
+    pub run: RunId,
+}
+
+/// Keys the admission order by `RunAdmitted`'s `at`: backends call this
+/// when they store a seq-1 row, as they call [`idempotency_key_of`].
+pub fn admitted_at_of(row: &StoredRecord) -> Option<At> {
+    if row.seq != 1 || row.kind != "RunAdmitted" {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_slice(&row.bytes).ok()?;
+    At::parse(value.get("at")?.as_str()?).ok()
+}
+
+/// The admissions of `rows` (any order) newest first, as
+/// [`Store::admissions`] answers: a reference for backends that hold their
+/// rows in memory.
+pub fn page_of_admissions(
+    rows: impl Iterator<Item = AdmittedRun>,
+    before: Option<&AdmittedRun>,
+    limit: usize,
+) -> Vec<AdmittedRun> {
+    let mut rows: Vec<AdmittedRun> = rows.filter(|row| before.is_none_or(|before| row < before)).collect();
+    rows.sort_by(|a, b| b.cmp(a));
+    rows.truncate(limit);
+    rows
 }
 
 /// The compare of [`Store::record_signed_checkpoint`]: the last checkpoint

@@ -61,6 +61,9 @@ pub trait TamperAccess {
     fn delete_runs_row(&self, tenant: &TenantId, run: &RunId);
     /// Deletes one run's entry of the heads leaf at `position`.
     fn delete_heads_entry(&self, tenant: &TenantId, position: u64, run: &RunId);
+    /// Adds (`present`) or removes one row of the admission order, and
+    /// nothing else.
+    fn set_admission(&self, tenant: &TenantId, admission: &crate::store::AdmittedRun, present: bool);
 }
 
 /// The node hashes of a dense log of `leaves`, as a backend stores them.
@@ -258,6 +261,82 @@ pub fn outcome_index_follows_the_last_conclusion(store: &dyn Store) {
     let verified = journal.read(&run, check(&upcasters)).expect("read");
     assert_eq!(verified.last_conclusion().map(|c| c.outcome), Some(Outcome::Succeeded));
     assert!(verified.seal.is_some());
+}
+
+/// R-AUD-8, issue 27: the admission order lists a tenant's runs newest first,
+/// one row per admitted run keyed by its `RunAdmitted`'s `at`; pages follow
+/// each other from a cursor without a gap or a repeat; the outcome filter
+/// follows the runs table (a resumed run moves); other tenants stay apart;
+/// the snapshot holds the same rows.
+pub fn admission_order_pages_newest_first(store: &dyn Store) {
+    use crate::store::AdmittedRun;
+    let tenant = tenant();
+    let upcasters = Upcasters::builtin();
+    let journal = journal(store, &tenant);
+    let outcomes = [Outcome::Succeeded, Outcome::Failed, Outcome::Succeeded, Outcome::Cancelled, Outcome::Failed];
+    let mut heads = Vec::new();
+    for (i, outcome) in outcomes.iter().enumerate() {
+        let run = run_id(&format!("run-{i}"));
+        heads.push((run.clone(), sample_run(&journal, &run, *outcome).expect("run")));
+    }
+    // A run with no admission (a bare chain) is not in the order.
+    journal.append(&run_id("bare"), None, None, RecordBody::PlanFrozen(PlanFrozen { steps: vec![] })).expect("bare");
+    let other = TenantId::new("tenant-other").expect("id");
+    let origin_other = witness::Origin::new("testkit.test/plane/tenant-other").expect("origin");
+    sample_run(&Journal::new(store, &other, &origin_other), &run_id("elsewhere"), Outcome::Succeeded).expect("other");
+
+    let all = store.admissions(&tenant, None, None, 100).expect("admissions");
+    let mut expected: Vec<AdmittedRun> = heads
+        .iter()
+        .map(|(run, _)| {
+            let verified = journal.read(run, check(&upcasters)).expect("read");
+            AdmittedRun { at: verified.records[0].record.at, run: run.clone() }
+        })
+        .collect();
+    expected.sort_by(|a, b| b.cmp(a));
+    assert_eq!(all, expected, "one row per admitted run, newest first, at its RunAdmitted's instant");
+    let mut paged = Vec::new();
+    let mut cursor: Option<AdmittedRun> = None;
+    loop {
+        let page = store.admissions(&tenant, cursor.as_ref(), None, 2).expect("page");
+        assert!(page.len() <= 2, "a page holds at most its limit");
+        let Some(last) = page.last().cloned() else { break };
+        paged.extend(page);
+        cursor = Some(last);
+    }
+    assert_eq!(paged, expected, "pages from a cursor neither skip nor repeat");
+    let failed = store.admissions(&tenant, None, Some(Outcome::Failed), 100).expect("failed");
+    assert_eq!(
+        failed,
+        expected.iter().filter(|a| a.run == run_id("run-1") || a.run == run_id("run-4")).cloned().collect::<Vec<_>>()
+    );
+    let first_failed = store.admissions(&tenant, None, Some(Outcome::Failed), 1).expect("one");
+    assert_eq!(first_failed.len(), 1, "the limit holds under a filter");
+    // The failed run-1 is resumed and succeeds: it moves between listings.
+    let (run, head) = heads[1].clone();
+    journal
+        .append(
+            &run,
+            Some(head),
+            None,
+            RecordBody::RunConcluded(RunConcluded {
+                outcome: Outcome::Succeeded,
+                verdict: Verdict::None,
+                reason: "resumed".into(),
+            }),
+        )
+        .expect("second conclusion");
+    let failed = store.admissions(&tenant, None, Some(Outcome::Failed), 100).expect("failed");
+    assert_eq!(failed.iter().map(|a| a.run.clone()).collect::<Vec<_>>(), vec![run_id("run-4")]);
+    let succeeded = store.admissions(&tenant, None, Some(Outcome::Succeeded), 100).expect("succeeded");
+    assert!(succeeded.iter().any(|a| a.run == run), "{succeeded:?}");
+    assert_eq!(store.admissions(&tenant, None, None, 100).expect("all"), expected, "the order itself never moves");
+    let snapshot = store.snapshot(&tenant).expect("snapshot");
+    assert_eq!(snapshot.admissions.iter().rev().cloned().collect::<Vec<_>>(), expected, "the snapshot holds the rows");
+    assert_eq!(snapshot.admissions(&tenant, None, None, 100).expect("snapshot"), expected);
+    let elsewhere = store.admissions(&other, None, None, 100).expect("other");
+    assert_eq!(elsewhere.iter().map(|a| a.run.clone()).collect::<Vec<_>>(), vec![run_id("elsewhere")]);
+    assert!(store.admissions(&TenantId::new("tenant-none").expect("id"), None, None, 10).expect("none").is_empty());
 }
 
 /// R-LOG-2/5: seals take positions 0, 1, 2, ...; every run proves inclusion; the log only grows.
@@ -543,6 +622,10 @@ macro_rules! conformance_tests {
         #[test]
         fn conformance_r_log_2_checkpoints_and_proofs() {
             $crate::testkit::log_checkpoints_and_proofs(&$make);
+        }
+        #[test]
+        fn conformance_r_aud_8_admission_order_pages_newest_first() {
+            $crate::testkit::admission_order_pages_newest_first(&$make);
         }
         #[test]
         fn conformance_r_store_4_tenants_are_separate() {

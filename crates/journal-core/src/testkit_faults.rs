@@ -117,6 +117,15 @@ impl Store for FaultyStore {
     fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
         self.inner.runs(tenant, outcome)
     }
+    fn admissions(
+        &self,
+        tenant: &TenantId,
+        before: Option<&crate::store::AdmittedRun>,
+        outcome: Option<Outcome>,
+        limit: usize,
+    ) -> Result<Vec<crate::store::AdmittedRun>, JournalError> {
+        self.inner.admissions(tenant, before, outcome, limit)
+    }
     fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError> {
         self.inner.run_by_idempotency_key(tenant, key)
     }

@@ -8,7 +8,7 @@ pub mod testkit;
 use journal_core::append::{AppendFailure, AppendTxn, RunHead, append_heads, stored_run_id as run_id, write_batch};
 use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::heads::HeadEntry;
-use journal_core::store::{SignedTree, stored_chain_hash};
+use journal_core::store::{AdmittedRun, SignedTree, stored_chain_hash};
 use journal_core::{
     AppendRequest, CollectSnapshot, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RecordsInRunOrder,
     RunId, RunRows, SealEntry, SnapshotSink, StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
@@ -246,6 +246,7 @@ struct Statements {
     insert_record: postgres::Statement,
     upsert_run: postgres::Statement,
     upsert_idempotency: postgres::Statement,
+    insert_admission: postgres::Statement,
     delete_outcome: postgres::Statement,
     insert_outcome: postgres::Statement,
     lock_tenant_log: postgres::Statement,
@@ -276,6 +277,9 @@ impl Statements {
                 "INSERT INTO idempotency (tenant, key, run) VALUES ($1, $2, $3)
                  ON CONFLICT (tenant, key) DO UPDATE SET run = excluded.run",
             )?,
+            insert_admission: prepare(
+                "INSERT INTO admission_order (tenant, at_millis, run) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+            )?,
             delete_outcome: prepare("DELETE FROM outcome_index WHERE tenant = $1 AND run = $2")?,
             insert_outcome: prepare("INSERT INTO outcome_index (tenant, outcome, run) VALUES ($1, $2, $3)")?,
             lock_tenant_log: prepare("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")?,
@@ -289,6 +293,13 @@ impl Statements {
             )?,
         })
     }
+}
+
+/// An admission order row; an instant out of range is a damaged row.
+fn admission_of_row(tenant: &TenantId, millis: i64, run: &str) -> Result<AdmittedRun, JournalError> {
+    let at = journal_core::At::from_unix_millis(millis)
+        .map_err(|err| damaged(tenant, format!("an admission order row has no valid instant: {err}")))?;
+    Ok(AdmittedRun { at, run: run_id(tenant, run)? })
 }
 
 /// Writes one group commit's appends in one transaction: the append
@@ -437,6 +448,12 @@ impl AppendTxn for PgAppend<'_, '_> {
     fn put_idempotency_key(&mut self, request: &AppendRequest, key: &str) -> Result<(), AppendFailure> {
         let params: [&(dyn postgres::types::ToSql + Sync); 3] = [&request.tenant.as_str(), &key, &request.run.as_str()];
         self.execute(request, "indexing the idempotency key", |s| &s.upsert_idempotency, &params)
+    }
+
+    fn put_admission(&mut self, request: &AppendRequest, at: journal_core::At) -> Result<(), AppendFailure> {
+        let params: [&(dyn postgres::types::ToSql + Sync); 3] =
+            [&request.tenant.as_str(), &at.unix_millis(), &request.run.as_str()];
+        self.execute(request, "the admission order", |s| &s.insert_admission, &params)
     }
 
     fn put_outcome(&mut self, request: &AppendRequest, _: Option<Outcome>, new: Outcome) -> Result<(), AppendFailure> {
@@ -662,6 +679,12 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
         snapshot.idempotency.insert(row.get(0), run_id(tenant, row.get(1))?);
     }
     for row in txn
+        .query("SELECT at_millis, run FROM admission_order WHERE tenant = $1", &[&t])
+        .map_err(fail("reading the admission order"))?
+    {
+        snapshot.admissions.insert(admission_of_row(tenant, row.get(0), row.get(1))?);
+    }
+    for row in txn
         .query("SELECT position, run, leaf FROM seals WHERE tenant = $1 ORDER BY position", &[&t])
         .map_err(fail("reading seals"))?
     {
@@ -775,6 +798,35 @@ impl Store for PgStore {
         }
         .map_err(|err| pg("listing runs", err))?;
         rows.iter().map(|row| run_id(tenant, row.get(0))).collect()
+    }
+
+    fn admissions(
+        &self,
+        tenant: &TenantId,
+        before: Option<&AdmittedRun>,
+        outcome: Option<Outcome>,
+        limit: usize,
+    ) -> Result<Vec<AdmittedRun>, JournalError> {
+        let mut conn = self.conn()?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let outcome = outcome.map(|outcome| outcome.as_str());
+        // A backward scan of the primary key from the cursor; the outcome is
+        // a filter on the runs row each admission joins.
+        let select = "SELECT a.at_millis, a.run FROM admission_order a
+             LEFT JOIN runs r ON r.tenant = a.tenant AND r.run = a.run
+             WHERE a.tenant = $1 AND ($2::text IS NULL OR r.outcome = $2)";
+        let rows = match before {
+            None => conn.query(
+                &format!("{select} ORDER BY a.at_millis DESC, a.run DESC LIMIT $3"),
+                &[&tenant.as_str(), &outcome, &limit],
+            ),
+            Some(before) => conn.query(
+                &format!("{select} AND (a.at_millis, a.run) < ($4, $5) ORDER BY a.at_millis DESC, a.run DESC LIMIT $3"),
+                &[&tenant.as_str(), &outcome, &limit, &before.at.unix_millis(), &before.run.as_str()],
+            ),
+        }
+        .map_err(|err| pg("the admission order", err))?;
+        rows.iter().map(|row| admission_of_row(tenant, row.get(0), row.get(1))).collect()
     }
 
     fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError> {

@@ -3,10 +3,10 @@
 //! refused with a remedy, like a record version.
 
 /// The migrations, in order; migration `n` brings the schema to version `n + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 const V1: &str = r#"
 CREATE TABLE runs (
@@ -109,4 +109,23 @@ CREATE TABLE heads_entries (
     hash bytea NOT NULL,
     PRIMARY KEY (tenant, position, run)
 );
+"#;
+
+/// Issue 27, the admission order: one row per admitted run, keyed by its
+/// `RunAdmitted`'s `at` in unix milliseconds, written in the statement
+/// batch that stores that record, so the console lists runs newest first in
+/// O(log n + page). Filled from the records already stored (their canonical
+/// `at` spelling is a UTC instant with milliseconds).
+const V3: &str = r#"
+CREATE TABLE admission_order (
+    tenant text NOT NULL,
+    at_millis bigint NOT NULL,
+    run text NOT NULL,
+    PRIMARY KEY (tenant, at_millis, run)
+);
+INSERT INTO admission_order (tenant, at_millis, run)
+    SELECT tenant,
+           (extract(epoch FROM ((convert_from(bytes, 'UTF8')::jsonb ->> 'at')::timestamptz)) * 1000)::bigint,
+           run
+    FROM records WHERE seq = 1 AND kind = 'RunAdmitted';
 "#;

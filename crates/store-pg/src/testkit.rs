@@ -201,7 +201,7 @@ impl TamperAccess for PgStore {
 
     fn delete_run(&self, tenant: &TenantId, run: &RunId) {
         let (t, r) = (tenant.as_str(), run.as_str());
-        for table in ["records", "runs", "seals", "outcome_index", "idempotency"] {
+        for table in ["records", "runs", "seals", "outcome_index", "idempotency", "admission_order"] {
             self.tamper("delete run", &format!("DELETE FROM {table} WHERE tenant = $1 AND run = $2"), &[&t, &r]);
         }
     }
@@ -240,6 +240,16 @@ impl TamperAccess for PgStore {
             "UPDATE seals SET leaf = $3 WHERE tenant = $1 AND run = $2",
             &[&tenant.as_str(), &run.as_str(), &leaf],
         );
+    }
+
+    fn set_admission(&self, tenant: &TenantId, admission: &journal_core::AdmittedRun, present: bool) {
+        let (t, millis, r) = (tenant.as_str(), admission.at.unix_millis(), admission.run.as_str());
+        let sql = if present {
+            "INSERT INTO admission_order (tenant, at_millis, run) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING"
+        } else {
+            "DELETE FROM admission_order WHERE tenant = $1 AND at_millis = $2 AND run = $3"
+        };
+        self.tamper("admission order", sql, &[&t, &millis, &r]);
     }
 
     fn set_idempotency(&self, tenant: &TenantId, key: &str, run: &RunId) {

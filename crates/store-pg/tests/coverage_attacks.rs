@@ -22,3 +22,8 @@ fn r_aud_2_forged_index_rows_are_found() {
 fn r_aud_1_a_run_copied_from_another_tenant_is_found() {
     shared::a_run_copied_from_another_tenant_is_found(PgStore::temporary().unwrap());
 }
+
+#[test]
+fn r_aud_8_forged_or_missing_admission_order_rows_are_found() {
+    shared::admission_order_rows_forged_or_missing_are_found(PgStore::temporary().unwrap());
+}

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use journal_core::append::{AppendFailure, AppendTxn, RunHead, append_heads, stored_run_id as run_id, write_batch};
 use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::heads::{HEADS_LEAF_RUN, HeadEntry};
-use journal_core::store::{SignedTree, stored_chain_hash};
+use journal_core::store::{AdmittedRun, SignedTree, stored_chain_hash};
 use journal_core::{
     AppendRequest, CollectSnapshot, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RecordsInRunOrder,
     RunId, RunRows, SealEntry, SnapshotSink, StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
@@ -28,6 +28,9 @@ type RunValue<'a> = (u64, &'a [u8], bool, Option<&'a str>);
 const RUNS: TableDefinition<(&str, &str), RunValue> = TableDefinition::new("runs");
 /// (tenant, idempotency key) -> run
 const IDEMPOTENCY: TableDefinition<(&str, &str), &str> = TableDefinition::new("idempotency");
+/// (tenant, admitted at in unix milliseconds, run) -> (): the admission
+/// order, newest last (issue 27; written with the `RunAdmitted` row).
+const ADMISSIONS: TableDefinition<(&str, i64, &str), ()> = TableDefinition::new("admission_order");
 /// (tenant, outcome, run) -> ()
 const OUTCOMES: TableDefinition<(&str, &str, &str), ()> = TableDefinition::new("outcome_index");
 /// One table per tenant, `seals/<tenant>`: position -> (run, leaf bytes). Its
@@ -334,7 +337,9 @@ impl RedbStore {
         txn.open_table(SIGNED).map_err(io)?;
         txn.open_table(COSIGNED).map_err(io)?;
         txn.open_table(HEADS).map_err(io)?;
+        txn.open_table(ADMISSIONS).map_err(io)?;
         fill_moved_runs_once(&txn)?;
+        fill_admissions_once(&txn)?;
         txn.commit().map_err(io)?;
         let db = Arc::new(db);
         let writer = Arc::clone(&db);
@@ -505,6 +510,16 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
             snapshot.idempotency.insert(idempotency_key.to_owned(), run_id(tenant, value.value())?);
         }
     }
+    match open_if_there(txn, ADMISSIONS)? {
+        Some(order) => {
+            for entry in order.range((t, i64::MIN, "")..=(t, i64::MAX, "\u{10FFFF}")).map_err(io)? {
+                let (key, _) = entry.map_err(io)?;
+                let (_, millis, run) = key.value();
+                snapshot.admissions.insert(AdmittedRun { at: admitted_at(t, millis)?, run: run_id(tenant, run)? });
+            }
+        }
+        None => snapshot.admission_order_absent = true,
+    }
     let name = seals_table(t);
     if let Some(seals) = open_if_there(txn, seals_def(&name))? {
         for entry in seals.iter().map_err(io)? {
@@ -567,6 +582,32 @@ fn fill_moved_runs_once(txn: &WriteTransaction) -> Result<(), JournalError> {
     Ok(())
 }
 
+/// Fills the admission order from the seq-1 rows of a file written before
+/// it existed, once (a read-only opening of such a file lists no run until
+/// a writer has opened it).
+fn fill_admissions_once(txn: &WriteTransaction) -> Result<(), JournalError> {
+    let mut meta = txn.open_table(META).map_err(io)?;
+    if meta.get("admissions_filled").map_err(io)?.is_some() {
+        return Ok(());
+    }
+    let records = txn.open_table(RECORDS).map_err(io)?;
+    let mut admissions = txn.open_table(ADMISSIONS).map_err(io)?;
+    for entry in records.iter().map_err(io)? {
+        let (key, value) = entry.map_err(io)?;
+        let (tenant, run, seq) = key.value();
+        if seq != 1 {
+            continue;
+        }
+        let Ok(run_id) = RunId::new(run) else { continue };
+        let Ok(row) = row_of(&run_id, seq, value.value()) else { continue };
+        if let Some(at) = journal_core::store::admitted_at_of(&row) {
+            admissions.insert((tenant, at.unix_millis(), run), ()).map_err(io)?;
+        }
+    }
+    meta.insert("admissions_filled", 1).map_err(io)?;
+    Ok(())
+}
+
 /// Appends heads leaves in one write transaction of its own (redb runs one
 /// writer at a time, so it never interleaves with a group commit).
 fn write_heads(db: &Database, tenant: &TenantId, origin: &journal_core::Origin) -> Result<Vec<u64>, JournalError> {
@@ -607,6 +648,7 @@ struct Tables<'txn> {
     records: redb::Table<'txn, (&'static str, &'static str, u64), RecordValue<'static>>,
     runs: redb::Table<'txn, (&'static str, &'static str), RunValue<'static>>,
     idempotency: redb::Table<'txn, (&'static str, &'static str), &'static str>,
+    admissions: redb::Table<'txn, (&'static str, i64, &'static str), ()>,
     outcomes: redb::Table<'txn, (&'static str, &'static str, &'static str), ()>,
     seal_by_run: redb::Table<'txn, (&'static str, &'static str), u64>,
     counter: redb::Table<'txn, &'static str, u64>,
@@ -622,6 +664,7 @@ impl<'txn> Tables<'txn> {
             records: txn.open_table(RECORDS).map_err(io)?,
             runs: txn.open_table(RUNS).map_err(io)?,
             idempotency: txn.open_table(IDEMPOTENCY).map_err(io)?,
+            admissions: txn.open_table(ADMISSIONS).map_err(io)?,
             outcomes: txn.open_table(OUTCOMES).map_err(io)?,
             seal_by_run: txn.open_table(SEAL_BY_RUN).map_err(io)?,
             counter: txn.open_table(LOG_COUNTER).map_err(io)?,
@@ -630,6 +673,12 @@ impl<'txn> Tables<'txn> {
             heads: txn.open_table(HEADS).map_err(io)?,
         })
     }
+}
+
+/// An admission row's instant; one out of range is a damaged row.
+fn admitted_at(tenant: &str, millis: i64) -> Result<journal_core::At, JournalError> {
+    journal_core::At::from_unix_millis(millis)
+        .map_err(|err| damaged(tenant, format!("an admission order row has no valid instant: {err}")))
 }
 
 fn head_of(run: &RunId, value: RunValue<'_>) -> Result<(ExpectedHead, bool, Option<Outcome>), JournalError> {
@@ -674,6 +723,11 @@ impl AppendTxn for Tables<'_> {
     fn put_idempotency_key(&mut self, request: &AppendRequest, key: &str) -> Result<(), AppendFailure> {
         let run = request.run.as_str();
         self.idempotency.insert((request.tenant.as_str(), key), run).map(drop).map_err(broken)
+    }
+
+    fn put_admission(&mut self, request: &AppendRequest, at: journal_core::At) -> Result<(), AppendFailure> {
+        let key = (request.tenant.as_str(), at.unix_millis(), request.run.as_str());
+        self.admissions.insert(key, ()).map(drop).map_err(broken)
     }
 
     fn put_outcome(
@@ -856,6 +910,44 @@ impl Store for RedbStore {
                     out.push(run_id(tenant, run)?);
                 }
             }
+        }
+        Ok(out)
+    }
+
+    fn admissions(
+        &self,
+        tenant: &TenantId,
+        before: Option<&AdmittedRun>,
+        outcome: Option<Outcome>,
+        limit: usize,
+    ) -> Result<Vec<AdmittedRun>, JournalError> {
+        let txn = self.read_txn()?;
+        let Some(order) = open_if_there(&txn, ADMISSIONS)? else {
+            return Ok(Vec::new());
+        };
+        let runs = txn.open_table(RUNS).map_err(io)?;
+        let t = tenant.as_str();
+        let mut out = Vec::new();
+        let range = match before {
+            // Keys below (tenant, at, run): a run id is never empty, so "" sorts first.
+            Some(before) => order.range((t, i64::MIN, "")..(t, before.at.unix_millis(), before.run.as_str())),
+            None => order.range((t, i64::MIN, "")..=(t, i64::MAX, "\u{10FFFF}")),
+        }
+        .map_err(io)?;
+        for entry in range.rev() {
+            if out.len() >= limit {
+                break;
+            }
+            let (key, _) = entry.map_err(io)?;
+            let (_, millis, run) = key.value();
+            if let Some(outcome) = outcome {
+                let indexed =
+                    runs.get((t, run)).map_err(io)?.and_then(|value| value.value().3.and_then(Outcome::parse));
+                if indexed != Some(outcome) {
+                    continue;
+                }
+            }
+            out.push(AdmittedRun { at: admitted_at(t, millis)?, run: run_id(tenant, run)? });
         }
         Ok(out)
     }

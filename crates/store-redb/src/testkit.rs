@@ -7,8 +7,8 @@ use redb::{Database, ReadableTable as _, WriteTransaction};
 use tlog::{NodeHash, NodeId};
 
 use crate::{
-    Db, HEADS, IDEMPOTENCY, LOG_COUNTER, NODES, OUTCOMES, RECORDS, RUNS, RedbStore, SEAL_BY_RUN, record_value,
-    seals_def, seals_table,
+    ADMISSIONS, Db, HEADS, IDEMPOTENCY, LOG_COUNTER, NODES, OUTCOMES, RECORDS, RUNS, RedbStore, SEAL_BY_RUN,
+    record_value, seals_def, seals_table,
 };
 
 impl RedbStore {
@@ -140,6 +140,19 @@ impl TamperAccess for RedbStore {
         });
     }
 
+    fn set_admission(&self, tenant: &TenantId, admission: &journal_core::AdmittedRun, present: bool) {
+        self.tamper("admission order", |txn| {
+            let key = (tenant.as_str(), admission.at.unix_millis(), admission.run.as_str());
+            let mut order = txn.open_table(ADMISSIONS)?;
+            if present {
+                order.insert(key, ())?;
+            } else {
+                order.remove(key)?;
+            }
+            Ok(())
+        });
+    }
+
     fn set_idempotency(&self, tenant: &TenantId, key: &str, run: &RunId) {
         self.tamper("idempotency index", |txn| {
             txn.open_table(IDEMPOTENCY)?.insert((tenant.as_str(), key), run.as_str())?;
@@ -257,6 +270,16 @@ impl TamperAccess for RedbStore {
                 let outcome = txn.open_table(RUNS)?.remove((t, r))?.and_then(|v| v.value().3.map(str::to_owned));
                 if let Some(outcome) = outcome {
                     txn.open_table(OUTCOMES)?.remove((t, outcome.as_str(), r))?;
+                }
+                let mut order = txn.open_table(ADMISSIONS)?;
+                let admitted: Vec<i64> = order
+                    .range((t, i64::MIN, "")..=(t, i64::MAX, "\u{10FFFF}"))?
+                    .filter_map(|e| e.ok())
+                    .filter(|(key, _)| key.value().2 == r)
+                    .map(|(key, _)| key.value().1)
+                    .collect();
+                for millis in admitted {
+                    order.remove((t, millis, r))?;
                 }
                 let mut idempotency = txn.open_table(IDEMPOTENCY)?;
                 let keys: Vec<String> = idempotency

@@ -25,6 +25,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod append;
 mod audit_figures;
 mod checkpoint_figures;
+mod console_figures;
 mod live_figures;
 mod measure;
 mod tlog_figures;
@@ -70,10 +71,9 @@ fn options() -> Result<Options> {
             "--litewitness-logs" => {
                 options.litewitness.2 = Some(args.next().context("--litewitness-logs needs a file")?.into());
             }
-            "--only" => options.only.push(
-                args.next()
-                    .context("--only needs a group: tlog, append, checkpoint, audit, witness, mldsa, cost or live")?,
-            ),
+            "--only" => options.only.push(args.next().context(
+                "--only needs a group: tlog, append, checkpoint, audit, witness, mldsa, cost, live or console",
+            )?),
             "--out" => options.out = args.next().context("--out needs a directory")?.into(),
             "--oracle" => options.oracle = Some(args.next().context("--oracle needs the Go oracle's path")?.into()),
             "--agentplane" => {
@@ -160,6 +160,9 @@ fn run() -> Result<()> {
     }
     if let Some(agentplane) = options.agentplane.as_ref().filter(|_| options.wants("cost")) {
         add(vec![audit_figures::cost_figure(agentplane, rounds, runs)?]);
+    }
+    if options.wants("console") {
+        add(console_figures::figures(rounds, if options.quick { 1_000 } else { 100_000 })?);
     }
     if let Some(agentplane) = options.agentplane.as_ref().filter(|_| options.wants("live")) {
         add(live_figures::figures(agentplane, rounds, options.quick)?);

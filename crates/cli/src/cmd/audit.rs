@@ -57,7 +57,7 @@ pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
         inputs.anchors.push(Anchor::witness_with_timeout(url, witness_keys.clone(), timeout).map_err(usage)?);
     }
     let store = open_existing(&cli.store)?;
-    run_and_report(store.as_ref(), &inputs, args.assert_complete, args.json)
+    run_and_report(cli, "audit", store.as_ref(), &inputs, args.assert_complete, args.json)
 }
 
 /// `agentplane verify`: the same audit, with the plane's public keys and the
@@ -81,7 +81,7 @@ pub fn verify(cli: &Settings, require_signature: bool, assert_complete: bool, js
             .anchors
             .push(Anchor::saved(&label, signed.note.as_bytes(), &inputs.log_keys, &inputs.origin).map_err(usage)?);
     }
-    run_and_report(store.as_ref(), &inputs, assert_complete, json)
+    run_and_report(cli, "verify", store.as_ref(), &inputs, assert_complete, json)
 }
 
 fn usage(err: audit::AuditError) -> Failure {
@@ -109,6 +109,8 @@ fn witness_key(spec: &str) -> Result<TrustedWitness, Failure> {
 }
 
 fn run_and_report(
+    cli: &Settings,
+    command: &str,
     store: &dyn journal_core::Store,
     inputs: &AuditInputs,
     assert_complete: bool,
@@ -141,7 +143,36 @@ fn run_and_report(
     } else {
         print_human(&report);
     }
+    keep_verdict(cli, command, inputs, &report);
     verdict(&report, assert_complete)
+}
+
+/// Leaves the verdict in the plane's folder for the console's plane page
+/// (`audits/<tenant>.json`), best effort: the store is never written (the
+/// audit opens it read-only), and a folder that refuses the file costs a
+/// note on stderr, never the audit's exit code.
+fn keep_verdict(cli: &Settings, command: &str, inputs: &AuditInputs, report: &AuditReport) {
+    let Some(folder) = cli.folder() else { return };
+    let classes: std::collections::BTreeSet<FindingClass> = report.findings.iter().map(|f| f.class).collect();
+    let verdict = console::last_audit::LastAudit {
+        format: console::last_audit::LAST_AUDIT_FORMAT.to_owned(),
+        at: journal_core::Clock::now(&journal_core::SystemClock).to_string(),
+        command: command.to_owned(),
+        tenant: inputs.tenant.to_string(),
+        origin: inputs.origin.to_string(),
+        verdict: console::last_audit::verdict_for(report.findings.len(), report.not_checked.len()).to_owned(),
+        findings: report.findings.len(),
+        classes: classes.into_iter().map(|class| class.name().to_owned()).collect(),
+        not_checked: console::last_audit::bounded(
+            report.not_checked.iter().map(|n| format!("{}: {}", n.what, n.why)).collect(),
+        ),
+        anchors: inputs.anchors.len(),
+        log_size: report.log_size,
+        log_root: report.log_root.clone(),
+    };
+    if let Err(err) = console::last_audit::record(&folder, &verdict) {
+        eprintln!("note: the verdict was not kept for the console: {err}");
+    }
 }
 
 /// A progress bar on stderr when it is a terminal (hidden otherwise): the

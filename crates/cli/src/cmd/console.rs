@@ -63,6 +63,7 @@ pub fn console(settings: &Settings, listen: SocketAddr, token_file: Option<&Path
         log_keys,
         witnesses,
         upcasters: reader_upcasters(),
+        folder: settings.folder(),
     };
     let served =
         console::Console::start(plane, console::ConsoleOptions { listen, token }).map_err(|err| match err {

@@ -85,6 +85,7 @@ impl Plane {
             log_keys: vec![self.key.verifier_key()],
             witnesses: Vec::new(),
             upcasters: journal_core::Upcasters::builtin(),
+            folder: Some(self.dir.path().to_path_buf()),
         }
     }
 

@@ -21,6 +21,17 @@ impl MemoryStore {
 }
 
 impl TamperAccess for MemoryStore {
+    fn set_admission(&self, tenant: &TenantId, admission: &crate::store::AdmittedRun, present: bool) {
+        if let Ok(mut tenants) = self.lock() {
+            let rows = &mut tenants.entry(tenant.clone()).or_default().admissions;
+            if present {
+                rows.insert(admission.clone());
+            } else {
+                rows.remove(admission);
+            }
+        }
+    }
+
     fn overwrite_record_bytes(&self, tenant: &TenantId, run: &RunId, seq: u64, bytes: Vec<u8>) {
         if let Ok(mut tenants) = self.lock()
             && let Some(row) = tenants
@@ -130,6 +141,7 @@ impl TamperAccess for MemoryStore {
             t.runs.remove(run);
             t.seals.retain(|_, seal| seal.run != *run);
             t.idempotency.retain(|_, r| r != run);
+            t.admissions.retain(|a| a.run != *run);
         }
     }
 }

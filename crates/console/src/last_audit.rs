@@ -1,0 +1,194 @@
+//! The last audit's verdict, as `agentplane audit` and `agentplane verify`
+//! leave it in the plane's folder (`audits/<tenant>.json`) for the console's
+//! plane page. Written best effort beside the configuration, never into the
+//! store: the audit opens the store read-only, and a verdict is a statement
+//! about the store, not part of it. The console shows it with what it can
+//! check cheaply (whether the current log still has that size and root, or
+//! extends it); it never re-runs the audit.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The format line of the file.
+pub const LAST_AUDIT_FORMAT: &str = "agentplane-last-audit/v1";
+
+/// The folder, inside the plane's folder, that holds one file per tenant.
+pub const LAST_AUDIT_DIR: &str = "audits";
+
+/// The largest file read back (a verdict is a few hundred bytes; the
+/// `not_checked` lines are bounded by the writer).
+pub const MAX_LAST_AUDIT_BYTES: u64 = 1 << 20;
+
+/// The most `not_checked` lines kept.
+const MAX_NOT_CHECKED: usize = 50;
+
+/// One audit's verdict for one tenant.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LastAudit {
+    /// [`LAST_AUDIT_FORMAT`].
+    pub format: String,
+    /// When it ran (UTC, the journal's canonical spelling).
+    pub at: String,
+    /// `audit` (an auditor's inputs) or `verify` (the plane's own keys and checkpoints).
+    pub command: String,
+    /// The tenant audited.
+    pub tenant: String,
+    /// Its log's origin.
+    pub origin: String,
+    /// `clean`, `incomplete` (no finding, but checks not made) or `findings`.
+    pub verdict: String,
+    /// How many findings.
+    pub findings: usize,
+    /// Their classes, by name.
+    pub classes: Vec<String>,
+    /// What was not checked, and why.
+    pub not_checked: Vec<String>,
+    /// How many anchors it held the store to.
+    pub anchors: usize,
+    /// The size of the log it rebuilt.
+    pub log_size: u64,
+    /// That log's root (hex).
+    pub log_root: String,
+}
+
+/// The verdict's word for `findings` findings and `not_checked` checks not
+/// made: `clean` only with neither.
+pub fn verdict_for(findings: usize, not_checked: usize) -> &'static str {
+    match (findings, not_checked) {
+        (0, 0) => "clean",
+        (0, _) => "incomplete",
+        _ => "findings",
+    }
+}
+
+/// Keeps at most this many `not_checked` lines (the file stays small).
+pub fn bounded(not_checked: Vec<String>) -> Vec<String> {
+    not_checked.into_iter().take(MAX_NOT_CHECKED).collect()
+}
+
+/// Why a verdict could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum LastAuditError {
+    /// The file system refused.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Larger than [`MAX_LAST_AUDIT_BYTES`].
+    #[error("{path} is larger than {MAX_LAST_AUDIT_BYTES} bytes: not a verdict this build wrote")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Not the format this build writes.
+    #[error("{path} is not a verdict this build reads: {reason}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Where the verdict for `tenant` lives under the plane's folder. A tenant
+/// id is a file name already (letters, digits, `-`, `_`, `.`); anything
+/// else is spelt out so no id can name a path elsewhere.
+pub fn path_for(folder: &Path, tenant: &str) -> PathBuf {
+    let name: String =
+        tenant.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    folder.join(LAST_AUDIT_DIR).join(format!("{name}.json"))
+}
+
+/// Writes `verdict` under `folder`, replacing the one before in one rename
+/// (a reader sees the old file or the new one, never half of one).
+pub fn record(folder: &Path, verdict: &LastAudit) -> Result<PathBuf, LastAuditError> {
+    let path = path_for(folder, &verdict.tenant);
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| LastAuditError::Io { path, source }
+    };
+    let dir = folder.join(LAST_AUDIT_DIR);
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let text = serde_json::to_string_pretty(verdict)
+        .map_err(|err| LastAuditError::Unreadable { path: path.clone(), reason: err.to_string() })?;
+    let temporary = path.with_extension("json.tmp");
+    std::fs::write(&temporary, text.as_bytes()).map_err(io(&temporary))?;
+    std::fs::rename(&temporary, &path).map_err(io(&path))?;
+    Ok(path)
+}
+
+/// Reads the verdict for `tenant` under `folder`; `Ok(None)` when no audit
+/// left one.
+pub fn read(folder: &Path, tenant: &str) -> Result<Option<LastAudit>, LastAuditError> {
+    let path = path_for(folder, tenant);
+    let io = |source| LastAuditError::Io { path: path.clone(), source };
+    let size = match std::fs::metadata(&path) {
+        Ok(meta) => meta.len(),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(io(err)),
+    };
+    if size > MAX_LAST_AUDIT_BYTES {
+        return Err(LastAuditError::TooLarge { path });
+    }
+    let text = std::fs::read(&path).map_err(io)?;
+    let verdict: LastAudit = serde_json::from_slice(&text)
+        .map_err(|err| LastAuditError::Unreadable { path: path.clone(), reason: err.to_string() })?;
+    if verdict.format != LAST_AUDIT_FORMAT {
+        return Err(LastAuditError::Unreadable { path, reason: format!("its format is {:?}", verdict.format) });
+    }
+    Ok(Some(verdict))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn a_verdict_is_clean_only_with_no_finding_and_nothing_unchecked() {
+        assert_eq!(verdict_for(0, 0), "clean");
+        assert_eq!(verdict_for(0, 2), "incomplete");
+        assert_eq!(verdict_for(1, 0), "findings");
+        assert_eq!(verdict_for(3, 1), "findings");
+        assert_eq!(bounded(vec!["x".to_owned(); 80]).len(), MAX_NOT_CHECKED);
+    }
+
+    #[test]
+    fn a_verdict_round_trips_and_a_strange_tenant_never_names_another_path() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(read(dir.path(), "shop").unwrap().is_none(), "no audit yet");
+        let verdict = LastAudit {
+            format: LAST_AUDIT_FORMAT.to_owned(),
+            at: "2026-12-02T15:00:00.000Z".to_owned(),
+            command: "verify".to_owned(),
+            tenant: "../shop".to_owned(),
+            origin: "example.test/plane/shop".to_owned(),
+            verdict: verdict_for(2, 0).to_owned(),
+            findings: 2,
+            classes: vec!["tamper".to_owned()],
+            not_checked: Vec::new(),
+            anchors: 0,
+            log_size: 7,
+            log_root: "ab".repeat(32),
+        };
+        let path = record(dir.path(), &verdict).unwrap();
+        assert_eq!(path, dir.path().join(LAST_AUDIT_DIR).join("___shop.json"));
+        assert_eq!(read(dir.path(), "../shop").unwrap(), Some(verdict.clone()));
+        let newer = LastAudit { format: "agentplane-last-audit/v9".to_owned(), ..verdict };
+        std::fs::write(&path, serde_json::to_vec(&newer).unwrap()).unwrap();
+        let refused = read(dir.path(), "../shop");
+        assert!(
+            matches!(&refused, Err(LastAuditError::Unreadable { reason, .. }) if reason.contains("v9")),
+            "{refused:?}"
+        );
+        std::fs::write(&path, vec![b' '; usize::try_from(MAX_LAST_AUDIT_BYTES).unwrap() + 1]).unwrap();
+        assert!(matches!(read(dir.path(), "../shop"), Err(LastAuditError::TooLarge { .. })));
+        std::fs::write(&path, br#"{"format":"agentplane-last-audit/v1"}"#).unwrap();
+        assert!(matches!(read(dir.path(), "../shop"), Err(LastAuditError::Unreadable { .. })));
+    }
+}
