@@ -820,16 +820,6 @@ pub(crate) async fn diff(State(app): State<Arc<App>>, Query(query): Query<DiffQu
     render(app, move |app| render_diff(app, &query)).await
 }
 
-/// What a record did, for comparing two runs: kind, effect key and body
-/// (where and when it happened is shown, not compared).
-fn action(record: &VerifiedRecord) -> (String, Option<String>, serde_json::Value) {
-    let body = serde_json::from_slice::<serde_json::Value>(&record.stored.bytes)
-        .ok()
-        .and_then(|value| value.get("body").cloned())
-        .unwrap_or(serde_json::Value::Null);
-    (record.stored.kind.clone(), record.stored.effect_key.clone(), body)
-}
-
 fn render_diff(app: &App, query: &DiffQuery) -> Result<Markup, PageError> {
     let log = tenant_of(app, parameter("tenant", &query.tenant)?)?;
     let (Some(a), Some(b)) = (parameter("a", &query.a)?, parameter("b", &query.b)?) else {
@@ -853,7 +843,8 @@ fn render_diff(app: &App, query: &DiffQuery) -> Result<Markup, PageError> {
     };
     let (left, right) = (read(a)?, read(b)?);
     let length = left.len().max(right.len()).min(MAX_RECORDS_SHOWN);
-    let first = (0..length).find(|&i| left.get(i).map(action) != right.get(i).map(action));
+    // The CLI's `diff` compares with the same function: the two never disagree.
+    let first = journal_core::compare::first_difference(&left, &right, length);
     let side = |record: Option<&VerifiedRecord>| -> Markup {
         match record {
             None => html! { td class="absent" { "—" } },
@@ -876,7 +867,7 @@ fn render_diff(app: &App, query: &DiffQuery) -> Result<Markup, PageError> {
                 thead { tr { th { "#" } th { (a) } th { (b) } } }
                 tbody {
                     @for i in 0..length {
-                        @let same = left.get(i).map(action) == right.get(i).map(action);
+                        @let same = journal_core::compare::same_at(left.get(i), right.get(i));
                         tr id=[(first == Some(i)).then_some("first-difference")] class=(if same { "same" } else { "different" }) {
                             td { (i + 1) } (side(left.get(i))) (side(right.get(i)))
                         }

@@ -5,6 +5,7 @@ pub mod chain;
 pub mod chain_hash;
 pub mod checkpoints;
 pub mod clock;
+pub mod compare;
 pub mod error;
 pub mod export;
 pub mod golden;

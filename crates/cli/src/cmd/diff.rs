@@ -2,6 +2,7 @@
 //! differing row marked (`!`) and the first named. What the runs did is compared (kind, effect key, body); where and
 //! when they did it (run, seq, time, writer) is shown, not compared.
 
+use journal_core::compare::{IDENTITY_FIELDS, same_at, wire_body};
 use journal_core::{Counters, RunId, VerifiedRecord, VerifyOptions};
 use serde::Serialize;
 use serde_json::Value;
@@ -92,18 +93,11 @@ impl Side {
     fn of(record: &VerifiedRecord) -> Self {
         Self {
             at: record.record.at.to_string(),
-            body: body(record),
+            body: wire_body(record),
             effect_key: record.stored.effect_key.clone(),
             kind: record.stored.kind.clone(),
             seq: record.stored.seq,
         }
-    }
-
-    /// Whether two records did the same: kind, effect key and body (not
-    /// where or when).
-    fn same_as(&self, other: &Self) -> bool {
-        (&self.kind, &self.effect_key, behaviour(&self.body))
-            == (&other.kind, &other.effect_key, behaviour(&other.body))
     }
 
     /// The cell of the table: kind and effect key, then the body's fields
@@ -119,7 +113,7 @@ impl Side {
         let differing: Vec<String> = fields
             .iter()
             .filter(|(name, value)| {
-                !IDENTITY.contains(&name.as_str())
+                !IDENTITY_FIELDS.contains(&name.as_str())
                     && other.is_some_and(|o| o.kind == side.kind && o.body.get(name.as_str()) != Some(value))
             })
             .map(|(name, value)| format!("{name}={}", words(value)))
@@ -131,24 +125,6 @@ impl Side {
             parts.extend(differing);
         }
         cut(&parts.join(" "), CELL_CHARS)
-    }
-}
-
-/// The fields that name a run rather than say what it did (its admission's
-/// idempotency key and tenant): shown, not compared, like its id.
-const IDENTITY: &[&str] = &["idempotency_key", "tenant"];
-
-/// A body without the fields that only name the run.
-fn behaviour(body: &Value) -> Value {
-    match body {
-        Value::Object(fields) => Value::Object(
-            fields
-                .iter()
-                .filter(|(name, _)| !IDENTITY.contains(&name.as_str()))
-                .map(|(name, value)| (name.clone(), value.clone()))
-                .collect(),
-        ),
-        other => other.clone(),
     }
 }
 
@@ -183,14 +159,6 @@ fn cut(text: &str, max: usize) -> String {
     }
 }
 
-/// A record's body, as its wire bytes hold it (`null` when they hold none).
-fn body(record: &VerifiedRecord) -> Value {
-    serde_json::from_slice::<Value>(&record.stored.bytes)
-        .ok()
-        .and_then(|v| v.get("body").cloned())
-        .unwrap_or(Value::Null)
-}
-
 fn cost(records: &[VerifiedRecord]) -> Counters {
     let mut total = Counters::default();
     for record in records {
@@ -207,8 +175,9 @@ pub fn diff(settings: &Settings, a: &str, b: &str, json: bool) -> Result<(), Fai
     let mut first = None;
     let mut rows = Vec::new();
     for index in 0..length {
-        let (a, b) = (records_a.get(index).map(Side::of), records_b.get(index).map(Side::of));
-        let same = matches!((&a, &b), (Some(x), Some(y)) if x.same_as(y));
+        let (record_a, record_b) = (records_a.get(index), records_b.get(index));
+        let (a, b) = (record_a.map(Side::of), record_b.map(Side::of));
+        let same = record_a.is_some() && record_b.is_some() && same_at(record_a, record_b);
         if !same && first.is_none() {
             first = Some(index + 1);
         }
