@@ -48,36 +48,24 @@ impl AddCheckpointRequest {
     /// The request body: `old N`, proof lines, a blank line, the note.
     pub fn to_body(&self) -> String {
         let mut body = format!("old {}\n", self.old_size);
-        for hash in self.proof.path() {
-            body.push_str(&STANDARD.encode(hash.as_bytes()));
-            body.push('\n');
-        }
-        body.push('\n');
-        body.push_str(&self.checkpoint_note);
+        push_proof_and_note(&mut body, self.proof.path(), &self.checkpoint_note);
         body
     }
 
     /// Parses a request body strictly.
     pub fn parse(body: &[u8]) -> Result<Self, RequestError> {
-        if body.len() > MAX_REQUEST_BYTES {
-            return Err(RequestError("body too large"));
-        }
-        let body = std::str::from_utf8(body).map_err(|_| RequestError("not UTF-8"))?;
-        let (head, note) = body.split_once("\n\n").ok_or(RequestError("no blank line before the checkpoint"))?;
+        let (head, note) = split_body(body, MAX_REQUEST_BYTES).map_err(RequestError)?;
         let mut lines = head.split('\n');
         let old = lines
             .next()
             .and_then(|line| line.strip_prefix("old "))
             .ok_or(RequestError("first line is not `old <size>`"))?;
         let old_size = parse_canonical_u64(old).ok_or(RequestError("old size is not a canonical decimal"))?;
-        let mut path = Vec::new();
-        for line in lines {
-            if path.len() == MAX_PROOF_LINES {
-                return Err(RequestError("more than 63 proof lines"));
-            }
-            let bytes = decode_base64_canonical(line).ok_or(RequestError("a proof line is not canonical base64"))?;
-            path.push(NodeHash::try_from(bytes.as_slice()).map_err(|_| RequestError("a proof hash is not 32 bytes"))?);
-        }
+        let path = proof_path(lines, |line| {
+            let bytes = decode_base64_canonical(line).ok_or("a proof line is not canonical base64")?;
+            NodeHash::try_from(bytes.as_slice()).map_err(|_| "a proof hash is not 32 bytes")
+        })
+        .map_err(RequestError)?;
         Ok(Self { old_size, proof: ConsistencyProof::new(path), checkpoint_note: note.to_owned() })
     }
 }
@@ -113,12 +101,7 @@ impl SignSubtreeRequest {
             self.subtree.end(),
             STANDARD.encode(self.hash.as_bytes())
         );
-        for hash in self.proof.path() {
-            body.push_str(&STANDARD.encode(hash.as_bytes()));
-            body.push('\n');
-        }
-        body.push('\n');
-        body.push_str(&self.checkpoint_note);
+        push_proof_and_note(&mut body, self.proof.path(), &self.checkpoint_note);
         body
     }
 
@@ -126,11 +109,7 @@ impl SignSubtreeRequest {
     /// canonical base64 of 32-byte hashes, at most 63 proof lines, at most
     /// [`MAX_SIGN_SUBTREE_BYTES`].
     pub fn parse(body: &[u8]) -> Result<Self, SubtreeRequestError> {
-        if body.len() > MAX_SIGN_SUBTREE_BYTES {
-            return Err(SubtreeRequestError("body too large"));
-        }
-        let body = std::str::from_utf8(body).map_err(|_| SubtreeRequestError("not UTF-8"))?;
-        let (head, note) = body.split_once("\n\n").ok_or(SubtreeRequestError("no blank line before the checkpoint"))?;
+        let (head, note) = split_body(body, MAX_SIGN_SUBTREE_BYTES).map_err(SubtreeRequestError)?;
         let mut lines = head.split('\n');
         let range = lines
             .next()
@@ -144,15 +123,45 @@ impl SignSubtreeRequest {
         })?;
         let hash_line = lines.next().ok_or(SubtreeRequestError("no subtree hash line"))?;
         let hash = parse_hash(hash_line).ok_or(SubtreeRequestError("the subtree hash is not base64 of 32 bytes"))?;
-        let mut path = Vec::new();
-        for line in lines {
-            if path.len() == MAX_PROOF_LINES {
-                return Err(SubtreeRequestError("more than 63 proof lines"));
-            }
-            path.push(parse_hash(line).ok_or(SubtreeRequestError("a proof line is not base64 of 32 bytes"))?);
-        }
+        let path = proof_path(lines, |line| parse_hash(line).ok_or("a proof line is not base64 of 32 bytes"))
+            .map_err(SubtreeRequestError)?;
         Ok(Self { subtree, hash, proof: SubtreeConsistencyProof::new(path), checkpoint_note: note.to_owned() })
     }
+}
+
+/// What every witness request body is: at most `max` bytes of UTF-8, lines
+/// of its own, a blank line, then the checkpoint note.
+fn split_body(body: &[u8], max: usize) -> Result<(&str, &str), &'static str> {
+    if body.len() > max {
+        return Err("body too large");
+    }
+    let body = std::str::from_utf8(body).map_err(|_| "not UTF-8")?;
+    body.split_once("\n\n").ok_or("no blank line before the checkpoint")
+}
+
+/// A request's proof lines, at most [`MAX_PROOF_LINES`], each read by `hash`.
+fn proof_path<'a>(
+    lines: impl Iterator<Item = &'a str>,
+    hash: impl Fn(&str) -> Result<NodeHash, &'static str>,
+) -> Result<Vec<NodeHash>, &'static str> {
+    let mut path = Vec::new();
+    for line in lines {
+        if path.len() == MAX_PROOF_LINES {
+            return Err("more than 63 proof lines");
+        }
+        path.push(hash(line)?);
+    }
+    Ok(path)
+}
+
+/// A request body's tail: one base64 line per proof hash, a blank line, the note.
+fn push_proof_and_note(body: &mut String, path: &[NodeHash], note: &str) {
+    for hash in path {
+        body.push_str(&STANDARD.encode(hash.as_bytes()));
+        body.push('\n');
+    }
+    body.push('\n');
+    body.push_str(note);
 }
 
 fn parse_hash(line: &str) -> Option<NodeHash> {
