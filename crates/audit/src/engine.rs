@@ -169,7 +169,12 @@ fn audit_runs(
                         };
                         let finished = audited.len() as u64;
                         mine.extend(runs.into_iter().zip(audited));
-                        progress(done.fetch_add(finished, Ordering::Relaxed) + finished, total.load(Ordering::Relaxed));
+                        let (done, total) =
+                            (done.fetch_add(finished, Ordering::Relaxed) + finished, total.load(Ordering::Relaxed));
+                        // A worker that stopped would leave the reader waiting
+                        // on a full channel: the caller's progress report
+                        // panicking must not stop it.
+                        let _ = std::panic::catch_unwind(AssertUnwindSafe(|| progress(done, total)));
                     }
                     mine
                 })

@@ -92,6 +92,44 @@ fn r_run_2_a_cleared_sealed_flag_is_found() {
     assert!(finding.detail.contains("accepts appends"), "{}", finding.detail);
 }
 
+/// The runs table still lists a run whose every record was deleted: the
+/// streamed snapshot gives no records for it, and the audit still holds its
+/// row to its (now empty) chain (R-AUD-8).
+#[test]
+fn r_aud_8_a_run_whose_records_were_all_deleted_is_found_by_its_runs_row() {
+    let plane = Plane::signed();
+    let kept = plane.seal("job-kept");
+    let run = plane.fail("job-emptied");
+    let records = plane.store.read_run(&plane.tenant, &run).unwrap().rows.len() as u64;
+    for seq in 1..=records {
+        plane.store.delete_record(&plane.tenant, &run, seq);
+    }
+    let report = plane.audit(&plane.inputs());
+    let named: Vec<FindingCode> =
+        report.findings.iter().filter(|f| f.run.as_deref() == Some(run.as_str())).map(|f| f.code).collect();
+    assert!(named.contains(&FindingCode::RunsHeadMismatch), "{:#?}", report.findings);
+    assert!(named.contains(&FindingCode::OutcomeIndexMismatch), "{:#?}", report.findings);
+    let kept_records = plane.store.read_run(&plane.tenant, &kept).unwrap().rows.len() as u64;
+    assert_eq!(report.checked.records, kept_records, "only the kept run's records were there to check");
+}
+
+/// More runs than the workers' channel holds, and a progress report that
+/// panics: the audit still answers, and whole (a stopped worker would have
+/// left the snapshot's reader waiting forever).
+#[test]
+fn an_audit_whose_progress_report_panics_still_answers_for_every_run() {
+    let plane = Plane::unsigned();
+    let runs = 1_000;
+    for n in 0..runs {
+        plane.fail(&format!("job-{n}"));
+    }
+    let report =
+        audit::audit_with_progress(plane.store.as_ref(), &plane.inputs(), &|_, _| panic!("a broken progress bar"))
+            .unwrap();
+    assert_eq!(report.checked.runs, runs);
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+}
+
 #[test]
 fn a_moved_runs_head_is_derived_data() {
     let plane = Plane::signed();
