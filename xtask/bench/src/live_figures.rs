@@ -31,12 +31,17 @@ const PACE: Duration = Duration::from_millis(100);
 /// CPU the writer needs, so that figure measures the scheduler more than
 /// the store; it is shown so the cost is not hidden).
 pub fn figures(agentplane: &Path, rounds: usize, quick: bool) -> Result<Vec<Figure>> {
-    let steps = if quick { 2 } else { 60 };
+    // About 1.5 s of writing per round on two cores: long enough that the
+    // readers' steady pace is what is measured, not their first spawn.
+    let steps = if quick { 2 } else { 600 };
+    // Each reader's first call is made before the clock starts; a full run
+    // needs at least two more inside the window, or it measured no reader.
+    let min_calls = if quick { 1 } else { 3 };
     let figure = |pace: Option<Duration>, bar: Option<f64>| -> Result<Figure> {
         let (with, without) = alternate(
             rounds,
-            || writer_round(agentplane, READERS, steps, pace),
-            || writer_round(agentplane, 0, steps, pace),
+            || writer_round(agentplane, READERS, steps, pace, min_calls),
+            || writer_round(agentplane, 0, steps, pace, min_calls),
         )?;
         let how = match pace {
             Some(pace) => format!("each calling every {} ms", pace.as_millis()),
@@ -60,8 +65,16 @@ pub fn figures(agentplane: &Path, rounds: usize, quick: bool) -> Result<Vec<Figu
 
 /// One round: a fresh store, `readers` reader processes in loops on it
 /// (each pausing `pace` between calls, if given), the writer's records per
-/// second. Every reader call must succeed.
-fn writer_round(agentplane: &Path, readers: usize, steps: usize, pace: Option<Duration>) -> Result<f64> {
+/// second. The clock starts once every reader has finished its first call,
+/// so the readers are attached for the whole measured window. Every reader
+/// call must succeed.
+fn writer_round(
+    agentplane: &Path,
+    readers: usize,
+    steps: usize,
+    pace: Option<Duration>,
+    min_calls: u64,
+) -> Result<f64> {
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("journal.redb");
     let store: Arc<dyn Store> = Arc::new(store_redb::RedbStore::create(&path)?);
@@ -71,17 +84,20 @@ fn writer_round(agentplane: &Path, readers: usize, steps: usize, pace: Option<Du
         .tenant(tenant.clone(), origin.clone(), None)
         .build()?;
     let stop = AtomicBool::new(false);
+    let (ready, attached_all) = std::sync::mpsc::channel::<()>();
     let (origin_text, tenant_text) = (origin.to_string(), tenant.to_string());
     std::thread::scope(|scope| {
         let attached: Vec<_> = (0..readers)
             .map(|_| {
-                scope.spawn(|| -> Result<u64> {
+                let (ready, stop, path, tenant_text, origin_text) =
+                    (ready.clone(), &stop, &path, &tenant_text, &origin_text);
+                scope.spawn(move || -> Result<u64> {
                     let mut calls = 0;
                     while !stop.load(Ordering::Relaxed) {
                         let status = Command::new(agentplane)
                             .arg("--store")
-                            .arg(&path)
-                            .args(["--tenant", &tenant_text, "--origin", &origin_text, "runs", "--ids"])
+                            .arg(path)
+                            .args(["--tenant", tenant_text, "--origin", origin_text, "runs", "--ids"])
                             .stdout(Stdio::null())
                             .stderr(Stdio::null())
                             .status()?;
@@ -89,6 +105,10 @@ fn writer_round(agentplane: &Path, readers: usize, steps: usize, pace: Option<Du
                             bail!("a reader beside the writer failed ({status})");
                         }
                         calls += 1;
+                        if calls == 1 {
+                            // The writer may have stopped waiting (another reader failed).
+                            let _ = ready.send(());
+                        }
                         if let Some(pace) = pace {
                             std::thread::sleep(pace);
                         }
@@ -97,13 +117,24 @@ fn writer_round(agentplane: &Path, readers: usize, steps: usize, pace: Option<Du
                 })
             })
             .collect();
+        drop(ready);
+        // Each reader reports once; a reader that fails drops its sender, so
+        // this never waits on one that will not come.
+        for _ in 0..readers {
+            if attached_all.recv().is_err() {
+                break;
+            }
+        }
         let start = Instant::now();
         let written =
             each_in_a_thread(0..CONCURRENCY, |n| run_of_steps(&runtime, &tenant, &format!("live-{n}"), steps));
         let elapsed = start.elapsed().as_secs_f64();
         stop.store(true, Ordering::Relaxed);
         for reader in attached {
-            reader.join().map_err(|_| anyhow!("a reader thread panicked"))??;
+            let calls = reader.join().map_err(|_| anyhow!("a reader thread panicked"))??;
+            if calls < min_calls {
+                bail!("a reader made {calls} calls, fewer than {min_calls}: the window measured no attached reader");
+            }
         }
         written?;
         let records: usize = stored_bytes(store.as_ref(), &tenant)?.iter().map(Vec::len).sum();
