@@ -131,3 +131,93 @@ fn r_sig_3_batch_verification_answers_each_signature_as_single_verification_does
     assert_eq!(many[141], SignatureCheck::Invalid);
     assert_eq!(many.iter().filter(|check| **check == SignatureCheck::Valid).count(), 146);
 }
+
+/// `verify_many` over `signatures` (key id, bytes) of `hashes`, beside the
+/// one-by-one answers.
+fn many_and_single(
+    verifier: &Ed25519Verifier,
+    hashes: &[ChainHash],
+    signatures: &[(String, Vec<u8>)],
+) -> (Vec<SignatureCheck>, Vec<SignatureCheck>) {
+    use journal_core::SignedHash;
+    let items: Vec<SignedHash<'_>> = hashes
+        .iter()
+        .zip(signatures)
+        .map(|(hash, (key_id, signature))| SignedHash { key_id, hash, signature })
+        .collect();
+    let single = items.iter().map(|item| verifier.verify(item.key_id, item.hash, item.signature)).collect();
+    (verifier.verify_many(&items), single)
+}
+
+/// R-SIG-3, batched and folded by key: a batch holding signatures of two
+/// trusted keys (each key's terms folded into one multiplication) answers
+/// each exactly as single verification; a signature of one key presented
+/// under the other's id is invalid, not folded into the wrong sum.
+#[test]
+fn r_sig_3_a_batch_of_two_keys_answers_each_signature_as_single_verification_does() {
+    let first = Ed25519Signer::from_seed("k1", [3u8; 32]);
+    let second = Ed25519Signer::from_seed("k2", [4u8; 32]);
+    let mut verifier = Ed25519Verifier::new();
+    verifier.trust("k1", first.public_key()).unwrap();
+    verifier.trust("k2", second.public_key()).unwrap();
+    let hashes: Vec<ChainHash> = (0..40u8).map(|i| ChainHash::from_bytes([i; 32])).collect();
+    let mut signatures: Vec<(String, Vec<u8>)> = hashes
+        .iter()
+        .enumerate()
+        .map(|(i, hash)| {
+            let signed = if i % 2 == 0 { first.sign(hash) } else { second.sign(hash) };
+            (signed.key_id, signed.signature)
+        })
+        .collect();
+    let (many, single) = many_and_single(&verifier, &hashes, &signatures);
+    assert_eq!(many, single);
+    assert!(many.iter().all(|check| *check == SignatureCheck::Valid), "{many:?}");
+
+    signatures[7].0 = "k1".to_owned(); // k2's signature under k1's id
+    let (many, single) = many_and_single(&verifier, &hashes, &signatures);
+    assert_eq!(many, single);
+    assert_eq!(many[7], SignatureCheck::Invalid);
+    assert_eq!(many.iter().filter(|check| **check == SignatureCheck::Valid).count(), 39);
+}
+
+/// R-SIG-3, batched: every one-bit change of a signature inside a batch is
+/// named invalid and only it, and an `s` past the group order (`s + l`, the
+/// classic malleation) is refused as single verification refuses it.
+#[test]
+fn r_sig_3_every_bit_flip_and_a_malleated_s_are_refused_inside_a_batch() {
+    let signer = Ed25519Signer::from_seed("k1", [3u8; 32]);
+    let verifier = verifier(&signer);
+    let hashes: Vec<ChainHash> = (0..8u8).map(|i| ChainHash::from_bytes([i; 32])).collect();
+    let signatures: Vec<(String, Vec<u8>)> = hashes
+        .iter()
+        .map(|hash| {
+            let signed = signer.sign(hash);
+            (signed.key_id, signed.signature)
+        })
+        .collect();
+    for bit in 0..512 {
+        let mut changed = signatures.clone();
+        changed[5].1[bit / 8] ^= 1 << (bit % 8);
+        let (many, single) = many_and_single(&verifier, &hashes, &changed);
+        assert_eq!(many, single, "bit {bit}");
+        assert_eq!(many[5], SignatureCheck::Invalid, "bit {bit}");
+        assert_eq!(many.iter().filter(|check| **check == SignatureCheck::Valid).count(), 7, "bit {bit}");
+    }
+    // l = 2^252 + 27742317777372353535851937790883648493, little-endian.
+    const ORDER: [u8; 32] = [
+        0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0, 0,
+        0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+    ];
+    let mut malleated = signatures.clone();
+    let s = &mut malleated[2].1[32..];
+    let mut carry = 0u16;
+    for (byte, add) in s.iter_mut().zip(ORDER) {
+        let sum = u16::from(*byte) + u16::from(add) + carry;
+        *byte = sum as u8;
+        carry = sum >> 8;
+    }
+    assert_eq!(carry, 0, "s + l fits in 32 bytes for any canonical s");
+    let (many, single) = many_and_single(&verifier, &hashes, &malleated);
+    assert_eq!(many, single);
+    assert_eq!(many[2], SignatureCheck::Invalid);
+}
