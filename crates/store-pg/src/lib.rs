@@ -31,6 +31,11 @@ type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
 /// A PostgreSQL failure, kept as the error's source; retryable when the same
 /// call may succeed again (a lost connection, a serialization failure, a
 /// deadlock): nothing of it was committed.
+/// A failure of this backend's own machinery (its group commit).
+fn machinery(what: &str) -> JournalError {
+    JournalError::Io(StorageError::message(what))
+}
+
 fn pg(context: &str, err: postgres::Error) -> JournalError {
     let retryable = err.is_closed()
         || err.code().is_some_and(|code| {
@@ -245,6 +250,7 @@ struct Statements {
     select_run: postgres::Statement,
     insert_record: postgres::Statement,
     upsert_run: postgres::Statement,
+    insert_record_and_upsert_run: postgres::Statement,
     upsert_idempotency: postgres::Statement,
     insert_admission: postgres::Statement,
     delete_outcome: postgres::Statement,
@@ -270,6 +276,20 @@ impl Statements {
             )?,
             upsert_run: prepare(
                 "INSERT INTO runs (tenant, run, head_seq, head_hash, sealed, outcome) VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (tenant, run) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash,
+                     sealed = excluded.sealed, outcome = excluded.outcome, covered = false",
+            )?,
+            // One round trip for an ordinary append's two writes. The runs row
+            // is selected from the inserted record, so the record's insert (and
+            // its sealed-run trigger, which must see the run as it was) runs
+            // first, and no runs row moves without its record.
+            insert_record_and_upsert_run: prepare(
+                "WITH record AS (
+                     INSERT INTO records (tenant, run, seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                     RETURNING tenant, run)
+                 INSERT INTO runs (tenant, run, head_seq, head_hash, sealed, outcome)
+                     SELECT record.tenant, record.run, $3, $7, $11, $12 FROM record
                  ON CONFLICT (tenant, run) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash,
                      sealed = excluded.sealed, outcome = excluded.outcome, covered = false",
             )?,
@@ -303,19 +323,54 @@ fn admission_of_row(tenant: &TenantId, millis: i64, run: &str) -> Result<Admitte
 }
 
 /// Writes one group commit's appends in one transaction: the append
-/// algorithm is journal-core's; this backend gives each append a savepoint.
+/// algorithm is journal-core's. An append to a run whose row it locked
+/// cannot be refused after its first write, so it runs without a savepoint
+/// (two round trips: the head, then its record and head together); an
+/// append that creates a run (another writer may create it too) gets one.
+/// Should an append without a savepoint still fail after writing (a store
+/// whose records disagree with its runs table), its transaction is rolled
+/// back and the batch rewritten with a savepoint for every append, so each
+/// caller still gets its own answer.
 fn commit_batch(client: &mut Client, statements: &Statements, batch: &[&AppendRequest]) -> BatchReplies {
+    match commit_batch_once(client, statements, batch, false) {
+        Err(Retry::WithSavepoints) => match commit_batch_once(client, statements, batch, true) {
+            Ok(replies) => replies,
+            Err(Retry::WithSavepoints) => fail_all(batch, machinery("an isolated append asked for isolation")),
+            Err(Retry::Failed(replies)) => replies,
+        },
+        Ok(replies) | Err(Retry::Failed(replies)) => replies,
+    }
+}
+
+/// Why one attempt at a batch did not commit.
+enum Retry {
+    /// An append without a savepoint failed after writing.
+    WithSavepoints,
+    /// The batch failed: every caller's answer.
+    Failed(BatchReplies),
+}
+
+fn commit_batch_once(
+    client: &mut Client,
+    statements: &Statements,
+    batch: &[&AppendRequest],
+    savepoint_every_append: bool,
+) -> Result<BatchReplies, Retry> {
     let mut txn = match client.transaction() {
         Ok(txn) => txn,
-        Err(err) => return fail_all(batch, pg("starting a transaction", err)),
+        Err(err) => return Err(Retry::Failed(fail_all(batch, pg("starting a transaction", err)))),
     };
-    match write_batch(&mut PgAppend { txn: &mut txn, statements }, batch) {
+    let mut append = PgAppend::new(&mut txn, statements, savepoint_every_append);
+    let written = write_batch(&mut append, batch);
+    let failed_unisolated = append.failed_unisolated;
+    match written {
         Ok(replies) => match txn.commit() {
-            Ok(()) => replies,
-            Err(err) => fail_all(batch, pg("committing", err)),
+            Ok(()) => Ok(replies),
+            Err(err) => Err(Retry::Failed(fail_all(batch, pg("committing", err)))),
         },
         // Nothing of this batch may commit: dropping the transaction rolls it back.
-        Err(err) => fail_all(batch, err),
+        Err(_) if failed_unisolated && !savepoint_every_append => Err(Retry::WithSavepoints),
+        Err(err) => Err(Retry::Failed(fail_all(batch, err))),
     }
 }
 
@@ -341,10 +396,37 @@ fn head_of(tenant: &TenantId, run: &RunId, seq: i64, hash: &[u8]) -> Result<Expe
 }
 
 /// The append algorithm's transaction on this backend: the batch's
-/// transaction, a savepoint per append.
+/// transaction, with a savepoint for each append that may be refused after
+/// its first write (see [`commit_batch`]).
 struct PgAppend<'a, 'conn> {
     txn: &'a mut postgres::Transaction<'conn>,
     statements: &'a Statements,
+    /// Every append in a savepoint of its own (the fallback).
+    savepoint_every_append: bool,
+    /// The current append holds a savepoint.
+    in_savepoint: bool,
+    /// The current append's record waits to be written with its run's row.
+    record_pending: bool,
+    /// A statement failed in an append without a savepoint: the
+    /// transaction is aborted and the batch must be rewritten.
+    failed_unisolated: bool,
+}
+
+impl<'a, 'conn> PgAppend<'a, 'conn> {
+    fn new(
+        txn: &'a mut postgres::Transaction<'conn>,
+        statements: &'a Statements,
+        savepoint_every_append: bool,
+    ) -> Self {
+        Self {
+            txn,
+            statements,
+            savepoint_every_append,
+            in_savepoint: false,
+            record_pending: false,
+            failed_unisolated: false,
+        }
+    }
 }
 
 impl PgAppend<'_, '_> {
@@ -355,7 +437,30 @@ impl PgAppend<'_, '_> {
         statement: fn(&Statements) -> &postgres::Statement,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<(), AppendFailure> {
-        self.txn.execute(statement(self.statements), params).map(drop).map_err(|err| classify(request, context, err))
+        self.flush_record(request)?;
+        self.run(request, context, statement, params)
+    }
+
+    fn run(
+        &mut self,
+        request: &AppendRequest,
+        context: &'static str,
+        statement: fn(&Statements) -> &postgres::Statement,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<(), AppendFailure> {
+        let done = self.txn.execute(statement(self.statements), params).map(drop);
+        self.failed_unisolated |= done.is_err() && !self.in_savepoint;
+        done.map_err(|err| classify(request, context, err))
+    }
+
+    /// Writes a record still waiting for its run's row: another write of the
+    /// same append comes first.
+    fn flush_record(&mut self, request: &AppendRequest) -> Result<(), AppendFailure> {
+        if !std::mem::take(&mut self.record_pending) {
+            return Ok(());
+        }
+        let record = RecordParams::new(request)?;
+        self.run(request, "inserting the record", |s| &s.insert_record, &record.list())
     }
 
     /// A write of the tenant's log: any failure breaks the batch (positions
@@ -366,14 +471,58 @@ impl PgAppend<'_, '_> {
         statement: fn(&Statements) -> &postgres::Statement,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<(), AppendFailure> {
-        self.txn
-            .execute(statement(self.statements), params)
-            .map(drop)
-            .map_err(|err| AppendFailure::Broken(pg(context, err)))
+        let done = self.txn.execute(statement(self.statements), params).map(drop);
+        self.failed_unisolated |= done.is_err() && !self.in_savepoint;
+        done.map_err(|err| AppendFailure::Broken(pg(context, err)))
     }
 
     fn savepoint(&mut self, sql: &str) -> Result<(), JournalError> {
         self.txn.batch_execute(sql).map_err(|err| pg("an append's savepoint", err))
+    }
+}
+
+/// A record's columns, in the order of the record insert's parameters.
+struct RecordParams<'r> {
+    request: &'r AppendRequest,
+    tenant: &'r str,
+    run: &'r str,
+    seq: i64,
+    prev_hash: &'r [u8],
+    hash: &'r [u8],
+    key_id: Option<&'r str>,
+    signature: Option<&'r [u8]>,
+}
+
+impl<'r> RecordParams<'r> {
+    fn new(request: &'r AppendRequest) -> Result<Self, AppendFailure> {
+        let row = &request.row;
+        let signature = row.signature.as_ref();
+        Ok(Self {
+            request,
+            tenant: request.tenant.as_str(),
+            run: request.run.as_str(),
+            seq: to_i64(row.seq).map_err(refused)?,
+            prev_hash: row.prev_hash.as_bytes().as_slice(),
+            hash: row.hash.as_bytes().as_slice(),
+            key_id: signature.map(|s| s.key_id.as_str()),
+            signature: signature.map(|s| s.signature.as_slice()),
+        })
+    }
+
+    fn list(&self) -> [&(dyn postgres::types::ToSql + Sync); 10] {
+        let row = &self.request.row;
+        [
+            &self.tenant,
+            &self.run,
+            &self.seq,
+            &row.kind,
+            &row.effect_key,
+            &self.prev_hash,
+            &self.hash,
+            &row.bytes,
+            &self.key_id,
+            &self.signature,
+        ]
     }
 }
 
@@ -383,20 +532,40 @@ fn refused(err: JournalError) -> AppendFailure {
 
 impl AppendTxn for PgAppend<'_, '_> {
     fn begin_append(&mut self) -> Result<(), JournalError> {
-        self.savepoint("SAVEPOINT append")
+        self.record_pending = false;
+        self.in_savepoint = self.savepoint_every_append;
+        if self.in_savepoint { self.savepoint("SAVEPOINT append") } else { Ok(()) }
     }
 
     fn end_append(&mut self, kept: bool) -> Result<(), JournalError> {
-        self.savepoint(if kept { "RELEASE SAVEPOINT append" } else { "ROLLBACK TO SAVEPOINT append" })
+        // A refused append may leave its record unwritten: nothing to undo.
+        if std::mem::take(&mut self.record_pending) && kept {
+            return Err(machinery("an append ended with its record unwritten"));
+        }
+        if std::mem::take(&mut self.in_savepoint) {
+            return self.savepoint(if kept { "RELEASE SAVEPOINT append" } else { "ROLLBACK TO SAVEPOINT append" });
+        }
+        if self.failed_unisolated {
+            // Nothing undoes a failed write without a savepoint: the batch
+            // is rewritten with one for every append (see `commit_batch`).
+            return Err(machinery("an append failed after writing without a savepoint"));
+        }
+        Ok(())
     }
 
     fn run_head(&mut self, request: &AppendRequest) -> Result<Option<RunHead>, AppendFailure> {
         let (tenant, run) = (request.tenant.as_str(), request.run.as_str());
-        let current = self
-            .txn
-            .query_opt(&self.statements.select_run, &[&tenant, &run])
-            .map_err(|err| classify(request, "reading the run", err))?;
+        let current = self.txn.query_opt(&self.statements.select_run, &[&tenant, &run]);
+        self.failed_unisolated |= current.is_err() && !self.in_savepoint;
+        let current = current.map_err(|err| classify(request, "reading the run", err))?;
         let Some(row) = current else {
+            // A new run: another writer may create it meanwhile, so this
+            // append's writes can be refused (a unique violation) and must
+            // roll back alone. The read above wrote nothing.
+            if !self.in_savepoint {
+                self.savepoint("SAVEPOINT append").map_err(AppendFailure::Broken)?;
+                self.in_savepoint = true;
+            }
             return Ok(None);
         };
         let hash: Vec<u8> = row.get(1);
@@ -422,27 +591,11 @@ impl AppendTxn for PgAppend<'_, '_> {
         read_nodes(&mut *self.txn, &self.statements.select_node, tenant, ids)
     }
 
-    fn put_record(&mut self, request: &AppendRequest) -> Result<(), AppendFailure> {
-        let row = &request.row;
-        let seq = to_i64(row.seq).map_err(refused)?;
-        let signature = row.signature.as_ref();
-        self.execute(
-            request,
-            "inserting the record",
-            |s| &s.insert_record,
-            &[
-                &request.tenant.as_str(),
-                &request.run.as_str(),
-                &seq,
-                &row.kind,
-                &row.effect_key,
-                &row.prev_hash.as_bytes().as_slice(),
-                &row.hash.as_bytes().as_slice(),
-                &row.bytes,
-                &signature.map(|s| s.key_id.as_str()),
-                &signature.map(|s| s.signature.as_slice()),
-            ],
-        )
+    fn put_record(&mut self, _: &AppendRequest) -> Result<(), AppendFailure> {
+        // Written with the run's row (one round trip), or before any other
+        // write of this append.
+        self.record_pending = true;
+        Ok(())
     }
 
     fn put_idempotency_key(&mut self, request: &AppendRequest, key: &str) -> Result<(), AppendFailure> {
@@ -463,6 +616,9 @@ impl AppendTxn for PgAppend<'_, '_> {
     }
 
     fn put_leaf(&mut self, tenant: &TenantId, run: &str, position: u64, leaf: &[u8]) -> Result<(), AppendFailure> {
+        if self.record_pending {
+            return Err(AppendFailure::Broken(machinery("a log leaf came before its record")));
+        }
         let position = to_i64(position).map_err(refused)?;
         let params: [&(dyn postgres::types::ToSql + Sync); 4] = [&tenant.as_str(), &position, &run, &leaf];
         self.execute_log("storing a log leaf", |s| &s.insert_seal, &params)
@@ -540,6 +696,16 @@ impl AppendTxn for PgAppend<'_, '_> {
 
     fn put_run_head(&mut self, request: &AppendRequest, row: RunHead) -> Result<(), AppendFailure> {
         let seq = to_i64(row.head.seq).map_err(refused)?;
+        if std::mem::take(&mut self.record_pending) {
+            if request.row.seq != row.head.seq || request.row.hash != row.head.hash {
+                return Err(AppendFailure::Broken(machinery("a run's new head is not its new record")));
+            }
+            let record = RecordParams::new(request)?;
+            let outcome = row.outcome.map(|o| o.as_str());
+            let mut params = record.list().to_vec();
+            params.extend([&row.sealed as &(dyn postgres::types::ToSql + Sync), &outcome]);
+            return self.run(request, "inserting the record", |s| &s.insert_record_and_upsert_run, &params);
+        }
         let params: [&(dyn postgres::types::ToSql + Sync); 6] = [
             &request.tenant.as_str(),
             &request.run.as_str(),
@@ -946,7 +1112,7 @@ impl Store for PgStore {
         let mut conn = self.conn()?;
         let statements = Statements::prepare(&mut conn)?;
         let mut txn = conn.transaction().map_err(|err| pg("appending heads leaves", err))?;
-        let positions = append_heads(&mut PgAppend { txn: &mut txn, statements: &statements }, tenant, origin)
+        let positions = append_heads(&mut PgAppend::new(&mut txn, &statements, false), tenant, origin)
             .map_err(AppendFailure::into_error)?;
         txn.commit().map_err(|err| pg("appending heads leaves", err))?;
         Ok(positions)
@@ -979,5 +1145,82 @@ impl Store for PgStore {
         )
         .map_err(|err| pg("recording a cosigned checkpoint", err))?;
         txn.commit().map_err(|err| pg("recording a cosigned checkpoint", err))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use journal_core::record::StepMark;
+    use journal_core::{Journal, MemoryStore, Origin, RecordBody};
+
+    use super::*;
+
+    /// Two runs of two records each, as rows a store would be asked to append.
+    fn rows() -> Vec<Vec<StoredRecord>> {
+        let store = MemoryStore::new();
+        let tenant = TenantId::new("t").unwrap();
+        let origin = Origin::new("pg.test/plane").unwrap();
+        let journal = Journal::new(&store, &tenant, &origin);
+        ["a", "b"]
+            .iter()
+            .map(|name| {
+                let run = RunId::new(name).unwrap();
+                let mut head = None;
+                for step in 0..2 {
+                    let body = RecordBody::StepStarted(StepMark { step: format!("step {step}") });
+                    head = Some(journal.append(&run, head, None, body).unwrap().head);
+                }
+                store.read_run(&tenant, &run).unwrap().rows
+            })
+            .collect()
+    }
+
+    fn request(run: &str, row: &StoredRecord, previous: Option<&StoredRecord>) -> AppendRequest {
+        AppendRequest {
+            tenant: TenantId::new("t").unwrap(),
+            run: RunId::new(run).unwrap(),
+            expected_head: previous.map(|p| ExpectedHead { seq: p.seq, hash: p.hash }),
+            row: row.clone(),
+            idempotency_key: None,
+            conclusion: None,
+        }
+    }
+
+    /// Issue 25's two-round-trip append, attacked: an append to an existing
+    /// run runs without a savepoint, so a store whose records disagree with
+    /// its runs table (a record forged at the head's next seq) makes its
+    /// write fail inside the batch. The batch is rewritten with a savepoint
+    /// per append: that caller gets a conflict and the other append of the
+    /// same batch commits (without the rewrite both fail).
+    #[test]
+    fn a_write_refused_without_a_savepoint_rewrites_the_batch_so_each_caller_gets_its_own_answer() {
+        let store = PgStore::temporary().unwrap();
+        let rows = rows();
+        let (a, b) = (&rows[0], &rows[1]);
+        let mut client = store.raw();
+        let statements = Statements::prepare(&mut client).unwrap();
+        let first = commit_batch(&mut client, &statements, &[&request("a", &a[0], None), &request("b", &b[0], None)]);
+        assert!(first.iter().all(Result::is_ok), "{first:?}");
+
+        client
+            .execute(
+                "INSERT INTO records (tenant, run, seq, kind, prev_hash, hash, bytes) VALUES ('t', 'a', 2, 'Forged', $1, $2, $3)",
+                &[&a[0].hash.as_bytes().as_slice(), &a[1].hash.as_bytes().as_slice(), &b"forged".as_slice()],
+            )
+            .unwrap();
+        let second = commit_batch(
+            &mut client,
+            &statements,
+            &[&request("a", &a[1], Some(&a[0])), &request("b", &b[1], Some(&b[0]))],
+        );
+        assert!(matches!(second[0], Err(JournalError::Conflict { .. })), "{second:?}");
+        assert_eq!(second[1].as_ref().ok(), Some(&None), "{second:?}");
+        let stored: i64 =
+            client.query_one("SELECT head_seq FROM runs WHERE tenant = 't' AND run = 'b'", &[]).unwrap().get(0);
+        assert_eq!(stored, 2);
+        let stored: i64 =
+            client.query_one("SELECT head_seq FROM runs WHERE tenant = 't' AND run = 'a'", &[]).unwrap().get(0);
+        assert_eq!(stored, 1, "the refused append moved nothing");
     }
 }
