@@ -5,6 +5,8 @@ mod schema;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
 use journal_core::append::{AppendFailure, AppendTxn, RunHead, append_heads, stored_run_id as run_id, write_batch};
 use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::heads::HeadEntry;
@@ -251,6 +253,8 @@ struct Statements {
     insert_record: postgres::Statement,
     upsert_run: postgres::Statement,
     insert_record_and_upsert_run: postgres::Statement,
+    write_buffered: postgres::Statement,
+    lock_runs: postgres::Statement,
     upsert_idempotency: postgres::Statement,
     insert_admission: postgres::Statement,
     delete_outcome: postgres::Statement,
@@ -296,6 +300,27 @@ impl Statements {
             upsert_idempotency: prepare(
                 "INSERT INTO idempotency (tenant, key, run) VALUES ($1, $2, $3)
                  ON CONFLICT (tenant, key) DO UPDATE SET run = excluded.run",
+            )?,
+            // A batch's ordinary appends in one statement: their records,
+            // then each run's row moved to its last one. The runs rows are
+            // updated from the inserted records, so the inserts (and their
+            // sealed-run trigger) come first.
+            write_buffered: prepare(
+                "WITH record AS (
+                     INSERT INTO records (tenant, run, seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature)
+                     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[],
+                                          $7::bytea[], $8::bytea[], $9::text[], $10::bytea[])
+                     RETURNING tenant, run, seq, hash)
+                 UPDATE runs SET head_seq = last.seq, head_hash = last.hash, covered = false
+                 FROM (SELECT DISTINCT ON (tenant, run) tenant, run, seq, hash FROM record
+                       ORDER BY tenant, run, seq DESC) AS last
+                 WHERE runs.tenant = last.tenant AND runs.run = last.run",
+            )?,
+            // The rows of a batch's runs, locked in one round trip and in run
+            // order (two batches locking the same runs never deadlock).
+            lock_runs: prepare(
+                "SELECT head_seq, head_hash, sealed, outcome, run FROM runs WHERE tenant = $1 AND run = ANY($2)
+                 ORDER BY run FOR UPDATE",
             )?,
             insert_admission: prepare(
                 "INSERT INTO admission_order (tenant, at_millis, run) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
@@ -361,7 +386,13 @@ fn commit_batch_once(
         Err(err) => return Err(Retry::Failed(fail_all(batch, pg("starting a transaction", err)))),
     };
     let mut append = PgAppend::new(&mut txn, statements, savepoint_every_append);
-    let written = write_batch(&mut append, batch);
+    if !savepoint_every_append && let Err(err) = append.lock_runs(batch) {
+        return Err(Retry::Failed(fail_all(batch, err)));
+    }
+    let written = write_batch(&mut append, batch).and_then(|replies| {
+        append.write_buffered().map_err(AppendFailure::into_error)?;
+        Ok(replies)
+    });
     let failed_unisolated = append.failed_unisolated;
     match written {
         Ok(replies) => match txn.commit() {
@@ -407,6 +438,17 @@ struct PgAppend<'a, 'conn> {
     in_savepoint: bool,
     /// The current append's record waits to be written with its run's row.
     record_pending: bool,
+    /// The heads of the batch's runs as this transaction has them: read
+    /// (and locked) once, then moved by its own appends. Unused in the
+    /// fallback, which reads every head.
+    heads: HashMap<(String, String), RunHead>,
+    /// The current append is an ordinary one (a run that exists, no
+    /// idempotency key, no conclusion), written with the others at the end.
+    buffering: bool,
+    /// How many appends were buffered when the current one began.
+    buffered_before: usize,
+    /// Ordinary appends waiting to be written in one statement.
+    buffered: Vec<BufferedRecord>,
     /// A statement failed in an append without a savepoint: the
     /// transaction is aborted and the batch must be rewritten.
     failed_unisolated: bool,
@@ -424,12 +466,95 @@ impl<'a, 'conn> PgAppend<'a, 'conn> {
             savepoint_every_append,
             in_savepoint: false,
             record_pending: false,
+            heads: HashMap::new(),
+            buffering: false,
+            buffered_before: 0,
+            buffered: Vec::new(),
             failed_unisolated: false,
         }
     }
 }
 
+/// An ordinary append's record, owned until the batch's one write.
+struct BufferedRecord {
+    tenant: String,
+    run: String,
+    seq: i64,
+    kind: String,
+    effect_key: Option<String>,
+    prev_hash: Vec<u8>,
+    hash: Vec<u8>,
+    bytes: Vec<u8>,
+    key_id: Option<String>,
+    signature: Option<Vec<u8>>,
+}
+
+/// A runs row's head, from a row whose first columns are `head_seq,
+/// head_hash, sealed, outcome`.
+fn run_head_of_row(tenant: &TenantId, run: &RunId, row: &postgres::Row) -> Result<RunHead, JournalError> {
+    let hash: Vec<u8> = row.get(1);
+    let head = head_of(tenant, run, row.get(0), &hash)?;
+    let outcome: Option<String> = row.get(3);
+    Ok(RunHead { head, sealed: row.get(2), outcome: outcome.as_deref().and_then(Outcome::parse) })
+}
+
 impl PgAppend<'_, '_> {
+    /// Locks and reads the rows of every run of `batch` that exists.
+    fn lock_runs(&mut self, batch: &[&AppendRequest]) -> Result<(), JournalError> {
+        let mut by_tenant: BTreeMap<&TenantId, Vec<&str>> = BTreeMap::new();
+        for request in batch {
+            by_tenant.entry(&request.tenant).or_default().push(request.run.as_str());
+        }
+        for (tenant, runs) in by_tenant {
+            let rows = self
+                .txn
+                .query(&self.statements.lock_runs, &[&tenant.as_str(), &runs])
+                .map_err(|err| pg("locking the batch's runs", err))?;
+            for row in rows {
+                let run = run_id(tenant, row.get(4))?;
+                let head = run_head_of_row(tenant, &run, &row)?;
+                self.heads.insert((tenant.as_str().to_owned(), run.as_str().to_owned()), head);
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes the buffered ordinary appends, in one statement.
+    fn write_buffered(&mut self) -> Result<(), AppendFailure> {
+        let buffered = std::mem::take(&mut self.buffered);
+        if buffered.is_empty() {
+            return Ok(());
+        }
+        let column = |pick: fn(&BufferedRecord) -> Option<&str>| buffered.iter().map(pick).collect::<Vec<_>>();
+        let bytes = |pick: fn(&BufferedRecord) -> Option<&[u8]>| buffered.iter().map(pick).collect::<Vec<_>>();
+        let tenants = column(|r| Some(r.tenant.as_str()));
+        let runs = column(|r| Some(r.run.as_str()));
+        let seqs: Vec<i64> = buffered.iter().map(|r| r.seq).collect();
+        let kinds = column(|r| Some(r.kind.as_str()));
+        let effect_keys = column(|r| r.effect_key.as_deref());
+        let prev_hashes = bytes(|r| Some(r.prev_hash.as_slice()));
+        let hashes = bytes(|r| Some(r.hash.as_slice()));
+        let bodies = bytes(|r| Some(r.bytes.as_slice()));
+        let key_ids = column(|r| r.key_id.as_deref());
+        let signatures = bytes(|r| r.signature.as_deref());
+        let runs_moved: BTreeSet<(&str, &str)> = buffered.iter().map(|r| (r.tenant.as_str(), r.run.as_str())).collect();
+        let written = self.txn.execute(
+            &self.statements.write_buffered,
+            &[&tenants, &runs, &seqs, &kinds, &effect_keys, &prev_hashes, &hashes, &bodies, &key_ids, &signatures],
+        );
+        // The callers of these appends were answered already: any failure
+        // here rewrites the batch (see `commit_batch`).
+        self.failed_unisolated |= !matches!(written, Ok(moved) if moved as usize == runs_moved.len());
+        match written {
+            Ok(moved) if moved as usize == runs_moved.len() => Ok(()),
+            Ok(moved) => Err(AppendFailure::Broken(machinery(&format!(
+                "the batch's ordinary appends moved {moved} runs rows of {}",
+                runs_moved.len()
+            )))),
+            Err(err) => Err(AppendFailure::Broken(pg("writing the batch's appends", err))),
+        }
+    }
+
     fn execute(
         &mut self,
         request: &AppendRequest,
@@ -533,11 +658,18 @@ fn refused(err: JournalError) -> AppendFailure {
 impl AppendTxn for PgAppend<'_, '_> {
     fn begin_append(&mut self) -> Result<(), JournalError> {
         self.record_pending = false;
+        self.buffering = false;
+        self.buffered_before = self.buffered.len();
         self.in_savepoint = self.savepoint_every_append;
         if self.in_savepoint { self.savepoint("SAVEPOINT append") } else { Ok(()) }
     }
 
     fn end_append(&mut self, kept: bool) -> Result<(), JournalError> {
+        if !kept {
+            // A refused ordinary append leaves nothing buffered.
+            self.buffered.truncate(self.buffered_before);
+        }
+        self.buffering = false;
         // A refused append may leave its record unwritten: nothing to undo.
         if std::mem::take(&mut self.record_pending) && kept {
             return Err(machinery("an append ended with its record unwritten"));
@@ -555,6 +687,17 @@ impl AppendTxn for PgAppend<'_, '_> {
 
     fn run_head(&mut self, request: &AppendRequest) -> Result<Option<RunHead>, AppendFailure> {
         let (tenant, run) = (request.tenant.as_str(), request.run.as_str());
+        if !self.savepoint_every_append
+            && let Some(head) = self.heads.get(&(tenant.to_owned(), run.to_owned())).copied()
+        {
+            self.buffering = request.idempotency_key.is_none() && request.conclusion.is_none();
+            if !self.buffering {
+                // Statements stay in the order of the appends.
+                self.write_buffered()?;
+            }
+            return Ok(Some(head));
+        }
+        self.write_buffered()?;
         let current = self.txn.query_opt(&self.statements.select_run, &[&tenant, &run]);
         self.failed_unisolated |= current.is_err() && !self.in_savepoint;
         let current = current.map_err(|err| classify(request, "reading the run", err))?;
@@ -568,10 +711,11 @@ impl AppendTxn for PgAppend<'_, '_> {
             }
             return Ok(None);
         };
-        let hash: Vec<u8> = row.get(1);
-        let head = head_of(&request.tenant, &request.run, row.get(0), &hash).map_err(refused)?;
-        let outcome: Option<String> = row.get(3);
-        Ok(Some(RunHead { head, sealed: row.get(2), outcome: outcome.as_deref().and_then(Outcome::parse) }))
+        let head = run_head_of_row(&request.tenant, &request.run, &row).map_err(refused)?;
+        if !self.savepoint_every_append {
+            self.heads.insert((tenant.to_owned(), run.to_owned()), head);
+        }
+        Ok(Some(head))
     }
 
     fn next_position(&mut self, tenant: &TenantId) -> Result<u64, AppendFailure> {
@@ -591,7 +735,23 @@ impl AppendTxn for PgAppend<'_, '_> {
         read_nodes(&mut *self.txn, &self.statements.select_node, tenant, ids)
     }
 
-    fn put_record(&mut self, _: &AppendRequest) -> Result<(), AppendFailure> {
+    fn put_record(&mut self, request: &AppendRequest) -> Result<(), AppendFailure> {
+        if self.buffering {
+            let row = &request.row;
+            self.buffered.push(BufferedRecord {
+                tenant: request.tenant.as_str().to_owned(),
+                run: request.run.as_str().to_owned(),
+                seq: to_i64(row.seq).map_err(refused)?,
+                kind: row.kind.clone(),
+                effect_key: row.effect_key.clone(),
+                prev_hash: row.prev_hash.as_bytes().to_vec(),
+                hash: row.hash.as_bytes().to_vec(),
+                bytes: row.bytes.clone(),
+                key_id: row.signature.as_ref().map(|s| s.key_id.clone()),
+                signature: row.signature.as_ref().map(|s| s.signature.clone()),
+            });
+            return Ok(());
+        }
         // Written with the run's row (one round trip), or before any other
         // write of this append.
         self.record_pending = true;
@@ -637,6 +797,7 @@ impl AppendTxn for PgAppend<'_, '_> {
     }
 
     fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<HeadEntry>, AppendFailure> {
+        self.write_buffered()?;
         let rows = self
             .txn
             .query(
@@ -695,6 +856,25 @@ impl AppendTxn for PgAppend<'_, '_> {
     }
 
     fn put_run_head(&mut self, request: &AppendRequest, row: RunHead) -> Result<(), AppendFailure> {
+        let written = self.write_run_head(request, row);
+        if written.is_ok() && !self.savepoint_every_append {
+            self.heads.insert((request.tenant.as_str().to_owned(), request.run.as_str().to_owned()), row);
+        }
+        written
+    }
+}
+
+impl PgAppend<'_, '_> {
+    fn write_run_head(&mut self, request: &AppendRequest, row: RunHead) -> Result<(), AppendFailure> {
+        if self.buffering {
+            // The batch's one statement moves the row to its last record.
+            let last = self.buffered.last().map(|r| (r.seq, r.hash.as_slice()));
+            if row.sealed || last != Some((to_i64(row.head.seq).map_err(refused)?, row.head.hash.as_bytes().as_slice()))
+            {
+                return Err(AppendFailure::Broken(machinery("a buffered append's head is not its record")));
+            }
+            return Ok(());
+        }
         let seq = to_i64(row.head.seq).map_err(refused)?;
         if std::mem::take(&mut self.record_pending) {
             if request.row.seq != row.head.seq || request.row.hash != row.head.hash {
@@ -1162,12 +1342,12 @@ mod tests {
         let tenant = TenantId::new("t").unwrap();
         let origin = Origin::new("pg.test/plane").unwrap();
         let journal = Journal::new(&store, &tenant, &origin);
-        ["a", "b"]
+        ["a", "b", "c"]
             .iter()
             .map(|name| {
                 let run = RunId::new(name).unwrap();
                 let mut head = None;
-                for step in 0..2 {
+                for step in 0..3 {
                     let body = RecordBody::StepStarted(StepMark { step: format!("step {step}") });
                     head = Some(journal.append(&run, head, None, body).unwrap().head);
                 }
@@ -1222,5 +1402,46 @@ mod tests {
         let stored: i64 =
             client.query_one("SELECT head_seq FROM runs WHERE tenant = 't' AND run = 'a'", &[]).unwrap().get(0);
         assert_eq!(stored, 1, "the refused append moved nothing");
+    }
+
+    /// Issue 25's batched writes: two appends of one run in one batch (the
+    /// runs row moves to the later), a stale append refused alone, and a new
+    /// run between them, all in one transaction; what is stored is exactly
+    /// what was acknowledged.
+    #[test]
+    fn a_batch_of_ordinary_appends_stores_exactly_what_it_acknowledged() {
+        let store = PgStore::temporary().unwrap();
+        let rows = rows();
+        let (a, b, c) = (&rows[0], &rows[1], &rows[2]);
+        let mut client = store.raw();
+        let statements = Statements::prepare(&mut client).unwrap();
+        let first = commit_batch(&mut client, &statements, &[&request("a", &a[0], None), &request("b", &b[0], None)]);
+        assert!(first.iter().all(Result::is_ok), "{first:?}");
+        let second = commit_batch(
+            &mut client,
+            &statements,
+            &[
+                &request("a", &a[1], Some(&a[0])),
+                &request("b", &b[2], Some(&b[1])), // stale: b is at seq 1
+                &request("c", &c[0], None),
+                &request("a", &a[2], Some(&a[1])),
+                &request("b", &b[1], Some(&b[0])),
+            ],
+        );
+        assert!(second[0].is_ok() && second[2].is_ok() && second[3].is_ok() && second[4].is_ok(), "{second:?}");
+        assert!(matches!(second[1], Err(JournalError::Conflict { .. })), "{second:?}");
+        let mut head = |run: &str| -> (i64, Vec<u8>) {
+            let row = client
+                .query_one("SELECT head_seq, head_hash FROM runs WHERE tenant = 't' AND run = $1", &[&run])
+                .unwrap();
+            (row.get(0), row.get(1))
+        };
+        assert_eq!(head("a"), (3, a[2].hash.as_bytes().to_vec()));
+        assert_eq!(head("b"), (2, b[1].hash.as_bytes().to_vec()));
+        assert_eq!(head("c"), (1, c[0].hash.as_bytes().to_vec()));
+        let stored = store.read_run(&TenantId::new("t").unwrap(), &RunId::new("a").unwrap()).unwrap().rows;
+        assert_eq!(&stored, a);
+        let records: i64 = client.query_one("SELECT count(*) FROM records", &[]).unwrap().get(0);
+        assert_eq!(records, 6);
     }
 }

@@ -60,8 +60,11 @@ fn r_store_3_four_processes_seal_in_commit_order_and_every_checkpoint_is_extende
                         .unwrap()
                 })
                 .collect();
-            for mut writer in writers {
-                assert!(writer.wait().unwrap().success(), "a writer failed");
+            let failed = writers.into_iter().map(|mut writer| writer.wait().unwrap()).find(|status| !status.success());
+            if let Some(status) = failed {
+                // Stop the reader and the auditor first, or the scope waits on them forever.
+                done.store(true, Ordering::Relaxed);
+                panic!("a writer failed: {status}");
             }
             waves += 1;
         }
