@@ -26,12 +26,18 @@ pub fn fail_all(batch: &[&AppendRequest], err: JournalError) -> BatchReplies {
 }
 type Writer = Box<dyn FnMut(&[&AppendRequest]) -> BatchReplies + Send>;
 
+/// The longest a leader waits for the appenders of the last commit to come
+/// back: a fraction of one commit (a PostgreSQL round trip, an fdatasync).
+const GATHER_FOR: std::time::Duration = std::time::Duration::from_micros(200);
+
 #[derive(Default)]
 struct Queue {
     waiting: VecDeque<(u64, AppendRequest)>,
     answers: HashMap<u64, Answer>,
     committing: bool,
     next_ticket: u64,
+    /// How many appends the last commit carried.
+    last_batch: usize,
 }
 
 /// The appends waiting for a commit, and the writer that commits them.
@@ -127,8 +133,10 @@ impl GroupCommit {
             }
             // Lead: take what is waiting, commit it outside the lock.
             queue.committing = true;
+            queue = self.gather(queue);
             let take = queue.waiting.len().min(self.max_batch);
             let batch: Vec<(u64, AppendRequest)> = queue.waiting.drain(..take).collect();
+            queue.last_batch = batch.len();
             drop(queue);
             let mut leading = Leading { group: self, tickets: batch.iter().map(|(ticket, _)| *ticket).collect() };
             let requests: Vec<&AppendRequest> = batch.iter().map(|(_, request)| request).collect();
@@ -150,6 +158,27 @@ impl GroupCommit {
             drop(leading);
             queue = self.lock_queue();
         }
+    }
+
+    /// A leader that finds fewer appends waiting than the last commit
+    /// carried gives the others a moment to join: they were answered by that
+    /// commit an instant ago and are preparing their next append. Without
+    /// it, concurrent appenders split into a commit of one (the first back)
+    /// and a commit of the rest, paying two commits where one would do.
+    /// Bounded by [`GATHER_FOR`] and by the last batch's size, so a lone
+    /// appender never waits.
+    fn gather<'q>(&'q self, mut queue: MutexGuard<'q, Queue>) -> MutexGuard<'q, Queue> {
+        let wanted = queue.last_batch.min(self.max_batch);
+        if queue.waiting.len() >= wanted {
+            return queue;
+        }
+        let start = std::time::Instant::now();
+        while queue.waiting.len() < wanted && start.elapsed() < GATHER_FOR {
+            drop(queue);
+            std::thread::yield_now();
+            queue = self.lock_queue();
+        }
+        queue
     }
 
     /// How many transactions appends have committed: fewer than the appends
