@@ -26,9 +26,12 @@ pub fn fail_all(batch: &[&AppendRequest], err: JournalError) -> BatchReplies {
 }
 type Writer = Box<dyn FnMut(&[&AppendRequest]) -> BatchReplies + Send>;
 
-/// The longest a leader waits for the appenders of the last commit to come
-/// back: a fraction of one commit (a PostgreSQL round trip, an fdatasync).
-const GATHER_FOR: std::time::Duration = std::time::Duration::from_micros(200);
+/// How long a gathering leader waits for the next appender of the last
+/// commit to come back: while they keep arriving it keeps waiting.
+const GATHER_QUIET: std::time::Duration = std::time::Duration::from_micros(150);
+/// The longest a leader gathers: a fraction of one commit (a PostgreSQL
+/// round trip and its commit, an fdatasync).
+const GATHER_AT_MOST: std::time::Duration = std::time::Duration::from_micros(800);
 
 #[derive(Default)]
 struct Queue {
@@ -165,18 +168,20 @@ impl GroupCommit {
     /// commit an instant ago and are preparing their next append. Without
     /// it, concurrent appenders split into a commit of one (the first back)
     /// and a commit of the rest, paying two commits where one would do.
-    /// Bounded by [`GATHER_FOR`] and by the last batch's size, so a lone
-    /// appender never waits.
+    /// It stops when the last batch's size is reached, when none arrived for
+    /// [`GATHER_QUIET`], or after [`GATHER_AT_MOST`]; a lone appender never
+    /// waits.
     fn gather<'q>(&'q self, mut queue: MutexGuard<'q, Queue>) -> MutexGuard<'q, Queue> {
         let wanted = queue.last_batch.min(self.max_batch);
-        if queue.waiting.len() >= wanted {
-            return queue;
-        }
         let start = std::time::Instant::now();
-        while queue.waiting.len() < wanted && start.elapsed() < GATHER_FOR {
+        let (mut seen, mut last_arrival) = (queue.waiting.len(), start);
+        while seen < wanted && last_arrival.elapsed() < GATHER_QUIET && start.elapsed() < GATHER_AT_MOST {
             drop(queue);
             std::thread::yield_now();
             queue = self.lock_queue();
+            if queue.waiting.len() > seen {
+                (seen, last_arrival) = (queue.waiting.len(), std::time::Instant::now());
+            }
         }
         queue
     }
