@@ -573,9 +573,19 @@ impl PgAppend<'_, '_> {
         statement: fn(&Statements) -> &postgres::Statement,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<(), AppendFailure> {
+        self.write(statement, params).map_err(|err| classify(request, context, err))
+    }
+
+    /// One write; a failure outside a savepoint marks the batch for the
+    /// rewrite (see [`commit_batch`]).
+    fn write(
+        &mut self,
+        statement: fn(&Statements) -> &postgres::Statement,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<(), postgres::Error> {
         let done = self.txn.execute(statement(self.statements), params).map(drop);
         self.failed_unisolated |= done.is_err() && !self.in_savepoint;
-        done.map_err(|err| classify(request, context, err))
+        done
     }
 
     /// Writes a record still waiting for its run's row: another write of the
@@ -596,9 +606,7 @@ impl PgAppend<'_, '_> {
         statement: fn(&Statements) -> &postgres::Statement,
         params: &[&(dyn postgres::types::ToSql + Sync)],
     ) -> Result<(), AppendFailure> {
-        let done = self.txn.execute(statement(self.statements), params).map(drop);
-        self.failed_unisolated |= done.is_err() && !self.in_savepoint;
-        done.map_err(|err| AppendFailure::Broken(pg(context, err)))
+        self.write(statement, params).map_err(|err| AppendFailure::Broken(pg(context, err)))
     }
 
     fn savepoint(&mut self, sql: &str) -> Result<(), JournalError> {
