@@ -169,8 +169,9 @@ impl GroupCommit {
     /// it, concurrent appenders split into a commit of one (the first back)
     /// and a commit of the rest, paying two commits where one would do.
     /// It stops when the last batch's size is reached, when none arrived for
-    /// [`GATHER_QUIET`], or after [`GATHER_AT_MOST`]; a lone appender never
-    /// waits.
+    /// [`GATHER_QUIET`], or after [`GATHER_AT_MOST`]. An appender alone after
+    /// a larger batch waits once, for [`GATHER_QUIET`]; after a batch of one,
+    /// not at all.
     fn gather<'q>(&'q self, mut queue: MutexGuard<'q, Queue>) -> MutexGuard<'q, Queue> {
         let wanted = queue.last_batch.min(self.max_batch);
         let start = std::time::Instant::now();

@@ -30,14 +30,14 @@ const POOL_SIZE: u32 = 8;
 
 type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
 
-/// A PostgreSQL failure, kept as the error's source; retryable when the same
-/// call may succeed again (a lost connection, a serialization failure, a
-/// deadlock): nothing of it was committed.
 /// A failure of this backend's own machinery (its group commit).
 fn machinery(what: &str) -> JournalError {
     JournalError::Io(StorageError::message(what))
 }
 
+/// A PostgreSQL failure, kept as the error's source; retryable when the same
+/// call may succeed again (a lost connection, a serialization failure, a
+/// deadlock): nothing of it was committed.
 fn pg(context: &str, err: postgres::Error) -> JournalError {
     let retryable = err.is_closed()
         || err.code().is_some_and(|code| {
@@ -317,7 +317,7 @@ impl Statements {
                  WHERE runs.tenant = last.tenant AND runs.run = last.run",
             )?,
             // The rows of a batch's runs, locked in one round trip and in run
-            // order (two batches locking the same runs never deadlock).
+            // order, so two batches take the runs they share in one order.
             lock_runs: prepare(
                 "SELECT head_seq, head_hash, sealed, outcome, run FROM runs WHERE tenant = $1 AND run = ANY($2)
                  ORDER BY run FOR UPDATE",
@@ -348,10 +348,12 @@ fn admission_of_row(tenant: &TenantId, millis: i64, run: &str) -> Result<Admitte
 }
 
 /// Writes one group commit's appends in one transaction: the append
-/// algorithm is journal-core's. An append to a run whose row it locked
-/// cannot be refused after its first write, so it runs without a savepoint
-/// (two round trips: the head, then its record and head together); an
-/// append that creates a run (another writer may create it too) gets one.
+/// algorithm is journal-core's. The batch's runs rows are locked first, in
+/// one statement; an append to a run whose row is locked cannot be refused
+/// after its first write, so it runs without a savepoint, and an ordinary
+/// one (no key, no conclusion) is buffered and written with the others in
+/// one statement at the end. An append that creates a run (another writer
+/// may create it too) gets a savepoint.
 /// Should an append without a savepoint still fail after writing (a store
 /// whose records disagree with its runs table), its transaction is rolled
 /// back and the batch rewritten with a savepoint for every append, so each
@@ -542,17 +544,18 @@ impl PgAppend<'_, '_> {
             &self.statements.write_buffered,
             &[&tenants, &runs, &seqs, &kinds, &effect_keys, &prev_hashes, &hashes, &bodies, &key_ids, &signatures],
         );
-        // The callers of these appends were answered already: any failure
-        // here rewrites the batch (see `commit_batch`).
-        self.failed_unisolated |= !matches!(written, Ok(moved) if moved as usize == runs_moved.len());
-        match written {
-            Ok(moved) if moved as usize == runs_moved.len() => Ok(()),
+        let outcome = match written {
+            Ok(moved) if usize::try_from(moved).is_ok_and(|moved| moved == runs_moved.len()) => Ok(()),
             Ok(moved) => Err(AppendFailure::Broken(machinery(&format!(
                 "the batch's ordinary appends moved {moved} runs rows of {}",
                 runs_moved.len()
             )))),
             Err(err) => Err(AppendFailure::Broken(pg("writing the batch's appends", err))),
-        }
+        };
+        // The callers of these appends were answered already: any failure
+        // here rewrites the batch (see `commit_batch`).
+        self.failed_unisolated |= outcome.is_err();
+        outcome
     }
 
     fn execute(
@@ -1375,7 +1378,7 @@ mod tests {
         }
     }
 
-    /// Issue 25's two-round-trip append, attacked: an append to an existing
+    /// R-STORE-3, issue 25's batched append attacked: an append to an existing
     /// run runs without a savepoint, so a store whose records disagree with
     /// its runs table (a record forged at the head's next seq) makes its
     /// write fail inside the batch. The batch is rewritten with a savepoint
@@ -1412,7 +1415,7 @@ mod tests {
         assert_eq!(stored, 1, "the refused append moved nothing");
     }
 
-    /// Issue 25's batched writes: two appends of one run in one batch (the
+    /// R-STORE-3, R-CHAIN-1: issue 25's batched writes: two appends of one run in one batch (the
     /// runs row moves to the later), a stale append refused alone, and a new
     /// run between them, all in one transaction; what is stored is exactly
     /// what was acknowledged.

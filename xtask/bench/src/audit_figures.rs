@@ -120,6 +120,8 @@ fn batch_verify_everything(
     use rand_chacha::rand_core::SeedableRng as _;
     let chunk = plane.signed.len().div_ceil(cores()).max(1);
     each_in_a_thread(plane.signed.chunks(chunk), |part| {
+        // A fixed seed: the baseline's coefficients need no secrecy, only
+        // the same cost as the audit's OS-seeded ones.
         let mut coefficients = rand_chacha::ChaCha12Rng::from_seed([7; 32]);
         for batch in part.chunks(size) {
             let verified = match batching {

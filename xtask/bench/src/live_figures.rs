@@ -89,8 +89,9 @@ fn writer_round(
     std::thread::scope(|scope| {
         let attached: Vec<_> = (0..readers)
             .map(|_| {
-                let (ready, stop, path, tenant_text, origin_text) =
-                    (ready.clone(), &stop, &path, &tenant_text, &origin_text);
+                // Dropped after this reader's first call, or when it stops.
+                let mut ready = Some(ready.clone());
+                let (stop, path, tenant_text, origin_text) = (&stop, &path, &tenant_text, &origin_text);
                 scope.spawn(move || -> Result<u64> {
                     let mut calls = 0;
                     while !stop.load(Ordering::Relaxed) {
@@ -105,10 +106,7 @@ fn writer_round(
                             bail!("a reader beside the writer failed ({status})");
                         }
                         calls += 1;
-                        if calls == 1 {
-                            // The writer may have stopped waiting (another reader failed).
-                            let _ = ready.send(());
-                        }
+                        ready.take();
                         if let Some(pace) = pace {
                             std::thread::sleep(pace);
                         }
@@ -117,14 +115,11 @@ fn writer_round(
                 })
             })
             .collect();
+        // Nothing is ever sent: the wait ends when every reader has dropped
+        // its sender, after its first call or because it failed (which its
+        // join then reports), so it never waits on a reader that will not call.
         drop(ready);
-        // Each reader reports once; a reader that fails drops its sender, so
-        // this never waits on one that will not come.
-        for _ in 0..readers {
-            if attached_all.recv().is_err() {
-                break;
-            }
-        }
+        let _ = attached_all.recv();
         let start = Instant::now();
         let written =
             each_in_a_thread(0..CONCURRENCY, |n| run_of_steps(&runtime, &tenant, &format!("live-{n}"), steps));
