@@ -94,6 +94,7 @@ pub fn audit_with_progress(
     let (rebuilt, heads_leaves) = check_log(store, inputs, &facts, &mut report)?;
     let anchored = check_anchors(inputs, &rebuilt, &mut report);
     let covered = check_heads(&snapshot, inputs, &facts, &heads_leaves, &anchored, &mut report);
+    check_heads_index(&snapshot, &mut report);
     report.tenant = inputs.tenant.to_string();
     report.origin = inputs.origin.to_string();
     report.log_size = rebuilt.size();
@@ -933,6 +934,29 @@ fn check_heads(
         }
     }
     covered
+}
+
+/// The newest-heads index both ways (issue 25): each run's row names the
+/// newest heads leaf whose stored entries hold it, and every row is one of
+/// those. The entries themselves are held to their leaves by `check_heads`.
+fn check_heads_index(snapshot: &TenantSnapshot, report: &mut AuditReport) {
+    let derived = journal_core::snapshot::newest_heads(&snapshot.heads_entries);
+    let runs: BTreeSet<&RunId> = derived.keys().chain(snapshot.heads_by_run.keys()).collect();
+    for run in runs {
+        report.checked.derived += 1;
+        let detail = match (derived.get(run), snapshot.heads_by_run.get(run)) {
+            (Some(newest), Some(indexed)) if newest == indexed => continue,
+            (Some(newest), Some(indexed)) => {
+                format!("the index names the heads leaf at position {indexed}; the newest holding it is at {newest}")
+            }
+            (Some(newest), None) => format!("the index has no row; the heads leaf at position {newest} holds it"),
+            (None, Some(indexed)) => {
+                format!("the index names the heads leaf at position {indexed}, but no heads leaf holds the run")
+            }
+            (None, None) => continue,
+        };
+        report.findings.push(Finding::new(FindingCode::HeadsIndexMismatch, detail).run(run));
+    }
 }
 
 /// Coverage (issue 20): what no anchor covers is named, never called

@@ -102,6 +102,10 @@ pub enum FindingCode {
     HeadCutBack,
     /// A run holds another record at the seq a heads leaf committed to.
     HeadRewritten,
+    /// The newest-heads index (what `prove` of an open run looks up) names
+    /// a heads leaf that is not the newest holding the run, or holds a row
+    /// no heads entry gives.
+    HeadsIndexMismatch,
     /// An anchor the auditor named could not be read or verified: unreachable,
     /// timed out, refused, or an answer that does not verify (R-AUD-9).
     AnchorUnavailable,
@@ -126,6 +130,7 @@ impl FindingCode {
             | Self::SealLeafMismatch
             | Self::IdempotencyIndexMismatch
             | Self::AdmissionOrderMismatch
+            | Self::HeadsIndexMismatch
             | Self::CachedNodesMismatch
             | Self::RunRowMissing
             | Self::IndexWithoutRun

@@ -107,6 +107,15 @@ pub enum Command {
         /// Print the run ids alone, one a line, for scripts.
         #[arg(long, conflicts_with = "json")]
         ids: bool,
+        /// Only a page: the newest N runs by admission, newest first (read in
+        /// O(log n + N) on any plane size). When more follow, the command for
+        /// the next page is printed to stderr.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        limit: Option<u32>,
+        /// The page after the one whose last run this cursor names
+        /// (MILLIS:RUN, as printed for the next page).
+        #[arg(long, value_name = "CURSOR", requires = "limit")]
+        before: Option<String>,
         /// Also verify every record's signature with the plane's record key
         /// (Ed25519 on every record: `verify` is the full check). Without it
         /// the figures are read through chain verification alone.

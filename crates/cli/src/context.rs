@@ -75,7 +75,7 @@ impl Plane {
                 "agentplane: no witness is configured to ask; the store's own record of what it signed is all \
                  that is left to check against (configure witnesses: `agentplane init --witness URL=VKEY`)"
             );
-            let last = self.store.signed_checkpoints(&self.tenant)?.last().map(|signed| signed.tree);
+            let last = self.store.last_signed_checkpoint(&self.tenant)?.map(|signed| signed.tree);
             let mark = last.unwrap_or_else(|| tlog::Tree::new(0, tlog::RootHash::empty()));
             self.high_water.raise(&self.origin, mark).map_err(|err| Failure::Io(err.to_string()))?;
             return Ok(self.high_water.as_ref());

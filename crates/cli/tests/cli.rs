@@ -156,6 +156,46 @@ fn show_cost_and_runs_read_the_journal() {
     assert_eq!(agentplane(dir.path(), &["runs", "--outcome", "bogus"]).status.code(), Some(2));
 }
 
+/// Issue 25, a plane of a million records: `runs --limit N` lists a page of
+/// the admission order (newest first, O(log n + N)); following the cursor
+/// it prints on stderr walks every run exactly once, and the last page
+/// prints none. A cursor it did not write, and `--before` without
+/// `--limit`, are usage errors.
+#[test]
+fn runs_limit_pages_the_admission_order_newest_first() {
+    let dir = demo_dir();
+    let all: std::collections::BTreeSet<String> =
+        ok(dir.path(), &["runs", "--ids"]).lines().map(str::to_owned).collect();
+    assert!(all.len() >= 3, "the demo makes several runs: {all:?}");
+    let mut walked = Vec::new();
+    let mut before: Option<String> = None;
+    loop {
+        let mut args = vec!["runs", "--limit", "2", "--ids"];
+        if let Some(cursor) = before.as_deref() {
+            args.extend(["--before", cursor]);
+        }
+        let out = agentplane(dir.path(), &args);
+        assert!(out.status.success(), "{}", text(&out));
+        let page: Vec<String> = String::from_utf8(out.stdout).unwrap().lines().map(str::to_owned).collect();
+        assert!(!page.is_empty() && page.len() <= 2, "{page:?}");
+        walked.extend(page);
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        match stderr.lines().find_map(|line| line.strip_prefix("next page: agentplane runs --limit 2 --before ")) {
+            Some(cursor) => before = Some(cursor.trim().to_owned()),
+            None => break,
+        }
+        assert!(walked.len() <= all.len(), "the pages repeat runs: {walked:?}");
+    }
+    assert_eq!(walked.len(), all.len(), "every run once: {walked:?}");
+    assert_eq!(walked.iter().cloned().collect::<std::collections::BTreeSet<_>>(), all);
+    let first = json(dir.path(), &["runs", "--limit", "1", "--json"]);
+    assert_eq!(first.as_array().unwrap().len(), 1);
+    assert_eq!(first[0]["run"], walked[0].as_str(), "--json lists the same page");
+    fails(dir.path(), &["runs", "--limit", "2", "--before", "yesterday"], 2);
+    fails(dir.path(), &["runs", "--before", "1:run-x"], 2);
+    fails(dir.path(), &["runs", "--limit", "0"], 2);
+}
+
 #[test]
 fn r_chain_5_verify_finds_a_record_edited_in_the_store_file() {
     let dir = demo_dir();

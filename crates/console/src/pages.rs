@@ -10,7 +10,7 @@ use axum::response::{Html, IntoResponse, Response};
 use journal_core::checkpoints::{cosigned_inclusion, latest_cosigned};
 use journal_core::export::{ExportProof, write_export};
 use journal_core::{
-    AdmittedRun, At, ChainCheck, Journal, JournalError, LogView, Outcome, RecordBody, RunId, RunState, VerifiedRecord,
+    AdmittedRun, ChainCheck, Journal, JournalError, LogView, Outcome, RecordBody, RunId, RunState, VerifiedRecord,
     VerifyOptions,
 };
 use maud::{DOCTYPE, Markup, html};
@@ -217,7 +217,7 @@ fn render_plane(app: &App) -> Result<Markup, PageError> {
         let head = view.head()?.tree;
         verdicts.push(last_audit_markup(app, log, &view, head));
         let runs = store.runs(&log.tenant, None)?.len();
-        let signed = store.signed_checkpoints(&log.tenant)?.pop();
+        let signed = store.last_signed_checkpoint(&log.tenant)?;
         let cosigned = latest_cosigned(store, &log.tenant)?;
         sections.push(html! {
             section class="tenant" {
@@ -349,14 +349,8 @@ pub(crate) async fn runs(State(app): State<Arc<App>>, Query(query): Query<RunsQu
 
 /// A cursor, `MILLIS:RUN`: the last admission of the page before.
 fn cursor(text: &str) -> Result<AdmittedRun, PageError> {
-    let bad = || PageError::bad("before is not a cursor this console wrote (MILLIS:RUN)");
-    let (millis, run) = text.split_once(':').ok_or_else(bad)?;
-    if millis.is_empty() || !millis.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
-    }
-    let at = millis.parse::<i64>().ok().and_then(|millis| At::from_unix_millis(millis).ok()).ok_or_else(bad)?;
-    let run = RunId::new(run).map_err(|_| bad())?;
-    Ok(AdmittedRun { at, run })
+    AdmittedRun::from_cursor(text)
+        .ok_or_else(|| PageError::bad("before is not a cursor this console wrote (MILLIS:RUN)"))
 }
 
 /// The runs a search names: the run with that id, and the run admitted
@@ -446,7 +440,7 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
             href.push_str(&format!("&outcome={}", outcome.as_str()));
         }
         if let Some(before) = before {
-            href.push_str(&format!("&before={}", percent(&format!("{}:{}", before.at.unix_millis(), before.run))));
+            href.push_str(&format!("&before={}", percent(&before.cursor())));
         }
         href
     };

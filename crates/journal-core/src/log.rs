@@ -246,13 +246,8 @@ impl<'a> LogView<'a> {
         if index >= self.size {
             return Err(not_covered());
         }
-        let leaf_bytes = self
-            .store
-            .seals(self.tenant)?
-            .into_iter()
-            .find(|seal| seal.position == position)
-            .map(|seal| seal.leaf_bytes)
-            .ok_or_else(not_covered)?;
+        let leaf_bytes =
+            self.store.seal_at(self.tenant, position)?.map(|seal| seal.leaf_bytes).ok_or_else(not_covered)?;
         let entries = self.store.heads_entries(self.tenant, position)?;
         let entry_index = entries.iter().position(|entry| entry.run == *run).ok_or_else(not_covered)?;
         let entry = entries.get(entry_index).cloned().ok_or_else(not_covered)?;
@@ -516,7 +511,7 @@ fn refusal(
             }
         }
     }
-    let last = store.signed_checkpoints(tenant)?.last().map(|signed| signed.tree);
+    let last = store.last_signed_checkpoint(tenant)?.map(|signed| signed.tree);
     if let Some(last) = last
         && let Some(reason) = refuses_to_extend(store, view, head, last)?
     {

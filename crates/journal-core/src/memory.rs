@@ -299,6 +299,7 @@ impl Store for MemoryStore {
         snapshot.next_position = state.next_position;
         snapshot.nodes = state.nodes.clone();
         snapshot.heads_entries = state.heads.clone();
+        snapshot.index_heads_by_run();
         snapshot.signed = state.signed.clone();
         snapshot.cosigned = state.cosigned.clone();
         Ok(snapshot)

@@ -56,6 +56,10 @@ pub struct TenantSnapshot {
     pub nodes: BTreeMap<NodeId, NodeHash>,
     /// The entries stored for each heads leaf, by the leaf's position.
     pub heads_entries: BTreeMap<u64, Vec<HeadEntry>>,
+    /// Which position the store says holds each run's newest heads entry
+    /// (what `prove` of an open run looks up): held to `heads_entries` by
+    /// the audit, both ways.
+    pub heads_by_run: BTreeMap<RunId, u64>,
     /// The checkpoints the plane recorded as signed, oldest first.
     pub signed: Vec<SignedTree>,
     /// The cosigned checkpoints recorded, oldest first.
@@ -77,6 +81,12 @@ impl TenantSnapshot {
             .filter(|seal| !seal.run.is_heads_leaf())
             .map(|seal| (seal.run.clone(), seal.position))
             .collect();
+    }
+
+    /// The newest-heads index derived from the heads entries, for a backend
+    /// that keeps no separate one.
+    pub fn index_heads_by_run(&mut self) {
+        self.heads_by_run = newest_heads(&self.heads_entries);
     }
 
     /// Whether the store holds nothing at all for the tenant.
@@ -218,9 +228,29 @@ impl Store for TenantSnapshot {
         Ok(self.heads_entries.get(&position).filter(|_| self.ours(tenant)).cloned().unwrap_or_default())
     }
 
+    fn newest_heads_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<u64>, JournalError> {
+        Ok(self.heads_by_run.get(run).filter(|_| self.ours(tenant)).copied())
+    }
+
+    fn seal_at(&self, tenant: &TenantId, position: u64) -> Result<Option<SealEntry>, JournalError> {
+        Ok(self.seals.get(&position).filter(|_| self.ours(tenant)).cloned())
+    }
+
     fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
         Ok(if self.ours(tenant) { self.clone() } else { TenantSnapshot::empty(tenant) })
     }
+}
+
+/// Each run's newest heads leaf position, from every heads leaf's entries.
+pub fn newest_heads(heads_entries: &BTreeMap<u64, Vec<HeadEntry>>) -> BTreeMap<RunId, u64> {
+    let mut newest = BTreeMap::new();
+    // Positions ascend, so the last insert of a run is its newest.
+    for (position, entries) in heads_entries {
+        for entry in entries {
+            newest.insert(entry.run.clone(), *position);
+        }
+    }
+    newest
 }
 
 /// Hands a snapshot read whole to `sink` as [`Store::snapshot_streamed`]

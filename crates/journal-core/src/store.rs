@@ -148,6 +148,12 @@ pub trait Store: Send + Sync {
     /// The seal of one run.
     fn seal_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError>;
 
+    /// The log leaf (a seal, or a heads leaf) at `position`, if any. The
+    /// default reads every seal (O(the log)); a backend answers from its key.
+    fn seal_at(&self, tenant: &TenantId, position: u64) -> Result<Option<SealEntry>, JournalError> {
+        Ok(self.seals(tenant)?.into_iter().find(|seal| seal.position == position))
+    }
+
     /// The log counters.
     fn log_counters(&self, tenant: &TenantId) -> Result<LogCounters, JournalError>;
 
@@ -156,6 +162,12 @@ pub trait Store: Send + Sync {
 
     /// The checkpoints this plane signed for the tenant's log, oldest first.
     fn signed_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError>;
+
+    /// The newest checkpoint this plane signed: what signing extends. The
+    /// default reads them all (O(checkpoints)); a backend reads its last key.
+    fn last_signed_checkpoint(&self, tenant: &TenantId) -> Result<Option<SignedTree>, JournalError> {
+        Ok(self.signed_checkpoints(tenant)?.pop())
+    }
 
     /// Records a checkpoint the plane signed, durably, in one transaction
     /// that first checks that the last one recorded is `previous` (`None`:
@@ -188,15 +200,10 @@ pub trait Store: Send + Sync {
 
     /// The position of the newest heads leaf that holds an entry of `run`,
     /// if any. The default reads the tenant's snapshot (O(the tenant)); a
-    /// backend may answer from an index.
+    /// backend answers from an index (redb's `heads_by_run`, PostgreSQL's
+    /// `heads_entries_by_run`), so `prove` of an open run stays O(log n).
     fn newest_heads_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<u64>, JournalError> {
-        let snapshot = self.snapshot(tenant)?;
-        Ok(snapshot
-            .heads_entries
-            .iter()
-            .rev()
-            .find(|(_, entries)| entries.iter().any(|entry| entry.run == *run))
-            .map(|(position, _)| *position))
+        Ok(crate::snapshot::newest_heads(&self.snapshot(tenant)?.heads_entries).remove(run))
     }
 
     /// Everything the store holds for `tenant`, read in one snapshot (one
@@ -244,6 +251,24 @@ pub struct AdmittedRun {
     pub at: At,
     /// The run.
     pub run: RunId,
+}
+
+impl AdmittedRun {
+    /// This row as a page cursor, `MILLIS:RUN` (what `agentplane runs
+    /// --before` and the console's `before=` take back).
+    pub fn cursor(&self) -> String {
+        format!("{}:{}", self.at.unix_millis(), self.run)
+    }
+
+    /// A cursor [`AdmittedRun::cursor`] wrote; `None` for any other text.
+    pub fn from_cursor(text: &str) -> Option<Self> {
+        let (millis, run) = text.split_once(':')?;
+        if millis.is_empty() || millis.len() > 19 || !millis.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let at = At::from_unix_millis(millis.parse::<i64>().ok()?).ok()?;
+        Some(Self { at, run: RunId::new(run).ok()? })
+    }
 }
 
 /// Keys the admission order by `RunAdmitted`'s `at`: backends call this

@@ -227,13 +227,17 @@ pub fn signed_checkpoints_are_kept_in_order(store: &dyn Store) {
     let b =
         crate::store::SignedTree { tree: Tree::new(3, tlog::RootHash::from_hash_bytes([3; 32])), note: "b\n".into() };
     assert!(store.signed_checkpoints(&tenant).expect("none yet").is_empty());
+    assert_eq!(store.last_signed_checkpoint(&tenant).expect("none yet"), None);
     store.record_signed_checkpoint(&tenant, None, a.clone()).expect("first");
+    assert_eq!(store.last_signed_checkpoint(&tenant).expect("last"), Some(a.clone()));
     let stale = store.record_signed_checkpoint(&tenant, None, b.clone());
     assert!(matches!(stale, Err(JournalError::CheckpointConflict { expected: None, found: Some(1), .. })), "{stale:?}");
     store.record_signed_checkpoint(&tenant, Some(a.tree), b.clone()).expect("second");
+    assert_eq!(store.last_signed_checkpoint(&tenant).expect("last"), Some(b.clone()));
     assert_eq!(store.signed_checkpoints(&tenant).expect("list"), vec![a, b]);
     let other = TenantId::new("tenant-b").expect("id");
     assert!(store.signed_checkpoints(&other).expect("per tenant").is_empty());
+    assert_eq!(store.last_signed_checkpoint(&other).expect("per tenant"), None);
 }
 
 /// R-RUN-3: several conclusions in one chain; the last is the answer and the index moves.
@@ -361,7 +365,9 @@ pub fn log_checkpoints_and_proofs(store: &dyn Store) {
             assert!(seal.is_none());
             continue;
         }
-        assert_eq!(seal.expect("sealed").position, position, "positions follow seal order");
+        let seal = seal.expect("sealed");
+        assert_eq!(seal.position, position, "positions follow seal order");
+        assert_eq!(store.seal_at(&tenant, position).expect("by position"), Some(seal), "one leaf, either key");
         let inclusion = LogView::open(store, &tenant).and_then(|view| view.inclusion(run)).expect("inclusion");
         assert_eq!(inclusion.index, position);
         head.tree.verify_inclusion(&inclusion.leaf, inclusion.index, &inclusion.proof).expect("proof verifies");
@@ -388,6 +394,27 @@ pub fn log_checkpoints_and_proofs(store: &dyn Store) {
     assert!(matches!(open, Err(JournalError::NotSealed { .. })), "{open:?}");
     let missing = view.inclusion(&run_id("no-such-run"));
     assert!(matches!(missing, Err(JournalError::NotFound { .. })), "{missing:?}");
+    assert_eq!(store.seal_at(&tenant, 1_000).expect("past the end"), None);
+    // Heads leaves (issue 20): the open run is covered by the first, moved,
+    // then covered by the second, and the newest-heads lookup follows it.
+    let key = witness::LogKey::new(
+        witness::SignerKey::from_seed(origin().as_str(), witness::ALG_ED25519, [8; 32]).expect("key"),
+    )
+    .expect("log key");
+    crate::log::sign_current_head(store, &tenant, &origin(), &key, None).expect("first heads leaf");
+    let first = store.newest_heads_of(&tenant, &runs[2]).expect("lookup").expect("the open run is covered");
+    assert!(store.seal_at(&tenant, first).expect("the heads leaf").is_some_and(|leaf| leaf.run.is_heads_leaf()));
+    let head = store.read_run(&tenant, &runs[2]).expect("read").head;
+    journal
+        .append(&runs[2], head, None, crate::RecordBody::StepStarted(crate::record::StepMark { step: "again".into() }))
+        .expect("move");
+    crate::log::sign_current_head(store, &tenant, &origin(), &key, None).expect("second heads leaf");
+    let second = store.newest_heads_of(&tenant, &runs[2]).expect("lookup").expect("covered");
+    assert!(second > first, "the newest leaf holding it: {first} then {second}");
+    assert_eq!(store.newest_heads_of(&tenant, &run_id("no-such-run")).expect("lookup"), None);
+    let proven = LogView::open(store, &tenant).and_then(|view| view.head_inclusion(&runs[2])).expect("head proof");
+    assert_eq!(proven.index, second);
+    proven.verify().expect("the head proof verifies");
 }
 
 /// R-STORE-4: tenants have their own runs, logs and positions.

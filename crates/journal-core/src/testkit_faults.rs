@@ -173,6 +173,15 @@ impl Store for FaultyStore {
     fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<crate::heads::HeadEntry>, JournalError> {
         self.inner.heads_entries(tenant, position)
     }
+    fn newest_heads_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<u64>, JournalError> {
+        self.inner.newest_heads_of(tenant, run)
+    }
+    fn seal_at(&self, tenant: &TenantId, position: u64) -> Result<Option<SealEntry>, JournalError> {
+        self.inner.seal_at(tenant, position)
+    }
+    fn last_signed_checkpoint(&self, tenant: &TenantId) -> Result<Option<SignedTree>, JournalError> {
+        self.inner.last_signed_checkpoint(tenant)
+    }
 }
 
 /// What one injected fault led to.

@@ -1073,6 +1073,7 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
         let (position, entry) = head_entry_of_row(tenant, &row)?;
         snapshot.heads_entries.entry(position).or_default().push(entry);
     }
+    snapshot.index_heads_by_run();
     for (table, trees) in
         [("signed_checkpoints", &mut snapshot.signed), ("cosigned_checkpoints", &mut snapshot.cosigned)]
     {
@@ -1230,15 +1231,18 @@ impl Store for PgStore {
 
     fn log_counters(&self, tenant: &TenantId) -> Result<LogCounters, JournalError> {
         let mut conn = self.conn()?;
-        // One snapshot for both, so a seal committing between them is not a hole.
+        // One row for both (the seal count is kept by a trigger, schema v4),
+        // so a seal committing between them is not a hole, and opening the
+        // log of a million records costs what opening one of ten does.
         let row = conn
-            .query_one(
-                "SELECT coalesce((SELECT next_position FROM log_counter WHERE tenant = $1), 0),
-                        (SELECT count(*) FROM seals WHERE tenant = $1)",
-                &[&tenant.as_str()],
-            )
+            .query_opt("SELECT next_position, seal_count FROM log_counter WHERE tenant = $1", &[&tenant.as_str()])
             .map_err(|err| pg("the log counters", err))?;
-        Ok(LogCounters { next_position: to_u64(tenant, row.get(0))?, seal_count: to_u64(tenant, row.get(1))? })
+        Ok(match row {
+            Some(row) => {
+                LogCounters { next_position: to_u64(tenant, row.get(0))?, seal_count: to_u64(tenant, row.get(1))? }
+            }
+            None => LogCounters { next_position: 0, seal_count: 0 },
+        })
     }
 
     fn read_log_nodes(&self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
@@ -1251,6 +1255,18 @@ impl Store for PgStore {
 
     fn signed_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
         self.read_trees("signed_checkpoints", tenant)
+    }
+
+    fn last_signed_checkpoint(&self, tenant: &TenantId) -> Result<Option<SignedTree>, JournalError> {
+        let mut conn = self.conn()?;
+        let table = "signed_checkpoints";
+        conn.query_opt(
+            "SELECT size, root, note FROM signed_checkpoints WHERE tenant = $1 ORDER BY n DESC LIMIT 1",
+            &[&tenant.as_str()],
+        )
+        .map_err(|err| pg(table, err))?
+        .map(|row| signed_tree(tenant, table, &row))
+        .transpose()
     }
 
     fn record_signed_checkpoint(
@@ -1307,6 +1323,29 @@ impl Store for PgStore {
             .map_err(AppendFailure::into_error)?;
         txn.commit().map_err(|err| pg("appending heads leaves", err))?;
         Ok(positions)
+    }
+
+    fn newest_heads_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<u64>, JournalError> {
+        let mut conn = self.conn()?;
+        let newest: Option<i64> = conn
+            .query_one(
+                "SELECT max(position) FROM heads_entries WHERE tenant = $1 AND run = $2",
+                &[&tenant.as_str(), &run.as_str()],
+            )
+            .map_err(|err| pg("reading a run's newest heads entry", err))?
+            .get(0);
+        newest.map(|position| to_u64(tenant, position)).transpose()
+    }
+
+    fn seal_at(&self, tenant: &TenantId, position: u64) -> Result<Option<SealEntry>, JournalError> {
+        let mut conn = self.conn()?;
+        conn.query_opt(
+            "SELECT position, run, leaf FROM seals WHERE tenant = $1 AND position = $2",
+            &[&tenant.as_str(), &to_i64(position)?],
+        )
+        .map_err(|err| pg("reading a log leaf", err))?
+        .map(|row| seal_of_row(tenant, &row))
+        .transpose()
     }
 
     fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<HeadEntry>, JournalError> {

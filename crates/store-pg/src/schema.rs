@@ -3,10 +3,10 @@
 //! refused with a remedy, like a record version.
 
 /// The migrations, in order; migration `n` brings the schema to version `n + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 const V1: &str = r#"
 CREATE TABLE runs (
@@ -128,4 +128,38 @@ INSERT INTO admission_order (tenant, at_millis, run)
            (extract(epoch FROM ((convert_from(bytes, 'UTF8')::jsonb ->> 'at')::timestamptz)) * 1000)::bigint,
            run
     FROM records WHERE seq = 1 AND kind = 'RunAdmitted';
+"#;
+
+/// Issue 25, a plane of a million records: what `prove`, `export` and
+/// `checkpoint` read stays O(log n).
+/// - `prove` of an open run finds the newest heads leaf holding its entry
+///   through `heads_entries_by_run`, instead of reading every heads entry.
+/// - The log's seal count (whether positions have holes, R-LOG-7) is kept
+///   beside the counter by a trigger on every insert and delete of a seal
+///   row, SQL behind the plane's back included, instead of counting the
+///   seals at every opening of the log. Someone who can switch the trigger
+///   off can make it stale: the log is then served from its stored nodes
+///   (the tree the plane signed), and the audit, which counts the seals it
+///   reads, still finds the holes.
+///
+/// An index and a trigger the server keeps, not rows this store writes.
+const V4: &str = r#"
+CREATE INDEX heads_entries_by_run ON heads_entries (tenant, run, position);
+ALTER TABLE log_counter ADD COLUMN seal_count bigint NOT NULL DEFAULT 0;
+INSERT INTO log_counter (tenant, next_position)
+    SELECT DISTINCT tenant, 0 FROM seals ON CONFLICT (tenant) DO NOTHING;
+UPDATE log_counter SET seal_count = (SELECT count(*) FROM seals WHERE seals.tenant = log_counter.tenant);
+CREATE FUNCTION agentplane_count_seals() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO log_counter (tenant, next_position, seal_count) VALUES (NEW.tenant, 0, 1)
+            ON CONFLICT (tenant) DO UPDATE SET seal_count = log_counter.seal_count + 1;
+    ELSE
+        UPDATE log_counter SET seal_count = seal_count - 1 WHERE tenant = OLD.tenant;
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER seals_counted AFTER INSERT OR DELETE ON seals
+    FOR EACH ROW EXECUTE FUNCTION agentplane_count_seals();
 "#;

@@ -52,6 +52,10 @@ const NODES: TableDefinition<(&str, u8, u64), &[u8]> = TableDefinition::new("log
 const MOVED: TableDefinition<(&str, &str), ()> = TableDefinition::new("moved_runs");
 /// (tenant, heads leaf position, run) -> (seq, chain hash): each heads leaf's entries.
 const HEADS: TableDefinition<(&str, u64, &str), (u64, &[u8])> = TableDefinition::new("heads_entries");
+/// (tenant, run) -> position of the newest heads leaf holding the run's
+/// entry: what `prove` of an open run looks up (derived from HEADS, written
+/// in the transaction that writes the entries, held to them by the audit).
+const HEADS_BY_RUN: TableDefinition<(&str, &str), u64> = TableDefinition::new("heads_by_run");
 /// name -> value: this file's bookkeeping ("moved_runs_filled": the moved
 /// set was filled with the runs of a file written before it existed).
 const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
@@ -338,8 +342,10 @@ impl RedbStore {
         txn.open_table(COSIGNED).map_err(io)?;
         txn.open_table(HEADS).map_err(io)?;
         txn.open_table(ADMISSIONS).map_err(io)?;
+        txn.open_table(HEADS_BY_RUN).map_err(io)?;
         fill_moved_runs_once(&txn)?;
         fill_admissions_once(&txn)?;
+        fill_heads_by_run_once(&txn)?;
         txn.commit().map_err(io)?;
         let db = Arc::new(db);
         let writer = Arc::clone(&db);
@@ -557,6 +563,20 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
     if let Some(heads) = open_if_there(txn, HEADS)? {
         snapshot.heads_entries = read_heads_entries(&heads, tenant, 0..=u64::MAX)?;
     }
+    let kept = heads_by_run_kept(txn)?;
+    match open_if_there(txn, HEADS_BY_RUN)?.filter(|_| kept) {
+        Some(by_run) => {
+            for entry in by_run.range((t, "")..).map_err(io)? {
+                let (key, value) = entry.map_err(io)?;
+                let (kt, run) = key.value();
+                if kt != t {
+                    break;
+                }
+                snapshot.heads_by_run.insert(run_id(tenant, run)?, value.value());
+            }
+        }
+        None => snapshot.index_heads_by_run(),
+    }
     snapshot.signed = read_trees(txn, SIGNED, tenant)?;
     snapshot.cosigned = read_trees(txn, COSIGNED, tenant)?;
     Ok(snapshot)
@@ -608,6 +628,38 @@ fn fill_admissions_once(txn: &WriteTransaction) -> Result<(), JournalError> {
     Ok(())
 }
 
+/// Fills the newest-heads index from the heads entries of a file written
+/// before it existed, once. Until a writer has opened such a file, readers
+/// derive the index from the entries (`heads_by_run_filled` says which).
+fn fill_heads_by_run_once(txn: &WriteTransaction) -> Result<(), JournalError> {
+    let mut meta = txn.open_table(META).map_err(io)?;
+    if meta.get(HEADS_BY_RUN_FILLED).map_err(io)?.is_some() {
+        return Ok(());
+    }
+    let heads = txn.open_table(HEADS).map_err(io)?;
+    let mut by_run = txn.open_table(HEADS_BY_RUN).map_err(io)?;
+    // Keys ascend by (tenant, position): the last write of a run is its newest.
+    for entry in heads.iter().map_err(io)? {
+        let (key, _) = entry.map_err(io)?;
+        let (tenant, position, run) = key.value();
+        by_run.insert((tenant, run), position).map_err(io)?;
+    }
+    meta.insert(HEADS_BY_RUN_FILLED, 1).map_err(io)?;
+    Ok(())
+}
+
+/// The bookkeeping key saying the newest-heads index was filled.
+const HEADS_BY_RUN_FILLED: &str = "heads_by_run_filled";
+
+/// Whether this file keeps the newest-heads index (a writer of this build
+/// has opened it).
+fn heads_by_run_kept(txn: &ReadTransaction) -> Result<bool, JournalError> {
+    Ok(match open_if_there(txn, META)? {
+        Some(meta) => meta.get(HEADS_BY_RUN_FILLED).map_err(io)?.is_some(),
+        None => false,
+    })
+}
+
 /// Appends heads leaves in one write transaction of its own (redb runs one
 /// writer at a time, so it never interleaves with a group commit).
 fn write_heads(db: &Database, tenant: &TenantId, origin: &journal_core::Origin) -> Result<Vec<u64>, JournalError> {
@@ -655,6 +707,7 @@ struct Tables<'txn> {
     nodes: redb::Table<'txn, (&'static str, u8, u64), &'static [u8]>,
     moved: redb::Table<'txn, (&'static str, &'static str), ()>,
     heads: redb::Table<'txn, (&'static str, u64, &'static str), (u64, &'static [u8])>,
+    heads_by_run: redb::Table<'txn, (&'static str, &'static str), u64>,
 }
 
 impl<'txn> Tables<'txn> {
@@ -671,6 +724,7 @@ impl<'txn> Tables<'txn> {
             nodes: txn.open_table(NODES).map_err(io)?,
             moved: txn.open_table(MOVED).map_err(io)?,
             heads: txn.open_table(HEADS).map_err(io)?,
+            heads_by_run: txn.open_table(HEADS_BY_RUN).map_err(io)?,
         })
     }
 }
@@ -805,6 +859,7 @@ impl AppendTxn for Tables<'_> {
         for entry in entries {
             let run = entry.run.as_str();
             self.heads.insert((t, position, run), (entry.seq, entry.hash.as_bytes().as_slice())).map_err(broken)?;
+            self.heads_by_run.insert((t, run), position).map_err(broken)?;
             self.moved.remove((t, run)).map_err(broken)?;
         }
         Ok(())
@@ -1016,6 +1071,16 @@ impl Store for RedbStore {
         self.read_trees(SIGNED, tenant)
     }
 
+    fn last_signed_checkpoint(&self, tenant: &TenantId) -> Result<Option<SignedTree>, JournalError> {
+        let txn = self.read_txn()?;
+        let Some(table) = open_if_there(&txn, SIGNED)? else {
+            return Ok(None);
+        };
+        let t = tenant.as_str();
+        let last = table.range((t, 0)..=(t, u64::MAX)).map_err(io)?.next_back().transpose().map_err(io)?;
+        last.map(|(_, value)| signed_tree(t, value.value())).transpose()
+    }
+
     fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
         self.read_trees(COSIGNED, tenant)
     }
@@ -1060,6 +1125,22 @@ impl Store for RedbStore {
             return Err(machinery("the store is open read-only: it cannot append a heads leaf"));
         };
         write_heads(db, tenant, origin)
+    }
+
+    fn newest_heads_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<u64>, JournalError> {
+        let txn = self.read_txn()?;
+        if heads_by_run_kept(&txn)? {
+            let by_run = txn.open_table(HEADS_BY_RUN).map_err(io)?;
+            return Ok(by_run.get((tenant.as_str(), run.as_str())).map_err(io)?.map(|v| v.value()));
+        }
+        let Some(table) = open_if_there(&txn, HEADS)? else {
+            return Ok(None);
+        };
+        Ok(journal_core::snapshot::newest_heads(&read_heads_entries(&table, tenant, 0..=u64::MAX)?).remove(run))
+    }
+
+    fn seal_at(&self, tenant: &TenantId, position: u64) -> Result<Option<SealEntry>, JournalError> {
+        seal_at(&self.read_txn()?, tenant, position)
     }
 
     fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<HeadEntry>, JournalError> {
@@ -1108,14 +1189,17 @@ fn signed_tree(tenant: &str, (size, root, note): (u64, &[u8], &str)) -> Result<S
 
 fn seal_of(txn: &ReadTransaction, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError> {
     let by_run = txn.open_table(SEAL_BY_RUN).map_err(io)?;
-    let Some(position) = by_run.get((tenant.as_str(), run.as_str())).map_err(io)?.map(|v| v.value()) else {
-        return Ok(None);
-    };
+    match by_run.get((tenant.as_str(), run.as_str())).map_err(io)? {
+        Some(position) => seal_at(txn, tenant, position.value()),
+        None => Ok(None),
+    }
+}
+
+/// The log leaf at `position`: one read by key.
+fn seal_at(txn: &ReadTransaction, tenant: &TenantId, position: u64) -> Result<Option<SealEntry>, JournalError> {
     let name = seals_table(tenant.as_str());
-    let seals = match txn.open_table(seals_def(&name)) {
-        Ok(table) => table,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-        Err(err) => return Err(io(err)),
+    let Some(seals) = open_if_there(txn, seals_def(&name))? else {
+        return Ok(None);
     };
     let Some(value) = seals.get(position).map_err(io)? else {
         return Ok(None);

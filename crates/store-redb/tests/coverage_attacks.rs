@@ -79,3 +79,131 @@ fn r_aud_8_a_file_from_before_the_admission_order_is_not_checked_until_a_writer_
     assert!(report.checked.derived > 0);
     assert!(!report.not_checked.iter().any(|n| n.what.contains("admission order")), "{:#?}", report.not_checked);
 }
+
+/// The newest-heads index, as a raw write sees it.
+type HeadsByRun<'txn> = redb::Table<'txn, (&'static str, &'static str), u64>;
+
+/// A redb file of two open runs (`open-a`, `open-b`) under two heads leaves:
+/// both in the first, `open-a` moved and so in the second too. Returns the
+/// path, the runs and the two leaves' positions.
+fn two_heads_leaves(dir: &std::path::Path) -> (std::path::PathBuf, [journal_core::RunId; 2], [u64; 2]) {
+    use journal_core::record::StepMark;
+    use journal_core::testkit::{origin, tenant};
+    use journal_core::{Admission, AdmitRequest, Budget, Journal, RecordBody, RuntimeBuilder, Store as _};
+    use witness::{ALG_ED25519, LogKey, SignerKey};
+    let path = dir.join("heads.redb");
+    let (tenant, origin) = (tenant(), origin());
+    let store = std::sync::Arc::new(RedbStore::create(&path).unwrap());
+    let runtime = RuntimeBuilder::new(store.clone()).tenant(tenant.clone(), origin.clone(), None).build().unwrap();
+    let runs = ["open-a", "open-b"].map(|key| {
+        let request =
+            AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget: Budget::default() };
+        let Admission::New(run) = runtime.admit(&tenant, request).unwrap() else { panic!("new") };
+        run.run().clone()
+    });
+    let key = LogKey::new(SignerKey::from_seed(origin.as_str(), ALG_ED25519, [5; 32]).unwrap()).unwrap();
+    let sign = || journal_core::log::sign_current_head(store.as_ref(), &tenant, &origin, &key, None).unwrap();
+    sign();
+    let first = store.newest_heads_of(&tenant, &runs[1]).unwrap().expect("open-b is covered");
+    let head = store.read_run(&tenant, &runs[0]).unwrap().head;
+    Journal::new(store.as_ref(), &tenant, &origin)
+        .append(&runs[0], head, None, RecordBody::StepStarted(StepMark { step: "work".into() }))
+        .unwrap();
+    sign();
+    let second = store.newest_heads_of(&tenant, &runs[0]).unwrap().expect("open-a is covered");
+    assert!(second > first, "open-a moved: its newest heads leaf is the second ({first}, {second})");
+    (path, runs, [first, second])
+}
+
+/// Issue 25: `prove` of an open run looks its newest heads leaf up in an
+/// index (O(log n) on a million records, not a read of every heads entry);
+/// every row of that index is a claim the audit holds to the heads entries,
+/// both ways (R-AUD-2): a row pointed at an older leaf, a row for a run no
+/// leaf holds, and a missing row are each a finding naming the run.
+#[test]
+fn r_aud_2_forged_or_missing_newest_heads_index_rows_are_found() {
+    use journal_core::testkit::{origin, tenant};
+    let dir = tempfile::tempdir().unwrap();
+    let (path, runs, [first, second]) = two_heads_leaves(dir.path());
+    let inputs = audit::AuditInputs::new(tenant(), origin());
+    let index_findings = |path: &std::path::Path| -> Vec<String> {
+        let store = RedbStore::open_read_only(path).unwrap();
+        let report = audit::audit(&store, &inputs).unwrap();
+        report
+            .findings
+            .iter()
+            .filter(|f| f.code == audit::FindingCode::HeadsIndexMismatch)
+            .map(|f| f.run.clone().unwrap_or_default())
+            .collect()
+    };
+    assert!(index_findings(&path).is_empty(), "the untouched file is clean");
+    let by_run: redb::TableDefinition<(&str, &str), u64> = redb::TableDefinition::new("heads_by_run");
+    let forge = |write: &dyn Fn(&mut HeadsByRun<'_>)| {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        write(&mut txn.open_table(by_run).unwrap());
+        txn.commit().unwrap();
+    };
+    let t = tenant();
+    forge(&|table| {
+        table.insert((t.as_str(), runs[0].as_str()), first).unwrap();
+    });
+    {
+        // The forged row is what `prove` answers from: an older, true head.
+        let store = RedbStore::open_read_only(&path).unwrap();
+        let view = journal_core::LogView::open(&store, &t).unwrap();
+        let head = journal_core::Store::read_run(&store, &t, &runs[0]).unwrap().head.unwrap();
+        assert_eq!(view.head_inclusion(&runs[0]).unwrap().entry.seq, head.seq - 1, "the head before the move");
+    }
+    assert_eq!(index_findings(&path), vec![runs[0].to_string()], "a row pointed at an older leaf");
+    forge(&|table| {
+        table.insert((t.as_str(), runs[0].as_str()), second).unwrap();
+        table.insert((t.as_str(), "run-ghost"), second).unwrap();
+    });
+    assert_eq!(index_findings(&path), vec!["run-ghost".to_owned()], "a row for a run no leaf holds");
+    forge(&|table| {
+        table.remove((t.as_str(), "run-ghost")).unwrap();
+        table.remove((t.as_str(), runs[1].as_str())).unwrap();
+    });
+    assert_eq!(index_findings(&path), vec![runs[1].to_string()], "a missing row");
+}
+
+/// Issue 25: a file written before the newest-heads index existed answers
+/// `prove` of an open run from its heads entries (read-only, no false
+/// finding), and its first writable opening fills the index (a migration
+/// that only adds a derived table: the entries it derives from stay).
+#[test]
+fn r_aud_2_a_file_from_before_the_newest_heads_index_is_filled_by_its_first_writer() {
+    use journal_core::Store as _;
+    use journal_core::testkit::{origin, tenant};
+    let dir = tempfile::tempdir().unwrap();
+    let (path, runs, [first, second]) = two_heads_leaves(dir.path());
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let by_run: redb::TableDefinition<(&str, &str), u64> = redb::TableDefinition::new("heads_by_run");
+        assert!(txn.delete_table(by_run).unwrap(), "the file had the table");
+        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+        txn.open_table(meta).unwrap().remove("heads_by_run_filled").unwrap();
+        txn.commit().unwrap();
+    }
+    let t = tenant();
+    let answers = |store: &RedbStore| runs.clone().map(|run| store.newest_heads_of(&t, &run).unwrap());
+    let inputs = audit::AuditInputs::new(tenant(), origin());
+    let older = RedbStore::open_read_only(&path).unwrap();
+    assert_eq!(answers(&older), [Some(second), Some(first)], "answered from the entries");
+    let report = audit::audit(&older, &inputs).unwrap();
+    assert!(!report.findings.iter().any(|f| f.code == audit::FindingCode::HeadsIndexMismatch), "{report:#?}");
+    drop(older);
+    drop(RedbStore::open(&path).unwrap());
+    let filled = RedbStore::open_read_only(&path).unwrap();
+    assert_eq!(answers(&filled), [Some(second), Some(first)], "answered from the filled index");
+    let db_rows = {
+        drop(filled);
+        let db = redb::Database::open(&path).unwrap();
+        let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+        let by_run: redb::TableDefinition<(&str, &str), u64> = redb::TableDefinition::new("heads_by_run");
+        redb::ReadableTableMetadata::len(&txn.open_table(by_run).unwrap()).unwrap()
+    };
+    assert_eq!(db_rows, 2, "one row per covered run");
+}

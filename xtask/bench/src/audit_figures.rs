@@ -9,8 +9,8 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
 use journal_core::{
-    Admission, AdmitRequest, Budget, Counters, Ed25519Signer, EffectOutput, EffectResult, Origin, RuntimeBuilder,
-    Signer as _, Store, TenantId,
+    Admission, AdmitRequest, Budget, Counters, Ed25519Signer, EffectOutput, EffectResult, Origin, Runtime,
+    RuntimeBuilder, Signer as _, Store, TenantId,
 };
 use sha2::{Digest, Sha256};
 
@@ -26,11 +26,36 @@ pub fn fill(
     signer: &Ed25519Signer,
     runs: usize,
 ) -> Result<()> {
-    let runtime = RuntimeBuilder::new(Arc::clone(store))
+    let runtime = signed_runtime(store, tenant, origin, signer)?;
+    fill_with(&runtime, tenant, 0..runs, None)
+}
+
+/// The Runtime the benches append through: signed with `signer`, `tenant`
+/// under `origin`.
+pub fn signed_runtime(
+    store: &Arc<dyn Store>,
+    tenant: &TenantId,
+    origin: &Origin,
+    signer: &Ed25519Signer,
+) -> Result<Runtime> {
+    Ok(RuntimeBuilder::new(Arc::clone(store))
         .signer(Arc::new(signer.clone()))
         .tenant(tenant.clone(), origin.clone(), None)
-        .build()?;
-    for_each_on_64_threads(runs, |n| {
+        .build()?)
+}
+
+/// Runs numbered `numbers` through `runtime`, on 64 appenders: 14 records
+/// each (admitted, one step of three charged effects, succeeded), except
+/// that every `open_every`-th (from the first) stops after its step, open.
+pub fn fill_with(
+    runtime: &Runtime,
+    tenant: &TenantId,
+    numbers: std::ops::Range<usize>,
+    open_every: Option<usize>,
+) -> Result<()> {
+    let first = numbers.start;
+    for_each_on_64_threads(numbers.len(), |offset| {
+        let n = first + offset;
         let request = AdmitRequest {
             idempotency_key: format!("bench-{n}"),
             plan: vec!["work".into()],
@@ -47,6 +72,9 @@ pub fn fill(
             })?;
         }
         run.finish_step("work")?;
+        if open_every.is_some_and(|every| n.is_multiple_of(every)) {
+            return Ok(());
+        }
         Ok(run.succeed("done")?)
     })
 }
@@ -149,7 +177,7 @@ fn batch_verify_everything(
     })
 }
 
-fn audit_inputs(tenant: &TenantId, origin: &Origin, signer: &Ed25519Signer) -> audit::AuditInputs {
+pub fn audit_inputs(tenant: &TenantId, origin: &Origin, signer: &Ed25519Signer) -> audit::AuditInputs {
     let mut inputs = audit::AuditInputs::new(tenant.clone(), origin.clone());
     inputs.require_signature = true;
     inputs.record_keys = vec![audit::RecordKey { key_id: signer.key_id().to_owned(), public_key: signer.public_key() }];
@@ -262,7 +290,7 @@ pub fn storage_figures(backend: Backend, filled: &Filled) -> Result<Vec<Figure>>
 }
 
 /// The size of every table (with its indexes and TOAST) of the database at `url`.
-fn postgres_bytes(url: &str) -> Result<u64> {
+pub fn postgres_bytes(url: &str) -> Result<u64> {
     let mut client = postgres::Client::connect(url, postgres::NoTls)?;
     client.batch_execute("CHECKPOINT")?;
     let row = client.query_one(

@@ -28,6 +28,7 @@ mod checkpoint_figures;
 mod console_figures;
 mod live_figures;
 mod measure;
+mod scale_figures;
 mod tlog_figures;
 mod witness_figures;
 
@@ -72,7 +73,7 @@ fn options() -> Result<Options> {
                 options.litewitness.2 = Some(args.next().context("--litewitness-logs needs a file")?.into());
             }
             "--only" => options.only.push(args.next().context(
-                "--only needs a group: tlog, append, checkpoint, audit, witness, mldsa, cost, live or console",
+                "--only needs a group: tlog, append, checkpoint, audit, scale, witness, mldsa, cost, live or console",
             )?),
             "--out" => options.out = args.next().context("--out needs a directory")?.into(),
             "--oracle" => options.oracle = Some(args.next().context("--oracle needs the Go oracle's path")?.into()),
@@ -160,6 +161,12 @@ fn run() -> Result<()> {
     }
     if let Some(agentplane) = options.agentplane.as_ref().filter(|_| options.wants("cost")) {
         add(vec![audit_figures::cost_figure(agentplane, rounds, runs)?]);
+    }
+    if options.wants("scale") {
+        add(scale_figures::figures(Backend::Redb, rounds, options.quick)?);
+        if postgres {
+            add(scale_figures::figures(Backend::Postgres, rounds, options.quick)?);
+        }
     }
     if options.wants("console") {
         add(console_figures::figures(rounds, if options.quick { 1_000 } else { 100_000 })?);

@@ -44,8 +44,9 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         Command::Keygen => keys::keygen(cli),
         Command::Keys { witness_config, print, json } => keys::keys(cli, *witness_config, *print, *json),
         Command::Demo => demo::run(cli, &flags),
-        Command::Runs { outcome, ids, verify_signatures, json } => {
-            runs::runs(cli, outcome.map(|o| o.outcome()), *ids, *verify_signatures, *json)
+        Command::Runs { outcome, ids, limit, before, verify_signatures, json } => {
+            let page = limit.map(|limit| runs::Page { limit, before: before.as_deref() });
+            runs::runs(cli, outcome.map(|o| o.outcome()), page, *ids, *verify_signatures, *json)
         }
         Command::Show { run, json } => show::show(cli, run, *json),
         Command::Verify { require_signature, assert_complete, json } => {

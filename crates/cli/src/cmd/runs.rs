@@ -3,7 +3,7 @@
 //! problem and no figures.
 
 use journal_core::runtime::cost_in;
-use journal_core::{Outcome, RunId, TimeWindow, VerifiedRun};
+use journal_core::{AdmittedRun, Outcome, RunId, TimeWindow, VerifiedRun};
 use serde::Serialize;
 
 use crate::config::Settings;
@@ -79,8 +79,13 @@ pub fn run_rows(
     outcome: Option<Outcome>,
     read: &dyn Fn(&RunId) -> Result<VerifiedRun, Failure>,
 ) -> Result<Vec<RunRow>, Failure> {
+    rows_of(store.runs(tenant, outcome)?, read)
+}
+
+/// One row per run of `runs`, each read by `read`, as [`run_rows`].
+fn rows_of(runs: Vec<RunId>, read: &dyn Fn(&RunId) -> Result<VerifiedRun, Failure>) -> Result<Vec<RunRow>, Failure> {
     let mut rows = Vec::new();
-    for run in store.runs(tenant, outcome)? {
+    for run in runs {
         match read(&run) {
             Ok(verified) => rows.push(RunRow::of(&run, &verified)),
             Err(Failure::Io(message)) => return Err(Failure::Io(message)),
@@ -116,28 +121,75 @@ pub fn print_table(rows: &[RunRow]) {
     }
 }
 
-/// `agentplane runs [--outcome OUTCOME] [--ids | --json] [--verify-signatures]`.
+/// `agentplane runs [--outcome OUTCOME] [--limit N [--before CURSOR]] [--ids | --json] [--verify-signatures]`.
 pub fn runs(
     settings: &Settings,
     outcome: Option<Outcome>,
+    page: Option<Page<'_>>,
     ids: bool,
     verify_signatures: bool,
     json: bool,
 ) -> Result<(), Failure> {
     let reader = Reader::open(settings)?.signatures(verify_signatures);
+    let listed = match page {
+        Some(page) => page.read(reader.store.as_ref(), &reader.tenant, outcome)?,
+        None => reader.store.runs(&reader.tenant, outcome)?,
+    };
     if ids {
-        for run in reader.store.runs(&reader.tenant, outcome)? {
+        for run in &listed {
             outln!("{run}");
         }
         return Ok(());
     }
-    let rows = run_rows(reader.store.as_ref(), &reader.tenant, outcome, &|run| reader.read(run))?;
+    let rows = rows_of(listed, &|run| reader.read(run))?;
     if json {
         print_json(&rows)?;
     } else {
         print_table(&rows);
     }
     unverified(&rows)
+}
+
+/// `--limit N [--before CURSOR]`: a page of the admission order.
+#[derive(Debug, Clone, Copy)]
+pub struct Page<'a> {
+    /// The most runs listed.
+    pub limit: u32,
+    /// The cursor the page starts below.
+    pub before: Option<&'a str>,
+}
+
+impl Page<'_> {
+    /// The page's runs, newest first; when more follow, says on stderr how to
+    /// ask for them (stdout stays the listing alone, for scripts).
+    fn read(
+        self,
+        store: &dyn journal_core::Store,
+        tenant: &journal_core::TenantId,
+        outcome: Option<Outcome>,
+    ) -> Result<Vec<RunId>, Failure> {
+        let before = self
+            .before
+            .map(|text| {
+                AdmittedRun::from_cursor(text).ok_or_else(|| {
+                    Failure::Usage(format!(
+                        "--before {}: not a cursor (MILLIS:RUN, as `runs --limit` prints for the next page)",
+                        crate::output::shown(text)
+                    ))
+                })
+            })
+            .transpose()?;
+        let limit = self.limit as usize;
+        let mut admitted = store.admissions(tenant, before.as_ref(), outcome, limit + 1)?;
+        if admitted.len() > limit {
+            admitted.truncate(limit);
+            if let Some(last) = admitted.last() {
+                let outcome = outcome.map_or_else(String::new, |o| format!(" --outcome {}", o.as_str()));
+                eprintln!("next page: agentplane runs --limit {limit}{outcome} --before {}", last.cursor());
+            }
+        }
+        Ok(admitted.into_iter().map(|row| row.run).collect())
+    }
 }
 
 /// Exit 1 when a row is unverified (3 when every one is build skew: this
