@@ -149,3 +149,34 @@ fn r_aud_3_a_deletion_through_sql_is_found_against_a_saved_checkpoint() {
     assert_eq!(found.findings[0].code, audit::FindingCode::LogShrank);
     assert_eq!(found.findings[0].anchors, ["saved.note"]);
 }
+
+/// Issue 25, schema v4: a database at v3 that already holds seals (made here
+/// by taking v4's additions off a database this build wrote) is migrated with
+/// its seal count filled in, and the trigger then follows every insert and
+/// delete of a seal row, SQL behind the plane's back included, so opening the
+/// log still tells a log with holes (R-LOG-7) without counting the seals.
+#[test]
+fn r_store_3_the_v4_migration_counts_the_seals_stored_and_the_trigger_keeps_counting() {
+    let url = store_pg::testkit::fresh_database();
+    let tenant = TenantId::new("t").unwrap();
+    seal_runs(&Arc::new(PgStore::open(&url).unwrap()), &tenant, 0..5);
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .batch_execute(
+            "DROP TRIGGER seals_counted ON seals; DROP FUNCTION agentplane_count_seals();
+             ALTER TABLE log_counter DROP COLUMN seal_count; DROP INDEX heads_entries_by_run;
+             UPDATE agentplane_schema SET version = 3;",
+        )
+        .unwrap();
+    let store = Arc::new(PgStore::open(&url).unwrap());
+    let counters = store.log_counters(&tenant).unwrap();
+    assert_eq!((counters.next_position, counters.seal_count), (5, 5), "the seals stored before are counted");
+    assert!(!counters.has_holes());
+    seal_runs(&store, &tenant, 5..7);
+    assert_eq!(store.log_counters(&tenant).unwrap().seal_count, 7, "new seals are counted");
+    client.execute("DELETE FROM seals WHERE tenant = $1 AND position = 2", &[&tenant.as_str()]).unwrap();
+    let counters = store.log_counters(&tenant).unwrap();
+    assert_eq!((counters.next_position, counters.seal_count), (7, 6), "a row deleted through SQL is counted too");
+    assert!(counters.has_holes());
+    assert_eq!(LogView::open(store.as_ref(), &tenant).unwrap().source(), journal_core::LogSource::WalkWithHoles);
+}
