@@ -329,7 +329,7 @@ impl Statements {
             insert_outcome: prepare("INSERT INTO outcome_index (tenant, outcome, run) VALUES ($1, $2, $3)")?,
             lock_tenant_log: prepare("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")?,
             select_counter: prepare("SELECT next_position FROM log_counter WHERE tenant = $1 FOR UPDATE")?,
-            select_node: prepare("SELECT hash FROM log_nodes WHERE tenant = $1 AND level = $2 AND index = $3")?,
+            select_node: prepare(SELECT_NODES)?,
             insert_seal: prepare("INSERT INTO seals (tenant, position, run, leaf) VALUES ($1, $2, $3, $4)")?,
             insert_node: prepare("INSERT INTO log_nodes (tenant, level, index, hash) VALUES ($1, $2, $3, $4)")?,
             upsert_counter: prepare(
@@ -909,20 +909,38 @@ impl PgAppend<'_, '_> {
     }
 }
 
+/// The hashes of `ids`, in their order, in one query: a seal reads about
+/// log2(n) nodes and a proof twice that, so one round trip each would make
+/// both grow with the log on a server a network away.
+/// `read_nodes`'s query: the nodes of a tenant whose (level, index) pairs
+/// are given as two arrays.
+const SELECT_NODES: &str = "SELECT n.level, n.index, n.hash FROM log_nodes n
+     JOIN unnest($2::smallint[], $3::bigint[]) AS wanted(level, index) USING (level, index)
+     WHERE n.tenant = $1";
+
 fn read_nodes(
     conn: &mut impl postgres::GenericClient,
     statement: &postgres::Statement,
     tenant: &TenantId,
     ids: &[NodeId],
 ) -> Result<Vec<NodeHash>, JournalError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let levels: Vec<i16> = ids.iter().map(|id| i16::from(id.level)).collect();
+    let indexes = ids.iter().map(|id| to_i64(id.index)).collect::<Result<Vec<i64>, _>>()?;
+    let rows =
+        conn.query(statement, &[&tenant.as_str(), &levels, &indexes]).map_err(|err| pg("reading log nodes", err))?;
+    let mut found: HashMap<NodeId, Vec<u8>> = HashMap::with_capacity(rows.len());
+    for row in rows {
+        let level = u8::try_from(row.get::<_, i16>(0))
+            .map_err(|_| damaged(tenant, "a log node's level is out of range".to_owned()))?;
+        let index = to_u64(tenant, row.get(1))?;
+        found.insert(NodeId::new(level, index), row.get(2));
+    }
     ids.iter()
         .map(|id| {
-            let index = to_i64(id.index)?;
-            let row = conn
-                .query_opt(statement, &[&tenant.as_str(), &i16::from(id.level), &index])
-                .map_err(|err| pg("reading log nodes", err))?
-                .ok_or_else(|| damaged(tenant, format!("log node {id:?} is missing")))?;
-            let hash: Vec<u8> = row.get(0);
+            let hash = found.get(id).ok_or_else(|| damaged(tenant, format!("log node {id:?} is missing")))?;
             NodeHash::try_from(hash.as_slice()).map_err(|_| damaged(tenant, format!("log node {id:?} is not 32 bytes")))
         })
         .collect()
@@ -1247,9 +1265,7 @@ impl Store for PgStore {
 
     fn read_log_nodes(&self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
         let mut conn = self.conn()?;
-        let statement = conn
-            .prepare("SELECT hash FROM log_nodes WHERE tenant = $1 AND level = $2 AND index = $3")
-            .map_err(|err| pg("reading log nodes", err))?;
+        let statement = conn.prepare(SELECT_NODES).map_err(|err| pg("reading log nodes", err))?;
         read_nodes(&mut *conn, &statement, tenant, ids)
     }
 

@@ -180,3 +180,38 @@ fn r_store_3_the_v4_migration_counts_the_seals_stored_and_the_trigger_keeps_coun
     assert!(counters.has_holes());
     assert_eq!(LogView::open(store.as_ref(), &tenant).unwrap().source(), journal_core::LogSource::WalkWithHoles);
 }
+
+/// The log's nodes, read in one query (not one round trip each), come back in
+/// the order asked, repeats included, exactly as the snapshot of the same
+/// tables answers; a node deleted through SQL is store damage naming it,
+/// never a shorter answer (R-LOG-7).
+#[test]
+fn r_log_7_log_nodes_come_back_in_the_order_asked_and_a_missing_one_is_damage() {
+    let store = Arc::new(PgStore::temporary().unwrap());
+    let tenant = TenantId::new("t").unwrap();
+    seal_runs(&store, &tenant, 0..11);
+    let stored: Vec<tlog::NodeId> = store
+        .raw()
+        .query("SELECT level, index FROM log_nodes WHERE tenant = $1 ORDER BY index DESC, level", &[&tenant.as_str()])
+        .unwrap()
+        .into_iter()
+        .map(|row| tlog::NodeId::new(u8::try_from(row.get::<_, i16>(0)).unwrap(), row.get::<_, i64>(1) as u64))
+        .collect();
+    assert!(stored.len() > 11, "interior nodes are stored too");
+    let mut asked = stored.clone();
+    asked.push(stored[0]);
+    let snapshot = store.snapshot(&tenant).unwrap();
+    assert_eq!(store.read_log_nodes(&tenant, &asked).unwrap(), snapshot.read_log_nodes(&tenant, &asked).unwrap());
+    assert!(store.read_log_nodes(&tenant, &[]).unwrap().is_empty());
+    let gone = stored[3];
+    store
+        .raw()
+        .execute(
+            "DELETE FROM log_nodes WHERE tenant = $1 AND level = $2 AND index = $3",
+            &[&tenant.as_str(), &i16::from(gone.level), &(gone.index as i64)],
+        )
+        .unwrap();
+    let err = store.read_log_nodes(&tenant, &asked).unwrap_err();
+    assert!(matches!(err, JournalError::StoreDamage { .. }), "{err:?}");
+    assert!(err.to_string().contains(&format!("{gone:?}")), "{err}");
+}
