@@ -37,6 +37,17 @@ pub enum Location {
     Url(String),
 }
 
+impl Location {
+    /// The store opened for reading only, as `agentplane audit` and the
+    /// other read commands open it (on redb with their smaller page cache).
+    pub fn open_read_only(&self) -> Result<Arc<dyn Store>> {
+        Ok(match self {
+            Self::Dir(dir) => Arc::new(store_redb::RedbStore::open_read_only(&dir.path().join("journal.redb"))?),
+            Self::Url(url) => Arc::new(store_pg::PgStore::open_read_only(url)?),
+        })
+    }
+}
+
 /// A fresh, empty store and where it lives.
 pub fn fresh_store(backend: Backend) -> Result<(Arc<dyn Store>, Location)> {
     Ok(match backend {

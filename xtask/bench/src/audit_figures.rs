@@ -211,9 +211,12 @@ pub fn audit_figures(backend: Backend, rounds: usize, runs: usize) -> Result<(Ve
     }
     let public = ed25519_dalek::VerifyingKey::from_bytes(&signer.public_key())?;
     let inputs = audit_inputs(&tenant, &origin, &signer);
+    // Each round audits a fresh read-only opening, as `agentplane audit`
+    // does: the writer's page cache, warm from the fill, is not the auditor's.
+    drop(store);
     let (ours, sha) = alternate(
         rounds,
-        || audit_rate(store.as_ref(), &inputs, records),
+        || audit_rate(location.open_read_only()?.as_ref(), &inputs, records),
         || {
             rate(records as u64, || {
                 sha256_everything(&plane);
@@ -283,11 +286,15 @@ pub fn storage_figures(backend: Backend, filled: &Filled) -> Result<Vec<Figure>>
     Ok(match &filled.location {
         Location::Dir(dir) => {
             let (before, after) = store_redb::RedbStore::compact(&dir.path().join("journal.redb"))?;
-            vec![figure("", before, None), figure(" after `agentplane compact`", after, Some(2.5))]
+            vec![figure("", before, None), figure(" after `agentplane compact`", after, Some(BYTES_BAR))]
         }
-        Location::Url(url) => vec![figure("", postgres_bytes(url)?, None)],
+        Location::Url(url) => vec![figure("", postgres_bytes(url)?, Some(BYTES_BAR))],
     })
 }
+
+/// Issue 25's bar for bytes on disk per byte of record, on both backends
+/// (redb after `agentplane compact`, which gives free pages back).
+const BYTES_BAR: f64 = 2.0;
 
 /// The size of every table (with its indexes and TOAST) of the database at `url`.
 pub fn postgres_bytes(url: &str) -> Result<u64> {
