@@ -37,6 +37,7 @@ const LATEST: TableDefinition<&str, (u64, &[u8], &str)> = TableDefinition::new("
 /// `agentplane.witness.integrity`).
 const LOG_TARGET: &str = "agentplane.witness";
 
+mod commit;
 mod pressure;
 
 pub use pressure::{
@@ -189,6 +190,14 @@ struct Shared {
     config: WitnessConfig,
     db: Database,
     limits: ServerLimits,
+    cosigning: commit::GroupCommit<Submission>,
+}
+
+/// An `add-checkpoint` whose note verified, waiting for its write transaction.
+struct Submission {
+    request: AddCheckpointRequest,
+    signed: SignedCheckpoint,
+    verified: witness::VerifiedNote,
 }
 
 /// A running witness server: an HTTP/1.1 server on tokio. Dropping it (or
@@ -197,6 +206,7 @@ struct Shared {
 pub struct WitnessServer {
     addr: SocketAddr,
     limits: ServerLimits,
+    shared: Arc<Shared>,
     shutdown: watch::Sender<bool>,
     thread: Option<JoinHandle<()>>,
 }
@@ -265,26 +275,34 @@ impl WitnessServer {
             body_timeout_ms = limits.body_timeout.as_millis(),
             "limits"
         );
-        let shared = Arc::new(Shared { config, db, limits });
+        let shared = Arc::new(Shared { config, db, limits, cosigning: commit::GroupCommit::new() });
+        let serving = Arc::clone(&shared);
         let (shutdown, stop) = watch::channel(false);
         let thread = std::thread::Builder::new()
             .name("agentplane-witness-accept".into())
             .spawn(move || {
                 runtime.block_on(async move {
                     match tokio::net::TcpListener::from_std(listener) {
-                        Ok(listener) => serve(listener, shared, stop).await,
+                        Ok(listener) => serve(listener, serving, stop).await,
                         Err(err) => tracing::error!(target: LOG_TARGET, "listening: {err}"),
                     }
                 });
             })
             .map_err(|err| listen_error(err.to_string()))?;
-        Ok(Self { addr, limits, shutdown, thread: Some(thread) })
+        Ok(Self { addr, limits, shared, shutdown, thread: Some(thread) })
     }
 
     /// The limits it serves with (`max_connections` as lowered to fit
     /// under the open-file limit).
     pub fn limits(&self) -> ServerLimits {
         self.limits
+    }
+
+    /// How many write transactions have stored cosigned checkpoints: fewer
+    /// than the checkpoints cosigned when submissions arrived together and
+    /// shared one (group commit).
+    pub fn state_commits(&self) -> u64 {
+        self.shared.cosigning.commits()
     }
 
     /// The address it listens on.
@@ -628,30 +646,45 @@ impl Shared {
             }
             Err(err) => return Answer::text(400, format!("{err}\n")),
         };
-        let checkpoint = signed.checkpoint();
-        let new = checkpoint.tree();
-        if request.old_size > new.size {
+        if request.old_size > signed.checkpoint().tree().size {
             return Answer::text(400, "old size is larger than the checkpoint size\n");
         }
-        match self.check_and_store(&request, &signed, &verified) {
-            Ok(answer) => answer,
-            Err(err) => Answer::text(500, format!("state: {err}\n")),
-        }
+        self.cosigning.submit(Submission { request, signed, verified }, |batch| self.store_batch(batch))
+    }
+
+    /// Checks and stores a batch of submissions in one write transaction,
+    /// each against the state the ones before it left; answers each, in
+    /// order. Nothing is answered 200 before the transaction is durable, and
+    /// if it fails, every submission of the batch gets a 500 (an answer
+    /// computed from state that never became durable is not given).
+    fn store_batch(&self, batch: &[Submission]) -> Vec<Answer> {
+        let stored = || -> Result<Vec<Answer>, redb::Error> {
+            let txn = self.db.begin_write()?;
+            let answers = {
+                let mut table = txn.open_table(LATEST)?;
+                batch
+                    .iter()
+                    .map(|submission| self.check_and_store(&mut table, submission))
+                    .collect::<Result<Vec<_>, _>>()?
+            };
+            // Durable before the cosignature leaves.
+            txn.commit()?;
+            Ok(answers)
+        };
+        stored().unwrap_or_else(|err| batch.iter().map(|_| Answer::text(500, format!("state: {err}\n"))).collect())
     }
 
     /// The check of the stored size and the update happen in one write
     /// transaction, so two racing submissions cannot roll the state back.
     fn check_and_store(
         &self,
-        request: &AddCheckpointRequest,
-        signed: &SignedCheckpoint,
-        verified: &witness::VerifiedNote,
+        table: &mut redb::Table<'_, &'static str, (u64, &'static [u8], &'static str)>,
+        submission: &Submission,
     ) -> Result<Answer, redb::Error> {
+        let Submission { request, signed, verified } = submission;
         let checkpoint = signed.checkpoint();
         let new = checkpoint.tree();
-        let txn = self.db.begin_write()?;
         let answer = {
-            let mut table = txn.open_table(LATEST)?;
             let stored = match table.get(checkpoint.origin())? {
                 Some(entry) => {
                     let (size, root, _) = entry.value();
@@ -703,8 +736,6 @@ impl Shared {
             table.insert(checkpoint.origin(), (new.size, new.root.as_bytes().as_slice(), served.as_str()))?;
             Answer::text(200, cosignatures.iter().map(witness::NoteSignature::to_line).collect::<String>())
         };
-        // Durable before the cosignature leaves.
-        txn.commit()?;
         Ok(answer)
     }
 }
