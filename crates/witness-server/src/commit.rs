@@ -43,7 +43,8 @@ impl<T> GroupCommit<T> {
         }
     }
 
-    /// Write transactions committed (or attempted) so far.
+    /// Batches whose writer returned (each a write transaction, committed or
+    /// failed); a writer that panicked is not counted.
     pub(crate) fn commits(&self) -> u64 {
         self.commits.load(Ordering::Relaxed)
     }
@@ -58,36 +59,31 @@ impl<T> GroupCommit<T> {
     /// carried it has committed or failed. `commit` writes a batch in one
     /// transaction and answers each item, in order.
     pub(crate) fn submit(&self, item: T, commit: impl FnOnce(&[T]) -> Vec<Answer>) -> Answer {
-        let mut commit = Some(commit);
         let mut queue = self.lock();
         let ticket = queue.next_ticket;
         queue.next_ticket += 1;
         queue.waiting.push((ticket, item));
-        loop {
-            if let Some(answer) = queue.answers.remove(&ticket) {
-                return answer;
-            }
-            // Our item is still waiting, so it has not been answered: when no
-            // commit is under way, we lead the next one (with our `commit`,
-            // never used before, as only the leader of our own item uses it).
-            match (queue.committing, commit.take()) {
-                (false, Some(write)) => {
-                    queue.committing = true;
-                    let (tickets, items): (Vec<u64>, Vec<T>) = std::mem::take(&mut queue.waiting).into_iter().unzip();
-                    drop(queue);
-                    let mut leading = Leading { group: self, tickets, answers: Vec::new() };
-                    leading.answers = write(&items);
-                    self.commits.fetch_add(1, Ordering::Relaxed);
-                    drop(leading);
-                    queue = self.lock();
-                }
-                (_, unused) => {
-                    commit = unused;
-                    queue = self.answered.wait(queue).unwrap_or_else(PoisonError::into_inner);
-                }
-            }
+        while queue.committing && !queue.answers.contains_key(&ticket) {
+            queue = self.answered.wait(queue).unwrap_or_else(PoisonError::into_inner);
         }
+        if let Some(answer) = queue.answers.remove(&ticket) {
+            return answer;
+        }
+        // No commit under way and ours unanswered: it is still waiting, and
+        // this submission leads the commit that carries it.
+        queue.committing = true;
+        let (tickets, items): (Vec<u64>, Vec<T>) = std::mem::take(&mut queue.waiting).into_iter().unzip();
+        drop(queue);
+        let mut leading = Leading { group: self, tickets, answers: Vec::new() };
+        leading.answers = commit(&items);
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        drop(leading);
+        self.lock().answers.remove(&ticket).unwrap_or_else(unanswered)
     }
+}
+
+fn unanswered() -> Answer {
+    Answer::text(500, "the witness failed while storing its state\n")
 }
 
 /// A commit in progress: its answers are handed out when it is dropped, and
@@ -104,12 +100,85 @@ impl<T> Drop for Leading<'_, T> {
         let mut answers = std::mem::take(&mut self.answers).into_iter();
         let mut queue = self.group.lock();
         for ticket in self.tickets.drain(..) {
-            let answer =
-                answers.next().unwrap_or_else(|| Answer::text(500, "the witness failed while storing its state\n"));
-            queue.answers.insert(ticket, answer);
+            queue.answers.insert(ticket, answers.next().unwrap_or_else(unanswered));
         }
         queue.committing = false;
         drop(queue);
         self.group.answered.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::panic)]
+
+    use std::sync::Arc;
+    use std::thread::JoinHandle;
+
+    use super::*;
+
+    type Write = fn(&[u32]) -> Vec<Answer>;
+
+    fn answers_each(batch: &[u32]) -> Vec<Answer> {
+        batch.iter().map(|item| Answer::text(200, format!("{item}\n"))).collect()
+    }
+
+    fn panics(_: &[u32]) -> Vec<Answer> {
+        panic!("the writer failed")
+    }
+
+    /// Starts `items` submitting, each from a thread of its own with
+    /// `write` as its writer, while the caller's commit is under way, and
+    /// returns once they all wait in the queue.
+    fn queue_behind(group: &Arc<GroupCommit<u32>>, items: &[u32], write: Write) -> Vec<JoinHandle<Answer>> {
+        let handles = items
+            .iter()
+            .map(|&item| {
+                let group = Arc::clone(group);
+                std::thread::spawn(move || group.submit(item, write))
+            })
+            .collect();
+        // The leader holds no lock while it writes, so they queue; nothing
+        // else can take them out of the queue before the leader is done.
+        while group.lock().waiting.len() < items.len() {
+            std::thread::yield_now();
+        }
+        handles
+    }
+
+    /// Submissions that arrive while a commit is under way share the next
+    /// one, and each gets its own answer.
+    #[test]
+    fn r_wit_6_submissions_waiting_behind_a_commit_share_the_next_and_each_gets_its_answer() {
+        let group = Arc::new(GroupCommit::new());
+        let mut behind = Vec::new();
+        let first = group.submit(1, |batch| {
+            assert_eq!(batch, [1]);
+            behind = queue_behind(&group, &[2, 3, 4], answers_each);
+            answers_each(batch)
+        });
+        assert_eq!((first.status, first.body.as_str()), (200, "1\n"));
+        let answers: Vec<String> = behind.into_iter().map(|handle| handle.join().unwrap().body).collect();
+        assert_eq!(answers, ["2\n", "3\n", "4\n"]);
+        assert_eq!(group.commits(), 2, "the three waiting shared one commit");
+    }
+
+    /// A writer that panics answers every submission of its batch with a 500
+    /// (the leader's own thread sees the panic) and frees the queue: the next
+    /// submission leads and is answered.
+    #[test]
+    fn a_writer_that_panics_answers_its_whole_batch_500_and_the_next_submission_leads() {
+        let group = Arc::new(GroupCommit::new());
+        let mut behind = Vec::new();
+        group.submit(1, |batch| {
+            behind = queue_behind(&group, &[2, 3], panics);
+            answers_each(batch)
+        });
+        let (answered, panicked): (Vec<_>, Vec<_>) = behind.into_iter().map(JoinHandle::join).partition(Result::is_ok);
+        assert_eq!(panicked.len(), 1, "the one that led the failed commit");
+        let statuses: Vec<u16> = answered.into_iter().map(|answer| answer.unwrap().status).collect();
+        assert_eq!(statuses, [500], "the other of the failed batch");
+        assert_eq!(group.submit(4, answers_each).status, 200);
+        assert_eq!(group.commits(), 2, "the first and the one led after; a writer that panicked finished none");
     }
 }

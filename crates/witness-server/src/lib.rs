@@ -684,58 +684,55 @@ impl Shared {
         let Submission { request, signed, verified } = submission;
         let checkpoint = signed.checkpoint();
         let new = checkpoint.tree();
-        let answer = {
-            let stored = match table.get(checkpoint.origin())? {
-                Some(entry) => {
-                    let (size, root, _) = entry.value();
-                    match RootHash::try_from(root) {
-                        Ok(root) => Tree::new(size, root),
-                        // Never cosign on top of a state we cannot read.
-                        Err(_) => {
-                            return Ok(Answer::text(500, "stored state for this origin is damaged\n"));
-                        }
+        let stored = match table.get(checkpoint.origin())? {
+            Some(entry) => {
+                let (size, root, _) = entry.value();
+                match RootHash::try_from(root) {
+                    Ok(root) => Tree::new(size, root),
+                    // Never cosign on top of a state we cannot read.
+                    Err(_) => {
+                        return Ok(Answer::text(500, "stored state for this origin is damaged\n"));
                     }
                 }
-                None => Tree::empty(),
-            };
-            if request.old_size != stored.size {
-                return Ok(Answer {
-                    status: 409,
-                    content_type: SIZE_CONTENT_TYPE,
-                    body: format!("{}\n", stored.size),
-                    allow: None,
-                });
             }
-            // The one rule (tlog's): a size-0 checkpoint carries the empty
-            // root, old size 0 takes no proof, equal sizes need equal roots.
-            if let Err(err) = new.extends(&stored, &request.proof) {
-                if stored.size > 0 {
-                    tracing::warn!(
-                        target: "agentplane.witness.integrity",
-                        witness = self.config.cosigner.name(),
-                        origin = checkpoint.origin(),
-                        cosigned_size = stored.size,
-                        cosigned_root = %stored.root,
-                        size = new.size,
-                        root = %new.root,
-                        "refused a checkpoint that does not extend the one cosigned: {err}"
-                    );
-                }
-                return Ok(Answer::text(422, format!("{err}\n")));
-            }
-            let timestamp = self.config.clock.now();
-            let text = checkpoint.to_text();
-            let mut cosignatures = Vec::with_capacity(1 + self.config.extra_cosigners.len());
-            for cosigner in self.config.cosigners() {
-                match cosigner.cosign(&text, timestamp) {
-                    Ok(line) => cosignatures.push(line),
-                    Err(err) => return Ok(Answer::text(500, format!("cannot cosign: {err}\n"))),
-                }
-            }
-            let served = witness::assemble(verified.text(), verified.verified_signatures().iter().chain(&cosignatures));
-            table.insert(checkpoint.origin(), (new.size, new.root.as_bytes().as_slice(), served.as_str()))?;
-            Answer::text(200, cosignatures.iter().map(witness::NoteSignature::to_line).collect::<String>())
+            None => Tree::empty(),
         };
-        Ok(answer)
+        if request.old_size != stored.size {
+            return Ok(Answer {
+                status: 409,
+                content_type: SIZE_CONTENT_TYPE,
+                body: format!("{}\n", stored.size),
+                allow: None,
+            });
+        }
+        // The one rule (tlog's): a size-0 checkpoint carries the empty
+        // root, old size 0 takes no proof, equal sizes need equal roots.
+        if let Err(err) = new.extends(&stored, &request.proof) {
+            if stored.size > 0 {
+                tracing::warn!(
+                    target: "agentplane.witness.integrity",
+                    witness = self.config.cosigner.name(),
+                    origin = checkpoint.origin(),
+                    cosigned_size = stored.size,
+                    cosigned_root = %stored.root,
+                    size = new.size,
+                    root = %new.root,
+                    "refused a checkpoint that does not extend the one cosigned: {err}"
+                );
+            }
+            return Ok(Answer::text(422, format!("{err}\n")));
+        }
+        let timestamp = self.config.clock.now();
+        let text = checkpoint.to_text();
+        let mut cosignatures = Vec::with_capacity(1 + self.config.extra_cosigners.len());
+        for cosigner in self.config.cosigners() {
+            match cosigner.cosign(&text, timestamp) {
+                Ok(line) => cosignatures.push(line),
+                Err(err) => return Ok(Answer::text(500, format!("cannot cosign: {err}\n"))),
+            }
+        }
+        let served = witness::assemble(verified.text(), verified.verified_signatures().iter().chain(&cosignatures));
+        table.insert(checkpoint.origin(), (new.size, new.root.as_bytes().as_slice(), served.as_str()))?;
+        Ok(Answer::text(200, cosignatures.iter().map(witness::NoteSignature::to_line).collect::<String>()))
     }
 }
