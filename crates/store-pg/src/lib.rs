@@ -993,6 +993,18 @@ fn signed_tree(tenant: &TenantId, table: &str, row: &postgres::Row) -> Result<Si
 
 /// Everything of `tenant` in one read-only repeatable-read transaction, one
 /// query per table (never one per run).
+/// How the snapshot's reads are planned. Every one wants rows in its primary
+/// key's order, which the key's index gives as it goes: a sort instead (what
+/// the planner picks when its statistics are stale, as after a bulk load)
+/// holds back every row until the last is read, so the audit's workers idle
+/// meanwhile, and spills to disk past `work_mem`. Measured on 70,000 records
+/// before any ANALYZE: 145 ms sorted on disk, 77 ms by the index.
+const SNAPSHOT_PLANS: &str = "SET LOCAL enable_sort = off";
+
+/// A tenant's records for the snapshot: each run's together, in seq order.
+const SELECT_SNAPSHOT_RECORDS: &str = "SELECT run, seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature
+     FROM records WHERE tenant = $1 ORDER BY run, seq";
+
 fn read_snapshot(conn: &mut Client, tenant: &TenantId, sink: &mut dyn SnapshotSink) -> Result<(), JournalError> {
     let fail = |what: &'static str| move |err| pg(what, err);
     let mut txn = conn
@@ -1001,21 +1013,16 @@ fn read_snapshot(conn: &mut Client, tenant: &TenantId, sink: &mut dyn SnapshotSi
         .isolation_level(postgres::IsolationLevel::RepeatableRead)
         .start()
         .map_err(fail("starting the snapshot"))?;
+    txn.batch_execute(SNAPSHOT_PLANS).map_err(fail("starting the snapshot"))?;
     sink.tables(read_tables(&mut txn, tenant)?)?;
     // Streamed, not collected: the sink verifies runs while later rows
     // are still arriving, and the tenant is never held whole in memory.
-    let mut rows = txn
-        .query_raw(
-            "SELECT run, seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature FROM records
-             WHERE tenant = $1 ORDER BY run, seq",
-            std::iter::once(tenant.as_str()),
-        )
-        .map_err(fail("reading records"))?;
+    let mut rows =
+        txn.query_raw(SELECT_SNAPSHOT_RECORDS, std::iter::once(tenant.as_str())).map_err(fail("reading records"))?;
     let mut in_order = RecordsInRunOrder::new(sink);
     while let Some(row) = rows.next().map_err(fail("reading records"))? {
-        let run = run_id(tenant, row.get(0))?;
-        let record = stored_record(tenant, &run, &row, 1)?;
-        in_order.push(run, record)?;
+        let run: &str = row.try_get(0).map_err(fail("reading records"))?;
+        in_order.push(run, || run_id(tenant, run), |run| stored_record(tenant, run, &row, 1))?;
     }
     in_order.finish()?;
     drop(rows);
@@ -1431,6 +1438,37 @@ mod tests {
             idempotency_key: None,
             conclusion: None,
         }
+    }
+
+    /// R-AUD-7, issue 21's one snapshot read in bulk: on a table the planner
+    /// has no statistics of (a fresh database, a bulk load before ANALYZE),
+    /// the snapshot reads the records by the primary key's index, streaming
+    /// from the first row, never through a sort that waits for the last.
+    #[test]
+    fn r_aud_7_the_snapshot_streams_records_by_the_key_index_without_a_sort() {
+        let store = PgStore::temporary().unwrap();
+        let mut client = store.raw();
+        // Rows as a bulk load leaves them (only their order and size matter
+        // to the plan): 20,000 records of 1,000 runs, interleaved.
+        client
+            .execute(
+                "INSERT INTO records (tenant, run, seq, kind, prev_hash, hash, bytes)
+                 SELECT 't', 'run-' || (i % 1000), i, 'StepStarted', '\\x00', '\\x00', convert_to(repeat('x', 300), 'UTF8')
+                 FROM generate_series(1, 20000) AS i",
+                &[],
+            )
+            .unwrap();
+        let mut txn = client.build_transaction().read_only(true).start().unwrap();
+        txn.batch_execute(SNAPSHOT_PLANS).unwrap();
+        let plan: Vec<String> = txn
+            .query(&format!("EXPLAIN {SELECT_SNAPSHOT_RECORDS}"), &[&"t"])
+            .unwrap()
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(plan.contains("Index Scan using records_pkey"), "{plan}");
+        assert!(!plan.contains("Sort"), "{plan}");
     }
 
     /// R-STORE-3, issue 25's batched append attacked: an append to an existing

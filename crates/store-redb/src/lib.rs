@@ -490,9 +490,7 @@ fn read_snapshot(txn: &ReadTransaction, tenant: &TenantId, sink: &mut dyn Snapsh
         if kt != t {
             break;
         }
-        let run = run_id(tenant, run)?;
-        let row = row_of(&run, seq, value.value())?;
-        in_order.push(run, row)?;
+        in_order.push(run, || run_id(tenant, run), |run| row_of(run, seq, value.value()))?;
     }
     in_order.finish()
 }
