@@ -308,27 +308,18 @@ impl<'sink> RecordsInRunOrder<'sink> {
         Self { sink, current: None }
     }
 
-    /// The next record read, of the run named `run`; a run's records must
-    /// come together, in seq order. `id` makes the run's id and is called
-    /// only when a run begins (a plane's records are read by the hundred
-    /// thousand, and most continue the run before them); `row` makes the
-    /// record, given its run's id.
-    pub fn push(
-        &mut self,
-        run: &str,
-        id: impl FnOnce() -> Result<RunId, JournalError>,
-        row: impl FnOnce(&RunId) -> Result<StoredRecord, JournalError>,
-    ) -> Result<(), JournalError> {
-        if let Some((current, rows)) = &mut self.current
-            && current.as_str() == run
-        {
-            rows.push(row(current)?);
-            return Ok(());
+    /// The next record read; a run's records must come together, in seq order.
+    pub fn push(&mut self, run: RunId, row: StoredRecord) -> Result<(), JournalError> {
+        match &mut self.current {
+            Some((current, rows)) if *current == run => {
+                rows.push(row);
+                Ok(())
+            }
+            _ => {
+                let finished = self.current.replace((run, vec![row]));
+                finished.map_or(Ok(()), |(run, rows)| self.sink.run_records(run, rows))
+            }
         }
-        let id = id()?;
-        let first = row(&id)?;
-        let finished = self.current.replace((id, vec![first]));
-        finished.map_or(Ok(()), |(run, rows)| self.sink.run_records(run, rows))
     }
 
     /// Hands over the last run.

@@ -1021,8 +1021,9 @@ fn read_snapshot(conn: &mut Client, tenant: &TenantId, sink: &mut dyn SnapshotSi
         txn.query_raw(SELECT_SNAPSHOT_RECORDS, std::iter::once(tenant.as_str())).map_err(fail("reading records"))?;
     let mut in_order = RecordsInRunOrder::new(sink);
     while let Some(row) = rows.next().map_err(fail("reading records"))? {
-        let run: &str = row.try_get(0).map_err(fail("reading records"))?;
-        in_order.push(run, || run_id(tenant, run), |run| stored_record(tenant, run, &row, 1))?;
+        let run = run_id(tenant, row.get(0))?;
+        let record = stored_record(tenant, &run, &row, 1)?;
+        in_order.push(run, record)?;
     }
     in_order.finish()?;
     drop(rows);

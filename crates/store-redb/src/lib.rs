@@ -490,7 +490,9 @@ fn read_snapshot(txn: &ReadTransaction, tenant: &TenantId, sink: &mut dyn Snapsh
         if kt != t {
             break;
         }
-        in_order.push(run, || run_id(tenant, run), |run| row_of(run, seq, value.value()))?;
+        let run = run_id(tenant, run)?;
+        let row = row_of(&run, seq, value.value())?;
+        in_order.push(run, row)?;
     }
     in_order.finish()
 }
