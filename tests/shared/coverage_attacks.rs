@@ -41,7 +41,7 @@ impl<S: Store + TamperAccess + 'static> Plane<S> {
     }
 
     /// A run admitted with one done effect (`ek:wire-transfer`); sealed when `seal`.
-    fn run(&self, name: &str, seal: bool) -> RunId {
+    pub fn run(&self, name: &str, seal: bool) -> RunId {
         let request =
             AdmitRequest { idempotency_key: name.into(), plan: vec!["work".into()], budget: Budget::default() };
         let Admission::New(mut run) = self.runtime.admit(&self.tenant, request).unwrap() else { panic!("new") };
@@ -60,13 +60,13 @@ impl<S: Store + TamperAccess + 'static> Plane<S> {
     }
 
     /// The checkpoint the plane signs (heads leaves first), as an observer saves it.
-    fn sign(&self) -> SignedCheckpoint {
+    pub fn sign(&self) -> SignedCheckpoint {
         journal_core::log::sign_current_head(self.store.as_ref(), &self.tenant, &self.origin, &self.key, None)
             .unwrap()
             .1
     }
 
-    fn inputs(&self, saved: &SignedCheckpoint) -> AuditInputs {
+    pub fn inputs(&self, saved: &SignedCheckpoint) -> AuditInputs {
         let mut inputs = AuditInputs::new(self.tenant.clone(), self.origin.clone());
         inputs.log_keys = vec![self.key.verifier_key()];
         inputs.anchors.push(

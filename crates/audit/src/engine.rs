@@ -91,10 +91,11 @@ pub fn audit_with_progress(
     check_idempotency_rows(&snapshot, &facts, &mut report);
     check_admission_order(&snapshot, &facts, &mut report);
     check_fork_provenance(store, inputs, &facts, &mut report);
-    let (rebuilt, heads_leaves) = check_log(store, inputs, &facts, &mut report)?;
+    let LogChecked { rebuilt, heads_leaves, sealed } = check_log(store, inputs, &facts, &mut report)?;
+    check_seal_index(&snapshot, &sealed, &mut report);
     let anchored = check_anchors(inputs, &rebuilt, &mut report);
-    let covered = check_heads(&snapshot, inputs, &facts, &heads_leaves, &anchored, &mut report);
-    check_heads_index(&snapshot, &mut report);
+    let (covered, held_leaves) = check_heads(&snapshot, inputs, &facts, &heads_leaves, &anchored, &mut report);
+    check_heads_index(&snapshot, &held_leaves, &mut report);
     report.tenant = inputs.tenant.to_string();
     report.origin = inputs.origin.to_string();
     report.log_size = rebuilt.size();
@@ -110,7 +111,7 @@ pub fn audit_with_progress(
                 .into(),
         });
     }
-    say_what_no_anchor_covers(&snapshot, &facts, &anchored, &covered, &mut report);
+    say_what_no_anchor_covers(&sealed, &facts, &anchored, &covered, &mut report);
     Ok(report)
 }
 
@@ -743,7 +744,7 @@ fn check_log(
     inputs: &AuditInputs,
     facts: &BTreeMap<RunId, RunFacts>,
     report: &mut AuditReport,
-) -> Result<(MemoryHashStore, Vec<HeadsAt>), AuditError> {
+) -> Result<LogChecked, AuditError> {
     let tenant = &inputs.tenant;
     let seals: Vec<SealEntry> = store.seals(tenant).map_err(AuditError::Store)?;
     let rebuilt = journal_core::log::walk(&seals);
@@ -757,9 +758,20 @@ fn check_log(
     // chains, and independent of the others).
     let mut steps: Vec<SealStep<'_>> = Vec::with_capacity(seals.len());
     for (rank, seal) in seals.iter().enumerate() {
-        // A heads leaf is told by its bytes, never by the row's run column.
+        // A heads leaf is told by its bytes, never by the row's run column;
+        // that column is derived data too (what looks a sealed run up), so a
+        // heads leaf's row naming a run is a lie about which runs are sealed.
         if HeadsLeaf::is_tagged(&seal.leaf_bytes) {
             heads_leaves.push(HeadsAt { rank: rank as u64, position: seal.position, leaf: seal.leaf_bytes.clone() });
+            if !seal.run.is_heads_leaf() {
+                steps.push(SealStep::Found(
+                    Finding::new(
+                        FindingCode::SealIndexMismatch,
+                        format!("the log's position {} holds a heads leaf, but its row names this run", seal.position),
+                    )
+                    .run(&seal.run),
+                ));
+            }
             continue;
         }
         if !in_log.insert(&seal.run) {
@@ -805,10 +817,14 @@ fn check_log(
     if proven.len() != steps.len() {
         return Err(AuditError::WorkerFailed);
     }
+    let mut sealed = SealedRuns::new();
     for (step, answer) in steps.into_iter().zip(proven) {
         match (step, answer) {
             (SealStep::Found(finding), _) | (_, Some(Err(finding))) => report.findings.push(finding),
-            (_, Some(Ok(()))) => report.checked.inclusions += 1,
+            (SealStep::Prove { rank, seal, .. }, Some(Ok(()))) => {
+                report.checked.inclusions += 1;
+                sealed.insert(seal.run.clone(), (rank, seal.position));
+            }
             (SealStep::Prove { .. }, None) => return Err(AuditError::WorkerFailed),
         }
     }
@@ -841,7 +857,48 @@ fn check_log(
     } else {
         compare_nodes(store, inputs, &rebuilt, report);
     }
-    Ok((rebuilt, heads_leaves))
+    Ok(LogChecked { rebuilt, heads_leaves, sealed })
+}
+
+/// What check 4 and 5 leave for the checks after them.
+struct LogChecked {
+    /// The log rebuilt from its seal rows.
+    rebuilt: MemoryHashStore,
+    /// The heads leaves among them, told by their bytes.
+    heads_leaves: Vec<HeadsAt>,
+    /// Each run whose seal verified: the leaf its chain gives, included at
+    /// its rank.
+    sealed: SealedRuns,
+}
+
+/// Runs whose seal the audit verified: `(rank, position)` of each.
+type SealedRuns = BTreeMap<RunId, (u64, u64)>;
+
+/// The seal index (which position seals each run: what `prove` and
+/// `export` of a sealed run look up) held to the verified seals, both ways:
+/// a run's row must name its verified seal, and every row must be one of
+/// those. A backend that keeps no separate index derives it from the seal
+/// rows' run column, which this holds the same way.
+fn check_seal_index(snapshot: &TenantSnapshot, sealed: &SealedRuns, report: &mut AuditReport) {
+    let runs: BTreeSet<&RunId> = sealed.keys().chain(snapshot.seal_by_run.keys()).collect();
+    let named: BTreeSet<&RunId> = snapshot.seals.values().map(|seal| &seal.run).collect();
+    for run in runs {
+        report.checked.derived += 1;
+        let detail = match (sealed.get(run), snapshot.seal_by_run.get(run)) {
+            (Some((_, position)), Some(indexed)) if position == indexed => continue,
+            (Some((_, position)), Some(indexed)) => {
+                format!("the seal index names position {indexed}; its verified seal is at {position}")
+            }
+            (Some((_, position)), None) => format!("the seal index has no row; its verified seal is at {position}"),
+            // A seal that failed its checks is a finding of its own already.
+            (None, Some(_)) if named.contains(run) => continue,
+            (None, Some(indexed)) => {
+                format!("the seal index names position {indexed}, but the log holds no verified seal of the run")
+            }
+            (None, None) => continue,
+        };
+        report.findings.push(Finding::new(FindingCode::SealIndexMismatch, detail).run(run));
+    }
 }
 
 /// A heads leaf found in the log: its rank in the rebuilt log, the position
@@ -876,8 +933,21 @@ fn check_heads(
     heads_leaves: &[HeadsAt],
     anchored: &Anchored,
     report: &mut AuditReport,
-) -> Covered {
+) -> (Covered, BTreeSet<u64>) {
     let mut covered = Covered::new();
+    let mut held = BTreeSet::new();
+    // Entries are the data behind a heads leaf: stored where the log holds
+    // none, they are rows nothing commits to (and would feed the
+    // newest-heads index a position that proves nothing).
+    let leaf_positions: BTreeSet<u64> = heads_leaves.iter().map(|at| at.position).collect();
+    for (position, entries) in &snapshot.heads_entries {
+        if !leaf_positions.contains(position) {
+            report.findings.push(Finding::new(
+                FindingCode::HeadsLeafBroken,
+                format!("{} heads entries are stored at position {position}, which holds no heads leaf", entries.len()),
+            ));
+        }
+    }
     for at in heads_leaves {
         report.checked.derived += 1;
         let anchor = covering(anchored, at.rank);
@@ -905,6 +975,7 @@ fn check_heads(
             )));
             continue;
         }
+        held.insert(at.position);
         for entry in &entries {
             report.checked.heads += 1;
             let held = facts.get(&entry.run).map(|run_facts| {
@@ -948,14 +1019,22 @@ fn check_heads(
             report.findings.push(with_anchor(finding.run(&entry.run).seq(entry.seq)));
         }
     }
-    covered
+    (covered, held)
 }
 
 /// The newest-heads index both ways (issue 25): each run's row names the
 /// newest heads leaf whose stored entries hold it, and every row is one of
 /// those. The entries themselves are held to their leaves by `check_heads`.
-fn check_heads_index(snapshot: &TenantSnapshot, report: &mut AuditReport) {
-    let derived = journal_core::snapshot::newest_heads(&snapshot.heads_entries);
+/// The newest-heads index held to the entries of the heads leaves that
+/// verified (`held`: their stored entries give the leaf's root), both ways.
+fn check_heads_index(snapshot: &TenantSnapshot, held: &BTreeSet<u64>, report: &mut AuditReport) {
+    let verified: BTreeMap<u64, Vec<journal_core::heads::HeadEntry>> = snapshot
+        .heads_entries
+        .iter()
+        .filter(|(position, _)| held.contains(position))
+        .map(|(position, entries)| (*position, entries.clone()))
+        .collect();
+    let derived = journal_core::snapshot::newest_heads(&verified);
     let runs: BTreeSet<&RunId> = derived.keys().chain(snapshot.heads_by_run.keys()).collect();
     for run in runs {
         report.checked.derived += 1;
@@ -978,7 +1057,7 @@ fn check_heads_index(snapshot: &TenantSnapshot, report: &mut AuditReport) {
 /// complete: runs admitted after the newest anchor, records written after
 /// the newest anchored heads entry of a run, runs sealed after it.
 fn say_what_no_anchor_covers(
-    snapshot: &TenantSnapshot,
+    sealed: &SealedRuns,
     facts: &BTreeMap<RunId, RunFacts>,
     anchored: &Anchored,
     covered: &Covered,
@@ -987,8 +1066,9 @@ fn say_what_no_anchor_covers(
     let Some(newest) = anchored.iter().map(|(_, size)| *size).max() else {
         return;
     };
-    let rank_of: BTreeMap<&RunId, u64> =
-        snapshot.seals.values().enumerate().map(|(rank, seal)| (&seal.run, rank as u64)).collect();
+    // Only a seal that verified makes a run sealed: a row's run column alone
+    // (a heads leaf's row renamed, say) must not hide an open run.
+    let rank_of: BTreeMap<&RunId, u64> = sealed.iter().map(|(run, (rank, _))| (run, *rank)).collect();
     let (mut unanchored_runs, mut sealed_after, mut runs_with_newer, mut newer_records) = (0u64, 0u64, 0u64, 0u64);
     for (run, run_facts) in facts {
         if let Some(rank) = rank_of.get(run) {

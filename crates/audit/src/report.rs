@@ -106,6 +106,10 @@ pub enum FindingCode {
     /// a heads leaf that is not the newest holding the run, or holds a row
     /// no heads entry gives.
     HeadsIndexMismatch,
+    /// The seal index (which position seals each run, what `prove` and
+    /// `export` of a sealed run look up; on a backend without a separate
+    /// index, a seal row's run column) disagrees with the verified seals.
+    SealIndexMismatch,
     /// An anchor the auditor named could not be read or verified: unreachable,
     /// timed out, refused, or an answer that does not verify (R-AUD-9).
     AnchorUnavailable,
@@ -131,6 +135,7 @@ impl FindingCode {
             | Self::IdempotencyIndexMismatch
             | Self::AdmissionOrderMismatch
             | Self::HeadsIndexMismatch
+            | Self::SealIndexMismatch
             | Self::CachedNodesMismatch
             | Self::RunRowMissing
             | Self::IndexWithoutRun

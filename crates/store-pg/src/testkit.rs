@@ -308,6 +308,18 @@ impl TamperAccess for PgStore {
         for (id, hash) in dense_log_nodes(&leaves) {
             self.overwrite_log_node(tenant, id, hash);
         }
+        // A careful hider leaves no heads entries where the new log holds no heads leaf.
+        let heads_at: Vec<i64> = leaves
+            .iter()
+            .enumerate()
+            .filter(|(_, leaf)| journal_core::heads::HeadsLeaf::is_tagged(leaf))
+            .map(|(position, _)| i64_of(position as u64))
+            .collect();
+        self.tamper(
+            "rewrite log",
+            "DELETE FROM heads_entries WHERE tenant = $1 AND NOT (position = ANY($2))",
+            &[&t, &heads_at],
+        );
         self.tamper(
             "rewrite log",
             "INSERT INTO log_counter (tenant, next_position) VALUES ($1, $2)

@@ -27,3 +27,66 @@ fn r_aud_1_a_run_copied_from_another_tenant_is_found() {
 fn r_aud_8_forged_or_missing_admission_order_rows_are_found() {
     shared::admission_order_rows_forged_or_missing_are_found(PgStore::temporary().unwrap());
 }
+
+/// R-AUD-8, R-AUD-3, found by an attacker review (session 16), with SQL:
+/// a heads leaf's seal row renamed to an open run admitted after the
+/// anchor (the seal lookup `prove` uses reads that column) hid the run from
+/// "not covered" and audited clean; heads entries inserted at a position
+/// holding no heads leaf fed the newest-heads index unchecked. Both are
+/// findings now, and the open run stays listed as not covered.
+#[test]
+fn r_aud_8_a_heads_leaf_row_renamed_or_entries_where_no_leaf_is_are_found() {
+    let plane = shared::Plane::on(PgStore::temporary().unwrap());
+    let (_sealed, open) = (plane.run("a", true), plane.run("c", false));
+    let saved = plane.sign();
+    let open_after = plane.run("e", false);
+    let inputs = plane.inputs(&saved);
+    let audit_now = || audit::audit(plane.store.as_ref(), &inputs).unwrap();
+    let uncovered = |report: &audit::AuditReport| report.not_checked.iter().any(|n| n.what.ends_with("open runs"));
+    let report = audit_now();
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    assert!(uncovered(&report), "{:#?}", report.not_checked);
+
+    let mut sql = plane.store.raw();
+    let renamed = sql
+        .execute(
+            "UPDATE seals SET run = $1 WHERE tenant = 't' AND position = (SELECT min(position) FROM seals WHERE tenant = 't' AND run = 'agentplane:heads')",
+            &[&open_after.as_str()],
+        )
+        .unwrap();
+    assert_eq!(renamed, 1);
+    let report = audit_now();
+    let named: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|f| f.code == audit::FindingCode::SealIndexMismatch)
+        .map(|f| f.run.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(named, vec![open_after.to_string()], "{:#?}", report.findings);
+    assert!(uncovered(&report), "the open run is still said to be uncovered: {:#?}", report.not_checked);
+    sql.execute("UPDATE seals SET run = 'agentplane:heads' WHERE tenant = 't' AND run = $1", &[&open_after.as_str()])
+        .unwrap();
+
+    let head = journal_core::Store::read_run(plane.store.as_ref(), &plane.tenant, &open).unwrap().head.unwrap();
+    sql.execute(
+        "INSERT INTO heads_entries (tenant, position, run, seq, hash) VALUES ('t', 99, $1, $2, $3)",
+        &[&open.as_str(), &(head.seq as i64), &head.hash.as_bytes().as_slice()],
+    )
+    .unwrap();
+    let report = audit_now();
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.code == audit::FindingCode::HeadsLeafBroken && f.detail.contains("position 99")),
+        "{:#?}",
+        report.findings
+    );
+    let index: Vec<String> = report
+        .findings
+        .iter()
+        .filter(|f| f.code == audit::FindingCode::HeadsIndexMismatch)
+        .map(|f| f.run.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(index, vec![open.to_string()], "{:#?}", report.findings);
+}

@@ -7,8 +7,8 @@ use redb::{Database, ReadableTable as _, WriteTransaction};
 use tlog::{NodeHash, NodeId};
 
 use crate::{
-    ADMISSIONS, Db, HEADS, IDEMPOTENCY, LOG_COUNTER, NODES, OUTCOMES, RECORDS, RUNS, RedbStore, SEAL_BY_RUN,
-    record_value, seals_def, seals_table,
+    ADMISSIONS, Db, HEADS, HEADS_BY_RUN, IDEMPOTENCY, LOG_COUNTER, NODES, OUTCOMES, RECORDS, RUNS, RedbStore,
+    SEAL_BY_RUN, record_value, seals_def, seals_table,
 };
 
 impl RedbStore {
@@ -217,7 +217,44 @@ impl TamperAccess for RedbStore {
             }
             for (position, (run, leaf)) in seals.iter().enumerate() {
                 table.insert(position as u64, (run.as_str(), leaf.as_slice()))?;
-                by_run.insert((t, run.as_str()), position as u64)?;
+                if !run.is_heads_leaf() {
+                    by_run.insert((t, run.as_str()), position as u64)?;
+                }
+            }
+            // A careful hider leaves no heads entries where the new log holds
+            // no heads leaf, and points the newest-heads index at what remains.
+            let heads_at: std::collections::BTreeSet<u64> = seals
+                .iter()
+                .enumerate()
+                .filter(|(_, (_, leaf))| journal_core::heads::HeadsLeaf::is_tagged(leaf))
+                .map(|(position, _)| position as u64)
+                .collect();
+            let mut entries = txn.open_table(HEADS)?;
+            let stored: Vec<(u64, String)> = entries
+                .range((t, 0, "")..=(t, u64::MAX, "\u{10FFFF}"))?
+                .filter_map(|entry| entry.ok().map(|(key, _)| (key.value().1, key.value().2.to_owned())))
+                .collect();
+            let mut newest: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+            for (position, run) in stored {
+                if heads_at.contains(&position) {
+                    newest.insert(run, position);
+                } else {
+                    entries.remove((t, position, run.as_str()))?;
+                }
+            }
+            let mut heads_by_run = txn.open_table(HEADS_BY_RUN)?;
+            let indexed: Vec<String> = heads_by_run
+                .range((t, "")..)?
+                .filter_map(|entry| entry.ok())
+                .map(|(key, _)| (key.value().0 == t, key.value().1.to_owned()))
+                .take_while(|(ours, _)| *ours)
+                .map(|(_, run)| run)
+                .collect();
+            for run in indexed {
+                heads_by_run.remove((t, run.as_str()))?;
+            }
+            for (run, position) in &newest {
+                heads_by_run.insert((t, run.as_str()), *position)?;
             }
             let leaves: Vec<Vec<u8>> = seals.iter().map(|(_, leaf)| leaf.clone()).collect();
             for (id, hash) in dense_log_nodes(&leaves) {

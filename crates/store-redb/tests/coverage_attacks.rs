@@ -207,3 +207,148 @@ fn r_aud_2_a_file_from_before_the_newest_heads_index_is_filled_by_its_first_writ
     };
     assert_eq!(db_rows, 2, "one row per covered run");
 }
+
+/// A redb file of runs `a` and `b` sealed and `c` open (its effect done, no
+/// conclusion), then a third sealed run `d` and an open run `e` admitted
+/// after the checkpoint an observer saved; the plane is closed. Returns the
+/// path, the audit's inputs (the saved checkpoint as its anchor) and the runs.
+fn sealed_and_open(dir: &std::path::Path) -> (std::path::PathBuf, audit::AuditInputs, [journal_core::RunId; 5]) {
+    let path = dir.join("plane.redb");
+    let plane = shared::Plane::on(RedbStore::create(&path).unwrap());
+    let (a, b, c) = (plane.run("a", true), plane.run("b", true), plane.run("c", false));
+    let saved = plane.sign();
+    let (d, e) = (plane.run("d", true), plane.run("e", false));
+    let inputs = plane.inputs(&saved);
+    drop(plane);
+    (path, inputs, [a, b, c, d, e])
+}
+
+/// One raw write transaction on the file, as a writer without the key makes it.
+fn forge(path: &std::path::Path, write: impl FnOnce(&redb::WriteTransaction)) {
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    write(&txn);
+    txn.commit().unwrap();
+}
+
+fn audit_file(path: &std::path::Path, inputs: &audit::AuditInputs) -> audit::AuditReport {
+    audit::audit(&RedbStore::open_read_only(path).unwrap(), inputs).unwrap()
+}
+
+fn runs_found(report: &audit::AuditReport, code: audit::FindingCode) -> Vec<String> {
+    report.findings.iter().filter(|f| f.code == code).map(|f| f.run.clone().unwrap_or_default()).collect()
+}
+
+/// R-AUD-8, found by an attacker review (session 16): the seal index (which
+/// position seals each run: what `prove` and `export` of a sealed run look
+/// up) was never held to the verified seals. A sealed run's row deleted
+/// (`prove` then says "not sealed"), pointed at another run's seal (`prove`
+/// serves that run's leaf), or an open run given a sealed run's position:
+/// each audited clean. Each is now a `seal_index_mismatch` naming the run.
+#[test]
+fn r_aud_8_forged_or_missing_seal_index_rows_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, inputs, [a, b, c, ..]) = sealed_and_open(dir.path());
+    let report = audit_file(&path, &inputs);
+    assert!(report.findings.is_empty(), "the untouched file is clean: {:#?}", report.findings);
+    let by_run: redb::TableDefinition<(&str, &str), u64> = redb::TableDefinition::new("seal_by_run");
+    let position = |run: &journal_core::RunId| {
+        use redb::ReadableDatabase as _;
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_read().unwrap();
+        txn.open_table(by_run).unwrap().get(("t", run.as_str())).unwrap().unwrap().value()
+    };
+    let (of_a, of_b) = (position(&a), position(&b));
+    let code = audit::FindingCode::SealIndexMismatch;
+
+    forge(&path, |txn| {
+        txn.open_table(by_run).unwrap().remove(("t", a.as_str())).unwrap();
+    });
+    assert_eq!(runs_found(&audit_file(&path, &inputs), code), vec![a.to_string()], "a sealed run's row deleted");
+
+    forge(&path, |txn| {
+        txn.open_table(by_run).unwrap().insert(("t", a.as_str()), of_b).unwrap();
+    });
+    assert_eq!(runs_found(&audit_file(&path, &inputs), code), vec![a.to_string()], "pointed at another's seal");
+
+    forge(&path, |txn| {
+        let mut table = txn.open_table(by_run).unwrap();
+        table.insert(("t", a.as_str()), of_a).unwrap();
+        table.insert(("t", c.as_str()), of_a).unwrap();
+    });
+    let report = audit_file(&path, &inputs);
+    assert_eq!(runs_found(&report, code), vec![c.to_string()], "an open run given a seal: {:#?}", report.findings);
+    assert_eq!(report.findings[0].class, audit::FindingClass::DerivedData);
+}
+
+/// R-AUD-8, R-AUD-3, found by the same review: the run column of a heads
+/// leaf's seal row was read as "this run is sealed", so an open run
+/// admitted after the newest anchor was no longer said to be uncovered (a
+/// cut or deletion of it then unseen), and the audit was clean. Heads
+/// entries stored at a position holding no heads leaf fed the newest-heads
+/// index unchecked (`prove` of the run then failed). Both are findings now,
+/// and the open run stays listed as not covered.
+#[test]
+fn r_aud_8_a_heads_leaf_row_renamed_or_entries_where_no_leaf_is_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, inputs, [.., open_after]) = sealed_and_open(dir.path());
+    let uncovered = |report: &audit::AuditReport| report.not_checked.iter().any(|n| n.what.ends_with("open runs"));
+    let report = audit_file(&path, &inputs);
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    assert!(uncovered(&report), "the run admitted after the anchor is not covered: {:#?}", report.not_checked);
+
+    let seals: redb::TableDefinition<u64, (&str, &[u8])> = redb::TableDefinition::new("seals/t");
+    forge(&path, |txn| {
+        use redb::ReadableTable as _;
+        let mut table = txn.open_table(seals).unwrap();
+        let heads_leaf = table
+            .iter()
+            .unwrap()
+            .map(|entry| entry.unwrap())
+            .find(|(_, value)| journal_core::heads::HeadsLeaf::is_tagged(value.value().1))
+            .map(|(key, value)| (key.value(), value.value().1.to_vec()))
+            .expect("the plane signed a heads leaf");
+        table.insert(heads_leaf.0, (open_after.as_str(), heads_leaf.1.as_slice())).unwrap();
+    });
+    let report = audit_file(&path, &inputs);
+    assert!(
+        runs_found(&report, audit::FindingCode::SealIndexMismatch).contains(&open_after.to_string()),
+        "{:#?}",
+        report.findings
+    );
+    assert!(uncovered(&report), "the open run is still said to be uncovered: {:#?}", report.not_checked);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (path, inputs, [.., c, _, _]) = sealed_and_open(dir.path());
+    let store = RedbStore::open_read_only(&path).unwrap();
+    let head = journal_core::Store::read_run(&store, &shared_tenant(), &c).unwrap().head.unwrap();
+    drop(store);
+    let entries: redb::TableDefinition<(&str, u64, &str), (u64, &[u8])> = redb::TableDefinition::new("heads_entries");
+    let by_run: redb::TableDefinition<(&str, &str), u64> = redb::TableDefinition::new("heads_by_run");
+    forge(&path, |txn| {
+        txn.open_table(entries)
+            .unwrap()
+            .insert(("t", 99, c.as_str()), (head.seq, head.hash.as_bytes().as_slice()))
+            .unwrap();
+        txn.open_table(by_run).unwrap().insert(("t", c.as_str()), 99).unwrap();
+    });
+    let report = audit_file(&path, &inputs);
+    assert!(
+        report
+            .findings
+            .iter()
+            .any(|f| f.code == audit::FindingCode::HeadsLeafBroken && f.detail.contains("position 99")),
+        "{:#?}",
+        report.findings
+    );
+    assert_eq!(
+        runs_found(&report, audit::FindingCode::HeadsIndexMismatch),
+        vec![c.to_string()],
+        "{:#?}",
+        report.findings
+    );
+}
+
+fn shared_tenant() -> journal_core::TenantId {
+    journal_core::TenantId::new("t").unwrap()
+}

@@ -111,6 +111,13 @@ impl TamperAccess for MemoryStore {
             t.next_position = seals.len() as u64;
             let leaves: Vec<Vec<u8>> = seals.iter().map(|(_, leaf)| leaf.clone()).collect();
             t.nodes = super::dense_log_nodes(&leaves).into_iter().collect();
+            // A careful hider leaves no heads entries where the new log holds no heads leaf.
+            t.heads.retain(|position, _| {
+                usize::try_from(*position)
+                    .ok()
+                    .and_then(|position| leaves.get(position))
+                    .is_some_and(|leaf| crate::heads::HeadsLeaf::is_tagged(leaf))
+            });
         }
     }
 
