@@ -963,3 +963,39 @@ fn r_wit_8_sweep_every_is_quiet_until_something_changes() {
     }
     assert!(!stdout.contains("search"), "--tenant shop sweeps shop alone:\n{stdout}");
 }
+
+/// R-LOG-4, R-AUD-8 (an attacker review, session 16): the store's seal index
+/// pointed at another run's seal made `prove` print that run's leaf under the
+/// name asked. `prove` now holds the leaf to the run it names: exit 1, the
+/// index named as damaged; the audit finds the row.
+#[test]
+fn r_log_4_prove_refuses_a_leaf_the_seal_index_misattributes() {
+    use redb::ReadableDatabase as _;
+    let dir = demo_dir();
+    let sealed: Vec<String> =
+        ok(dir.path(), &["runs", "--outcome", "succeeded", "--ids"]).lines().map(str::to_owned).collect();
+    assert!(sealed.len() >= 2, "the demo seals two runs at least: {sealed:?}");
+    ok(dir.path(), &["prove", &sealed[0]]);
+    let path = dir.path().join("agentplane.redb");
+    let by_run: redb::TableDefinition<(&str, &str), u64> = redb::TableDefinition::new("seal_by_run");
+    let other = {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_read().unwrap();
+        txn.open_table(by_run).unwrap().get(("default", sealed[1].as_str())).unwrap().unwrap().value()
+    };
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(by_run).unwrap().insert(("default", sealed[0].as_str()), other).unwrap();
+        txn.commit().unwrap();
+    }
+    let refused = agentplane(dir.path(), &["prove", &sealed[0], "--json"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", String::from_utf8_lossy(&refused.stdout));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("does not seal run") && stderr.contains("seal index"), "{stderr}");
+    let verify = agentplane(dir.path(), &["verify", "--json"]);
+    assert_eq!(verify.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    let codes: Vec<&str> = report["findings"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
+    assert!(codes.contains(&"seal_index_mismatch"), "{report}");
+}

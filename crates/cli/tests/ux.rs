@@ -87,7 +87,11 @@ fn r_ux_2_each_command_s_json_has_its_documented_schema_and_hex_hashes() {
     assert_hex(&checkpoint["root"], "checkpoint root");
 
     let inclusion = json(dir, &["prove", &sealed, "--json"]);
-    assert_fields(&inclusion, &["from_walk_with_holes", "index", "leaf_hash", "proof", "root", "run", "size"], "prove");
+    assert_fields(
+        &inclusion,
+        &["from_walk_with_holes", "index", "leaf", "leaf_hash", "proof", "root", "run", "size"],
+        "prove",
+    );
     assert_hex(&inclusion["root"], "prove root");
     assert_hex(&inclusion["leaf_hash"], "prove leaf_hash");
     inclusion["proof"].as_array().unwrap().iter().for_each(|h| assert_hex(h, "prove proof"));
@@ -546,6 +550,23 @@ fn r_log_4_verify_proof_checks_a_printed_proof_against_a_trusted_tree() {
     let answer =
         json_exit(dir, &["verify-proof", "changed.json", "--checkpoint", "saved.note", "--log-key", key, "--json"], 1);
     assert_eq!(answer["class"], "findings", "{answer}");
+
+    // The leaf's bytes bind the proof to the run it names (session 16): a
+    // proof relabelled with another run, or whose leaf bytes were swapped,
+    // is refused; the verified answer names the run.
+    let verified =
+        json(dir, &["verify-proof", "inclusion.json", "--checkpoint", "saved.note", "--log-key", key, "--json"]);
+    assert_eq!(verified["run"], inclusion["run"], "{verified}");
+    let mut relabelled = inclusion.clone();
+    relabelled["run"] = Value::from(demo.run("failed"));
+    std::fs::write(dir.join("relabelled.json"), relabelled.to_string()).unwrap();
+    let stderr = fails(dir, &["verify-proof", "relabelled.json", "--checkpoint", "saved.note", "--log-key", key], 1);
+    assert!(stderr.contains("does not seal run"), "{stderr}");
+    let mut swapped = inclusion.clone();
+    swapped["leaf"] = Value::from(inclusion["leaf"].as_str().unwrap().replace("records ", "records 1"));
+    std::fs::write(dir.join("swapped.json"), swapped.to_string()).unwrap();
+    let stderr = fails(dir, &["verify-proof", "swapped.json", "--checkpoint", "saved.note", "--log-key", key], 1);
+    assert!(stderr.contains("does not hash to its leaf_hash"), "{stderr}");
 }
 
 /// R-RUN-5: `resume` continues a stopped run from the command line: an

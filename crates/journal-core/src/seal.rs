@@ -70,4 +70,37 @@ impl SealLeaf {
     pub fn leaf_hash(&self) -> LeafHash {
         LeafHash::of(&self.to_bytes())
     }
+
+    /// Whether `leaf_bytes` are a seal leaf (this version's layout) of
+    /// `run`: what ties a proof's leaf to the run it is said to seal, where
+    /// the index that found the leaf cannot be trusted (a proof read from a
+    /// store, or received in a file).
+    pub fn names_run(leaf_bytes: &[u8], run: &str) -> bool {
+        let Ok(text) = std::str::from_utf8(leaf_bytes) else { return false };
+        let mut lines = text.lines();
+        lines.next() == Some("agentplane/seal/v1")
+            && lines.next().is_some_and(|line| line.starts_with("origin "))
+            && lines.next().and_then(|line| line.strip_prefix("run ")) == Some(run)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// R-LOG-4: a leaf names exactly the run it seals: not another, not one
+    /// whose id merely starts the same, and never from other bytes.
+    #[test]
+    fn r_log_4_a_seal_leaf_names_exactly_its_run() {
+        let origin = Origin::new("seal.test/plane").unwrap();
+        let head = ExpectedHead { seq: 3, hash: ChainHash::GENESIS };
+        let leaf = SealLeaf::new(&origin, &RunId::new("run-a").unwrap(), head).to_bytes();
+        assert!(SealLeaf::names_run(&leaf, "run-a"));
+        assert!(!SealLeaf::names_run(&leaf, "run-b"));
+        assert!(!SealLeaf::names_run(&leaf, "run-"));
+        assert!(!SealLeaf::names_run(&leaf, "run-ab"));
+        assert!(!SealLeaf::names_run(b"agentplane/heads/v1\norigin x\nrun run-a\n", "run-a"));
+        assert!(!SealLeaf::names_run(&[0xff, 0xfe], "run-a"));
+    }
 }

@@ -16,6 +16,8 @@ use crate::output::print_json;
 struct InclusionRow {
     from_walk_with_holes: bool,
     index: u64,
+    /// The seal leaf's bytes (text): what binds the leaf hash to the run.
+    leaf: String,
     leaf_hash: String,
     proof: Vec<String>,
     root: String,
@@ -115,9 +117,19 @@ pub fn inclusion(settings: &Settings, run: &str, json: bool) -> Result<(), Failu
         Err(journal_core::JournalError::NotSealed { .. }) => return head_inclusion(&reader, &run, json),
         Err(err) => return Err(err.into()),
     };
+    // The leaf was found through the store's seal index: a proof is only
+    // printed for the run asked if the leaf names it.
+    if !journal_core::SealLeaf::names_run(&inclusion.leaf_bytes, run.as_str()) {
+        return Err(Failure::Findings(format!(
+            "the log's leaf at position {} does not seal run {run}: the store's seal index is damaged; run `agentplane \
+             audit` to see what else is",
+            inclusion.index
+        )));
+    }
     let row = InclusionRow {
         from_walk_with_holes: inclusion.source.has_holes(),
         index: inclusion.index,
+        leaf: String::from_utf8_lossy(&inclusion.leaf_bytes).into_owned(),
         leaf_hash: inclusion.leaf.to_string(),
         proof: inclusion.proof.path().iter().map(ToString::to_string).collect(),
         root: inclusion.tree.root.to_string(),
@@ -210,7 +222,9 @@ fn trusted_trees(trusted: &Trusted<'_>) -> Result<Vec<tlog::Tree>, Failure> {
 struct ProofFile {
     kind: Option<String>,
     index: Option<u64>,
+    leaf: Option<String>,
     leaf_hash: Option<String>,
+    run: Option<String>,
     old_size: Option<u64>,
     old_root: Option<String>,
     size: u64,
@@ -224,6 +238,9 @@ struct ProofVerified {
     kind: &'static str,
     old_size: Option<u64>,
     root: String,
+    /// The run the proof's leaf bytes seal; `None` when it carries none (a
+    /// head proof, a consistency proof, a proof printed before they were).
+    run: Option<String>,
     size: u64,
     trusted_by: &'static str,
     valid: bool,
@@ -253,6 +270,19 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
     let (kind, old_size) = match (&proof.leaf_hash, proof.index, proof.old_size, &proof.old_root) {
         (Some(leaf), Some(index), None, None) => {
             let leaf = hex_of("leaf_hash", leaf, tlog::LeafHash::from_hex)?;
+            if let Some(bytes) = &proof.leaf {
+                if tlog::LeafHash::of(bytes.as_bytes()) != leaf {
+                    return Err(Failure::Findings("the proof's leaf does not hash to its leaf_hash".into()));
+                }
+                if let Some(run) = &proof.run
+                    && !journal_core::SealLeaf::names_run(bytes.as_bytes(), run)
+                {
+                    return Err(Failure::Findings(format!(
+                        "the proof's leaf does not seal run {}, the run it names",
+                        crate::output::shown(run)
+                    )));
+                }
+            }
             tree.verify_inclusion(&leaf, index, &tlog::InclusionProof::new(path)).map_err(|err| {
                 Failure::Findings(format!("the inclusion proof does not verify against its root: {err}"))
             })?;
@@ -288,11 +318,14 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
         }
     };
     let trusted_by = if trusted.checkpoints.is_empty() { "--root" } else { "a checkpoint signed by the log key" };
+    // Checked above: leaf bytes present hash to the leaf and name the run.
+    let bound = if kind == "inclusion" { proof.leaf.as_ref().and(proof.run.clone()) } else { None };
     if json {
         return print_json(&ProofVerified {
             kind,
             old_size,
             root: tree.root.to_string(),
+            run: bound.clone(),
             size: tree.size,
             trusted_by,
             valid: true,
@@ -304,6 +337,14 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
     }
     if kind == "head" {
         outln!("the entry's place in the heads leaf (entry_proof) is not checked by verify-proof");
+    }
+    match (&bound, kind) {
+        (Some(run), _) => outln!("the leaf seals run {run}"),
+        (None, "inclusion") if proof.leaf.is_none() => {
+            outln!("the run it names is not bound to the leaf: this proof carries no leaf bytes (an older build's)")
+        }
+        (None, "inclusion") => outln!("the proof names no run"),
+        _ => {}
     }
     outln!("trusted by {trusted_by}");
     Ok(())
