@@ -232,3 +232,21 @@ pub fn admission_order_rows_forged_or_missing_are_found<S: Store + TamperAccess 
     assert!(named("run-ghost", "no such run"), "the ghost row: {:#?}", report.findings);
     assert_eq!(found.len(), 4, "{:#?}", report.findings);
 }
+
+/// The runs named by the findings of `code`, in the report's order.
+pub fn runs_found(report: &audit::AuditReport, code: FindingCode) -> Vec<String> {
+    report.findings.iter().filter(|f| f.code == code).map(|f| f.run.clone().unwrap_or_default()).collect()
+}
+
+/// Heads entries of `run` forged at `position`, where the log holds no heads
+/// leaf (with the newest-heads index pointed there): a `heads_leaf_broken`
+/// naming the position, and the index's row for `run` a mismatch.
+pub fn assert_stray_heads_entries_found(report: &audit::AuditReport, position: u64, run: &RunId) {
+    let at = format!("position {position}");
+    assert!(
+        report.findings.iter().any(|f| f.code == FindingCode::HeadsLeafBroken && f.detail.contains(&at)),
+        "{:#?}",
+        report.findings
+    );
+    assert_eq!(runs_found(report, FindingCode::HeadsIndexMismatch), vec![run.to_string()], "{:#?}", report.findings);
+}

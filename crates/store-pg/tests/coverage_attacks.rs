@@ -56,12 +56,7 @@ fn r_aud_8_a_heads_leaf_row_renamed_or_entries_where_no_leaf_is_are_found() {
         .unwrap();
     assert_eq!(renamed, 1);
     let report = audit_now();
-    let named: Vec<String> = report
-        .findings
-        .iter()
-        .filter(|f| f.code == audit::FindingCode::SealIndexMismatch)
-        .map(|f| f.run.clone().unwrap_or_default())
-        .collect();
+    let named = shared::runs_found(&report, audit::FindingCode::SealIndexMismatch);
     assert_eq!(named, vec![open_after.to_string()], "{:#?}", report.findings);
     assert!(uncovered(&report), "the open run is still said to be uncovered: {:#?}", report.not_checked);
     sql.execute("UPDATE seals SET run = 'agentplane:heads' WHERE tenant = 't' AND run = $1", &[&open_after.as_str()])
@@ -74,19 +69,5 @@ fn r_aud_8_a_heads_leaf_row_renamed_or_entries_where_no_leaf_is_are_found() {
     )
     .unwrap();
     let report = audit_now();
-    assert!(
-        report
-            .findings
-            .iter()
-            .any(|f| f.code == audit::FindingCode::HeadsLeafBroken && f.detail.contains("position 99")),
-        "{:#?}",
-        report.findings
-    );
-    let index: Vec<String> = report
-        .findings
-        .iter()
-        .filter(|f| f.code == audit::FindingCode::HeadsIndexMismatch)
-        .map(|f| f.run.clone().unwrap_or_default())
-        .collect();
-    assert_eq!(index, vec![open.to_string()], "{:#?}", report.findings);
+    shared::assert_stray_heads_entries_found(&report, 99, &open);
 }

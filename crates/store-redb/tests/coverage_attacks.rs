@@ -235,10 +235,6 @@ fn audit_file(path: &std::path::Path, inputs: &audit::AuditInputs) -> audit::Aud
     audit::audit(&RedbStore::open_read_only(path).unwrap(), inputs).unwrap()
 }
 
-fn runs_found(report: &audit::AuditReport, code: audit::FindingCode) -> Vec<String> {
-    report.findings.iter().filter(|f| f.code == code).map(|f| f.run.clone().unwrap_or_default()).collect()
-}
-
 /// R-AUD-8, found by an attacker review (session 16): the seal index (which
 /// position seals each run: what `prove` and `export` of a sealed run look
 /// up) was never held to the verified seals. A sealed run's row deleted
@@ -264,12 +260,16 @@ fn r_aud_8_forged_or_missing_seal_index_rows_are_found() {
     forge(&path, |txn| {
         txn.open_table(by_run).unwrap().remove(("t", a.as_str())).unwrap();
     });
-    assert_eq!(runs_found(&audit_file(&path, &inputs), code), vec![a.to_string()], "a sealed run's row deleted");
+    assert_eq!(
+        shared::runs_found(&audit_file(&path, &inputs), code),
+        vec![a.to_string()],
+        "a sealed run's row deleted"
+    );
 
     forge(&path, |txn| {
         txn.open_table(by_run).unwrap().insert(("t", a.as_str()), of_b).unwrap();
     });
-    assert_eq!(runs_found(&audit_file(&path, &inputs), code), vec![a.to_string()], "pointed at another's seal");
+    assert_eq!(shared::runs_found(&audit_file(&path, &inputs), code), vec![a.to_string()], "pointed at another's seal");
 
     forge(&path, |txn| {
         let mut table = txn.open_table(by_run).unwrap();
@@ -277,7 +277,12 @@ fn r_aud_8_forged_or_missing_seal_index_rows_are_found() {
         table.insert(("t", c.as_str()), of_a).unwrap();
     });
     let report = audit_file(&path, &inputs);
-    assert_eq!(runs_found(&report, code), vec![c.to_string()], "an open run given a seal: {:#?}", report.findings);
+    assert_eq!(
+        shared::runs_found(&report, code),
+        vec![c.to_string()],
+        "an open run given a seal: {:#?}",
+        report.findings
+    );
     assert_eq!(report.findings[0].class, audit::FindingClass::DerivedData);
 }
 
@@ -312,7 +317,7 @@ fn r_aud_8_a_heads_leaf_row_renamed_or_entries_where_no_leaf_is_are_found() {
     });
     let report = audit_file(&path, &inputs);
     assert!(
-        runs_found(&report, audit::FindingCode::SealIndexMismatch).contains(&open_after.to_string()),
+        shared::runs_found(&report, audit::FindingCode::SealIndexMismatch).contains(&open_after.to_string()),
         "{:#?}",
         report.findings
     );
@@ -333,20 +338,7 @@ fn r_aud_8_a_heads_leaf_row_renamed_or_entries_where_no_leaf_is_are_found() {
         txn.open_table(by_run).unwrap().insert(("t", c.as_str()), 99).unwrap();
     });
     let report = audit_file(&path, &inputs);
-    assert!(
-        report
-            .findings
-            .iter()
-            .any(|f| f.code == audit::FindingCode::HeadsLeafBroken && f.detail.contains("position 99")),
-        "{:#?}",
-        report.findings
-    );
-    assert_eq!(
-        runs_found(&report, audit::FindingCode::HeadsIndexMismatch),
-        vec![c.to_string()],
-        "{:#?}",
-        report.findings
-    );
+    shared::assert_stray_heads_entries_found(&report, 99, &c);
 }
 
 fn shared_tenant() -> journal_core::TenantId {
