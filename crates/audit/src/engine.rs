@@ -96,6 +96,7 @@ pub fn audit_with_progress(
     let anchored = check_anchors(inputs, &rebuilt, &mut report);
     let (covered, held_leaves) = check_heads(&snapshot, inputs, &facts, &heads_leaves, &anchored, &mut report);
     check_heads_index(&snapshot, &held_leaves, &mut report);
+    check_moved_marks(&snapshot, &facts, &held_leaves, &mut report);
     report.tenant = inputs.tenant.to_string();
     report.origin = inputs.origin.to_string();
     report.log_size = rebuilt.size();
@@ -1053,6 +1054,64 @@ fn check_heads_index(snapshot: &TenantSnapshot, held: &BTreeSet<u64>, report: &m
     }
 }
 
+/// The moved marks (the runs the next heads leaf enters) held to the
+/// verified chains: every open run whose head is past its newest heads
+/// entry (of a leaf whose entries give its root), or that has none, must be
+/// marked. A mark deleted would leave the move out of every later
+/// checkpoint, so that a later cut back to the covered head audits clean;
+/// while the mark is missing it is a finding. Only this way: a mark on a
+/// run already entered is harmless (the next leaf enters it again), and a
+/// PostgreSQL heads leaf leaves the runs an append batch holds marked.
+fn check_moved_marks(
+    snapshot: &TenantSnapshot,
+    facts: &BTreeMap<RunId, RunFacts>,
+    held: &BTreeSet<u64>,
+    report: &mut AuditReport,
+) {
+    if snapshot.moved_marks_absent {
+        report.not_checked.push(NotChecked {
+            what: "the moved marks".into(),
+            why: "this store file was written before heads leaves and no writer of this build has opened it since \
+                  (its first writable opening marks every open run): open it with `agentplane checkpoint` and audit \
+                  again"
+                .into(),
+        });
+        return;
+    }
+    let mut newest: BTreeMap<&RunId, &journal_core::heads::HeadEntry> = BTreeMap::new();
+    for (_, entries) in snapshot.heads_entries.iter().filter(|(position, _)| held.contains(position)) {
+        for entry in entries {
+            newest.insert(&entry.run, entry);
+        }
+    }
+    // A run whose chain seals is held to its seal instead (its mark goes
+    // with the sealing append).
+    for (run, run_facts) in facts.iter().filter(|(_, run_facts)| run_facts.leaf.is_none()) {
+        let Some(head) = run_facts.hashes.last() else { continue };
+        let seq = run_facts.hashes.len() as u64;
+        report.checked.derived += 1;
+        let entered = newest.get(run).is_some_and(|entry| entry.seq == seq && entry.hash == *head);
+        if entered || snapshot.moved.contains(run) {
+            continue;
+        }
+        let since = match newest.get(run) {
+            Some(entry) => format!("its newest heads entry holds seq {}", entry.seq),
+            None => "no heads leaf holds it".into(),
+        };
+        report.findings.push(
+            Finding::new(
+                FindingCode::MovedMarkMissing,
+                format!(
+                    "its journal ends at seq {seq} and {since}, but the store does not mark it moved: the next \
+                     heads leaf would leave it out (the mark was deleted)"
+                ),
+            )
+            .run(run)
+            .seq(seq),
+        );
+    }
+}
+
 /// Coverage (issue 20): what no anchor covers is named, never called
 /// complete: runs admitted after the newest anchor, records written after
 /// the newest anchored heads entry of a run, runs sealed after it.
@@ -1090,21 +1149,24 @@ fn say_what_no_anchor_covers(
     if unanchored_runs > 0 {
         report.not_checked.push(NotChecked {
             what: format!("{unanchored_runs} open runs"),
-            why: "admitted (or last moved) after the newest anchor: no anchor covers them yet, so a deletion or cut                   of them cannot be told; sign and save (or witness) a newer checkpoint"
+            why: "admitted (or last moved) after the newest anchor: no anchor covers them yet, so a deletion or cut \
+                  of them cannot be told; sign and save (or witness) a newer checkpoint"
                 .into(),
         });
     }
     if newer_records > 0 {
         report.not_checked.push(NotChecked {
             what: format!("{newer_records} records of {runs_with_newer} open runs"),
-            why: "written after the newest heads entry an anchor covers: they can be cut back unseen until a newer                   checkpoint is anchored"
+            why: "written after the newest heads entry an anchor covers: they can be cut back unseen until a newer \
+                  checkpoint is anchored"
                 .into(),
         });
     }
     if sealed_after > 0 {
         report.not_checked.push(NotChecked {
             what: format!("{sealed_after} runs sealed after the newest anchor"),
-            why: "their seals are past the newest anchor's size: a deletion of them with the log rolled back cannot                   be told; bring a newer checkpoint"
+            why: "their seals are past the newest anchor's size: a deletion of them with the log rolled back cannot \
+                  be told; bring a newer checkpoint"
                 .into(),
         });
     }

@@ -110,6 +110,10 @@ pub enum FindingCode {
     /// `export` of a sealed run look up; on a backend without a separate
     /// index, a seal row's run column) disagrees with the verified seals.
     SealIndexMismatch,
+    /// An open run moved past its newest heads entry (or has none) but the
+    /// store does not mark it moved: the next heads leaf would leave the move
+    /// out, so no later checkpoint would cover it.
+    MovedMarkMissing,
     /// An anchor the auditor named could not be read or verified: unreachable,
     /// timed out, refused, or an answer that does not verify (R-AUD-9).
     AnchorUnavailable,
@@ -136,6 +140,7 @@ impl FindingCode {
             | Self::AdmissionOrderMismatch
             | Self::HeadsIndexMismatch
             | Self::SealIndexMismatch
+            | Self::MovedMarkMissing
             | Self::CachedNodesMismatch
             | Self::RunRowMissing
             | Self::IndexWithoutRun

@@ -298,3 +298,86 @@ fn r_wit_2_a_witness_answering_500_is_reported_after_three_tries() {
         served.load(std::sync::atomic::Ordering::SeqCst)
     );
 }
+
+/// Attacker review (session 17), R-PLANE-2, R-AUD-2: `agentplane verify`
+/// anchors on the checkpoints the store says the plane signed
+/// (`signed_checkpoints` rows), never on the plane's high-water mark beside
+/// its key file. A store put back from a backup (or the newest
+/// `signed_checkpoints` rows deleted with the runs and seals after them) is
+/// refused by `checkpoint`, which reads the mark; `verify --assert-complete`
+/// called the same store clean and complete (exit 0), the deleted runs and
+/// seals unseen.
+#[test]
+fn r_plane_2_verify_holds_the_store_to_the_plane_s_high_water_mark() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    ok(plane, &["demo"]);
+    ok(plane, &["checkpoint"]);
+    std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
+    ok(plane, &["demo"]);
+    ok(plane, &["checkpoint"]);
+    ok(plane, &["verify", "--require-signature", "--assert-complete"]);
+    let mark = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
+
+    // The attacker puts the older file back: the second demo's runs and
+    // seals, and the plane's record of its second checkpoint, are gone.
+    std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
+    let stderr = fails(plane, &["checkpoint"], 1);
+    assert!(stderr.contains("a store older than the plane's last signature is in place"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap(), mark);
+
+    let out = agentplane(plane, &["verify", "--require-signature", "--assert-complete", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "verify finds what the plane's own mark ({}) says was deleted: {report:#}",
+        mark.lines().last().unwrap_or_default()
+    );
+    assert_eq!(report["verdict"], "findings", "{report:#}");
+}
+
+/// Attacker review (session 17), R-WIT-9: the kept cosigned notes swapped
+/// (the row numbers say which round came last). The sweep refuses such a
+/// store ("go backwards"); `checkpoint --cosigned` verified each note alone
+/// and printed the older one as "the latest checkpoint a witness quorum
+/// cosigned" (exit 0): a stale anchor for the auditor it is handed to.
+#[test]
+fn r_wit_9_cosigned_rows_out_of_order_are_an_alarm_for_checkpoint_cosigned_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let _witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    let latest = json(plane, &["checkpoint", "--cosigned", "--json"]);
+    use redb::ReadableTable as _;
+    let cosigned: redb::TableDefinition<(&str, u64), (u64, &[u8], &str)> =
+        redb::TableDefinition::new("cosigned_checkpoints");
+    {
+        let db = redb::Database::open(plane.join("agentplane.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(cosigned).unwrap();
+            let rows: Vec<(u64, Vec<u8>, String)> = (0..2)
+                .map(|n| {
+                    let value = table.get(("shop", n)).unwrap().unwrap();
+                    let (size, root, note) = value.value();
+                    (size, root.to_vec(), note.to_owned())
+                })
+                .collect();
+            assert!(rows[0].0 < rows[1].0, "two rounds, the log grew");
+            for (n, (size, root, note)) in rows.iter().rev().enumerate() {
+                table.insert(("shop", n as u64), (*size, root.as_slice(), note.as_str())).unwrap();
+            }
+        }
+        txn.commit().unwrap();
+    }
+    let (code, report, _) = sweep(plane);
+    assert_eq!((code, report["outcome"].as_str()), (Some(1), Some("refused_to_sign")), "{report}");
+    let out = agentplane(plane, &["checkpoint", "--cosigned", "--json"]);
+    let printed: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(out.status.code(), Some(1), "the latest cosigned is of size {}; printed: {printed}", latest["size"]);
+}

@@ -485,10 +485,12 @@ fn refusal(
         ));
     }
     let head = view.head()?.tree;
+    let mut marked = None;
     if let Some(high_water) = high_water {
         match high_water.last(origin).map_err(|err| high_water_error(tenant, err))? {
             HighWaterMark::Never => {}
             HighWaterMark::Signed(mark) => {
+                marked = Some(mark);
                 if let Some(reason) = refuses_to_extend(store, view, head, mark)? {
                     return Err(refuse(format!(
                         "a store older than the plane's last signature is in place: the plane signed size {} \
@@ -517,7 +519,63 @@ fn refusal(
     {
         return Err(refuse(reason));
     }
+    let trusted = marked.into_iter().chain(last).max_by_key(|tree| tree.size);
+    if let Some(reason) = nodes_disagree_with_seals(store, view, head, trusted)? {
+        return Err(refuse(reason));
+    }
     Ok(last)
+}
+
+/// The head a view of stored nodes gives, held to the seal rows above the
+/// newest tree the plane trusts (its high-water mark, or the last checkpoint
+/// it recorded; the empty tree before its first signature): the stored
+/// frontier at that size must give its root, and that frontier with the
+/// leaf of every seal row after it must give the head's root. The
+/// consistency proof from the trusted tree is made of the same stored
+/// nodes, so a node changed above it (a leaf hash of a seal that does not
+/// exist) would otherwise be signed as it is, and witnessed. O(the rows
+/// since that tree + log n) reads.
+fn nodes_disagree_with_seals(
+    store: &dyn Store,
+    view: &LogView<'_>,
+    head: Tree,
+    trusted: Option<Tree>,
+) -> Result<Option<String>, JournalError> {
+    if !matches!(view.source, Source::Stored) {
+        // A walk is rebuilt from the seal rows themselves.
+        return Ok(None);
+    }
+    let from = trusted.map_or(0, |tree| tree.size).min(head.size);
+    let mut frontier = tlog::Frontier::from_reader(view, from).map_err(|err| view.prove_error(err))?;
+    if let Some(trusted) = trusted.filter(|tree| tree.size == from)
+        && frontier.root() != trusted.root
+    {
+        return Ok(Some(format!(
+            "its stored node hashes of the first {from} entries do not give the root this plane signed at that \
+             size: a stored node was changed behind the plane (run `agentplane audit`)"
+        )));
+    }
+    let rows = store.seals_in(view.tenant(), from..head.size)?;
+    let mut expected = from;
+    for row in &rows {
+        if row.position != expected {
+            return Ok(Some(format!(
+                "its log has no entry at position {expected}: entries were removed behind the store (run \
+                 `agentplane audit`)"
+            )));
+        }
+        frontier.append(row.leaf_hash()).map_err(|err| walk_error(view.tenant(), err))?;
+        expected += 1;
+    }
+    if expected != head.size || frontier.root() != head.root {
+        return Ok(Some(format!(
+            "the root its stored node hashes give at size {} is not the root its {} entries after size {from} \
+             give: a stored node was changed behind the plane (run `agentplane audit`)",
+            head.size,
+            head.size - from
+        )));
+    }
+    Ok(None)
 }
 
 /// Appends heads leaves for the runs whose head moved ([`Store::append_heads`]),

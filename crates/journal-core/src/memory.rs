@@ -34,7 +34,7 @@ pub(crate) struct TenantState {
     pub(crate) next_position: u64,
     pub(crate) nodes: BTreeMap<NodeId, NodeHash>,
     /// Runs whose head moved since the last heads leaf.
-    moved: BTreeSet<RunId>,
+    pub(crate) moved: BTreeSet<RunId>,
     /// The entries of each heads leaf, by its position.
     pub(crate) heads: BTreeMap<u64, Vec<HeadEntry>>,
     signed: Vec<SignedTree>,
@@ -300,6 +300,7 @@ impl Store for MemoryStore {
         snapshot.nodes = state.nodes.clone();
         snapshot.heads_entries = state.heads.clone();
         snapshot.index_heads_by_run();
+        snapshot.moved = state.moved.clone();
         snapshot.signed = state.signed.clone();
         snapshot.cosigned = state.cosigned.clone();
         Ok(snapshot)

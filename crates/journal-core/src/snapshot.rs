@@ -60,6 +60,16 @@ pub struct TenantSnapshot {
     /// (what `prove` of an open run looks up): held to `heads_entries` by
     /// the audit, both ways.
     pub heads_by_run: BTreeMap<RunId, u64>,
+    /// The open runs the store marks as moved since the last heads leaf:
+    /// the runs the next heads leaf enters. Held by the audit to every open
+    /// run whose verified head is past its newest heads entry (a mark
+    /// deleted would leave the move out of every later checkpoint).
+    pub moved: BTreeSet<RunId>,
+    /// The store keeps no moved marks yet: a redb file written before them
+    /// that no writer of this build has opened since (its first writable
+    /// opening marks every open run). The audit then says the marks were not
+    /// checked rather than report every moved run unmarked.
+    pub moved_marks_absent: bool,
     /// The checkpoints the plane recorded as signed, oldest first.
     pub signed: Vec<SignedTree>,
     /// The cosigned checkpoints recorded, oldest first.

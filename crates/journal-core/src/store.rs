@@ -148,6 +148,13 @@ pub trait Store: Send + Sync {
     /// The seal of one run.
     fn seal_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError>;
 
+    /// The log leaves (seals and heads leaves) at positions in `positions`,
+    /// in position order. The default reads every seal (O(the log)); a
+    /// backend answers from its key.
+    fn seals_in(&self, tenant: &TenantId, positions: std::ops::Range<u64>) -> Result<Vec<SealEntry>, JournalError> {
+        Ok(self.seals(tenant)?.into_iter().filter(|seal| positions.contains(&seal.position)).collect())
+    }
+
     /// The log leaf (a seal, or a heads leaf) at `position`, if any. The
     /// default reads every seal (O(the log)); a backend answers from its key.
     fn seal_at(&self, tenant: &TenantId, position: u64) -> Result<Option<SealEntry>, JournalError> {

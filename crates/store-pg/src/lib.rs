@@ -1036,7 +1036,10 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
     let t = tenant.as_str();
     let mut snapshot = TenantSnapshot::empty(tenant);
     for row in txn
-        .query("SELECT run, head_seq, head_hash, sealed, outcome FROM runs WHERE tenant = $1", &[&t])
+        .query(
+            "SELECT run, head_seq, head_hash, sealed, outcome, NOT covered AND NOT sealed FROM runs WHERE tenant = $1",
+            &[&t],
+        )
         .map_err(fail("reading runs"))?
     {
         let run = run_id(tenant, row.get(0))?;
@@ -1044,6 +1047,9 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
         let head = head_of(tenant, &run, row.get(1), &hash)?;
         let outcome: Option<String> = row.get(4);
         let head = RunHead { head, sealed: row.get(3), outcome: outcome.as_deref().and_then(Outcome::parse) };
+        if row.get::<_, bool>(5) {
+            snapshot.moved.insert(run.clone());
+        }
         snapshot.runs.entry(run).or_default().head = Some(head);
     }
     for row in txn
@@ -1240,6 +1246,19 @@ impl Store for PgStore {
         let mut conn = self.conn()?;
         let rows = conn
             .query("SELECT position, run, leaf FROM seals WHERE tenant = $1 ORDER BY position", &[&tenant.as_str()])
+            .map_err(|err| pg("reading seals", err))?;
+        rows.iter().map(|row| seal_of_row(tenant, row)).collect()
+    }
+
+    fn seals_in(&self, tenant: &TenantId, positions: std::ops::Range<u64>) -> Result<Vec<SealEntry>, JournalError> {
+        let (from, to) = (to_i64(positions.start)?, i64::try_from(positions.end).unwrap_or(i64::MAX));
+        let mut conn = self.conn()?;
+        let rows = conn
+            .query(
+                "SELECT position, run, leaf FROM seals WHERE tenant = $1 AND position >= $2 AND position < $3
+                 ORDER BY position",
+                &[&tenant.as_str(), &from, &to],
+            )
             .map_err(|err| pg("reading seals", err))?;
         rows.iter().map(|row| seal_of_row(tenant, row)).collect()
     }

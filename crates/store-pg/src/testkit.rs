@@ -320,6 +320,9 @@ impl TamperAccess for PgStore {
             "DELETE FROM heads_entries WHERE tenant = $1 AND NOT (position = ANY($2))",
             &[&t, &heads_at],
         );
+        // And marks every open run moved again: the runs whose entries went
+        // with a heads leaf would be left unmarked (a finding).
+        self.tamper("rewrite log", "UPDATE runs SET covered = false WHERE tenant = $1 AND NOT sealed", &[&t]);
         self.tamper(
             "rewrite log",
             "INSERT INTO log_counter (tenant, next_position) VALUES ($1, $2)

@@ -71,3 +71,60 @@ fn r_aud_8_a_heads_leaf_row_renamed_or_entries_where_no_leaf_is_are_found() {
     let report = audit_now();
     shared::assert_stray_heads_entries_found(&report, 99, &open);
 }
+
+/// Attacker review (session 17), R-COVER-2, R-AUD-8, with SQL: the moved
+/// mark (`runs.covered`, what the plane reads to pick the open runs the next
+/// heads leaf covers) set to true after a run moved leaves the move out of
+/// every later checkpoint; the audit against such a checkpoint only listed
+/// the records as not checked ("bring a newer checkpoint", which never
+/// covers them), and a cut back to the old covered head after it audits
+/// clean and complete. The stale mark must be a finding while it is there.
+#[test]
+fn r_cover_2_a_moved_mark_cleared_with_sql_is_found_before_the_move_can_be_cut_unseen() {
+    use journal_core::record::StepMark;
+    use journal_core::testkit::TamperAccess as _;
+    use journal_core::{Journal, RecordBody, Store as _};
+    let plane = shared::Plane::on(PgStore::temporary().unwrap());
+    let t = plane.tenant.clone();
+    let open = plane.run("open", false);
+    plane.run("sealed-1", true);
+    plane.sign();
+    let covered = plane.store.read_run(&t, &open).unwrap().head.unwrap();
+    let journal = Journal::new(plane.store.as_ref(), &plane.tenant, &plane.origin);
+    let mut head = covered;
+    for step in ["refund", "notify"] {
+        head = journal
+            .append(&open, Some(head), None, RecordBody::StepStarted(StepMark { step: step.into() }))
+            .unwrap()
+            .head;
+    }
+    let cleared = plane
+        .store
+        .raw()
+        .execute("UPDATE runs SET covered = true WHERE tenant = 't' AND run = $1", &[&open.as_str()])
+        .unwrap();
+    assert_eq!(cleared, 1);
+    plane.run("sealed-2", true);
+    let saved = plane.sign();
+    let inputs = plane.inputs(&saved);
+    let complete = |report: &audit::AuditReport| report.not_checked.iter().all(|n| n.what == "record signatures");
+    let window = audit::audit(plane.store.as_ref(), &inputs).unwrap();
+
+    let records = plane.store.read_run(&t, &open).unwrap().rows;
+    for row in records.iter().filter(|row| row.seq > covered.seq) {
+        plane.store.delete_record(&t, &open, row.seq);
+    }
+    plane.store.set_runs_head(&t, &open, covered);
+    let after_cut = audit::audit(plane.store.as_ref(), &inputs).unwrap();
+    assert!(after_cut.findings.is_empty() && complete(&after_cut), "the cut is invisible once made: {after_cut:#?}");
+    assert!(head.seq > covered.seq);
+
+    assert!(!complete(&window), "{:#?}", window.not_checked);
+    assert!(
+        shared::runs_found(&window, audit::FindingCode::MovedMarkMissing).contains(&open.to_string()),
+        "a run whose head moved before the saved checkpoint, left out of it by a cleared moved mark, is named by a \
+         finding; the audit said: findings {:#?}, not checked {:#?}",
+        window.findings,
+        window.not_checked
+    );
+}

@@ -596,6 +596,20 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
         }
         None => snapshot.index_heads_by_run(),
     }
+    let marked = meta_says(txn, MOVED_RUNS_FILLED)?;
+    match open_if_there(txn, MOVED)?.filter(|_| marked) {
+        Some(moved) => {
+            for entry in moved.range((t, "")..).map_err(io)? {
+                let (key, _) = entry.map_err(io)?;
+                let (kt, run) = key.value();
+                if kt != t {
+                    break;
+                }
+                snapshot.moved.insert(run_id(tenant, run)?);
+            }
+        }
+        None => snapshot.moved_marks_absent = true,
+    }
     snapshot.signed = read_trees(txn, SIGNED, tenant)?;
     snapshot.cosigned = read_trees(txn, COSIGNED, tenant)?;
     Ok(snapshot)
@@ -605,7 +619,7 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
 /// not sealed is marked moved once, so the next heads leaf covers it.
 fn fill_moved_runs_once(txn: &WriteTransaction) -> Result<(), JournalError> {
     let mut meta = txn.open_table(META).map_err(io)?;
-    if meta.get("moved_runs_filled").map_err(io)?.is_some() {
+    if meta.get(MOVED_RUNS_FILLED).map_err(io)?.is_some() {
         return Ok(());
     }
     let runs = txn.open_table(RUNS).map_err(io)?;
@@ -617,7 +631,7 @@ fn fill_moved_runs_once(txn: &WriteTransaction) -> Result<(), JournalError> {
             moved.insert((tenant, run), ()).map_err(io)?;
         }
     }
-    meta.insert("moved_runs_filled", 1).map_err(io)?;
+    meta.insert(MOVED_RUNS_FILLED, 1).map_err(io)?;
     Ok(())
 }
 
@@ -669,12 +683,20 @@ fn fill_heads_by_run_once(txn: &WriteTransaction) -> Result<(), JournalError> {
 
 /// The bookkeeping key saying the newest-heads index was filled.
 const HEADS_BY_RUN_FILLED: &str = "heads_by_run_filled";
+/// The bookkeeping key saying the moved set was filled: without it a
+/// reader cannot tell an unmarked run from a file written before marks.
+const MOVED_RUNS_FILLED: &str = "moved_runs_filled";
 
 /// Whether this file keeps the newest-heads index (a writer of this build
 /// has opened it).
 fn heads_by_run_kept(txn: &ReadTransaction) -> Result<bool, JournalError> {
+    meta_says(txn, HEADS_BY_RUN_FILLED)
+}
+
+/// Whether this file's bookkeeping holds `name` (a fill done once).
+fn meta_says(txn: &ReadTransaction, name: &str) -> Result<bool, JournalError> {
     Ok(match open_if_there(txn, META)? {
-        Some(meta) => meta.get(HEADS_BY_RUN_FILLED).map_err(io)?.is_some(),
+        Some(meta) => meta.get(name).map_err(io)?.is_some(),
         None => false,
     })
 }
@@ -819,7 +841,18 @@ impl AppendTxn for Tables<'_> {
     fn put_leaf(&mut self, tenant: &TenantId, run: &str, position: u64, leaf: &[u8]) -> Result<(), AppendFailure> {
         let t = tenant.as_str();
         let name = seals_table(t);
-        self.txn.open_table(seals_def(&name)).map_err(broken)?.insert(position, (run, leaf)).map_err(broken)?;
+        let mut seals = self.txn.open_table(seals_def(&name)).map_err(broken)?;
+        if seals.insert(position, (run, leaf)).map_err(broken)?.is_some() {
+            // The counter was moved back behind the store: a leaf is never
+            // overwritten (PostgreSQL's key refuses it the same way).
+            return Err(AppendFailure::Broken(damaged(
+                t,
+                format!(
+                    "the log counter gives position {position}, which already holds a leaf (run `agentplane audit`)"
+                ),
+            )));
+        }
+        drop(seals);
         if run == HEADS_LEAF_RUN {
             return Ok(());
         }
@@ -1047,15 +1080,17 @@ impl Store for RedbStore {
     }
 
     fn seals(&self, tenant: &TenantId) -> Result<Vec<SealEntry>, JournalError> {
+        self.seals_in(tenant, 0..u64::MAX)
+    }
+
+    fn seals_in(&self, tenant: &TenantId, positions: std::ops::Range<u64>) -> Result<Vec<SealEntry>, JournalError> {
         let txn = self.read_txn()?;
         let name = seals_table(tenant.as_str());
-        let seals = match txn.open_table(seals_def(&name)) {
-            Ok(table) => table,
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-            Err(err) => return Err(io(err)),
+        let Some(seals) = open_if_there(&txn, seals_def(&name))? else {
+            return Ok(Vec::new());
         };
         let mut out = Vec::new();
-        for entry in seals.iter().map_err(io)? {
+        for entry in seals.range(positions).map_err(io)? {
             let (key, value) = entry.map_err(io)?;
             let (run, leaf) = value.value();
             out.push(SealEntry { position: key.value(), run: run_id(tenant, run)?, leaf_bytes: leaf.to_vec() });

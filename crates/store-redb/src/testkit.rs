@@ -7,7 +7,7 @@ use redb::{Database, ReadableTable as _, WriteTransaction};
 use tlog::{NodeHash, NodeId};
 
 use crate::{
-    ADMISSIONS, Db, HEADS, HEADS_BY_RUN, IDEMPOTENCY, LOG_COUNTER, NODES, OUTCOMES, RECORDS, RUNS, RedbStore,
+    ADMISSIONS, Db, HEADS, HEADS_BY_RUN, IDEMPOTENCY, LOG_COUNTER, MOVED, NODES, OUTCOMES, RECORDS, RUNS, RedbStore,
     SEAL_BY_RUN, record_value, seals_def, seals_table,
 };
 
@@ -255,6 +255,21 @@ impl TamperAccess for RedbStore {
             }
             for (run, position) in &newest {
                 heads_by_run.insert((t, run.as_str()), *position)?;
+            }
+            // And marks every open run moved again: the runs whose entries
+            // went with a heads leaf would be left unmarked (a finding).
+            let runs = txn.open_table(RUNS)?;
+            let open: Vec<String> = runs
+                .range((t, "")..)?
+                .filter_map(|entry| entry.ok())
+                .map(|(key, value)| (key.value().0 == t, key.value().1.to_owned(), value.value().2))
+                .take_while(|(ours, _, _)| *ours)
+                .filter(|(_, _, sealed)| !sealed)
+                .map(|(_, run, _)| run)
+                .collect();
+            let mut moved = txn.open_table(MOVED)?;
+            for run in open {
+                moved.insert((t, run.as_str()), ())?;
             }
             let leaves: Vec<Vec<u8>> = seals.iter().map(|(_, leaf)| leaf.clone()).collect();
             for (id, hash) in dense_log_nodes(&leaves) {

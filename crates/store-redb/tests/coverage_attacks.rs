@@ -344,3 +344,200 @@ fn r_aud_8_a_heads_leaf_row_renamed_or_entries_where_no_leaf_is_are_found() {
 fn shared_tenant() -> journal_core::TenantId {
     journal_core::TenantId::new("t").unwrap()
 }
+
+/// Attacker review (session 17), R-COVER-2, R-AUD-8: the moved set
+/// (`moved_runs`: the runs whose head moved since the last heads leaf, the
+/// only thing the plane reads to decide which open runs the next heads leaf
+/// covers) was never held to the chains. One row deleted after a run moved
+/// makes every later checkpoint leave the move out; the audit against such a
+/// checkpoint only said the records were "written after the newest heads
+/// entry an anchor covers ... bring a newer checkpoint" (not a finding, and
+/// no newer checkpoint ever covers them), and once the attacker cuts the run
+/// back to its old covered head, records written before the checkpoint are
+/// gone and the audit is clean and complete: nothing can tell afterwards.
+/// So the missing row must be a finding while it is missing.
+#[test]
+fn r_cover_2_a_moved_runs_row_deleted_is_found_before_the_move_can_be_cut_unseen() {
+    use journal_core::record::StepMark;
+    use journal_core::testkit::TamperAccess as _;
+    use journal_core::{Journal, RecordBody, Store as _};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plane.redb");
+    let t = shared_tenant();
+    let plane = shared::Plane::on(RedbStore::create(&path).unwrap());
+    let open = plane.run("open", false);
+    plane.run("sealed-1", true);
+    plane.sign();
+    let covered = plane.store.read_run(&t, &open).unwrap().head.unwrap();
+    // The run moves: two more records, which the next checkpoint must cover.
+    let journal = Journal::new(plane.store.as_ref(), &plane.tenant, &plane.origin);
+    let mut head = Some(covered);
+    for step in ["refund", "notify"] {
+        let appended =
+            journal.append(&open, head, None, RecordBody::StepStarted(StepMark { step: step.into() })).unwrap();
+        head = Some(appended.head);
+    }
+    drop(plane);
+
+    let moved: redb::TableDefinition<(&str, &str), ()> = redb::TableDefinition::new("moved_runs");
+    forge(&path, |txn| {
+        assert!(txn.open_table(moved).unwrap().remove(("t", open.as_str())).unwrap().is_some(), "the run was marked");
+    });
+
+    // The plane goes on: another sealed run, a checkpoint an observer saves.
+    let plane = shared::Plane::on(RedbStore::open(&path).unwrap());
+    plane.run("sealed-2", true);
+    let saved = plane.sign();
+    let inputs = plane.inputs(&saved);
+    let entry = plane.store.newest_heads_of(&t, &open).unwrap();
+    drop(plane);
+    assert!(entry.is_some());
+    let window = audit_file(&path, &inputs);
+
+    // What the attacker can do from now on, shown on a copy: cut the run
+    // back to the head the first checkpoint covered. Written before the
+    // saved checkpoint, the two records are gone and the audit is clean and
+    // complete; no audit can tell any more.
+    let copy = dir.path().join("cut.redb");
+    std::fs::copy(&path, &copy).unwrap();
+    {
+        let store = RedbStore::open(&copy).unwrap();
+        for seq in covered.seq + 1..=head.unwrap().seq {
+            store.delete_record(&t, &open, seq);
+        }
+        store.set_runs_head(&t, &open, covered);
+    }
+    let after_cut = audit_file(&copy, &inputs);
+    // (This plane signs no records: that is the only thing not checked.)
+    let complete = |report: &audit::AuditReport| report.not_checked.iter().all(|n| n.what == "record signatures");
+    assert!(
+        after_cut.findings.is_empty() && complete(&after_cut),
+        "the cut after the checkpoint is invisible once made: {after_cut:#?}"
+    );
+
+    // So it must be found while the moved row is missing (today: no
+    // finding, only "2 records of 1 open runs" not checked).
+    assert!(!complete(&window), "{:#?}", window.not_checked);
+    assert!(
+        shared::runs_found(&window, audit::FindingCode::MovedMarkMissing).contains(&open.to_string()),
+        "a run whose head moved before the saved checkpoint, left out of it by a deleted moved_runs row, is \
+         named by a finding; the audit said: findings {:#?}, not checked {:#?}",
+        window.findings,
+        window.not_checked
+    );
+}
+
+/// Attacker review (session 17), R-PLANE-2, R-LOG-7: the plane signs the
+/// root its stored node hashes give, and holds only that tree to the last
+/// one it signed (by a consistency proof made of the same stored nodes).
+/// One stored node above the last signed tree overwritten (here the newest
+/// seal's leaf node, replaced by the leaf hash of a seal of a run that never
+/// existed) is signed as it is: the plane's signature (and, through the
+/// sweep, its witnesses' cosignatures) then covers a tree its own leaves do
+/// not give, which the audit rejects and no honest continuation of the log
+/// can ever extend. The plane must refuse to sign it.
+#[test]
+fn r_plane_2_the_plane_never_signs_a_tree_its_stored_leaves_do_not_give() {
+    use journal_core::testkit::TamperAccess as _;
+    let plane = shared::Plane::on(RedbStore::temporary().unwrap());
+    for name in ["a", "b", "c", "d"] {
+        plane.run(name, true);
+    }
+    let first = plane.sign();
+    assert_eq!(first.checkpoint().tree().size, 4);
+    plane.run("e", true);
+    let ghost = journal_core::RunId::new("run-ghost").unwrap();
+    let forged = journal_core::SealLeaf::new(
+        &plane.origin,
+        &ghost,
+        journal_core::ExpectedHead { seq: 1, hash: journal_core::ChainHash::GENESIS },
+    );
+    plane.store.overwrite_log_node(&plane.tenant, tlog::NodeId::new(0, 4), forged.leaf_hash().into());
+    let signed =
+        journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.key, None);
+    let signed = match signed {
+        Err(journal_core::JournalError::WouldSignRollback { reason, .. }) => {
+            assert!(reason.contains("a stored node was changed behind the plane"), "{reason}");
+            return;
+        }
+        Err(other) => panic!("refused for another reason: {other}"),
+        Ok((_, signed)) => signed,
+    };
+    let report = audit::audit(plane.store.as_ref(), &plane.inputs(&signed)).unwrap();
+    panic!(
+        "the plane signed size {} root {} over a forged node; the log its leaves give has root {}; the audit of that \
+         checkpoint: {:#?}",
+        signed.checkpoint().tree().size,
+        signed.checkpoint().tree().root,
+        report.log_root,
+        report.findings
+    );
+}
+
+/// R-COVER-2: a file written before the moved marks (no `moved_runs_filled`
+/// bookkeeping, no `moved_runs` table) is not reported unmarked run by run:
+/// the audit says the marks were not checked, and the first writer of this
+/// build marks every open run, after which they are checked and hold.
+#[test]
+fn r_cover_2_a_file_from_before_the_moved_marks_is_not_checked_until_a_writer_marks_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("older.redb");
+    let plane = shared::Plane::on(RedbStore::create(&path).unwrap());
+    let open = plane.run("open", false);
+    plane.run("sealed", true);
+    let inputs = audit::AuditInputs::new(plane.tenant.clone(), plane.origin.clone());
+    drop(plane);
+    forge(&path, |txn| {
+        let moved: redb::TableDefinition<(&str, &str), ()> = redb::TableDefinition::new("moved_runs");
+        assert!(txn.delete_table(moved).unwrap(), "the file had the table");
+        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+        assert!(txn.open_table(meta).unwrap().remove("moved_runs_filled").unwrap().is_some());
+    });
+    let unmarked = |report: &audit::AuditReport| shared::runs_found(report, audit::FindingCode::MovedMarkMissing);
+    let marks_not_checked =
+        |report: &audit::AuditReport| report.not_checked.iter().any(|n| n.what == "the moved marks");
+
+    let older = audit_file(&path, &inputs);
+    assert!(unmarked(&older).is_empty(), "no false alarm: {:#?}", older.findings);
+    assert!(marks_not_checked(&older), "{:#?}", older.not_checked);
+
+    drop(RedbStore::open(&path).unwrap());
+    let filled = audit_file(&path, &inputs);
+    assert!(unmarked(&filled).is_empty(), "{:#?}", filled.findings);
+    assert!(!marks_not_checked(&filled), "{:#?}", filled.not_checked);
+
+    // And now a mark deleted is found again, naming the run.
+    forge(&path, |txn| {
+        let moved: redb::TableDefinition<(&str, &str), ()> = redb::TableDefinition::new("moved_runs");
+        assert!(txn.open_table(moved).unwrap().remove(("t", open.as_str())).unwrap().is_some());
+    });
+    assert_eq!(unmarked(&audit_file(&path, &inputs)), vec![open.to_string()]);
+}
+
+/// R-LOG-5, found by the attacker review (session 17): the log counter
+/// moved back by one made the next sealing append overwrite the seal leaf
+/// already at that position (another run's). Now that append is refused
+/// as store damage and the leaf stays as it was (PostgreSQL's key refuses
+/// the same insert).
+#[test]
+fn r_log_5_a_counter_moved_back_never_overwrites_a_seal_leaf() {
+    use journal_core::{Admission, AdmitRequest, Budget, Store as _};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plane.redb");
+    let plane = shared::Plane::on(RedbStore::create(&path).unwrap());
+    plane.run("a", true);
+    plane.run("b", true);
+    let before = plane.store.seals(&plane.tenant).unwrap();
+    assert_eq!(before.len(), 2);
+    drop(plane);
+    forge(&path, |txn| {
+        let counter: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("log_counter");
+        assert_eq!(txn.open_table(counter).unwrap().insert("t", 1).unwrap().map(|v| v.value()), Some(2));
+    });
+    let plane = shared::Plane::on(RedbStore::open(&path).unwrap());
+    let request = AdmitRequest { idempotency_key: "c".into(), plan: vec!["work".into()], budget: Budget::default() };
+    let Admission::New(run) = plane.runtime.admit(&plane.tenant, request).unwrap() else { panic!("new") };
+    let refused = run.succeed("done").map(drop).unwrap_err().to_string();
+    assert!(refused.contains("already holds a leaf"), "{refused}");
+    assert_eq!(plane.store.seals(&plane.tenant).unwrap(), before, "no leaf was overwritten");
+}

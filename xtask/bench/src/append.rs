@@ -11,7 +11,7 @@ use journal_core::{
     Admission, AdmitRequest, Budget, Ed25519Signer, Journal, Origin, RecordBody, RunId, RuntimeBuilder, Store, TenantId,
 };
 
-use crate::measure::{Figure, Unit, alternate, each_in_a_thread};
+use crate::measure::{Figure, Unit, alternate, alternate_three, each_in_a_thread};
 
 /// Which backend a figure runs on.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -138,16 +138,30 @@ fn journal_round(backend: Backend, concurrency: usize, records: usize) -> Result
 
 const RAW: redb::TableDefinition<(&str, u64), &[u8]> = redb::TableDefinition::new("raw");
 
+/// How the raw redb baseline opens its file: alone, redb's fastest mode
+/// and the bar's baseline, or shared as every agentplane handle opens it
+/// (`store_redb::CONCURRENCY`, issue 23): the engine's own rate in the
+/// mode a plane must use, shown beside the first.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RawRedb {
+    Alone,
+    Shared,
+}
+
 /// Transaction `j` holds record `j` of every run: as many records per
 /// transaction as runs append at once, the best group commit can do.
-fn raw_round(backend: Backend, runs: &[Vec<Vec<u8>>]) -> Result<f64> {
+fn raw_round(backend: Backend, runs: &[Vec<Vec<u8>>], opened: RawRedb) -> Result<f64> {
     let depth = runs.iter().map(Vec::len).max().unwrap_or(0);
     let records: usize = runs.iter().map(Vec::len).sum();
     let names: Vec<String> = (0..runs.len()).map(|n| format!("run-{n}")).collect();
     match backend {
         Backend::Redb => {
             let dir = tempfile::tempdir()?;
-            let db = redb::Database::create(dir.path().join("raw.redb"))?;
+            let mut builder = redb::Builder::new();
+            if opened == RawRedb::Shared {
+                builder.set_concurrency_mode(store_redb::CONCURRENCY);
+            }
+            let db = builder.create(dir.path().join("raw.redb"))?;
             let start = Instant::now();
             for seq in 0..depth {
                 let txn = db.begin_write()?;
@@ -207,15 +221,28 @@ pub fn figures(backend: Backend, rounds: usize, quick: bool) -> Result<Vec<Figur
             };
             // One round first: the bytes the raw side writes are ours.
             let (_, bytes) = round(concurrency).context("the first round")?;
-            let (ours, raw) = alternate(rounds, || Ok(round(concurrency)?.0), || raw_round(backend, &bytes))?;
-            // Issue 25's goals: redb at 0.8 (1 and 64 runs), PostgreSQL at
-            // 0.5 (8 and 64 runs), both for the signed Runtime.
+            let ours_round = || Ok(round(concurrency)?.0);
+            let raw_alone = || raw_round(backend, &bytes, RawRedb::Alone);
+            let (ours, raw, raw_shared) = match backend {
+                Backend::Redb => {
+                    let raw_shared = || raw_round(backend, &bytes, RawRedb::Shared);
+                    let (ours, raw, shared) = alternate_three(rounds, ours_round, raw_alone, raw_shared)?;
+                    (ours, raw, Some(shared))
+                }
+                Backend::Postgres => {
+                    let (ours, raw) = alternate(rounds, ours_round, raw_alone)?;
+                    (ours, raw, None)
+                }
+            };
+            // Issue 25's goals, both for the signed Runtime: redb at 0.8 (1,
+            // 8 and 64 runs), PostgreSQL at 0.5 (8 and 64 runs).
             let bar = match backend {
-                Backend::Redb => (signed && concurrency != 8).then_some(0.8),
+                Backend::Redb => signed.then_some(0.8),
                 Backend::Postgres => (signed && concurrency != 1).then_some(0.5),
             };
+            let name = format!("durable append on {}, {what}, {concurrency} concurrent runs", backend.name());
             out.push(Figure {
-                name: format!("durable append on {}, {what}, {concurrency} concurrent runs", backend.name()),
+                name: name.clone(),
                 ours,
                 baseline_name: format!("raw {}, same bytes, same-size transactions", backend.name()),
                 baseline: raw,
@@ -223,6 +250,17 @@ pub fn figures(backend: Backend, rounds: usize, quick: bool) -> Result<Vec<Figur
                 bar,
                 rounds,
             });
+            if let Some(raw_shared) = raw_shared {
+                out.push(Figure {
+                    name: format!("{name}, against raw redb sharing its file as the plane does"),
+                    ours,
+                    baseline_name: "raw redb opened shared (MultiWriter), same bytes, same-size transactions".into(),
+                    baseline: raw_shared,
+                    unit: Unit::PerSecond("records"),
+                    bar: None,
+                    rounds,
+                });
+            }
         }
     }
     Ok(out)

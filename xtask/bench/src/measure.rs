@@ -110,6 +110,28 @@ pub fn median(mut values: Vec<f64>) -> f64 {
     values.get(values.len() / 2).copied().unwrap_or(0.0)
 }
 
+/// Runs `ours` and two baselines `rounds` times, the one that goes first
+/// rotating round by round; each returns its measurement of one round.
+/// Returns the three medians.
+pub fn alternate_three(
+    rounds: usize,
+    mut ours: impl FnMut() -> Result<f64>,
+    mut first: impl FnMut() -> Result<f64>,
+    mut second: impl FnMut() -> Result<f64>,
+) -> Result<(f64, f64, f64)> {
+    let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        for side in 0..3 {
+            match (round + side) % 3 {
+                0 => a.push(ours()?),
+                1 => b.push(first()?),
+                _ => c.push(second()?),
+            }
+        }
+    }
+    Ok((median(a), median(b), median(c)))
+}
+
 /// Runs `ours` then `baseline`, `rounds` times, alternating; each returns
 /// its measurement of one round. Returns the two medians.
 pub fn alternate(

@@ -75,11 +75,31 @@ pub fn verify(cli: &Settings, require_signature: bool, assert_complete: bool, js
         key_id: journal_core::Signer::key_id(&keys.record).to_owned(),
         public_key: keys.record.public_key(),
     }];
-    for signed in store.signed_checkpoints(&tenant)? {
+    let signed_rows = store.signed_checkpoints(&tenant)?;
+    for signed in &signed_rows {
         let label = format!("the checkpoint this plane signed at size {}", signed.tree.size);
         inputs
             .anchors
             .push(Anchor::saved(&label, signed.note.as_bytes(), &inputs.log_keys, &inputs.origin).map_err(usage)?);
+    }
+    // The plane's own record of its last signature, kept outside the store
+    // (the store's rows of what it signed can be deleted or put back from a
+    // backup with the runs after them): the log must extend it too. Signed
+    // again here (Ed25519 is deterministic: the note the plane signed then).
+    let high_water = crate::high_water::FileHighWater::beside(&cli.keys);
+    match journal_core::log::HighWater::last(&high_water, &origin).map_err(|err| Failure::Io(err.to_string()))? {
+        journal_core::log::HighWaterMark::Signed(tree) if !signed_rows.iter().any(|signed| signed.tree == tree) => {
+            let note = journal_core::log::sign_checkpoint(&origin, tree, keys.log_for(&origin)?)?;
+            let label = format!(
+                "the plane's high-water mark ({}, size {})",
+                journal_core::log::HighWater::location(&high_water),
+                tree.size
+            );
+            inputs
+                .anchors
+                .push(Anchor::saved(&label, note.note().as_bytes(), &inputs.log_keys, &inputs.origin).map_err(usage)?);
+        }
+        _ => {}
     }
     run_and_report(cli, "verify", store.as_ref(), &inputs, assert_complete, json)
 }

@@ -76,6 +76,18 @@ fn verify_cosigned(settings: &Settings, reader: &Reader) -> Result<(), Failure> 
             return Err(Failure::Findings(message));
         }
     }
+    // The rows' order says which round came last: as the sweep does, a
+    // store whose rounds go backwards is an alarm, never a stale note printed.
+    let backwards = rows.iter().zip(rows.iter().skip(1)).find(|(before, after)| before.tree.size > after.tree.size);
+    if let Some((before, after)) = backwards {
+        let message = format!(
+            "the store's cosigned checkpoints of tenant {} go backwards (size {} after {}): the store was written \
+             behind the plane's back (run `agentplane verify`)",
+            reader.tenant, after.tree.size, before.tree.size
+        );
+        tracing::error!(target: "agentplane.witness.integrity", tenant = %reader.tenant, "{message}");
+        return Err(Failure::Findings(message));
+    }
     Ok(())
 }
 

@@ -118,6 +118,10 @@ impl TamperAccess for MemoryStore {
                     .and_then(|position| leaves.get(position))
                     .is_some_and(|leaf| crate::heads::HeadsLeaf::is_tagged(leaf))
             });
+            // And marks every open run moved again: the runs whose entries
+            // went with a heads leaf would be left unmarked (a finding).
+            let open: Vec<RunId> = t.runs.iter().filter(|(_, run)| !run.sealed).map(|(id, _)| id.clone()).collect();
+            t.moved.extend(open);
         }
     }
 
