@@ -2,6 +2,7 @@
 //! (`xtask/bench`), the `agentplane` binary and the Go oracle (whose
 //! `bench-tlog` is the Go baseline), starts a throwaway PostgreSQL server and
 //! runs every figure beside its baseline. The table lands in `target/bench/`.
+//! It measures the `dist` build (the one to ship: whole-program optimized);
 //! `--quick` is a smoke run on the debug build, for `cargo xtask test`.
 
 use std::process::Command;
@@ -13,12 +14,12 @@ use crate::{cargo, postgres, run_command, step, target_dir, vectors};
 /// `forwarded` goes to the program as it is (`--only GROUP`).
 pub fn run(quick: bool, server: &postgres::PgServer, forwarded: &[&str]) -> Result<()> {
     let oracle = vectors::build_oracle()?;
-    let profile = if quick { "debug" } else { "release" };
+    let profile = if quick { "debug" } else { "dist" };
     step(&format!("building agentplane-bench and agentplane ({profile})"));
     let mut build = cargo();
     build.args(["build", "--quiet", "-p", "agentplane-bench", "-p", "agentplane-cli"]);
     if !quick {
-        build.arg("--release");
+        build.args(["--profile", "dist"]);
     }
     run_command(&mut build)?;
     let bin = target_dir().join(profile);
