@@ -3,7 +3,7 @@
 
 use journal_core::checkpoints::latest_cosigned;
 use journal_core::log::sign_current_head;
-use journal_core::runtime::verify_cosigned_note;
+use journal_core::runtime::verify_cosigned_rows;
 use serde::Serialize;
 
 use crate::config::Settings;
@@ -61,29 +61,10 @@ fn verify_cosigned(settings: &Settings, reader: &Reader) -> Result<(), Failure> 
         );
     }
     let rows = reader.store.cosigned_checkpoints(&reader.tenant)?;
-    for (i, row) in rows.iter().enumerate() {
-        if let Err(why) =
-            verify_cosigned_note(&row.note, row.tree, &reader.origin, &log_key, &witness_keys, plane.quorum)
-        {
-            let message = format!(
-                "the store's cosigned checkpoint #{} of tenant {} (size {}) does not verify ({why}): the store was \
-                 written behind the plane's back (run `agentplane verify`)",
-                i + 1,
-                reader.tenant,
-                row.tree.size
-            );
-            tracing::error!(target: "agentplane.witness.integrity", tenant = %reader.tenant, size = row.tree.size, "{message}");
-            return Err(Failure::Findings(message));
-        }
-    }
-    // The rows' order says which round came last: as the sweep does, a
-    // store whose rounds go backwards is an alarm, never a stale note printed.
-    let backwards = rows.iter().zip(rows.iter().skip(1)).find(|(before, after)| before.tree.size > after.tree.size);
-    if let Some((before, after)) = backwards {
+    if let Err(err) = verify_cosigned_rows(&rows, &reader.origin, &log_key, &witness_keys, plane.quorum) {
         let message = format!(
-            "the store's cosigned checkpoints of tenant {} go backwards (size {} after {}): the store was written \
-             behind the plane's back (run `agentplane verify`)",
-            reader.tenant, after.tree.size, before.tree.size
+            "tenant {}: {err}: the store was written behind the plane's back (run `agentplane verify`)",
+            reader.tenant
         );
         tracing::error!(target: "agentplane.witness.integrity", tenant = %reader.tenant, "{message}");
         return Err(Failure::Findings(message));

@@ -23,7 +23,10 @@ use witness::Origin;
 pub use crate::run_state::{RunStatus, TimeWindow, charge, cost_in};
 pub use builder::{BuildError, RuntimeBuilder};
 pub use handle::{Admission, EffectOutput, RunHandle};
-pub use sweep::{SweepOutcome, SweepReport, WitnessProbe, WitnessViews, ask_witnesses, verify_cosigned_note};
+pub use sweep::{
+    CosignedRowsError, SweepOutcome, SweepReport, WitnessProbe, WitnessViews, ask_witnesses, verify_cosigned_note,
+    verify_cosigned_rows,
+};
 
 use crate::chain::ChainCheck;
 use crate::clock::Clock;

@@ -112,6 +112,56 @@ pub fn ask_witnesses(
     Ok(views)
 }
 
+/// Why the cosigned notes a store keeps for a tenant cannot be trusted:
+/// the store was written behind the plane's back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CosignedRowsError {
+    /// A note does not verify ([`verify_cosigned_note`]).
+    #[error("the store's cosigned checkpoint #{number} (size {size}) does not verify ({why})")]
+    DoesNotVerify {
+        /// Its place among the rows, from 1.
+        number: usize,
+        /// The size kept beside it.
+        size: u64,
+        /// Why not.
+        why: String,
+    },
+    /// The rows' order says which round came last, and a later one is smaller.
+    #[error("the store's cosigned checkpoints go backwards (size {size} after {before})")]
+    GoesBackwards {
+        /// The later row's size.
+        size: u64,
+        /// The size of the row before it.
+        before: u64,
+    },
+}
+
+/// Every cosigned note a store keeps for a tenant, oldest first, verified
+/// ([`verify_cosigned_note`]) and in order: the tree of the last one
+/// (`None` for none), or the first row that cannot be trusted. What the
+/// sweep and `checkpoint --cosigned` both hold the rows to before they
+/// trust a size, a root or a note.
+pub fn verify_cosigned_rows(
+    rows: &[crate::store::SignedTree],
+    origin: &Origin,
+    log_key: &witness::VerifierKey,
+    witness_keys: &[witness::TrustedWitness],
+    quorum: usize,
+) -> Result<Option<Tree>, CosignedRowsError> {
+    let mut last: Option<Tree> = None;
+    for (i, row) in rows.iter().enumerate() {
+        verify_cosigned_note(&row.note, row.tree, origin, log_key, witness_keys, quorum)
+            .map_err(|why| CosignedRowsError::DoesNotVerify { number: i + 1, size: row.tree.size, why })?;
+        if let Some(before) = last
+            && before.size > row.tree.size
+        {
+            return Err(CosignedRowsError::GoesBackwards { size: row.tree.size, before: before.size });
+        }
+        last = Some(row.tree);
+    }
+    Ok(last)
+}
+
 /// Verifies one stored cosigned note before its size or root is trusted:
 /// the log's signature with `log_key`, its checkpoint of `origin` and of
 /// `tree` (the tree kept beside it), and cosignatures by at least `quorum`
@@ -241,42 +291,21 @@ fn integrity(tenant: &TenantId, tree: tlog::Tree, what: &str) {
 
 impl Runtime {
     /// Verifies every cosigned note the store keeps for the tenant (issue
-    /// 21); the tree of the last one, or why a note does not verify.
+    /// 21); the tree of the last one, or why the rows cannot be trusted.
     fn verified_cosigned(
         &self,
         config: &super::TenantConfig,
         log_key: &witness::LogKey,
     ) -> Result<Option<Tree>, String> {
-        let verifier = log_key.verifier_key();
         let rows = self.store.cosigned_checkpoints(&config.tenant).map_err(|err| err.to_string())?;
-        let mut last: Option<Tree> = None;
-        for (i, row) in rows.iter().enumerate() {
-            verify_cosigned_note(
-                &row.note,
-                row.tree,
-                &config.origin,
-                &verifier,
-                &self.witness_keys,
-                if self.witness_keys.is_empty() { 0 } else { self.quorum.needed() },
-            )
-            .map_err(|why| {
+        let needed = if self.witness_keys.is_empty() { 0 } else { self.quorum.needed() };
+        let last = verify_cosigned_rows(&rows, &config.origin, &log_key.verifier_key(), &self.witness_keys, needed)
+            .map_err(|err| {
                 format!(
-                    "the store's cosigned checkpoint #{} (size {}) does not verify ({why}): the store was written \
-                     behind the plane's back; nothing was signed or sent (run `agentplane verify`)",
-                    i + 1,
-                    row.tree.size
+                    "{err}: the store was written behind the plane's back; nothing was signed or sent (run \
+                     `agentplane verify`)"
                 )
             })?;
-            if let Some(before) = last
-                && before.size > row.tree.size
-            {
-                return Err(format!(
-                    "the store's cosigned checkpoints go backwards (size {} after {}): nothing was signed or sent",
-                    row.tree.size, before.size
-                ));
-            }
-            last = Some(row.tree);
-        }
         // Without witness keys no cosignature was checked: trust nothing.
         Ok(last.filter(|_| !self.witness_keys.is_empty()))
     }
