@@ -452,7 +452,7 @@ pub fn sign_head(
     key: &LogKey,
     high_water: Option<&dyn HighWater>,
 ) -> Result<SignedCheckpoint, JournalError> {
-    let last = refusal(store, view, origin, high_water)?;
+    let last = refusal(store, view, origin, key, high_water)?;
     let head = view.head()?.tree;
     if let Some(high_water) = high_water {
         // Durable before any signature of this tree exists.
@@ -475,6 +475,7 @@ fn refusal(
     store: &dyn Store,
     view: &LogView<'_>,
     origin: &Origin,
+    key: &LogKey,
     high_water: Option<&dyn HighWater>,
 ) -> Result<Option<Tree>, JournalError> {
     let tenant = view.tenant();
@@ -513,22 +514,36 @@ fn refusal(
             }
         }
     }
-    let last = store.last_signed_checkpoint(tenant)?.map(|signed| signed.tree);
+    let last_row = store.last_signed_checkpoint(tenant)?;
+    let last = last_row.as_ref().map(|signed| signed.tree);
     if let Some(last) = last
         && let Some(reason) = refuses_to_extend(store, view, head, last)?
     {
         return Err(refuse(reason));
     }
-    let trusted = marked.into_iter().chain(last).max_by_key(|tree| tree.size);
+    // The newest tree the plane can trust: its mark, kept outside the store;
+    // without one, the store's last recorded checkpoint only when its note
+    // carries the plane's own signature (a row forged to match forged nodes
+    // would otherwise vouch for them).
+    let trusted = marked.or_else(|| last_row.filter(|row| signed_by(key, origin, row)).map(|row| row.tree));
     if let Some(reason) = nodes_disagree_with_seals(store, view, head, trusted)? {
         return Err(refuse(reason));
     }
     Ok(last)
 }
 
+/// Whether `row`'s note is a checkpoint of `origin` at its tree signed by
+/// the plane's `key`.
+fn signed_by(key: &LogKey, origin: &Origin, row: &crate::store::SignedTree) -> bool {
+    let verifier = key.verifier_key();
+    SignedCheckpoint::open(row.note.as_bytes(), &[&verifier as &dyn witness::NoteVerifier]).is_ok_and(|(signed, _)| {
+        signed.checkpoint().origin() == origin.as_str() && signed.checkpoint().tree() == row.tree
+    })
+}
+
 /// The head a view of stored nodes gives, held to the seal rows above the
 /// newest tree the plane trusts (its high-water mark, or the last checkpoint
-/// it recorded; the empty tree before its first signature): the stored
+/// it recorded and signed; the empty tree otherwise): the stored
 /// frontier at that size must give its root, and that frontier with the
 /// leaf of every seal row after it must give the head's root. The
 /// consistency proof from the trusted tree is made of the same stored
@@ -591,7 +606,7 @@ pub fn sign_current_head<'a>(
 ) -> Result<(LogView<'a>, SignedCheckpoint), JournalError> {
     // Refused before anything is written: a store the plane must not sign
     // from (restored, cut back) gets no heads leaf either.
-    on_a_fresh_view(store, tenant, |view| refusal(store, view, origin, high_water).map(|_| ()))?;
+    on_a_fresh_view(store, tenant, |view| refusal(store, view, origin, key, high_water).map(|_| ()))?;
     // Open runs enter the log before it is signed (issue 20): the checkpoint
     // then commits to every run's head, not only to the sealed ones.
     store.append_heads(tenant, origin)?;

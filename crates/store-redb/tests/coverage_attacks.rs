@@ -541,3 +541,55 @@ fn r_log_5_a_counter_moved_back_never_overwrites_a_seal_leaf() {
     assert!(refused.contains("already holds a leaf"), "{refused}");
     assert_eq!(plane.store.seals(&plane.tenant).unwrap(), before, "no leaf was overwritten");
 }
+
+/// R-PLANE-2: the same forged node, with a `signed_checkpoints` row forged
+/// to match it (the forged tree recorded as the last one the plane signed,
+/// its note signed by a key that is not the plane's). Without a high-water
+/// mark the plane held the tail to that row, so the forged row vouched for
+/// the forged node; a recorded checkpoint is trusted only when its note
+/// carries the plane's own signature.
+#[test]
+fn r_plane_2_a_forged_signed_row_does_not_vouch_for_a_forged_node() {
+    use journal_core::testkit::TamperAccess as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plane.redb");
+    let plane = shared::Plane::on(RedbStore::create(&path).unwrap());
+    for name in ["a", "b", "c", "d"] {
+        plane.run(name, true);
+    }
+    plane.sign();
+    plane.run("e", true);
+    let ghost = journal_core::RunId::new("run-ghost").unwrap();
+    let forged = journal_core::SealLeaf::new(
+        &plane.origin,
+        &ghost,
+        journal_core::ExpectedHead { seq: 1, hash: journal_core::ChainHash::GENESIS },
+    );
+    plane.store.overwrite_log_node(&plane.tenant, tlog::NodeId::new(0, 4), forged.leaf_hash().into());
+    let view = journal_core::log::LogView::open(plane.store.as_ref(), &plane.tenant).unwrap();
+    let forged_tree = view.head().unwrap().tree;
+    let other_key = witness::LogKey::new(
+        witness::SignerKey::from_seed(plane.origin.as_str(), witness::ALG_ED25519, [9; 32]).unwrap(),
+    )
+    .unwrap();
+    let note = journal_core::log::sign_checkpoint(&plane.origin, forged_tree, &other_key).unwrap();
+    let (origin, key, tenant) = (plane.origin.clone(), plane.key.clone(), plane.tenant.clone());
+    drop(view);
+    drop(plane);
+    forge(&path, |txn| {
+        let signed: redb::TableDefinition<(&str, u64), (u64, &[u8], &str)> =
+            redb::TableDefinition::new("signed_checkpoints");
+        let mut table = txn.open_table(signed).unwrap();
+        let n = redb::ReadableTableMetadata::len(&table).unwrap();
+        let root = forged_tree.root.as_bytes().to_vec();
+        table.insert(("t", n), (forged_tree.size, root.as_slice(), note.note())).unwrap();
+    });
+    let store = RedbStore::open(&path).unwrap();
+    match journal_core::log::sign_current_head(&store, &tenant, &origin, &key, None) {
+        Err(journal_core::JournalError::WouldSignRollback { reason, .. }) => {
+            assert!(reason.contains("a stored node was changed behind the plane"), "{reason}");
+        }
+        Err(other) => panic!("refused for another reason: {other}"),
+        Ok((_, signed)) => panic!("the plane signed the forged tree {:?}", signed.checkpoint().tree()),
+    }
+}
