@@ -250,3 +250,47 @@ pub fn assert_stray_heads_entries_found(report: &audit::AuditReport, position: u
     );
     assert_eq!(runs_found(report, FindingCode::HeadsIndexMismatch), vec![run.to_string()], "{:#?}", report.findings);
 }
+
+/// R-PLANE-2 (the attacker review of session 17): the plane signs the root
+/// its stored node hashes give, and held only that tree to the last one it
+/// signed, by a consistency proof made of the same stored nodes. One stored
+/// node above the last signed tree overwritten (the newest seal's leaf
+/// node, replaced by the leaf hash of a seal of a run that never existed)
+/// was signed as it is: the plane's signature (and, through the sweep, its
+/// witnesses' cosignatures) then covered a tree its own leaves do not give.
+/// The plane must refuse to sign it.
+pub fn a_forged_node_is_never_signed<S: Store + TamperAccess + 'static>(store: S) {
+    let plane = Plane::on(store);
+    for name in ["a", "b", "c", "d"] {
+        plane.run(name, true);
+    }
+    let first = plane.sign();
+    assert_eq!(first.checkpoint().tree().size, 4);
+    plane.run("e", true);
+    let ghost = journal_core::RunId::new("run-ghost").unwrap();
+    let forged = journal_core::SealLeaf::new(
+        &plane.origin,
+        &ghost,
+        journal_core::ExpectedHead { seq: 1, hash: journal_core::ChainHash::GENESIS },
+    );
+    plane.store.overwrite_log_node(&plane.tenant, tlog::NodeId::new(0, 4), forged.leaf_hash().into());
+    let signed =
+        journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.key, None);
+    let signed = match signed {
+        Err(journal_core::JournalError::WouldSignRollback { reason, .. }) => {
+            assert!(reason.contains("a stored node was changed behind the plane"), "{reason}");
+            return;
+        }
+        Err(other) => panic!("refused for another reason: {other}"),
+        Ok((_, signed)) => signed,
+    };
+    let report = audit::audit(plane.store.as_ref(), &plane.inputs(&signed)).unwrap();
+    panic!(
+        "the plane signed size {} root {} over a forged node; the log its leaves give has root {}; the audit of that \
+         checkpoint: {:#?}",
+        signed.checkpoint().tree().size,
+        signed.checkpoint().tree().root,
+        report.log_root,
+        report.findings
+    );
+}

@@ -128,3 +128,11 @@ fn r_cover_2_a_moved_mark_cleared_with_sql_is_found_before_the_move_can_be_cut_u
         window.not_checked
     );
 }
+
+/// R-PLANE-2, R-LOG-7 (attacker review, session 17), with SQL: a stored
+/// node forged above the last signed tree is never signed; the seal rows
+/// since that tree are read in one range query (`Store::seals_in`).
+#[test]
+fn r_plane_2_the_plane_never_signs_a_tree_its_stored_leaves_do_not_give() {
+    shared::a_forged_node_is_never_signed(PgStore::temporary().unwrap());
+}

@@ -427,51 +427,11 @@ fn r_cover_2_a_moved_runs_row_deleted_is_found_before_the_move_can_be_cut_unseen
     );
 }
 
-/// Attacker review (session 17), R-PLANE-2, R-LOG-7: the plane signs the
-/// root its stored node hashes give, and holds only that tree to the last
-/// one it signed (by a consistency proof made of the same stored nodes).
-/// One stored node above the last signed tree overwritten (here the newest
-/// seal's leaf node, replaced by the leaf hash of a seal of a run that never
-/// existed) is signed as it is: the plane's signature (and, through the
-/// sweep, its witnesses' cosignatures) then covers a tree its own leaves do
-/// not give, which the audit rejects and no honest continuation of the log
-/// can ever extend. The plane must refuse to sign it.
+/// R-PLANE-2, R-LOG-7 (attacker review, session 17): a stored node forged
+/// above the last signed tree is never signed (`shared::a_forged_node_is_never_signed`).
 #[test]
 fn r_plane_2_the_plane_never_signs_a_tree_its_stored_leaves_do_not_give() {
-    use journal_core::testkit::TamperAccess as _;
-    let plane = shared::Plane::on(RedbStore::temporary().unwrap());
-    for name in ["a", "b", "c", "d"] {
-        plane.run(name, true);
-    }
-    let first = plane.sign();
-    assert_eq!(first.checkpoint().tree().size, 4);
-    plane.run("e", true);
-    let ghost = journal_core::RunId::new("run-ghost").unwrap();
-    let forged = journal_core::SealLeaf::new(
-        &plane.origin,
-        &ghost,
-        journal_core::ExpectedHead { seq: 1, hash: journal_core::ChainHash::GENESIS },
-    );
-    plane.store.overwrite_log_node(&plane.tenant, tlog::NodeId::new(0, 4), forged.leaf_hash().into());
-    let signed =
-        journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.key, None);
-    let signed = match signed {
-        Err(journal_core::JournalError::WouldSignRollback { reason, .. }) => {
-            assert!(reason.contains("a stored node was changed behind the plane"), "{reason}");
-            return;
-        }
-        Err(other) => panic!("refused for another reason: {other}"),
-        Ok((_, signed)) => signed,
-    };
-    let report = audit::audit(plane.store.as_ref(), &plane.inputs(&signed)).unwrap();
-    panic!(
-        "the plane signed size {} root {} over a forged node; the log its leaves give has root {}; the audit of that \
-         checkpoint: {:#?}",
-        signed.checkpoint().tree().size,
-        signed.checkpoint().tree().root,
-        report.log_root,
-        report.findings
-    );
+    shared::a_forged_node_is_never_signed(RedbStore::temporary().unwrap());
 }
 
 /// R-COVER-2: a file written before the moved marks (no `moved_runs_filled`
