@@ -338,13 +338,16 @@ fn r_plane_2_verify_holds_the_store_to_the_plane_s_high_water_mark() {
     assert_eq!(report["verdict"], "findings", "{report:#}");
 }
 
-/// Attacker review (session 17), R-WIT-9: the kept cosigned notes swapped
-/// (the row numbers say which round came last). The sweep refuses such a
-/// store ("go backwards"); `checkpoint --cosigned` verified each note alone
-/// and printed the older one as "the latest checkpoint a witness quorum
-/// cosigned" (exit 0): a stale anchor for the auditor it is handed to.
+/// Attacker review (session 17), R-WIT-9: the kept cosigned notes swapped.
+/// `checkpoint --cosigned` printed the last row as "the latest checkpoint a
+/// witness quorum cosigned" (the older note: a stale anchor for the auditor
+/// it is handed to), and then, fixed as an alarm, it called a healthy plane
+/// whose two instances recorded their rounds as they finished tampered
+/// (review 2). The order of the rows now means nothing: the latest round is
+/// the largest tree cosigned, printed whatever the order, and the sweep goes
+/// on without an alarm.
 #[test]
-fn r_wit_9_cosigned_rows_out_of_order_are_an_alarm_for_checkpoint_cosigned_too() {
+fn r_wit_9_cosigned_rows_out_of_order_print_the_latest_round_not_a_stale_one() {
     let dir = tempfile::tempdir().unwrap();
     let plane = dir.path();
     let _witness = witnessed_plane(plane);
@@ -375,9 +378,8 @@ fn r_wit_9_cosigned_rows_out_of_order_are_an_alarm_for_checkpoint_cosigned_too()
         }
         txn.commit().unwrap();
     }
+    let printed = json(plane, &["checkpoint", "--cosigned", "--json"]);
+    assert_eq!(printed, latest, "the latest round, whatever the rows' order");
     let (code, report, _) = sweep(plane);
-    assert_eq!((code, report["outcome"].as_str()), (Some(1), Some("refused_to_sign")), "{report}");
-    let out = agentplane(plane, &["checkpoint", "--cosigned", "--json"]);
-    let printed: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
-    assert_eq!(out.status.code(), Some(1), "the latest cosigned is of size {}; printed: {printed}", latest["size"]);
+    assert_eq!(code, Some(0), "no alarm over rows recorded out of order: {report}");
 }

@@ -29,25 +29,34 @@ fn damaged(tenant: &TenantId, detail: String) -> JournalError {
     JournalError::StoreDamage { tenant: tenant.clone(), detail }
 }
 
-/// The latest checkpoint a witness quorum cosigned for the tenant's log;
-/// `None` before the first round that met its quorum. A kept note whose
+/// The latest checkpoint a witness quorum cosigned for the tenant's log:
+/// the kept row of the largest tree, whatever order the rows were recorded
+/// in (two instances of a plane record their rounds as they finish); `None`
+/// before the first round that met its quorum. A kept note whose checkpoint
+/// does not parse, or is not of the tree kept beside it, is
+/// [`JournalError::StoreDamage`]. Not verified: a reader verifies the note
+/// with the keys it trusts (`runtime::verify_cosigned_rows`).
+pub fn latest_cosigned(store: &dyn Store, tenant: &TenantId) -> Result<Option<CosignedCheckpoint>, JournalError> {
+    let rows = store.cosigned_checkpoints(tenant)?;
+    let latest = rows.iter().enumerate().max_by_key(|(i, row)| (row.tree.size, *i)).map(|(_, row)| row);
+    latest.map(|row| cosigned_of(tenant, row)).transpose()
+}
+
+/// One kept cosigned row as a checkpoint and its note; a note whose
 /// checkpoint does not parse, or is not of the tree kept beside it, is
 /// [`JournalError::StoreDamage`].
-pub fn latest_cosigned(store: &dyn Store, tenant: &TenantId) -> Result<Option<CosignedCheckpoint>, JournalError> {
-    let Some(latest) = store.cosigned_checkpoints(tenant)?.pop() else {
-        return Ok(None);
-    };
+pub fn cosigned_of(tenant: &TenantId, row: &crate::store::SignedTree) -> Result<CosignedCheckpoint, JournalError> {
     let damaged_note = |detail: String| damaged(tenant, format!("the stored cosigned note is damaged: {detail}"));
-    let (text, _) = witness::split_note(&latest.note).map_err(|err| damaged_note(err.to_string()))?;
+    let (text, _) = witness::split_note(&row.note).map_err(|err| damaged_note(err.to_string()))?;
     let checkpoint = Checkpoint::parse(text).map_err(|err| damaged_note(err.to_string()))?;
-    if checkpoint.tree() != latest.tree {
+    if checkpoint.tree() != row.tree {
         return Err(damaged_note(format!(
             "its checkpoint is of size {}, the tree kept beside it of size {}",
             checkpoint.tree().size,
-            latest.tree.size
+            row.tree.size
         )));
     }
-    Ok(Some(CosignedCheckpoint { checkpoint, note: latest.note }))
+    Ok(CosignedCheckpoint { checkpoint, note: row.note.clone() })
 }
 
 /// The latest checkpoint a witness quorum cosigned that holds the leaf

@@ -87,7 +87,9 @@ fn r_exp_1_export_run_carries_the_latest_cosigned_checkpoint_that_holds_the_run(
         Err(JournalError::StoreDamage { .. })
     ));
 
-    // A kept note whose checkpoint is not the tree kept beside it is damage.
-    store.record_cosigned_checkpoint(&tenant, SignedTree { tree, note: "not a note".into() }).unwrap();
+    // A kept note whose checkpoint is not the tree kept beside it is damage
+    // (the latest round is the largest tree kept, whatever the rows' order).
+    let largest = tlog::Tree::new(tree.size + 5, tree.root);
+    store.record_cosigned_checkpoint(&tenant, SignedTree { tree: largest, note: "not a note".into() }).unwrap();
     assert!(matches!(latest_cosigned(store.as_ref(), &tenant), Err(JournalError::StoreDamage { .. })));
 }

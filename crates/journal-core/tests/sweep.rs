@@ -203,3 +203,153 @@ fn r_wit_7_one_witness_listed_twice_is_refused() {
         .build();
     assert!(matches!(built, Err(journal_core::BuildError::DuplicateWitness(_))), "{:?}", built.err());
 }
+
+/// A witness client that, once, holds its answer back after the witness
+/// cosigned: the round of the instance using it is slow to record, as a
+/// process descheduled between the quorum and its write is.
+struct HeldBack {
+    inner: Arc<dyn Witness + Send + Sync>,
+    cosigned: std::sync::Mutex<Option<std::sync::mpsc::Sender<()>>>,
+    release: std::sync::Mutex<Option<std::sync::mpsc::Receiver<()>>>,
+}
+
+impl Witness for HeldBack {
+    fn endpoint(&self) -> &str {
+        self.inner.endpoint()
+    }
+    fn identities(&self) -> Vec<witness::WitnessIdentity> {
+        self.inner.identities()
+    }
+    fn add_checkpoint(
+        &self,
+        signed: &witness::SignedCheckpoint,
+        history: &dyn witness::LogHistory,
+    ) -> Result<witness::CosignedCheckpoint, witness::WitnessError> {
+        let answer = self.inner.add_checkpoint(signed, history);
+        if let Some(cosigned) = self.cosigned.lock().unwrap().take() {
+            cosigned.send(()).unwrap();
+            let release = self.release.lock().unwrap().take().unwrap();
+            release.recv().unwrap();
+        }
+        answer
+    }
+}
+
+/// Review 2 (R-WIT-8, R-WIT-9): two instances of one plane sweep one log, and
+/// the instance whose round met the bar first records it last (its quorum
+/// came back before the other's round, its write after). Nothing was written
+/// behind the plane's back, every note is a genuine cosigned checkpoint of one
+/// history: the next sweep must not raise an integrity alarm, and the
+/// cosigned rows must not read as "going backwards" (`checkpoint --cosigned`
+/// holds them to the same rule).
+#[test]
+fn r_wit_8_an_older_round_recorded_after_a_newer_one_by_another_instance_raises_no_alarm() {
+    let tenant = TenantId::new("t").unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(1, &log_key);
+    let url = ws.clients[0].endpoint().to_owned();
+    let store = Arc::new(MemoryStore::new());
+    let instance = |clients: Vec<Arc<dyn Witness + Send + Sync>>| {
+        RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+            .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+            .witnesses(clients, WitnessQuorum::of(1))
+            .witness_keys(ws.keys.clone())
+            .build()
+            .unwrap()
+    };
+    let (cosigned_tx, cosigned_rx) = std::sync::mpsc::channel();
+    let (release_tx, release_rx) = std::sync::mpsc::channel();
+    let held: Arc<dyn Witness + Send + Sync> = Arc::new(HeldBack {
+        inner: Arc::clone(&ws.clients[0]),
+        cosigned: std::sync::Mutex::new(Some(cosigned_tx)),
+        release: std::sync::Mutex::new(Some(release_rx)),
+    });
+    let a = instance(vec![held]);
+    let b = instance(vec![client_for(&url, 10, "sweep.test/w0")]);
+    seal(&a, &tenant, "first");
+    std::thread::scope(|scope| {
+        let slow = scope.spawn(|| a.sweep(&tenant).unwrap());
+        // The witness cosigned a's size 1; a has not recorded it yet.
+        cosigned_rx.recv().unwrap();
+        seal(&b, &tenant, "second");
+        let report = b.sweep(&tenant).unwrap();
+        assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "b: {report:?}");
+        release_tx.send(()).unwrap();
+        let report = slow.join().unwrap();
+        assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "a: {report:?}");
+    });
+    let sizes: Vec<u64> = store.cosigned_checkpoints(&tenant).unwrap().iter().map(|row| row.tree.size).collect();
+    seal(&b, &tenant, "third");
+    let report = b.sweep(&tenant).unwrap();
+    assert!(
+        !report.integrity_refusal(),
+        "a healthy plane whose two instances recorded their rounds out of order (rows of sizes {sizes:?}) \
+         is refused as written behind its back: {report:?}"
+    );
+}
+
+/// Review 2 (R-WIT-8, R-WIT-9): the operator replaces a witness (the old one
+/// retired, its key dropped from the trust list). The rounds the old witness
+/// cosigned are genuine and were met under the configuration of their day;
+/// nothing was written behind the plane's back, so the next sweep must hold
+/// its round with the new witness instead of refusing to sign for good.
+#[test]
+fn r_wit_9_a_witness_replaced_by_the_operator_is_no_integrity_alarm() {
+    let tenant = TenantId::new("t").unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(2, &log_key);
+    let store = Arc::new(MemoryStore::new());
+    let with = |witness: usize| {
+        RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+            .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+            .witnesses(vec![Arc::clone(&ws.clients[witness])], WitnessQuorum::of(1))
+            .witness_keys(vec![ws.keys[witness].clone()])
+            .build()
+            .unwrap()
+    };
+    let before = with(0);
+    seal(&before, &tenant, "a");
+    assert!(matches!(before.sweep(&tenant).unwrap().outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })));
+    let after = with(1);
+    seal(&after, &tenant, "b");
+    let report = after.sweep(&tenant).unwrap();
+    assert!(!report.integrity_refusal(), "a witness replaced by the operator: {report:?}");
+}
+
+/// R-WIT-9, R-PLANE-2: the kept cosigned rows are held to one rule whatever
+/// order they were recorded in: the latest round is the largest tree the
+/// trusted quorum cosigned; a genuine row below today's quorum is set aside,
+/// never an alarm; a row the plane did not sign, and two roots at one size
+/// (a forked history, which a plane that never equivocates does not sign),
+/// are alarms naming the rows.
+#[test]
+fn r_wit_9_kept_cosigned_rows_are_read_by_size_and_a_fork_is_an_alarm() {
+    use journal_core::runtime::{CosignedRowsError, verify_cosigned_rows};
+    use journal_core::store::SignedTree;
+    let origin = journal_core::Origin::new(ORIGIN).unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let row = |size: u64, root: u8| {
+        let tree = tlog::Tree::new(size, tlog::RootHash::from_hash_bytes([root; 32]));
+        SignedTree {
+            tree,
+            note: journal_core::log::sign_checkpoint(&origin, tree, &log_key).unwrap().note().to_owned(),
+        }
+    };
+    let verifier = log_key.verifier_key();
+    let rows = [row(2, 2), row(5, 5), row(3, 3)];
+    let newest = verify_cosigned_rows(&rows, &origin, &verifier, &[], 0).unwrap();
+    assert_eq!(newest.map(|(index, tree)| (index, tree.size)), Some((1, 5)), "the largest, not the last");
+    assert_eq!(verify_cosigned_rows(&rows, &origin, &verifier, &[], 1).unwrap(), None, "below the quorum: set aside");
+
+    let forked = [row(2, 2), row(5, 5), row(5, 6)];
+    assert_eq!(
+        verify_cosigned_rows(&forked, &origin, &verifier, &[], 0),
+        Err(CosignedRowsError::TwoRootsAtOneSize { first: 2, second: 3, size: 5 })
+    );
+    let mut forged = rows.clone();
+    forged[2].note = "forged".into();
+    assert!(matches!(
+        verify_cosigned_rows(&forged, &origin, &verifier, &[], 0),
+        Err(CosignedRowsError::DoesNotVerify { number: 3, size: 3, .. })
+    ));
+}

@@ -1,7 +1,7 @@
 //! `agentplane checkpoint`: the log's head signed now, or the latest
 //! checkpoint a witness quorum cosigned.
 
-use journal_core::checkpoints::latest_cosigned;
+use journal_core::checkpoints::{CosignedCheckpoint, cosigned_of};
 use journal_core::log::sign_current_head;
 use journal_core::runtime::verify_cosigned_rows;
 use serde::Serialize;
@@ -36,10 +36,12 @@ pub fn sign(plane: &Plane) -> Result<witness::SignedCheckpoint, Failure> {
 }
 
 /// Verifies every cosigned note the store keeps before one is printed
-/// (issue 21): the log's signature with the plane's log key, its tree the one
-/// kept beside it, cosignatures by the configured witnesses meeting the
-/// quorum. One that does not verify is an integrity alarm (exit 1).
-fn verify_cosigned(settings: &Settings, reader: &Reader) -> Result<(), Failure> {
+/// (issue 21, `verify_cosigned_rows`): each the plane's signed checkpoint of
+/// the tree kept beside it, no trusted cosignature that fails, no two roots
+/// at one size; one that does not verify is an integrity alarm (exit 1).
+/// The latest round the configured witnesses cosigned to the quorum, when
+/// there is one.
+fn verified_latest_cosigned(settings: &Settings, reader: &Reader) -> Result<Option<CosignedCheckpoint>, Failure> {
     let keys = PlaneKeys::read_if_present(&settings.keys)?.ok_or_else(|| {
         Failure::Usage(format!(
             "checkpoint --cosigned verifies the kept notes with the plane's log key: run it beside the key file ({} is \
@@ -61,25 +63,29 @@ fn verify_cosigned(settings: &Settings, reader: &Reader) -> Result<(), Failure> 
         );
     }
     let rows = reader.store.cosigned_checkpoints(&reader.tenant)?;
-    if let Err(err) = verify_cosigned_rows(&rows, &reader.origin, &log_key, &witness_keys, plane.quorum) {
-        let message = format!(
-            "tenant {}: {err}: the store was written behind the plane's back (run `agentplane verify`)",
-            reader.tenant
-        );
-        tracing::error!(target: "agentplane.witness.integrity", tenant = %reader.tenant, "{message}");
-        return Err(Failure::Findings(message));
+    match verify_cosigned_rows(&rows, &reader.origin, &log_key, &witness_keys, plane.quorum) {
+        Ok(newest) => {
+            let row = newest.and_then(|(index, _)| rows.get(index));
+            Ok(row.map(|row| cosigned_of(&reader.tenant, row)).transpose()?)
+        }
+        Err(err) => {
+            let message = format!(
+                "tenant {}: {err}: the store was written behind the plane's back (run `agentplane verify`)",
+                reader.tenant
+            );
+            tracing::error!(target: "agentplane.witness.integrity", tenant = %reader.tenant, "{message}");
+            Err(Failure::Findings(message))
+        }
     }
-    Ok(())
 }
 
 /// `agentplane checkpoint [--cosigned] [--json]`.
 pub fn checkpoint(settings: &Settings, cosigned: bool, json: bool) -> Result<(), Failure> {
     let row = if cosigned {
         let reader = Reader::open(settings)?;
-        verify_cosigned(settings, &reader)?;
-        let latest = latest_cosigned(reader.store.as_ref(), &reader.tenant)?.ok_or_else(|| {
+        let latest = verified_latest_cosigned(settings, &reader)?.ok_or_else(|| {
             Failure::Usage(format!(
-                "no witness quorum has cosigned tenant {}'s log yet: run `agentplane sweep`",
+                "no quorum of the configured witnesses has cosigned tenant {}'s log yet: run `agentplane sweep`",
                 reader.tenant
             ))
         })?;

@@ -24,8 +24,8 @@ pub use crate::run_state::{RunStatus, TimeWindow, charge, cost_in};
 pub use builder::{BuildError, RuntimeBuilder};
 pub use handle::{Admission, EffectOutput, RunHandle};
 pub use sweep::{
-    CosignedRowsError, SweepOutcome, SweepReport, WitnessProbe, WitnessViews, ask_witnesses, verify_cosigned_note,
-    verify_cosigned_rows,
+    CosignedRowsError, CosignedStanding, SweepOutcome, SweepReport, WitnessProbe, WitnessViews, ask_witnesses,
+    verify_cosigned_note, verify_cosigned_rows,
 };
 
 use crate::chain::ChainCheck;

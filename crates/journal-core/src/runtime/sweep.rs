@@ -116,7 +116,9 @@ pub fn ask_witnesses(
 /// the store was written behind the plane's back.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CosignedRowsError {
-    /// A note does not verify ([`verify_cosigned_note`]).
+    /// A note that is not the plane's signed checkpoint of the tree kept
+    /// beside it, or that carries a trusted witness's cosignature that does
+    /// not verify ([`verify_cosigned_note`]).
     #[error("the store's cosigned checkpoint #{number} (size {size}) does not verify ({why})")]
     DoesNotVerify {
         /// Its place among the rows, from 1.
@@ -126,46 +128,72 @@ pub enum CosignedRowsError {
         /// Why not.
         why: String,
     },
-    /// The rows' order says which round came last, and a later one is smaller.
-    #[error("the store's cosigned checkpoints go backwards (size {size} after {before})")]
-    GoesBackwards {
-        /// The later row's size.
+    /// Two rows hold the plane's signatures of two roots at one size: the
+    /// log's history forked, which no plane that never equivocates signs.
+    #[error("the store's cosigned checkpoints #{first} and #{second} hold two roots at size {size}")]
+    TwoRootsAtOneSize {
+        /// The first row's place, from 1.
+        first: usize,
+        /// The second row's place, from 1.
+        second: usize,
+        /// The size.
         size: u64,
-        /// The size of the row before it.
-        before: u64,
     },
 }
 
-/// Every cosigned note a store keeps for a tenant, oldest first, verified
-/// ([`verify_cosigned_note`]) and in order: the tree of the last one
-/// (`None` for none), or the first row that cannot be trusted. What the
-/// sweep and `checkpoint --cosigned` both hold the rows to before they
-/// trust a size, a root or a note.
+/// How a stored cosigned note stands against the witnesses trusted now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CosignedStanding {
+    /// Cosigned by at least the quorum of distinct trusted keys.
+    Witnessed,
+    /// Signed by the plane, but cosigned by fewer trusted keys than the
+    /// quorum: witnesses retired since, or a quorum raised since. Genuine,
+    /// yet not what the witnesses trusted now are known to hold.
+    BelowQuorum {
+        /// The distinct trusted keys that cosigned it.
+        trusted: usize,
+    },
+}
+
+/// The newest round the stored cosigned notes show the trusted witnesses
+/// holding: the row of the largest size witnessed by today's quorum (its
+/// place among the rows and its tree; `None` for none), whatever order the
+/// rows were recorded in (two instances of a plane record their rounds as
+/// they finish). Every row must be the plane's signed checkpoint of its tree
+/// with no trusted cosignature that fails, and no two rows may hold two
+/// roots at one size; a row below today's quorum (a witness replaced, a
+/// quorum raised) is genuine and set aside. What the sweep and `checkpoint
+/// --cosigned` both hold the rows to before they trust a size, a root or a
+/// note.
 pub fn verify_cosigned_rows(
     rows: &[crate::store::SignedTree],
     origin: &Origin,
     log_key: &witness::VerifierKey,
     witness_keys: &[witness::TrustedWitness],
     quorum: usize,
-) -> Result<Option<Tree>, CosignedRowsError> {
-    let mut last: Option<Tree> = None;
+) -> Result<Option<(usize, Tree)>, CosignedRowsError> {
+    let mut by_size: std::collections::BTreeMap<u64, (usize, Tree)> = std::collections::BTreeMap::new();
+    let mut newest: Option<(usize, Tree)> = None;
     for (i, row) in rows.iter().enumerate() {
-        verify_cosigned_note(&row.note, row.tree, origin, log_key, witness_keys, quorum)
+        let standing = verify_cosigned_note(&row.note, row.tree, origin, log_key, witness_keys, quorum)
             .map_err(|why| CosignedRowsError::DoesNotVerify { number: i + 1, size: row.tree.size, why })?;
-        if let Some(before) = last
-            && before.size > row.tree.size
+        if let Some((first, tree)) = by_size.insert(row.tree.size, (i, row.tree))
+            && tree.root != row.tree.root
         {
-            return Err(CosignedRowsError::GoesBackwards { size: row.tree.size, before: before.size });
+            return Err(CosignedRowsError::TwoRootsAtOneSize { first: first + 1, second: i + 1, size: row.tree.size });
         }
-        last = Some(row.tree);
+        if standing == CosignedStanding::Witnessed && newest.is_none_or(|(_, tree)| tree.size <= row.tree.size) {
+            newest = Some((i, row.tree));
+        }
     }
-    Ok(last)
+    Ok(newest)
 }
 
 /// Verifies one stored cosigned note before its size or root is trusted:
 /// the log's signature with `log_key`, its checkpoint of `origin` and of
-/// `tree` (the tree kept beside it), and cosignatures by at least `quorum`
-/// distinct keys among `witness_keys`. Why not, when it does not verify.
+/// `tree` (the tree kept beside it), and every cosignature by a key among
+/// `witness_keys`. Whether at least `quorum` distinct keys among them
+/// cosigned it, or why the note does not verify.
 pub fn verify_cosigned_note(
     note: &str,
     tree: Tree,
@@ -173,7 +201,7 @@ pub fn verify_cosigned_note(
     log_key: &witness::VerifierKey,
     witness_keys: &[witness::TrustedWitness],
     quorum: usize,
-) -> Result<(), String> {
+) -> Result<CosignedStanding, String> {
     let (signed, verified) = witness::SignedCheckpoint::open(note.as_bytes(), &[log_key as &dyn witness::NoteVerifier])
         .map_err(|err| format!("the log's signature does not verify: {err}"))?;
     let checkpoint = signed.checkpoint();
@@ -200,10 +228,11 @@ pub fn verify_cosigned_note(
         .collect();
     keys.sort_unstable();
     keys.dedup();
-    if keys.len() < quorum {
-        return Err(format!("{} trusted witnesses cosigned it; the quorum is {quorum}", keys.len()));
-    }
-    Ok(())
+    Ok(if keys.len() < quorum {
+        CosignedStanding::BelowQuorum { trusted: keys.len() }
+    } else {
+        CosignedStanding::Witnessed
+    })
 }
 
 /// A round held, or why the plane refused to sign.
@@ -299,15 +328,15 @@ impl Runtime {
     ) -> Result<Option<Tree>, String> {
         let rows = self.store.cosigned_checkpoints(&config.tenant).map_err(|err| err.to_string())?;
         let needed = if self.witness_keys.is_empty() { 0 } else { self.quorum.needed() };
-        let last = verify_cosigned_rows(&rows, &config.origin, &log_key.verifier_key(), &self.witness_keys, needed)
+        let newest = verify_cosigned_rows(&rows, &config.origin, &log_key.verifier_key(), &self.witness_keys, needed)
             .map_err(|err| {
-                format!(
-                    "{err}: the store was written behind the plane's back; nothing was signed or sent (run \
+            format!(
+                "{err}: the store was written behind the plane's back; nothing was signed or sent (run \
                      `agentplane verify`)"
-                )
-            })?;
+            )
+        })?;
         // Without witness keys no cosignature was checked: trust nothing.
-        Ok(last.filter(|_| !self.witness_keys.is_empty()))
+        Ok(newest.map(|(_, tree)| tree).filter(|_| !self.witness_keys.is_empty()))
     }
 
     /// Whether the tenant's witnesses are due to be asked what they hold.
