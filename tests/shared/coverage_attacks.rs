@@ -260,20 +260,7 @@ pub fn assert_stray_heads_entries_found(report: &audit::AuditReport, position: u
 /// witnesses' cosignatures) then covered a tree its own leaves do not give.
 /// The plane must refuse to sign it.
 pub fn a_forged_node_is_never_signed<S: Store + TamperAccess + 'static>(store: S) {
-    let plane = Plane::on(store);
-    for name in ["a", "b", "c", "d"] {
-        plane.run(name, true);
-    }
-    let first = plane.sign();
-    assert_eq!(first.checkpoint().tree().size, 4);
-    plane.run("e", true);
-    let ghost = journal_core::RunId::new("run-ghost").unwrap();
-    let forged = journal_core::SealLeaf::new(
-        &plane.origin,
-        &ghost,
-        journal_core::ExpectedHead { seq: 1, hash: journal_core::ChainHash::GENESIS },
-    );
-    plane.store.overwrite_log_node(&plane.tenant, tlog::NodeId::new(0, 4), forged.leaf_hash().into());
+    let plane = plane_with_a_forged_node(store);
     let signed =
         journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.key, None);
     let signed = match signed {
@@ -293,4 +280,25 @@ pub fn a_forged_node_is_never_signed<S: Store + TamperAccess + 'static>(store: S
         report.log_root,
         report.findings
     );
+}
+
+/// Four sealed runs signed, a fifth sealed, and the stored leaf node of the
+/// fifth (position 4, above the signed tree) overwritten with the leaf hash
+/// of a seal of a run that never existed.
+pub fn plane_with_a_forged_node<S: Store + TamperAccess + 'static>(store: S) -> Plane<S> {
+    let plane = Plane::on(store);
+    for name in ["a", "b", "c", "d"] {
+        plane.run(name, true);
+    }
+    let first = plane.sign();
+    assert_eq!(first.checkpoint().tree().size, 4);
+    plane.run("e", true);
+    let ghost = journal_core::RunId::new("run-ghost").unwrap();
+    let forged = journal_core::SealLeaf::new(
+        &plane.origin,
+        &ghost,
+        journal_core::ExpectedHead { seq: 1, hash: journal_core::ChainHash::GENESIS },
+    );
+    plane.store.overwrite_log_node(&plane.tenant, tlog::NodeId::new(0, 4), forged.leaf_hash().into());
+    plane
 }

@@ -38,16 +38,11 @@ impl HighWater for Mark {
     }
 }
 
+#[path = "../../../tests/shared/anchors.rs"]
+mod anchors;
+
 fn inputs(store: &PgStore, tenant: &TenantId, origin: &Origin, key: &LogKey) -> audit::AuditInputs {
-    let mut inputs = audit::AuditInputs::new(tenant.clone(), origin.clone());
-    inputs.log_keys = vec![key.verifier_key()];
-    for (n, signed) in store.signed_checkpoints(tenant).unwrap().iter().enumerate() {
-        inputs.anchors.push(
-            audit::Anchor::saved(&format!("signed-{n}"), signed.note.as_bytes(), &[key.verifier_key()], origin)
-                .unwrap(),
-        );
-    }
-    inputs
+    anchors::anchored_on_every_signed_checkpoint(store, tenant, origin, key)
 }
 
 #[test]

@@ -510,22 +510,9 @@ fn r_log_5_a_counter_moved_back_never_overwrites_a_seal_leaf() {
 /// carries the plane's own signature.
 #[test]
 fn r_plane_2_a_forged_signed_row_does_not_vouch_for_a_forged_node() {
-    use journal_core::testkit::TamperAccess as _;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("plane.redb");
-    let plane = shared::Plane::on(RedbStore::create(&path).unwrap());
-    for name in ["a", "b", "c", "d"] {
-        plane.run(name, true);
-    }
-    plane.sign();
-    plane.run("e", true);
-    let ghost = journal_core::RunId::new("run-ghost").unwrap();
-    let forged = journal_core::SealLeaf::new(
-        &plane.origin,
-        &ghost,
-        journal_core::ExpectedHead { seq: 1, hash: journal_core::ChainHash::GENESIS },
-    );
-    plane.store.overwrite_log_node(&plane.tenant, tlog::NodeId::new(0, 4), forged.leaf_hash().into());
+    let plane = shared::plane_with_a_forged_node(RedbStore::create(&path).unwrap());
     let view = journal_core::log::LogView::open(plane.store.as_ref(), &plane.tenant).unwrap();
     let forged_tree = view.head().unwrap().tree;
     let other_key = witness::LogKey::new(
