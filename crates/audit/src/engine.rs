@@ -95,8 +95,9 @@ pub fn audit_with_progress(
     check_seal_index(&snapshot, &sealed, &mut report);
     let anchored = check_anchors(inputs, &rebuilt, &mut report);
     let (covered, held_leaves) = check_heads(&snapshot, inputs, &facts, &heads_leaves, &anchored, &mut report);
-    check_heads_index(&snapshot, &held_leaves, &mut report);
-    check_moved_marks(&snapshot, &facts, &held_leaves, &mut report);
+    let newest_entries = newest_verified_entries(&snapshot, &held_leaves);
+    check_heads_index(&snapshot, &newest_entries, &mut report);
+    check_moved_marks(&snapshot, &facts, &newest_entries, &mut report);
     report.tenant = inputs.tenant.to_string();
     report.origin = inputs.origin.to_string();
     report.log_size = rebuilt.size();
@@ -1023,20 +1024,28 @@ fn check_heads(
     (covered, held)
 }
 
+/// Each run's newest heads entry among the heads leaves that verified
+/// (`held`: their stored entries give the leaf's root), with that leaf's
+/// position: what the newest-heads index and the moved marks are held to.
+type NewestEntries<'a> = BTreeMap<&'a RunId, (u64, &'a journal_core::heads::HeadEntry)>;
+
+fn newest_verified_entries<'a>(snapshot: &'a TenantSnapshot, held: &BTreeSet<u64>) -> NewestEntries<'a> {
+    let mut newest = NewestEntries::new();
+    // Positions ascend: a later leaf's entry replaces an earlier one's.
+    for (position, entries) in snapshot.heads_entries.iter().filter(|(position, _)| held.contains(position)) {
+        for entry in entries {
+            newest.insert(&entry.run, (*position, entry));
+        }
+    }
+    newest
+}
+
 /// The newest-heads index both ways (issue 25): each run's row names the
-/// newest heads leaf whose stored entries hold it, and every row is one of
+/// newest heads leaf that verified and holds it, and every row is one of
 /// those. The entries themselves are held to their leaves by `check_heads`.
-/// The newest-heads index held to the entries of the heads leaves that
-/// verified (`held`: their stored entries give the leaf's root), both ways.
-fn check_heads_index(snapshot: &TenantSnapshot, held: &BTreeSet<u64>, report: &mut AuditReport) {
-    let verified: BTreeMap<u64, Vec<journal_core::heads::HeadEntry>> = snapshot
-        .heads_entries
-        .iter()
-        .filter(|(position, _)| held.contains(position))
-        .map(|(position, entries)| (*position, entries.clone()))
-        .collect();
-    let derived = journal_core::snapshot::newest_heads(&verified);
-    let runs: BTreeSet<&RunId> = derived.keys().chain(snapshot.heads_by_run.keys()).collect();
+fn check_heads_index(snapshot: &TenantSnapshot, newest: &NewestEntries<'_>, report: &mut AuditReport) {
+    let derived: BTreeMap<&RunId, u64> = newest.iter().map(|(run, (position, _))| (*run, *position)).collect();
+    let runs: BTreeSet<&RunId> = derived.keys().copied().chain(snapshot.heads_by_run.keys()).collect();
     for run in runs {
         report.checked.derived += 1;
         let detail = match (derived.get(run), snapshot.heads_by_run.get(run)) {
@@ -1065,7 +1074,7 @@ fn check_heads_index(snapshot: &TenantSnapshot, held: &BTreeSet<u64>, report: &m
 fn check_moved_marks(
     snapshot: &TenantSnapshot,
     facts: &BTreeMap<RunId, RunFacts>,
-    held: &BTreeSet<u64>,
+    newest: &NewestEntries<'_>,
     report: &mut AuditReport,
 ) {
     if snapshot.moved_marks_absent {
@@ -1078,24 +1087,18 @@ fn check_moved_marks(
         });
         return;
     }
-    let mut newest: BTreeMap<&RunId, &journal_core::heads::HeadEntry> = BTreeMap::new();
-    for (_, entries) in snapshot.heads_entries.iter().filter(|(position, _)| held.contains(position)) {
-        for entry in entries {
-            newest.insert(&entry.run, entry);
-        }
-    }
     // A run whose chain seals is held to its seal instead (its mark goes
     // with the sealing append).
     for (run, run_facts) in facts.iter().filter(|(_, run_facts)| run_facts.leaf.is_none()) {
         let Some(head) = run_facts.hashes.last() else { continue };
         let seq = run_facts.hashes.len() as u64;
         report.checked.derived += 1;
-        let entered = newest.get(run).is_some_and(|entry| entry.seq == seq && entry.hash == *head);
+        let entered = newest.get(run).is_some_and(|(_, entry)| entry.seq == seq && entry.hash == *head);
         if entered || snapshot.moved.contains(run) {
             continue;
         }
         let since = match newest.get(run) {
-            Some(entry) => format!("its newest heads entry holds seq {}", entry.seq),
+            Some((_, entry)) => format!("its newest heads entry holds seq {}", entry.seq),
             None => "no heads leaf holds it".into(),
         };
         report.findings.push(

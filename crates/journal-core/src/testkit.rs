@@ -720,3 +720,34 @@ macro_rules! conformance_tests {
         }
     };
 }
+
+/// A plane's high-water mark kept in memory, for tests: what the CLI keeps
+/// beside its key file, without the file. One mark for every origin; it
+/// only ever rises.
+#[derive(Debug, Default)]
+pub struct MemoryHighWater(std::sync::Mutex<Option<crate::log::HighWaterMark>>);
+
+impl MemoryHighWater {
+    /// A mark that cannot be read (the file damaged or gone).
+    pub fn lost(reason: &str) -> Self {
+        Self(std::sync::Mutex::new(Some(crate::log::HighWaterMark::Lost { reason: reason.into() })))
+    }
+}
+
+impl crate::log::HighWater for MemoryHighWater {
+    fn last(&self, _: &witness::Origin) -> Result<crate::log::HighWaterMark, crate::log::HighWaterError> {
+        Ok(self.0.lock().expect("the mark's lock").clone().unwrap_or(crate::log::HighWaterMark::Never))
+    }
+
+    fn raise(&self, _: &witness::Origin, tree: Tree) -> Result<(), crate::log::HighWaterError> {
+        let mut mark = self.0.lock().expect("the mark's lock");
+        if !matches!(*mark, Some(crate::log::HighWaterMark::Signed(old)) if old.size >= tree.size) {
+            *mark = Some(crate::log::HighWaterMark::Signed(tree));
+        }
+        Ok(())
+    }
+
+    fn location(&self) -> String {
+        "memory".into()
+    }
+}

@@ -3,32 +3,17 @@
 //! R-WIT-6).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use journal_core::log::{HighWater, HighWaterError, HighWaterMark, sign_current_head};
+use journal_core::log::sign_current_head;
 use journal_core::{
     Admission, AdmitRequest, Budget, BuildError, JournalError, MemoryStore, Origin, RuntimeBuilder, Store, TenantId,
 };
-use tlog::Tree;
 use witness::{ALG_ED25519, LogKey, SignerKey};
 
 const ORIGIN: &str = "highwater.test/plane";
 
-#[derive(Default)]
-struct Mark(Mutex<Option<HighWaterMark>>);
-
-impl HighWater for Mark {
-    fn last(&self, _: &Origin) -> Result<HighWaterMark, HighWaterError> {
-        Ok(self.0.lock().unwrap().clone().unwrap_or(HighWaterMark::Never))
-    }
-    fn raise(&self, _: &Origin, tree: Tree) -> Result<(), HighWaterError> {
-        *self.0.lock().unwrap() = Some(HighWaterMark::Signed(tree));
-        Ok(())
-    }
-    fn location(&self) -> String {
-        "memory".into()
-    }
-}
+type Mark = journal_core::testkit::MemoryHighWater;
 
 fn log_key() -> LogKey {
     LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [3; 32]).unwrap()).unwrap()
@@ -97,7 +82,7 @@ fn r_log_2_sign_head_refuses_a_store_older_than_the_high_water_mark() {
     assert!(sign_current_head(older.as_ref(), &tenant, &origin, &log_key(), None).is_ok(), "the store alone would");
 
     // A lost mark refuses until the witnesses were asked.
-    let lost = Mark(Mutex::new(Some(HighWaterMark::Lost { reason: "gone".into() })));
+    let lost = Mark::lost("gone");
     let refused = sign_current_head(newer.as_ref(), &tenant, &origin, &log_key(), Some(&lost));
     assert!(matches!(&refused, Err(JournalError::WouldSignRollback { reason, .. }) if reason.contains("is lost")));
 }

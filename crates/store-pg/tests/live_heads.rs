@@ -6,37 +6,18 @@
 //! far as an anchor, has no finding (moved marks included).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
 
-use journal_core::log::{HighWater, HighWaterError, HighWaterMark};
 use journal_core::{
     Admission, AdmitRequest, Budget, Counters, EffectOutput, EffectResult, Origin, RuntimeBuilder, Store, TenantId,
 };
 use store_pg::PgStore;
-use tlog::Tree;
 use witness::{ALG_ED25519, LogKey, SignerKey};
 
 const ORIGIN: &str = "live.test/plane/pg";
 
-#[derive(Default)]
-struct Mark(Mutex<Option<Tree>>);
-
-impl HighWater for Mark {
-    fn last(&self, _: &Origin) -> Result<HighWaterMark, HighWaterError> {
-        Ok(self.0.lock().unwrap().map_or(HighWaterMark::Never, HighWaterMark::Signed))
-    }
-    fn raise(&self, _: &Origin, tree: Tree) -> Result<(), HighWaterError> {
-        let mut mark = self.0.lock().unwrap();
-        if mark.is_none_or(|old| old.size < tree.size) {
-            *mark = Some(tree);
-        }
-        Ok(())
-    }
-    fn location(&self) -> String {
-        "memory".into()
-    }
-}
+type Mark = journal_core::testkit::MemoryHighWater;
 
 #[path = "../../../tests/shared/anchors.rs"]
 mod anchors;

@@ -414,6 +414,26 @@ impl RedbStore {
         self.db.begin_read().map_err(io)
     }
 
+    /// The log leaves at `positions` (every one, for `..`), in position order.
+    fn leaves_in(
+        &self,
+        tenant: &TenantId,
+        positions: impl std::ops::RangeBounds<u64>,
+    ) -> Result<Vec<SealEntry>, JournalError> {
+        let txn = self.read_txn()?;
+        let name = seals_table(tenant.as_str());
+        let Some(seals) = open_if_there(&txn, seals_def(&name))? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for entry in seals.range(positions).map_err(io)? {
+            let (key, value) = entry.map_err(io)?;
+            let (run, leaf) = value.value();
+            out.push(SealEntry { position: key.value(), run: run_id(tenant, run)?, leaf_bytes: leaf.to_vec() });
+        }
+        Ok(out)
+    }
+
     /// A tenant's checkpoints kept in `definition`, oldest first.
     fn read_trees(
         &self,
@@ -1080,22 +1100,11 @@ impl Store for RedbStore {
     }
 
     fn seals(&self, tenant: &TenantId) -> Result<Vec<SealEntry>, JournalError> {
-        self.seals_in(tenant, 0..u64::MAX)
+        self.leaves_in(tenant, ..)
     }
 
     fn seals_in(&self, tenant: &TenantId, positions: std::ops::Range<u64>) -> Result<Vec<SealEntry>, JournalError> {
-        let txn = self.read_txn()?;
-        let name = seals_table(tenant.as_str());
-        let Some(seals) = open_if_there(&txn, seals_def(&name))? else {
-            return Ok(Vec::new());
-        };
-        let mut out = Vec::new();
-        for entry in seals.range(positions).map_err(io)? {
-            let (key, value) = entry.map_err(io)?;
-            let (run, leaf) = value.value();
-            out.push(SealEntry { position: key.value(), run: run_id(tenant, run)?, leaf_bytes: leaf.to_vec() });
-        }
-        Ok(out)
+        self.leaves_in(tenant, positions)
     }
 
     fn seal_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError> {
