@@ -215,8 +215,14 @@ fn config_beside_store(store: &Path) -> Option<PathBuf> {
     (std::fs::canonicalize(store).ok()? == configured).then_some(config)
 }
 
+/// The largest configuration read.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 fn read_config(path: &Path) -> Result<PlaneConfig, Failure> {
-    let text = std::fs::read_to_string(path)
+    let text = crate::context::read_at_most(path, MAX_CONFIG_BYTES)
+        .and_then(|bytes| {
+            String::from_utf8(bytes).map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidData, err))
+        })
         .map_err(|err| Failure::Usage(format!("reading the configuration {}: {err}", path.display())))?;
     let config = agentplane_cli::plane_config::parse(&text)
         .map_err(|err| Failure::Usage(format!("{}: {err}", path.display())))?;

@@ -159,3 +159,18 @@ impl Reader {
         Ok(LogView::open(self.store.as_ref(), &self.tenant)?)
     }
 }
+
+/// Reads a file given on the command line, refusing past `limit` bytes
+/// without reading on (`ErrorKind::FileTooLarge`): a 2 GiB file, a FIFO or
+/// `/dev/zero` costs at most `limit`, never all memory.
+pub fn read_at_most(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(std::fs::File::open(path)?, limit + 1), &mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!("larger than {limit} bytes, more than such a file ever holds"),
+        ));
+    }
+    Ok(bytes)
+}

@@ -17,6 +17,9 @@ use witness::{ALG_ED25519, LogKey, Origin, SignerKey};
 
 use crate::failure::Failure;
 
+/// The largest key file read (a plane's keys are a few lines each).
+const MAX_KEY_FILE_BYTES: u64 = 1 << 20;
+
 /// The default origin base: `init` and `demo` give tenant NAME the origin
 /// `agentplane.local/plane/NAME` (and `keygen` the origin of tenant `default`).
 pub const DEFAULT_ORIGIN: &str = "agentplane.local/plane";
@@ -51,7 +54,10 @@ impl PlaneKeys {
 
     /// Reads a key file.
     pub fn read(path: &Path) -> Result<Self, Failure> {
-        let text = std::fs::read_to_string(path).map_err(|err| {
+        let text = crate::context::read_at_most(path, MAX_KEY_FILE_BYTES).and_then(|bytes| {
+            String::from_utf8(bytes).map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidData, err))
+        });
+        let text = text.map_err(|err| {
             Failure::Usage(format!(
                 "reading key file {}: {err}. This command signs with the plane's private keys: run it on the plane, \
                  beside its key file. To check a plane from outside, use `agentplane audit`, which needs only the \

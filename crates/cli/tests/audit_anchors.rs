@@ -318,3 +318,44 @@ fn r_aud_9_audit_json_matches_the_documented_schema() {
     let out = agentplane(&plane, &["verify", "--json"]);
     schema::assert_matches(&readme, &serde_json::from_slice(&out.stdout).unwrap());
 }
+
+/// R-AUD-9: a saved checkpoint whose signature by the trusted log key does
+/// not verify (its size edited) fails the audit with findings (exit 1), as
+/// `verify-proof` does with the same file; it is tamper evidence, not a usage
+/// error.
+#[test]
+fn r_aud_9_an_altered_saved_checkpoint_fails_the_audit_with_findings() {
+    let setup = Setup::new();
+    let note = setup.signed.note().to_owned();
+    let size = setup.signed.checkpoint().tree().size;
+    let altered = note.replacen(&format!("\n{size}\n"), &format!("\n{}\n", size + 1), 1);
+    assert_ne!(altered, note);
+    std::fs::write(setup.auditor.path().join("altered.note"), altered).unwrap();
+    let out = setup.audit(&["--checkpoint", "altered.note"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("altered.note"), "{}", text(&out));
+}
+
+/// R-UX-3: a checkpoint file that never ends (`/dev/zero`) is refused after
+/// a bounded read (exit 2), never read whole into memory.
+#[cfg(unix)]
+#[test]
+fn r_ux_3_an_endless_checkpoint_file_is_refused_after_a_bounded_read() {
+    let setup = Setup::new();
+    let out = setup.audit(&["--checkpoint", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("larger than"), "{}", text(&out));
+}
+
+/// R-OPS-1: a private seed pasted as `--witness-key NAME=BASE64` (a key
+/// file's `record` line) is refused without being printed.
+#[test]
+fn r_ops_1_a_refused_witness_key_is_not_echoed() {
+    let setup = Setup::new();
+    // 32 bytes that are not an Ed25519 public key: a seed, as a key file holds.
+    let seed = "5UvFvPEQrsrp7ADpqqV/mOLdhMPtnsZnmpAhZX7Mu3s=";
+    let out = setup.audit(&["--witness", "http://127.0.0.1:1", "--witness-key", &format!("w1={seed}")]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!text(&out).contains(seed), "{}", text(&out));
+    assert!(text(&out).contains("w1"), "{}", text(&out));
+}

@@ -215,6 +215,17 @@ async fn not_found() -> Response {
 /// every response.
 async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     let mut set_cookie = None;
+    if app.token_digest.is_none() && !addressed_to_loopback(&request) {
+        // With no token the console listens on localhost only; a request
+        // naming another host is a page of another site whose name was
+        // rebound to this address (DNS rebinding): it reads nothing.
+        let mut response = pages::error_page(
+            StatusCode::MISDIRECTED_REQUEST,
+            "this console answers requests for localhost only (open it as http://127.0.0.1:PORT or http://localhost:PORT)",
+        );
+        secure(response.headers_mut());
+        return response;
+    }
     if let Some(expected) = app.token_digest {
         match presented_token(request.headers(), request.uri().query()) {
             Some((token, from_query)) if digest(&token) == expected => {
@@ -238,6 +249,19 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
     response
+}
+
+/// Whether the request names a loopback host (`localhost`, `127.0.0.1`,
+/// `[::1]`, with or without a port) in its `Host` header.
+fn addressed_to_loopback(request: &Request) -> bool {
+    let Some(host) = request.headers().get(header::HOST).and_then(|value| value.to_str().ok()) else {
+        return false;
+    };
+    let name = match host.strip_prefix('[') {
+        Some(bracketed) => bracketed.split_once(']').map_or("", |(inside, _)| inside),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    name.eq_ignore_ascii_case("localhost") || name.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
 /// The token a request carries: the bearer header, the cookie, or `?token=`

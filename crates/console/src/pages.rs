@@ -10,8 +10,8 @@ use axum::response::{Html, IntoResponse, Response};
 use journal_core::checkpoints::{cosigned_inclusion, latest_cosigned};
 use journal_core::export::{ExportProof, write_export};
 use journal_core::{
-    AdmittedRun, ChainCheck, Journal, JournalError, LogView, Outcome, RecordBody, RunId, RunState, VerifiedRecord,
-    VerifyOptions,
+    AdmittedRun, ChainCheck, Journal, JournalError, LogView, Outcome, RecordBody, RunId, RunState, SignatureCheck,
+    SignedHash, VerifiedRecord, VerifyOptions,
 };
 use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
@@ -152,14 +152,16 @@ fn short(hash: &str) -> String {
 }
 
 /// A note verified with the plane's log keys, its cosignatures with the
-/// configured witnesses.
+/// configured witnesses. A note of another log, or of another tree than the
+/// one the store keeps beside it, does not verify: the page shows the note's
+/// own tree, never a row's.
 enum NoteStatus {
-    Verified { signer: String, cosigners: Vec<(String, u64)>, other_lines: usize },
+    Verified { signer: String, tree: tlog::Tree, cosigners: Vec<(String, u64)>, other_lines: usize },
     Unverified(String),
     NoLogKey,
 }
 
-fn note_status(app: &App, note: &str) -> NoteStatus {
+fn note_status(app: &App, log: &TenantLog, note: &str, kept: Option<tlog::Tree>) -> NoteStatus {
     if app.plane.log_keys.is_empty() {
         return NoteStatus::NoLogKey;
     }
@@ -167,12 +169,31 @@ fn note_status(app: &App, note: &str) -> NoteStatus {
     match SignedCheckpoint::open(note.as_bytes(), &verifiers) {
         Err(err) => NoteStatus::Unverified(err.to_string()),
         Ok((signed, opened)) => {
+            let checkpoint = signed.checkpoint();
+            if checkpoint.origin() != log.origin.as_str() {
+                return NoteStatus::Unverified(format!(
+                    "it is a checkpoint of the log {:?}, not of this tenant's {:?}",
+                    checkpoint.origin(),
+                    log.origin.as_str()
+                ));
+            }
+            let tree = checkpoint.tree();
+            if let Some(kept) = kept.filter(|kept| *kept != tree) {
+                return NoteStatus::Unverified(format!(
+                    "the note signs size {} (root {}), not the size {} (root {}) the store keeps beside it",
+                    tree.size,
+                    short(&tree.root.to_string()),
+                    kept.size,
+                    short(&kept.root.to_string())
+                ));
+            }
             let lines = opened.other_signatures();
             let cosigners = witness::verify_cosignatures(opened.text(), lines, &app.plane.witnesses)
                 .map(|report| report.valid.into_iter().map(|c| (c.name, c.timestamp)).collect::<Vec<_>>())
                 .unwrap_or_default();
             NoteStatus::Verified {
-                signer: signed.checkpoint().origin().to_owned(),
+                signer: checkpoint.origin().to_owned(),
+                tree,
                 other_lines: lines.len().saturating_sub(cosigners.len()),
                 cosigners,
             }
@@ -183,7 +204,7 @@ fn note_status(app: &App, note: &str) -> NoteStatus {
 fn note_markup(status: &NoteStatus) -> Markup {
     html! {
         @match status {
-            NoteStatus::Verified { signer, cosigners, other_lines } => {
+            NoteStatus::Verified { signer, cosigners, other_lines, .. } => {
                 span class="good" { "signature verified: log key " code { (signer) } }
                 @if cosigners.is_empty() {
                     " · " span class="warn" { "no configured witness cosigned it" }
@@ -232,7 +253,7 @@ fn render_plane(app: &App) -> Result<Markup, PageError> {
                             @match &signed {
                                 None => span class="warn" { "none yet (" code { "agentplane checkpoint" } ")" },
                                 Some(signed) => {
-                                    "size " (signed.tree.size) " · " (note_markup(&note_status(app, &signed.note)))
+                                    "size " (signed.tree.size) " · " (note_markup(&note_status(app, log, &signed.note, Some(signed.tree))))
                                 }
                             }
                         }
@@ -244,7 +265,7 @@ fn render_plane(app: &App) -> Result<Markup, PageError> {
                                 None => span class="warn" { "none yet (" code { "agentplane sweep" } ")" },
                                 Some(cosigned) => {
                                     "size " (cosigned.checkpoint.tree().size) " · "
-                                    (note_markup(&note_status(app, &cosigned.note)))
+                                    (note_markup(&note_status(app, log, &cosigned.note, Some(cosigned.checkpoint.tree()))))
                                 }
                             }
                         }
@@ -565,7 +586,7 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
                 }
             }
             h2 { "proof" }
-            (proof_section(app, log, &run, verified.seal.is_some())?)
+            (proof_section(app, log, &run, verified.seal.is_some(), records)?)
             h2 { "records" }
             (records_table(app, records))
         },
@@ -591,12 +612,32 @@ fn unverified_run(app: &App, log: &TenantLog, run: &RunId, err: &JournalError) -
 }
 
 fn records_table(app: &App, records: &[VerifiedRecord]) -> Markup {
+    let shown = records.get(..MAX_RECORDS_SHOWN).unwrap_or(records);
+    // The lenient read accepts a signature by a key id no trusted key has
+    // (R-SIG-3): only a signature a trusted key made is shown as verified.
+    let checks: Vec<Option<SignatureCheck>> = match &app.plane.record_verifier {
+        None => vec![None; shown.len()],
+        Some(verifier) => {
+            let items: Vec<SignedHash<'_>> = shown
+                .iter()
+                .filter_map(|record| {
+                    record.stored.signature.as_ref().map(|sig| SignedHash {
+                        key_id: &sig.key_id,
+                        hash: &record.stored.hash,
+                        signature: &sig.signature,
+                    })
+                })
+                .collect();
+            let mut answers = verifier.verify_many(&items).into_iter();
+            shown.iter().map(|record| record.stored.signature.as_ref().and_then(|_| answers.next())).collect()
+        }
+    };
     html! {
         @if records.len() > MAX_RECORDS_SHOWN { p class="warn" { "the first " (MAX_RECORDS_SHOWN) " records of " (records.len()) } }
         table class="records" {
             thead { tr { th { "seq" } th { "at" } th { "kind" } th { "effect key" } th { "detail" } th { "hash" } th { "signature" } } }
             tbody {
-                @for record in records.iter().take(MAX_RECORDS_SHOWN) {
+                @for (record, check) in shown.iter().zip(&checks) {
                     tr {
                         td { (record.stored.seq) }
                         td { (record.record.at) }
@@ -605,9 +646,11 @@ fn records_table(app: &App, records: &[VerifiedRecord]) -> Markup {
                         td { (detail(&record.record.body)) }
                         td { code title=(record.stored.hash) { (short(&record.stored.hash.to_string())) } }
                         td {
-                            @match (&record.stored.signature, &app.plane.record_verifier) {
+                            @match (&record.stored.signature, check) {
                                 (None, _) => span class="warn" { "unsigned" },
-                                (Some(sig), Some(_)) => span class="good" { "verified: " code { (sig.key_id) } },
+                                (Some(sig), Some(SignatureCheck::Valid)) => span class="good" { "verified: " code { (sig.key_id) } },
+                                (Some(sig), Some(SignatureCheck::UnknownKey)) => span class="warn" { "key not trusted here: " code { (sig.key_id) } },
+                                (Some(sig), Some(SignatureCheck::Invalid)) => span class="bad" { "does not verify: " code { (sig.key_id) } },
                                 (Some(sig), None) => span class="warn" { "not checked: " code { (sig.key_id) } },
                             }
                         }
@@ -634,8 +677,17 @@ fn detail(body: &RecordBody) -> String {
 }
 
 /// The leaf that covers the run in the log, its proof verified here, and
-/// the cosigned checkpoint that holds it.
-fn proof_section(app: &App, log: &TenantLog, run: &RunId, sealed: bool) -> Result<Markup, PageError> {
+/// the cosigned checkpoint that holds it. A heads leaf covers the run only
+/// when the head it holds is the verified chain's record at that seq
+/// (R-COVER-2); a cosigned checkpoint holds the leaf only when its verified
+/// note's own tree does.
+fn proof_section(
+    app: &App,
+    log: &TenantLog,
+    run: &RunId,
+    sealed: bool,
+    records: &[VerifiedRecord],
+) -> Result<Markup, PageError> {
     let store = app.plane.store.as_ref();
     let view = LogView::open(store, &log.tenant)?;
     let covered = if sealed {
@@ -647,14 +699,28 @@ fn proof_section(app: &App, log: &TenantLog, run: &RunId, sealed: bool) -> Resul
                 inclusion.tree,
                 inclusion.leaf,
                 inclusion.proof.path().len(),
-                verified.err(),
+                verified.err().map(|err| err.to_string()),
                 None,
             )
         })
     } else {
         view.head_inclusion(run).map(|head| {
             let entry = format!("head at seq {} (hash {})", head.entry.seq, short(&head.entry.hash.to_string()));
-            ("heads leaf", head.index, head.tree, head.leaf, head.proof.path().len(), head.verify().err(), Some(entry))
+            let chain = usize::try_from(head.entry.seq)
+                .ok()
+                .and_then(|seq| seq.checked_sub(1))
+                .and_then(|index| records.get(index))
+                .map(|record| record.stored.hash);
+            let failed = if chain == Some(head.entry.hash) {
+                head.verify().err().map(|err| err.to_string())
+            } else {
+                Some(format!(
+                    "the leaf's head at seq {} does not hold this chain (its record there is {})",
+                    head.entry.seq,
+                    chain.map_or_else(|| "missing".to_owned(), |hash| short(&hash.to_string()))
+                ))
+            };
+            ("heads leaf", head.index, head.tree, head.leaf, head.proof.path().len(), failed, Some(entry))
         })
     };
     let (kind, index, tree, leaf, path, failed, entry) = match covered {
@@ -666,7 +732,22 @@ fn proof_section(app: &App, log: &TenantLog, run: &RunId, sealed: bool) -> Resul
         }
         Err(err) => return Err(err.into()),
     };
-    let cosigned = cosigned_inclusion(store, &view, index, &leaf)?;
+    // The store's covering leaf: the cosigned checkpoint is shown as holding
+    // it only when the note's own tree (not the row's) proves it.
+    let covered = failed.is_none();
+    let cosigned = cosigned_inclusion(store, &view, index, &leaf)?.map(|cosigned| {
+        let status = match note_status(app, log, &cosigned.note, None) {
+            NoteStatus::Verified { tree, .. } if !covered => NoteStatus::Unverified(format!(
+                "its checkpoint of size {} holds the leaf, and the leaf does not cover this run",
+                tree.size
+            )),
+            NoteStatus::Verified { tree, .. } if tree.verify_inclusion(&leaf, index, &cosigned.proof).is_err() => {
+                NoteStatus::Unverified(format!("its checkpoint of size {} does not hold leaf {index}", tree.size))
+            }
+            status => status,
+        };
+        (cosigned, status)
+    });
     Ok(html! {
         p {
             (kind) " " (index) " of the log of " (tree.size) " leaves (root " code title=(tree.root) { (short(&tree.root.to_string())) } ")"
@@ -681,8 +762,8 @@ fn proof_section(app: &App, log: &TenantLog, run: &RunId, sealed: bool) -> Resul
             "cosigned checkpoint holding it: "
             @match &cosigned {
                 None => span class="warn" { "none yet (" code { "agentplane sweep" } ")" },
-                Some(cosigned) => {
-                    "proof of " (cosigned.proof.path().len()) " hashes · " (note_markup(&note_status(app, &cosigned.note)))
+                Some((cosigned, status)) => {
+                    "proof of " (cosigned.proof.path().len()) " hashes · " (note_markup(status))
                 }
             }
         }
@@ -934,7 +1015,7 @@ fn render_log(app: &App, query: &LogQuery) -> Result<Markup, PageError> {
                 thead { tr { th { "size" } th { "root" } th { "signature" } } }
                 tbody {
                     @for s in signed.iter().rev().take(200) {
-                        tr { td { (s.tree.size) } td { code { (short(&s.tree.root.to_string())) } } td { (note_markup(&note_status(app, &s.note))) } }
+                        tr { td { (s.tree.size) } td { code { (short(&s.tree.root.to_string())) } } td { (note_markup(&note_status(app, log, &s.note, Some(s.tree)))) } }
                     }
                 }
             }

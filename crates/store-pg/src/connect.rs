@@ -138,18 +138,19 @@ pub fn redact(text: &str) -> String {
     redact_key_value(&out)
 }
 
-/// The part of one URL after `scheme://`.
+/// The part of one URL after `scheme://`. The userinfo ends at the URL's
+/// last `@`, not at the first `/` or `?`: a password typed with an
+/// unescaped `/`, `?` or `@` (which PostgreSQL's parser still reads as a
+/// password) is hidden whole. A `@` later in the query hides more than it
+/// must, never less.
 fn redact_one_url(url: &str) -> String {
-    let authority_end = url.find(['/', '?']).unwrap_or(url.len());
-    let (authority, path) = url.split_at(authority_end);
-    let authority = match authority.rfind('@') {
-        Some(at) => match authority[..at].find(':') {
-            Some(colon) => format!("{}:***{}", &authority[..colon], &authority[at..]),
-            None => authority.to_owned(),
-        },
-        None => authority.to_owned(),
+    let Some((userinfo, host)) = url.rsplit_once('@') else {
+        return url.to_owned();
     };
-    format!("{authority}{path}")
+    match userinfo.split_once(':') {
+        Some((user, _password)) => format!("{user}:***@{host}"),
+        None => url.to_owned(),
+    }
 }
 
 /// `password=secret` (a key-value string or a query parameter) with the
@@ -325,6 +326,23 @@ mod tests {
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
         assert_eq!(redact("http://127.0.0.1:7380"), "http://127.0.0.1:7380");
         assert!(!redact("postgres://u:p%40ss@h/db").contains("p%40ss"));
+    }
+
+    /// R-OPS-1: a password typed unescaped (PostgreSQL's parser reads
+    /// `u:Se/cret@h` as user and password) is hidden whole in every message.
+    #[test]
+    fn r_ops_1_an_unescaped_password_is_redacted_whole() {
+        for (url, secret) in [
+            ("postgres://admin:Se/cret@127.0.0.1:1/db?sslmode=bogus", "cret"),
+            ("postgres://admin:Se?cret@127.0.0.1:1/db", "cret"),
+            ("postgresql://admin:p@ss@h/db", "ss@h"),
+        ] {
+            let shown = redact(&format!("the store URL {url} is not a PostgreSQL connection string"));
+            assert!(!shown.contains(secret), "{shown}");
+            assert!(shown.contains("admin:***@"), "{shown}");
+        }
+        assert!(!redact("postgresql://admin:p@ss@h/db").contains("p@ss"));
+        assert_eq!(redact("postgres://admin:Se/cret@h:5/db"), "postgres://admin:***@h:5/db");
     }
 
     #[test]

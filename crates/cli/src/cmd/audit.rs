@@ -42,9 +42,10 @@ pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
         inputs.record_keys.push(RecordKey { key_id, public_key });
     }
     for file in &args.checkpoints {
-        let note = std::fs::read(file).map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
+        let note = crate::context::read_at_most(file, MAX_NOTE_FILE_BYTES)
+            .map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
         let label = file.display().to_string();
-        inputs.anchors.push(Anchor::saved(&label, &note, &inputs.log_keys, &inputs.origin).map_err(usage)?);
+        inputs.anchors.push(Anchor::saved(&label, &note, &inputs.log_keys, &inputs.origin).map_err(unverified_anchor)?);
     }
     let witness_keys = args.witness_keys.iter().map(|spec| witness_key(spec)).collect::<Result<Vec<_>, _>>()?;
     if !args.witnesses.is_empty() && witness_keys.is_empty() {
@@ -95,9 +96,10 @@ pub fn verify(cli: &Settings, require_signature: bool, assert_complete: bool, js
                 journal_core::log::HighWater::location(&high_water),
                 tree.size
             );
-            inputs
-                .anchors
-                .push(Anchor::saved(&label, note.note().as_bytes(), &inputs.log_keys, &inputs.origin).map_err(usage)?);
+            inputs.anchors.push(
+                Anchor::saved(&label, note.note().as_bytes(), &inputs.log_keys, &inputs.origin)
+                    .map_err(unverified_anchor)?,
+            );
         }
         _ => {}
     }
@@ -108,10 +110,25 @@ fn usage(err: audit::AuditError) -> Failure {
     Failure::Usage(err.to_string())
 }
 
+/// The largest checkpoint file read: a note's text and its signature block,
+/// each at most [`witness::note::MAX_NOTE_BYTES`].
+const MAX_NOTE_FILE_BYTES: u64 = 2 * witness::note::MAX_NOTE_BYTES as u64 + 1;
+
+/// A saved checkpoint that does not verify with the trusted log key (altered,
+/// forged, of another log): the audit fails on it as on any anchor it cannot
+/// verify (R-AUD-9), with findings (exit 1), as `verify-proof` does with the
+/// same file; never a usage error.
+fn unverified_anchor(err: audit::AuditError) -> Failure {
+    Failure::Findings(err.to_string())
+}
+
 /// A witness key: a vkey (`name+hexid+base64`, type 0x04 or 0x06), or
 /// `NAME=BASE64` of its Ed25519 public key (a cosignature/v1 key).
 fn witness_key(spec: &str) -> Result<TrustedWitness, Failure> {
-    let bad = |why: String| Failure::Usage(format!("--witness-key {}: {why}", crate::output::shown(spec)));
+    // Only the name is echoed: the BASE64 may be a private seed pasted by
+    // mistake (a key file's `record` line), and no command prints a secret (R-OPS-1).
+    let name = spec.split_once('=').map_or(spec, |(name, _)| name);
+    let bad = |why: String| Failure::Usage(format!("--witness-key {}=...: {why}", crate::output::shown(name)));
     let key = match VerifierKey::parse(spec) {
         Ok(key) => key,
         Err(err) if !spec.contains('=') || spec.to_ascii_uppercase().contains("PRIVATE") => {

@@ -14,13 +14,10 @@ use crate::keys::PlaneKeys;
 const MAX_TOKEN_FILE: u64 = 4096;
 
 fn read_token(path: &Path) -> Result<String, Failure> {
-    let size =
-        std::fs::metadata(path).map_err(|err| Failure::Usage(format!("--token-file {}: {err}", path.display())))?;
-    if size.len() > MAX_TOKEN_FILE {
-        return Err(Failure::Usage(format!("--token-file {}: longer than {MAX_TOKEN_FILE} bytes", path.display())));
-    }
-    let text = std::fs::read_to_string(path)
+    let text = crate::context::read_at_most(path, MAX_TOKEN_FILE)
         .map_err(|err| Failure::Usage(format!("--token-file {}: {err}", path.display())))?;
+    let text = String::from_utf8(text)
+        .map_err(|_| Failure::Usage(format!("--token-file {}: not UTF-8 text", path.display())))?;
     let token = text.trim().to_owned();
     if !token.chars().all(|c| c.is_ascii_alphanumeric() || "-_.~".contains(c)) {
         return Err(Failure::Usage(format!(

@@ -16,7 +16,8 @@ use crate::output::print_json;
 fn load(settings: &Settings, which: &str) -> Result<(String, Vec<VerifiedRecord>), Failure> {
     let path = std::path::Path::new(which);
     if path.is_file() {
-        let text = std::fs::read_to_string(path).map_err(|err| Failure::Io(format!("reading {which}: {err}")))?;
+        // As `verify-export` reads it: at most 1 GiB, no line over 64 MiB.
+        let text = crate::cmd::export::read_export(path)?;
         let upcasters = reader_upcasters();
         let check =
             journal_core::ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };

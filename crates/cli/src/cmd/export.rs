@@ -79,7 +79,7 @@ pub const MAX_EXPORT_BYTES: usize = 1 << 30;
 pub const MAX_EXPORT_LINE_BYTES: usize = 64 << 20;
 
 /// Reads an export (`-`: standard input) within the limits, as text.
-fn read_export(file: &Path) -> Result<String, Failure> {
+pub(crate) fn read_export(file: &Path) -> Result<String, Failure> {
     let stdin = file == Path::new("-");
     let name = if stdin { "standard input".to_owned() } else { file.display().to_string() };
     let mut reader: Box<dyn std::io::Read> = if stdin {

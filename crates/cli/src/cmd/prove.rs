@@ -196,7 +196,8 @@ fn trusted_trees(trusted: &Trusted<'_>) -> Result<Vec<tlog::Tree>, Failure> {
         let text = trusted.log_key.ok_or_else(|| Failure::Usage("--checkpoint needs --log-key to open it".into()))?;
         let key = witness::VerifierKey::parse(text).map_err(|err| crate::args::key_error("--log-key", text, &err))?;
         for file in trusted.checkpoints {
-            let note = std::fs::read(file).map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
+            let note = crate::context::read_at_most(file, 2 * witness::note::MAX_NOTE_BYTES as u64 + 1)
+                .map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
             let (signed, _) = witness::SignedCheckpoint::open(&note, &[&key]).map_err(|err| {
                 Failure::Findings(format!("{}: not a checkpoint signed by the log key: {err}", file.display()))
             })?;
@@ -259,7 +260,8 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
             .map_err(|err| Failure::Io(format!("reading standard input: {err}")))?;
         text
     } else {
-        let bytes = std::fs::read(file).map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
+        let bytes = crate::context::read_at_most(file, 1 << 20)
+            .map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
         String::from_utf8(bytes).map_err(|_| Failure::Findings(format!("{} is not UTF-8 text", file.display())))?
     };
     let proof: ProofFile = serde_json::from_str(&text)

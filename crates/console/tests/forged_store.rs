@@ -1,0 +1,135 @@
+//! A store written behind the plane's back (redb write access, no key): the
+//! console shows as verified, covered or signed only what a trusted key, a
+//! verified chain and a signed checkpoint vouch for, as the audit does; and
+//! it answers only requests addressed to it (no DNS rebinding).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+mod support;
+use support::*;
+
+use journal_core::store::SignedTree;
+use journal_core::testkit::TamperAccess;
+use journal_core::{ChainHash, KeySignature, LogView, Store};
+
+/// R-SIG-3: a record signed by a key id the console does not trust is
+/// accepted by the lenient read, but it is not "verified".
+#[test]
+fn r_sig_3_a_signature_by_an_untrusted_key_is_not_shown_as_verified() {
+    let (plane, runs) = demo();
+    let rows = plane.store.read_run(&plane.tenant, &runs[0]).unwrap().rows;
+    let mut row = rows[1].clone();
+    row.signature = Some(KeySignature { key_id: "spiffe://attacker.example/agent".into(), signature: vec![0; 64] });
+    plane.store.overwrite_row(&plane.tenant, &runs[0], row);
+    let console = plane.console(None);
+    let (status, page) = get(&format!("{}/run/shop/{}", console.url(), runs[0]));
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        !page.contains("verified: <code>spiffe://attacker.example/agent</code>"),
+        "a signature no trusted key made is shown as verified: {page}"
+    );
+    assert!(page.contains("spiffe://attacker.example/agent"), "the key id is still shown: {page}");
+    assert!(page.contains("verified: <code>spiffe://console.test/agent</code>"), "{page}");
+}
+
+/// R-COVER-2: an open run rewritten below the head a signed heads leaf holds
+/// (re-chained, its signatures dropped: the lenient read accepts it) is not
+/// shown as covered by that leaf.
+#[test]
+fn r_cover_2_a_rewritten_open_run_is_not_shown_as_covered_by_its_heads_leaf() {
+    let (plane, runs) = demo();
+    let open = &runs[1];
+    let rows = plane.store.read_run(&plane.tenant, open).unwrap().rows;
+    let mut prev = ChainHash::GENESIS;
+    for (i, row) in rows.iter().enumerate() {
+        let mut row = row.clone();
+        if i == rows.len() - 1 {
+            let text = String::from_utf8(row.bytes.clone()).unwrap();
+            assert!(text.contains("card declined"), "{text}");
+            row.bytes = text.replace("failed: card declined", "failed: card accepted").into_bytes();
+        }
+        row.prev_hash = prev;
+        row.hash = ChainHash::link(&prev, &row.bytes);
+        row.signature = None;
+        prev = row.hash;
+        plane.store.overwrite_row(&plane.tenant, open, row);
+    }
+    plane.store.set_runs_head(&plane.tenant, open, journal_core::ExpectedHead { seq: rows.len() as u64, hash: prev });
+    let console = plane.console(None);
+    let (status, page) = get(&format!("{}/run/shop/{open}", console.url()));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("card accepted"), "the forged history is the one read: {page}");
+    assert!(page.contains("heads leaf"), "{page}");
+    assert!(
+        !page.contains("a prefix, not a complete history · inclusion proof of") || page.contains("class=\"bad"),
+        "the heads leaf holds another head than the chain's: {page}"
+    );
+    assert!(page.contains("does not hold this chain"), "the mismatch is named: {page}");
+}
+
+/// A sealed run the plane never checkpointed, and a cosigned row forged
+/// over the current tree that carries an older, genuine note: the run is not
+/// shown as held by a signed (let alone cosigned) checkpoint.
+#[test]
+fn a_forged_cosigned_row_does_not_make_a_run_covered() {
+    let (plane, _) = demo();
+    let genuine = plane.store.last_signed_checkpoint(&plane.tenant).unwrap().unwrap();
+    let late = plane.run("job-late", &[("ek:late", Ok("ok"))], false);
+    let head = LogView::open(plane.store.as_ref(), &plane.tenant).unwrap().head().unwrap().tree;
+    assert!(head.size > genuine.tree.size);
+    plane
+        .store
+        .record_cosigned_checkpoint(&plane.tenant, SignedTree { tree: head, note: genuine.note.clone() })
+        .unwrap();
+    let console = plane.console(None);
+    let (status, page) = get(&format!("{}/run/shop/{late}", console.url()));
+    assert_eq!(status, 200, "{page}");
+    let held = page.split("cosigned checkpoint holding it:").nth(1).unwrap();
+    assert!(!held.contains("signature verified"), "a note of another tree vouches for this one: {page}");
+}
+
+/// The signed checkpoint's size and root on the plane and log pages are the
+/// verified note's, never a row's beside a note of another tree.
+#[test]
+fn a_signed_row_is_shown_with_its_note_only_when_they_agree() {
+    let (plane, _) = demo();
+    let genuine = plane.store.last_signed_checkpoint(&plane.tenant).unwrap().unwrap();
+    let forged = tlog::Tree::new(999_999, genuine.tree.root);
+    plane
+        .store
+        .record_signed_checkpoint(
+            &plane.tenant,
+            Some(genuine.tree),
+            SignedTree { tree: forged, note: genuine.note.clone() },
+        )
+        .unwrap();
+    let console = plane.console(None);
+    let (_, page) = get(console.url());
+    assert!(
+        !page.contains("size 999999 · <span class=\"good\">signature verified"),
+        "a size no note signed is shown as verified: {page}"
+    );
+    let (_, log) = get(&format!("{}/log", console.url()));
+    let row = log.split("<td>999999</td>").nth(1).unwrap();
+    let row = row.split("</tr>").next().unwrap();
+    assert!(!row.contains("signature verified"), "{row}");
+}
+
+/// A console on localhost with no token answers only requests addressed to
+/// localhost: a page of another site that rebinds its name to 127.0.0.1
+/// reads nothing (DNS rebinding).
+#[test]
+fn a_request_for_another_host_is_refused_on_localhost() {
+    let (plane, _) = demo();
+    let console = plane.console(None);
+    let client = reqwest::blocking::Client::new();
+    let port = console.url().rsplit(':').next().unwrap().to_owned();
+    for host in [format!("attacker.example:{port}"), "attacker.example".to_owned(), format!("127.0.0.2.nip.io:{port}")]
+    {
+        let response = client.get(format!("{}/runs", console.url())).header("host", host.clone()).send().unwrap();
+        assert_eq!(response.status().as_u16(), 421, "{host}");
+    }
+    for host in [format!("127.0.0.1:{port}"), format!("localhost:{port}"), "localhost".to_owned()] {
+        let response = client.get(format!("{}/runs", console.url())).header("host", host.clone()).send().unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{host}");
+    }
+}
