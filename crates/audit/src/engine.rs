@@ -1113,6 +1113,19 @@ fn check_moved_marks(
             .seq(seq),
         );
     }
+    // And the other way: every mark names an open run the verified chains
+    // give (a sealed run's mark would have the next heads leaf commit to
+    // it on the mark's word). A run whose chain failed is that finding.
+    for run in &snapshot.moved {
+        report.checked.derived += 1;
+        let detail = match facts.get(run) {
+            Some(run_facts) if run_facts.leaf.is_none() => continue,
+            None if snapshot.runs.contains_key(run) => continue,
+            Some(_) => "the store marks it moved for the next heads leaf, but its verified chain seals it",
+            None => "the store marks it moved for the next heads leaf, but no such run is stored",
+        };
+        report.findings.push(Finding::new(FindingCode::IndexWithoutRun, detail).run(run));
+    }
 }
 
 /// Coverage (issue 20): what no anchor covers is named, never called

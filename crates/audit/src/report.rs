@@ -93,7 +93,8 @@ pub enum FindingCode {
     TenantMismatch,
     /// Records are stored for a run the runs table has no row for.
     RunRowMissing,
-    /// An index row (outcome, idempotency) with no verified run behind it.
+    /// An index row (outcome, idempotency, moved mark) with no verified run
+    /// behind it (for a moved mark: no open one).
     IndexWithoutRun,
     /// A heads leaf that does not parse, or whose stored entries do not give its root.
     HeadsLeafBroken,

@@ -383,3 +383,140 @@ fn r_wit_9_cosigned_rows_out_of_order_print_the_latest_round_not_a_stale_one() {
     let (code, report, _) = sweep(plane);
     assert_eq!(code, Some(0), "no alarm over rows recorded out of order: {report}");
 }
+
+/// A plane whose store was put back from a backup taken after its first
+/// checkpoint (size 6), after it had signed a second (size 12): `verify`
+/// holds it to the high-water mark and finds the deletion. Returns the
+/// mark's text.
+fn plane_with_a_restored_backup(plane: &Path, backup: &dyn Fn(), restore: &dyn Fn()) -> String {
+    ok(plane, &["demo"]);
+    ok(plane, &["checkpoint"]);
+    backup();
+    ok(plane, &["demo"]);
+    ok(plane, &["checkpoint"]);
+    ok(plane, &["verify", "--require-signature", "--assert-complete"]);
+    let mark = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
+    restore();
+    let report = json_exit(plane, &["verify", "--require-signature", "--assert-complete", "--json"], 1);
+    assert_eq!(report["verdict"], "findings", "{report:#}");
+    mark
+}
+
+/// R-PLANE-2, R-COVER-3 (issue 21 review): `verify` held the log to the
+/// plane's high-water mark only when the mark read as a signed tree; a mark
+/// that is lost (its file gone, or no line for the origin) was passed over
+/// in silence, and a store put back from a backup verified "clean and
+/// complete" (exit 0 with `--assert-complete`). What the mark would have
+/// checked is now listed as not checked, naming the mark and why.
+#[test]
+fn r_plane_2_verify_says_a_lost_high_water_mark_leaves_a_rollback_unchecked() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    let store = plane.join("agentplane.redb");
+    let backup = || {
+        std::fs::copy(&store, plane.join("backup.redb")).unwrap();
+    };
+    let restore = || {
+        std::fs::copy(plane.join("backup.redb"), &store).unwrap();
+    };
+    let mark = plane_with_a_restored_backup(plane, &backup, &restore);
+
+    let without_shop: String = mark
+        .lines()
+        .filter(|line| !line.starts_with("agentplane.local/plane/shop "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    for (lost, why) in [(Some(without_shop), "has no line for agentplane.local/plane/shop"), (None, "is missing")] {
+        match lost {
+            Some(text) => std::fs::write(plane.join("agentplane.highwater"), text).unwrap(),
+            None => std::fs::remove_file(plane.join("agentplane.highwater")).unwrap(),
+        }
+        let report = json_exit(plane, &["verify", "--require-signature", "--assert-complete", "--json"], 1);
+        assert_eq!(report["verdict"], "incomplete", "never clean with the mark lost: {report:#}");
+        let said = report["not_checked"].as_array().unwrap().iter().any(|n| {
+            n["what"].as_str().unwrap().contains("before the plane's last signature")
+                && n["why"].as_str().unwrap().contains(why)
+        });
+        assert!(said, "the lost mark is named, and why ({why}): {report:#}");
+        let text = ok(plane, &["verify", "--require-signature"]);
+        assert!(text.contains("NOT CHECKED a store put back") && !text.contains("clean and complete"), "{text}");
+    }
+}
+
+/// R-PLANE-2, R-AUD-2 (issue 21 review): `verify` passed over the plane's
+/// high-water mark whenever a `signed_checkpoints` row's size and root
+/// matched it, and never compared those columns with the note beside them.
+/// An attacker with write access to the store and no key put a backup back
+/// and added one row whose columns copy the mark (a public tree) beside a
+/// genuine older note: `verify --require-signature --assert-complete` said
+/// clean and complete. And a row whose note does not verify made `verify`
+/// a usage error (exit 2, no report). The mark is now compared with the
+/// verified notes; each such row is a `store_damaged` finding (exit 1).
+fn a_signed_row_copying_the_mark_hides_no_rollback(
+    plane: &Path,
+    open_store: &dyn Fn() -> Box<dyn journal_core::Store>,
+    backup: &dyn Fn(),
+    restore: &dyn Fn(),
+) {
+    let mark = plane_with_a_restored_backup(plane, backup, restore);
+    let line = mark.lines().find(|line| line.starts_with("agentplane.local/plane/shop ")).unwrap();
+    let words: Vec<&str> = line.split(' ').collect();
+    let marked = tlog::Tree::new(words[1].parse().unwrap(), tlog::RootHash::from_hex(words[2]).unwrap());
+    let tenant = journal_core::TenantId::new("shop").unwrap();
+    let forge = |note: &str| {
+        let store = open_store();
+        let rows = store.signed_checkpoints(&tenant).unwrap();
+        let last = rows.last().unwrap().tree;
+        let note = if note.is_empty() { rows[0].note.clone() } else { note.to_owned() };
+        store
+            .record_signed_checkpoint(&tenant, Some(last), journal_core::store::SignedTree { tree: marked, note })
+            .unwrap();
+    };
+
+    // The genuine note of the older checkpoint, the mark's tree beside it.
+    forge("");
+    let report = json_exit(plane, &["verify", "--require-signature", "--assert-complete", "--json"], 1);
+    assert_eq!(report["verdict"], "findings", "{report:#}");
+    let codes: Vec<&str> = report["findings"].as_array().unwrap().iter().map(|f| f["code"].as_str().unwrap()).collect();
+    assert!(codes.contains(&"log_shrank") && codes.contains(&"store_damaged"), "{report:#}");
+
+    // A note that is not the plane's at all: a finding, never a usage error.
+    forge("forged\n");
+    let report = json_exit(plane, &["verify", "--json"], 1);
+    let damaged = report["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "store_damaged").count();
+    assert_eq!((report["verdict"].as_str(), damaged), (Some("findings"), 2), "{report:#}");
+    assert!(report["anchors"].as_array().unwrap().iter().any(|a| a["status"] == "failed" && a["size"].is_null()));
+}
+
+#[test]
+fn r_plane_2_a_signed_row_copying_the_mark_hides_no_rollback_on_redb() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    let store = plane.join("agentplane.redb");
+    let backup = || {
+        std::fs::copy(&store, plane.join("backup.redb")).unwrap();
+    };
+    let restore = || {
+        std::fs::copy(plane.join("backup.redb"), &store).unwrap();
+    };
+    let open = || Box::new(store_redb::RedbStore::open(&store).unwrap()) as Box<dyn journal_core::Store>;
+    a_signed_row_copying_the_mark_hides_no_rollback(plane, &open, &backup, &restore);
+}
+
+#[test]
+fn r_plane_2_a_signed_row_copying_the_mark_hides_no_rollback_on_postgresql() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    let url = point_at_a_fresh_database(plane);
+    let configured = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    let copy = std::cell::RefCell::new(String::new());
+    let backup = || *copy.borrow_mut() = store_pg::testkit::copy_database(&url);
+    let restore = || {
+        std::fs::write(plane.join("agentplane.toml"), configured.replace(&url, &copy.borrow())).unwrap();
+    };
+    let open = || Box::new(store_pg::PgStore::open(&copy.borrow()).unwrap()) as Box<dyn journal_core::Store>;
+    a_signed_row_copying_the_mark_hides_no_rollback(plane, &open, &backup, &restore);
+}

@@ -286,6 +286,33 @@ fn r_aud_8_forged_or_missing_seal_index_rows_are_found() {
     assert_eq!(report.findings[0].class, audit::FindingClass::DerivedData);
 }
 
+/// R-AUD-8 (issue 21 review): the moved marks were held to the verified
+/// chains one way only (every moved open run marked). A mark with no open
+/// run behind it, for a run that was never stored or for a sealed one,
+/// audited clean and complete; a sealed run's mark would have the next heads
+/// leaf commit to it on the mark's word. Each is an `index_without_run`
+/// naming the run.
+#[test]
+fn r_aud_8_a_moved_mark_with_no_open_run_behind_it_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, inputs, [sealed, ..]) = sealed_and_open(dir.path());
+    let report = audit_file(&path, &inputs);
+    assert!(report.findings.is_empty(), "the untouched file is clean: {:#?}", report.findings);
+    let moved: redb::TableDefinition<(&str, &str), ()> = redb::TableDefinition::new("moved_runs");
+    forge(&path, |txn| {
+        let mut table = txn.open_table(moved).unwrap();
+        table.insert(("t", "run-ghost"), ()).unwrap();
+        table.insert(("t", sealed.as_str()), ()).unwrap();
+    });
+    let report = audit_file(&path, &inputs);
+    let mut named = shared::runs_found(&report, audit::FindingCode::IndexWithoutRun);
+    named.sort();
+    let mut expected = vec!["run-ghost".to_owned(), sealed.to_string()];
+    expected.sort();
+    assert_eq!(named, expected, "{:#?}", report.findings);
+    assert!(report.findings.iter().all(|f| f.class == audit::FindingClass::DerivedData), "{:#?}", report.findings);
+}
+
 /// R-AUD-8, R-AUD-3, found by the same review: the run column of a heads
 /// leaf's seal row was read as "this run is sealed", so an open run
 /// admitted after the newest anchor was no longer said to be uncovered (a

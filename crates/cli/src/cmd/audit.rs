@@ -4,7 +4,10 @@
 
 use std::io::IsTerminal as _;
 
-use audit::{Anchor, AuditInputs, AuditReport, FindingClass, RecordKey};
+use audit::{
+    Anchor, AnchorKind, AnchorReport, AnchorSource, AnchorStatus, AuditInputs, AuditReport, Finding, FindingClass,
+    FindingCode, RecordKey,
+};
 use witness::{ALG_COSIGNATURE_V1, TrustedWitness, VerifierKey};
 
 use crate::args::{AuditArgs, key_error, record_key};
@@ -58,7 +61,7 @@ pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
         inputs.anchors.push(Anchor::witness_with_timeout(url, witness_keys.clone(), timeout).map_err(usage)?);
     }
     let store = open_existing(&cli.store)?;
-    run_and_report(cli, "audit", store.as_ref(), &inputs, args.assert_complete, args.json)
+    run_and_report(cli, "audit", store.as_ref(), &inputs, Extra::default(), args.assert_complete, args.json)
 }
 
 /// `agentplane verify`: the same audit, with the plane's public keys and the
@@ -76,34 +79,148 @@ pub fn verify(cli: &Settings, require_signature: bool, assert_complete: bool, js
         key_id: journal_core::Signer::key_id(&keys.record).to_owned(),
         public_key: keys.record.public_key(),
     }];
-    let signed_rows = store.signed_checkpoints(&tenant)?;
-    for signed in &signed_rows {
-        let label = format!("the checkpoint this plane signed at size {}", signed.tree.size);
-        inputs
-            .anchors
-            .push(Anchor::saved(&label, signed.note.as_bytes(), &inputs.log_keys, &inputs.origin).map_err(usage)?);
+    // Each row's note is verified before anything in the row is trusted: a
+    // row is written by whoever can write the store, its size and root
+    // columns included (R-PLANE-2). A row that does not verify, or whose
+    // columns are not its note's tree, is tamper evidence (exit 1).
+    let mut extra = Extra::default();
+    let mut signed_trees = Vec::new();
+    for (i, row) in store.signed_checkpoints(&tenant)?.iter().enumerate() {
+        let number = i + 1;
+        let row_label = format!("the store's record #{number} of a checkpoint this plane signed");
+        let tree = match Anchor::saved(&row_label, row.note.as_bytes(), &inputs.log_keys, &inputs.origin) {
+            Ok(mut anchor) => {
+                let AnchorSource::Saved { checkpoint, .. } = &anchor.source else { continue };
+                let tree = checkpoint.tree();
+                anchor.label = if tree == row.tree {
+                    format!("the checkpoint this plane signed at size {}", tree.size)
+                } else {
+                    format!("{row_label} (its note of size {})", tree.size)
+                };
+                if tree != row.tree {
+                    extra.failed(
+                        &anchor.label,
+                        format!(
+                            "the row says size {} (root {}), but the note it keeps, signed by the plane, is of \
+                             size {} (root {}): the row was changed behind the plane",
+                            row.tree.size, row.tree.root, tree.size, tree.root
+                        ),
+                    );
+                }
+                inputs.anchors.push(anchor);
+                tree
+            }
+            Err(err) => {
+                let err = match err {
+                    audit::AuditError::Anchor { reason, .. } => reason,
+                    other => other.to_string(),
+                };
+                extra.unverifiable(
+                    &row_label,
+                    format!(
+                        "the row (size {}, root {}) does not hold the plane's signed checkpoint of {}: {err}: it \
+                         was written behind the plane",
+                        row.tree.size, row.tree.root, inputs.origin
+                    ),
+                );
+                continue;
+            }
+        };
+        signed_trees.push(tree);
     }
     // The plane's own record of its last signature, kept outside the store
     // (the store's rows of what it signed can be deleted or put back from a
     // backup with the runs after them): the log must extend it too. Signed
     // again here (Ed25519 is deterministic: the note the plane signed then).
+    // A mark that is lost leaves that unchecked, and says so.
     let high_water = crate::high_water::FileHighWater::beside(&cli.keys);
+    let location = journal_core::log::HighWater::location(&high_water);
     match journal_core::log::HighWater::last(&high_water, &origin).map_err(|err| Failure::Io(err.to_string()))? {
-        journal_core::log::HighWaterMark::Signed(tree) if !signed_rows.iter().any(|signed| signed.tree == tree) => {
+        journal_core::log::HighWaterMark::Signed(tree) if !signed_trees.contains(&tree) => {
             let note = journal_core::log::sign_checkpoint(&origin, tree, keys.log_for(&origin)?)?;
-            let label = format!(
-                "the plane's high-water mark ({}, size {})",
-                journal_core::log::HighWater::location(&high_water),
-                tree.size
-            );
+            let label = format!("the plane's high-water mark ({location}, size {})", tree.size);
             inputs.anchors.push(
                 Anchor::saved(&label, note.note().as_bytes(), &inputs.log_keys, &inputs.origin)
                     .map_err(unverified_anchor)?,
             );
         }
-        _ => {}
+        journal_core::log::HighWaterMark::Signed(_) => {}
+        journal_core::log::HighWaterMark::Lost { reason } => extra.not_checked.push(audit::NotChecked {
+            what: "a store put back from before the plane's last signature".into(),
+            why: format!(
+                "the plane's high-water mark is lost ({reason}): only the checkpoints the store itself records \
+                 were held to the log; restore {location} from a backup, or audit with the witnesses \
+                 (`agentplane audit --witness`)"
+            ),
+        }),
+        journal_core::log::HighWaterMark::Never if !signed_trees.is_empty() => {
+            extra.not_checked.push(audit::NotChecked {
+                what: "a store put back from before the plane's last signature".into(),
+                why: format!(
+                    "the plane's high-water mark ({location}) says it never signed for {origin}, yet the store \
+                     records {} checkpoints it signed: the mark is older than the store; restore it from a \
+                     backup, or audit with the witnesses (`agentplane audit --witness`)",
+                    signed_trees.len()
+                ),
+            });
+        }
+        journal_core::log::HighWaterMark::Never => {}
     }
-    run_and_report(cli, "verify", store.as_ref(), &inputs, assert_complete, json)
+    run_and_report(cli, "verify", store.as_ref(), &inputs, extra, assert_complete, json)
+}
+
+/// What `verify` found in the plane's own inputs before the audit: rows of
+/// what the plane signed that cannot be trusted, and a lost high-water mark.
+#[derive(Default)]
+struct Extra {
+    findings: Vec<Finding>,
+    anchors: Vec<AnchorReport>,
+    not_checked: Vec<audit::NotChecked>,
+}
+
+impl Extra {
+    /// A row whose note is the plane's, read as the anchor `label`, whose
+    /// columns disagree with it.
+    fn failed(&mut self, label: &str, detail: String) {
+        self.findings.push(store_damaged(label, detail));
+    }
+
+    /// A row whose note does not verify: no anchor, and a finding naming it.
+    fn unverifiable(&mut self, label: &str, detail: String) {
+        self.anchors.push(AnchorReport {
+            label: label.to_owned(),
+            kind: AnchorKind::Saved,
+            size: None,
+            root: None,
+            status: AnchorStatus::Failed,
+            reason: Some(detail.clone()),
+        });
+        self.findings.push(store_damaged(label, detail));
+    }
+
+    /// Adds what it holds to `report`: the findings and their anchors failed.
+    fn apply(self, report: &mut AuditReport) {
+        for finding in &self.findings {
+            for anchor in report.anchors.iter_mut().filter(|anchor| finding.anchors.contains(&anchor.label)) {
+                anchor.status = AnchorStatus::Failed;
+            }
+        }
+        report.findings.extend(self.findings);
+        report.anchors.extend(self.anchors);
+        report.not_checked.extend(self.not_checked);
+    }
+}
+
+fn store_damaged(label: &str, detail: String) -> Finding {
+    Finding {
+        code: FindingCode::StoreDamaged,
+        class: FindingCode::StoreDamaged.class(),
+        run: None,
+        seq: None,
+        anchors: vec![label.to_owned()],
+        detail,
+        remedy: None,
+    }
 }
 
 fn usage(err: audit::AuditError) -> Failure {
@@ -150,13 +267,14 @@ fn run_and_report(
     command: &str,
     store: &dyn journal_core::Store,
     inputs: &AuditInputs,
+    extra: Extra,
     assert_complete: bool,
     json: bool,
 ) -> Result<(), Failure> {
     let progress = progress_bar(&format!("auditing tenant {}", inputs.tenant));
     // Workers report from several threads: the bar only moves forward.
     let shown = std::sync::Mutex::new(0_u64);
-    let report = audit::audit_with_progress(store, inputs, &|done, total| {
+    let mut report = audit::audit_with_progress(store, inputs, &|done, total| {
         if let Ok(mut shown) = shown.lock() {
             // Drawn from the first count on, never as an empty 0/0 bar.
             if *shown == 0 && std::io::stderr().is_terminal() {
@@ -174,6 +292,7 @@ fn run_and_report(
         other => Failure::Usage(other.to_string()),
     })?;
     progress.finish_and_clear();
+    extra.apply(&mut report);
     if json {
         // Through a `Value`, so the keys come sorted, as the report has always been printed.
         print_json(&serde_json::to_value(&report).map_err(|err| Failure::Io(err.to_string()))?)?;

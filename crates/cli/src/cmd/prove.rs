@@ -251,16 +251,20 @@ fn hex_of<T>(field: &str, text: &str, parse: fn(&str) -> Result<T, tlog::HashPar
     parse(text).map_err(|err| Failure::Findings(format!("the proof's {field} {}: {err}", crate::output::shown(text))))
 }
 
+/// The largest printed proof `verify-proof` reads (from a file or standard
+/// input): far above any proof's size.
+const MAX_PROOF_BYTES: u64 = 1 << 20;
+
 /// `agentplane verify-proof FILE (--checkpoint FILE --log-key VKEY | --root HEX --size N)`.
 pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -> Result<(), Failure> {
     let trees = trusted_trees(trusted)?;
     let text = if file == std::path::Path::new("-") {
         let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::Read::take(std::io::stdin().lock(), 1 << 20), &mut text)
+        std::io::Read::read_to_string(&mut std::io::Read::take(std::io::stdin().lock(), MAX_PROOF_BYTES), &mut text)
             .map_err(|err| Failure::Io(format!("reading standard input: {err}")))?;
         text
     } else {
-        let bytes = crate::context::read_at_most(file, 1 << 20)
+        let bytes = crate::context::read_at_most(file, MAX_PROOF_BYTES)
             .map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
         String::from_utf8(bytes).map_err(|_| Failure::Findings(format!("{} is not UTF-8 text", file.display())))?
     };
