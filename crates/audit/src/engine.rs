@@ -1209,11 +1209,20 @@ fn prove_seal(
 ) -> Result<(), Finding> {
     let bytes = leaf.to_bytes();
     if bytes != seal.leaf_bytes {
-        return Err(Finding::new(
-            FindingCode::SealLeafMismatch,
-            "the seal leaf is not the one its verified chain gives",
-        )
-        .run(&seal.run));
+        let mut finding =
+            Finding::new(FindingCode::SealLeafMismatch, "the seal leaf is not the one its verified chain gives")
+                .run(&seal.run);
+        // A leaf of another log is what a mistaken --tenant (or another
+        // tenant's key) shows on every seal: still a finding, which says so.
+        if let Some(named) = SealLeaf::origin_named(&seal.leaf_bytes).filter(|named| *named != leaf.origin.as_str()) {
+            finding.detail =
+                format!("the seal leaf names the log {named:?}, not this audit's {:?}", leaf.origin.as_str());
+            finding.remedy = Some(format!(
+                "if the tenant's log is {named:?}, audit it with that log's key (check --tenant and --log-key); \
+                 otherwise its leaf was rewritten"
+            ));
+        }
+        return Err(finding);
     }
     rebuilt
         .prove_inclusion(rank, tree.size)

@@ -394,8 +394,9 @@ pub struct AuditArgs {
     #[arg(long = "witness", value_name = "URL")]
     pub witnesses: Vec<String>,
     /// A witness key to trust: a vkey, or NAME=BASE64 of its Ed25519 public key (repeatable;
-    /// one public key may be listed once).
-    #[arg(long = "witness-key", value_name = "NAME=BASE64_OR_VKEY")]
+    /// one public key may be listed once). Only for --witness: a saved --checkpoint is trusted by
+    /// the log key's signature, and its cosignature lines are not checked.
+    #[arg(long = "witness-key", value_name = "NAME=BASE64_OR_VKEY", requires = "witnesses")]
     pub witness_keys: Vec<String>,
     /// A --witness that cannot be read or verified (unreachable, timed out, refused, a cosignature
     /// that does not verify) is listed as not checked instead of failing the audit.

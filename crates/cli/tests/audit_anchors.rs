@@ -336,6 +336,54 @@ fn r_aud_9_an_altered_saved_checkpoint_fails_the_audit_with_findings() {
     assert!(text(&out).contains("altered.note"), "{}", text(&out));
 }
 
+/// R-AUD-9: `--witness-key` without `--witness` is a usage error (exit 2):
+/// the audit does not check a saved `--checkpoint`'s cosignature lines, so a
+/// witness key given with one only would look checked and was not.
+#[test]
+fn r_aud_9_a_witness_key_without_a_witness_is_a_usage_error() {
+    let setup = Setup::new();
+    let w1 = cosigner("cli.test/w1", 51);
+    std::fs::write(setup.auditor.path().join("saved.note"), setup.signed.note()).unwrap();
+    let vkey = w1.verifier_key().to_string();
+    let out = setup.audit(&["--checkpoint", "saved.note", "--witness-key", &vkey]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--witness"), "{}", text(&out));
+    assert_eq!(setup.audit(&["--checkpoint", "saved.note"]).status.code(), Some(0));
+}
+
+/// R-AUD-9: another tenant's log audited with this tenant's key (a
+/// mistaken `--tenant`) is still findings, never clean, and each seal leaf's
+/// finding says which log the leaf names and what to check, instead of
+/// reading as a flood of unexplained rewrites.
+#[test]
+fn r_aud_9_a_mistaken_tenant_names_the_log_its_leaves_are_of() {
+    let root = tempfile::tempdir().unwrap();
+    let plane = root.path();
+    ok(plane, &["init", "--tenant-name", "shop", "--tenant-name", "search"]);
+    ok(plane, &["--tenant", "shop", "demo"]);
+    ok(plane, &["--tenant", "search", "demo"]);
+    let keys: Value = serde_json::from_str(&ok(plane, &["--tenant", "shop", "keys", "--json"])).unwrap();
+    let shop_key = keys["log_key"].as_str().unwrap();
+    // An auditor with a copy of the store and no configuration beside it:
+    // the origin is the key's name.
+    let auditor = tempfile::tempdir().unwrap();
+    let store = auditor.path().join("copy.redb");
+    std::fs::copy(plane.join("agentplane.redb"), &store).unwrap();
+    let store = store.to_str().unwrap();
+    let out =
+        agentplane(auditor.path(), &["--store", store, "--tenant", "search", "audit", "--log-key", shop_key, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let leaves: Vec<&Value> =
+        report["findings"].as_array().unwrap().iter().filter(|f| f["code"] == "seal_leaf_mismatch").collect();
+    assert!(!leaves.is_empty(), "{report}");
+    for finding in leaves {
+        let message = finding["message"].as_str().unwrap_or_default();
+        assert!(message.contains("/search") && message.contains("/shop"), "{finding}");
+        assert!(finding["remedy"].as_str().is_some_and(|r| r.contains("--tenant")), "{finding}");
+    }
+}
+
 /// R-OPS-1: a private seed pasted as `--witness-key NAME=BASE64` (a key
 /// file's `record` line) is refused without being printed.
 #[test]

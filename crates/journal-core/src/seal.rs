@@ -71,6 +71,16 @@ impl SealLeaf {
         LeafHash::of(&self.to_bytes())
     }
 
+    /// The origin a seal leaf (this version's layout) names, if it is one:
+    /// where it differs from the log's, the leaf is of another log (a
+    /// mistaken tenant or key, or a leaf copied across logs).
+    pub fn origin_named(leaf_bytes: &[u8]) -> Option<&str> {
+        let text = std::str::from_utf8(leaf_bytes).ok()?;
+        let mut lines = text.lines();
+        (lines.next() == Some("agentplane/seal/v1")).then_some(())?;
+        lines.next()?.strip_prefix("origin ")
+    }
+
     /// Whether `leaf_bytes` are a seal leaf (this version's layout) of
     /// `run`: what ties a proof's leaf to the run it is said to seal, where
     /// the index that found the leaf cannot be trusted (a proof read from a
@@ -101,6 +111,8 @@ mod tests {
         assert!(!SealLeaf::names_run(&leaf, "run-"));
         assert!(!SealLeaf::names_run(&leaf, "run-ab"));
         assert!(!SealLeaf::names_run(b"agentplane/heads/v1\norigin x\nrun run-a\n", "run-a"));
+        assert_eq!(SealLeaf::origin_named(&leaf), Some("seal.test/plane"));
+        assert_eq!(SealLeaf::origin_named(b"agentplane/heads/v1\norigin x\n"), None);
         assert!(!SealLeaf::names_run(&[0xff, 0xfe], "run-a"));
     }
 }

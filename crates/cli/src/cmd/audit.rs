@@ -363,7 +363,7 @@ fn print_human(report: &AuditReport) {
         c.nodes,
         c.anchors
     );
-    outln!("log: {} sealed runs, root {}", report.log_size, report.log_root);
+    outln!("log: {} leaves (sealed runs and heads leaves), root {}", report.log_size, report.log_root);
     for anchor in &report.anchors {
         let held = match (anchor.size, &anchor.root) {
             (Some(size), Some(root)) => format!(" at size {size}, root {root}"),
