@@ -214,7 +214,6 @@ async fn not_found() -> Response {
 /// The token, when one is set, on every request; the security headers on
 /// every response.
 async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
-    let mut set_cookie = None;
     if app.token_digest.is_none() && !addressed_to_loopback(&request) {
         // With no token the console listens on localhost only; a request
         // naming another host is a page of another site whose name was
@@ -230,7 +229,19 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
         match presented_token(request.headers(), request.uri().query()) {
             Some((token, from_query)) if digest(&token) == expected => {
                 if from_query {
-                    set_cookie = Some(format!("{TOKEN_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/"));
+                    // The cookie carries the token from here on, and the
+                    // browser is sent to the same page without it, so the
+                    // token stays out of the address bar and its history.
+                    let mut response = StatusCode::SEE_OTHER.into_response();
+                    let cookie = format!("{TOKEN_COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/");
+                    if let (Ok(cookie), Ok(location)) =
+                        (HeaderValue::from_str(&cookie), HeaderValue::from_str(&without_token(request.uri())))
+                    {
+                        response.headers_mut().insert(header::SET_COOKIE, cookie);
+                        response.headers_mut().insert(header::LOCATION, location);
+                    }
+                    secure(response.headers_mut());
+                    return response;
                 }
             }
             _ => {
@@ -245,10 +256,22 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
     }
     let mut response = next.run(request).await;
     secure(response.headers_mut());
-    if let Some(cookie) = set_cookie.and_then(|cookie| HeaderValue::from_str(&cookie).ok()) {
-        response.headers_mut().insert(header::SET_COOKIE, cookie);
-    }
     response
+}
+
+/// The request's path and query without its `token=` parameter: where a
+/// visit with `?token=` is sent on. Always a path of this console (a path
+/// starting `//` would name another host).
+fn without_token(uri: &axum::http::Uri) -> String {
+    let path = uri.path();
+    let path = if path.starts_with('/') && !path.starts_with("//") { path } else { "/" };
+    let kept: Vec<&str> = uri
+        .query()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !pair.starts_with("token="))
+        .collect();
+    if kept.is_empty() { path.to_owned() } else { format!("{path}?{}", kept.join("&")) }
 }
 
 /// Whether the request names a loopback host (`localhost`, `127.0.0.1`,

@@ -246,7 +246,7 @@ fn render_plane(app: &App) -> Result<Markup, PageError> {
                 table {
                     tr { th { "origin" } td { code { (log.origin) } } }
                     tr { th { "log" } td { (head.size) " leaves, root " code title=(head.root) { (short(&head.root.to_string())) } } }
-                    tr { th { "runs" } td { a href={"/runs?tenant=" (log.tenant)} { (runs) " runs" } } }
+                    tr { th { "runs" } td { a href={"/runs?tenant=" (percent(log.tenant.as_str()))} { (runs) " runs" } } }
                     tr {
                         th { "last signed checkpoint" }
                         td {
@@ -447,7 +447,7 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
             };
             html! {
                 tr {
-                    td { a href={"/run/" (log.tenant) "/" (run)} { code { (run) } } }
+                    td { a href=(run_href(log, run.as_str(), "")) { code { (run) } } }
                     td { (admitted.at) }
                     td class=(class) { (state) }
                     td { (steps) }
@@ -500,6 +500,12 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
 }
 
 /// Percent-encodes a query value (for the pages' own links).
+/// A run page's address (`suffix`: "" or "/export"): the tenant and run
+/// ids are path segments, percent-encoded, since an id may hold a `/`.
+fn run_href(log: &TenantLog, run: &str, suffix: &str) -> String {
+    format!("/run/{}/{}{suffix}", percent(log.tenant.as_str()), percent(run))
+}
+
 fn percent(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
@@ -555,11 +561,11 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
                 " · state " strong { (outcome) }
                 @if let Some(key) = verified.idempotency_key() { " · idempotency key " code { (key) } }
             }
-            p { a class="export" download href={"/run/" (log.tenant) "/" (run) "/export"} { "download its export" }
+            p { a class="export" download href=(run_href(log, run.as_str(), "/export")) { "download its export" }
                 " (format " (journal_core::export::EXPORT_FORMAT) ", against the last signed checkpoint; check it offline with "
                 code { "agentplane verify-export FILE" } ")" }
             @if let Some(fork) = verified.forked_from() {
-                p { "forked from " a href={"/run/" (log.tenant) "/" (fork.source_run)} { code { (fork.source_run) } }
+                p { "forked from " a href=(run_href(log, fork.source_run.as_str(), "")) { code { (fork.source_run) } }
                     " at seq " (fork.at_seq) " (hash " code { (short(&fork.source_hash)) } ")" }
             }
             h2 { "timeline" }

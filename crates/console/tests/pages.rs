@@ -6,6 +6,8 @@
 mod support;
 use support::*;
 
+use std::sync::Arc;
+
 use journal_core::testkit::TamperAccess;
 use witness::{ALG_ED25519, LogKey, SignerKey};
 
@@ -170,9 +172,15 @@ fn a_token_is_checked_on_every_request_and_required_off_localhost() {
         assert_eq!(wrong.status().as_u16(), 401, "{path}");
         assert_eq!(client.get(&url).bearer_auth(token).send().unwrap().status().as_u16(), 200, "{path}");
     }
-    // A browser opens it once with ?token=, then carries the cookie.
-    let first = client.get(format!("{}/?token={token}", console.url())).send().unwrap();
-    assert_eq!(first.status().as_u16(), 200);
+    // A browser opens it once with ?token=, gets the cookie and is sent to
+    // the same page without the token (kept out of its address bar and
+    // history), then carries the cookie.
+    let browser = reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let first = browser.get(format!("{}/runs?outcome=succeeded&token={token}", console.url())).send().unwrap();
+    assert_eq!(first.status().as_u16(), 303);
+    assert_eq!(first.headers().get("location").unwrap(), "/runs?outcome=succeeded");
+    let wrong = browser.get(format!("{}//evil.example/?token={token}", console.url())).send().unwrap();
+    assert_eq!(wrong.headers().get("location").map(|l| l.to_str().unwrap()), Some("/"), "never another host");
     let cookie = first.headers().get("set-cookie").unwrap().to_str().unwrap().to_owned();
     assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
     let pair = cookie.split(';').next().unwrap().to_owned();
@@ -338,4 +346,37 @@ fn the_plane_page_shows_the_last_audit_verdict_against_the_current_log() {
         page.contains("the last audit&#39;s verdict is unreadable") || page.contains("verdict is unreadable"),
         "{page}"
     );
+}
+
+/// Ids may hold a `/` (`A-Z a-z 0-9 - _ . : /`): a run of tenant
+/// `acme/eu` named `batch/7` is linked from the runs page with its ids
+/// percent-encoded as path segments, and its page and export answer.
+#[test]
+fn ids_holding_a_slash_are_linked_as_one_path_segment_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(store_redb::RedbStore::create(&dir.path().join("plane.redb")).unwrap());
+    let tenant = journal_core::TenantId::new("acme/eu").unwrap();
+    let origin = journal_core::Origin::new("console.test/plane/acme-eu").unwrap();
+    let run = journal_core::RunId::new("batch/7").unwrap();
+    let journal = journal_core::Journal::new(store.as_ref(), &tenant, &origin);
+    journal_core::testkit::sample_run(&journal, &run, journal_core::Outcome::Succeeded).unwrap();
+    let view = console::PlaneView {
+        store: Arc::clone(&store) as Arc<dyn journal_core::Store>,
+        tenants: vec![console::TenantLog { tenant, origin }],
+        record_verifier: None,
+        log_keys: Vec::new(),
+        witnesses: Vec::new(),
+        upcasters: journal_core::Upcasters::builtin(),
+        folder: None,
+    };
+    let options = console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None };
+    let console = console::Console::start(view, options).unwrap();
+    let (status, page) = get(&format!("{}/runs?tenant=acme%2Feu", console.url()));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains(r#"href="/run/acme%2Feu/batch%2F7""#), "{page}");
+    let (status, page) = get(&format!("{}/run/acme%2Feu/batch%2F7", console.url()));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("batch/7") && page.contains(r#"href="/run/acme%2Feu/batch%2F7/export""#), "{page}");
+    let (status, _) = get(&format!("{}/run/acme%2Feu/batch%2F7/export", console.url()));
+    assert_ne!(status, 404);
 }
