@@ -302,3 +302,56 @@ pub fn plane_with_a_forged_node<S: Store + TamperAccess + 'static>(store: S) -> 
     plane.store.overwrite_log_node(&plane.tenant, tlog::NodeId::new(0, 4), forged.leaf_hash().into());
     plane
 }
+
+/// R-RUN-5, R-COVER-2 (review 3): the promise is that a finished effect
+/// never runs twice, and that a run cut back or deleted after a checkpoint
+/// is detected rather than silently run again. An open run whose done
+/// effect (`ek:wire-transfer`) a signed checkpoint's heads leaf covers, then
+/// cut back in the store (records removed, its runs row pointed back: the
+/// chain that remains verifies), must not be resumed into performing it
+/// again; and the same run deleted outright must not be admitted afresh by a
+/// redelivery of its idempotency key. Both are refused with a typed tamper
+/// error naming the run and the head the heads leaf holds.
+pub fn a_run_cut_back_or_deleted_after_a_checkpoint_is_never_run_again<S: Store + TamperAccess + 'static>(store: S) {
+    let plane = Plane::on(store);
+    let cut = plane.run("transfer-1", false);
+    let gone = plane.run("transfer-2", false);
+    plane.sign();
+
+    let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
+    for row in rows.iter().filter(|row| row.seq > 2) {
+        plane.store.delete_record(&plane.tenant, &cut, row.seq);
+    }
+    plane.store.set_runs_head(&plane.tenant, &cut, ExpectedHead { seq: 2, hash: rows[1].hash });
+    plane.store.delete_run(&plane.tenant, &gone);
+
+    let performed = std::cell::Cell::new(0);
+    let transfer = || {
+        performed.set(performed.get() + 1);
+        EffectOutput { result: EffectResult::Ok { output: "sent again".into() }, charged: Counters::default() }
+    };
+    match plane.runtime.resume(&plane.tenant, &cut) {
+        Err(journal_core::RuntimeError::Journal(journal_core::JournalError::Tamper { run, seq, .. })) => {
+            assert_eq!((run, seq), (cut.clone(), rows.last().unwrap().seq), "names the run and the covered head");
+        }
+        Err(other) => panic!("refused, but not as tamper: {other}"),
+        Ok(mut handle) => {
+            let _ = handle.effect("ek:wire-transfer", "work", transfer);
+            panic!("the cut-back run was resumed; its done effect ran again {} time(s)", performed.get());
+        }
+    }
+    let request =
+        AdmitRequest { idempotency_key: "transfer-2".into(), plan: vec!["work".into()], budget: Budget::default() };
+    match plane.runtime.admit(&plane.tenant, request) {
+        Err(journal_core::RuntimeError::Journal(journal_core::JournalError::Tamper { run, .. })) => {
+            assert_eq!(run, gone);
+        }
+        Err(other) => panic!("refused, but not as tamper: {other}"),
+        Ok(Admission::Existing { run, status }) => panic!("answered as existing: {run} {status}"),
+        Ok(Admission::New(mut handle)) => {
+            let _ = handle.effect("ek:wire-transfer", "work", transfer);
+            panic!("the deleted run was admitted afresh; its done effect ran again {} time(s)", performed.get());
+        }
+    }
+    assert_eq!(performed.get(), 0);
+}

@@ -149,7 +149,7 @@ impl Settings {
             .map_err(|err| Failure::Usage(format!("--tenant: {err}")))?;
         let named = self.configured_tenants();
         if named.contains(&self.tenant) {
-            return Ok(());
+            return self.require_configured_origin();
         }
         let whence = match &self.config_path {
             Some(path) => format!("the configuration {}", path.display()),
@@ -161,6 +161,26 @@ impl Settings {
             self.tenant,
             named.join(", ")
         )))
+    }
+
+    /// Refuses an `--origin` that is not the configured origin of the
+    /// tenant, for every command that writes or signs (R-PLANE-1): the key
+    /// file holds every tenant's log key, so `--tenant shop --origin` of
+    /// another tenant signed shop's log as that tenant's, with its key, and
+    /// raised its high-water mark to a tree of another log.
+    fn require_configured_origin(&self) -> Result<(), Failure> {
+        let configured = self.plane.as_ref().and_then(|p| p.tenants.iter().find(|t| t.name == self.tenant));
+        match (configured, &self.origin) {
+            (Some(entry), Some(origin)) if entry.origin != *origin => Err(Failure::Usage(format!(
+                "--origin {origin} is not the origin of tenant {} ({} in {}): a command that writes or signs \
+                 signs a tenant's log only under its own origin (drop --origin, or pick the tenant whose origin \
+                 it is with --tenant)",
+                self.tenant,
+                entry.origin,
+                self.config_path.as_deref().map_or_else(|| DEFAULT_CONFIG.into(), |p| p.display().to_string())
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// The tenant's origin: `--origin`, the configuration's, or the key

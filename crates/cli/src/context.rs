@@ -38,7 +38,7 @@ pub struct Plane {
     pub keys: PlaneKeys,
     /// The plane's high-water mark, beside its key file.
     pub high_water: Arc<FileHighWater>,
-    /// The configured witnesses (asked when the mark is lost).
+    /// The configured witnesses (asked before every signature).
     pub witnesses: Vec<WitnessEntry>,
 }
 
@@ -56,31 +56,47 @@ impl Plane {
         Ok(Self { store, tenant: settings.tenant_id()?, origin, log, keys, high_water, witnesses })
     }
 
-    /// The high-water mark every signature of this plane is held to. When
-    /// the mark of the origin is lost, the plane says so, and asks its
-    /// witnesses what they hold before it signs (the mark starts again from
-    /// the largest tree they hold); with no witness configured there is no
-    /// one to ask, and the store's own record is all that is left.
+    /// The high-water mark every signature of this plane is held to, once
+    /// the configured witnesses were asked what they hold (R-PLANE-2): a
+    /// store put back from a backup together with the mark beside the key
+    /// file agrees with that mark, and only a witness still knows the plane
+    /// signed more, so they are asked before every signature, not only when
+    /// the mark is lost. When the mark of the origin is lost, the plane says
+    /// so (the mark starts again from the largest tree they hold); with no
+    /// witness configured there is no one to ask, and it refuses: the store's
+    /// own record rolls back with the store.
     pub fn signing_mark(&self) -> Result<&dyn HighWater, Failure> {
         let mark = self.high_water.last(&self.origin).map_err(|err| Failure::Io(err.to_string()))?;
-        let HighWaterMark::Lost { reason } = mark else {
-            return Ok(self.high_water.as_ref());
-        };
-        eprintln!(
-            "agentplane: the plane's record of its last signature is lost ({reason}): it cannot tell by itself \
-             whether this store is older than what it signed"
-        );
-        if self.witnesses.is_empty() {
+        if let HighWaterMark::Lost { reason } = &mark {
             eprintln!(
-                "agentplane: no witness is configured to ask; the store's own record of what it signed is all \
-                 that is left to check against (configure witnesses: `agentplane init --witness URL=VKEY`)"
+                "agentplane: the plane's record of its last signature is lost ({reason}): it cannot tell by itself \
+                 whether this store is older than what it signed"
             );
-            let last = self.store.last_signed_checkpoint(&self.tenant)?.map(|signed| signed.tree);
-            let mark = last.unwrap_or_else(|| tlog::Tree::new(0, tlog::RootHash::empty()));
-            self.high_water.raise(&self.origin, mark).map_err(|err| Failure::Io(err.to_string()))?;
+            if self.witnesses.is_empty() {
+                // The store's own record is what a restored backup rolls
+                // back with it: seeding the mark from it signed a second
+                // root at a size already signed (review 3). The operator
+                // says what the plane signed; the plane never guesses.
+                return Err(Failure::Findings(format!(
+                    "refusing to sign the log of tenant {}: no witness is configured to ask what the plane signed, \
+                     and the store's own record of it rolls back with a store put back from a backup. Nothing was \
+                     signed. Put {} back from the copy kept with the key file, or write the line `{} SIZE ROOT` of \
+                     the newest checkpoint of this origin you hold (`{} never` if it never signed one), then sign \
+                     again; configure witnesses (`agentplane init --witness URL=VKEY`) so they can be asked",
+                    self.tenant,
+                    self.high_water.location(),
+                    self.origin,
+                    self.origin
+                )));
+            }
+            eprintln!(
+                "agentplane: asking the {} configured witnesses what they hold before signing",
+                self.witnesses.len()
+            );
+        }
+        if self.witnesses.is_empty() {
             return Ok(self.high_water.as_ref());
         }
-        eprintln!("agentplane: asking the {} configured witnesses what they hold before signing", self.witnesses.len());
         let probes = crate::high_water::probes(&self.witnesses)?;
         let view = LogView::open(self.store.as_ref(), &self.tenant)?;
         ask_witnesses(&view, &self.origin, &probes, Some(self.high_water.as_ref()))?;

@@ -93,6 +93,38 @@ fn r_wit_9_an_unnamed_tenant_is_refused_by_every_command_that_writes_or_signs() 
     assert!(stderr.contains("configured tenants are: default"), "{stderr}");
 }
 
+/// R-PLANE-1 (review 3): a mistaken `--origin` never signs one tenant's
+/// log as another's. `--tenant shop --origin` of `search` signed shop's log
+/// under search's origin with search's log key (exit 0) and raised search's
+/// high-water mark to shop's tree. Every command that writes or signs
+/// refuses an origin that is not the tenant's configured one (exit 2).
+#[test]
+fn r_plane_1_an_origin_of_another_tenant_signs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop", "--tenant-name", "search"]);
+    ok(plane, &["--tenant", "shop", "demo"]);
+    let mark = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
+    let run =
+        ok(plane, &["--tenant", "shop", "runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
+    for args in [
+        vec!["checkpoint"],
+        vec!["demo"],
+        vec!["export", &run, "-o", "x.export"],
+        vec!["fork", &run, "--at", "2"],
+        vec!["resume", &run],
+    ] {
+        let mut full = vec!["--tenant", "shop", "--origin", "agentplane.local/plane/search"];
+        full.extend(args.iter().copied());
+        let stderr = fails(plane, &full, 2);
+        assert!(stderr.contains("is not the origin of tenant shop"), "{args:?}: {stderr}");
+    }
+    assert!(!plane.join("x.export").exists());
+    assert_eq!(std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap(), mark, "nothing was signed");
+    // The tenant's own origin, spelled out, is its origin.
+    ok(plane, &["--tenant", "shop", "--origin", "agentplane.local/plane/shop", "checkpoint"]);
+}
+
 /// Tenant names are plain and unique, origins unique across tenants: at
 /// `init`, at configuration load (any command), and in `RuntimeBuilder`.
 #[test]
@@ -140,13 +172,18 @@ fn a_restored_backup_is_never_signed(plane: &Path, witness: &Witness, backup: &d
     assert_eq!(code, Some(1), "{report} {stderr}");
     assert_eq!(report["outcome"], "refused_to_sign", "{report}");
     assert!(stderr.contains("agentplane.witness.integrity"), "{stderr}");
+    // The witness is asked first (it holds more), then the mark (review 3).
+    let older = |stderr: &str| {
+        stderr.contains(&format!("holds size {}", held.size))
+            || stderr.contains("a store older than the plane's last signature is in place")
+    };
     let stderr = fails(plane, &["checkpoint"], 1);
-    assert!(stderr.contains("a store older than the plane's last signature is in place"), "{stderr}");
+    assert!(older(&stderr), "{stderr}");
     // Two demos later the restored store is of the size the plane signed, with another root.
     let stderr = fails(plane, &["demo"], 1);
-    assert!(stderr.contains("a store older than the plane's last signature is in place"), "{stderr}");
+    assert!(older(&stderr), "{stderr}");
     let stderr = fails(plane, &["checkpoint"], 1);
-    assert!(stderr.contains("a store older than the plane's last signature is in place"), "{stderr}");
+    assert!(older(&stderr), "{stderr}");
     let (code, report, stderr) = sweep(plane);
     assert_eq!((code, report["outcome"].as_str()), (Some(1), Some("refused_to_sign")), "{stderr}");
     assert_eq!(witness_holds(witness, origin), held, "nothing new reached the witness");
@@ -214,6 +251,79 @@ fn r_wit_6_a_lost_high_water_mark_asks_the_witnesses_before_signing() {
     assert!(stderr.contains(&format!("holds size {}", held.size)), "{stderr}");
     let (code, report, _) = sweep(plane);
     assert_eq!((code, report["outcome"].as_str()), (Some(1), Some("refused_to_sign")));
+}
+
+/// R-PLANE-2 (review 3): the store AND the high-water mark beside the key
+/// file put back from one backup taken between two witnessed rounds (a
+/// restore of the plane's folder). The mark then agrees with the store, so
+/// only the witness knows the plane signed more: `checkpoint`, `demo` and
+/// `export` signed without asking it (only a lost mark made them ask), and
+/// the plane's key signed a second root at a size the witness had cosigned
+/// (the sweep refused only afterwards). Every command that signs asks the
+/// configured witnesses first and refuses (exit 1), signing nothing.
+#[test]
+fn r_plane_2_a_store_and_its_high_water_mark_restored_together_are_held_to_the_witnesses() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    for file in ["agentplane.redb", "agentplane.highwater"] {
+        std::fs::copy(plane.join(file), plane.join(format!("backup-{file}"))).unwrap();
+    }
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    let origin = "agentplane.local/plane/shop";
+    let held = witness_holds(&witness, origin);
+    let run = ok(plane, &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
+
+    for file in ["agentplane.redb", "agentplane.highwater"] {
+        std::fs::copy(plane.join(format!("backup-{file}")), plane.join(file)).unwrap();
+    }
+    let mark = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
+    for args in [vec!["checkpoint"], vec!["demo"], vec!["export", &run, "-o", "run.export"]] {
+        let stderr = fails(plane, &args, 1);
+        assert!(stderr.contains(&format!("holds size {}", held.size)), "{args:?}: {stderr}");
+    }
+    assert!(!plane.join("run.export").exists());
+    assert_eq!(std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap(), mark, "nothing was signed");
+    assert_eq!(witness_holds(&witness, origin), held);
+}
+
+/// R-PLANE-2 (review 3): the high-water file emptied (or deleted) on a
+/// plane with no witness, and an older store put back. The plane re-seeded
+/// its mark from the store's own record of what it signed (which the backup
+/// rolled back with it), and the next `demo` signed a second root at size
+/// 12, exit 0, a note on standard error the only trace. With no one to ask,
+/// every command that signs refuses (exit 1) until the operator puts the
+/// mark back; a mark written by hand is then held as any other.
+#[test]
+fn r_plane_2_a_lost_mark_with_no_witness_to_ask_signs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    ok(plane, &["demo"]);
+    std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
+    ok(plane, &["demo"]);
+    let signed = json(plane, &["checkpoint", "--json"]);
+    let kept = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
+
+    std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
+    std::fs::write(plane.join("agentplane.highwater"), "").unwrap();
+    let run = ok(plane, &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
+    for args in [vec!["demo"], vec!["checkpoint"], vec!["export", &run, "-o", "run.export"]] {
+        let stderr = fails(plane, &args, 1);
+        assert!(stderr.contains("no witness is configured to ask") && stderr.contains("Nothing was"), "{stderr}");
+    }
+    assert!(!plane.join("run.export").exists());
+    std::fs::remove_file(plane.join("agentplane.highwater")).unwrap();
+    fails(plane, &["checkpoint"], 1);
+
+    // The operator puts the mark back: the older store is refused on it.
+    std::fs::write(plane.join("agentplane.highwater"), &kept).unwrap();
+    let stderr = fails(plane, &["checkpoint"], 1);
+    assert!(stderr.contains("a store older than the plane's last signature is in place"), "{stderr}");
+    assert!(kept.contains(signed["root"].as_str().unwrap()), "{kept}");
 }
 
 /// A forged `cosigned_checkpoints` row claiming the current head never
@@ -286,6 +396,8 @@ fn r_wit_2_a_witness_answering_500_is_reported_after_three_tries() {
     let key = witness::SignerKey::from_seed("five.test/w", witness::ALG_COSIGNATURE_V1, [5; 32]).unwrap();
     ok(plane, &["init", "--tenant-name", "shop", "--witness", &format!("{url}={}", key.verifier_key())]);
     ok(plane, &["demo"]);
+    // The demo asks the witness what it holds before it signs (one GET).
+    served.store(0, std::sync::atomic::Ordering::SeqCst);
     let (code, report, stderr) = sweep(plane);
     assert_eq!(code, Some(1), "{report} {stderr}");
     let problem = report["problems"][0]["error"].as_str().unwrap_or_default().to_owned();

@@ -421,8 +421,15 @@ fn a_key_of_the_wrong_kind_is_named_and_a_secret_never_echoed() {
     let secret = "PRIVATE+KEY+agentplane.local/plane/default+0a0b0c0d+AZZZZxyzzyZZZZ";
     let stderr = fails(dir.path(), &["audit", "--log-key", secret], 2);
     assert!(stderr.contains("--log-key: this is a private key") && !stderr.contains("xyzzy"), "{stderr}");
-    let stderr = fails(dir.path(), &["audit", "--log-key", &vkey, "--witness-key", secret], 2);
+    let stderr = fails(
+        dir.path(),
+        &["audit", "--log-key", &vkey, "--witness", "http://127.0.0.1:9", "--witness-key", secret],
+        2,
+    );
     assert!(stderr.contains("--witness-key: this is a private key") && !stderr.contains("xyzzy"), "{stderr}");
+    // Without --witness it is refused before it is read, and not echoed either.
+    let stderr = fails(dir.path(), &["audit", "--log-key", &vkey, "--witness-key", secret], 2);
+    assert!(stderr.contains("--witness") && !stderr.contains("xyzzy"), "{stderr}");
     let stderr = fails(dir.path(), &["verify-export", "x", "--log-key", &vkey, "--record-key", secret], 2);
     assert!(stderr.contains("--record-key: this is a private key") && !stderr.contains("xyzzy"), "{stderr}");
     let bare = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";

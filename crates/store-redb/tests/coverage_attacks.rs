@@ -567,3 +567,8 @@ fn r_plane_2_a_forged_signed_row_does_not_vouch_for_a_forged_node() {
         Ok((_, signed)) => panic!("the plane signed the forged tree {:?}", signed.checkpoint().tree()),
     }
 }
+
+#[test]
+fn r_run_5_a_run_cut_back_or_deleted_after_a_checkpoint_is_never_run_again() {
+    shared::a_run_cut_back_or_deleted_after_a_checkpoint_is_never_run_again(RedbStore::temporary().unwrap());
+}

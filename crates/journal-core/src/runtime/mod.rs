@@ -31,6 +31,7 @@ pub use sweep::{
 use crate::chain::ChainCheck;
 use crate::clock::Clock;
 use crate::error::JournalError;
+use crate::heads::{HeadEntry, HeadsLeaf};
 use crate::ids::{RunId, TenantId};
 use crate::journal::{Journal, VerifiedRun};
 use crate::record::{
@@ -235,6 +236,67 @@ impl Runtime {
         Ok(state)
     }
 
+    /// The head the newest heads leaf of the tenant's log holds for `run`
+    /// (R-COVER-2), with the leaf's position: its entries held to the leaf
+    /// bytes the log stores, so an entry edited in the store alone is
+    /// damage, not an answer. `None` when no heads leaf holds the run.
+    fn covered_head(&self, config: &TenantConfig, run: &RunId) -> Result<Option<(u64, HeadEntry)>, RuntimeError> {
+        let Some(position) = self.store.newest_heads_of(&config.tenant, run)? else {
+            return Ok(None);
+        };
+        let damaged = |detail: String| JournalError::StoreDamage { tenant: config.tenant.clone(), detail };
+        let entries = self.store.heads_entries(&config.tenant, position)?;
+        let leaf = self.store.seal_at(&config.tenant, position)?.map(|seal| seal.leaf_bytes);
+        if leaf != Some(HeadsLeaf::new(&config.origin, &entries).to_bytes()) {
+            return Err(damaged(format!(
+                "the heads entries at log position {position} are not the heads leaf stored there (run `agentplane \
+                 verify`)"
+            ))
+            .into());
+        }
+        let entry = entries.into_iter().find(|entry| entry.run == *run).ok_or_else(|| {
+            damaged(format!(
+                "the newest-heads index points run {run} at log position {position}, which holds no entry of it"
+            ))
+        })?;
+        Ok(Some((position, entry)))
+    }
+
+    /// Refuses to go on with `run` when a heads leaf the plane put in its log
+    /// (and signed, or is about to sign) holds a record of it the verified
+    /// chain no longer has (R-RUN-5, R-COVER-2): the run was cut back,
+    /// rewritten or deleted behind the plane, and driving it again would
+    /// perform effects whose results were recorded. Nothing is appended.
+    fn refuse_cut_back(
+        &self,
+        config: &TenantConfig,
+        run: &RunId,
+        records: &[crate::chain::VerifiedRecord],
+    ) -> Result<(), RuntimeError> {
+        let Some((position, entry)) = self.covered_head(config, run)? else {
+            return Ok(());
+        };
+        let holds = records.iter().any(|r| r.stored.seq == entry.seq && r.stored.hash == entry.hash);
+        if holds {
+            return Ok(());
+        }
+        let now =
+            records.last().map_or_else(|| "no records".to_owned(), |r| format!("its head at seq {}", r.stored.seq));
+        Err(JournalError::Tamper {
+            run: run.clone(),
+            seq: entry.seq,
+            kind: crate::error::TamperKind::SealMismatch,
+            detail: Some(format!(
+                "the heads leaf at log position {position} holds its record at seq {} ({}), and the store has {now}: \
+                 the run was cut back, rewritten or deleted behind the plane, so it is not driven again (its recorded \
+                 effects would run twice); run `agentplane verify`, and restore the store from a copy that holds the \
+                 run",
+                entry.seq, entry.hash
+            )),
+        }
+        .into())
+    }
+
     fn admit_with(
         &self,
         tenant: &TenantId,
@@ -243,10 +305,33 @@ impl Runtime {
     ) -> Result<Admission<'_>, RuntimeError> {
         let config = self.tenant(tenant)?.clone();
         if let Some(run) = self.store.run_by_idempotency_key(tenant, &request.idempotency_key)? {
-            let status = self.status(tenant, &run)?;
+            let verified = self.read(&config, &run)?;
+            self.refuse_cut_back(&config, &run, &verified.records)?;
+            if verified.idempotency_key() != Some(request.idempotency_key.as_str()) {
+                return Err(JournalError::StoreDamage {
+                    tenant: tenant.clone(),
+                    detail: format!(
+                        "the idempotency index points key {:?} at run {run}, which was not admitted under it (run \
+                         `agentplane verify`)",
+                        request.idempotency_key
+                    ),
+                }
+                .into());
+            }
+            let status = RunState::of(&verified.records).status();
             return Ok(Admission::Existing { run, status });
         }
         let run = Self::run_id_for(tenant, &request.idempotency_key)?;
+        if self.store.newest_heads_of(tenant, &run)?.is_some() {
+            // A run the log covers, gone from the store: admitting it afresh
+            // would perform its recorded effects again.
+            let records = match self.read(&config, &run) {
+                Ok(verified) => verified.records,
+                Err(RuntimeError::Journal(JournalError::NotFound { .. })) => Vec::new(),
+                Err(err) => return Err(err),
+            };
+            self.refuse_cut_back(&config, &run, &records)?;
+        }
         let journal = self.journal(&config);
         let admitted = RecordBody::RunAdmitted(RunAdmitted {
             tenant: tenant.to_string(),
