@@ -115,6 +115,7 @@ impl Plane {
             .verifier(Arc::new(self.keys.record_verifier()?))
             .tenant(self.tenant.clone(), self.origin.clone(), Some(self.log.clone()))
             .written_by(cli_build().clone())
+            .high_water(Arc::clone(&self.high_water) as Arc<dyn HighWater>)
             .build()
             .map_err(|err| Failure::Usage(err.to_string()))
     }

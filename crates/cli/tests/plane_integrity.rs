@@ -176,10 +176,12 @@ fn a_restored_backup_is_never_signed(plane: &Path, witness: &Witness, backup: &d
     let older = |stderr: &str| {
         stderr.contains(&format!("holds size {}", held.size))
             || stderr.contains("a store older than the plane's last signature is in place")
+            || stderr.contains("the store is older than what the plane signed")
     };
     let stderr = fails(plane, &["checkpoint"], 1);
     assert!(older(&stderr), "{stderr}");
-    // Two demos later the restored store is of the size the plane signed, with another root.
+    // A demo admits nothing on it (the runtime holds the store to the mark
+    // first), so it never grows to the size the plane signed with another root.
     let stderr = fails(plane, &["demo"], 1);
     assert!(older(&stderr), "{stderr}");
     let stderr = fails(plane, &["checkpoint"], 1);
@@ -448,6 +450,28 @@ fn r_plane_2_verify_holds_the_store_to_the_plane_s_high_water_mark() {
         mark.lines().last().unwrap_or_default()
     );
     assert_eq!(report["verdict"], "findings", "{report:#}");
+}
+
+/// Review 3, R-RUN-5 and R-PLANE-2: a store put back from a backup lost
+/// the runs recorded after it, and their heads entries with them, so
+/// nothing in the store says a redelivered or resumed run's effects were
+/// performed. The runtime holds the store to the plane's high-water mark
+/// before it admits or resumes anything: the rolled-back store admits no
+/// run (before, `demo` admitted and drove its runs there, and only the
+/// signature at its end was refused).
+#[test]
+fn r_run_5_a_store_older_than_the_plane_s_mark_admits_and_resumes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    ok(plane, &["demo"]);
+    std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
+    ok(plane, &["demo"]);
+    std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
+    let runs_before = json(plane, &["runs", "--json"]).as_array().map(Vec::len);
+    let stderr = fails(plane, &["demo"], 1);
+    assert!(stderr.contains("older than what the plane signed"), "{stderr}");
+    assert_eq!(json(plane, &["runs", "--json"]).as_array().map(Vec::len), runs_before, "nothing was admitted");
 }
 
 /// Attacker review (session 17), R-WIT-9: the kept cosigned notes swapped.

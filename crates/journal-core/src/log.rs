@@ -393,6 +393,40 @@ fn high_water_error(tenant: &TenantId, err: HighWaterError) -> JournalError {
 /// before: `Ok(None)` when it does; `Ok(Some(reason))` when it does not;
 /// a retryable [`JournalError::CheckpointConflict`] when the view is stale
 /// (another signer saw more of this log after it was opened).
+/// Why the tenant's stored log is older than what the plane signed, when
+/// it is (R-PLANE-2, R-RUN-5): its high-water mark is a tree the log does
+/// not extend, so the store was put back from a backup (or rewritten), and
+/// runs recorded and signed after that backup are gone from it. `None` when
+/// the log extends the mark, or no tree is marked (never signed, or the mark
+/// is lost: signing refuses then, and asks the witnesses).
+pub fn older_than_mark(
+    store: &dyn Store,
+    tenant: &TenantId,
+    origin: &Origin,
+    high_water: &dyn HighWater,
+) -> Result<Option<String>, JournalError> {
+    let HighWaterMark::Signed(mark) = high_water.last(origin).map_err(|err| high_water_error(tenant, err))? else {
+        return Ok(None);
+    };
+    let view = LogView::open(store, tenant)?;
+    let head = view.head()?.tree;
+    let reason = match refuses_to_extend(store, &view, head, mark) {
+        Ok(reason) => reason,
+        // A view older than the log: the log is newer than the mark's tree, not older.
+        Err(JournalError::CheckpointConflict { .. }) => None,
+        Err(err) => return Err(err),
+    };
+    Ok(reason.map(|reason| {
+        format!(
+            "the plane signed size {} (root {}) of {origin} (recorded in {}), and {reason}: the store is older than \
+             what the plane signed",
+            mark.size,
+            mark.root,
+            high_water.location()
+        )
+    }))
+}
+
 fn refuses_to_extend(
     store: &dyn Store,
     view: &LogView<'_>,

@@ -248,6 +248,7 @@ impl RuntimeBuilder {
             probes: self.probes,
             probe_every: self.probe_every.unwrap_or(DEFAULT_PROBE_EVERY),
             last_probe: std::sync::Mutex::new(std::collections::HashMap::new()),
+            extends_mark: std::sync::Mutex::new(std::collections::HashSet::new()),
         })
     }
 }

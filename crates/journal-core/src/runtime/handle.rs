@@ -54,6 +54,7 @@ impl Runtime {
     /// is answered. An effect started with no recorded end quarantines it.
     pub fn resume(&self, tenant: &TenantId, run: &RunId) -> Result<RunHandle<'_>, RuntimeError> {
         let config = self.tenant(tenant)?.clone();
+        self.refuse_older_store(&config)?;
         let verified = self.read(&config, run)?;
         self.refuse_cut_back(&config, run, &verified.records)?;
         let head = verified.head.ok_or_else(|| JournalError::NotFound { tenant: tenant.clone(), run: run.clone() })?;

@@ -118,6 +118,11 @@ pub struct Runtime {
     probe_every: std::time::Duration,
     /// When each tenant's witnesses were last asked.
     last_probe: std::sync::Mutex<std::collections::HashMap<TenantId, std::time::Instant>>,
+    /// The tenants whose stored log this runtime found to extend the
+    /// plane's high-water mark: checked once, before the first run it
+    /// admits or resumes there (a store does not roll back under an open
+    /// handle; one put back while the plane was stopped is caught then).
+    extends_mark: std::sync::Mutex<std::collections::HashSet<TenantId>>,
 }
 
 impl Runtime {
@@ -262,6 +267,35 @@ impl Runtime {
         Ok(Some((position, entry)))
     }
 
+    /// Refuses to admit or resume runs on a store older than what the plane
+    /// signed (R-PLANE-2, R-RUN-5): a store put back from a backup lost the
+    /// runs recorded after it, and their heads entries with them, so a run
+    /// redelivered or resumed there would perform effects whose results were
+    /// recorded and signed. Nothing is appended.
+    fn refuse_older_store(&self, config: &TenantConfig) -> Result<(), RuntimeError> {
+        let Some(high_water) = self.high_water.as_deref() else { return Ok(()) };
+        let checked = |set: &std::collections::HashSet<TenantId>| set.contains(&config.tenant);
+        if self.extends_mark.lock().is_ok_and(|set| checked(&set)) {
+            return Ok(());
+        }
+        if let Some(reason) =
+            crate::log::older_than_mark(self.store.as_ref(), &config.tenant, &config.origin, high_water)?
+        {
+            return Err(JournalError::StoreDamage {
+                tenant: config.tenant.clone(),
+                detail: format!(
+                    "{reason}. No run is admitted or resumed here (their recorded effects could run again): put \
+                     the store the plane last signed from back in place, then run `agentplane verify`"
+                ),
+            }
+            .into());
+        }
+        if let Ok(mut set) = self.extends_mark.lock() {
+            set.insert(config.tenant.clone());
+        }
+        Ok(())
+    }
+
     /// Refuses to go on with `run` when a heads leaf the plane put in its log
     /// (and signed, or is about to sign) holds a record of it the verified
     /// chain no longer has (R-RUN-5, R-COVER-2): the run was cut back,
@@ -304,6 +338,7 @@ impl Runtime {
         forked: Option<RunForked>,
     ) -> Result<Admission<'_>, RuntimeError> {
         let config = self.tenant(tenant)?.clone();
+        self.refuse_older_store(&config)?;
         if let Some(run) = self.store.run_by_idempotency_key(tenant, &request.idempotency_key)? {
             let verified = self.read(&config, &run)?;
             self.refuse_cut_back(&config, &run, &verified.records)?;
