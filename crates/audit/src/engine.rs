@@ -1296,7 +1296,7 @@ fn check_anchors(inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut A
             status: AnchorStatus::NotChecked,
             reason: None,
         };
-        let tree = match anchor.read(&inputs.origin) {
+        let tree = match anchor.read(&inputs.origin, &inputs.log_keys) {
             AnchorRead::Tree(tree) => tree,
             AnchorRead::Unavailable(why) if !inputs.allow_unavailable_anchor => {
                 let detail = format!("anchor {} could not be read or verified: {why}", anchor.label);

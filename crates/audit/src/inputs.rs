@@ -87,11 +87,19 @@ impl Anchor {
     }
 
     /// The tree this anchor holds for `origin`: a saved one's, or the
-    /// latest a witness cosigned, read and verified now.
-    pub(crate) fn read(&self, origin: &Origin) -> AnchorRead {
+    /// latest a witness cosigned, read and verified now: its cosignature by
+    /// a trusted witness key and, given `log_keys`, the log's signature, as
+    /// a saved one's is. A witness can cosign a tree the log never signed; it
+    /// is that witness's bad answer (unavailable), not a tree the log must
+    /// extend.
+    pub(crate) fn read(&self, origin: &Origin, log_keys: &[VerifierKey]) -> AnchorRead {
         match &self.source {
             AnchorSource::Saved { checkpoint, .. } => AnchorRead::Tree(checkpoint.tree()),
-            AnchorSource::Witness(reader) => match reader.latest(origin.as_str()) {
+            AnchorSource::Witness(reader) => match if log_keys.is_empty() {
+                reader.latest(origin.as_str())
+            } else {
+                reader.latest_signed(origin.as_str(), log_keys)
+            } {
                 Ok(cosigned) => AnchorRead::Tree(cosigned.checkpoint.tree()),
                 // A definite answer that anchors nothing: not a failure.
                 Err(err @ (WitnessError::NoMonitorEndpoint { .. } | WitnessError::NothingCosigned { .. })) => {

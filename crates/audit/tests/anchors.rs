@@ -94,6 +94,22 @@ fn r_aud_9_a_lying_witness_whose_cosignature_does_not_verify_fails_the_audit() {
     );
 }
 
+/// R-AUD-9: a witness's cosignature/v1 does not cover the log's signature,
+/// so a lying witness can cosign, and serve, a tree the log never signed. The
+/// auditor holds the log key: such an anchor is that witness's bad answer
+/// (`anchor_unavailable`, naming why), never a log that shrank (it was
+/// `log_shrank`, a deletion, blaming an honest log).
+#[test]
+fn r_aud_9_a_witness_serving_a_tree_the_log_never_signed_fails_as_unavailable_not_as_a_shrunk_log() {
+    let plane = plane();
+    let invented = Checkpoint::new(&plane.origin, tlog::Tree::new(1_000_000, tlog::RootHash::empty())).to_text();
+    let line = cosigner().cosign(&invented, 1_700_000_000).unwrap();
+    let url = http::canned(200, witness::assemble(&invented, [&line]));
+    let report = audit_with(&plane, &url, false, Duration::from_secs(5));
+    assert!(!support::codes(&report).contains(&FindingCode::LogShrank), "{:#?}", report.findings);
+    assert_fails_unless_allowed(&plane, &url, "not signed by the log", Duration::from_secs(5));
+}
+
 #[test]
 fn r_aud_9_a_witness_without_the_monitor_endpoint_is_not_checked_not_cosigned_nothing() {
     let plane = plane();

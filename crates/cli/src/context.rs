@@ -97,7 +97,7 @@ impl Plane {
         if self.witnesses.is_empty() {
             return Ok(self.high_water.as_ref());
         }
-        let probes = crate::high_water::probes(&self.witnesses)?;
+        let probes = crate::high_water::probes(&self.witnesses, &[self.log.verifier_key()])?;
         let view = LogView::open(self.store.as_ref(), &self.tenant)?;
         ask_witnesses(&view, &self.origin, &probes, Some(self.high_water.as_ref()))?;
         Ok(self.high_water.as_ref())

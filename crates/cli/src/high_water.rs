@@ -198,16 +198,22 @@ impl HighWater for FileHighWater {
 }
 
 /// Asks a witness what it holds through its monitor endpoint (R-WIT-4),
-/// its cosignatures verified with the key the plane trusts.
-pub struct ReaderProbe(witness::WitnessReader);
+/// its cosignatures verified with the key the plane trusts and the note with
+/// the plane's own log keys: a cosigned tree the plane never signed is a
+/// lying witness's bad answer, never a tree the plane must extend (else one
+/// witness out of the quorum could stop the plane signing, R-PLANE-2).
+pub struct ReaderProbe {
+    reader: witness::WitnessReader,
+    log_keys: Vec<witness::VerifierKey>,
+}
 
 impl journal_core::runtime::WitnessProbe for ReaderProbe {
     fn endpoint(&self) -> &str {
-        self.0.endpoint()
+        self.reader.endpoint()
     }
 
     fn latest(&self, origin: &Origin) -> Result<Option<Tree>, witness::WitnessError> {
-        match self.0.latest(origin.as_str()) {
+        match self.reader.latest_signed(origin.as_str(), &self.log_keys) {
             Ok(cosigned) => Ok(Some(cosigned.checkpoint.tree())),
             // Nothing cosigned yet, or no monitor endpoint served.
             Err(witness::WitnessError::NothingCosigned { .. }) => Ok(None),
@@ -216,9 +222,11 @@ impl journal_core::runtime::WitnessProbe for ReaderProbe {
     }
 }
 
-/// A probe per configured witness.
+/// A probe per configured witness; `log_keys` are the plane's log keys, with
+/// which what a witness holds must be signed.
 pub fn probes(
     entries: &[crate::config::WitnessEntry],
+    log_keys: &[witness::VerifierKey],
 ) -> Result<Vec<std::sync::Arc<dyn journal_core::runtime::WitnessProbe>>, crate::failure::Failure> {
     let mut probes: Vec<std::sync::Arc<dyn journal_core::runtime::WitnessProbe>> = Vec::new();
     for entry in entries {
@@ -226,7 +234,7 @@ pub fn probes(
             .map_err(|err| crate::failure::Failure::Usage(format!("witness {}: {err}", entry.url)))?;
         let reader = witness::WitnessReader::new(&entry.url, vec![trusted])
             .map_err(|err| crate::failure::Failure::Usage(format!("witness {}: {err}", entry.url)))?;
-        probes.push(std::sync::Arc::new(ReaderProbe(reader)));
+        probes.push(std::sync::Arc::new(ReaderProbe { reader, log_keys: log_keys.to_vec() }));
     }
     Ok(probes)
 }

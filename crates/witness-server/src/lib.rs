@@ -243,6 +243,18 @@ impl WitnessServer {
                     log.origin
                 )));
             }
+            // Only Ed25519 note signatures (0x01) verify as a log's signature
+            // here: a log listed with another type of key (a witness's
+            // cosignature key, say) would have every checkpoint refused 403
+            // by a witness that started as if all were well.
+            if let Some(key) = log.keys.iter().find(|key| key.algorithm() != witness::ALG_ED25519) {
+                return Err(ServerError::Config(format!(
+                    "log {}: the key {key} is of type 0x{:02x}, not an Ed25519 note key (0x01): no checkpoint \
+                     signature can verify under it",
+                    log.origin,
+                    key.algorithm()
+                )));
+            }
         }
         for (i, key) in own.iter().enumerate() {
             if own.iter().skip(i + 1).any(|other| other.name() == key.name() && other.key_id() == key.key_id()) {

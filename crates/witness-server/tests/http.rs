@@ -479,3 +479,63 @@ fn a_bodiless_409_at_equal_size_is_the_v1_fork_answer() {
     assert_eq!(err, WitnessError::Fork { witness: url, size: 5 });
     assert!(err.is_integrity());
 }
+
+/// R-UX-3, R-WIT-3: the timeout bounds the whole exchange, the answer's body
+/// included. A witness that sends its headers at once and then a byte every
+/// 50 ms never lets a single read time out; without a deadline over the body
+/// it held the client (and the sweep round, and `audit --witness`) for an
+/// hour per 64 KiB.
+#[test]
+fn r_wit_3_a_witness_trickling_its_answer_is_timed_out_within_twice_the_timeout() {
+    let mut plane = Plane::new(1);
+    plane.grow_to(4, u64::MAX);
+    let key = cosigner(7, "witness.test/w1");
+    let url = misbehaving_server(Misbehaviour::Trickle);
+    let timeout = Duration::from_millis(700);
+
+    let started = std::time::Instant::now();
+    let err = HttpWitness::with_timeout(&url, vec![trusted(&key)], timeout)
+        .unwrap()
+        .add_checkpoint(&plane.signed(), &plane.log)
+        .unwrap_err();
+    assert!(matches!(&err, WitnessError::Transport { reason, .. } if reason.contains("timed out")), "{err:?}");
+    assert!(started.elapsed() < 2 * timeout + Duration::from_millis(500), "submitting took {:?}", started.elapsed());
+
+    let started = std::time::Instant::now();
+    let err = WitnessReader::with_timeout(&url, vec![trusted(&key)], timeout).unwrap().latest(ORIGIN).unwrap_err();
+    assert!(matches!(&err, WitnessError::Transport { reason, .. } if reason.contains("timed out")), "{err:?}");
+    assert!(started.elapsed() < 2 * timeout + Duration::from_millis(500), "reading took {:?}", started.elapsed());
+}
+
+/// R-WIT-4, R-PLANE-2: a cosignature/v1 statement does not cover the log's
+/// signature, so a lying witness can cosign a tree the log never signed and
+/// serve it from its monitor endpoint. `latest` (no log key) takes it;
+/// `latest_signed`, for whoever holds the log's key (the plane asking what a
+/// witness holds before it signs, an auditor), refuses it as a bad answer of
+/// that witness, and takes an honest witness's note, which carries the log's
+/// signature.
+#[test]
+fn r_wit_4_a_cosigned_tree_the_log_never_signed_is_refused_when_read_with_the_log_key() {
+    let mut plane = Plane::new(1);
+    let (_dir, server, key) = setup(&plane);
+    plane.grow_to(5, u64::MAX);
+    HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap().add_checkpoint(&plane.signed(), &plane.log).unwrap();
+    let log_keys = [plane.key.verifier_key()];
+    let honest = WitnessReader::new(&server.url(), vec![trusted(&key)]).unwrap();
+    assert_eq!(honest.latest_signed(ORIGIN, &log_keys).unwrap().checkpoint.tree(), plane.log.tree());
+
+    // The same witness key, cosigning a far larger tree no log signed.
+    let origin = witness::Origin::new(ORIGIN).unwrap();
+    let invented = witness::Checkpoint::new(&origin, tlog::Tree::new(1_000_000, tlog::RootHash::empty())).to_text();
+    let line = key.cosign(&invented, 1_700_000_000).unwrap();
+    let note = witness::assemble(&invented, [&line]);
+    let lying = misbehaving_server(Misbehaviour::Raw(http_response("200 OK", "text/plain", note.as_bytes())));
+    let reader = WitnessReader::new(&lying, vec![trusted(&key)]).unwrap();
+    assert_eq!(reader.latest(ORIGIN).unwrap().checkpoint.tree().size, 1_000_000, "only the cosignature is checked");
+    let err = reader.latest_signed(ORIGIN, &log_keys).unwrap_err();
+    assert!(
+        matches!(&err, WitnessError::BadAnswer { reason, .. } if reason.contains("not signed by the log")),
+        "{err:?}"
+    );
+    assert!(!err.is_integrity(), "a lying witness, not a log that lost history: {err:?}");
+}

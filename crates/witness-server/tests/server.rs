@@ -119,6 +119,34 @@ fn the_witness_refuses_its_own_key_as_a_log_key() {
     assert!(matches!(refused, Err(witness_server::ServerError::Config(_))), "{refused:?}");
 }
 
+/// R-WIT-6: a log is watched under its Ed25519 note key (0x01). A log listed
+/// with a key of another type (another witness's cosignature key, 0x04, or an
+/// ML-DSA-44 key, 0x06) could never have a checkpoint verify: the witness
+/// would start and then answer every submission 403. It is refused at start.
+#[test]
+fn r_wit_6_a_log_key_that_is_not_an_ed25519_note_key_is_refused_at_start() {
+    for other in [
+        cosigner(9, "witness.test/other"),
+        witness::Cosigner::new(
+            witness::SignerKey::from_seed("witness.test/other-ml", witness::ALG_ML_DSA_44, [9; 32]).unwrap(),
+        )
+        .unwrap(),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = WitnessConfig {
+            extra_cosigners: Vec::new(),
+            cosigner: cosigner(7, "witness.test/w1"),
+            logs: vec![LogConfig { origin: ORIGIN.into(), keys: vec![other.verifier_key()] }],
+            clock: Arc::new(FixedClock(AtomicU64::new(1))),
+        };
+        let refused = WitnessServer::start(config, &dir.path().join("w.redb"), "127.0.0.1:0");
+        assert!(
+            matches!(&refused, Err(witness_server::ServerError::Config(why)) if why.contains("not an Ed25519 note key")),
+            "{refused:?}"
+        );
+    }
+}
+
 #[test]
 fn shutdown_stops_accepting_and_returns() {
     let plane = Plane::new(1);

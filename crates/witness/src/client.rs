@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::io::Read as _;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use reqwest::blocking::{Client, Response};
 use reqwest::redirect;
@@ -15,6 +15,8 @@ use reqwest::redirect;
 use crate::checkpoint::{Checkpoint, SignedCheckpoint};
 use crate::cosignature::{TrustedWitness, check_distinct_keys};
 use crate::error::WitnessError;
+use crate::keys::VerifierKey;
+use crate::note::NoteVerifier;
 use crate::note::split_note;
 use crate::protocol::{
     ADD_CHECKPOINT_PATH, AddCheckpointRequest, MAX_RESPONSE_BYTES, monitor_path, parse_conflict_size,
@@ -27,6 +29,15 @@ use crate::quorum::{
 /// The default time a whole exchange with a witness may take.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Whether a redirect from `from` to `to` stays with the same witness: same
+/// scheme, host and port. An `https` witness redirecting to `http` on its
+/// own host and port is a downgrade, not the same witness.
+fn same_origin(from: &reqwest::Url, to: &reqwest::Url) -> bool {
+    from.scheme() == to.scheme()
+        && from.host_str() == to.host_str()
+        && from.port_or_known_default() == to.port_or_known_default()
+}
+
 /// How many times a submission is tried when the witness answers with a
 /// server error (500, 502, 504..599; not 429 or 503, which say "busy")
 /// before it is reported as failing for the origin: transparency-dev/witness
@@ -35,14 +46,12 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 pub const SERVER_ERROR_TRIES: u32 = 3;
 
 fn http_client(timeout: Duration) -> Result<Client, WitnessError> {
-    // Follow a redirect only within the same host: a witness must not send our
-    // submission, or our trust, somewhere else.
+    // Follow a redirect only within the same origin (scheme, host, port): a
+    // witness must not send our submission, or our trust, somewhere else, nor
+    // from TLS to plain HTTP.
     let policy = redirect::Policy::custom(|attempt| {
-        let same_host = attempt.previous().first().is_some_and(|first| {
-            first.host_str() == attempt.url().host_str()
-                && first.port_or_known_default() == attempt.url().port_or_known_default()
-        });
-        if attempt.previous().len() > 3 || !same_host { attempt.stop() } else { attempt.follow() }
+        let same = attempt.previous().first().is_some_and(|first| same_origin(first, attempt.url()));
+        if attempt.previous().len() > 3 || !same { attempt.stop() } else { attempt.follow() }
     });
     Client::builder()
         .timeout(timeout)
@@ -61,14 +70,33 @@ fn check_url(url: &str) -> Result<String, WitnessError> {
     Ok(url.trim_end_matches('/').to_owned())
 }
 
-/// Reads at most [`MAX_RESPONSE_BYTES`] of a body; more is a bad answer.
-fn read_capped(witness: &str, response: Response) -> Result<Vec<u8>, WitnessError> {
+/// Reads at most [`MAX_RESPONSE_BYTES`] of a body; more is a bad answer. The
+/// body must have arrived by `deadline` (the exchange's start plus its
+/// timeout): reqwest's blocking timeout bounds each read, not the whole body,
+/// so a witness trickling a byte at a time would otherwise hold the client
+/// (and the sweep round waiting for it) for as long as it likes. Each read
+/// is bounded by the timeout, so the exchange takes at most twice it.
+fn read_capped(witness: &str, response: Response, deadline: Instant) -> Result<Vec<u8>, WitnessError> {
     let status = response.status().as_u16();
     let mut body = Vec::new();
-    response.take(MAX_RESPONSE_BYTES as u64 + 1).read_to_end(&mut body).map_err(|err| WitnessError::Transport {
-        witness: witness.to_owned(),
-        reason: format!("reading the answer: {err}"),
-    })?;
+    let mut limited = response.take(MAX_RESPONSE_BYTES as u64 + 1);
+    let mut chunk = [0u8; 8192];
+    loop {
+        if Instant::now() >= deadline {
+            return Err(WitnessError::Transport {
+                witness: witness.to_owned(),
+                reason: "timed out: the answer did not arrive within the timeout".into(),
+            });
+        }
+        let read = limited.read(&mut chunk).map_err(|err| WitnessError::Transport {
+            witness: witness.to_owned(),
+            reason: format!("reading the answer: {err}"),
+        })?;
+        match chunk.get(..read) {
+            Some([]) | None => break,
+            Some(bytes) => body.extend_from_slice(bytes),
+        }
+    }
     if body.len() > MAX_RESPONSE_BYTES {
         return Err(WitnessError::BadAnswer {
             witness: witness.to_owned(),
@@ -98,6 +126,7 @@ pub struct HttpWitness {
     url: String,
     trusted: Vec<TrustedWitness>,
     http: Client,
+    timeout: Duration,
     /// The size this witness last cosigned, per origin, as far as we know.
     known_sizes: Mutex<HashMap<String, u64>>,
 }
@@ -120,10 +149,17 @@ impl HttpWitness {
         Self::with_timeout(url, trusted, DEFAULT_TIMEOUT)
     }
 
-    /// As [`HttpWitness::new`], with a timeout for each exchange.
+    /// As [`HttpWitness::new`], with a timeout for each exchange: connecting,
+    /// the answer and its whole body (an exchange takes at most twice it).
     pub fn with_timeout(url: &str, trusted: Vec<TrustedWitness>, timeout: Duration) -> Result<Self, WitnessError> {
         check_trust_list(&trusted)?;
-        Ok(Self { url: check_url(url)?, trusted, http: http_client(timeout)?, known_sizes: Mutex::new(HashMap::new()) })
+        Ok(Self {
+            url: check_url(url)?,
+            trusted,
+            http: http_client(timeout)?,
+            timeout,
+            known_sizes: Mutex::new(HashMap::new()),
+        })
     }
 
     fn known_size(&self, origin: &str) -> u64 {
@@ -166,6 +202,7 @@ impl HttpWitness {
 
     fn attempt_once(&self, signed: &SignedCheckpoint, request: &AddCheckpointRequest) -> Result<Attempt, WitnessError> {
         let witness = self.url.as_str();
+        let deadline = Instant::now() + self.timeout;
         let response = self
             .http
             .post(format!("{}{ADD_CHECKPOINT_PATH}", self.url))
@@ -178,7 +215,7 @@ impl HttpWitness {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .map(str::to_owned);
-        let body = read_capped(witness, response)?;
+        let body = read_capped(witness, response, deadline)?;
         let checkpoint = signed.checkpoint();
         let new_size = checkpoint.tree().size;
         match status {
@@ -299,6 +336,7 @@ pub struct WitnessReader {
     url: String,
     trusted: Vec<TrustedWitness>,
     http: Client,
+    timeout: Duration,
 }
 
 impl std::fmt::Debug for WitnessReader {
@@ -315,10 +353,11 @@ impl WitnessReader {
     }
 
     /// As [`WitnessReader::new`], with a timeout for the whole exchange
-    /// (connecting, and waiting for the answer).
+    /// (connecting, and waiting for the answer and its whole body: at most
+    /// twice it).
     pub fn with_timeout(url: &str, trusted: Vec<TrustedWitness>, timeout: Duration) -> Result<Self, WitnessError> {
         check_trust_list(&trusted)?;
-        Ok(Self { url: check_url(url)?, trusted, http: http_client(timeout)? })
+        Ok(Self { url: check_url(url)?, trusted, http: http_client(timeout)?, timeout })
     }
 
     /// The monitoring prefix.
@@ -329,16 +368,49 @@ impl WitnessReader {
     /// `GET <prefix>/<origin hash>/checkpoint`, verified: the checkpoint's
     /// origin must be the one asked for and at least one trusted witness
     /// cosignature must verify over it. Treat it as a lower bound on what
-    /// the witness has cosigned.
+    /// the witness has cosigned. The log's signature is not checked (no log
+    /// key is needed): a witness can cosign a tree the log never signed, so
+    /// whoever holds the log's keys reads with [`Self::latest_signed`].
     pub fn latest(&self, origin: &str) -> Result<CosignedCheckpoint, WitnessError> {
+        self.read(origin).map(|(_, cosigned)| cosigned)
+    }
+
+    /// As [`Self::latest`], and the note must also carry a valid signature by
+    /// one of `log_keys` (the monitor endpoint serves the log's signatures
+    /// beside the witness's): a tree the log never signed, cosigned by a lying
+    /// witness, is a bad answer of that witness, never a tree the log must
+    /// extend.
+    pub fn latest_signed(&self, origin: &str, log_keys: &[VerifierKey]) -> Result<CosignedCheckpoint, WitnessError> {
+        let (note, cosigned) = self.read(origin)?;
+        let verifiers: Vec<&dyn NoteVerifier> = log_keys.iter().map(|key| key as &dyn NoteVerifier).collect();
+        match SignedCheckpoint::open(note.as_bytes(), &verifiers) {
+            Ok((signed, _)) if signed.checkpoint() == &cosigned.checkpoint => Ok(cosigned),
+            Ok(_) => Err(self.unsigned(String::from("the log signed another checkpoint"))),
+            Err(err) => Err(self.unsigned(err.to_string())),
+        }
+    }
+
+    fn unsigned(&self, why: String) -> WitnessError {
+        WitnessError::BadAnswer {
+            witness: self.url.clone(),
+            status: 200,
+            reason: format!(
+                "a cosigned checkpoint not signed by the log ({why}): the witness cosigned what the log never signed"
+            ),
+        }
+    }
+
+    /// The monitor note and its verified cosignatures.
+    fn read(&self, origin: &str) -> Result<(String, CosignedCheckpoint), WitnessError> {
         let witness = self.url.as_str();
+        let deadline = Instant::now() + self.timeout;
         let response = self
             .http
             .get(format!("{}{}", self.url, monitor_path(origin)))
             .send()
             .map_err(|err| transport(witness, &err))?;
         let status = response.status().as_u16();
-        let body = read_capped(witness, response)?;
+        let body = read_capped(witness, response, deadline)?;
         let bad =
             |reason: &str| WitnessError::BadAnswer { witness: witness.to_owned(), status, reason: reason.to_owned() };
         match status {
@@ -365,7 +437,8 @@ impl WitnessReader {
         if checkpoint.origin() != origin {
             return Err(bad("a checkpoint for another origin"));
         }
-        verified_cosignatures(witness, &checkpoint, lines, &self.trusted, status)
+        let cosigned = verified_cosignatures(witness, &checkpoint, lines, &self.trusted, status)?;
+        Ok((note.to_owned(), cosigned))
     }
 }
 
@@ -380,4 +453,28 @@ pub fn split_view(readers: &[&WitnessReader], origin: &str) -> SplitViewReport {
     }
     report.split_views = find_split_views(&report.read);
     report
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn url(text: &str) -> reqwest::Url {
+        reqwest::Url::parse(text).unwrap()
+    }
+
+    /// R-WIT-3: a redirect is followed only to the same witness. An https
+    /// witness redirecting to plain http on its own host and port is a
+    /// downgrade, and a redirect to another host or port leaves the witness.
+    #[test]
+    fn r_wit_3_a_redirect_from_https_to_http_on_the_same_host_and_port_is_not_followed() {
+        let from = url("https://witness.example:8443/add-checkpoint");
+        assert!(same_origin(&from, &url("https://witness.example:8443/elsewhere")));
+        assert!(!same_origin(&from, &url("http://witness.example:8443/add-checkpoint")), "a TLS downgrade");
+        assert!(!same_origin(&from, &url("https://witness.example:8444/add-checkpoint")));
+        assert!(!same_origin(&from, &url("https://other.example:8443/add-checkpoint")));
+        assert!(!same_origin(&url("https://witness.example/"), &url("http://witness.example:443/")));
+    }
 }

@@ -80,7 +80,14 @@ fn runtime(settings: &Settings, probe_every: std::time::Duration) -> Result<Runt
     let keys = PlaneKeys::read(&settings.keys)?;
     let store: Arc<dyn Store> = open_for_signing(&settings.store)?;
     let (clients, witness_keys, quorum) = witnesses(settings)?;
-    let probes = settings.plane.as_ref().map(|plane| probes(&plane.witnesses)).transpose()?.unwrap_or_default();
+    // What a witness holds counts only when the plane signed it.
+    let log_keys = keys
+        .origins()
+        .iter()
+        .map(|origin| keys.log_for(origin).map(witness::LogKey::verifier_key))
+        .collect::<Result<Vec<_>, _>>()?;
+    let probes =
+        settings.plane.as_ref().map(|plane| probes(&plane.witnesses, &log_keys)).transpose()?.unwrap_or_default();
     let mut builder = RuntimeBuilder::new(store)
         .signer(Arc::new(keys.record.clone()))
         .verifier(Arc::new(keys.record_verifier()?))

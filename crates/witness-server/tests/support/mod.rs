@@ -88,6 +88,10 @@ pub enum Misbehaviour {
     Raw(Vec<u8>),
     /// Read the request and never answer; hold the connection until the client gives up.
     Silent,
+    /// Answer 200 announcing a 64 KiB body and send it one byte every 50 ms
+    /// (a slowloris witness: each read gets a byte well within any timeout),
+    /// for 10 s, then close.
+    Trickle,
     /// Answer the n-th request with the n-th response (the last one repeats).
     Sequence(Arc<Vec<Vec<u8>>>, Arc<AtomicU64>),
 }
@@ -133,6 +137,18 @@ fn serve_one(mut stream: TcpStream, behaviour: &Misbehaviour) {
             let response = responses.get(n.min(responses.len().saturating_sub(1))).cloned().unwrap_or_default();
             let _ = stream.write_all(&response);
             let _ = stream.flush();
+        }
+        Misbehaviour::Trickle => {
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 65536\r\n\r\n";
+            if stream.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            for _ in 0..200 {
+                if stream.write_all(b"a").and_then(|()| stream.flush()).is_err() {
+                    return;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
         }
         Misbehaviour::Silent => {
             // Blocks until the client closes the connection.
