@@ -111,7 +111,10 @@ pub trait AppendTxn {
     /// last heads leaf (unless `row.sealed`: a seal covers it whole).
     fn put_run_head(&mut self, request: &AppendRequest, row: RunHead) -> Result<(), AppendFailure>;
 
-    /// The heads of the tenant's runs marked moved, in any order.
+    /// The heads of the tenant's runs marked moved, in any order, read
+    /// under the lock [`AppendTxn::next_position`] takes: read before it,
+    /// they may predate a heads leaf another writer commits first, and a
+    /// later leaf would then hold older heads than an earlier one.
     fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<HeadEntry>, AppendFailure>;
 
     /// Stores the entries of the heads leaf at `position` and clears the

@@ -809,6 +809,13 @@ impl AppendTxn for PgAppend<'_, '_> {
 
     fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<HeadEntry>, AppendFailure> {
         self.write_buffered()?;
+        // Read under the tenant's log lock (taken again by `next_position`,
+        // which stacks): a signer that read the moved runs before waiting
+        // for that lock read them before the signer ahead of it committed,
+        // and put stale heads in a later leaf than the fresh ones (a run
+        // covered at seq 12 by one leaf, then "newest" at seq 10 in the
+        // next), which the audit then read as a moved mark deleted.
+        self.execute_log("the tenant's sealing lock", |s| &s.lock_tenant_log, &[&tenant.as_str()])?;
         let rows = self
             .txn
             .query(
