@@ -17,6 +17,16 @@ struct Witness {
     _state: tempfile::TempDir,
 }
 
+/// A copy of the plane's redb store taken now (`backup.redb` beside it).
+fn back_up(plane: &Path) {
+    std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
+}
+
+/// The copy [`back_up`] took, put back in the store's place (a restored backup).
+fn put_back(plane: &Path) {
+    std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
+}
+
 /// A witness server over HTTP watching the `shop` log of the plane in `dir`,
 /// added to the plane's configuration (quorum 1).
 fn witnessed_plane(dir: &Path) -> Witness {
@@ -197,12 +207,8 @@ fn r_wit_6_r_log_2_a_restored_backup_is_never_signed_on_redb() {
     let dir = tempfile::tempdir().unwrap();
     let plane = dir.path();
     let witness = witnessed_plane(plane);
-    let backup = || {
-        std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
-    };
-    let restore = || {
-        std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
-    };
+    let backup = || back_up(plane);
+    let restore = || put_back(plane);
     a_restored_backup_is_never_signed(plane, &witness, &backup, &restore);
 }
 
@@ -234,7 +240,7 @@ fn r_wit_6_a_lost_high_water_mark_asks_the_witnesses_before_signing() {
     let witness = witnessed_plane(plane);
     ok(plane, &["demo"]);
     assert_eq!(sweep(plane).0, Some(0));
-    std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
+    back_up(plane);
     ok(plane, &["demo"]);
     assert_eq!(sweep(plane).0, Some(0));
 
@@ -248,7 +254,7 @@ fn r_wit_6_a_lost_high_water_mark_asks_the_witnesses_before_signing() {
     assert!(mark.contains(&format!(" {} {}", held.size, held.root)), "{mark}");
 
     std::fs::remove_file(plane.join("agentplane.highwater")).unwrap();
-    std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
+    put_back(plane);
     let stderr = fails(plane, &["checkpoint"], 1);
     assert!(stderr.contains(&format!("holds size {}", held.size)), "{stderr}");
     let (code, report, _) = sweep(plane);
@@ -305,12 +311,12 @@ fn r_plane_2_a_lost_mark_with_no_witness_to_ask_signs_nothing() {
     let plane = dir.path();
     ok(plane, &["init", "--tenant-name", "shop"]);
     ok(plane, &["demo"]);
-    std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
+    back_up(plane);
     ok(plane, &["demo"]);
     let signed = json(plane, &["checkpoint", "--json"]);
     let kept = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
 
-    std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
+    put_back(plane);
     std::fs::write(plane.join("agentplane.highwater"), "").unwrap();
     let run = ok(plane, &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
     for args in [vec!["demo"], vec!["checkpoint"], vec!["export", &run, "-o", "run.export"]] {
@@ -428,7 +434,7 @@ fn r_plane_2_verify_holds_the_store_to_the_plane_s_high_water_mark() {
     ok(plane, &["init", "--tenant-name", "shop"]);
     ok(plane, &["demo"]);
     ok(plane, &["checkpoint"]);
-    std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
+    back_up(plane);
     ok(plane, &["demo"]);
     ok(plane, &["checkpoint"]);
     ok(plane, &["verify", "--require-signature", "--assert-complete"]);
@@ -436,7 +442,7 @@ fn r_plane_2_verify_holds_the_store_to_the_plane_s_high_water_mark() {
 
     // The attacker puts the older file back: the second demo's runs and
     // seals, and the plane's record of its second checkpoint, are gone.
-    std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
+    put_back(plane);
     let stderr = fails(plane, &["checkpoint"], 1);
     assert!(stderr.contains("a store older than the plane's last signature is in place"), "{stderr}");
     assert_eq!(std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap(), mark);
@@ -465,9 +471,9 @@ fn r_run_5_a_store_older_than_the_plane_s_mark_admits_and_resumes_nothing() {
     let plane = dir.path();
     ok(plane, &["init", "--tenant-name", "shop"]);
     ok(plane, &["demo"]);
-    std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
+    back_up(plane);
     ok(plane, &["demo"]);
-    std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
+    put_back(plane);
     let runs_before = json(plane, &["runs", "--json"]).as_array().map(Vec::len);
     let stderr = fails(plane, &["demo"], 1);
     assert!(stderr.contains("older than what the plane signed"), "{stderr}");
@@ -549,13 +555,8 @@ fn r_plane_2_verify_says_a_lost_high_water_mark_leaves_a_rollback_unchecked() {
     let dir = tempfile::tempdir().unwrap();
     let plane = dir.path();
     ok(plane, &["init", "--tenant-name", "shop"]);
-    let store = plane.join("agentplane.redb");
-    let backup = || {
-        std::fs::copy(&store, plane.join("backup.redb")).unwrap();
-    };
-    let restore = || {
-        std::fs::copy(plane.join("backup.redb"), &store).unwrap();
-    };
+    let backup = || back_up(plane);
+    let restore = || put_back(plane);
     let mark = plane_with_a_restored_backup(plane, &backup, &restore);
 
     let without_shop: String = mark
@@ -631,12 +632,8 @@ fn r_plane_2_a_signed_row_copying_the_mark_hides_no_rollback_on_redb() {
     let plane = dir.path();
     ok(plane, &["init", "--tenant-name", "shop"]);
     let store = plane.join("agentplane.redb");
-    let backup = || {
-        std::fs::copy(&store, plane.join("backup.redb")).unwrap();
-    };
-    let restore = || {
-        std::fs::copy(plane.join("backup.redb"), &store).unwrap();
-    };
+    let backup = || back_up(plane);
+    let restore = || put_back(plane);
     let open = || Box::new(store_redb::RedbStore::open(&store).unwrap()) as Box<dyn journal_core::Store>;
     a_signed_row_copying_the_mark_hides_no_rollback(plane, &open, &backup, &restore);
 }
