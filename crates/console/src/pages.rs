@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
@@ -67,6 +68,14 @@ impl From<JournalError> for PageError {
 pub(crate) fn error_page(status: StatusCode, message: &str) -> Response {
     let body = layout("error", html! { p class="bad" { (message) } });
     (status, Html(body.into_string())).into_response()
+}
+
+/// A query the page cannot read (a number that is not one, a parameter
+/// given twice): the console's own error page, 400, saying why in at most
+/// 300 characters, never axum's plain text.
+fn bad_query(rejection: &QueryRejection) -> Response {
+    let why: String = rejection.body_text().chars().take(300).collect();
+    error_page(StatusCode::BAD_REQUEST, &format!("this page cannot read its query: {why}"))
 }
 
 /// Renders a page on a blocking thread; the response says how long the page
@@ -364,7 +373,11 @@ pub(crate) struct RunsQuery {
     before: Option<String>,
 }
 
-pub(crate) async fn runs(State(app): State<Arc<App>>, Query(query): Query<RunsQuery>) -> Response {
+pub(crate) async fn runs(State(app): State<Arc<App>>, query: Result<Query<RunsQuery>, QueryRejection>) -> Response {
+    let Query(query) = match query {
+        Ok(query) => query,
+        Err(rejection) => return bad_query(&rejection),
+    };
     render(app, move |app| render_runs(app, &query)).await
 }
 
@@ -897,7 +910,11 @@ pub(crate) struct DiffQuery {
     b: Option<String>,
 }
 
-pub(crate) async fn diff(State(app): State<Arc<App>>, Query(query): Query<DiffQuery>) -> Response {
+pub(crate) async fn diff(State(app): State<Arc<App>>, query: Result<Query<DiffQuery>, QueryRejection>) -> Response {
+    let Query(query) = match query {
+        Ok(query) => query,
+        Err(rejection) => return bad_query(&rejection),
+    };
     render(app, move |app| render_diff(app, &query)).await
 }
 
@@ -968,7 +985,11 @@ pub(crate) struct LogQuery {
     to: Option<u64>,
 }
 
-pub(crate) async fn log(State(app): State<Arc<App>>, Query(query): Query<LogQuery>) -> Response {
+pub(crate) async fn log(State(app): State<Arc<App>>, query: Result<Query<LogQuery>, QueryRejection>) -> Response {
+    let Query(query) = match query {
+        Ok(query) => query,
+        Err(rejection) => return bad_query(&rejection),
+    };
     render(app, move |app| render_log(app, &query)).await
 }
 

@@ -380,3 +380,22 @@ fn ids_holding_a_slash_are_linked_as_one_path_segment_each() {
     let (status, _) = get(&format!("{}/run/acme%2Feu/batch%2F7/export", console.url()));
     assert_ne!(status, 404);
 }
+
+/// A query a page cannot read (`from` that is not a number, a parameter
+/// given twice) gets the console's own error page
+/// (400, HTML, the security headers), never the framework's plain text.
+#[test]
+fn a_query_a_page_cannot_read_gets_the_console_s_error_page() {
+    let (plane, _) = demo();
+    let console = plane.console(None);
+    for path in ["/log?from=abc", "/log?from=1&from=2", "/runs?tenant=a&tenant=b"] {
+        let response = reqwest::blocking::get(format!("{}{path}", console.url())).unwrap();
+        assert_eq!(response.status().as_u16(), 400, "{path}");
+        let csp = response.headers().get("content-security-policy").map(|v| v.to_str().unwrap().to_owned());
+        let kind = response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned());
+        let page = response.text().unwrap();
+        assert!(kind.is_some_and(|kind| kind.starts_with("text/html")), "{path}: {page}");
+        assert!(csp.is_some_and(|csp| csp.contains("default-src 'none'")), "{path}");
+        assert!(page.contains("cannot read its query"), "{path}: {page}");
+    }
+}
