@@ -11,7 +11,8 @@
 //! ```
 //!
 //! An origin with no line (or no file at all) is lost: the plane then asks
-//! its witnesses before it signs again.
+//! its witnesses before it signs again, and with no witness configured it
+//! signs nothing until the operator writes the line back.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

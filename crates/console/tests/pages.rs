@@ -173,8 +173,8 @@ fn a_token_is_checked_on_every_request_and_required_off_localhost() {
         assert_eq!(client.get(&url).bearer_auth(token).send().unwrap().status().as_u16(), 200, "{path}");
     }
     // A browser opens it once with ?token=, gets the cookie and is sent to
-    // the same page without the token (kept out of its address bar and
-    // history), then carries the cookie.
+    // the same page without the token (R-OPS-1: the secret kept out of its
+    // address bar and history), then carries the cookie.
     let browser = reqwest::blocking::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
     let first = browser.get(format!("{}/runs?outcome=succeeded&token={token}", console.url())).send().unwrap();
     assert_eq!(first.status().as_u16(), 303);
@@ -381,8 +381,8 @@ fn ids_holding_a_slash_are_linked_as_one_path_segment_each() {
     assert_ne!(status, 404);
 }
 
-/// A query a page cannot read (`from` that is not a number, a parameter
-/// given twice) gets the console's own error page
+/// R-UX-3: a query a page cannot read (`from` that is not a number, a
+/// parameter given twice) gets the console's own error page
 /// (400, HTML, the security headers), never the framework's plain text.
 #[test]
 fn a_query_a_page_cannot_read_gets_the_console_s_error_page() {
