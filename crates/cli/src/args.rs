@@ -325,7 +325,8 @@ pub enum Command {
         token_file: Option<PathBuf>,
     },
     /// Make or migrate the schema of a PostgreSQL store (commands that read never do; commands that
-    /// write do it on their own). A redb file needs none.
+    /// write do it on their own), or move a redb file to this build's storage layout (it copies the
+    /// file first, as the way back; a file of the older layout is read and written as it is until then).
     Migrate,
 }
 

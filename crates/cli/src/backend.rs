@@ -63,6 +63,7 @@ fn redacted(failure: Failure) -> Failure {
 fn redb_failure(err: store_redb::OpenError) -> Failure {
     match err {
         held @ store_redb::OpenError::Held { .. } => Failure::Io(held.to_string()),
+        newer @ store_redb::OpenError::NewerLayout { .. } => Failure::BuildSkew(newer.to_string()),
         store_redb::OpenError::Journal(err) => {
             Failure::Io(format!("{err}; the file is not a readable agentplane store (it was left untouched)"))
         }
@@ -149,18 +150,25 @@ pub fn compact(path: &Path) -> Result<(u64, u64), Failure> {
     RedbStore::compact(path).map_err(redb_failure)
 }
 
-/// Makes or migrates a PostgreSQL store's schema: the versions it migrated
-/// from and to, `None` when it was this build's already. A redb file needs
-/// no migration.
-pub fn migrate(path: &Path) -> Result<Option<(i32, i32)>, Failure> {
+/// What `agentplane migrate` did to a store.
+pub enum Migrated {
+    /// A PostgreSQL schema, from and to its versions; `None` when it was this
+    /// build's already.
+    Schema(Option<(i32, i32)>),
+    /// A redb file's storage layout.
+    Layout(store_redb::Migration),
+}
+
+/// Makes or migrates a PostgreSQL store's schema, or migrates a redb file
+/// to this build's storage layout (keeping the file as it was beside it).
+pub fn migrate(path: &Path) -> Result<Migrated, Failure> {
     let Some(url) = postgres_url(path) else {
-        return Err(Failure::Usage(
-            "a redb file needs no migration (its tables are made when a plane opens it); this command is for \
-             PostgreSQL stores"
-                .into(),
-        ));
+        if !path.is_file() {
+            return Err(no_store(path));
+        }
+        return RedbStore::migrate(path).map(Migrated::Layout).map_err(redb_failure);
     };
-    Ok(store_pg::PgStore::open(url).map_err(pg_failure)?.migrated())
+    Ok(Migrated::Schema(store_pg::PgStore::open(url).map_err(pg_failure)?.migrated()))
 }
 
 /// Whether the store holds runs of any tenant; a store that is not there

@@ -13,15 +13,22 @@ use support::*;
 use std::path::{Path, PathBuf};
 
 const FIXTURE: &str = "tests/fixtures/plane-74c9e4e";
+/// The last build of storage layout 1 (records kept as written).
+const LAYOUT_1_FIXTURE: &str = "tests/fixtures/plane-8112791";
 const FILES: [&str; 4] = ["agentplane.redb", "agentplane.toml", "agentplane.key", "agentplane.highwater"];
 
 /// A copy of the fixture (the fixture itself is never opened).
 fn copy_of_fixture() -> (tempfile::TempDir, PathBuf) {
+    copy_of(FIXTURE)
+}
+
+/// A copy of the fixture at `fixture`.
+fn copy_of(fixture: &str) -> (tempfile::TempDir, PathBuf) {
     let root = tempfile::tempdir().unwrap();
     let plane = root.path().join("plane");
     std::fs::create_dir(&plane).unwrap();
     for file in FILES {
-        std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURE).join(file), plane.join(file)).unwrap();
+        std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join(fixture).join(file), plane.join(file)).unwrap();
     }
     // Git keeps no file modes: the key file is the plane's own again.
     #[cfg(unix)]
@@ -74,4 +81,59 @@ fn r_store_3_a_plane_of_the_previous_layout_reads_audits_and_is_filled_by_its_fi
     let verified = ok(&plane, &["verify"]);
     assert!(verified.contains("clean and complete"), "{verified}");
     assert!(!verified.contains("NOT CHECKED the admission order"), "{verified}");
+}
+
+/// Issue 25 (R-STORE-3): `agentplane migrate` moves a plane of storage
+/// layout 1 (each record's bytes as written; the fixtures of the two last
+/// builds that wrote it) to layout 2 (compressed). Before it, this build
+/// reads and writes the older file as it is; the migration keeps the file
+/// as it was, byte for byte, beside it; after it every run reads exactly as
+/// before, the audit stays as clean, a writer goes on, and a second
+/// migration changes nothing.
+#[test]
+fn r_store_3_migrate_moves_a_layout_1_plane_to_compressed_records_and_keeps_the_way_back() {
+    for fixture in [LAYOUT_1_FIXTURE, FIXTURE] {
+        let (_root, plane) = copy_of(fixture);
+        let store = plane.join("agentplane.redb");
+        // Read, then written as it is: this build's first writer on the old layout.
+        ok(&plane, &["checkpoint"]);
+        let listed = ok(&plane, &["runs", "--json"]);
+        let shown: Vec<String> =
+            ids(&ok(&plane, &["runs", "--ids"])).iter().map(|run| ok(&plane, &["show", run, "--json"])).collect();
+        assert_eq!(shown.len(), 9, "{fixture}: the demo's nine runs");
+        let verified = ok(&plane, &["verify", "--require-signature"]);
+        assert!(verified.contains("clean and complete"), "{fixture}: {verified}");
+        let as_it_was = std::fs::read(&store).unwrap();
+
+        let migrated = agentplane(&plane, &["migrate"]);
+        let said = String::from_utf8_lossy(&migrated.stderr).into_owned();
+        assert_eq!(migrated.status.code(), Some(0), "{fixture}: {said}");
+        assert!(said.contains("storage layout migrated from 1 to 2"), "{fixture}: {said}");
+        let backup = plane.join("agentplane.redb.layout1");
+        assert!(said.contains("kept in agentplane.redb.layout1"), "{fixture}: the way back is named: {said}");
+        assert_ne!(std::fs::read(&store).unwrap(), as_it_was, "{fixture}: the file was migrated");
+        // The way back holds every run as it was, and is still of layout 1.
+        let old = backup.to_str().unwrap();
+        assert_eq!(ok(&plane, &["--store", old, "runs", "--json"]), listed, "{fixture}");
+        let shown_back: Vec<String> = ids(&ok(&plane, &["--store", old, "runs", "--ids"]))
+            .iter()
+            .map(|run| ok(&plane, &["--store", old, "show", run, "--json"]))
+            .collect();
+        assert_eq!(shown_back, shown, "{fixture}: the way back reads as the file did");
+        let again = agentplane(&plane, &["--store", old, "migrate"]);
+        assert!(String::from_utf8_lossy(&again.stderr).contains("migrated from 1 to 2"), "{fixture}: layout 1");
+
+        assert_eq!(ok(&plane, &["runs", "--json"]), listed, "{fixture}");
+        let shown_after: Vec<String> =
+            ids(&ok(&plane, &["runs", "--ids"])).iter().map(|run| ok(&plane, &["show", run, "--json"])).collect();
+        assert_eq!(shown_after, shown, "{fixture}: every run reads exactly as before");
+        assert_eq!(ok(&plane, &["verify", "--require-signature"]), verified, "{fixture}");
+
+        let again = agentplane(&plane, &["migrate"]);
+        assert_eq!(again.status.code(), Some(0));
+        assert!(String::from_utf8_lossy(&again.stderr).contains("already"), "{fixture}");
+        // A writer of layout 2 goes on: the demo's open runs are concluded by a sweep round's checkpoint.
+        ok(&plane, &["checkpoint"]);
+        assert!(ok(&plane, &["verify", "--require-signature"]).contains("clean and complete"), "{fixture}");
+    }
 }

@@ -1,8 +1,10 @@
 #![doc = include_str!("../README.md")]
 
+mod encoding;
 #[cfg(feature = "testkit")]
 mod testkit;
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -22,7 +24,69 @@ use tlog::{NodeHash, NodeId, RootHash, Tree};
 
 /// (tenant, run, seq) -> (kind, effect_key, prev_hash, hash, bytes, signature key id, signature)
 type RecordValue<'a> = (&'a str, Option<&'a str>, &'a [u8], &'a [u8], &'a [u8], Option<&'a str>, Option<&'a [u8]>);
-const RECORDS: TableDefinition<(&str, &str, u64), RecordValue> = TableDefinition::new("records");
+type RecordsDefinition = TableDefinition<'static, (&'static str, &'static str, u64), RecordValue<'static>>;
+/// The records of a file of layout 1: the bytes as written.
+const RECORDS: RecordsDefinition = TableDefinition::new("records");
+/// The records of a file of layout 2: the same row, its bytes encoded
+/// (`encoding`: compressed against a frozen dictionary).
+const RECORDS_Z: RecordsDefinition = TableDefinition::new("records_z");
+/// In a file of layout 2, `records` is this marker, of another type: a
+/// build that knows only layout 1 then refuses the file (redb: the table's
+/// type does not match) where it would otherwise read no record at all.
+const LAYOUT_MARKER: TableDefinition<&str, &str> = TableDefinition::new("records");
+/// What the marker says, for whoever looks.
+const LAYOUT_MARKER_TEXT: &str = "layout 2: the records are in records_z (agentplane of layout 2 or later reads them)";
+/// The bookkeeping key naming the file's layout (absent: layout 1).
+const LAYOUT_KEY: &str = "layout";
+/// The newest layout this build reads and the one it writes new files in.
+pub const LAYOUT: u64 = 2;
+
+/// How this file keeps its records (issue 25). Fixed for an opening: only
+/// [`RedbStore::migrate`] changes it, and it needs the file to itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// `records`, the bytes as written: files of builds before layout 2,
+    /// until `agentplane migrate`.
+    One,
+    /// `records_z`, the bytes encoded (`encoding`).
+    Two,
+}
+
+impl Layout {
+    fn records(self) -> RecordsDefinition {
+        match self {
+            Self::One => RECORDS,
+            Self::Two => RECORDS_Z,
+        }
+    }
+
+    /// `bytes` as this layout stores them.
+    fn stored(self, bytes: &[u8]) -> Cow<'_, [u8]> {
+        match self {
+            Self::One => Cow::Borrowed(bytes),
+            Self::Two => Cow::Owned(encoding::encode(bytes)),
+        }
+    }
+
+    /// The bytes as written, from what this layout stores.
+    fn written(self, stored: &[u8]) -> Result<Vec<u8>, encoding::DecodeError> {
+        match self {
+            Self::One => Ok(stored.to_vec()),
+            Self::Two => encoding::decode(stored),
+        }
+    }
+
+    /// The layout `meta` names: absent is layout 1.
+    fn named(path: Option<&Path>, value: Option<u64>) -> Result<Self, OpenError> {
+        match value {
+            None | Some(1) => Ok(Self::One),
+            Some(2) => Ok(Self::Two),
+            Some(layout) => {
+                Err(OpenError::NewerLayout { path: path.map(Path::to_path_buf).unwrap_or_default(), layout })
+            }
+        }
+    }
+}
 /// (tenant, run) -> (head seq, head hash, sealed, outcome)
 type RunValue<'a> = (u64, &'a [u8], bool, Option<&'a str>);
 const RUNS: TableDefinition<(&str, &str), RunValue> = TableDefinition::new("runs");
@@ -141,6 +205,19 @@ pub enum OpenError {
         /// (Linux's `/proc`); empty when it cannot tell.
         holders: Vec<Holder>,
     },
+    /// The file is of a layout newer than this build reads (build skew,
+    /// not damage): a newer agentplane migrated or made it.
+    #[error(
+        "{} is of storage layout {layout}, newer than this build reads (layout {LAYOUT} at most): a newer \
+         agentplane made or migrated it. This is build skew, not damage: use that build or a later one",
+        path.display()
+    )]
+    NewerLayout {
+        /// The store file.
+        path: PathBuf,
+        /// The layout the file names.
+        layout: u64,
+    },
     /// Anything else: a missing, unreadable or damaged file.
     #[error(transparent)]
     Journal(#[from] JournalError),
@@ -150,7 +227,9 @@ impl From<OpenError> for JournalError {
     fn from(err: OpenError) -> Self {
         match err {
             OpenError::Journal(err) => err,
-            held @ OpenError::Held { .. } => JournalError::Io(StorageError::message(held.to_string())),
+            other @ (OpenError::Held { .. } | OpenError::NewerLayout { .. }) => {
+                JournalError::Io(StorageError::message(other.to_string()))
+            }
         }
     }
 }
@@ -277,6 +356,7 @@ pub struct RedbStore {
     /// The appends waiting for a commit; the leading appender writes them.
     commit: GroupCommit,
     db: Db,
+    layout: Layout,
     /// The directory of a temporary store or a repaired private copy,
     /// removed when the store is dropped.
     _temporary: Option<tempfile::TempDir>,
@@ -294,7 +374,7 @@ impl RedbStore {
     /// ([`CONCURRENCY`]).
     pub fn create(path: &Path) -> Result<Self, OpenError> {
         let db = shared().create(path).map_err(|err| opening(path, err))?;
-        Ok(Self::start(db)?)
+        Self::start(db, path)
     }
 
     /// Opens an existing store for writing; refuses a missing file. Other
@@ -302,7 +382,7 @@ impl RedbStore {
     /// ([`CONCURRENCY`]).
     pub fn open(path: &Path) -> Result<Self, OpenError> {
         let db = shared().open(path).map_err(|err| opening(path, err))?;
-        Ok(Self::start(db)?)
+        Self::start(db, path)
     }
 
     /// Opens an existing store for reading only: the file is never written,
@@ -310,7 +390,7 @@ impl RedbStore {
     /// that write to it, and sees each of their commits.
     pub fn open_read_only(path: &Path) -> Result<Self, OpenError> {
         let db = shared_read_only().open_read_only(path).map_err(|err| opening(path, err))?;
-        Ok(Self::read_only(db, None))
+        Self::read_only(db, path, None)
     }
 
     /// Opens for reading whatever state the file is in. A file left by a
@@ -320,7 +400,7 @@ impl RedbStore {
     /// so. The original file is never written.
     pub fn open_read_only_or_repaired_copy(path: &Path) -> Result<(Self, ReadOnlyOpening), OpenError> {
         match shared_read_only().open_read_only(path) {
-            Ok(db) => Ok((Self::read_only(db, None), ReadOnlyOpening::Direct)),
+            Ok(db) => Ok((Self::read_only(db, path, None)?, ReadOnlyOpening::Direct)),
             Err(redb::DatabaseError::RepairAborted) => {
                 let copy_error = |err: std::io::Error| {
                     JournalError::Io(StorageError::new(format!("repairing a private copy of {}", path.display()), err))
@@ -334,23 +414,35 @@ impl RedbStore {
                     .set_cache_size(READ_ONLY_CACHE_BYTES)
                     .open_read_only(&copy)
                     .map_err(|err| open_error(path, err))?;
-                Ok((Self::read_only(db, Some(dir)), ReadOnlyOpening::RepairedCopy))
+                Ok((Self::read_only(db, path, Some(dir))?, ReadOnlyOpening::RepairedCopy))
             }
             Err(err) => Err(opening(path, err)),
         }
     }
 
-    fn read_only(db: redb::ReadOnlyDatabase, temporary: Option<tempfile::TempDir>) -> Self {
-        Self {
+    fn read_only(
+        db: redb::ReadOnlyDatabase,
+        path: &Path,
+        temporary: Option<tempfile::TempDir>,
+    ) -> Result<Self, OpenError> {
+        let named = {
+            let txn = db.begin_read().map_err(io)?;
+            match open_if_there(&txn, META)? {
+                Some(meta) => meta.get(LAYOUT_KEY).map_err(io)?.map(|value| value.value()),
+                None => None,
+            }
+        };
+        Ok(Self {
             commit: GroupCommit::refusing("the store is open read-only"),
             db: Db::ReadOnly(db),
+            layout: Layout::named(Some(path), named)?,
             _temporary: temporary,
-        }
+        })
     }
 
-    fn start(db: Database) -> Result<Self, JournalError> {
+    fn start(db: Database, path: &Path) -> Result<Self, OpenError> {
         let txn = db.begin_write().map_err(io)?;
-        txn.open_table(RECORDS).map_err(io)?;
+        let layout = settle_layout(&txn, path)?;
         txn.open_table(RUNS).map_err(io)?;
         txn.open_table(IDEMPOTENCY).map_err(io)?;
         txn.open_table(OUTCOMES).map_err(io)?;
@@ -363,35 +455,83 @@ impl RedbStore {
         txn.open_table(ADMISSIONS).map_err(io)?;
         txn.open_table(HEADS_BY_RUN).map_err(io)?;
         fill_moved_runs_once(&txn)?;
-        fill_admissions_once(&txn)?;
+        fill_admissions_once(&txn, layout)?;
         fill_heads_by_run_once(&txn)?;
         txn.commit().map_err(io)?;
         let db = Arc::new(db);
         let writer = Arc::clone(&db);
-        let commit = GroupCommit::start(MAX_BATCH, move |batch| commit_batch(&writer, batch));
-        Ok(Self { commit, db: Db::Writable(db), _temporary: None })
+        let commit = GroupCommit::start(MAX_BATCH, move |batch| commit_batch(&writer, layout, batch));
+        Ok(Self { commit, db: Db::Writable(db), layout, _temporary: None })
     }
 
     /// Compacts the store file at `path` in place: copy-on-write leaves
     /// freed pages behind, which redb reuses but never returns to the file
-    /// system on its own. Needs the file to itself: it opens the file
-    /// alone, so it is refused ([`OpenError::Held`]) while any other process
-    /// has it open, and shuts out every other opening while it runs. Every
-    /// record stays as it was: only free space is given back. Returns the
-    /// file's size before and after.
+    /// system on its own, and concurrent runs' appends land all over the
+    /// records table, whose leaves stay a little over half full (issue 25:
+    /// 359 bytes of free leaf space for each 515 stored, 70,000 records).
+    /// So each of this crate's tables is first rewritten in key order, which
+    /// fills its leaves, in one transaction of its own: the old table is
+    /// deleted and the new one takes its name only when every row was
+    /// copied, so an interruption leaves the old table as it was. Then the
+    /// freed pages are given back.
+    ///
+    /// Needs the file to itself: it opens the file alone, so it is refused
+    /// ([`OpenError::Held`]) while any other process has it open, and shuts
+    /// out every other opening while it runs. Every row stays as it was
+    /// (key and value, byte for byte); only the space around them changes.
+    /// Returns the file's size before and after.
     pub fn compact(path: &Path) -> Result<(u64, u64), OpenError> {
-        let size = |path: &Path| {
-            std::fs::metadata(path)
-                .map(|meta| meta.len())
-                .map_err(|err| JournalError::Io(StorageError::new(path.display().to_string(), err)))
-        };
-        let before = size(path)?;
+        let before = file_size(path)?;
         let mut db = Database::open(path).map_err(|err| opening(path, err))?;
-        // compact() returns false when it found nothing more to move; a
-        // second pass can free what the first one moved.
-        while db.compact().map_err(|err| open_error(path, err))? {}
+        give_space_back(&mut db, path)?;
         drop(db);
-        Ok((before, size(path)?))
+        Ok((before, file_size(path)?))
+    }
+
+    /// Migrates the store file at `path` to this build's layout ([`LAYOUT`]):
+    /// layout 1 kept each record's bytes as written, layout 2 compresses
+    /// them against a frozen dictionary (issue 25); every other table is
+    /// the same. Needs the file to itself, as [`RedbStore::compact`] does.
+    ///
+    /// The way back: before anything is written, the file is copied whole
+    /// to [`RedbStore::backup_path`], which a build of layout 1 opens as it
+    /// was. The records then move in one transaction, checked row for row
+    /// (each row's bytes read back as written) before the old table is
+    /// deleted: an interruption (a crash, a full disk) leaves the file at
+    /// layout 1 as it was, and running this again starts over. Then the
+    /// space is given back as `compact` does. A file of layout 2 is left
+    /// alone.
+    pub fn migrate(path: &Path) -> Result<Migration, OpenError> {
+        let before = file_size(path)?;
+        let mut db = Database::open(path).map_err(|err| opening(path, err))?;
+        let from = {
+            let txn = db.begin_read().map_err(io)?;
+            let named = match open_if_there(&txn, META)? {
+                Some(meta) => meta.get(LAYOUT_KEY).map_err(io)?.map(|value| value.value()),
+                None => None,
+            };
+            let has_records = txn.list_tables().map_err(io)?.any(|table| redb::TableHandle::name(&table) == "records");
+            match Layout::named(Some(path), named)? {
+                Layout::One if has_records => Layout::One,
+                // No records table and no name: not a store of any layout
+                // yet; its first writer makes it layout 2.
+                _ => return Ok(Migration { from: LAYOUT, to: LAYOUT, backup: None, before, after: before }),
+            }
+        };
+        let backup = Self::backup_path(path);
+        copy_durably(path, &backup)?;
+        move_records(&db, from).map_err(|err| open_error(path, err))?;
+        give_space_back(&mut db, path)?;
+        drop(db);
+        Ok(Migration { from: 1, to: LAYOUT, backup: Some(backup), before, after: file_size(path)? })
+    }
+
+    /// Where [`RedbStore::migrate`] keeps the file as it was: beside it,
+    /// named after it (`journal.redb` -> `journal.redb.layout1`).
+    pub fn backup_path(path: &Path) -> PathBuf {
+        let mut name = path.file_name().map(std::ffi::OsStr::to_os_string).unwrap_or_default();
+        name.push(".layout1");
+        path.with_file_name(name)
     }
 
     /// A store in a fresh temporary directory, removed on drop (for tests).
@@ -464,6 +604,169 @@ fn read_trees(
 }
 
 /// A table, or `None` when the file has none of that name yet.
+/// What [`RedbStore::migrate`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Migration {
+    /// The layout the file was of.
+    pub from: u64,
+    /// The layout it is of now ([`LAYOUT`]).
+    pub to: u64,
+    /// The copy of the file as it was, when it was migrated.
+    pub backup: Option<PathBuf>,
+    /// The file's size before, in bytes.
+    pub before: u64,
+    /// The file's size after.
+    pub after: u64,
+}
+
+fn file_size(path: &Path) -> Result<u64, JournalError> {
+    std::fs::metadata(path)
+        .map(|meta| meta.len())
+        .map_err(|err| JournalError::Io(StorageError::new(path.display().to_string(), err)))
+}
+
+/// Copies the store file `from`, which this process holds open alone (so
+/// no commit lands meanwhile), to `to`, through a temporary name beside it,
+/// synced before it takes its name: `to` is never a half copy. A file open
+/// for writing is marked as needing recovery in its header, and so is the
+/// copy: the copy is opened once and closed, which checks it and clears
+/// the mark, so whatever build opens it next reads it as it is.
+fn copy_durably(from: &Path, to: &Path) -> Result<(), OpenError> {
+    let failed = |err: std::io::Error| {
+        JournalError::Io(StorageError::new(format!("copying {} to {}", from.display(), to.display()), err))
+    };
+    let mut partial_name = to.file_name().map(std::ffi::OsStr::to_os_string).unwrap_or_default();
+    partial_name.push(".partial");
+    let partial = to.with_file_name(partial_name);
+    let copied = std::fs::copy(from, &partial).map_err(failed).and_then(|_| {
+        let copy = Database::open(&partial).map_err(|err| open_error(to, err))?;
+        drop(copy);
+        std::fs::File::open(&partial)
+            .and_then(|file| file.sync_all())
+            .and_then(|()| std::fs::rename(&partial, to))
+            .map_err(failed)
+    });
+    if let Err(err) = copied {
+        let _ = std::fs::remove_file(&partial);
+        return Err(err.into());
+    }
+    if let Some(dir) = to.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        std::fs::File::open(dir).and_then(|dir| dir.sync_all()).map_err(failed)?;
+    }
+    Ok(())
+}
+
+/// Layout 1 to layout 2 in one transaction (see [`RedbStore::migrate`]).
+fn move_records(db: &Database, from: Layout) -> Result<(), redb::Error> {
+    let txn = db.begin_write()?;
+    {
+        let old = txn.open_table(from.records())?;
+        let mut new = txn.open_table(RECORDS_Z)?;
+        let mut moved = 0_u64;
+        for row in old.iter()? {
+            let (key, value) = row?;
+            let (kind, effect_key, prev, hash, bytes, key_id, signature) = value.value();
+            let stored = Layout::Two.stored(bytes);
+            if Layout::Two.written(&stored).ok().as_deref() != Some(bytes) {
+                return Err(redb::Error::Corrupted(format!(
+                    "record {:?} does not read back as written once encoded; nothing was migrated",
+                    key.value()
+                )));
+            }
+            new.insert(key.value(), (kind, effect_key, prev, hash, stored.as_ref(), key_id, signature))?;
+            moved += 1;
+        }
+        if new.len()? != moved || old.len()? != moved {
+            return Err(redb::Error::Corrupted("the records moved do not add up; nothing was migrated".into()));
+        }
+    }
+    txn.delete_table(from.records())?;
+    txn.open_table(LAYOUT_MARKER)?.insert(LAYOUT_KEY, LAYOUT_MARKER_TEXT)?;
+    txn.open_table(META)?.insert(LAYOUT_KEY, LAYOUT)?;
+    txn.commit()?;
+    Ok(())
+}
+
+/// Rebuilds every table in key order and gives the freed pages back.
+fn give_space_back(db: &mut Database, path: &Path) -> Result<(), OpenError> {
+    rebuild_every_table(db).map_err(|err| open_error(path, err))?;
+    // compact() returns false when it found nothing more to move; a
+    // second pass can free what the first one moved.
+    while db.compact().map_err(|err| open_error(path, err))? {}
+    Ok(())
+}
+
+/// A table's name while `compact` rebuilds it: no table of this crate
+/// starts so (they are fixed names and `seals/<tenant>`), so it can never
+/// be mistaken for one, and it never outlives the rebuild's transaction.
+const REBUILDING: &str = "rebuilding:";
+
+/// Rewrites every table of this crate in key order (see
+/// [`RedbStore::compact`]); a table this crate does not know is left alone.
+fn rebuild_every_table(db: &Database) -> Result<(), redb::Error> {
+    let (names, layout) = {
+        let txn = db.begin_read()?;
+        let names: Vec<String> = txn.list_tables()?.map(|handle| redb::TableHandle::name(&handle).to_owned()).collect();
+        let layout = match txn.open_table(META) {
+            Ok(meta) => meta.get(LAYOUT_KEY)?.map(|value| value.value()),
+            Err(redb::TableError::TableDoesNotExist(_)) => None,
+            Err(err) => return Err(err.into()),
+        };
+        (names, layout)
+    };
+    for name in names {
+        match name.as_str() {
+            // Layout 2's marker is one row: nothing to gain.
+            "records" if layout.is_some_and(|layout| layout >= 2) => {}
+            "records" | "records_z" => rebuild::<(&str, &str, u64), RecordValue>(db, &name)?,
+            "runs" => rebuild::<(&str, &str), RunValue>(db, &name)?,
+            "idempotency" => rebuild::<(&str, &str), &str>(db, &name)?,
+            "admission_order" => rebuild::<(&str, i64, &str), ()>(db, &name)?,
+            "outcome_index" => rebuild::<(&str, &str, &str), ()>(db, &name)?,
+            "seal_by_run" | "heads_by_run" => rebuild::<(&str, &str), u64>(db, &name)?,
+            "log_nodes" => rebuild::<(&str, u8, u64), &[u8]>(db, &name)?,
+            "moved_runs" => rebuild::<(&str, &str), ()>(db, &name)?,
+            "heads_entries" => rebuild::<(&str, u64, &str), (u64, &[u8])>(db, &name)?,
+            "signed_checkpoints" | "cosigned_checkpoints" => {
+                rebuild::<(&str, u64), (u64, &[u8], &str)>(db, &name)?;
+            }
+            seals if seals.starts_with("seals/") => rebuild::<u64, (&str, &[u8])>(db, &name)?,
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Copies table `name` in key order into a fresh table that then takes its
+/// name, in one transaction: appending in key order fills each leaf (redb
+/// splits a leaf as it grows at its right end), where inserts all over the
+/// key space leave leaves half full.
+fn rebuild<K: redb::Key + 'static, V: redb::Value + 'static>(db: &Database, name: &str) -> Result<(), redb::Error> {
+    let source: TableDefinition<K, V> = TableDefinition::new(name);
+    let rebuilt_name = format!("{REBUILDING}{name}");
+    let rebuilt: TableDefinition<K, V> = TableDefinition::new(&rebuilt_name);
+    let txn = db.begin_write()?;
+    // Left behind by nothing (an interrupted rebuild never commits), but a
+    // stale one would otherwise receive this copy on top of its rows.
+    txn.delete_table(rebuilt)?;
+    {
+        let from = txn.open_table(source)?;
+        let mut to = txn.open_table(rebuilt)?;
+        for row in from.iter()? {
+            let (key, value) = row?;
+            to.insert(key.value(), value.value())?;
+        }
+        if to.len()? != from.len()? {
+            // Not expected of redb; checked because the old rows are deleted next.
+            return Err(redb::Error::Corrupted(format!("rebuilding {name} copied a different number of rows")));
+        }
+    }
+    txn.delete_table(source)?;
+    txn.rename_table(rebuilt, source)?;
+    txn.commit()?;
+    Ok(())
+}
+
 fn open_if_there<K: redb::Key + 'static, V: redb::Value + 'static>(
     txn: &ReadTransaction,
     definition: TableDefinition<K, V>,
@@ -499,10 +802,15 @@ fn read_heads_entries(
 
 /// Everything of `tenant`, read in the one read transaction `txn` and
 /// handed to `sink`: the tables, then the records run by run.
-fn read_snapshot(txn: &ReadTransaction, tenant: &TenantId, sink: &mut dyn SnapshotSink) -> Result<(), JournalError> {
+fn read_snapshot(
+    txn: &ReadTransaction,
+    layout: Layout,
+    tenant: &TenantId,
+    sink: &mut dyn SnapshotSink,
+) -> Result<(), JournalError> {
     let t = tenant.as_str();
     sink.tables(read_tables(txn, tenant)?)?;
-    let Some(records) = open_if_there(txn, RECORDS)? else { return Ok(()) };
+    let Some(records) = open_if_there(txn, layout.records())? else { return Ok(()) };
     let mut in_order = RecordsInRunOrder::new(sink);
     for entry in records.range((t, "", 0)..).map_err(io)? {
         let (key, value) = entry.map_err(io)?;
@@ -511,7 +819,15 @@ fn read_snapshot(txn: &ReadTransaction, tenant: &TenantId, sink: &mut dyn Snapsh
             break;
         }
         let run = run_id(tenant, run)?;
-        let row = row_of(&run, seq, value.value())?;
+        let row = match row_of(layout, tenant, &run, seq, value.value()) {
+            Ok(row) => row,
+            // Bytes that do not decode are handed on as stored: they cannot
+            // hash to the chain, so the audit finds this record (its run's
+            // chain broken at this seq) and goes on to every other run,
+            // where an error here would end the snapshot at the first one.
+            Err(JournalError::StoreDamage { .. }) => row_as_stored(tenant, &run, seq, value.value())?,
+            Err(err) => return Err(err),
+        };
         in_order.push(run, row)?;
     }
     in_order.finish()
@@ -635,6 +951,25 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
     Ok(snapshot)
 }
 
+/// The layout of the file a writer opens: the one its bookkeeping names,
+/// layout 1 for a file with a `records` table and no name (written before
+/// layouts were named), and for a new file this build's, made here.
+fn settle_layout(txn: &WriteTransaction, path: &Path) -> Result<Layout, OpenError> {
+    let mut meta = txn.open_table(META).map_err(io)?;
+    let named = meta.get(LAYOUT_KEY).map_err(io)?.map(|value| value.value());
+    if named.is_some() {
+        return Layout::named(Some(path), named);
+    }
+    let mut tables = txn.list_tables().map_err(io)?;
+    if tables.any(|table| redb::TableHandle::name(&table) == redb::TableHandle::name(&RECORDS)) {
+        return Ok(Layout::One);
+    }
+    txn.open_table(LAYOUT_MARKER).map_err(io)?.insert(LAYOUT_KEY, LAYOUT_MARKER_TEXT).map_err(io)?;
+    txn.open_table(RECORDS_Z).map_err(io)?;
+    meta.insert(LAYOUT_KEY, LAYOUT).map_err(io)?;
+    Ok(Layout::Two)
+}
+
 /// A file written before heads leaves existed has no moved set: every run
 /// not sealed is marked moved once, so the next heads leaf covers it.
 fn fill_moved_runs_once(txn: &WriteTransaction) -> Result<(), JournalError> {
@@ -658,12 +993,12 @@ fn fill_moved_runs_once(txn: &WriteTransaction) -> Result<(), JournalError> {
 /// Fills the admission order from the seq-1 rows of a file written before
 /// it existed, once (a read-only opening of such a file lists no run until
 /// a writer has opened it).
-fn fill_admissions_once(txn: &WriteTransaction) -> Result<(), JournalError> {
+fn fill_admissions_once(txn: &WriteTransaction, layout: Layout) -> Result<(), JournalError> {
     let mut meta = txn.open_table(META).map_err(io)?;
     if meta.get("admissions_filled").map_err(io)?.is_some() {
         return Ok(());
     }
-    let records = txn.open_table(RECORDS).map_err(io)?;
+    let records = txn.open_table(layout.records()).map_err(io)?;
     let mut admissions = txn.open_table(ADMISSIONS).map_err(io)?;
     for entry in records.iter().map_err(io)? {
         let (key, value) = entry.map_err(io)?;
@@ -671,8 +1006,8 @@ fn fill_admissions_once(txn: &WriteTransaction) -> Result<(), JournalError> {
         if seq != 1 {
             continue;
         }
-        let Ok(run_id) = RunId::new(run) else { continue };
-        let Ok(row) = row_of(&run_id, seq, value.value()) else { continue };
+        let (Ok(run_id), Ok(tenant_id)) = (RunId::new(run), TenantId::new(tenant)) else { continue };
+        let Ok(row) = row_of(layout, &tenant_id, &run_id, seq, value.value()) else { continue };
         if let Some(at) = journal_core::store::admitted_at_of(&row) {
             admissions.insert((tenant, at.unix_millis(), run), ()).map_err(io)?;
         }
@@ -723,10 +1058,15 @@ fn meta_says(txn: &ReadTransaction, name: &str) -> Result<bool, JournalError> {
 
 /// Appends heads leaves in one write transaction of its own (redb runs one
 /// writer at a time, so it never interleaves with a group commit).
-fn write_heads(db: &Database, tenant: &TenantId, origin: &journal_core::Origin) -> Result<Vec<u64>, JournalError> {
+fn write_heads(
+    db: &Database,
+    layout: Layout,
+    tenant: &TenantId,
+    origin: &journal_core::Origin,
+) -> Result<Vec<u64>, JournalError> {
     let txn = db.begin_write().map_err(io)?;
     let positions = {
-        let mut tables = Tables::open(&txn)?;
+        let mut tables = Tables::open(&txn, layout)?;
         append_heads(&mut tables, tenant, origin).map_err(AppendFailure::into_error)?
     };
     if positions.is_empty() {
@@ -738,12 +1078,12 @@ fn write_heads(db: &Database, tenant: &TenantId, origin: &journal_core::Origin) 
 
 /// Writes one group commit's appends in one transaction: the append
 /// algorithm is journal-core's; this backend only opens the tables.
-fn commit_batch(db: &Database, batch: &[&AppendRequest]) -> BatchReplies {
+fn commit_batch(db: &Database, layout: Layout, batch: &[&AppendRequest]) -> BatchReplies {
     let txn = match db.begin_write() {
         Ok(txn) => txn,
         Err(err) => return fail_all(batch, io(err)),
     };
-    let written = Tables::open(&txn).and_then(|mut tables| write_batch(&mut tables, batch));
+    let written = Tables::open(&txn, layout).and_then(|mut tables| write_batch(&mut tables, batch));
     match written {
         Ok(replies) => match txn.commit() {
             Ok(()) => replies,
@@ -758,6 +1098,7 @@ fn commit_batch(db: &Database, batch: &[&AppendRequest]) -> BatchReplies {
 /// algorithm's transaction on this backend.
 struct Tables<'txn> {
     txn: &'txn WriteTransaction,
+    layout: Layout,
     records: redb::Table<'txn, (&'static str, &'static str, u64), RecordValue<'static>>,
     runs: redb::Table<'txn, (&'static str, &'static str), RunValue<'static>>,
     idempotency: redb::Table<'txn, (&'static str, &'static str), &'static str>,
@@ -772,10 +1113,11 @@ struct Tables<'txn> {
 }
 
 impl<'txn> Tables<'txn> {
-    fn open(txn: &'txn WriteTransaction) -> Result<Self, JournalError> {
+    fn open(txn: &'txn WriteTransaction, layout: Layout) -> Result<Self, JournalError> {
         Ok(Self {
             txn,
-            records: txn.open_table(RECORDS).map_err(io)?,
+            layout,
+            records: txn.open_table(layout.records()).map_err(io)?,
             runs: txn.open_table(RUNS).map_err(io)?,
             idempotency: txn.open_table(IDEMPOTENCY).map_err(io)?,
             admissions: txn.open_table(ADMISSIONS).map_err(io)?,
@@ -832,7 +1174,8 @@ impl AppendTxn for Tables<'_> {
     fn put_record(&mut self, request: &AppendRequest) -> Result<(), AppendFailure> {
         let row = &request.row;
         let key = (request.tenant.as_str(), request.run.as_str(), row.seq);
-        self.records.insert(key, record_value(row)).map(drop).map_err(broken)
+        let stored = self.layout.stored(&row.bytes);
+        self.records.insert(key, record_value(row, &stored)).map(drop).map_err(broken)
     }
 
     fn put_idempotency_key(&mut self, request: &AppendRequest, key: &str) -> Result<(), AppendFailure> {
@@ -952,22 +1295,41 @@ fn read_nodes(
         .collect()
 }
 
-/// A row as the records table holds it; `row_of` reads it back.
-fn record_value(row: &StoredRecord) -> RecordValue<'_> {
+/// A row as the records table holds it, its bytes `stored` as the file's
+/// layout keeps them; `row_of` reads it back.
+fn record_value<'a>(row: &'a StoredRecord, stored: &'a [u8]) -> RecordValue<'a> {
     let signature = row.signature.as_ref();
     (
         row.kind.as_str(),
         row.effect_key.as_deref(),
         row.prev_hash.as_bytes().as_slice(),
         row.hash.as_bytes().as_slice(),
-        row.bytes.as_slice(),
+        stored,
         signature.map(|s| s.key_id.as_str()),
         signature.map(|s| s.signature.as_slice()),
     )
 }
 
-fn row_of(run: &RunId, seq: u64, value: RecordValue<'_>) -> Result<StoredRecord, JournalError> {
-    let (kind, effect_key, prev, hash, bytes, key_id, signature) = value;
+/// The row with its bytes as stored, undecoded (see `read_snapshot`).
+fn row_as_stored(
+    tenant: &TenantId,
+    run: &RunId,
+    seq: u64,
+    value: RecordValue<'_>,
+) -> Result<StoredRecord, JournalError> {
+    row_of(Layout::One, tenant, run, seq, value)
+}
+
+fn row_of(
+    layout: Layout,
+    tenant: &TenantId,
+    run: &RunId,
+    seq: u64,
+    value: RecordValue<'_>,
+) -> Result<StoredRecord, JournalError> {
+    let (kind, effect_key, prev, hash, stored, key_id, signature) = value;
+    let bytes =
+        layout.written(stored).map_err(|err| damaged(tenant.as_str(), format!("run {run}, record {seq}: {err}")))?;
     let hash_of = |b: &[u8]| stored_chain_hash(run, seq, b, "a stored record hash");
     Ok(StoredRecord {
         seq,
@@ -975,7 +1337,7 @@ fn row_of(run: &RunId, seq: u64, value: RecordValue<'_>) -> Result<StoredRecord,
         effect_key: effect_key.map(str::to_owned),
         prev_hash: hash_of(prev)?,
         hash: hash_of(hash)?,
-        bytes: bytes.to_vec(),
+        bytes,
         signature: match (key_id, signature) {
             (Some(key_id), Some(signature)) => {
                 Some(KeySignature { key_id: key_id.to_owned(), signature: signature.to_vec() })
@@ -997,13 +1359,13 @@ impl Store for RedbStore {
             Some(value) => head_of(run, value.value())?,
             None => return Err(JournalError::NotFound { tenant: tenant.clone(), run: run.clone() }),
         };
-        let records = txn.open_table(RECORDS).map_err(io)?;
+        let records = txn.open_table(self.layout.records()).map_err(io)?;
         let mut rows = Vec::new();
         for entry in
             records.range((tenant.as_str(), run.as_str(), 0)..=(tenant.as_str(), run.as_str(), u64::MAX)).map_err(io)?
         {
             let (key, value) = entry.map_err(io)?;
-            rows.push(row_of(run, key.value().2, value.value())?);
+            rows.push(row_of(self.layout, tenant, run, key.value().2, value.value())?);
         }
         let seal = seal_of(&txn, tenant, run)?;
         Ok(RunRows { rows, head: Some(head), sealed, seal, outcome })
@@ -1175,19 +1537,19 @@ impl Store for RedbStore {
 
     fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
         let mut collect = CollectSnapshot::default();
-        read_snapshot(&self.read_txn()?, tenant, &mut collect)?;
+        read_snapshot(&self.read_txn()?, self.layout, tenant, &mut collect)?;
         collect.finish()
     }
 
     fn snapshot_streamed(&self, tenant: &TenantId, sink: &mut dyn SnapshotSink) -> Result<(), JournalError> {
-        read_snapshot(&self.read_txn()?, tenant, sink)
+        read_snapshot(&self.read_txn()?, self.layout, tenant, sink)
     }
 
     fn append_heads(&self, tenant: &TenantId, origin: &journal_core::Origin) -> Result<Vec<u64>, JournalError> {
         let Db::Writable(db) = &self.db else {
             return Err(machinery("the store is open read-only: it cannot append a heads leaf"));
         };
-        write_heads(db, tenant, origin)
+        write_heads(db, self.layout, tenant, origin)
     }
 
     fn newest_heads_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<u64>, JournalError> {

@@ -7,7 +7,7 @@ use redb::{Database, ReadableTable as _, WriteTransaction};
 use tlog::{NodeHash, NodeId};
 
 use crate::{
-    ADMISSIONS, Db, HEADS, HEADS_BY_RUN, IDEMPOTENCY, LOG_COUNTER, MOVED, NODES, OUTCOMES, RECORDS, RUNS, RedbStore,
+    ADMISSIONS, Db, HEADS, HEADS_BY_RUN, IDEMPOTENCY, LOG_COUNTER, MOVED, NODES, OUTCOMES, RUNS, RedbStore,
     SEAL_BY_RUN, record_value, seals_def, seals_table,
 };
 
@@ -62,7 +62,7 @@ impl TamperAccess for RedbStore {
         let write = || -> Result<(), Box<dyn std::error::Error>> {
             let txn = self.writable()?.begin_write()?;
             {
-                let mut records = txn.open_table(RECORDS)?;
+                let mut records = txn.open_table(self.layout.records())?;
                 let key = (tenant.as_str(), run.as_str(), seq);
                 let old = records.get(key)?.map(|v| {
                     let (kind, ek, prev, hash, _, kid, sig) = v.value();
@@ -76,6 +76,7 @@ impl TamperAccess for RedbStore {
                     )
                 });
                 if let Some((kind, ek, prev, hash, kid, sig)) = old {
+                    let stored = self.layout.stored(&bytes);
                     records.insert(
                         key,
                         (
@@ -83,7 +84,7 @@ impl TamperAccess for RedbStore {
                             ek.as_deref(),
                             prev.as_slice(),
                             hash.as_slice(),
-                            bytes.as_slice(),
+                            stored.as_ref(),
                             kid.as_deref(),
                             sig.as_deref(),
                         ),
@@ -100,7 +101,9 @@ impl TamperAccess for RedbStore {
 
     fn overwrite_row(&self, tenant: &TenantId, run: &RunId, row: StoredRecord) {
         self.tamper("overwrite row", |txn| {
-            txn.open_table(RECORDS)?.insert((tenant.as_str(), run.as_str(), row.seq), record_value(&row))?;
+            let stored = self.layout.stored(&row.bytes);
+            txn.open_table(self.layout.records())?
+                .insert((tenant.as_str(), run.as_str(), row.seq), record_value(&row, &stored))?;
             Ok(())
         });
     }
@@ -283,7 +286,7 @@ impl TamperAccess for RedbStore {
     fn delete_record(&self, tenant: &TenantId, run: &RunId, seq: u64) {
         let write = || -> Result<(), Box<dyn std::error::Error>> {
             let txn = self.writable()?.begin_write()?;
-            txn.open_table(RECORDS)?.remove((tenant.as_str(), run.as_str(), seq))?;
+            txn.open_table(self.layout.records())?.remove((tenant.as_str(), run.as_str(), seq))?;
             txn.commit()?;
             Ok(())
         };
@@ -311,7 +314,7 @@ impl TamperAccess for RedbStore {
             let (t, r) = (tenant.as_str(), run.as_str());
             let txn = self.writable()?.begin_write()?;
             {
-                let mut records = txn.open_table(RECORDS)?;
+                let mut records = txn.open_table(self.layout.records())?;
                 let seqs: Vec<u64> = records
                     .range((t, r, 0)..=(t, r, u64::MAX))?
                     .filter_map(|e| e.ok().map(|(k, _)| k.value().2))

@@ -1,5 +1,5 @@
 //! `agentplane repair` and `agentplane compact`: a redb file's upkeep;
-//! `agentplane migrate`: a PostgreSQL store's schema.
+//! `agentplane migrate`: a PostgreSQL store's schema, a redb file's layout.
 
 use crate::backend;
 use crate::config::Settings;
@@ -19,11 +19,28 @@ pub fn compact(cli: &Settings) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `agentplane migrate`: makes or migrates a PostgreSQL store's schema.
+/// `agentplane migrate`: makes or migrates a PostgreSQL store's schema, or
+/// moves a redb file to this build's storage layout.
 pub fn migrate(cli: &Settings) -> Result<(), Failure> {
+    let store = backend::display(&cli.store);
     match backend::migrate(&cli.store)? {
-        Some((from, to)) => eprintln!("{}: schema migrated from version {from} to {to}", backend::display(&cli.store)),
-        None => eprintln!("{}: the schema is this build's already", backend::display(&cli.store)),
+        backend::Migrated::Schema(Some((from, to))) => {
+            eprintln!("{store}: schema migrated from version {from} to {to}")
+        }
+        backend::Migrated::Schema(None) => eprintln!("{store}: the schema is this build's already"),
+        backend::Migrated::Layout(migration) => match migration.backup {
+            Some(backup) => eprintln!(
+                "{store}: storage layout migrated from {} to {} ({} bytes before, {} after); the file as it was is \
+                 kept in {} (a build of layout {} opens it): delete it once you no longer need the way back",
+                migration.from,
+                migration.to,
+                migration.before,
+                migration.after,
+                backup.display(),
+                migration.from
+            ),
+            None => eprintln!("{store}: the storage layout is this build's already ({})", migration.to),
+        },
     }
     Ok(())
 }

@@ -1,0 +1,191 @@
+//! Storage layouts (issue 25, R-STORE-3): a new file is of layout 2 (each
+//! record's bytes compressed); a file of layout 1 is read and written as it
+//! is until `RedbStore::migrate`; a build of layout 1 refuses a file of
+//! layout 2 instead of reading no record; this build refuses a newer
+//! layout as build skew; a forged compressed row is damage, never a panic.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+use std::path::Path;
+
+use redb::ReadableTable as _;
+
+use journal_core::testkit::{origin, sample_run, tenant};
+use journal_core::{Journal, JournalError, Outcome, RunId, Store as _};
+use store_redb::{OpenError, RedbStore};
+
+type RecordValue<'a> = (&'a str, Option<&'a str>, &'a [u8], &'a [u8], &'a [u8], Option<&'a str>, Option<&'a [u8]>);
+/// Layout 1's records table, as builds of layout 1 open it.
+const LAYOUT_1_RECORDS: redb::TableDefinition<(&str, &str, u64), RecordValue> = redb::TableDefinition::new("records");
+const LAYOUT_2_RECORDS: redb::TableDefinition<(&str, &str, u64), RecordValue> = redb::TableDefinition::new("records_z");
+const META: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+
+fn table_names(path: &Path) -> Vec<String> {
+    let db = redb::Database::open(path).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+    txn.list_tables().unwrap().map(|t| redb::TableHandle::name(&t).to_owned()).collect()
+}
+
+/// A file as builds of layout 1 made it: their records table exists before
+/// this build first opens the file.
+fn layout_1_file(path: &Path) {
+    let db = redb::Database::create(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    txn.open_table(LAYOUT_1_RECORDS).unwrap();
+    txn.commit().unwrap();
+}
+
+#[test]
+fn r_store_3_a_new_file_compresses_its_records_and_an_older_build_refuses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    let (tenant, origin) = (tenant(), origin());
+    let run = RunId::new("run-a").unwrap();
+    let rows = {
+        let store = RedbStore::create(&path).unwrap();
+        sample_run(&Journal::new(&store, &tenant, &origin), &run, Outcome::Succeeded).unwrap();
+        store.read_run(&tenant, &run).unwrap().rows
+    };
+    let db = redb::Database::open(&path).unwrap();
+    let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+    let stored = txn.open_table(LAYOUT_2_RECORDS).unwrap();
+    let mut stored_bytes = 0;
+    for row in &rows {
+        let value = stored.get((tenant.as_str(), run.as_str(), row.seq)).unwrap().unwrap();
+        let kept = value.value().4;
+        assert_ne!(kept, row.bytes.as_slice(), "seq {}: not the bytes as written", row.seq);
+        stored_bytes += kept.len();
+    }
+    let written: usize = rows.iter().map(|row| row.bytes.len()).sum();
+    assert!(stored_bytes * 2 < written, "{stored_bytes} bytes kept for {written} written");
+    // What a build of layout 1 does first with a file: open its records table.
+    match txn.open_table(LAYOUT_1_RECORDS) {
+        Err(redb::TableError::TableTypeMismatch { .. }) => {}
+        other => panic!("a build of layout 1 must be refused, not handed a table: {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn r_store_3_a_layout_1_file_is_read_and_written_as_it_is_until_migrated() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    layout_1_file(&path);
+    let (tenant, origin) = (tenant(), origin());
+    let run = RunId::new("run-a").unwrap();
+    let rows = {
+        let store = RedbStore::open(&path).unwrap();
+        sample_run(&Journal::new(&store, &tenant, &origin), &run, Outcome::Failed).unwrap();
+        store.read_run(&tenant, &run).unwrap().rows
+    };
+    assert!(!table_names(&path).contains(&"records_z".to_owned()), "{:?}", table_names(&path));
+    {
+        // A build of layout 1 reads the appends of this one as its own.
+        let db = redb::Database::open(&path).unwrap();
+        let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
+        let records = txn.open_table(LAYOUT_1_RECORDS).unwrap();
+        for row in &rows {
+            let value = records.get((tenant.as_str(), run.as_str(), row.seq)).unwrap().unwrap();
+            assert_eq!(value.value().4, row.bytes.as_slice());
+        }
+    }
+    let migration = RedbStore::migrate(&path).unwrap();
+    assert_eq!((migration.from, migration.to), (1, store_redb::LAYOUT));
+    let backup = migration.backup.unwrap();
+    assert_eq!(backup, RedbStore::backup_path(&path));
+    for (file, layout) in [(&path, store_redb::LAYOUT), (&backup, 1)] {
+        let store = RedbStore::open_read_only(file).unwrap();
+        assert_eq!(store.read_run(&tenant, &run).unwrap().rows, rows, "{} (layout {layout})", file.display());
+    }
+    // Appends go on after the migration, compressed, behind the moved rows.
+    {
+        let store = RedbStore::open(&path).unwrap();
+        let more = RunId::new("run-b").unwrap();
+        sample_run(&Journal::new(&store, &tenant, &origin), &more, Outcome::Succeeded).unwrap();
+        assert_eq!(store.read_run(&tenant, &run).unwrap().rows, rows);
+        assert!(!store.read_run(&tenant, &more).unwrap().rows.is_empty());
+    }
+    let again = RedbStore::migrate(&path).unwrap();
+    assert_eq!((again.from, again.to, again.backup), (store_redb::LAYOUT, store_redb::LAYOUT, None));
+}
+
+#[test]
+fn r_store_3_a_newer_layout_is_build_skew_for_every_opening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    drop(RedbStore::create(&path).unwrap());
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META).unwrap().insert("layout", 3).unwrap();
+        txn.commit().unwrap();
+    }
+    let newer = |result: Result<(), OpenError>| match result {
+        Err(OpenError::NewerLayout { layout: 3, .. }) => {}
+        other => panic!("a file of layout 3 must be refused as build skew: {other:?}"),
+    };
+    newer(RedbStore::open(&path).map(drop));
+    newer(RedbStore::open_read_only(&path).map(drop));
+    newer(RedbStore::open_read_only_or_repaired_copy(&path).map(drop));
+    newer(RedbStore::migrate(&path).map(drop));
+}
+
+/// Someone with the file and no key rewrites a compressed row with bytes
+/// that are no zstd frame, or a frame claiming a terabyte: reading the run
+/// is a typed store damage finding, never a panic or an allocation.
+#[test]
+fn r_aud_1_a_forged_compressed_row_is_store_damage() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    let (tenant, origin) = (tenant(), origin());
+    let run = RunId::new("run-a").unwrap();
+    {
+        let store = RedbStore::create(&path).unwrap();
+        sample_run(&Journal::new(&store, &tenant, &origin), &run, Outcome::Succeeded).unwrap();
+    }
+    let mut huge = vec![1_u8, 0x28, 0xb5, 0x2f, 0xfd, 0xe0];
+    huge.extend_from_slice(&(1_u64 << 40).to_le_bytes());
+    for forged in [vec![1_u8, 0, 1, 2, 3], huge, vec![7_u8, b'{'], Vec::new()] {
+        {
+            let db = redb::Database::open(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            {
+                let mut records = txn.open_table(LAYOUT_2_RECORDS).unwrap();
+                let key = (tenant.as_str(), run.as_str(), 2_u64);
+                let value = records.get(key).unwrap().unwrap();
+                let (kind, effect_key, prev, hash, _, key_id, signature) = value.value();
+                let (kind, effect_key, prev, hash) =
+                    (kind.to_owned(), effect_key.map(str::to_owned), prev.to_vec(), hash.to_vec());
+                let (key_id, signature) = (key_id.map(str::to_owned), signature.map(<[u8]>::to_vec));
+                drop(value);
+                records
+                    .insert(
+                        key,
+                        (
+                            kind.as_str(),
+                            effect_key.as_deref(),
+                            prev.as_slice(),
+                            hash.as_slice(),
+                            forged.as_slice(),
+                            key_id.as_deref(),
+                            signature.as_deref(),
+                        ),
+                    )
+                    .unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        let store = RedbStore::open_read_only(&path).unwrap();
+        match store.read_run(&tenant, &run) {
+            Err(JournalError::StoreDamage { detail, .. }) => assert!(detail.contains("record 2"), "{detail}"),
+            other => panic!("{forged:?}: {:?}", other.map(|rows| rows.rows.len())),
+        }
+        let report = audit::audit(&store, &audit::AuditInputs::new(tenant.clone(), origin.clone())).unwrap();
+        assert!(
+            report
+                .findings
+                .iter()
+                .any(|finding| finding.code == audit::FindingCode::ChainBroken && finding.seq == Some(2)),
+            "{forged:?}: the audit finds the forged row: {:#?}",
+            report.findings
+        );
+    }
+}
