@@ -250,14 +250,10 @@ fn read_config(path: &Path) -> Result<PlaneConfig, Failure> {
     Ok(config)
 }
 
-/// Writes a new configuration, refusing to overwrite one.
+/// Writes a new configuration, refusing to overwrite one; whole or not at
+/// all (a disk that fills up leaves no half-written file).
 pub fn write_config(path: &Path, config: &PlaneConfig) -> Result<(), Failure> {
     let text = toml::to_string_pretty(config).map_err(|err| Failure::Io(err.to_string()))?;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    let mut file = options.open(path).map_err(|err| {
-        Failure::Io(format!("creating {}: {err} (an existing configuration is never overwritten)", path.display()))
-    })?;
     let mut text = format!("# agentplane plane configuration\n{}\n", text.trim_end());
     if config.witnesses.is_empty() {
         text.push_str(
@@ -265,8 +261,9 @@ pub fn write_config(path: &Path, config: &PlaneConfig) -> Result<(), Failure> {
              # [[witness]]\n# url = \"http://127.0.0.1:7380\"\n# key = \"witness.example/w1+abcd1234+...\"\n",
         );
     }
-    std::io::Write::write_all(&mut file, text.as_bytes())
-        .map_err(|err| Failure::Io(format!("writing {}: {err}", path.display())))
+    crate::output::write_new(path, text.as_bytes(), false).map_err(|err| {
+        Failure::Io(format!("creating {}: {err} (an existing configuration is never overwritten)", path.display()))
+    })
 }
 
 /// Parses an interval such as `90s`, `5m` or `1h`.
@@ -357,6 +354,12 @@ pub fn init_plane(
     }
     let keys = PlaneKeys::generate(&origins)?;
     keys.write(&keys_path)?;
-    write_config(&config_path, &config)?;
+    if let Err(err) = write_config(&config_path, &config) {
+        // Nothing was signed with the keys just made: they go again, so that
+        // the next `init` starts from nothing rather than refusing them.
+        let _ = std::fs::remove_file(&high_water);
+        let _ = std::fs::remove_file(&keys_path);
+        return Err(err);
+    }
     Ok((config, keys))
 }

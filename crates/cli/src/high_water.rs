@@ -59,16 +59,12 @@ impl FileHighWater {
     /// (`init`, `keygen`); refuses to overwrite one.
     pub fn create(keys: &Path, origins: &[Origin]) -> Result<(), HighWaterError> {
         let path = path_beside(keys);
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        let mut file = options.open(&path).map_err(|err| io(&path, &err))?;
         let mut body = HEADER.to_owned();
         for origin in origins {
             body.push_str(&format!("{origin} never\n"));
         }
-        file.write_all(body.as_bytes()).map_err(|err| io(&path, &err))?;
-        file.sync_all().map_err(|err| io(&path, &err))?;
-        sync_dir(&path)
+        // Whole or not at all: a half-written mark would read as lost.
+        crate::output::write_new(&path, body.as_bytes(), false).map_err(|err| io(&path, &err))
     }
 
     fn read(&self) -> Result<Option<Vec<(String, Entry)>>, HighWaterError> {

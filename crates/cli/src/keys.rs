@@ -7,7 +7,6 @@
 //! record <key id> <base64 Ed25519 seed>
 //! ```
 
-use std::io::Write as _;
 use std::path::Path;
 
 use base64::Engine as _;
@@ -103,19 +102,22 @@ impl PlaneKeys {
                 high_water.display()
             )));
         }
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file =
-            options.open(path).map_err(|err| Failure::Io(format!("creating key file {}: {err}", path.display())))?;
         let mut body = String::from("# agentplane plane keys: keep this file secret\n");
         for (signer, _, _) in &self.logs {
             body.push_str(&format!("log {}\n", signer.to_skey()));
         }
         body.push_str(&format!("record {} {}\n", self.record.key_id(), STANDARD.encode(self.record.seed())));
-        file.write_all(body.as_bytes()).map_err(|err| Failure::Io(format!("writing {}: {err}", path.display())))?;
-        crate::high_water::FileHighWater::create(path, &self.origins()).map_err(|err| Failure::Io(err.to_string()))
+        // Whole or not at all (R-UX-3): a disk that fills up leaves no
+        // half-written key file to refuse the next try.
+        crate::output::write_new(path, body.as_bytes(), true)
+            .map_err(|err| Failure::Io(format!("creating key file {}: {err}", path.display())))?;
+        if let Err(err) = crate::high_water::FileHighWater::create(path, &self.origins()) {
+            // Nothing was signed with the keys just written: they go again,
+            // so that the next try starts from nothing.
+            let _ = std::fs::remove_file(path);
+            return Err(Failure::Io(err.to_string()));
+        }
+        Ok(())
     }
 
     /// The origins this file holds a log key for.

@@ -84,3 +84,29 @@ pub fn shown(text: &str) -> String {
         Some((cut, _)) => format!("{:?}... ({} bytes)", text.get(..cut).unwrap_or_default(), text.len()),
     }
 }
+
+/// Writes a new file whole, or nothing: the bytes go to a temporary file
+/// beside `path` (mode 0600 when `private`, else as the umask gives a new
+/// file), synced, then linked in place, refusing an existing file
+/// (`ErrorKind::AlreadyExists`), and the directory synced. A disk that fills
+/// up, or a crash, never leaves a half-written file at `path` to be read, or
+/// to refuse the next try.
+pub fn write_new(path: &std::path::Path, bytes: &[u8], private: bool) -> std::io::Result<()> {
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".agentplane-new-");
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(if private { 0o600 } else { 0o666 }));
+    #[cfg(not(unix))]
+    let _ = private;
+    let mut file = builder.tempfile_in(dir)?;
+    std::io::Write::write_all(&mut file, bytes)?;
+    file.as_file().sync_all()?;
+    file.persist_noclobber(path).map_err(|err| err.error)?;
+    #[cfg(unix)]
+    std::fs::File::open(dir)?.sync_all()?;
+    Ok(())
+}

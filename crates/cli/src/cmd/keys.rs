@@ -5,7 +5,6 @@ use journal_core::{Origin, Signer as _};
 use serde::Serialize;
 
 use crate::args::KeyPart;
-use crate::backend::open_existing;
 use crate::config::Settings;
 use crate::failure::Failure;
 use crate::keys::{DEFAULT_ORIGIN, PlaneKeys};
@@ -26,15 +25,13 @@ struct KeysRow<'a> {
 pub fn keygen(cli: &Settings) -> Result<(), Failure> {
     // A store that holds runs was signed by keys already: minting new ones
     // would mix two planes in one file.
-    if cli.store.is_file() {
-        let store = open_existing(&cli.store)?;
-        if !store.tenants()?.is_empty() {
-            return Err(Failure::Usage(format!(
-                "{} already holds runs: its keys exist (use the plane's key file); an auditor needs no key file \
-                 (`agentplane audit` with the public keys `agentplane keys` prints on the plane)",
-                cli.store.display()
-            )));
-        }
+    // Either backend: a PostgreSQL URL is no file, and its runs count too.
+    if crate::backend::holds_runs(&cli.store)? {
+        return Err(Failure::Usage(format!(
+            "{} already holds runs: its keys exist (use the plane's key file); an auditor needs no key file \
+             (`agentplane audit` with the public keys `agentplane keys` prints on the plane)",
+            crate::backend::display(&cli.store)
+        )));
     }
     let default = format!("{DEFAULT_ORIGIN}/default");
     let origin = cli.origin.as_deref().unwrap_or(&default);

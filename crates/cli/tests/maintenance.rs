@@ -1,0 +1,80 @@
+//! The plane's upkeep and recovery paths, attacked as a careless operator
+//! would: `init` and `keygen` on a disk that fills up, `keygen` against a
+//! store that holds runs, `compact` beside a process that has the store
+//! open (R-UX-3: nothing already stored is lost, every refusal says what
+//! was wrong and what to do; R-SIG-4; R-OPS-1).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+mod support;
+use support::*;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// Runs `agentplane ARGS` in `dir` with every file it writes limited to
+/// 1 KiB (`ulimit -f 1`, SIGXFSZ ignored): a write past that fails as on a
+/// full disk, after the bytes that fitted were written.
+fn agentplane_on_a_full_disk(dir: &Path, args: &[&str]) -> Output {
+    Command::new("bash")
+        .current_dir(dir)
+        .arg("-c")
+        .arg(r#"trap "" XFSZ; ulimit -f 1; exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_agentplane"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// R-UX-3: `init` on a disk that fills up while the key file is written
+/// fails (exit 2) and leaves no half-written key file, high-water mark or
+/// configuration behind: the same `init` succeeds once there is room, and
+/// its keys read.
+#[test]
+fn r_ux_3_init_on_a_full_disk_leaves_no_half_written_key_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // Sixteen tenants: a key file of about 2 KiB, past the limit.
+    let names: Vec<String> = (1..=16).map(|i| format!("tenant-number-{i}")).collect();
+    let mut args = vec!["init"];
+    for name in &names {
+        args.extend(["--tenant-name", name.as_str()]);
+    }
+    let out = agentplane_on_a_full_disk(dir.path(), &args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    for left in ["agentplane.key", "agentplane.highwater", "agentplane.toml"] {
+        assert!(!dir.path().join(left).exists(), "{left} was left behind by a failed init: {}", text(&out));
+    }
+    ok(dir.path(), &args);
+    let keys = json(dir.path(), &["--tenant", "tenant-number-16", "keys", "--json"]);
+    assert_eq!(keys["origin"], "agentplane.local/plane/tenant-number-16", "{keys}");
+}
+
+/// R-UX-3: the same for `keygen` (a long origin makes its key file larger
+/// than the limit): no truncated key file is left to refuse the next try.
+#[test]
+fn r_ux_3_keygen_on_a_full_disk_leaves_no_half_written_key_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = format!("example.test/{}", "a".repeat(600));
+    let out = agentplane_on_a_full_disk(dir.path(), &["keygen", "--origin", &origin]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    for left in ["agentplane.key", "agentplane.highwater"] {
+        assert!(!dir.path().join(left).exists(), "{left} was left behind by a failed keygen: {}", text(&out));
+    }
+    let vkey = ok(dir.path(), &["keygen", "--origin", &origin]);
+    assert!(vkey.starts_with(&origin), "{vkey}");
+    assert_eq!(ok(dir.path(), &["--origin", &origin, "keys", "--print", "origin"]).trim(), origin);
+}
+
+/// R-SIG-4: `keygen` refuses a PostgreSQL store that holds runs, as it does
+/// a redb file: a plane never mints keys for a history it did not sign
+/// (`cargo xtask with-pg cargo test -p agentplane-cli --test maintenance`).
+#[test]
+fn r_sig_4_keygen_refuses_a_postgresql_store_that_holds_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["init"]);
+    point_at_a_fresh_database(dir.path());
+    ok(dir.path(), &["demo"]);
+    let said = fails(dir.path(), &["keygen", "--keys", "fresh.key"], 2);
+    assert!(said.contains("already holds runs"), "{said}");
+    assert!(!dir.path().join("fresh.key").exists(), "no key was minted for a store with runs");
+    assert!(!dir.path().join("fresh.highwater").exists());
+}
