@@ -62,7 +62,9 @@ fn redacted(failure: Failure) -> Failure {
 /// with who and what to do), or not a readable store.
 fn redb_failure(err: store_redb::OpenError) -> Failure {
     match err {
-        held @ store_redb::OpenError::Held { .. } => Failure::Io(held.to_string()),
+        held @ (store_redb::OpenError::Held { .. } | store_redb::OpenError::InUse { .. }) => {
+            Failure::Io(held.to_string())
+        }
         newer @ store_redb::OpenError::NewerLayout { .. } => Failure::BuildSkew(newer.to_string()),
         store_redb::OpenError::Journal(err) => {
             Failure::Io(format!("{err}; the file is not a readable agentplane store (it was left untouched)"))

@@ -78,3 +78,27 @@ fn r_sig_4_keygen_refuses_a_postgresql_store_that_holds_runs() {
     assert!(!dir.path().join("fresh.key").exists(), "no key was minted for a store with runs");
     assert!(!dir.path().join("fresh.highwater").exists());
 }
+
+/// R-UX-3, R-OPS-1: `compact` beside a process that shares the file (a
+/// plane, its sweep, a reader) changes nothing and says why truly: compact
+/// needs the file to itself, and which process has it open; not that the
+/// other process "opened it alone", which a plane of this build never does.
+#[test]
+fn r_ops_1_compact_beside_a_plane_says_it_needs_the_file_to_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["init"]);
+    ok(dir.path(), &["demo"]);
+    let store = dir.path().join("agentplane.redb");
+    let before = std::fs::read(&store).unwrap();
+    // This test process is the plane: it has the file open, shared.
+    let plane = store_redb::RedbStore::open(&store).unwrap();
+    let said = fails(dir.path(), &["compact"], 2);
+    assert!(said.contains("to itself") && said.contains(&format!("pid {}", std::process::id())), "{said}");
+    assert!(
+        !said.contains("opened it alone"),
+        "the plane shares the file; compact is the one that needs it alone: {said}"
+    );
+    drop(plane);
+    assert_eq!(std::fs::read(&store).unwrap().len(), before.len(), "nothing was compacted beside the plane");
+    assert!(ok(dir.path(), &["compact"]).contains("bytes before"));
+}

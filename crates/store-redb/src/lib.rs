@@ -218,6 +218,24 @@ pub enum OpenError {
         /// The layout the file names.
         layout: u64,
     },
+    /// [`RedbStore::compact`] or [`RedbStore::migrate`] needs the file to
+    /// itself, and other processes have it open (a plane, its sweep, a
+    /// reader: they share the file). Nothing was changed.
+    #[error(
+        "{task} {} needs the file to itself, and other processes have it open{}: nothing was changed. Stop \
+         the plane, its sweep and any command reading the file, then run this again",
+        path.display(),
+        holders_text(holders)
+    )]
+    InUse {
+        /// What needed it: "compacting", "migrating".
+        task: &'static str,
+        /// The store file.
+        path: PathBuf,
+        /// The processes that have the file open, when the system says
+        /// (Linux's `/proc`); empty when it cannot tell.
+        holders: Vec<Holder>,
+    },
     /// Anything else: a missing, unreadable or damaged file.
     #[error(transparent)]
     Journal(#[from] JournalError),
@@ -227,7 +245,7 @@ impl From<OpenError> for JournalError {
     fn from(err: OpenError) -> Self {
         match err {
             OpenError::Journal(err) => err,
-            other @ (OpenError::Held { .. } | OpenError::NewerLayout { .. }) => {
+            other @ (OpenError::Held { .. } | OpenError::InUse { .. } | OpenError::NewerLayout { .. }) => {
                 JournalError::Io(StorageError::message(other.to_string()))
             }
         }
@@ -322,6 +340,15 @@ fn opening(path: &Path, err: redb::DatabaseError) -> OpenError {
             OpenError::Held { path: path.to_path_buf(), holders: holders(path) }
         }
         other => OpenError::Journal(open_error(path, other)),
+    }
+}
+
+/// Why a file that this process must have to itself would not open: held
+/// by others is [`OpenError::InUse`], saying what needed it.
+fn opening_alone(task: &'static str, path: &Path, err: redb::DatabaseError) -> OpenError {
+    match opening(path, err) {
+        OpenError::Held { path, holders } => OpenError::InUse { task, path, holders },
+        other => other,
     }
 }
 
@@ -476,13 +503,13 @@ impl RedbStore {
     /// freed pages are given back.
     ///
     /// Needs the file to itself: it opens the file alone, so it is refused
-    /// ([`OpenError::Held`]) while any other process has it open, and shuts
+    /// ([`OpenError::InUse`]) while any other process has it open, and shuts
     /// out every other opening while it runs. Every row stays as it was
     /// (key and value, byte for byte); only the space around them changes.
     /// Returns the file's size before and after.
     pub fn compact(path: &Path) -> Result<(u64, u64), OpenError> {
         let before = file_size(path)?;
-        let mut db = Database::open(path).map_err(|err| opening(path, err))?;
+        let mut db = Database::open(path).map_err(|err| opening_alone("compacting", path, err))?;
         give_space_back(&mut db, path)?;
         drop(db);
         Ok((before, file_size(path)?))
@@ -503,7 +530,7 @@ impl RedbStore {
     /// alone.
     pub fn migrate(path: &Path) -> Result<Migration, OpenError> {
         let before = file_size(path)?;
-        let mut db = Database::open(path).map_err(|err| opening(path, err))?;
+        let mut db = Database::open(path).map_err(|err| opening_alone("migrating", path, err))?;
         let from = {
             let txn = db.begin_read().map_err(io)?;
             let named = match open_if_there(&txn, META)? {
