@@ -102,3 +102,97 @@ fn r_ops_1_compact_beside_a_plane_says_it_needs_the_file_to_itself() {
     assert_eq!(std::fs::read(&store).unwrap().len(), before.len(), "nothing was compacted beside the plane");
     assert!(ok(dir.path(), &["compact"]).contains("bytes before"));
 }
+
+/// The records of `run` of tenant `shop` in the redb store of `plane`, read
+/// without writing.
+fn records_of(plane: &Path, run: &journal_core::RunId) -> usize {
+    use journal_core::Store as _;
+    let store = store_redb::RedbStore::open_read_only(&plane.join("agentplane.redb")).unwrap();
+    store.read_run(&journal_core::TenantId::new("shop").unwrap(), run).unwrap().rows.len()
+}
+
+/// The first run of tenant `shop` whose answer is `outcome`.
+fn first_run(plane: &Path, outcome: &str) -> journal_core::RunId {
+    let ids = ok(plane, &["--tenant", "shop", "runs", "--outcome", outcome, "--ids"]);
+    journal_core::RunId::new(ids.lines().next().unwrap_or_else(|| panic!("the demo makes a {outcome} run"))).unwrap()
+}
+
+/// `resume` with each answer it takes, on `exhausted`, `withheld` (with
+/// `lift`) and `quarantined` runs of a store the plane must not go on with:
+/// each exits 1 saying `why`, and no run gained a record.
+fn resume_appends_nothing(plane: &Path, why: &str, lift: bool) {
+    let exhausted = first_run(plane, "exhausted");
+    let withheld = first_run(plane, "withheld");
+    let quarantined = first_run(plane, "quarantined");
+    let effect = ok(plane, &["--tenant", "shop", "show", quarantined.as_str(), "--json"]);
+    let effect: serde_json::Value = serde_json::from_str(&effect).unwrap();
+    let effect = effect["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|r| (r["kind"] == "EffectStarted").then(|| r["effect_key"].as_str().unwrap().to_owned()))
+        .unwrap();
+    let before: Vec<usize> = [&exhausted, &withheld, &quarantined].iter().map(|run| records_of(plane, run)).collect();
+    let answer = format!("{effect}=not-happened");
+    let mut cases = vec![
+        vec!["--tenant", "shop", "resume", exhausted.as_str(), "--raise", "tokens=100000"],
+        vec!["--tenant", "shop", "resume", quarantined.as_str(), "--answer", answer.as_str()],
+    ];
+    if lift {
+        cases.push(vec!["--tenant", "shop", "resume", withheld.as_str(), "--lift"]);
+    }
+    for args in cases {
+        let out = agentplane(plane, &args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(why), "{args:?}: {}", text(&out));
+    }
+    let after: Vec<usize> = [&exhausted, &withheld, &quarantined].iter().map(|run| records_of(plane, run)).collect();
+    assert_eq!(after, before, "resume appended to runs it refused to resume");
+}
+
+/// R-RUN-5, R-PLANE-2: on a store older than what the plane signed (a
+/// backup put back), `resume --raise`, `--lift` and `--answer` append
+/// nothing. Before, each answer was appended (signed with the plane's
+/// record key, extending the rolled-back history) and only the resume after
+/// it was refused with "no run is admitted or resumed here".
+#[test]
+fn r_run_5_resume_on_a_store_older_than_the_mark_appends_no_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    ok(plane, &["demo"]);
+    std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
+    ok(plane, &["demo"]);
+    std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
+    resume_appends_nothing(plane, "older than what the plane signed", true);
+}
+
+/// R-RUN-5, R-COVER-2: runs cut back behind the plane after a checkpoint
+/// covered their heads: `resume` with an answer appends nothing to them (an
+/// answer signed onto a cut history, `not-happened` to an effect whose end
+/// was cut away, would have the plane vouch for the forgery and run the
+/// effect again).
+#[test]
+fn r_cover_2_resume_of_a_cut_back_run_appends_no_answer() {
+    use journal_core::Store as _;
+    use journal_core::testkit::TamperAccess as _;
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    ok(plane, &["demo"]);
+    ok(plane, &["--tenant", "shop", "checkpoint"]);
+    {
+        let store = store_redb::RedbStore::open(&plane.join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("shop").unwrap();
+        // Their conclusions cut away: the exhausted run takes a raised
+        // ceiling, the quarantined one's effect is still in doubt.
+        for outcome in ["exhausted", "quarantined"] {
+            let run = first_run(plane, outcome);
+            let rows = store.read_run(&tenant, &run).unwrap().rows;
+            let keep = rows.len() - 1;
+            store.delete_record(&tenant, &run, rows[keep].seq);
+            store.set_runs_head(&tenant, &run, journal_core::ExpectedHead { seq: rows[keep - 1].seq, hash: rows[keep - 1].hash });
+        }
+    }
+    resume_appends_nothing(plane, "cut back", false);
+}

@@ -434,7 +434,13 @@ impl Runtime {
         body: RecordBody,
     ) -> Result<(), RuntimeError> {
         let config = self.tenant(tenant)?;
+        // An answer (a raised ceiling, a lifted withholding, a doubt
+        // answered, a conclusion) is held to what resume is held to: never
+        // signed onto a store older than the plane's mark, or onto a run cut
+        // back behind it (R-RUN-5, R-COVER-2).
+        self.refuse_older_store(config)?;
         let verified = self.read(config, run)?;
+        self.refuse_cut_back(config, run, &verified.records)?;
         if verified.seal.is_some() {
             return Err(JournalError::Sealed { run: run.clone() }.into());
         }
