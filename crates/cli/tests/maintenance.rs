@@ -191,7 +191,11 @@ fn r_cover_2_resume_of_a_cut_back_run_appends_no_answer() {
             let rows = store.read_run(&tenant, &run).unwrap().rows;
             let keep = rows.len() - 1;
             store.delete_record(&tenant, &run, rows[keep].seq);
-            store.set_runs_head(&tenant, &run, journal_core::ExpectedHead { seq: rows[keep - 1].seq, hash: rows[keep - 1].hash });
+            store.set_runs_head(
+                &tenant,
+                &run,
+                journal_core::ExpectedHead { seq: rows[keep - 1].seq, hash: rows[keep - 1].hash },
+            );
         }
     }
     resume_appends_nothing(plane, "cut back", false);
