@@ -579,6 +579,100 @@ pub fn verify_export(
     Ok(VerifiedExport { origin, run, records: head.seq, index, tree, covers, outcome, cosigned, chain: records })
 }
 
+/// Holds what [`export_run`] read from the store to cover a run to what
+/// [`verify_export`] will hold the file to, before anything is written
+/// (R-EXP-1, R-COVER-2): the covering leaf to the verified chain (a sealed
+/// run's seal leaf; an open run's heads entry to a record of the chain, the
+/// entry to the heads leaf of this origin), the leaf's inclusion to the tree
+/// just signed, and a stored cosigned note to the log key, the origin and the
+/// leaf's inclusion in its tree. A store cut back below the head a heads
+/// leaf covers, or with rows changed behind the plane, is tamper evidence,
+/// never a file that claims more than the chain.
+#[allow(clippy::too_many_arguments)]
+fn check_covering(
+    tenant: &crate::ids::TenantId,
+    origin: &Origin,
+    run: &RunId,
+    verified: &VerifiedRun,
+    covering: ExportProof<'_>,
+    checkpoint: &SignedCheckpoint,
+    key: &witness::LogKey,
+    cosigned: Option<&CosignedInclusion>,
+) -> Result<(), JournalError> {
+    let damage = |detail: String| JournalError::StoreDamage {
+        tenant: tenant.clone(),
+        detail: format!("{detail}; nothing was exported (run `agentplane audit`)"),
+    };
+    let leaf_bytes = match covering {
+        ExportProof::Seal(inclusion) => {
+            let expected = SealLeaf::of_verified_chain(origin, run, &verified.records);
+            if !expected.is_some_and(|leaf| leaf.matches(&inclusion.leaf_bytes)) {
+                return Err(damage(format!(
+                    "the log's leaf {} found for run {run} is not the seal of its verified journal",
+                    inclusion.index
+                )));
+            }
+            &inclusion.leaf_bytes
+        }
+        ExportProof::Head(head) => {
+            let entry = &head.entry;
+            let last = verified.records.last().map_or(0, |record| record.stored.seq);
+            let held = verified.records.iter().find(|record| record.stored.seq == entry.seq);
+            if entry.run != *run || held.is_none_or(|record| record.stored.hash != entry.hash) {
+                return Err(JournalError::Tamper {
+                    run: run.clone(),
+                    seq: entry.seq.min(last.saturating_add(1)).max(1),
+                    kind: crate::error::TamperKind::SealMismatch,
+                    detail: Some(format!(
+                        "the log's newest heads leaf (leaf {}) holds its head at seq {} (hash {}), and its verified \
+                         journal, which ends at seq {last}, has no such record: the run was cut back or rewritten \
+                         below what a checkpoint covers; nothing was exported (run `agentplane audit`)",
+                        head.index, entry.seq, entry.hash
+                    )),
+                });
+            }
+            let heads = HeadsLeaf::parse(&head.leaf_bytes)
+                .ok_or_else(|| damage(format!("the log's leaf {} is not a heads leaf", head.index)))?;
+            if heads.origin != *origin {
+                return Err(damage(format!(
+                    "the heads leaf {} is of origin {}, not {origin}",
+                    head.index, heads.origin
+                )));
+            }
+            heads.entries.verify_inclusion(&entry.leaf_hash(), head.entry_index, &head.entry_proof).map_err(|err| {
+                damage(format!(
+                    "the heads leaf {} does not hold the entry of run {run} stored beside it: {err}",
+                    head.index
+                ))
+            })?;
+            &head.leaf_bytes
+        }
+    };
+    let leaf = tlog::LeafHash::of(leaf_bytes);
+    let tree = checkpoint.checkpoint().tree();
+    if covering.tree() != tree {
+        return Err(damage("the covering leaf is proven in another tree than the one signed".into()));
+    }
+    tree.verify_inclusion(&leaf, covering.index(), covering.proof())
+        .map_err(|err| damage(format!("the covering leaf's inclusion in the tree signed fails: {err}")))?;
+    if let Some(cosigned) = cosigned {
+        let verifier = key.verifier_key();
+        let (signed, _) = SignedCheckpoint::open(cosigned.note.as_bytes(), &[&verifier as &dyn NoteVerifier])
+            .map_err(|err| damage(format!("the stored cosigned checkpoint is not signed by the log key: {err}")))?;
+        let body = signed.checkpoint();
+        if body.origin_id() != origin {
+            return Err(damage(format!("the stored cosigned checkpoint is of origin {}", body.origin())));
+        }
+        body.tree().verify_inclusion(&leaf, cosigned.index, &cosigned.proof).map_err(|err| {
+            damage(format!(
+                "the stored cosigned checkpoint of size {} does not hold the run's leaf as proven: {err}",
+                body.tree().size
+            ))
+        })?;
+    }
+    Ok(())
+}
+
 /// A run's export, as [`export_run`] assembled it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunExport {
@@ -613,12 +707,14 @@ pub fn export_run(
     check: ChainCheck<'_>,
     high_water: Option<&dyn crate::log::HighWater>,
 ) -> Result<RunExport, JournalError> {
-    let verified = crate::journal::Journal::new(store, tenant, origin).read(run, check)?;
+    let journal = crate::journal::Journal::new(store, tenant, origin);
+    let mut verified = journal.read(run, check)?;
     let (view, signed) = crate::log::sign_current_head(store, tenant, origin, key, high_water)?;
     let (text, covers, cosigned) = if verified.seal.is_some() {
         let inclusion = view.inclusion(run)?;
         let cosigned = crate::checkpoints::cosigned_inclusion(store, &view, inclusion.index, &inclusion.leaf)?;
         let covering = ExportProof::Seal(&inclusion);
+        check_covering(tenant, origin, run, &verified, covering, &signed, key, cosigned.as_ref())?;
         (
             write_export(tenant, origin, run, &verified, covering, &signed, cosigned.as_ref())?,
             ExportCovers::Seal,
@@ -626,13 +722,16 @@ pub fn export_run(
         )
     } else {
         let head = view.head_inclusion(run)?;
+        // A run that grew after it was read had its new head entered
+        // before the signature: read again, so the chain reaches it.
+        if verified.records.last().is_none_or(|record| record.stored.seq < head.entry.seq) {
+            verified = journal.read(run, check)?;
+        }
         let cosigned = crate::checkpoints::cosigned_inclusion(store, &view, head.index, &head.leaf)?;
         let covers = ExportCovers::Head { seq: head.entry.seq, entries: head.entries };
-        (
-            write_export(tenant, origin, run, &verified, ExportProof::Head(&head), &signed, cosigned.as_ref())?,
-            covers,
-            cosigned,
-        )
+        let covering = ExportProof::Head(&head);
+        check_covering(tenant, origin, run, &verified, covering, &signed, key, cosigned.as_ref())?;
+        (write_export(tenant, origin, run, &verified, covering, &signed, cosigned.as_ref())?, covers, cosigned)
     };
     let records = match covers {
         ExportCovers::Seal => verified.records.len(),

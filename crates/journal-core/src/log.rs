@@ -84,6 +84,13 @@ pub struct HeadInclusion {
     pub source: LogSource,
 }
 
+impl RunInclusion {
+    /// Checks the proof: the leaf's bytes, hashed, in the tree.
+    pub fn verify(&self) -> Result<(), tlog::VerifyError> {
+        self.tree.verify_inclusion(&LeafHash::of(&self.leaf_bytes), self.index, &self.proof)
+    }
+}
+
 impl HeadInclusion {
     /// Checks both proofs: the entry in the leaf's root, the leaf in the tree.
     pub fn verify(&self) -> Result<(), tlog::VerifyError> {

@@ -126,6 +126,15 @@ pub fn inclusion(settings: &Settings, run: &str, json: bool) -> Result<(), Failu
             inclusion.index
         )));
     }
+    // The leaf and the path were read from separate rows: a proof is only
+    // printed when the leaf's bytes lead to the tree's root.
+    inclusion.verify().map_err(|err| {
+        Failure::Findings(format!(
+            "the log's leaf at position {} does not lead to the root of the tree of size {} ({err}): the store's \
+             seals or node hashes were changed behind the plane; run `agentplane audit` to see what else is",
+            inclusion.index, inclusion.tree.size
+        ))
+    })?;
     let row = InclusionRow {
         from_walk_with_holes: inclusion.source.has_holes(),
         index: inclusion.index,
@@ -188,9 +197,21 @@ pub struct Trusted<'a> {
     pub size: Option<u64>,
 }
 
+/// A tree the caller trusts, and what vouched for it.
+struct TrustedTree {
+    tree: tlog::Tree,
+    /// The checkpoint's origin; `None` for `--root`, which names none.
+    origin: Option<String>,
+    /// What vouched for it, as `trusted_by` says.
+    by: &'static str,
+}
+
+const BY_CHECKPOINT: &str = "a checkpoint signed by the log key";
+const BY_ROOT: &str = "--root";
+
 /// The trees the caller trusts: each checkpoint's, verified with the log
-/// key, and `--root`/`--size`.
-fn trusted_trees(trusted: &Trusted<'_>) -> Result<Vec<tlog::Tree>, Failure> {
+/// key, then `--root`/`--size`.
+fn trusted_trees(trusted: &Trusted<'_>) -> Result<Vec<TrustedTree>, Failure> {
     let mut trees = Vec::new();
     if !trusted.checkpoints.is_empty() {
         let text = trusted.log_key.ok_or_else(|| Failure::Usage("--checkpoint needs --log-key to open it".into()))?;
@@ -201,13 +222,18 @@ fn trusted_trees(trusted: &Trusted<'_>) -> Result<Vec<tlog::Tree>, Failure> {
             let (signed, _) = witness::SignedCheckpoint::open(&note, &[&key]).map_err(|err| {
                 Failure::Findings(format!("{}: not a checkpoint signed by the log key: {err}", file.display()))
             })?;
-            trees.push(signed.checkpoint().tree());
+            let checkpoint = signed.checkpoint();
+            trees.push(TrustedTree {
+                tree: checkpoint.tree(),
+                origin: Some(checkpoint.origin().to_owned()),
+                by: BY_CHECKPOINT,
+            });
         }
     }
     if let (Some(root), Some(size)) = (trusted.root, trusted.size) {
         let root = tlog::RootHash::from_hex(root)
             .map_err(|err| Failure::Usage(format!("--root {}: {err}", crate::output::shown(root))))?;
-        trees.push(tlog::Tree::new(size, root));
+        trees.push(TrustedTree { tree: tlog::Tree::new(size, root), origin: None, by: BY_ROOT });
     }
     if trees.is_empty() {
         return Err(Failure::Usage(
@@ -255,25 +281,39 @@ fn hex_of<T>(field: &str, text: &str, parse: fn(&str) -> Result<T, tlog::HashPar
 /// input): far above any proof's size.
 const MAX_PROOF_BYTES: u64 = 1 << 20;
 
+/// Reads a printed proof (`-`: standard input), at most [`MAX_PROOF_BYTES`]:
+/// one answer for a file and for standard input. Past the limit, or not
+/// UTF-8, it is not a proof (findings); only a failed read is I/O.
+fn read_proof(file: &std::path::Path) -> Result<String, Failure> {
+    let stdin = file == std::path::Path::new("-");
+    let name = if stdin { "standard input".to_owned() } else { file.display().to_string() };
+    let reader: Box<dyn std::io::Read> = if stdin {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::fs::File::open(file).map_err(|err| Failure::Io(format!("reading {name}: {err}")))?)
+    };
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(reader, MAX_PROOF_BYTES + 1), &mut bytes)
+        .map_err(|err| Failure::Io(format!("reading {name}: {err}")))?;
+    if bytes.len() as u64 > MAX_PROOF_BYTES {
+        return Err(Failure::Findings(format!(
+            "{name} is larger than 1 MiB: not a proof (verify-proof reads the JSON of `prove --json`, far smaller)"
+        )));
+    }
+    String::from_utf8(bytes)
+        .map_err(|_| Failure::Findings(format!("{name} is not UTF-8 text: not the JSON of `prove --json`")))
+}
+
 /// `agentplane verify-proof FILE (--checkpoint FILE --log-key VKEY | --root HEX --size N)`.
 pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -> Result<(), Failure> {
     let trees = trusted_trees(trusted)?;
-    let text = if file == std::path::Path::new("-") {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::Read::take(std::io::stdin().lock(), MAX_PROOF_BYTES), &mut text)
-            .map_err(|err| Failure::Io(format!("reading standard input: {err}")))?;
-        text
-    } else {
-        let bytes = crate::context::read_at_most(file, MAX_PROOF_BYTES)
-            .map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
-        String::from_utf8(bytes).map_err(|_| Failure::Findings(format!("{} is not UTF-8 text", file.display())))?
-    };
+    let text = read_proof(file)?;
     let proof: ProofFile = serde_json::from_str(&text)
         .map_err(|err| Failure::Findings(format!("{}: not the JSON of `prove --json`: {err}", file.display())))?;
     let tree = tlog::Tree::new(proof.size, hex_of("root", &proof.root, tlog::RootHash::from_hex)?);
     let path =
         proof.proof.iter().map(|h| hex_of("proof", h, tlog::NodeHash::from_hex)).collect::<Result<Vec<_>, _>>()?;
-    let (kind, old_size) = match (&proof.leaf_hash, proof.index, proof.old_size, &proof.old_root) {
+    let ((kind, trusted_by), old_size) = match (&proof.leaf_hash, proof.index, proof.old_size, &proof.old_root) {
         (Some(leaf), Some(index), None, None) => {
             let leaf = hex_of("leaf_hash", leaf, tlog::LeafHash::from_hex)?;
             if let Some(bytes) = &proof.leaf {
@@ -292,29 +332,42 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
             tree.verify_inclusion(&leaf, index, &tlog::InclusionProof::new(path)).map_err(|err| {
                 Failure::Findings(format!("the inclusion proof does not verify against its root: {err}"))
             })?;
-            if !trees.contains(&tree) {
+            let Some(trusted) = trees.iter().find(|trusted| trusted.tree == tree) else {
                 return Err(Failure::Findings(format!(
                     "the proof's tree (size {}, root {}) is not the trusted one ({})",
                     tree.size,
                     tree.root,
                     said(&trees)
                 )));
+            };
+            // A seal leaf names the log it seals the run in: a leaf of
+            // another origin's log proves nothing about this one's runs.
+            let named = proof.leaf.as_deref().and_then(|bytes| journal_core::SealLeaf::origin_named(bytes.as_bytes()));
+            if let (Some(named), Some(origin)) = (named, &trusted.origin)
+                && named != origin
+            {
+                return Err(Failure::Findings(format!(
+                    "the proof's leaf seals its run in the log of origin {}, and the trusted checkpoint is of origin \
+                     {}: a proof from another log",
+                    crate::output::shown(named),
+                    crate::output::shown(origin)
+                )));
             }
-            (if proof.kind.as_deref() == Some("head") { "head" } else { "inclusion" }, None)
+            ((if proof.kind.as_deref() == Some("head") { "head" } else { "inclusion" }, trusted.by), None)
         }
         (None, None, Some(old_size), Some(old_root)) => {
             let old = tlog::Tree::new(old_size, hex_of("old_root", old_root, tlog::RootHash::from_hex)?);
             tree.verify_extends(&old, &tlog::ConsistencyProof::new(path)).map_err(|err| {
                 Failure::Findings(format!("the consistency proof does not verify between its roots: {err}"))
             })?;
-            if !trees.iter().any(|trusted| *trusted == tree || *trusted == old) {
+            let Some(trusted) = trees.iter().find(|trusted| trusted.tree == tree || trusted.tree == old) else {
                 return Err(Failure::Findings(format!(
                     "neither end of the proof (size {old_size} or {}) is a trusted tree ({})",
                     tree.size,
                     said(&trees)
                 )));
-            }
-            ("consistency", Some(old_size))
+            };
+            (("consistency", trusted.by), Some(old_size))
         }
         _ => {
             return Err(Failure::Findings(format!(
@@ -323,7 +376,6 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
             )));
         }
     };
-    let trusted_by = if trusted.checkpoints.is_empty() { "--root" } else { "a checkpoint signed by the log key" };
     // Checked above: leaf bytes present hash to the leaf and name the run.
     let bound = if kind == "inclusion" { proof.leaf.as_ref().and(proof.run.clone()) } else { None };
     if json {
@@ -356,6 +408,6 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
     Ok(())
 }
 
-fn said(trees: &[tlog::Tree]) -> String {
-    trees.iter().map(|t| format!("size {} root {}", t.size, t.root)).collect::<Vec<_>>().join("; ")
+fn said(trees: &[TrustedTree]) -> String {
+    trees.iter().map(|t| format!("size {} root {}", t.tree.size, t.tree.root)).collect::<Vec<_>>().join("; ")
 }

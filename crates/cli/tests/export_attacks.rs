@@ -1,0 +1,260 @@
+//! An attacker review of the export and proof paths (R-EXP-1, R-LOG-4,
+//! R-COVER-2, R-UX-3): exports and proofs crafted by a hostile operator, and
+//! stores changed by someone with the file and no key. Each test failed
+//! before its fix.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+mod support;
+use support::*;
+
+use std::path::{Path, PathBuf};
+
+use journal_core::testkit::TamperAccess;
+
+/// A plane `agentplane demo` made, in a folder of its own.
+struct Demo {
+    _root: tempfile::TempDir,
+    plane: PathBuf,
+    vkey: String,
+}
+
+fn demo() -> Demo {
+    let root = tempfile::tempdir().unwrap();
+    ok(root.path(), &["demo"]);
+    let plane = root.path().join("agentplane-demo");
+    let vkey = ok(&plane, &["keys", "--print", "log-key"]).trim().to_owned();
+    Demo { _root: root, plane, vkey }
+}
+
+fn first_run(dir: &Path, outcome: &str) -> String {
+    ok(dir, &["runs", "--outcome", outcome, "--ids"]).lines().next().unwrap().to_owned()
+}
+
+fn tenant() -> journal_core::TenantId {
+    journal_core::TenantId::new("default").unwrap()
+}
+
+/// R-COVER-2, R-EXP-1: an open run cut back in the store file (its last
+/// records deleted, its head row moved back, no moved mark) below the head
+/// the log's newest heads leaf holds. `export` wrote the shorter records
+/// under the heads leaf of the longer history and said "its head at seq 7
+/// proven in the log" (exit 0), a file no auditor can verify; now it refuses
+/// (exit 1, the cut named) and writes nothing.
+#[test]
+fn r_cover_2_export_refuses_an_open_run_cut_below_its_covered_head() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let failed = first_run(dir, "failed");
+    ok(dir, &["checkpoint"]);
+    {
+        let store = store_redb::RedbStore::open(&dir.join("agentplane.redb")).unwrap();
+        let run = journal_core::RunId::new(&failed).unwrap();
+        let rows = journal_core::Store::read_run(&store, &tenant(), &run).unwrap().rows;
+        let last = rows.len() as u64;
+        store.delete_record(&tenant(), &run, last);
+        let kept = &rows[rows.len() - 2];
+        store.set_runs_head(&tenant(), &run, journal_core::ExpectedHead { seq: kept.seq, hash: kept.hash });
+    }
+    let out = agentplane(dir, &["export", &failed, "-o", "cut.export"]);
+    let said = text(&out);
+    if out.status.success() {
+        let verified = agentplane(dir, &["verify-export", "cut.export", "--log-key", &demo.vkey]);
+        panic!("export wrote a file ({said}); verify-export says: {}", text(&verified));
+    }
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains(&failed) && said.contains("cut back"), "{said}");
+    assert!(!dir.join("cut.export").exists(), "nothing is written");
+}
+
+/// R-EXP-1, R-WIT-9: a cosigned row whose note is not the checkpoint of the
+/// tree kept beside it (an older genuine note put in the store file beside a
+/// newer tree). `export` proved the run in the row's tree and wrote the
+/// other note under that proof (exit 0, a file verify-export refuses); now
+/// every stored note is held to the log key and its tree before it is
+/// written, and export refuses (exit 1) without writing.
+#[test]
+fn r_exp_1_export_refuses_a_cosigned_row_whose_note_is_not_its_tree() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let sealed = first_run(dir, "succeeded");
+    let older = ok(dir, &["checkpoint"]);
+    ok(dir, &["fork", &sealed, "--at", "2"]);
+    let newer = json(dir, &["checkpoint", "--json"]);
+    let size = newer["size"].as_u64().unwrap();
+    {
+        let store = store_redb::RedbStore::open(&dir.join("agentplane.redb")).unwrap();
+        let tree = tlog::Tree::new(size, tlog::RootHash::from_hex(newer["root"].as_str().unwrap()).unwrap());
+        let row = journal_core::store::SignedTree { tree, note: older.clone() };
+        journal_core::Store::record_cosigned_checkpoint(&store, &tenant(), row).unwrap();
+    }
+    let out = agentplane(dir, &["export", &sealed, "-o", "run.export"]);
+    let said = text(&out);
+    if out.status.success() {
+        let verified = agentplane(dir, &["verify-export", "run.export", "--log-key", &demo.vkey]);
+        panic!("export wrote a file ({said}); verify-export says: {}", text(&verified));
+    }
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("cosigned"), "{said}");
+    assert!(!dir.join("run.export").exists(), "nothing is written");
+}
+
+/// A log of `origin` signed with a fresh key, holding `leaves`: its
+/// signed note, its verifier key, its tree, and the inclusion proof of each leaf.
+fn signed_log(origin: &str, leaves: &[Vec<u8>]) -> (String, String, tlog::Tree, Vec<tlog::InclusionProof>) {
+    let signer = witness::SignerKey::generate(origin, witness::ALG_ED25519).unwrap();
+    let mut hashes = tlog::MemoryHashStore::new();
+    for leaf in leaves {
+        hashes.append(tlog::LeafHash::of(leaf));
+    }
+    let tree = hashes.tree();
+    let proofs = (0..leaves.len() as u64).map(|i| hashes.prove_inclusion(i, tree.size).unwrap()).collect();
+    let key = witness::LogKey::new(signer.clone()).unwrap();
+    let origin = witness::Origin::new(origin).unwrap();
+    let note = key.sign(&witness::Checkpoint::new(&origin, tree)).unwrap().note().to_owned();
+    (note, signer.verifier_key().to_string(), tree, proofs)
+}
+
+/// The JSON of `prove RUN --json` for leaf `index` of a log.
+fn proof_json(run: &str, leaf: &[u8], index: u64, tree: tlog::Tree, proof: &tlog::InclusionProof) -> String {
+    serde_json::json!({
+        "from_walk_with_holes": false,
+        "index": index,
+        "leaf": String::from_utf8(leaf.to_vec()).unwrap(),
+        "leaf_hash": tlog::LeafHash::of(leaf).to_string(),
+        "proof": proof.path().iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "root": tree.root.to_string(),
+        "run": run,
+        "size": tree.size,
+    })
+    .to_string()
+}
+
+fn seal_leaf(origin: &str, run: &str) -> Vec<u8> {
+    format!("agentplane/seal/v1\norigin {origin}\nrun {run}\nrecords 3\nhead {}\n", "ab".repeat(32)).into_bytes()
+}
+
+/// R-LOG-4: a proof whose leaf seals a run in another origin's log (bank's),
+/// proven in the tree of the checkpoint the auditor trusts (shop's). verify-proof
+/// said "valid ... the leaf seals run X" of a run the leaf itself places in
+/// another log (verify-export refuses the same as a mismatch); now the seal
+/// leaf's origin must be the trusted checkpoint's (exit 1, both named).
+#[test]
+fn r_log_4_verify_proof_refuses_a_seal_leaf_of_another_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = "run-0123456789abcdef01234567";
+    let foreign = seal_leaf("bank.test/log", run);
+    let own = seal_leaf("shop.test/log", "run-76543210fedcba9876543210");
+    let (note, vkey, tree, proofs) = signed_log("shop.test/log", &[own.clone(), foreign.clone()]);
+    std::fs::write(dir.path().join("shop.note"), &note).unwrap();
+    std::fs::write(dir.path().join("own.json"), proof_json("run-76543210fedcba9876543210", &own, 0, tree, &proofs[0]))
+        .unwrap();
+    std::fs::write(dir.path().join("foreign.json"), proof_json(run, &foreign, 1, tree, &proofs[1])).unwrap();
+    let trusted = ["--checkpoint", "shop.note", "--log-key", vkey.as_str()];
+    ok(dir.path(), &[&["verify-proof", "own.json"][..], &trusted].concat());
+    let refused = json_exit(dir.path(), &[&["verify-proof", "foreign.json", "--json"][..], &trusted].concat(), 1);
+    assert_eq!(refused["class"], "findings", "{refused}");
+    let message = refused["message"].as_str().unwrap();
+    assert!(message.contains("bank.test/log") && message.contains("shop.test/log"), "{message}");
+}
+
+/// R-LOG-4: with a signed checkpoint and a `--root` given together, a proof
+/// of the `--root` tree (one the checkpoint does not vouch for) was answered
+/// "trusted by a checkpoint signed by the log key"; now `trusted_by` names
+/// the input whose tree the proof is of.
+#[test]
+fn r_log_4_verify_proof_names_the_input_that_vouched_for_its_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = "run-0123456789abcdef01234567";
+    let leaf = seal_leaf("shop.test/log", run);
+    let (note, vkey, _, _) = signed_log("shop.test/log", std::slice::from_ref(&leaf));
+    // Another tree holding the same leaf, that no checkpoint signed.
+    let (_, _, other, proofs) = signed_log("shop.test/log", &[seal_leaf("shop.test/log", "run-x"), leaf.clone()]);
+    std::fs::write(dir.path().join("shop.note"), &note).unwrap();
+    std::fs::write(dir.path().join("proof.json"), proof_json(run, &leaf, 1, other, &proofs[1])).unwrap();
+    let root = other.root.to_string();
+    let size = other.size.to_string();
+    let args = [
+        "verify-proof",
+        "proof.json",
+        "--checkpoint",
+        "shop.note",
+        "--log-key",
+        vkey.as_str(),
+        "--root",
+        root.as_str(),
+        "--size",
+        size.as_str(),
+        "--json",
+    ];
+    let answer = json(dir.path(), &args);
+    assert_eq!(answer["trusted_by"], "--root", "{answer}");
+}
+
+/// `verify-proof` with `input` on standard input.
+fn verify_proof_stdin(dir: &Path, input: &[u8], trusted: &[&str]) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
+        .current_dir(dir)
+        .args([&["verify-proof", "-", "--json"][..], trusted].concat())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The command may stop reading early (past its limit): a closed pipe is its answer.
+    let _ = child.stdin.take().unwrap().write_all(input);
+    child.wait_with_output().unwrap()
+}
+
+/// R-UX-2, R-UX-3: a proof past the 1 MiB `verify-proof` reads, or one that
+/// is not UTF-8, is not a proof (exit 1, findings) whether it comes in a file
+/// or on standard input. Before, the file past the limit was an I/O error
+/// (exit 2), standard input was cut at the limit and refused as "EOF while
+/// parsing", and non-UTF-8 standard input was an I/O error (exit 2) where the
+/// same bytes in a file were findings (exit 1).
+#[test]
+fn r_ux_3_verify_proof_classes_an_oversized_or_non_utf8_proof_alike_from_a_file_or_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = "00".repeat(32);
+    let trusted = ["--root", root.as_str(), "--size", "1"];
+    let mut oversized = br#"{"size":1,"root":""#.to_vec();
+    oversized.extend(std::iter::repeat_n(b'0', 2 << 20));
+    oversized.extend_from_slice(br#"","proof":[]}"#);
+    let not_utf8 = b"{\"size\":1,\"root\":\"\xff\xfe\",\"proof\":[]}".to_vec();
+    for (name, input, says) in [("oversized", &oversized, "1 MiB"), ("not-utf8", &not_utf8, "UTF-8")] {
+        std::fs::write(dir.path().join(name), input).unwrap();
+        let from_file = json_exit(dir.path(), &[&["verify-proof", name, "--json"][..], &trusted].concat(), 1);
+        let out = verify_proof_stdin(dir.path(), input, &trusted);
+        assert_eq!(out.status.code(), Some(1), "{name} on stdin: {}", text(&out));
+        let from_stdin: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        for answer in [&from_file, &from_stdin] {
+            assert_eq!(answer["class"], "findings", "{name}: {answer}");
+            assert!(answer["message"].as_str().unwrap().contains(says), "{name}: {answer}");
+        }
+    }
+}
+
+/// R-LOG-4, R-LOG-7: a sealed run's leaf bytes changed in the store file
+/// (its node hashes left as they were). `prove` printed the changed leaf, its
+/// hash and the stored path as "run X is leaf i of n" (exit 0), a proof that
+/// leads to no root the log signs; now `prove` checks its proof against the
+/// tree before printing it, as it does for an open run's head, and refuses
+/// (exit 1, the store named as changed).
+#[test]
+fn r_log_4_prove_refuses_a_seal_leaf_changed_behind_the_log() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let sealed = first_run(dir, "succeeded");
+    let proof = json(dir, &["prove", &sealed, "--json"]);
+    {
+        let store = store_redb::RedbStore::open(&dir.join("agentplane.redb")).unwrap();
+        let run = journal_core::RunId::new(&sealed).unwrap();
+        let leaf = proof["leaf"].as_str().unwrap().replace("records ", "records 1");
+        store.overwrite_seal_leaf(&tenant(), &run, leaf.into_bytes());
+    }
+    let out = agentplane(dir, &["prove", &sealed, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["class"], "findings", "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("audit"), "{answer}");
+}
