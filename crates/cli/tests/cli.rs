@@ -525,6 +525,45 @@ fn r_aud_6_audit_reads_the_anchor_from_a_witness() {
     assert_eq!(report["findings"][0]["anchors"][0], server.url());
 }
 
+/// R-SIG-3, the attacker with the store file and no key: a record re-signed
+/// under a look-alike key id the plane does not trust passes the chain
+/// check (an unknown key id is not a bad signature), so `show` must not
+/// list it as checked: the record says `untrusted key`, the run's summary
+/// says not all verified, and the plane's own records say `verified`.
+#[test]
+fn r_sig_3_show_never_lists_a_signature_by_an_untrusted_key_as_checked() {
+    let dir = demo_dir();
+    let run = sealed_run(dir.path());
+    let trusted = json(dir.path(), &["show", &run, "--json"]);
+    assert_eq!(trusted["signatures"], "checked");
+    assert!(trusted["records"].as_array().unwrap().iter().all(|r| r["signature"] == "verified"), "{trusted}");
+    let look_alike = "spiffe://agentplane.local/plane/default/runtime-2";
+    {
+        use journal_core::Signer as _;
+        use journal_core::testkit::TamperAccess;
+        let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        let run = journal_core::RunId::new(&run).unwrap();
+        let rows = journal_core::Store::read_run(&store, &tenant, &run).unwrap().rows;
+        let forger = journal_core::Ed25519Signer::from_seed(look_alike, [9; 32]);
+        let row = rows[1].clone();
+        let signature = Some(forger.sign(&row.hash));
+        store.overwrite_row(&tenant, &run, journal_core::StoredRecord { signature, ..row });
+    }
+    let shown = json(dir.path(), &["show", &run, "--json"]);
+    let records = shown["records"].as_array().unwrap();
+    assert_eq!(records[1]["signature"], "untrusted key", "{shown}");
+    assert_eq!(records[1]["signed_by"], look_alike);
+    assert!(records.iter().enumerate().all(|(i, r)| i == 1 || r["signature"] == "verified"), "{shown}");
+    assert!(shown["signatures"].as_str().unwrap().starts_with("NOT all verified"), "{shown}");
+    let table = ok(dir.path(), &["show", &run]);
+    assert!(table.contains("NOT all verified") && table.contains("untrusted key: NOT verified"), "{table}");
+    // Without the key file nothing is checked, and nothing says so.
+    std::fs::rename(dir.path().join("agentplane.key"), dir.path().join("elsewhere.key")).unwrap();
+    let unchecked = json(dir.path(), &["--origin", "agentplane.local/plane/default", "show", &run, "--json"]);
+    assert!(unchecked["records"].as_array().unwrap().iter().all(|r| r["signature"] == "not checked"), "{unchecked}");
+}
+
 /// R-VER-4 at the command line: a record from a newer writer gets the build
 /// skew exit code (3) and its remedy on stderr, never "tamper".
 #[test]

@@ -74,7 +74,11 @@ fn r_ux_2_each_command_s_json_has_its_documented_schema_and_hex_hashes() {
     let shown = json(dir, &["show", &sealed, "--json"]);
     assert_fields(&shown, &["forked_from", "outcome", "records", "run", "signatures"], "show");
     for record in shown["records"].as_array().unwrap() {
-        assert_fields(record, &["at", "effect_key", "hash", "kind", "prev_hash", "seq", "signed_by"], "show record");
+        assert_fields(
+            record,
+            &["at", "effect_key", "hash", "kind", "prev_hash", "seq", "signature", "signed_by"],
+            "show record",
+        );
         assert_hex(&record["hash"], "show hash");
         assert_hex(&record["prev_hash"], "show prev_hash");
     }

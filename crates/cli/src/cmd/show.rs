@@ -1,6 +1,6 @@
 //! `agentplane show RUN`: a run's journal, record by record.
 
-use journal_core::VerifiedRecord;
+use journal_core::{SignatureCheck, VerifiedRecord, Verifier};
 use serde::Serialize;
 
 use crate::args::run_id;
@@ -16,7 +16,7 @@ struct Shown {
     outcome: Option<&'static str>,
     records: Vec<RecordRow>,
     run: String,
-    signatures: &'static str,
+    signatures: String,
 }
 
 /// Where a forked run came from.
@@ -36,12 +36,33 @@ struct RecordRow {
     kind: String,
     prev_hash: String,
     seq: u64,
+    /// What the signature is worth here: `verified` (a key of this plane
+    /// made it), `untrusted key` (signed by a key id this plane does not
+    /// trust: nothing about it was checked), `unsigned`, or `not checked`
+    /// (no key file at hand).
+    signature: &'static str,
     signed_by: Option<String>,
 }
 
 impl RecordRow {
-    fn of(record: &VerifiedRecord) -> Self {
+    /// The row of `record`; its signature checked with `verifier`, the
+    /// plane's record key, when at hand. The chain check already refused a
+    /// bad signature by a trusted key, and let one by an unknown key id
+    /// pass: this says which, so a key id is never shown as if checked.
+    fn of(record: &VerifiedRecord, verifier: Option<&dyn Verifier>) -> Self {
         let row = &record.stored;
+        let signature = match (&row.signature, verifier) {
+            (None, _) => "unsigned",
+            (Some(_), None) => "not checked",
+            (Some(signature), Some(verifier)) => {
+                match verifier.verify(&signature.key_id, &row.hash, &signature.signature) {
+                    SignatureCheck::Valid => "verified",
+                    SignatureCheck::UnknownKey => "untrusted key",
+                    // Refused by the chain check before it got here.
+                    SignatureCheck::Invalid => "bad signature",
+                }
+            }
+        };
         Self {
             at: record.record.at.to_string(),
             effect_key: row.effect_key.clone(),
@@ -49,6 +70,7 @@ impl RecordRow {
             kind: row.kind.clone(),
             prev_hash: row.prev_hash.to_string(),
             seq: row.seq,
+            signature,
             signed_by: row.signature.as_ref().map(|s| s.key_id.clone()),
         }
     }
@@ -160,7 +182,11 @@ fn print_timeline(records: &[VerifiedRecord], rows: &[RecordRow]) {
                 line.took.map_or_else(|| "-".into(), duration),
                 if line.result.is_empty() { "-".into() } else { line.result },
                 short(&row.hash),
-                row.signed_by.clone().unwrap_or_else(|| "(unsigned)".into()),
+                match (&row.signed_by, row.signature) {
+                    (None, _) => "(unsigned)".into(),
+                    (Some(key_id), "verified" | "not checked") => key_id.clone(),
+                    (Some(key_id), worth) => format!("{key_id} ({worth}: NOT verified)"),
+                },
             ],
             line.tone,
         ));
@@ -196,12 +222,34 @@ fn print_timeline(records: &[VerifiedRecord], rows: &[RecordRow]) {
     }
 }
 
+/// What was checked of the run's signatures, in a few words: a record
+/// signed by a key id this plane does not trust is never counted as checked.
+fn signatures_said(key_at_hand: bool, records: &[RecordRow]) -> String {
+    if !key_at_hand {
+        return "not checked (no key file)".into();
+    }
+    let untrusted = records.iter().filter(|r| r.signature == "untrusted key").count();
+    let unsigned = records.iter().filter(|r| r.signature == "unsigned").count();
+    match (untrusted, unsigned) {
+        (0, 0) => "checked".into(),
+        (0, unsigned) => format!("checked ({unsigned} records unsigned)"),
+        (untrusted, _) => format!(
+            "NOT all verified: {untrusted} records are signed by a key id this plane does not trust (see SIGNED BY)"
+        ),
+    }
+}
+
 /// `agentplane show RUN [--json]`.
 pub fn show(settings: &Settings, run: &str, json: bool) -> Result<(), Failure> {
     let reader = Reader::open(settings)?;
     let run = run_id(run)?;
     let verified = reader.read(&run)?;
     let forked = verified.forked_from();
+    let records: Vec<RecordRow> = verified
+        .records
+        .iter()
+        .map(|record| RecordRow::of(record, reader.verifier.as_ref().map(|v| v as &dyn Verifier)))
+        .collect();
     let shown = Shown {
         forked_from: forked.map(|f| ForkedFrom {
             at_seq: f.at_seq,
@@ -209,9 +257,9 @@ pub fn show(settings: &Settings, run: &str, json: bool) -> Result<(), Failure> {
             run: f.source_run.clone(),
         }),
         outcome: verified.last_conclusion().map(|c| c.outcome.as_str()),
-        records: verified.records.iter().map(RecordRow::of).collect(),
+        signatures: signatures_said(reader.verifier.is_some(), &records),
+        records,
         run: run.to_string(),
-        signatures: if reader.verifier.is_some() { "checked" } else { "not checked (no key file)" },
     };
     if json {
         return print_json(&shown);
