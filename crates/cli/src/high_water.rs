@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use journal_core::Origin;
-use journal_core::log::{HighWater, HighWaterError, HighWaterMark};
+use journal_core::log::{HighWater, HighWaterError, HighWaterMark, Raised};
 use tlog::{RootHash, Tree};
 
 const HEADER: &str = "# agentplane high-water mark: the last tree this plane signed per origin.\n\
@@ -171,22 +171,32 @@ impl HighWater for FileHighWater {
         })
     }
 
-    fn raise(&self, origin: &Origin, tree: Tree) -> Result<(), HighWaterError> {
+    fn raise(&self, origin: &Origin, seen: &HighWaterMark, tree: Tree) -> Result<Raised, HighWaterError> {
         let _held = self.lock.lock().map_err(|_| HighWaterError::Io {
             path: self.path.display().to_string(),
             reason: "a thread writing it panicked".into(),
         })?;
         // Another process of the plane (its sweep, a second plane process on
-        // a shared store) may raise it at the same moment: the read, the
+        // a shared store, one on a restored copy) may sign at the same
+        // moment: the read, the comparison with what the caller checked, the
         // write of `.new` and the rename are one step under a file lock.
         let _across_processes = self.lock_file()?;
+        let now = self.last(origin)?;
+        if now == HighWaterMark::Signed(tree) {
+            return Ok(Raised::Raised);
+        }
+        // A mark never moves backwards, whatever the caller saw.
+        let backwards = matches!(now, HighWaterMark::Signed(old) if old.size > tree.size);
+        if backwards || !now.unchanged_since(seen) {
+            return Ok(Raised::Moved(now));
+        }
         let mut entries = self.read()?.unwrap_or_default();
         match entries.iter_mut().find(|(o, _)| o == origin.as_str()) {
-            Some((_, Entry::Signed(old))) if old.size > tree.size || *old == tree => return Ok(()),
             Some((_, entry)) => *entry = Entry::Signed(tree),
             None => entries.push((origin.to_string(), Entry::Signed(tree))),
         }
-        self.write(&entries)
+        self.write(&entries)?;
+        Ok(Raised::Raised)
     }
 
     fn location(&self) -> String {
@@ -250,5 +260,27 @@ mod tests {
         assert!(matches!(file.read(), Err(HighWaterError::Damaged { .. })), "{:?}", file.read().map(|_| ()));
         std::fs::write(&file.path, "# a small file\n").unwrap();
         assert!(matches!(file.read(), Ok(Some(entries)) if entries.is_empty()));
+    }
+
+    /// R-LOG-2: the file's raise is one step against other processes: it
+    /// writes only over what the caller checked, never backwards.
+    #[test]
+    fn a_raise_over_a_mark_that_moved_meanwhile_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let origin = Origin::new("example.com/plane").unwrap();
+        let file = FileHighWater::at(dir.path().join("agentplane.highwater"));
+        let tree = |size: u64, byte: u8| Tree::new(size, RootHash::from_hash_bytes([byte; 32]));
+        let lost = file.last(&origin).unwrap();
+        assert!(matches!(lost, HighWaterMark::Lost { .. }));
+        assert_eq!(file.raise(&origin, &lost, tree(5, 1)).unwrap(), Raised::Raised);
+        let signed = HighWaterMark::Signed(tree(5, 1));
+        // Another process checked the lost mark too, and raises after this one.
+        assert_eq!(file.raise(&origin, &lost, tree(4, 2)).unwrap(), Raised::Moved(signed.clone()));
+        assert_eq!(file.raise(&origin, &HighWaterMark::Never, tree(9, 3)).unwrap(), Raised::Moved(signed.clone()));
+        assert_eq!(file.raise(&origin, &signed, tree(3, 4)).unwrap(), Raised::Moved(signed.clone()), "backwards");
+        assert_eq!(file.last(&origin).unwrap(), signed, "nothing was written");
+        assert_eq!(file.raise(&origin, &lost, tree(5, 1)).unwrap(), Raised::Raised, "already says it");
+        assert_eq!(file.raise(&origin, &signed, tree(7, 5)).unwrap(), Raised::Raised);
+        assert_eq!(file.last(&origin).unwrap(), HighWaterMark::Signed(tree(7, 5)));
     }
 }

@@ -377,6 +377,27 @@ pub enum HighWaterMark {
     },
 }
 
+/// What [`HighWater::raise`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Raised {
+    /// The mark says the tree now (or said it already).
+    Raised,
+    /// The mark no longer says what the caller saw: nothing was written.
+    Moved(HighWaterMark),
+}
+
+impl HighWaterMark {
+    /// Whether the mark `now` is still what a caller `seen`: the same tree,
+    /// never for never, lost for lost (the reason may be worded otherwise).
+    pub fn unchanged_since(&self, seen: &HighWaterMark) -> bool {
+        match (self, seen) {
+            (Self::Signed(now), Self::Signed(seen)) => now == seen,
+            (Self::Never, Self::Never) | (Self::Lost { .. }, Self::Lost { .. }) => true,
+            _ => false,
+        }
+    }
+}
+
 /// The plane's own record of the last tree it signed per origin, kept
 /// outside the store (beside the plane's key file), so that a store put back
 /// from a backup cannot make the plane sign a second history: the store's
@@ -386,8 +407,14 @@ pub trait HighWater: Send + Sync {
     fn last(&self, origin: &Origin) -> Result<HighWaterMark, HighWaterError>;
     /// Records `tree` as the last the plane signed for `origin` (or, after a
     /// loss, the largest tree a witness holds), durably, before the
-    /// signature leaves the process. Never moves the mark backwards.
-    fn raise(&self, origin: &Origin, tree: Tree) -> Result<(), HighWaterError>;
+    /// signature leaves the process, if the mark still says `seen`, what
+    /// the caller checked `tree` against (a lost mark is seen as lost
+    /// whatever its reason), or says `tree` already. One step against every
+    /// other process of the plane: when the mark moved since it was read
+    /// (another process signed meanwhile), nothing is written and the answer
+    /// is [`Raised::Moved`] with what it says now; the caller must check its
+    /// tree against that before it signs anything.
+    fn raise(&self, origin: &Origin, seen: &HighWaterMark, tree: Tree) -> Result<Raised, HighWaterError>;
     /// Where the mark is kept, for messages.
     fn location(&self) -> String;
 }
@@ -493,11 +520,28 @@ pub fn sign_head(
     key: &LogKey,
     high_water: Option<&dyn HighWater>,
 ) -> Result<SignedCheckpoint, JournalError> {
-    let last = refusal(store, view, origin, key, high_water)?;
+    let (last, seen) = refusal(store, view, origin, key, high_water)?;
     let head = view.head()?.tree;
-    if let Some(high_water) = high_water {
-        // Durable before any signature of this tree exists.
-        high_water.raise(origin, head).map_err(|err| high_water_error(view.tenant(), err))?;
+    if let (Some(high_water), Some(seen)) = (high_water, seen) {
+        // Durable before any signature of this tree exists, and only if no
+        // other process of the plane signed since the mark was checked: two
+        // processes on two stores (the plane, and one on a restored copy)
+        // would otherwise both pass the check and sign a fork.
+        if let Raised::Moved(now) =
+            high_water.raise(origin, &seen, head).map_err(|err| high_water_error(view.tenant(), err))?
+        {
+            return Err(JournalError::CheckpointConflict {
+                tenant: view.tenant().clone(),
+                expected: match seen {
+                    HighWaterMark::Signed(tree) => Some(tree.size),
+                    _ => None,
+                },
+                found: match now {
+                    HighWaterMark::Signed(tree) => Some(tree.size),
+                    _ => None,
+                },
+            });
+        }
     }
     let signed = sign_checkpoint(origin, head, key)?;
     if last != Some(head) {
@@ -511,14 +555,15 @@ pub fn sign_head(
 }
 
 /// Every check of [`sign_head`] that refuses to sign `view`, signing
-/// nothing: the last checkpoint the store recorded when the view may be signed.
+/// nothing: the last checkpoint the store recorded when the view may be
+/// signed, and the mark it was checked against (with `high_water`).
 fn refusal(
     store: &dyn Store,
     view: &LogView<'_>,
     origin: &Origin,
     key: &LogKey,
     high_water: Option<&dyn HighWater>,
-) -> Result<Option<Tree>, JournalError> {
+) -> Result<(Option<Tree>, Option<HighWaterMark>), JournalError> {
     let tenant = view.tenant();
     let refuse = |reason: String| JournalError::WouldSignRollback { tenant: tenant.clone(), reason };
     if view.source().has_holes() {
@@ -528,8 +573,11 @@ fn refusal(
     }
     let head = view.head()?.tree;
     let mut marked = None;
+    let mut seen = None;
     if let Some(high_water) = high_water {
-        match high_water.last(origin).map_err(|err| high_water_error(tenant, err))? {
+        let mark = high_water.last(origin).map_err(|err| high_water_error(tenant, err))?;
+        seen = Some(mark.clone());
+        match mark {
             HighWaterMark::Never => {}
             HighWaterMark::Signed(mark) => {
                 marked = Some(mark);
@@ -570,7 +618,7 @@ fn refusal(
     if let Some(reason) = nodes_disagree_with_seals(store, view, head, trusted)? {
         return Err(refuse(reason));
     }
-    Ok(last)
+    Ok((last, seen))
 }
 
 /// Whether `row`'s note is a checkpoint of `origin` at its tree signed by

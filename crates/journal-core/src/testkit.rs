@@ -739,12 +739,23 @@ impl crate::log::HighWater for MemoryHighWater {
         Ok(self.0.lock().expect("the mark's lock").clone().unwrap_or(crate::log::HighWaterMark::Never))
     }
 
-    fn raise(&self, _: &witness::Origin, tree: Tree) -> Result<(), crate::log::HighWaterError> {
+    fn raise(
+        &self,
+        _: &witness::Origin,
+        seen: &crate::log::HighWaterMark,
+        tree: Tree,
+    ) -> Result<crate::log::Raised, crate::log::HighWaterError> {
         let mut mark = self.0.lock().expect("the mark's lock");
-        if !matches!(*mark, Some(crate::log::HighWaterMark::Signed(old)) if old.size >= tree.size) {
-            *mark = Some(crate::log::HighWaterMark::Signed(tree));
+        let now = mark.clone().unwrap_or(crate::log::HighWaterMark::Never);
+        if now == crate::log::HighWaterMark::Signed(tree) {
+            return Ok(crate::log::Raised::Raised);
         }
-        Ok(())
+        let backwards = matches!(now, crate::log::HighWaterMark::Signed(old) if old.size > tree.size);
+        if backwards || !now.unchanged_since(seen) {
+            return Ok(crate::log::Raised::Moved(now));
+        }
+        *mark = Some(crate::log::HighWaterMark::Signed(tree));
+        Ok(crate::log::Raised::Raised)
     }
 
     fn location(&self) -> String {

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use journal_core::log::sign_current_head;
+use journal_core::log::{HighWater as _, sign_current_head};
 use journal_core::{
     Admission, AdmitRequest, Budget, BuildError, JournalError, MemoryStore, Origin, RuntimeBuilder, Store, TenantId,
 };
@@ -85,4 +85,78 @@ fn r_log_2_sign_head_refuses_a_store_older_than_the_high_water_mark() {
     let lost = Mark::lost("gone");
     let refused = sign_current_head(newer.as_ref(), &tenant, &origin, &log_key(), Some(&lost));
     assert!(matches!(&refused, Err(JournalError::WouldSignRollback { reason, .. }) if reason.contains("is lost")));
+}
+
+/// The mark as two processes of one plane share it, where the other one
+/// signs its own store between this one's check of the mark and its raise:
+/// the moment the check-then-sign race lives in.
+struct OtherProcessSignsMeanwhile<'a> {
+    mark: &'a Mark,
+    other: std::sync::Mutex<Option<Box<dyn FnOnce() + Send + 'a>>>,
+}
+
+impl journal_core::log::HighWater for OtherProcessSignsMeanwhile<'_> {
+    fn last(
+        &self,
+        origin: &witness::Origin,
+    ) -> Result<journal_core::log::HighWaterMark, journal_core::log::HighWaterError> {
+        self.mark.last(origin)
+    }
+
+    fn raise(
+        &self,
+        origin: &witness::Origin,
+        seen: &journal_core::log::HighWaterMark,
+        tree: tlog::Tree,
+    ) -> Result<journal_core::log::Raised, journal_core::log::HighWaterError> {
+        if let Some(other) = self.other.lock().unwrap().take() {
+            other();
+        }
+        self.mark.raise(origin, seen, tree)
+    }
+
+    fn location(&self) -> String {
+        self.mark.location()
+    }
+}
+
+/// R-LOG-2, the plane that never equivocates: a process on a restored copy
+/// of the store and the plane share one key and one mark. Both check the
+/// mark before either raised it; the plane signs first. The copy's tree does
+/// not extend what the plane signed, so its raise finds the mark moved, and
+/// on a fresh look it refuses: one history under the origin, never two.
+/// (Before, the raise kept the larger mark in silence and the copy signed.)
+#[test]
+fn r_log_2_two_processes_checking_the_mark_at_once_never_both_sign() {
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let mark = Mark::default();
+    let plane = Arc::new(MemoryStore::new());
+    seal(&plane, "a");
+    sign_current_head(plane.as_ref(), &tenant, &origin, &log_key(), Some(&mark)).unwrap();
+    // The restored copy: the same first run, then a history of its own.
+    let copy = Arc::new(MemoryStore::new());
+    seal(&copy, "a");
+    seal(&copy, "fork");
+    seal(&plane, "b");
+    seal(&plane, "c");
+    let racing = OtherProcessSignsMeanwhile {
+        mark: &mark,
+        other: std::sync::Mutex::new(Some(Box::new(|| {
+            sign_current_head(plane.as_ref(), &tenant, &origin, &log_key(), Some(&mark)).unwrap();
+        }))),
+    };
+    let refused = sign_current_head(copy.as_ref(), &tenant, &origin, &log_key(), Some(&racing));
+    assert!(
+        matches!(&refused, Err(JournalError::WouldSignRollback { reason, .. })
+            if reason.contains("a store older than the plane's last signature is in place")),
+        "{refused:?}"
+    );
+    assert!(copy.signed_checkpoints(&tenant).unwrap().is_empty(), "the copy signed nothing");
+    let plane_signed = plane.signed_checkpoints(&tenant).unwrap();
+    assert_eq!(
+        mark.last(&origin).unwrap(),
+        journal_core::log::HighWaterMark::Signed(plane_signed.last().unwrap().tree),
+        "the mark is the plane's last signature"
+    );
 }

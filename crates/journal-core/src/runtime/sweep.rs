@@ -14,7 +14,7 @@ use witness::Origin;
 use super::{Runtime, RuntimeError};
 use crate::error::JournalError;
 use crate::ids::TenantId;
-use crate::log::{HighWater, HighWaterMark, LogView, sign_current_head};
+use crate::log::{HighWater, HighWaterMark, LogView, Raised, sign_current_head};
 use crate::store::SignedTree;
 
 /// How the plane learns what one witness holds for an origin before it
@@ -89,7 +89,8 @@ pub fn ask_witnesses(
         }
     }
     if let Some(high_water) = high_water
-        && let HighWaterMark::Lost { reason } = high_water.last(origin).map_err(|err| refuse(err.to_string()))?
+        && let seen @ HighWaterMark::Lost { reason } =
+            &high_water.last(origin).map_err(|err| refuse(err.to_string()))?
     {
         if views.answered == 0 {
             return Err(refuse(format!(
@@ -107,7 +108,11 @@ pub fn ask_witnesses(
              from the largest tree they hold",
             views.answered
         );
-        high_water.raise(origin, mark).map_err(|err| refuse(err.to_string()))?;
+        if let Raised::Moved(now) = high_water.raise(origin, seen, mark).map_err(|err| refuse(err.to_string()))? {
+            // Another process of the plane wrote the mark meanwhile: what it
+            // says now is checked by the signing itself.
+            tracing::info!(origin = %origin, ?now, "the plane's mark was written by another process meanwhile");
+        }
     }
     Ok(views)
 }
