@@ -185,6 +185,7 @@ pub fn a_run_copied_from_another_tenant_is_found<S: Store + TamperAccess + 'stat
                     outcome: Outcome::Succeeded,
                     seal: Some(journal_core::SealLeaf::new(&plane.origin, &id, new_head)),
                 }),
+                encoded_bytes: None,
             })
             .unwrap();
         head = Some(new_head);

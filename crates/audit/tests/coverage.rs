@@ -198,6 +198,7 @@ fn r_aud_1_a_sealed_run_copied_in_from_another_tenant_is_tamper() {
                     outcome: Outcome::Succeeded,
                     seal: Some(journal_core::SealLeaf::new(&origin_b, &run, new_head)),
                 }),
+                encoded_bytes: None,
             })
             .unwrap();
         head = Some(new_head);

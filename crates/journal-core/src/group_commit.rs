@@ -219,6 +219,7 @@ mod tests {
             },
             idempotency_key: None,
             conclusion: None,
+            encoded_bytes: None,
         }
     }
 

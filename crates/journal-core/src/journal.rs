@@ -191,6 +191,7 @@ impl<'a> Journal<'a> {
             row,
             idempotency_key,
             conclusion,
+            encoded_bytes: None,
         })?;
         Ok((Appended { head: new_head, position }, record))
     }

@@ -28,6 +28,12 @@ pub struct AppendRequest {
     /// same transaction (R-RUN-3), and a sealing outcome also freezes the run
     /// and enters `seal` in the tenant's log (R-RUN-2, R-LOG-5).
     pub conclusion: Option<Conclusion>,
+    /// What the backend keeps on disk for `row.bytes`, when it encoded them
+    /// on the appender's thread before queueing the request (redb's layout
+    /// 2 compresses them there, so a batch's compression runs on its
+    /// appenders at once, not on the one thread that commits it). `None`
+    /// from every caller; the chain always commits to `row.bytes`.
+    pub encoded_bytes: Option<Vec<u8>>,
 }
 
 /// A conclusion carried by an append.

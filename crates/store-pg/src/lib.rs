@@ -1464,6 +1464,7 @@ mod tests {
             row: row.clone(),
             idempotency_key: None,
             conclusion: None,
+            encoded_bytes: None,
         }
     }
 

@@ -1201,7 +1201,10 @@ impl AppendTxn for Tables<'_> {
     fn put_record(&mut self, request: &AppendRequest) -> Result<(), AppendFailure> {
         let row = &request.row;
         let key = (request.tenant.as_str(), request.run.as_str(), row.seq);
-        let stored = self.layout.stored(&row.bytes);
+        let stored = match (&request.encoded_bytes, self.layout) {
+            (Some(encoded), Layout::Two) => Cow::Borrowed(encoded.as_slice()),
+            _ => self.layout.stored(&row.bytes),
+        };
         self.records.insert(key, record_value(row, &stored)).map(drop).map_err(broken)
     }
 
@@ -1375,7 +1378,13 @@ fn row_of(
 }
 
 impl Store for RedbStore {
-    fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError> {
+    fn append(&self, mut request: AppendRequest) -> Result<Option<u64>, JournalError> {
+        if self.layout == Layout::Two && request.encoded_bytes.is_none() {
+            // Here, on the appender's thread: a batch's records are then
+            // compressed by its appenders at once, not one after another by
+            // the thread that commits them.
+            request.encoded_bytes = Some(encoding::encode(&request.row.bytes));
+        }
         self.commit.append(request)
     }
 
