@@ -258,3 +258,41 @@ fn r_log_4_prove_refuses_a_seal_leaf_changed_behind_the_log() {
     assert_eq!(answer["class"], "findings", "{answer}");
     assert!(answer["message"].as_str().unwrap().contains("audit"), "{answer}");
 }
+
+/// R-LOG-4, someone with the store file and no key: the whole log rewritten
+/// (node hashes, counter) so that one seal leaf names another origin's log,
+/// the run it names unchanged. The proof then reaches the store's root, and
+/// still proves nothing about this plane: `prove` refuses it (exit 1), as
+/// `verify-proof` and `verify-export` do, where it printed the proof.
+#[test]
+fn r_log_4_prove_refuses_a_seal_leaf_of_another_origin() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let sealed = first_run(dir, "succeeded");
+    {
+        use journal_core::Store as _;
+        let store = store_redb::RedbStore::open(&dir.join("agentplane.redb")).unwrap();
+        let seals: Vec<(journal_core::RunId, Vec<u8>)> = store
+            .seals_in(&tenant(), 0..u64::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|entry| {
+                let leaf = if entry.run.as_str() == sealed {
+                    String::from_utf8(entry.leaf_bytes)
+                        .unwrap()
+                        .replace("agentplane.local/plane/default", "elsewhere.example/plane")
+                        .into_bytes()
+                } else {
+                    entry.leaf_bytes
+                };
+                (entry.run, leaf)
+            })
+            .collect();
+        store.rewrite_log(&tenant(), &seals);
+    }
+    let out = agentplane(dir, &["prove", &sealed, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["class"], "findings", "{answer}");
+    assert!(answer["message"].as_str().unwrap().contains("elsewhere.example/plane"), "{answer}");
+}

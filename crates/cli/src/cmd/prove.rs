@@ -126,6 +126,19 @@ pub fn inclusion(settings: &Settings, run: &str, json: bool) -> Result<(), Failu
             inclusion.index
         )));
     }
+    // A leaf of another origin's log (a seal copied in, the log rewritten
+    // around it) proves nothing about this plane's run, whatever root it
+    // reaches: refused as `verify-proof` and `verify-export` refuse it.
+    let named = journal_core::SealLeaf::origin_named(&inclusion.leaf_bytes);
+    if named != Some(reader.origin.as_str()) {
+        return Err(Failure::Findings(format!(
+            "the log's leaf at position {} seals run {run} in the log of origin {}, not in this plane's log \
+             ({}): a seal from another log is in the store; run `agentplane audit` to see what else is",
+            inclusion.index,
+            named.map_or_else(|| "(none named)".to_owned(), crate::output::shown),
+            reader.origin
+        )));
+    }
     // The leaf and the path were read from separate rows: a proof is only
     // printed when the leaf's bytes lead to the tree's root.
     inclusion.verify().map_err(|err| {
