@@ -76,6 +76,19 @@ impl Layout {
         }
     }
 
+    /// The layout of a file, the same for every opening (R-STORE-3): the
+    /// one its bookkeeping names; else layout 1 when it has a `records`
+    /// table (written before layouts were named); else layout 2, which its
+    /// first writer names (a new file, or one whose name and marker were
+    /// deleted: its records, if any, can only be in `records_z`).
+    fn of_file(path: &Path, named: Option<u64>, has_records: bool) -> Result<Self, OpenError> {
+        match named {
+            Some(_) => Self::named(Some(path), named),
+            None if has_records => Ok(Self::One),
+            None => Ok(Self::Two),
+        }
+    }
+
     /// The layout `meta` names: absent is layout 1.
     fn named(path: Option<&Path>, value: Option<u64>) -> Result<Self, OpenError> {
         match value {
@@ -452,17 +465,16 @@ impl RedbStore {
         path: &Path,
         temporary: Option<tempfile::TempDir>,
     ) -> Result<Self, OpenError> {
-        let named = {
+        let layout = {
             let txn = db.begin_read().map_err(io)?;
-            match open_if_there(&txn, META)? {
-                Some(meta) => meta.get(LAYOUT_KEY).map_err(io)?.map(|value| value.value()),
-                None => None,
-            }
+            let named = named_layout(&txn)?;
+            let has_records = txn.list_tables().map_err(io)?.any(|table| is_layout_1_records(&table));
+            Layout::of_file(path, named, has_records)?
         };
         Ok(Self {
             commit: GroupCommit::refusing("the store is open read-only"),
             db: Db::ReadOnly(db),
-            layout: Layout::named(Some(path), named)?,
+            layout,
             _temporary: temporary,
         })
     }
@@ -510,6 +522,8 @@ impl RedbStore {
     pub fn compact(path: &Path) -> Result<(u64, u64), OpenError> {
         let before = file_size(path)?;
         let mut db = Database::open(path).map_err(|err| opening_alone("compacting", path, err))?;
+        // A newer layout's tables are that build's to rewrite (R-STORE-3).
+        Layout::named(Some(path), named_layout(&db.begin_read().map_err(io)?)?)?;
         give_space_back(&mut db, path)?;
         drop(db);
         Ok((before, file_size(path)?))
@@ -533,11 +547,8 @@ impl RedbStore {
         let mut db = Database::open(path).map_err(|err| opening_alone("migrating", path, err))?;
         let from = {
             let txn = db.begin_read().map_err(io)?;
-            let named = match open_if_there(&txn, META)? {
-                Some(meta) => meta.get(LAYOUT_KEY).map_err(io)?.map(|value| value.value()),
-                None => None,
-            };
-            let has_records = txn.list_tables().map_err(io)?.any(|table| redb::TableHandle::name(&table) == "records");
+            let named = named_layout(&txn)?;
+            let has_records = txn.list_tables().map_err(io)?.any(|table| is_layout_1_records(&table));
             match Layout::named(Some(path), named)? {
                 Layout::One if has_records => Layout::One,
                 // No records table and no name: not a store of any layout
@@ -630,7 +641,20 @@ fn read_trees(
     Ok(out)
 }
 
-/// A table, or `None` when the file has none of that name yet.
+/// Whether `table` is named as layout 1's records table (in layout 2, the
+/// marker of that name).
+fn is_layout_1_records(table: &impl redb::TableHandle) -> bool {
+    table.name() == redb::TableHandle::name(&RECORDS)
+}
+
+/// The layout the file's bookkeeping names, if it names one.
+fn named_layout(txn: &ReadTransaction) -> Result<Option<u64>, JournalError> {
+    Ok(match open_if_there(txn, META)? {
+        Some(meta) => meta.get(LAYOUT_KEY).map_err(io)?.map(|value| value.value()),
+        None => None,
+    })
+}
+
 /// What [`RedbStore::migrate`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Migration {
@@ -653,33 +677,34 @@ fn file_size(path: &Path) -> Result<u64, JournalError> {
 }
 
 /// Copies the store file `from`, which this process holds open alone (so
-/// no commit lands meanwhile), to `to`, through a temporary name beside it,
-/// synced before it takes its name: `to` is never a half copy. A file open
-/// for writing is marked as needing recovery in its header, and so is the
-/// copy: the copy is opened once and closed, which checks it and clears
-/// the mark, so whatever build opens it next reads it as it is.
+/// no commit lands meanwhile), to `to`, through a file created fresh beside
+/// it under a name of its own (never an existing file, nor a symlink planted
+/// there: the copy never writes anywhere but the file it made), synced
+/// before it takes its name: `to` is never a half copy. A file open for
+/// writing is marked as needing recovery in its header, and so is the copy:
+/// the copy is opened once and closed, which checks it and clears the mark,
+/// so whatever build opens it next reads it as it is.
 fn copy_durably(from: &Path, to: &Path) -> Result<(), OpenError> {
     let failed = |err: std::io::Error| {
         JournalError::Io(StorageError::new(format!("copying {} to {}", from.display(), to.display()), err))
     };
-    let mut partial_name = to.file_name().map(std::ffi::OsStr::to_os_string).unwrap_or_default();
-    partial_name.push(".partial");
-    let partial = to.with_file_name(partial_name);
-    let copied = std::fs::copy(from, &partial).map_err(failed).and_then(|_| {
-        let copy = Database::open(&partial).map_err(|err| open_error(to, err))?;
-        drop(copy);
-        std::fs::File::open(&partial)
-            .and_then(|file| file.sync_all())
-            .and_then(|()| std::fs::rename(&partial, to))
-            .map_err(failed)
-    });
-    if let Err(err) = copied {
-        let _ = std::fs::remove_file(&partial);
-        return Err(err.into());
-    }
-    if let Some(dir) = to.parent().filter(|dir| !dir.as_os_str().is_empty()) {
-        std::fs::File::open(dir).and_then(|dir| dir.sync_all()).map_err(failed)?;
-    }
+    let dir = match to.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut prefix = to.file_name().map(std::ffi::OsStr::to_os_string).unwrap_or_default();
+    prefix.push(".partial.");
+    // Created with O_EXCL under a random name, removed on any failure.
+    let mut partial = tempfile::Builder::new().prefix(&prefix).tempfile_in(dir).map_err(failed)?;
+    std::fs::File::open(from)
+        .and_then(|mut source| std::io::copy(&mut source, partial.as_file_mut()))
+        .and_then(|_| std::fs::metadata(from))
+        .and_then(|meta| partial.as_file().set_permissions(meta.permissions()))
+        .map_err(failed)?;
+    drop(Database::open(partial.path()).map_err(|err| open_error(to, err))?);
+    partial.as_file().sync_all().map_err(failed)?;
+    partial.persist(to).map_err(|err| failed(err.error))?;
+    std::fs::File::open(dir).and_then(|dir| dir.sync_all()).map_err(failed)?;
     Ok(())
 }
 
@@ -848,11 +873,14 @@ fn read_snapshot(
         let run = run_id(tenant, run)?;
         let row = match row_of(layout, tenant, &run, seq, value.value()) {
             Ok(row) => row,
-            // Bytes that do not decode are handed on as stored: they cannot
-            // hash to the chain, so the audit finds this record (its run's
-            // chain broken at this seq) and goes on to every other run,
+            // Bytes that do not decode are handed on as no bytes, which no
+            // record's chain hash covers, so the audit finds this record (its
+            // run's chain broken at this seq) and goes on to every other run,
             // where an error here would end the snapshot at the first one.
-            Err(JournalError::StoreDamage { .. }) => row_as_stored(tenant, &run, seq, value.value())?,
+            // Never as stored: a row rewritten as the bytes as written with
+            // no tag (a record starts with `{`, no tag) would hash to the
+            // chain, and the audit would pass what `read_run` refuses.
+            Err(JournalError::StoreDamage { .. }) => row_without_bytes(tenant, &run, seq, value.value())?,
             Err(err) => return Err(err),
         };
         in_order.push(run, row)?;
@@ -984,12 +1012,9 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
 fn settle_layout(txn: &WriteTransaction, path: &Path) -> Result<Layout, OpenError> {
     let mut meta = txn.open_table(META).map_err(io)?;
     let named = meta.get(LAYOUT_KEY).map_err(io)?.map(|value| value.value());
-    if named.is_some() {
-        return Layout::named(Some(path), named);
-    }
-    let mut tables = txn.list_tables().map_err(io)?;
-    if tables.any(|table| redb::TableHandle::name(&table) == redb::TableHandle::name(&RECORDS)) {
-        return Ok(Layout::One);
+    let has_records = txn.list_tables().map_err(io)?.any(|table| is_layout_1_records(&table));
+    if named.is_some() || has_records {
+        return Layout::of_file(path, named, has_records);
     }
     txn.open_table(LAYOUT_MARKER).map_err(io)?.insert(LAYOUT_KEY, LAYOUT_MARKER_TEXT).map_err(io)?;
     txn.open_table(RECORDS_Z).map_err(io)?;
@@ -1340,14 +1365,16 @@ fn record_value<'a>(row: &'a StoredRecord, stored: &'a [u8]) -> RecordValue<'a> 
     )
 }
 
-/// The row with its bytes as stored, undecoded (see `read_snapshot`).
-fn row_as_stored(
+/// The row of a record whose bytes do not decode, with no bytes (see
+/// `read_snapshot`).
+fn row_without_bytes(
     tenant: &TenantId,
     run: &RunId,
     seq: u64,
     value: RecordValue<'_>,
 ) -> Result<StoredRecord, JournalError> {
-    row_of(Layout::One, tenant, run, seq, value)
+    let (kind, effect_key, prev, hash, _, key_id, signature) = value;
+    row_of(Layout::One, tenant, run, seq, (kind, effect_key, prev, hash, &[], key_id, signature))
 }
 
 fn row_of(

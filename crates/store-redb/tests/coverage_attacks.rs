@@ -572,3 +572,60 @@ fn r_plane_2_a_forged_signed_row_does_not_vouch_for_a_forged_node() {
 fn r_run_5_a_run_cut_back_or_deleted_after_a_checkpoint_is_never_run_again() {
     shared::a_run_cut_back_or_deleted_after_a_checkpoint_is_never_run_again(RedbStore::temporary().unwrap());
 }
+
+/// R-AUD-1, R-STORE-3 (attacker review of layout 2): someone with the file
+/// and no key rewrites each row of a signed run in `records_z` as the bytes
+/// as written, without the encoding's tag byte (a record starts with `{`,
+/// which is no tag). `read_run` refuses every such row as damage; the
+/// audit's snapshot handed an undecodable row on "as stored", which here is
+/// exactly what was signed, so the chain held and the store audited clean
+/// while the plane could read none of the run. The snapshot now hands such
+/// a row on with no bytes, which no chain hash covers.
+#[test]
+fn r_aud_1_a_row_stored_without_its_encoding_tag_is_never_audited_clean() {
+    use journal_core::Store as _;
+    use redb::ReadableTable as _;
+    type RecordValue<'a> = (&'a str, Option<&'a str>, &'a [u8], &'a [u8], &'a [u8], Option<&'a str>, Option<&'a [u8]>);
+    const RECORDS_Z: redb::TableDefinition<(&str, &str, u64), RecordValue> = redb::TableDefinition::new("records_z");
+    let dir = tempfile::tempdir().unwrap();
+    let (path, inputs, [a, ..]) = sealed_and_open(dir.path());
+    let report = audit_file(&path, &inputs);
+    assert!(report.findings.is_empty(), "the untouched file is clean: {:#?}", report.findings);
+    let tenant = inputs.tenant.clone();
+    let rows = RedbStore::open_read_only(&path).unwrap().read_run(&tenant, &a).unwrap().rows;
+    assert!(!rows.is_empty());
+    forge(&path, |txn| {
+        let mut records = txn.open_table(RECORDS_Z).unwrap();
+        for row in &rows {
+            let key = (tenant.as_str(), a.as_str(), row.seq);
+            let value = records.get(key).unwrap().unwrap();
+            let (kind, effect_key, prev, hash, _, key_id, signature) = value.value();
+            let (kind, effect_key, prev, hash) =
+                (kind.to_owned(), effect_key.map(str::to_owned), prev.to_vec(), hash.to_vec());
+            let (key_id, signature) = (key_id.map(str::to_owned), signature.map(<[u8]>::to_vec));
+            drop(value);
+            let forged = (
+                kind.as_str(),
+                effect_key.as_deref(),
+                prev.as_slice(),
+                hash.as_slice(),
+                row.bytes.as_slice(),
+                key_id.as_deref(),
+                signature.as_deref(),
+            );
+            records.insert(key, forged).unwrap();
+        }
+    });
+    match RedbStore::open_read_only(&path).unwrap().read_run(&tenant, &a) {
+        Err(journal_core::JournalError::StoreDamage { .. }) => {}
+        other => panic!("read_run refuses an untagged row: {:?}", other.map(|rows| rows.rows.len())),
+    }
+    let report = audit_file(&path, &inputs);
+    assert!(
+        report.findings.iter().any(
+            |finding| finding.code == audit::FindingCode::ChainBroken && finding.run.as_deref() == Some(a.as_str())
+        ),
+        "rows read_run refuses are never audited clean: {:#?}",
+        report.findings
+    );
+}

@@ -189,3 +189,87 @@ fn r_aud_1_a_forged_compressed_row_is_store_damage() {
         );
     }
 }
+
+/// R-STORE-3: `migrate` writes its backup under a temporary name beside the
+/// file. Someone who may write to that directory plants a symlink at the
+/// name it used (`journal.redb.layout1.partial`) pointing at a file of the
+/// operator's: the copy went through the link and overwrote that file. The
+/// copy is now made in a file created fresh (never through a link).
+#[cfg(unix)]
+#[test]
+fn r_store_3_migrate_never_writes_its_backup_through_a_planted_symlink() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    layout_1_file(&path);
+    let (tenant, origin) = (tenant(), origin());
+    let run = RunId::new("run-a").unwrap();
+    let rows = {
+        let store = RedbStore::open(&path).unwrap();
+        sample_run(&Journal::new(&store, &tenant, &origin), &run, Outcome::Succeeded).unwrap();
+        store.read_run(&tenant, &run).unwrap().rows
+    };
+    let victim = dir.path().join("precious.txt");
+    std::fs::write(&victim, b"the operator's own file").unwrap();
+    let mut partial = RedbStore::backup_path(&path).into_os_string();
+    partial.push(".partial");
+    std::os::unix::fs::symlink(&victim, &partial).unwrap();
+    let migration = RedbStore::migrate(&path).unwrap();
+    assert!(std::fs::read(&victim).unwrap() == b"the operator's own file", "written through the symlink");
+    let backup = migration.backup.unwrap();
+    assert!(!std::fs::symlink_metadata(&backup).unwrap().file_type().is_symlink(), "the backup is a file");
+    assert_eq!(RedbStore::open_read_only(&backup).unwrap().read_run(&tenant, &run).unwrap().rows, rows);
+    assert_eq!(RedbStore::open_read_only(&path).unwrap().read_run(&tenant, &run).unwrap().rows, rows);
+}
+
+/// R-STORE-3: a file naming a layout newer than this build's is refused by
+/// every opening as build skew, `compact` included: it opened the file and
+/// rewrote every table it knows by the types of its own layout.
+#[test]
+fn r_store_3_compact_refuses_a_newer_layout_as_build_skew() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    drop(RedbStore::create(&path).unwrap());
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META).unwrap().insert("layout", 3).unwrap();
+        txn.commit().unwrap();
+    }
+    match RedbStore::compact(&path) {
+        Err(OpenError::NewerLayout { layout: 3, .. }) => {}
+        other => panic!("a file of layout 3 must be refused as build skew: {other:?}"),
+    }
+}
+
+/// R-STORE-3, R-AUD-1: a layout-2 file whose `meta` no longer names its
+/// layout and whose `records` marker is gone (deleted by someone with the
+/// file). A writer took it for layout 2 (its only records table is
+/// `records_z`), but a read-only opening, the audit's, took it for layout 1
+/// and read no record at all: two openings of one file read different
+/// tables. Every opening now decides the layout by the same rule.
+#[test]
+fn r_store_3_a_file_stripped_of_its_layout_name_reads_alike_for_every_opening() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    let (tenant, origin) = (tenant(), origin());
+    let run = RunId::new("run-a").unwrap();
+    let rows = {
+        let store = RedbStore::create(&path).unwrap();
+        sample_run(&Journal::new(&store, &tenant, &origin), &run, Outcome::Succeeded).unwrap();
+        store.read_run(&tenant, &run).unwrap().rows
+    };
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META).unwrap().remove("layout").unwrap();
+        txn.delete_table(redb::TableDefinition::<&str, &str>::new("records")).unwrap();
+        txn.commit().unwrap();
+    }
+    let read_only = RedbStore::open_read_only(&path).unwrap();
+    let read = read_only.read_run(&tenant, &run).map(|run| run.rows);
+    assert!(read.as_ref().ok() == Some(&rows), "read-only: {:?}", read.map(|rows| rows.len()));
+    assert_eq!(read_only.snapshot(&tenant).unwrap().runs.get(&run).map(|r| r.rows.len()), Some(rows.len()));
+    drop(read_only);
+    let writer = RedbStore::open(&path).unwrap();
+    assert!(writer.read_run(&tenant, &run).unwrap().rows == rows, "writer");
+}
