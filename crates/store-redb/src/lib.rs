@@ -694,6 +694,7 @@ fn copy_durably(from: &Path, to: &Path) -> Result<(), OpenError> {
     };
     let mut prefix = to.file_name().map(std::ffi::OsStr::to_os_string).unwrap_or_default();
     prefix.push(".partial.");
+    remove_stale_partials(dir, &prefix);
     // Created with O_EXCL under a random name, removed on any failure.
     let mut partial = tempfile::Builder::new().prefix(&prefix).tempfile_in(dir).map_err(failed)?;
     std::fs::File::open(from)
@@ -706,6 +707,21 @@ fn copy_durably(from: &Path, to: &Path) -> Result<(), OpenError> {
     partial.persist(to).map_err(|err| failed(err.error))?;
     std::fs::File::open(dir).and_then(|dir| dir.sync_all()).map_err(failed)?;
     Ok(())
+}
+
+/// Removes the partial copies an interrupted [`copy_durably`] left in
+/// `dir` (regular files named `prefix`...; a link of that name is removed,
+/// never followed). Best effort: what cannot be removed stays.
+fn remove_stale_partials(dir: &Path, prefix: &std::ffi::OsStr) {
+    let (Ok(entries), Some(prefix)) = (std::fs::read_dir(dir), prefix.to_str()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let stale = entry.file_name().to_str().is_some_and(|name| name.starts_with(prefix));
+        if stale && entry.file_type().is_ok_and(|kind| kind.is_file() || kind.is_symlink()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Layout 1 to layout 2 in one transaction (see [`RedbStore::migrate`]).
@@ -1406,12 +1422,12 @@ fn row_of(
 
 impl Store for RedbStore {
     fn append(&self, mut request: AppendRequest) -> Result<Option<u64>, JournalError> {
-        if self.layout == Layout::Two && request.encoded_bytes.is_none() {
-            // Here, on the appender's thread: a batch's records are then
-            // compressed by its appenders at once, not one after another by
-            // the thread that commits them.
-            request.encoded_bytes = Some(encoding::encode(&request.row.bytes));
-        }
+        // Here, on the appender's thread: a batch's records are then
+        // compressed by its appenders at once, not one after another by the
+        // thread that commits them. Always this store's own encoding of
+        // `row.bytes`, never one the caller brought: the chain commits to
+        // those bytes, and what the file keeps must decode to exactly them.
+        request.encoded_bytes = (self.layout == Layout::Two).then(|| encoding::encode(&request.row.bytes));
         self.commit.append(request)
     }
 

@@ -273,3 +273,40 @@ fn r_store_3_a_file_stripped_of_its_layout_name_reads_alike_for_every_opening() 
     let writer = RedbStore::open(&path).unwrap();
     assert!(writer.read_run(&tenant, &run).unwrap().rows == rows, "writer");
 }
+
+/// R-STORE-3, R-CHAIN-1: the chain commits to `row.bytes`, so what a
+/// layout-2 file keeps must decode to exactly them. `AppendRequest` carries
+/// a public `encoded_bytes`, and the store kept whatever a caller put there
+/// instead of encoding `row.bytes` itself: a request whose encoding is of
+/// other bytes was stored as those, and read back as bytes no chain hash
+/// covers. The store now always encodes the row itself.
+#[test]
+fn r_store_3_an_append_keeps_the_encoding_of_its_own_row_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tenant, origin) = (tenant(), origin());
+    let run = RunId::new("run-a").unwrap();
+    let rows = {
+        let store = RedbStore::create(&dir.path().join("source.redb")).unwrap();
+        sample_run(&Journal::new(&store, &tenant, &origin), &run, Outcome::Failed).unwrap();
+        store.read_run(&tenant, &run).unwrap().rows
+    };
+    let store = RedbStore::create(&dir.path().join("journal.redb")).unwrap();
+    let mut head = None;
+    for row in &rows {
+        let request = journal_core::AppendRequest {
+            tenant: tenant.clone(),
+            run: run.clone(),
+            expected_head: head,
+            row: row.clone(),
+            idempotency_key: (row.seq == 1).then(|| "idem-run-a".to_owned()),
+            conclusion: None,
+            // Tag 0 (plain), then bytes that are not the row's.
+            encoded_bytes: Some(b"\0{\"kind\":\"something else\"}".to_vec()),
+        };
+        store.append(request).unwrap();
+        head = Some(journal_core::ExpectedHead { seq: row.seq, hash: row.hash });
+    }
+    let read = store.read_run(&tenant, &run).unwrap().rows;
+    let same = read.iter().zip(&rows).filter(|(read, row)| read.bytes == row.bytes).count();
+    assert_eq!((read.len(), same), (rows.len(), rows.len()), "every row reads back as its own bytes");
+}
