@@ -89,14 +89,19 @@ impl Layout {
         }
     }
 
-    /// The layout `meta` names: absent is layout 1.
+    /// The layout `meta` names: absent is layout 1. One above this build's
+    /// is build skew; layout 0, which no build writes, is damage.
     fn named(path: Option<&Path>, value: Option<u64>) -> Result<Self, OpenError> {
+        let path = || path.map(Path::to_path_buf).unwrap_or_default();
         match value {
             None | Some(1) => Ok(Self::One),
             Some(2) => Ok(Self::Two),
-            Some(layout) => {
-                Err(OpenError::NewerLayout { path: path.map(Path::to_path_buf).unwrap_or_default(), layout })
-            }
+            Some(0) => Err(OpenError::Journal(JournalError::Io(StorageError::message(format!(
+                "{} names storage layout 0, which no agentplane build writes: its bookkeeping (table meta, key \
+                 layout) is damaged. Restore the file from a backup",
+                path().display()
+            ))))),
+            Some(layout) => Err(OpenError::NewerLayout { path: path(), layout }),
         }
     }
 }
@@ -518,7 +523,9 @@ impl RedbStore {
     /// ([`OpenError::InUse`]) while any other process has it open, and shuts
     /// out every other opening while it runs. Every row stays as it was
     /// (key and value, byte for byte); only the space around them changes.
-    /// Returns the file's size before and after.
+    /// A file of a newer layout is refused ([`OpenError::NewerLayout`]):
+    /// its tables are that build's to rewrite. Returns the file's size
+    /// before and after.
     pub fn compact(path: &Path) -> Result<(u64, u64), OpenError> {
         let before = file_size(path)?;
         let mut db = Database::open(path).map_err(|err| opening_alone("compacting", path, err))?;

@@ -310,3 +310,28 @@ fn r_store_3_an_append_keeps_the_encoding_of_its_own_row_bytes() {
     let same = read.iter().zip(&rows).filter(|(read, row)| read.bytes == row.bytes).count();
     assert_eq!((read.len(), same), (rows.len(), rows.len()), "every row reads back as its own bytes");
 }
+
+/// R-STORE-3: a `meta` naming layout 0, which no build writes, is damage,
+/// never build skew: it was refused as "storage layout 0, newer than this
+/// build reads ... use that build or a later one" (exit 3), sending the
+/// operator after a build that does not exist.
+#[test]
+fn r_store_3_a_layout_no_build_writes_is_damage_not_build_skew() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    drop(RedbStore::create(&path).unwrap());
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(META).unwrap().insert("layout", 0).unwrap();
+        txn.commit().unwrap();
+    }
+    let damaged = |what: &str, result: Result<(), OpenError>| match result {
+        Err(OpenError::Journal(err)) => assert!(err.to_string().contains("is damaged"), "{what}: {err}"),
+        other => panic!("{what}: a file naming layout 0 is damage: {other:?}"),
+    };
+    damaged("open", RedbStore::open(&path).map(drop));
+    damaged("open_read_only", RedbStore::open_read_only(&path).map(drop));
+    damaged("migrate", RedbStore::migrate(&path).map(drop));
+    damaged("compact", RedbStore::compact(&path).map(drop));
+}
