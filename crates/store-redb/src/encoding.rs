@@ -30,6 +30,22 @@ const LEVEL: i32 = 3;
 /// allocation. Larger records are kept plain.
 pub(crate) const MAX_COMPRESSED_RECORD: usize = 1 << 30;
 
+/// The most a frame may decompress to per byte of it, past
+/// [`EXPANSION_ALLOWANCE`]: a record that compresses better is kept plain.
+/// zstd turns four bytes into 128 KiB of one repeated byte, so without this
+/// a forged row of 32 KiB would decompress to 1 GiB, and a run of a few
+/// such rows would take every reader's memory. Records compress about 2.6
+/// to 1 against the dictionary.
+const MAX_EXPANSION: usize = 64;
+/// What any frame may decompress to whatever its size (short records,
+/// which the dictionary shrinks most).
+const EXPANSION_ALLOWANCE: usize = 4096;
+
+/// The most a frame of `frame_len` bytes may decompress to.
+fn decompressed_limit(frame_len: usize) -> usize {
+    frame_len.saturating_mul(MAX_EXPANSION).saturating_add(EXPANSION_ALLOWANCE).min(MAX_COMPRESSED_RECORD)
+}
+
 fn encoder_dictionary() -> &'static zstd::dict::EncoderDictionary<'static> {
     static DICTIONARY: OnceLock<zstd::dict::EncoderDictionary<'static>> = OnceLock::new();
     DICTIONARY.get_or_init(|| zstd::dict::EncoderDictionary::copy(DICTIONARY_1, LEVEL))
@@ -52,6 +68,7 @@ pub(crate) fn encode(bytes: &[u8]) -> Vec<u8> {
     if bytes.len() <= MAX_COMPRESSED_RECORD
         && let Some(frame) = compress(bytes)
         && frame.len() < bytes.len()
+        && bytes.len() <= decompressed_limit(frame.len())
     {
         let mut out = Vec::with_capacity(frame.len() + 1);
         out.push(ZSTD_DICTIONARY_1);
@@ -90,7 +107,10 @@ pub(crate) enum DecodeError {
     Empty,
     #[error("a stored record has the unknown encoding tag {0}: written by a newer build, or damaged")]
     UnknownTag(u8),
-    #[error("a stored record's zstd frame does not name its size at most {MAX_COMPRESSED_RECORD} bytes")]
+    #[error(
+        "a stored record's zstd frame does not name its size, or names more than this encoding ever writes \
+         ({MAX_EXPANSION} bytes per byte of frame, past {EXPANSION_ALLOWANCE}; {MAX_COMPRESSED_RECORD} at most)"
+    )]
     Unbounded,
     #[error("a stored record's zstd frame does not decompress: {0}")]
     Corrupt(std::io::Error),
@@ -103,7 +123,7 @@ pub(crate) fn decode(stored: &[u8]) -> Result<Vec<u8>, DecodeError> {
         PLAIN => Ok(rest.to_vec()),
         ZSTD_DICTIONARY_1 => {
             let size = match zstd::zstd_safe::get_frame_content_size(rest) {
-                Ok(Some(size)) if size <= MAX_COMPRESSED_RECORD as u64 => size as usize,
+                Ok(Some(size)) if size <= decompressed_limit(rest.len()) as u64 => size as usize,
                 _ => return Err(DecodeError::Unbounded),
             };
             DECOMPRESSOR.with(|cell| {
@@ -177,5 +197,22 @@ mod tests {
         let truncated = stored.len() / 2;
         stored.truncate(truncated);
         assert!(decode(&stored).is_err());
+    }
+
+    /// A decompression bomb (found by the layout review): a genuine frame
+    /// of a few KiB that names 64 MiB is refused before anything is
+    /// allocated for it; and a record that compresses that well is kept
+    /// plain, so no frame this encoding writes is ever refused.
+    #[test]
+    fn a_frame_expanding_past_the_bound_is_refused_and_never_written() {
+        let bomb = zstd::bulk::compress(&vec![b'a'; 64 << 20], 3).unwrap();
+        assert!(bomb.len() < 64 << 10, "{}", bomb.len());
+        let mut stored = vec![ZSTD_DICTIONARY_1];
+        stored.extend_from_slice(&bomb);
+        assert!(matches!(decode(&stored), Err(DecodeError::Unbounded)));
+        let repetitive = vec![b' '; 1 << 20];
+        let kept = encode(&repetitive);
+        assert_eq!(kept.first(), Some(&PLAIN));
+        assert_eq!(decode(&kept).unwrap(), repetitive);
     }
 }
