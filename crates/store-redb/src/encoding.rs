@@ -150,6 +150,7 @@ pub(crate) fn decode(stored: &[u8]) -> Result<Vec<u8>, DecodeError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
