@@ -34,17 +34,21 @@ fn layout_1_file(path: &Path) {
     txn.commit().unwrap();
 }
 
+/// `run`, a sample run ending in `outcome`, written through `store` (then
+/// closed); its rows as read back.
+fn one_run(store: RedbStore, run: &RunId, outcome: Outcome) -> Vec<journal_core::StoredRecord> {
+    let (tenant, origin) = (tenant(), origin());
+    sample_run(&Journal::new(&store, &tenant, &origin), run, outcome).unwrap();
+    store.read_run(&tenant, run).unwrap().rows
+}
+
 #[test]
 fn r_store_3_a_new_file_compresses_its_records_and_an_older_build_refuses_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.redb");
-    let (tenant, origin) = (tenant(), origin());
+    let tenant = tenant();
     let run = RunId::new("run-a").unwrap();
-    let rows = {
-        let store = RedbStore::create(&path).unwrap();
-        sample_run(&Journal::new(&store, &tenant, &origin), &run, Outcome::Succeeded).unwrap();
-        store.read_run(&tenant, &run).unwrap().rows
-    };
+    let rows = one_run(RedbStore::create(&path).unwrap(), &run, Outcome::Succeeded);
     let db = redb::Database::open(&path).unwrap();
     let txn = redb::ReadableDatabase::begin_read(&db).unwrap();
     let stored = txn.open_table(LAYOUT_2_RECORDS).unwrap();
@@ -71,11 +75,7 @@ fn r_store_3_a_layout_1_file_is_read_and_written_as_it_is_until_migrated() {
     layout_1_file(&path);
     let (tenant, origin) = (tenant(), origin());
     let run = RunId::new("run-a").unwrap();
-    let rows = {
-        let store = RedbStore::open(&path).unwrap();
-        sample_run(&Journal::new(&store, &tenant, &origin), &run, Outcome::Failed).unwrap();
-        store.read_run(&tenant, &run).unwrap().rows
-    };
+    let rows = one_run(RedbStore::open(&path).unwrap(), &run, Outcome::Failed);
     assert!(!table_names(&path).contains(&"records_z".to_owned()), "{:?}", table_names(&path));
     {
         // A build of layout 1 reads the appends of this one as its own.
@@ -201,13 +201,9 @@ fn r_store_3_migrate_never_writes_its_backup_through_a_planted_symlink() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.redb");
     layout_1_file(&path);
-    let (tenant, origin) = (tenant(), origin());
+    let tenant = tenant();
     let run = RunId::new("run-a").unwrap();
-    let rows = {
-        let store = RedbStore::open(&path).unwrap();
-        sample_run(&Journal::new(&store, &tenant, &origin), &run, Outcome::Succeeded).unwrap();
-        store.read_run(&tenant, &run).unwrap().rows
-    };
+    let rows = one_run(RedbStore::open(&path).unwrap(), &run, Outcome::Succeeded);
     let victim = dir.path().join("precious.txt");
     std::fs::write(&victim, b"the operator's own file").unwrap();
     let mut partial = RedbStore::backup_path(&path).into_os_string();
@@ -251,13 +247,9 @@ fn r_store_3_compact_refuses_a_newer_layout_as_build_skew() {
 fn r_store_3_a_file_stripped_of_its_layout_name_reads_alike_for_every_opening() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.redb");
-    let (tenant, origin) = (tenant(), origin());
+    let tenant = tenant();
     let run = RunId::new("run-a").unwrap();
-    let rows = {
-        let store = RedbStore::create(&path).unwrap();
-        sample_run(&Journal::new(&store, &tenant, &origin), &run, Outcome::Succeeded).unwrap();
-        store.read_run(&tenant, &run).unwrap().rows
-    };
+    let rows = one_run(RedbStore::create(&path).unwrap(), &run, Outcome::Succeeded);
     {
         let db = redb::Database::open(&path).unwrap();
         let txn = db.begin_write().unwrap();
@@ -283,13 +275,9 @@ fn r_store_3_a_file_stripped_of_its_layout_name_reads_alike_for_every_opening() 
 #[test]
 fn r_store_3_an_append_keeps_the_encoding_of_its_own_row_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let (tenant, origin) = (tenant(), origin());
+    let tenant = tenant();
     let run = RunId::new("run-a").unwrap();
-    let rows = {
-        let store = RedbStore::create(&dir.path().join("source.redb")).unwrap();
-        sample_run(&Journal::new(&store, &tenant, &origin), &run, Outcome::Failed).unwrap();
-        store.read_run(&tenant, &run).unwrap().rows
-    };
+    let rows = one_run(RedbStore::create(&dir.path().join("source.redb")).unwrap(), &run, Outcome::Failed);
     let store = RedbStore::create(&dir.path().join("journal.redb")).unwrap();
     let mut head = None;
     for row in &rows {
