@@ -137,3 +137,26 @@ fn r_store_3_migrate_moves_a_layout_1_plane_to_compressed_records_and_keeps_the_
         assert!(ok(&plane, &["verify", "--require-signature"]).contains("clean and complete"), "{fixture}");
     }
 }
+
+/// R-STORE-3 and R-VER-4 at the command line: a file of a storage layout
+/// newer than this build's is build skew (exit 3, `build_skew`) for the
+/// commands that read, write, migrate or compact it, and is left untouched.
+#[test]
+fn r_store_3_a_newer_layout_is_build_skew_for_every_command() {
+    let (_root, plane) = copy_of(LAYOUT_1_FIXTURE);
+    ok(&plane, &["migrate"]);
+    let store = plane.join("agentplane.redb");
+    {
+        let db = redb::Database::open(&store).unwrap();
+        let txn = db.begin_write().unwrap();
+        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+        txn.open_table(meta).unwrap().insert("layout", 3).unwrap();
+        txn.commit().unwrap();
+    }
+    let as_it_was = std::fs::read(&store).unwrap();
+    for args in [&["runs"][..], &["verify"], &["checkpoint"], &["compact"], &["migrate"], &["runs", "--json"]] {
+        let said = fails(&plane, args, 3);
+        assert!(said.contains("storage layout 3"), "{args:?}: {said}");
+        assert!(std::fs::read(&store).unwrap() == as_it_was, "{args:?} left the file byte for byte as it was");
+    }
+}

@@ -528,6 +528,7 @@ impl RedbStore {
     /// before and after.
     pub fn compact(path: &Path) -> Result<(u64, u64), OpenError> {
         let before = file_size(path)?;
+        refuse_a_newer_layout(path)?;
         let mut db = Database::open(path).map_err(|err| opening_alone("compacting", path, err))?;
         // A newer layout's tables are that build's to rewrite (R-STORE-3).
         Layout::named(Some(path), named_layout(&db.begin_read().map_err(io)?)?)?;
@@ -551,16 +552,18 @@ impl RedbStore {
     /// alone.
     pub fn migrate(path: &Path) -> Result<Migration, OpenError> {
         let before = file_size(path)?;
+        refuse_a_newer_layout(path)?;
         let mut db = Database::open(path).map_err(|err| opening_alone("migrating", path, err))?;
         let from = {
             let txn = db.begin_read().map_err(io)?;
             let named = named_layout(&txn)?;
             let has_records = txn.list_tables().map_err(io)?.any(|table| is_layout_1_records(&table));
-            match Layout::named(Some(path), named)? {
-                Layout::One if has_records => Layout::One,
-                // No records table and no name: not a store of any layout
-                // yet; its first writer makes it layout 2.
-                _ => return Ok(Migration { from: LAYOUT, to: LAYOUT, backup: None, before, after: before }),
+            // The rule every opening follows: a file that names no layout
+            // and has no records table is not a store of any layout yet
+            // (its first writer makes it layout 2).
+            match Layout::of_file(path, named, has_records)? {
+                Layout::One => Layout::One,
+                Layout::Two => return Ok(Migration { from: LAYOUT, to: LAYOUT, backup: None, before, after: before }),
             }
         };
         let backup = Self::backup_path(path);
@@ -652,6 +655,21 @@ fn read_trees(
 /// marker of that name).
 fn is_layout_1_records(table: &impl redb::TableHandle) -> bool {
     table.name() == redb::TableHandle::name(&RECORDS)
+}
+
+/// Refuses a file of a newer layout through a read-only opening, before
+/// `compact` or `migrate` opens it alone: an opening for writing rewrites
+/// the file's header even when nothing is committed, and a newer build's
+/// file is left byte for byte as it was. (A file that needs a repair cannot
+/// be opened read-only: it is checked again once opened alone.)
+fn refuse_a_newer_layout(path: &Path) -> Result<(), OpenError> {
+    let db = match shared_read_only().open_read_only(path) {
+        Ok(db) => db,
+        Err(redb::DatabaseError::RepairAborted) => return Ok(()),
+        Err(err) => return Err(opening(path, err)),
+    };
+    let txn = db.begin_read().map_err(io)?;
+    Layout::named(Some(path), named_layout(&txn)?).map(drop)
 }
 
 /// The layout the file's bookkeeping names, if it names one.
