@@ -875,6 +875,7 @@ fn diff_marks_the_first_difference_and_reads_exports() {
     ok(dir.path(), &["export", &succeeded[0], "-o", "a.export"]);
     let same = ok(dir.path(), &["diff", &succeeded[0], "a.export"]);
     assert!(same.contains("the two runs did the same"), "{same}");
+    assert!(same.contains("its chain checked alone"), "what was checked of the export is said: {same}");
     let table = String::from_utf8(agentplane(dir.path(), &["diff", &succeeded[0], &failed]).stdout).unwrap();
     assert!(table.contains("<- first difference"), "{table}");
 }

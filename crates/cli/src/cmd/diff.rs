@@ -23,7 +23,16 @@ fn load(settings: &Settings, which: &str) -> Result<(String, Vec<VerifiedRecord>
             journal_core::ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
         let (run, records) = journal_core::export::verified_chain(&text, check)
             .map_err(|err| Failure::Findings(format!("{which}: {err}")))?;
-        return Ok((format!("{run} ({which})"), records));
+        // Its chain alone: the seal, the checkpoint and the signatures that
+        // vouch for it are `verify-export`'s, and the label says so, so that
+        // "did the same" is never read as more than it checked.
+        return Ok((
+            format!(
+                "{run} ({which}: an export, its chain checked alone; `agentplane verify-export` checks its seal, \
+                 checkpoint and signatures)"
+            ),
+            records,
+        ));
     }
     let run = RunId::new(which).map_err(|err| {
         Failure::Usage(format!("{} is neither an export file nor a run id: {err}", crate::output::shown(which)))
