@@ -31,8 +31,10 @@ pub struct AppendRequest {
     /// What the backend keeps on disk for `row.bytes`, when it encoded them
     /// on the appender's thread before queueing the request (redb's layout
     /// 2 compresses them there, so a batch's compression runs on its
-    /// appenders at once, not on the one thread that commits it). `None`
-    /// from every caller; the chain always commits to `row.bytes`.
+    /// appenders at once, not on the one thread that commits it). Callers
+    /// pass `None`: a backend that encodes sets it itself and ignores what
+    /// it was given, so what it keeps is always its own encoding of
+    /// `row.bytes`, the bytes the chain commits to.
     pub encoded_bytes: Option<Vec<u8>>,
 }
 
