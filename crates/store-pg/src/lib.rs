@@ -62,6 +62,20 @@ fn damaged(tenant: &TenantId, detail: String) -> JournalError {
     JournalError::StoreDamage { tenant: tenant.clone(), detail }
 }
 
+/// Column `index` of a row read from the store. A NULL where the schema has
+/// none, or a column of another type (a table altered behind the plane), is
+/// damage, never a panic (what `Row::get` does with either).
+fn column<'a, T: postgres::types::FromSql<'a>>(
+    tenant: &TenantId,
+    row: &'a postgres::Row,
+    index: usize,
+) -> Result<T, JournalError> {
+    row.try_get(index).map_err(|err| {
+        let name = row.columns().get(index).map_or("?", postgres::Column::name);
+        damaged(tenant, format!("a stored row's column {name} is not what the schema says: {err}"))
+    })
+}
+
 fn to_i64(value: u64) -> Result<i64, JournalError> {
     i64::try_from(value).map_err(|_| JournalError::InvalidRecord(format!("{value} does not fit PostgreSQL's bigint")))
 }
@@ -171,15 +185,23 @@ fn schema_version(client: &mut Client) -> Result<Option<i32>, JournalError> {
     let exists: bool = client
         .query_one("SELECT to_regclass('agentplane_schema') IS NOT NULL", &[])
         .map_err(|err| pg("looking for the schema", err))?
-        .get(0);
+        .try_get(0)
+        .map_err(schema_version_type)?;
     if !exists {
         return Ok(None);
     }
     let version: i32 = client
         .query_one("SELECT coalesce(max(version), 0) FROM agentplane_schema", &[])
         .map_err(|err| pg("reading the schema version", err))?
-        .get(0);
+        .try_get(0)
+        .map_err(schema_version_type)?;
     Ok(Some(version))
+}
+
+/// The schema version table altered to hold another type: damage to
+/// repair, not a panic.
+fn schema_version_type(err: postgres::Error) -> JournalError {
+    JournalError::Io(StorageError::message(format!("the schema version is not an integer: {err}")))
 }
 
 /// Creates or upgrades the schema in one transaction. Any number of
@@ -196,7 +218,8 @@ fn migrate(client: &mut Client) -> Result<Option<(i32, i32)>, OpenError> {
     let version: i32 = txn
         .query_one("SELECT coalesce(max(version), 0) FROM agentplane_schema", &[])
         .map_err(|err| pg("reading the schema version", err))?
-        .get(0);
+        .try_get(0)
+        .map_err(schema_version_type)?;
     if version > SCHEMA_VERSION {
         return Err(OpenError::NewerSchema { found: version, supported: SCHEMA_VERSION });
     }
@@ -491,13 +514,23 @@ struct BufferedRecord {
     signature: Option<Vec<u8>>,
 }
 
+/// A runs row's outcome: a text no outcome has is a forged row, damage, not
+/// "no outcome" (which the audit would find agreeing with an open run).
+fn run_outcome(tenant: &TenantId, outcome: Option<&str>) -> Result<Option<Outcome>, JournalError> {
+    outcome
+        .map(|text| {
+            Outcome::parse(text).ok_or_else(|| damaged(tenant, format!("a runs row names an unknown outcome {text:?}")))
+        })
+        .transpose()
+}
+
 /// A runs row's head, from a row whose first columns are `head_seq,
 /// head_hash, sealed, outcome`.
 fn run_head_of_row(tenant: &TenantId, run: &RunId, row: &postgres::Row) -> Result<RunHead, JournalError> {
-    let hash: Vec<u8> = row.get(1);
-    let head = head_of(tenant, run, row.get(0), &hash)?;
-    let outcome: Option<String> = row.get(3);
-    Ok(RunHead { head, sealed: row.get(2), outcome: outcome.as_deref().and_then(Outcome::parse) })
+    let hash: Vec<u8> = column(tenant, row, 1)?;
+    let head = head_of(tenant, run, column(tenant, row, 0)?, &hash)?;
+    let outcome: Option<String> = column(tenant, row, 3)?;
+    Ok(RunHead { head, sealed: column(tenant, row, 2)?, outcome: run_outcome(tenant, outcome.as_deref())? })
 }
 
 impl PgAppend<'_, '_> {
@@ -513,7 +546,7 @@ impl PgAppend<'_, '_> {
                 .query(&self.statements.lock_runs, &[&tenant.as_str(), &runs])
                 .map_err(|err| pg("locking the batch's runs", err))?;
             for row in rows {
-                let run = run_id(tenant, row.get(4))?;
+                let run = run_id(tenant, column(tenant, &row, 4)?)?;
                 let head = run_head_of_row(tenant, &run, &row)?;
                 self.heads.insert((tenant.as_str().to_owned(), run.as_str().to_owned()), head);
             }
@@ -738,7 +771,8 @@ impl AppendTxn for PgAppend<'_, '_> {
             .txn
             .query_opt(&self.statements.select_counter, &[&tenant.as_str()])
             .map_err(|err| AppendFailure::Broken(pg("the log counter", err)))?
-            .map_or(0, |row| row.get(0));
+            .map_or(Ok(0), |row| column(tenant, &row, 0))
+            .map_err(refused)?;
         to_u64(tenant, next).map_err(refused)
     }
 
@@ -825,9 +859,9 @@ impl AppendTxn for PgAppend<'_, '_> {
             .map_err(|err| AppendFailure::Broken(pg("reading the moved runs", err)))?;
         rows.iter()
             .map(|row| {
-                let run = run_id(tenant, row.get(0))?;
-                let hash: Vec<u8> = row.get(2);
-                let head = head_of(tenant, &run, row.get(1), &hash)?;
+                let run = run_id(tenant, column(tenant, row, 0)?)?;
+                let hash: Vec<u8> = column(tenant, row, 2)?;
+                let head = head_of(tenant, &run, column(tenant, row, 1)?, &hash)?;
                 Ok(HeadEntry::new(&run, head))
             })
             .collect::<Result<Vec<_>, JournalError>>()
@@ -940,10 +974,13 @@ fn read_nodes(
         conn.query(statement, &[&tenant.as_str(), &levels, &indexes]).map_err(|err| pg("reading log nodes", err))?;
     let mut found: HashMap<NodeId, Vec<u8>> = HashMap::with_capacity(rows.len());
     for row in rows {
-        let level = u8::try_from(row.get::<_, i16>(0))
+        let level = u8::try_from(column::<i16>(tenant, &row, 0)?)
             .map_err(|_| damaged(tenant, "a log node's level is out of range".to_owned()))?;
-        let index = to_u64(tenant, row.get(1))?;
-        found.insert(NodeId::new(level, index), row.get(2));
+        let index = to_u64(tenant, column(tenant, &row, 1)?)?;
+        let id = NodeId::new(level, index);
+        if found.insert(id, column(tenant, &row, 2)?).is_some() {
+            return Err(twice(tenant, "log_nodes", &id));
+        }
     }
     ids.iter()
         .map(|id| {
@@ -961,17 +998,17 @@ fn stored_record(
     row: &postgres::Row,
     first: usize,
 ) -> Result<StoredRecord, JournalError> {
-    let seq = to_u64(tenant, row.get(first))?;
+    let seq = to_u64(tenant, column(tenant, row, first)?)?;
     let hash_of = |bytes: Vec<u8>| stored_chain_hash(run, seq, &bytes, "a stored record hash");
-    let key_id: Option<String> = row.get(first + 6);
-    let signature: Option<Vec<u8>> = row.get(first + 7);
+    let key_id: Option<String> = column(tenant, row, first + 6)?;
+    let signature: Option<Vec<u8>> = column(tenant, row, first + 7)?;
     Ok(StoredRecord {
         seq,
-        kind: row.get(first + 1),
-        effect_key: row.get(first + 2),
-        prev_hash: hash_of(row.get(first + 3))?,
-        hash: hash_of(row.get(first + 4))?,
-        bytes: row.get(first + 5),
+        kind: column(tenant, row, first + 1)?,
+        effect_key: column(tenant, row, first + 2)?,
+        prev_hash: hash_of(column(tenant, row, first + 3)?)?,
+        hash: hash_of(column(tenant, row, first + 4)?)?,
+        bytes: column(tenant, row, first + 5)?,
         signature: match (key_id, signature) {
             (Some(key_id), Some(signature)) => Some(KeySignature { key_id, signature }),
             _ => None,
@@ -981,21 +1018,21 @@ fn stored_record(
 
 /// A heads entries row `position, run, seq, hash`.
 fn head_entry_of_row(tenant: &TenantId, row: &postgres::Row) -> Result<(u64, HeadEntry), JournalError> {
-    let position = to_u64(tenant, row.get(0))?;
-    let run = run_id(tenant, row.get(1))?;
-    let seq = to_u64(tenant, row.get(2))?;
-    let hash: Vec<u8> = row.get(3);
+    let position = to_u64(tenant, column(tenant, row, 0)?)?;
+    let run = run_id(tenant, column(tenant, row, 1)?)?;
+    let seq = to_u64(tenant, column(tenant, row, 2)?)?;
+    let hash: Vec<u8> = column(tenant, row, 3)?;
     let hash = stored_chain_hash(&run, seq, &hash, "a heads entry's hash")?;
     Ok((position, HeadEntry { run, seq, hash }))
 }
 
 /// A checkpoints row `size, root, note`.
 fn signed_tree(tenant: &TenantId, table: &str, row: &postgres::Row) -> Result<SignedTree, JournalError> {
-    let size = to_u64(tenant, row.get(0))?;
-    let root: Vec<u8> = row.get(1);
+    let size = to_u64(tenant, column(tenant, row, 0)?)?;
+    let root: Vec<u8> = column(tenant, row, 1)?;
     let root = RootHash::try_from(root.as_slice())
         .map_err(|_| damaged(tenant, format!("a {table} root at size {size} is not 32 bytes")))?;
-    Ok(SignedTree { tree: Tree::new(size, root), note: row.get(2) })
+    Ok(SignedTree { tree: Tree::new(size, root), note: column(tenant, row, 2)? })
 }
 
 /// Everything of `tenant` in one read-only repeatable-read transaction, one
@@ -1028,7 +1065,7 @@ fn read_snapshot(conn: &mut Client, tenant: &TenantId, sink: &mut dyn SnapshotSi
         txn.query_raw(SELECT_SNAPSHOT_RECORDS, std::iter::once(tenant.as_str())).map_err(fail("reading records"))?;
     let mut in_order = RecordsInRunOrder::new(sink);
     while let Some(row) = rows.next().map_err(fail("reading records"))? {
-        let run = run_id(tenant, row.get(0))?;
+        let run = run_id(tenant, column(tenant, &row, 0)?)?;
         let record = stored_record(tenant, &run, &row, 1)?;
         in_order.push(run, record)?;
     }
@@ -1049,61 +1086,73 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
         )
         .map_err(fail("reading runs"))?
     {
-        let run = run_id(tenant, row.get(0))?;
-        let hash: Vec<u8> = row.get(2);
-        let head = head_of(tenant, &run, row.get(1), &hash)?;
-        let outcome: Option<String> = row.get(4);
-        let head = RunHead { head, sealed: row.get(3), outcome: outcome.as_deref().and_then(Outcome::parse) };
-        if row.get::<_, bool>(5) {
+        let run = run_id(tenant, column(tenant, &row, 0)?)?;
+        let hash: Vec<u8> = column(tenant, &row, 2)?;
+        let head = head_of(tenant, &run, column(tenant, &row, 1)?, &hash)?;
+        let outcome: Option<String> = column(tenant, &row, 4)?;
+        let head =
+            RunHead { head, sealed: column(tenant, &row, 3)?, outcome: run_outcome(tenant, outcome.as_deref())? };
+        if column::<bool>(tenant, &row, 5)? {
             snapshot.moved.insert(run.clone());
         }
-        snapshot.runs.entry(run).or_default().head = Some(head);
+        if snapshot.runs.entry(run.clone()).or_default().head.replace(head).is_some() {
+            return Err(twice(tenant, "runs", &run));
+        }
     }
     for row in txn
         .query("SELECT outcome, run FROM outcome_index WHERE tenant = $1", &[&t])
         .map_err(fail("reading the outcome index"))?
     {
-        let outcome: String = row.get(0);
+        let outcome: String = column(tenant, &row, 0)?;
         let outcome = Outcome::parse(&outcome)
             .ok_or_else(|| damaged(tenant, format!("the outcome index names an unknown outcome {outcome:?}")))?;
-        snapshot.outcome_index.insert((outcome, run_id(tenant, row.get(1))?));
+        snapshot.outcome_index.insert((outcome, run_id(tenant, column(tenant, &row, 1)?)?));
     }
     for row in txn
         .query("SELECT key, run FROM idempotency WHERE tenant = $1", &[&t])
         .map_err(fail("reading the idempotency index"))?
     {
-        snapshot.idempotency.insert(row.get(0), run_id(tenant, row.get(1))?);
+        let key: String = column(tenant, &row, 0)?;
+        if snapshot.idempotency.insert(key.clone(), run_id(tenant, column(tenant, &row, 1)?)?).is_some() {
+            return Err(twice(tenant, "idempotency", &key));
+        }
     }
     for row in txn
         .query("SELECT at_millis, run FROM admission_order WHERE tenant = $1", &[&t])
         .map_err(fail("reading the admission order"))?
     {
-        snapshot.admissions.insert(admission_of_row(tenant, row.get(0), row.get(1))?);
+        snapshot.admissions.insert(admission_of_row(tenant, column(tenant, &row, 0)?, column(tenant, &row, 1)?)?);
     }
     for row in txn
         .query("SELECT position, run, leaf FROM seals WHERE tenant = $1 ORDER BY position", &[&t])
         .map_err(fail("reading seals"))?
     {
         let seal = seal_of_row(tenant, &row)?;
-        snapshot.seals.insert(seal.position, seal);
+        let position = seal.position;
+        if snapshot.seals.insert(position, seal).is_some() {
+            return Err(twice(tenant, "seals", &position));
+        }
     }
     snapshot.index_seals_by_run();
-    let next: Option<i64> = txn
-        .query_opt("SELECT next_position FROM log_counter WHERE tenant = $1", &[&t])
-        .map_err(fail("reading the log counter"))?
-        .map(|row| row.get(0));
+    let counters = txn
+        .query("SELECT next_position FROM log_counter WHERE tenant = $1", &[&t])
+        .map_err(fail("reading the log counter"))?;
+    let next: Option<i64> =
+        at_most_one(tenant, "log_counter", &t, counters)?.map(|row| column(tenant, &row, 0)).transpose()?;
     snapshot.next_position = next.map_or(Ok(0), |next| to_u64(tenant, next))?;
     for row in txn
         .query("SELECT level, index, hash FROM log_nodes WHERE tenant = $1", &[&t])
         .map_err(fail("reading log nodes"))?
     {
-        let level = u8::try_from(row.get::<_, i16>(0))
+        let level = u8::try_from(column::<i16>(tenant, &row, 0)?)
             .map_err(|_| damaged(tenant, "a log node's level is out of range".into()))?;
-        let id = NodeId::new(level, to_u64(tenant, row.get(1))?);
-        let hash: Vec<u8> = row.get(2);
+        let id = NodeId::new(level, to_u64(tenant, column(tenant, &row, 1)?)?);
+        let hash: Vec<u8> = column(tenant, &row, 2)?;
         let hash = NodeHash::try_from(hash.as_slice())
             .map_err(|_| damaged(tenant, format!("log node {id:?} is not 32 bytes")))?;
-        snapshot.nodes.insert(id, hash);
+        if snapshot.nodes.insert(id, hash).is_some() {
+            return Err(twice(tenant, "log_nodes", &id));
+        }
     }
     for row in txn
         .query("SELECT position, run, seq, hash FROM heads_entries WHERE tenant = $1 ORDER BY position, run", &[&t])
@@ -1124,9 +1173,36 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
     Ok(snapshot)
 }
 
+/// A key the snapshot met twice in `table`: its primary key was dropped and
+/// a second row written behind the plane. Keeping either would hide the
+/// other from the audit, and a reader may be served the other.
+fn twice(tenant: &TenantId, table: &str, key: &dyn std::fmt::Debug) -> JournalError {
+    damaged(tenant, format!("the {table} table holds the key {key:?} twice"))
+}
+
+/// The row of a key, if any: two are a dropped primary key (see [`twice`]),
+/// damage, not the retryable failure `query_opt` would make of it.
+fn at_most_one(
+    tenant: &TenantId,
+    table: &str,
+    key: &dyn std::fmt::Debug,
+    rows: Vec<postgres::Row>,
+) -> Result<Option<postgres::Row>, JournalError> {
+    let mut rows = rows.into_iter();
+    let first = rows.next();
+    if rows.next().is_some() {
+        return Err(twice(tenant, table, key));
+    }
+    Ok(first)
+}
+
 fn seal_of_row(tenant: &TenantId, row: &postgres::Row) -> Result<SealEntry, JournalError> {
-    let run: String = row.get(1);
-    Ok(SealEntry { position: to_u64(tenant, row.get(0))?, run: run_id(tenant, &run)?, leaf_bytes: row.get(2) })
+    let run: String = column(tenant, row, 1)?;
+    Ok(SealEntry {
+        position: to_u64(tenant, column(tenant, row, 0)?)?,
+        run: run_id(tenant, &run)?,
+        leaf_bytes: column(tenant, row, 2)?,
+    })
 }
 
 impl Store for PgStore {
@@ -1144,18 +1220,15 @@ impl Store for PgStore {
             .start()
             .map_err(|err| pg("reading a run", err))?;
         let (t, r) = (tenant.as_str(), run.as_str());
-        let Some(head) = txn
-            .query_opt(
-                "SELECT head_seq, head_hash, sealed, outcome FROM runs WHERE tenant = $1 AND run = $2",
-                &[&t, &r],
-            )
-            .map_err(|err| pg("reading a run", err))?
-        else {
+        let heads = txn
+            .query("SELECT head_seq, head_hash, sealed, outcome FROM runs WHERE tenant = $1 AND run = $2", &[&t, &r])
+            .map_err(|err| pg("reading a run", err))?;
+        let Some(head) = at_most_one(tenant, "runs", &r, heads)? else {
             return Err(JournalError::NotFound { tenant: tenant.clone(), run: run.clone() });
         };
-        let hash: Vec<u8> = head.get(1);
-        let expected = head_of(tenant, run, head.get(0), &hash)?;
-        let outcome: Option<String> = head.get(3);
+        let hash: Vec<u8> = column(tenant, &head, 1)?;
+        let expected = head_of(tenant, run, column(tenant, &head, 0)?, &hash)?;
+        let outcome: Option<String> = column(tenant, &head, 3)?;
         let rows = txn
             .query(
                 "SELECT seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature FROM records
@@ -1178,9 +1251,9 @@ impl Store for PgStore {
         Ok(RunRows {
             rows,
             head: Some(expected),
-            sealed: head.get(2),
+            sealed: column(tenant, &head, 2)?,
             seal,
-            outcome: outcome.as_deref().and_then(Outcome::parse),
+            outcome: run_outcome(tenant, outcome.as_deref())?,
         })
     }
 
@@ -1194,7 +1267,7 @@ impl Store for PgStore {
             None => conn.query("SELECT run FROM runs WHERE tenant = $1 ORDER BY run", &[&tenant.as_str()]),
         }
         .map_err(|err| pg("listing runs", err))?;
-        rows.iter().map(|row| run_id(tenant, row.get(0))).collect()
+        rows.iter().map(|row| run_id(tenant, column(tenant, row, 0)?)).collect()
     }
 
     fn admissions(
@@ -1223,15 +1296,15 @@ impl Store for PgStore {
             ),
         }
         .map_err(|err| pg("the admission order", err))?;
-        rows.iter().map(|row| admission_of_row(tenant, row.get(0), row.get(1))).collect()
+        rows.iter().map(|row| admission_of_row(tenant, column(tenant, row, 0)?, column(tenant, row, 1)?)).collect()
     }
 
     fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError> {
         let mut conn = self.conn()?;
-        conn.query_opt("SELECT run FROM idempotency WHERE tenant = $1 AND key = $2", &[&tenant.as_str(), &key])
-            .map_err(|err| pg("the idempotency index", err))?
-            .map(|row| run_id(tenant, row.get(0)))
-            .transpose()
+        let rows = conn
+            .query("SELECT run FROM idempotency WHERE tenant = $1 AND key = $2", &[&tenant.as_str(), &key])
+            .map_err(|err| pg("the idempotency index", err))?;
+        at_most_one(tenant, "idempotency", &key, rows)?.map(|row| run_id(tenant, column(tenant, &row, 0)?)).transpose()
     }
 
     fn tenants(&self) -> Result<Vec<TenantId>, JournalError> {
@@ -1241,7 +1314,9 @@ impl Store for PgStore {
             .map_err(|err| pg("listing tenants", err))?;
         rows.iter()
             .map(|row| {
-                let tenant: String = row.get(0);
+                let tenant: String = row.try_get(0).map_err(|err| {
+                    JournalError::Io(StorageError::message(format!("a stored tenant id is not text: {err}")))
+                })?;
                 TenantId::new(&tenant).map_err(|_| {
                     JournalError::Io(StorageError::message(format!("a stored tenant id {tenant:?} is invalid")))
                 })
@@ -1286,13 +1361,14 @@ impl Store for PgStore {
         // One row for both (the seal count is kept by a trigger, schema v4),
         // so a seal committing between them is not a hole, and opening the
         // log of a million records costs what opening one of ten does.
-        let row = conn
-            .query_opt("SELECT next_position, seal_count FROM log_counter WHERE tenant = $1", &[&tenant.as_str()])
+        let rows = conn
+            .query("SELECT next_position, seal_count FROM log_counter WHERE tenant = $1", &[&tenant.as_str()])
             .map_err(|err| pg("the log counters", err))?;
-        Ok(match row {
-            Some(row) => {
-                LogCounters { next_position: to_u64(tenant, row.get(0))?, seal_count: to_u64(tenant, row.get(1))? }
-            }
+        Ok(match at_most_one(tenant, "log_counter", &tenant.as_str(), rows)? {
+            Some(row) => LogCounters {
+                next_position: to_u64(tenant, column(tenant, &row, 0)?)?,
+                seal_count: to_u64(tenant, column(tenant, &row, 1)?)?,
+            },
             None => LogCounters { next_position: 0, seal_count: 0 },
         })
     }
@@ -1335,10 +1411,13 @@ impl Store for PgStore {
             .map_err(|err| pg("reading the last signed checkpoint", err))?;
         let (next, last_tree) = match last {
             Some(row) => {
-                let root: Vec<u8> = row.get(2);
+                let root: Vec<u8> = column(tenant, &row, 2)?;
                 let root = RootHash::try_from(root.as_slice())
                     .map_err(|_| damaged(tenant, "a signed checkpoint's root is not 32 bytes".into()))?;
-                (row.get::<_, i64>(0) + 1, Some(Tree::new(to_u64(tenant, row.get(1))?, root)))
+                let next = column::<i64>(tenant, &row, 0)?
+                    .checked_add(1)
+                    .ok_or_else(|| damaged(tenant, "the last signed checkpoint's number is the largest".into()))?;
+                (next, Some(Tree::new(to_u64(tenant, column(tenant, &row, 1)?)?, root)))
             }
             None => (0, None),
         };
@@ -1377,25 +1456,25 @@ impl Store for PgStore {
 
     fn newest_heads_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<u64>, JournalError> {
         let mut conn = self.conn()?;
-        let newest: Option<i64> = conn
+        let newest = conn
             .query_one(
                 "SELECT max(position) FROM heads_entries WHERE tenant = $1 AND run = $2",
                 &[&tenant.as_str(), &run.as_str()],
             )
-            .map_err(|err| pg("reading a run's newest heads entry", err))?
-            .get(0);
+            .map_err(|err| pg("reading a run's newest heads entry", err))?;
+        let newest: Option<i64> = column(tenant, &newest, 0)?;
         newest.map(|position| to_u64(tenant, position)).transpose()
     }
 
     fn seal_at(&self, tenant: &TenantId, position: u64) -> Result<Option<SealEntry>, JournalError> {
         let mut conn = self.conn()?;
-        conn.query_opt(
-            "SELECT position, run, leaf FROM seals WHERE tenant = $1 AND position = $2",
-            &[&tenant.as_str(), &to_i64(position)?],
-        )
-        .map_err(|err| pg("reading a log leaf", err))?
-        .map(|row| seal_of_row(tenant, &row))
-        .transpose()
+        let rows = conn
+            .query(
+                "SELECT position, run, leaf FROM seals WHERE tenant = $1 AND position = $2",
+                &[&tenant.as_str(), &to_i64(position)?],
+            )
+            .map_err(|err| pg("reading a log leaf", err))?;
+        at_most_one(tenant, "seals", &position, rows)?.map(|row| seal_of_row(tenant, &row)).transpose()
     }
 
     fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<HeadEntry>, JournalError> {
@@ -1415,10 +1494,10 @@ impl Store for PgStore {
         let t = tenant.as_str();
         txn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 2))", &[&t])
             .map_err(|err| pg("the tenant's checkpoint lock", err))?;
-        let next: i64 = txn
+        let next = txn
             .query_one("SELECT coalesce(max(n) + 1, 0) FROM cosigned_checkpoints WHERE tenant = $1", &[&t])
-            .map_err(|err| pg("recording a cosigned checkpoint", err))?
-            .get(0);
+            .map_err(|err| pg("recording a cosigned checkpoint", err))?;
+        let next: i64 = column(tenant, &next, 0)?;
         txn.execute(
             "INSERT INTO cosigned_checkpoints (tenant, n, size, root, note) VALUES ($1, $2, $3, $4, $5)",
             &[&t, &next, &to_i64(cosigned.tree.size)?, &cosigned.tree.root.as_bytes().as_slice(), &cosigned.note],

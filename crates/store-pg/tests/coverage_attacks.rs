@@ -141,3 +141,136 @@ fn r_cover_2_a_moved_mark_cleared_with_sql_is_found_before_the_move_can_be_cut_u
 fn r_plane_2_the_plane_never_signs_a_tree_its_stored_leaves_do_not_give() {
     shared::a_forged_node_is_never_signed(PgStore::temporary().unwrap());
 }
+
+/// What an audit of a store whose rows were written with SQL says: a
+/// finding, or the store refused as damaged (`ErrorClass::Tamper`, exit 1),
+/// never clean and never a panic. `None` when it called the store clean.
+fn audit_refuses(plane: &shared::Plane<PgStore>, inputs: &audit::AuditInputs) -> Option<String> {
+    match audit::audit(plane.store.as_ref(), inputs) {
+        Ok(report) if report.findings.is_empty() => None,
+        Ok(report) => Some(format!("{:?}", report.findings.iter().map(|f| f.code).collect::<Vec<_>>())),
+        Err(audit::AuditError::Store(err)) => {
+            assert_eq!(err.class(), journal_core::ErrorClass::Tamper, "{err}");
+            Some(err.to_string())
+        }
+        Err(other) => panic!("the audit failed otherwise: {other}"),
+    }
+}
+
+/// R-AUD-1, R-AUD-2 (attacker review, session 18), with DDL the redb
+/// testkit cannot express: a column whose NOT NULL was dropped, then set to
+/// NULL, or retyped, made every read of it panic (`Row::get`), the audit
+/// included, instead of reporting damage. Each is damage now, on every read
+/// path the audit and the commands take.
+#[test]
+fn r_aud_2_null_or_retyped_columns_are_damage_never_a_panic() {
+    use journal_core::Store as _;
+    let attacks = [
+        "ALTER TABLE records ALTER COLUMN bytes DROP NOT NULL; UPDATE records SET bytes = NULL WHERE seq = 2",
+        "ALTER TABLE records ALTER COLUMN kind DROP NOT NULL; UPDATE records SET kind = NULL WHERE seq = 2",
+        "ALTER TABLE records ALTER COLUMN seq TYPE integer",
+        "ALTER TABLE runs ALTER COLUMN head_hash DROP NOT NULL; UPDATE runs SET head_hash = NULL",
+        "ALTER TABLE runs ALTER COLUMN sealed DROP NOT NULL; UPDATE runs SET sealed = NULL",
+        "ALTER TABLE runs ALTER COLUMN covered DROP NOT NULL; UPDATE runs SET covered = NULL",
+        "ALTER TABLE seals ALTER COLUMN leaf DROP NOT NULL; UPDATE seals SET leaf = NULL",
+        "ALTER TABLE signed_checkpoints ALTER COLUMN note DROP NOT NULL; UPDATE signed_checkpoints SET note = NULL",
+        "ALTER TABLE log_nodes ALTER COLUMN level TYPE integer",
+        "ALTER TABLE log_counter ALTER COLUMN next_position DROP NOT NULL; UPDATE log_counter SET next_position = NULL",
+        "ALTER TABLE heads_entries ALTER COLUMN hash DROP NOT NULL; UPDATE heads_entries SET hash = NULL",
+        "ALTER TABLE admission_order ALTER COLUMN at_millis TYPE numeric",
+        "ALTER TABLE idempotency ALTER COLUMN run DROP NOT NULL; UPDATE idempotency SET run = NULL",
+    ];
+    let mut failed = Vec::new();
+    for attack in attacks {
+        let plane = shared::Plane::on(PgStore::temporary().unwrap());
+        let (sealed, open) = (plane.run("a", true), plane.run("c", false));
+        let saved = plane.sign();
+        let inputs = plane.inputs(&saved);
+        assert!(audit::audit(plane.store.as_ref(), &inputs).unwrap().findings.is_empty());
+        plane.store.raw().batch_execute(attack).unwrap();
+        let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let store = plane.store.as_ref();
+            for run in [&sealed, &open] {
+                let _ = store.read_run(&plane.tenant, run);
+                let _ = store.seal_of(&plane.tenant, run);
+            }
+            let _ = (store.seals(&plane.tenant), store.log_counters(&plane.tenant), store.runs(&plane.tenant, None));
+            let _ = (store.signed_checkpoints(&plane.tenant), store.admissions(&plane.tenant, None, None, 10));
+            let _ = store.run_by_idempotency_key(&plane.tenant, "a");
+            audit_refuses(&plane, &inputs)
+        }));
+        match verdict {
+            Ok(Some(_)) => {}
+            Ok(None) => failed.push(format!("{attack}: audited clean")),
+            Err(_) => failed.push(format!("{attack}: a read panicked")),
+        }
+    }
+    assert!(failed.is_empty(), "{failed:#?}");
+}
+
+/// R-AUD-8 (attacker review, session 18), with SQL: a runs row's outcome
+/// set to a text no outcome has was read as "no outcome", which agrees with
+/// an open run, so the forged row audited clean. It is damage now.
+#[test]
+fn r_aud_8_a_runs_row_naming_an_unknown_outcome_is_found() {
+    use journal_core::Store as _;
+    let plane = shared::Plane::on(PgStore::temporary().unwrap());
+    let open = plane.run("c", false);
+    let saved = plane.sign();
+    let inputs = plane.inputs(&saved);
+    assert!(audit::audit(plane.store.as_ref(), &inputs).unwrap().findings.is_empty());
+    let forged = plane
+        .store
+        .raw()
+        .execute("UPDATE runs SET outcome = 'bogus' WHERE tenant = 't' AND run = $1", &[&open.as_str()])
+        .unwrap();
+    assert_eq!(forged, 1);
+    let refused = audit_refuses(&plane, &inputs).expect("a forged outcome audits clean");
+    assert!(refused.contains("unknown outcome \"bogus\""), "{refused}");
+    let read = plane.store.read_run(&plane.tenant, &open).unwrap_err();
+    assert!(matches!(read, journal_core::JournalError::StoreDamage { .. }), "{read}");
+}
+
+/// R-AUD-1, R-AUD-8 (attacker review, session 18), with DDL: a table's
+/// primary key dropped and a second row written under a key the plane wrote
+/// (a forged node hash, a stale runs head, a second counter). The snapshot
+/// kept one row per key, whichever came last, so the audit called clean a
+/// store whose other row a reader may be served. A key met twice is damage.
+#[test]
+fn r_aud_8_a_key_written_twice_behind_a_dropped_primary_key_is_found() {
+    use journal_core::Store as _;
+    let attacks = [
+        "ALTER TABLE runs DROP CONSTRAINT runs_pkey; INSERT INTO runs SELECT * FROM runs WHERE NOT sealed",
+        "ALTER TABLE log_nodes DROP CONSTRAINT log_nodes_pkey;
+         INSERT INTO log_nodes SELECT tenant, level, index, sha256(hash) FROM log_nodes;
+         UPDATE log_nodes SET hash = hash WHERE hash NOT IN (SELECT sha256(hash) FROM log_nodes)",
+        "ALTER TABLE log_counter DROP CONSTRAINT log_counter_pkey; INSERT INTO log_counter SELECT * FROM log_counter",
+        "ALTER TABLE idempotency DROP CONSTRAINT idempotency_pkey;
+         INSERT INTO idempotency SELECT tenant, key, 'forged' FROM idempotency;
+         UPDATE idempotency SET run = run WHERE run <> 'forged'",
+    ];
+    let mut clean = Vec::new();
+    for attack in attacks {
+        let plane = shared::Plane::on(PgStore::temporary().unwrap());
+        let (_sealed, open) = (plane.run("a", true), plane.run("c", false));
+        let saved = plane.sign();
+        let inputs = plane.inputs(&saved);
+        assert!(audit::audit(plane.store.as_ref(), &inputs).unwrap().findings.is_empty());
+        plane.store.raw().batch_execute(attack).unwrap();
+        match audit_refuses(&plane, &inputs) {
+            Some(refused) => assert!(refused.contains("twice"), "{attack}: {refused}"),
+            None => clean.push(attack),
+        }
+        // What the plane and the commands read of the same key is damage too,
+        // never one of the two rows, nor a retryable failure.
+        let (store, t) = (plane.store.as_ref(), &plane.tenant);
+        let read = match attack.split_whitespace().nth(2) {
+            Some("runs") => store.read_run(t, &open).map(drop),
+            Some("log_nodes") => store.read_log_nodes(t, &[tlog::NodeId::new(0, 0)]).map(drop),
+            Some("log_counter") => store.log_counters(t).map(drop),
+            _ => store.run_by_idempotency_key(t, "c").map(drop),
+        };
+        assert!(matches!(read, Err(journal_core::JournalError::StoreDamage { .. })), "{attack}: {read:?}");
+    }
+    assert!(clean.is_empty(), "audited clean: {clean:#?}");
+}
