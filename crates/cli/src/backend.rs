@@ -41,6 +41,7 @@ fn pg_failure(err: store_pg::OpenError) -> Failure {
     match err {
         store_pg::OpenError::Journal(err) => redacted(err.into()),
         store_pg::OpenError::NoStore { .. } | store_pg::OpenError::BadUrl { .. } => Failure::Usage(err.to_string()),
+        damaged @ store_pg::OpenError::DamagedSchema { .. } => Failure::Findings(damaged.to_string()),
         other => Failure::Io(other.to_string()),
     }
 }

@@ -257,6 +257,24 @@ fn read_commands_on_an_empty_postgresql_database_leave_it_empty() {
     assert_eq!(runs, serde_json::json!([]));
 }
 
+/// R-STORE-3 (attacker review, session 18): the schema version table
+/// dropped behind the plane beside the journal's tables made `audit` say
+/// "no agentplane store here" (exit 2: a wrong URL); it is damage (exit 1).
+#[test]
+fn an_audit_of_a_store_whose_schema_version_was_dropped_reports_damage() {
+    let url = store_pg::testkit::fresh_database();
+    let dir = tempfile::tempdir().unwrap();
+    let origin = "agentplane.local/plane/default";
+    let keys = tempfile::tempdir().unwrap();
+    ok(keys.path(), &["init"]);
+    let log_key = ok(keys.path(), &["keys", "--print", "log-key"]).trim().to_owned();
+    ok(dir.path(), &["--store", &url, "migrate"]);
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client.batch_execute("DROP TABLE agentplane_schema").unwrap();
+    let stderr = fails(dir.path(), &["--store", &url, "--origin", origin, "audit", "--log-key", &log_key], 1);
+    assert!(stderr.contains("schema version is damaged"), "{stderr}");
+}
+
 /// A schema a newer build migrated is refused by a read with the remedy;
 /// an older one is not migrated by a read (`agentplane migrate` is named).
 #[test]

@@ -91,6 +91,17 @@ pub enum OpenError {
         /// This build's.
         supported: i32,
     },
+    /// The schema's version is not one a plane wrote (its table or row
+    /// deleted beside the journal's tables, two rows, a version below 1):
+    /// damage to the store, neither "no store here" nor a build to change.
+    #[error(
+        "the database holds an agentplane store whose schema version is damaged: {detail}; it was changed behind \
+         the plane (nothing was read, created or migrated)"
+    )]
+    DamagedSchema {
+        /// What is wrong with it.
+        detail: String,
+    },
     /// Anything else, from the database.
     #[error(transparent)]
     Journal(#[from] JournalError),

@@ -181,21 +181,48 @@ const SCHEMA_LOCK: i64 = 0x6167_706c_7363_6865;
 
 /// The schema version of the database, without creating anything: `None`
 /// when it has no agentplane schema.
-fn schema_version(client: &mut Client) -> Result<Option<i32>, JournalError> {
-    let exists: bool = client
-        .query_one("SELECT to_regclass('agentplane_schema') IS NOT NULL", &[])
-        .map_err(|err| pg("looking for the schema", err))?
-        .try_get(0)
-        .map_err(schema_version_type)?;
-    if !exists {
-        return Ok(None);
+/// The journal's tables without the version table is a store whose version
+/// was deleted ([`OpenError::DamagedSchema`]), not "no store here".
+fn schema_version(client: &mut Client) -> Result<Option<i32>, OpenError> {
+    let row = client
+        .query_one("SELECT to_regclass('agentplane_schema') IS NOT NULL, to_regclass('records') IS NOT NULL", &[])
+        .map_err(|err| pg("looking for the schema", err))?;
+    let (exists, holds_records): (bool, bool) =
+        (row.try_get(0).map_err(schema_version_type)?, row.try_get(1).map_err(schema_version_type)?);
+    match (exists, holds_records) {
+        (false, false) => Ok(None),
+        (false, true) => Err(OpenError::DamagedSchema {
+            detail: "the journal's tables are here, its schema version table is not".into(),
+        }),
+        (true, _) => stored_version(client).map(Some),
     }
-    let version: i32 = client
-        .query_one("SELECT coalesce(max(version), 0) FROM agentplane_schema", &[])
-        .map_err(|err| pg("reading the schema version", err))?
-        .try_get(0)
-        .map_err(schema_version_type)?;
-    Ok(Some(version))
+}
+
+/// The one version row every migration leaves; 0 for a version table a
+/// migration has not committed to yet (and no journal tables beside it).
+/// No row beside the journal's tables, two rows, or a version below 1 were
+/// never written by a plane: [`OpenError::DamagedSchema`], not a schema to
+/// migrate or a build to change.
+fn stored_version(client: &mut impl postgres::GenericClient) -> Result<i32, OpenError> {
+    let row = client
+        .query_one(
+            "SELECT count(*), coalesce(min(version), 0), coalesce(max(version), 0), to_regclass('records') IS NOT NULL
+             FROM agentplane_schema",
+            &[],
+        )
+        .map_err(|err| pg("reading the schema version", err))?;
+    let rows: i64 = row.try_get(0).map_err(schema_version_type)?;
+    let least: i32 = row.try_get(1).map_err(schema_version_type)?;
+    let version: i32 = row.try_get(2).map_err(schema_version_type)?;
+    let holds_records: bool = row.try_get(3).map_err(schema_version_type)?;
+    let detail = match rows {
+        0 if holds_records => "the journal's tables are here, its schema version row is not".to_owned(),
+        0 => return Ok(0),
+        1 if version >= 1 => return Ok(version),
+        1 => format!("the schema version row says {version}; no schema has that version"),
+        _ => format!("the schema version table holds {rows} rows (versions {least} to {version}); a plane keeps one"),
+    };
+    Err(OpenError::DamagedSchema { detail })
 }
 
 /// The schema version table altered to hold another type: damage to
@@ -215,11 +242,7 @@ fn migrate(client: &mut Client) -> Result<Option<(i32, i32)>, OpenError> {
     txn.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).map_err(|err| pg("the schema setup lock", err))?;
     txn.batch_execute("CREATE TABLE IF NOT EXISTS agentplane_schema (version integer NOT NULL)")
         .map_err(|err| pg("the schema version table", err))?;
-    let version: i32 = txn
-        .query_one("SELECT coalesce(max(version), 0) FROM agentplane_schema", &[])
-        .map_err(|err| pg("reading the schema version", err))?
-        .try_get(0)
-        .map_err(schema_version_type)?;
+    let version = stored_version(&mut txn)?;
     if version > SCHEMA_VERSION {
         return Err(OpenError::NewerSchema { found: version, supported: SCHEMA_VERSION });
     }
@@ -978,7 +1001,9 @@ fn read_nodes(
             .map_err(|_| damaged(tenant, "a log node's level is out of range".to_owned()))?;
         let index = to_u64(tenant, column(tenant, &row, 1)?)?;
         let id = NodeId::new(level, index);
-        if found.insert(id, column(tenant, &row, 2)?).is_some() {
+        // A node asked twice comes twice; two hashes for it are two rows.
+        let hash: Vec<u8> = column(tenant, &row, 2)?;
+        if found.insert(id, hash.clone()).is_some_and(|other| other != hash) {
             return Err(twice(tenant, "log_nodes", &id));
         }
     }

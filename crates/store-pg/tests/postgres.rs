@@ -60,6 +60,43 @@ fn a_schema_newer_than_this_build_is_refused_with_its_remedy() {
     drop(PgStore::open(&url).unwrap());
 }
 
+/// R-STORE-3 (attacker review, session 18), with SQL: the schema version
+/// table dropped beside the journal's tables made every read say "no
+/// agentplane store here" (a usage error: the auditor is told the URL is
+/// wrong), its row deleted made it "older, run migrate" (which then fails on
+/// the tables already there), and a row of version 0 or a second row were
+/// read as versions. Each is a damaged schema now, for reads and writes.
+#[test]
+fn r_store_3_a_schema_version_deleted_or_doubled_behind_the_plane_is_damage() {
+    let attacks = [
+        "DROP TABLE agentplane_schema",
+        "DELETE FROM agentplane_schema",
+        "UPDATE agentplane_schema SET version = 0",
+        "UPDATE agentplane_schema SET version = -4",
+        "INSERT INTO agentplane_schema (version) VALUES (1)",
+    ];
+    let mut wrong = Vec::new();
+    for attack in attacks {
+        let url = store_pg::testkit::fresh_database();
+        drop(PgStore::open(&url).unwrap());
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client.batch_execute(attack).unwrap();
+        for (how, opened) in [("read", PgStore::open_read_only(&url)), ("write", PgStore::open(&url))] {
+            match opened {
+                Err(store_pg::OpenError::DamagedSchema { .. }) => {}
+                Err(other) => wrong.push(format!("{attack}, open to {how}: {other}")),
+                Ok(_) => wrong.push(format!("{attack}, open to {how}: opened")),
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+    // A database with no store is still no store, and a new one opens.
+    let url = store_pg::testkit::fresh_database();
+    assert!(matches!(PgStore::open_read_only(&url), Err(store_pg::OpenError::NoStore { .. })));
+    drop(PgStore::open(&url).unwrap());
+    drop(PgStore::open_read_only(&url).unwrap());
+}
+
 #[test]
 fn concurrent_appenders_share_commits() {
     let store = Arc::new(PgStore::temporary().unwrap());
