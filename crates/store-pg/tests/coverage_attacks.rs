@@ -274,3 +274,23 @@ fn r_aud_8_a_key_written_twice_behind_a_dropped_primary_key_is_found() {
     }
     assert!(clean.is_empty(), "audited clean: {clean:#?}");
 }
+
+/// R-LOG-5 (attacker review, session 18), with SQL: the last signed
+/// checkpoint's number set to the largest bigint made the next signing add
+/// one to it (an overflow: a panic, or a wrap to the smallest number, below
+/// every row). It is damage now, and nothing is signed.
+#[test]
+fn r_log_5_a_signed_checkpoint_numbered_the_largest_bigint_is_damage_not_an_overflow() {
+    let plane = shared::Plane::on(PgStore::temporary().unwrap());
+    plane.run("a", true);
+    plane.sign();
+    let moved = plane.store.raw().execute("UPDATE signed_checkpoints SET n = $1", &[&i64::MAX]).unwrap();
+    assert_eq!(moved, 1);
+    plane.run("b", true);
+    let signed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.key, None)
+            .map(drop)
+    }));
+    let Ok(signed) = signed else { panic!("signing panicked") };
+    assert!(matches!(signed, Err(journal_core::JournalError::StoreDamage { .. })), "{signed:?}");
+}
