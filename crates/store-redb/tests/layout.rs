@@ -107,17 +107,21 @@ fn r_store_3_a_layout_1_file_is_read_and_written_as_it_is_until_migrated() {
     assert_eq!((again.from, again.to, again.backup), (store_redb::LAYOUT, store_redb::LAYOUT, None));
 }
 
+/// A new store file whose bookkeeping then names `layout`, as someone with
+/// the file (or a build of that layout) left it.
+fn a_file_naming_layout(path: &Path, layout: u64) {
+    drop(RedbStore::create(path).unwrap());
+    let db = redb::Database::open(path).unwrap();
+    let txn = db.begin_write().unwrap();
+    txn.open_table(META).unwrap().insert("layout", layout).unwrap();
+    txn.commit().unwrap();
+}
+
 #[test]
 fn r_store_3_a_newer_layout_is_build_skew_for_every_opening() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.redb");
-    drop(RedbStore::create(&path).unwrap());
-    {
-        let db = redb::Database::open(&path).unwrap();
-        let txn = db.begin_write().unwrap();
-        txn.open_table(META).unwrap().insert("layout", 3).unwrap();
-        txn.commit().unwrap();
-    }
+    a_file_naming_layout(&path, 3);
     let newer = |result: Result<(), OpenError>| match result {
         Err(OpenError::NewerLayout { layout: 3, .. }) => {}
         other => panic!("a file of layout 3 must be refused as build skew: {other:?}"),
@@ -224,13 +228,7 @@ fn r_store_3_migrate_never_writes_its_backup_through_a_planted_symlink() {
 fn r_store_3_compact_refuses_a_newer_layout_as_build_skew() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.redb");
-    drop(RedbStore::create(&path).unwrap());
-    {
-        let db = redb::Database::open(&path).unwrap();
-        let txn = db.begin_write().unwrap();
-        txn.open_table(META).unwrap().insert("layout", 3).unwrap();
-        txn.commit().unwrap();
-    }
+    a_file_naming_layout(&path, 3);
     match RedbStore::compact(&path) {
         Err(OpenError::NewerLayout { layout: 3, .. }) => {}
         other => panic!("a file of layout 3 must be refused as build skew: {other:?}"),
@@ -307,13 +305,7 @@ fn r_store_3_an_append_keeps_the_encoding_of_its_own_row_bytes() {
 fn r_store_3_a_layout_no_build_writes_is_damage_not_build_skew() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.redb");
-    drop(RedbStore::create(&path).unwrap());
-    {
-        let db = redb::Database::open(&path).unwrap();
-        let txn = db.begin_write().unwrap();
-        txn.open_table(META).unwrap().insert("layout", 0).unwrap();
-        txn.commit().unwrap();
-    }
+    a_file_naming_layout(&path, 0);
     let damaged = |what: &str, result: Result<(), OpenError>| match result {
         Err(OpenError::Journal(err)) => assert!(err.to_string().contains("is damaged"), "{what}: {err}"),
         other => panic!("{what}: a file naming layout 0 is damage: {other:?}"),
