@@ -356,3 +356,75 @@ pub fn a_run_cut_back_or_deleted_after_a_checkpoint_is_never_run_again<S: Store 
     }
     assert_eq!(performed.get(), 0);
 }
+
+/// R-RUN-5, R-COVER-2 (noted in sessions 17 to 19, fixed in session 20):
+/// the same cuts as above, each also hidden from the store's newest-heads
+/// lookup (redb: the run's index row; PostgreSQL: the run's heads entries,
+/// which its lookup reads). Resume and redelivery asked that lookup, found
+/// nothing and drove the cut runs again, performing their done effects a
+/// second time. They now read the heads leaves of the log itself, each
+/// leaf's entries held to its bytes, so the hidden cut is refused as
+/// tamper (the covered head is missing) or as damage (the entries no
+/// longer make the leaf), on a runtime that was running before the cut and
+/// on one started after it.
+pub fn a_cut_hidden_from_the_heads_index_is_never_run_again<S: Store + TamperAccess + 'static>(store: S) {
+    let plane = Plane::on(store);
+    let cut = plane.run("transfer-1", false);
+    let gone = plane.run("transfer-2", false);
+    plane.sign();
+
+    let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
+    for row in rows.iter().filter(|row| row.seq > 2) {
+        plane.store.delete_record(&plane.tenant, &cut, row.seq);
+    }
+    plane.store.set_runs_head(&plane.tenant, &cut, ExpectedHead { seq: 2, hash: rows[1].hash });
+    plane.store.hide_newest_heads_of(&plane.tenant, &cut);
+    plane.store.delete_run(&plane.tenant, &gone);
+    plane.store.hide_newest_heads_of(&plane.tenant, &gone);
+    assert_eq!(plane.store.newest_heads_of(&plane.tenant, &cut).unwrap(), None, "the lookup is blind to the cut");
+    assert_eq!(plane.store.newest_heads_of(&plane.tenant, &gone).unwrap(), None);
+
+    let restarted = RuntimeBuilder::new(Arc::clone(&plane.store) as Arc<dyn Store>)
+        .tenant(plane.tenant.clone(), plane.origin.clone(), Some(plane.key.clone()))
+        .build()
+        .unwrap();
+    let performed = std::cell::Cell::new(0);
+    let transfer = || {
+        performed.set(performed.get() + 1);
+        EffectOutput { result: EffectResult::Ok { output: "sent again".into() }, charged: Counters::default() }
+    };
+    for runtime in [&plane.runtime, &restarted] {
+        match runtime.resume(&plane.tenant, &cut) {
+            Err(journal_core::RuntimeError::Journal(err)) => assert_refused_as_tamper(&err, &cut),
+            Err(other) => panic!("refused, but not as tamper: {other}"),
+            Ok(mut handle) => {
+                let _ = handle.effect("ek:wire-transfer", "work", transfer);
+                panic!("the hidden cut was resumed; its done effect ran again {} time(s)", performed.get());
+            }
+        }
+        let request =
+            AdmitRequest { idempotency_key: "transfer-2".into(), plan: vec!["work".into()], budget: Budget::default() };
+        match runtime.admit(&plane.tenant, request) {
+            Err(journal_core::RuntimeError::Journal(err)) => assert_refused_as_tamper(&err, &gone),
+            Err(other) => panic!("refused, but not as tamper: {other}"),
+            Ok(Admission::Existing { run, status }) => panic!("answered as existing: {run} {status}"),
+            Ok(Admission::New(mut handle)) => {
+                let _ = handle.effect("ek:wire-transfer", "work", transfer);
+                panic!("the hidden deleted run was admitted afresh; its effect ran again {} time(s)", performed.get());
+            }
+        }
+    }
+    assert_eq!(performed.get(), 0);
+}
+
+/// A refusal of the tamper class: the covered head missing from `run`'s
+/// chain, or the heads entries no longer making their leaf.
+fn assert_refused_as_tamper(err: &journal_core::JournalError, run: &RunId) {
+    match err {
+        journal_core::JournalError::Tamper { run: named, .. } => assert_eq!(named, run),
+        journal_core::JournalError::StoreDamage { detail, .. } => {
+            assert!(detail.contains("heads entries at log position"), "{detail}");
+        }
+        other => panic!("refused, but not as tamper: {other}"),
+    }
+}

@@ -140,3 +140,99 @@ pub fn prove_entry(entries: &[HeadEntry], index: u64) -> Option<InclusionProof> 
     let tree = entries_tree(entries);
     tree.prove_inclusion(index, tree.size()).ok()
 }
+
+/// Every run's newest head in a tenant's log, read from the log itself: its
+/// leaves in position order, each heads leaf's entries held to the leaf's
+/// bytes, and the leaves up to the tree the plane last signed held to that
+/// tree's root. Never from the newest-heads index, which is derived data:
+/// someone with the store and no key can delete a run's index row along
+/// with the records it covers, and a resume that asked the index would then
+/// drive the cut run again (R-RUN-5, R-COVER-2).
+///
+/// Read once (O(the log)), then brought up to date with the leaves
+/// appended since ([`CoveredHeads::catch_up`]: one range read, usually
+/// empty).
+#[derive(Debug, Default)]
+pub struct CoveredHeads {
+    /// The leaves read so far, as a tree (also: how many).
+    frontier: tlog::Frontier,
+    newest: std::collections::HashMap<RunId, (u64, HeadEntry)>,
+}
+
+impl CoveredHeads {
+    /// Reads the tenant's leaves appended since the last call. When
+    /// `signed` (a tree the plane signed, from its high-water mark) is
+    /// reached, the leaves read must give its root: a leaf rewritten or
+    /// removed in the store (with its heads entries) is damage, not a
+    /// run the log never covered. On an error nothing is kept of this
+    /// call's reading.
+    pub fn catch_up(
+        &mut self,
+        store: &dyn crate::store::Store,
+        tenant: &crate::ids::TenantId,
+        origin: &Origin,
+        signed: Option<Tree>,
+    ) -> Result<(), crate::error::JournalError> {
+        let damaged = |detail: String| crate::error::JournalError::StoreDamage { tenant: tenant.clone(), detail };
+        let mut frontier = self.frontier.clone();
+        let mut found = Vec::new();
+        let check_signed = |frontier: &tlog::Frontier| match signed {
+            Some(tree) if tree.size == frontier.size() && tree.root != frontier.root() => Err(damaged(format!(
+                "the first {} entries of its log are not the tree the plane signed at that size (root {}): an \
+                 entry was rewritten or removed behind the plane (run `agentplane audit`)",
+                tree.size, tree.root
+            ))),
+            _ => Ok(()),
+        };
+        check_signed(&frontier)?;
+        for leaf in store.seals_in(tenant, frontier.size()..u64::MAX)? {
+            let position = frontier.size();
+            if leaf.position != position {
+                return Err(damaged(format!(
+                    "its log has no entry at position {position} but one at {}: entries were removed behind the \
+                     plane (run `agentplane audit`)",
+                    leaf.position
+                )));
+            }
+            frontier
+                .append(leaf.leaf_hash())
+                .map_err(|_| damaged("its log claims more entries than a log can hold".to_owned()))?;
+            check_signed(&frontier)?;
+            if !HeadsLeaf::is_tagged(&leaf.leaf_bytes) {
+                continue;
+            }
+            let entries = store.heads_entries(tenant, position)?;
+            if HeadsLeaf::new(origin, &entries).to_bytes() != leaf.leaf_bytes {
+                return Err(damaged(format!(
+                    "the heads entries at log position {position} are not the heads leaf stored there (run \
+                     `agentplane verify`)"
+                )));
+            }
+            found.extend(entries.into_iter().map(|entry| (position, entry)));
+        }
+        if let Some(tree) = signed.filter(|tree| tree.size > frontier.size()) {
+            return Err(damaged(format!(
+                "its log holds {} entries, and the plane signed {} of them: entries were removed behind the plane \
+                 (run `agentplane audit`)",
+                frontier.size(),
+                tree.size
+            )));
+        }
+        self.frontier = frontier;
+        for (position, entry) in found {
+            self.newest.insert(entry.run.clone(), (position, entry));
+        }
+        Ok(())
+    }
+
+    /// The newest head a heads leaf holds for `run`, with the leaf's
+    /// position; `None` when no leaf read holds the run.
+    pub fn newest(&self, run: &RunId) -> Option<&(u64, HeadEntry)> {
+        self.newest.get(run)
+    }
+
+    /// How many leaves of the log were read.
+    pub fn leaves_read(&self) -> u64 {
+        self.frontier.size()
+    }
+}

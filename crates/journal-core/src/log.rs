@@ -419,7 +419,7 @@ pub trait HighWater: Send + Sync {
     fn location(&self) -> String;
 }
 
-fn high_water_error(tenant: &TenantId, err: HighWaterError) -> JournalError {
+pub(crate) fn high_water_error(tenant: &TenantId, err: HighWaterError) -> JournalError {
     JournalError::WouldSignRollback { tenant: tenant.clone(), reason: err.to_string() }
 }
 

@@ -61,6 +61,11 @@ pub trait TamperAccess {
     fn delete_runs_row(&self, tenant: &TenantId, run: &RunId);
     /// Deletes one run's entry of the heads leaf at `position`.
     fn delete_heads_entry(&self, tenant: &TenantId, position: u64, run: &RunId);
+    /// Makes the store's newest-heads lookup ([`Store::newest_heads_of`])
+    /// answer "none" for `run`, as someone hiding a cut does: the run's
+    /// index row where the backend keeps one (redb), otherwise every heads
+    /// entry of the run that the lookup reads (PostgreSQL, memory).
+    fn hide_newest_heads_of(&self, tenant: &TenantId, run: &RunId);
     /// Adds (`present`) or removes one row of the admission order, and
     /// nothing else.
     fn set_admission(&self, tenant: &TenantId, admission: &crate::store::AdmittedRun, present: bool);

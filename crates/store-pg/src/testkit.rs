@@ -199,6 +199,11 @@ impl TamperAccess for PgStore {
         );
     }
 
+    fn hide_newest_heads_of(&self, tenant: &TenantId, run: &RunId) {
+        let (t, r) = (tenant.as_str(), run.as_str());
+        self.tamper("heads entries", "DELETE FROM heads_entries WHERE tenant = $1 AND run = $2", &[&t, &r]);
+    }
+
     fn delete_run(&self, tenant: &TenantId, run: &RunId) {
         let (t, r) = (tenant.as_str(), run.as_str());
         for table in ["records", "runs", "seals", "outcome_index", "idempotency", "admission_order"] {

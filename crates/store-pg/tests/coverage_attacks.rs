@@ -33,6 +33,11 @@ fn r_run_5_a_run_cut_back_or_deleted_after_a_checkpoint_is_never_run_again() {
     shared::a_run_cut_back_or_deleted_after_a_checkpoint_is_never_run_again(PgStore::temporary().unwrap());
 }
 
+#[test]
+fn r_run_5_a_cut_hidden_from_the_heads_index_is_never_run_again() {
+    shared::a_cut_hidden_from_the_heads_index_is_never_run_again(PgStore::temporary().unwrap());
+}
+
 /// R-AUD-8, R-AUD-3, found by an attacker review (session 16), with SQL:
 /// a heads leaf's seal row renamed to an open run admitted after the
 /// anchor (the seal lookup `prove` uses reads that column) hid the run from

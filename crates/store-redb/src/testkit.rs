@@ -309,6 +309,13 @@ impl TamperAccess for RedbStore {
         });
     }
 
+    fn hide_newest_heads_of(&self, tenant: &TenantId, run: &RunId) {
+        self.tamper("newest heads index", |txn| {
+            txn.open_table(HEADS_BY_RUN)?.remove((tenant.as_str(), run.as_str()))?;
+            Ok(())
+        });
+    }
+
     fn delete_run(&self, tenant: &TenantId, run: &RunId) {
         let write = || -> Result<(), Box<dyn std::error::Error>> {
             let (t, r) = (tenant.as_str(), run.as_str());

@@ -6,7 +6,11 @@
 #[path = "../../../tests/shared/coverage_attacks.rs"]
 mod shared;
 
+use std::sync::Arc;
 use store_redb::RedbStore;
+
+use journal_core::Store;
+use journal_core::testkit::TamperAccess as _;
 
 #[test]
 fn r_aud_3_open_runs_cut_back_or_deleted_after_a_saved_checkpoint_are_found() {
@@ -573,6 +577,11 @@ fn r_run_5_a_run_cut_back_or_deleted_after_a_checkpoint_is_never_run_again() {
     shared::a_run_cut_back_or_deleted_after_a_checkpoint_is_never_run_again(RedbStore::temporary().unwrap());
 }
 
+#[test]
+fn r_run_5_a_cut_hidden_from_the_heads_index_is_never_run_again() {
+    shared::a_cut_hidden_from_the_heads_index_is_never_run_again(RedbStore::temporary().unwrap());
+}
+
 /// R-AUD-1, R-STORE-3 (attacker review of layout 2): someone with the file
 /// and no key rewrites each row of a signed run in `records_z` as the bytes
 /// as written, without the encoding's tag byte (a record starts with `{`,
@@ -628,4 +637,76 @@ fn r_aud_1_a_row_stored_without_its_encoding_tag_is_never_audited_clean() {
         "rows read_run refuses are never audited clean: {:#?}",
         report.findings
     );
+}
+
+/// R-RUN-5, R-PLANE-2 (session 20): a careful hider rewrites the heads leaf
+/// itself: the entries of a cut run deleted, the leaf's bytes made again
+/// from the entries left (so entries and leaf agree), the index row gone,
+/// and the log's stored node hashes left as the plane signed them (so the
+/// stored log still extends the plane's high-water mark). Only the leaves
+/// disagree with the tree the plane signed; resume holds the leaves it
+/// reads to the mark's root and refuses, where it drove the run again.
+#[test]
+fn r_run_5_a_heads_leaf_rewritten_without_a_cut_run_is_held_to_the_signed_tree() {
+    use journal_core::log::HighWater as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plane.redb");
+    let mark = Arc::new(journal_core::testkit::MemoryHighWater::default());
+    let (tenant, cut, position, kept) = {
+        let plane = shared::Plane::on(RedbStore::create(&path).unwrap());
+        let cut = plane.run("transfer-1", false);
+        plane.run("transfer-2", false);
+        journal_core::log::sign_current_head(
+            plane.store.as_ref(),
+            &plane.tenant,
+            &plane.origin,
+            &plane.key,
+            Some(mark.as_ref()),
+        )
+        .unwrap();
+        assert!(matches!(mark.last(&plane.origin).unwrap(), journal_core::log::HighWaterMark::Signed(_)));
+        let position = plane.store.newest_heads_of(&plane.tenant, &cut).unwrap().expect("the leaf covers the run");
+        let kept: Vec<_> = plane
+            .store
+            .heads_entries(&plane.tenant, position)
+            .unwrap()
+            .into_iter()
+            .filter(|entry| entry.run != cut)
+            .collect();
+        let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
+        for row in rows.iter().filter(|row| row.seq > 2) {
+            plane.store.delete_record(&plane.tenant, &cut, row.seq);
+        }
+        plane.store.set_runs_head(&plane.tenant, &cut, journal_core::ExpectedHead { seq: 2, hash: rows[1].hash });
+        plane.store.delete_heads_entry(&plane.tenant, position, &cut);
+        plane.store.hide_newest_heads_of(&plane.tenant, &cut);
+        (plane.tenant.clone(), cut, position, kept)
+    };
+    let origin = journal_core::Origin::new("attacks.test/plane/t").unwrap();
+    let leaf = journal_core::heads::HeadsLeaf::new(&origin, &kept).to_bytes();
+    forge(&path, |txn| {
+        let seals: redb::TableDefinition<u64, (&str, &[u8])> = redb::TableDefinition::new("seals/t");
+        txn.open_table(seals)
+            .unwrap()
+            .insert(position, (journal_core::heads::HEADS_LEAF_RUN, leaf.as_slice()))
+            .unwrap();
+    });
+
+    let store: Arc<dyn Store> = Arc::new(RedbStore::open(&path).unwrap());
+    let key = witness::LogKey::new(
+        witness::SignerKey::from_seed("attacks.test/plane/t", witness::ALG_ED25519, [8; 32]).unwrap(),
+    )
+    .unwrap();
+    let runtime = journal_core::RuntimeBuilder::new(store)
+        .tenant(tenant.clone(), origin, Some(key))
+        .high_water(mark)
+        .build()
+        .unwrap();
+    match runtime.resume(&tenant, &cut) {
+        Err(journal_core::RuntimeError::Journal(journal_core::JournalError::StoreDamage { detail, .. })) => {
+            assert!(detail.contains("not the tree the plane signed"), "{detail}");
+        }
+        Err(other) => panic!("refused for another reason: {other}"),
+        Ok(_) => panic!("the run cut out of a rewritten heads leaf was resumed"),
+    }
 }

@@ -249,6 +249,7 @@ impl RuntimeBuilder {
             probe_every: self.probe_every.unwrap_or(DEFAULT_PROBE_EVERY),
             last_probe: std::sync::Mutex::new(std::collections::HashMap::new()),
             extends_mark: std::sync::Mutex::new(std::collections::HashSet::new()),
+            covered: std::sync::Mutex::new(std::collections::HashMap::new()),
         })
     }
 }

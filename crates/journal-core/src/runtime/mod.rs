@@ -31,7 +31,7 @@ pub use sweep::{
 use crate::chain::ChainCheck;
 use crate::clock::Clock;
 use crate::error::JournalError;
-use crate::heads::{HeadEntry, HeadsLeaf};
+use crate::heads::{CoveredHeads, HeadEntry};
 use crate::ids::{RunId, TenantId};
 use crate::journal::{Journal, VerifiedRun};
 use crate::record::{
@@ -123,6 +123,9 @@ pub struct Runtime {
     /// admits or resumes there (a store does not roll back under an open
     /// handle; one put back while the plane was stopped is caught then).
     extends_mark: std::sync::Mutex<std::collections::HashSet<TenantId>>,
+    /// Each tenant's covered heads, read from its log's leaves once and
+    /// brought up to date before each use.
+    covered: std::sync::Mutex<std::collections::HashMap<TenantId, CoveredHeads>>,
 }
 
 impl Runtime {
@@ -242,29 +245,28 @@ impl Runtime {
     }
 
     /// The head the newest heads leaf of the tenant's log holds for `run`
-    /// (R-COVER-2), with the leaf's position: its entries held to the leaf
-    /// bytes the log stores, so an entry edited in the store alone is
-    /// damage, not an answer. `None` when no heads leaf holds the run.
+    /// (R-COVER-2), with the leaf's position, read from the log's leaves and
+    /// held to the tree the plane last signed ([`CoveredHeads`]), never from
+    /// the newest-heads index alone: deleting a run's index row with the
+    /// records it covers must not make the run look uncovered (R-RUN-5).
+    /// `None` when no heads leaf holds the run.
     fn covered_head(&self, config: &TenantConfig, run: &RunId) -> Result<Option<(u64, HeadEntry)>, RuntimeError> {
-        let Some(position) = self.store.newest_heads_of(&config.tenant, run)? else {
-            return Ok(None);
+        // A panic while catching up keeps nothing of that reading, so a
+        // poisoned lock still guards a sound map.
+        let mut covered = self.covered.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let heads = covered.entry(config.tenant.clone()).or_default();
+        let signed = match (heads.leaves_read(), self.high_water.as_deref()) {
+            (0, Some(high_water)) => match high_water
+                .last(&config.origin)
+                .map_err(|err| crate::log::high_water_error(&config.tenant, err))?
+            {
+                crate::log::HighWaterMark::Signed(tree) => Some(tree),
+                crate::log::HighWaterMark::Never | crate::log::HighWaterMark::Lost { .. } => None,
+            },
+            _ => None,
         };
-        let damaged = |detail: String| JournalError::StoreDamage { tenant: config.tenant.clone(), detail };
-        let entries = self.store.heads_entries(&config.tenant, position)?;
-        let leaf = self.store.seal_at(&config.tenant, position)?.map(|seal| seal.leaf_bytes);
-        if leaf != Some(HeadsLeaf::new(&config.origin, &entries).to_bytes()) {
-            return Err(damaged(format!(
-                "the heads entries at log position {position} are not the heads leaf stored there (run `agentplane \
-                 verify`)"
-            ))
-            .into());
-        }
-        let entry = entries.into_iter().find(|entry| entry.run == *run).ok_or_else(|| {
-            damaged(format!(
-                "the newest-heads index points run {run} at log position {position}, which holds no entry of it"
-            ))
-        })?;
-        Ok(Some((position, entry)))
+        heads.catch_up(self.store.as_ref(), &config.tenant, &config.origin, signed)?;
+        Ok(heads.newest(run).cloned())
     }
 
     /// Refuses to admit or resume runs on a store older than what the plane
@@ -357,7 +359,7 @@ impl Runtime {
             return Ok(Admission::Existing { run, status });
         }
         let run = Self::run_id_for(tenant, &request.idempotency_key)?;
-        if self.store.newest_heads_of(tenant, &run)?.is_some() {
+        if self.covered_head(&config, &run)?.is_some() {
             // A run the log covers, gone from the store: admitting it afresh
             // would perform its recorded effects again.
             let records = match self.read(&config, &run) {

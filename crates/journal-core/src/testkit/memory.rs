@@ -145,6 +145,16 @@ impl TamperAccess for MemoryStore {
         }
     }
 
+    fn hide_newest_heads_of(&self, tenant: &TenantId, run: &RunId) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(t) = tenants.get_mut(tenant)
+        {
+            for entries in t.heads.values_mut() {
+                entries.retain(|entry| entry.run != *run);
+            }
+        }
+    }
+
     fn delete_run(&self, tenant: &TenantId, run: &RunId) {
         if let Ok(mut tenants) = self.lock()
             && let Some(t) = tenants.get_mut(tenant)
