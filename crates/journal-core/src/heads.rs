@@ -149,17 +149,35 @@ pub fn prove_entry(entries: &[HeadEntry], index: u64) -> Option<InclusionProof> 
 /// with the records it covers, and a resume that asked the index would then
 /// drive the cut run again (R-RUN-5, R-COVER-2).
 ///
-/// Read once (O(the log)), then brought up to date with the leaves
-/// appended since ([`CoveredHeads::catch_up`]: one range read, usually
-/// empty).
-#[derive(Debug, Default)]
+/// Read once (O(the log), in reads of a few thousand leaves and their
+/// entries), then brought up to date with the leaves appended since
+/// ([`CoveredHeads::catch_up`]: one range read, usually empty).
+#[derive(Debug)]
 pub struct CoveredHeads {
     /// The leaves read so far, as a tree (also: how many).
     frontier: tlog::Frontier,
     newest: std::collections::HashMap<RunId, (u64, HeadEntry)>,
+    /// Leaves read at a time.
+    per_read: u64,
 }
 
+impl Default for CoveredHeads {
+    fn default() -> Self {
+        Self::reading_at_most(LEAVES_PER_READ)
+    }
+}
+
+/// Leaves read at a time while catching up: bounds the memory of a first
+/// reading of a long log.
+const LEAVES_PER_READ: u64 = 4096;
+
 impl CoveredHeads {
+    /// Nothing read yet; the log will be read `per_read` leaves at a time
+    /// (at least one; [`Default`] reads a few thousand).
+    pub fn reading_at_most(per_read: u64) -> Self {
+        Self { frontier: tlog::Frontier::new(), newest: std::collections::HashMap::new(), per_read: per_read.max(1) }
+    }
+
     /// Reads the tenant's leaves appended since the last call. When
     /// `signed` (a tree the plane signed, from its high-water mark) is
     /// reached, the leaves read must give its root: a leaf rewritten or
@@ -185,30 +203,44 @@ impl CoveredHeads {
             _ => Ok(()),
         };
         check_signed(&frontier)?;
-        for leaf in store.seals_in(tenant, frontier.size()..u64::MAX)? {
-            let position = frontier.size();
-            if leaf.position != position {
-                return Err(damaged(format!(
-                    "its log has no entry at position {position} but one at {}: entries were removed behind the \
-                     plane (run `agentplane audit`)",
-                    leaf.position
-                )));
+        loop {
+            let from = frontier.size();
+            let positions = from..from.saturating_add(self.per_read);
+            let leaves = store.seals_in(tenant, positions.clone())?;
+            let mut entries = if leaves.iter().any(|leaf| HeadsLeaf::is_tagged(&leaf.leaf_bytes)) {
+                store.heads_entries_in(tenant, positions)?
+            } else {
+                crate::store::HeadsByPosition::new()
+            };
+            let whole = leaves.len() as u64 == self.per_read;
+            for leaf in leaves {
+                let position = frontier.size();
+                if leaf.position != position {
+                    return Err(damaged(format!(
+                        "its log has no entry at position {position} but one at {}: entries were removed behind the \
+                         plane (run `agentplane audit`)",
+                        leaf.position
+                    )));
+                }
+                frontier
+                    .append(leaf.leaf_hash())
+                    .map_err(|_| damaged("its log claims more entries than a log can hold".to_owned()))?;
+                check_signed(&frontier)?;
+                if !HeadsLeaf::is_tagged(&leaf.leaf_bytes) {
+                    continue;
+                }
+                let held = entries.remove(&position).unwrap_or_default();
+                if HeadsLeaf::new(origin, &held).to_bytes() != leaf.leaf_bytes {
+                    return Err(damaged(format!(
+                        "the heads entries at log position {position} are not the heads leaf stored there (run \
+                         `agentplane verify`)"
+                    )));
+                }
+                found.extend(held.into_iter().map(|entry| (position, entry)));
             }
-            frontier
-                .append(leaf.leaf_hash())
-                .map_err(|_| damaged("its log claims more entries than a log can hold".to_owned()))?;
-            check_signed(&frontier)?;
-            if !HeadsLeaf::is_tagged(&leaf.leaf_bytes) {
-                continue;
+            if !whole {
+                break;
             }
-            let entries = store.heads_entries(tenant, position)?;
-            if HeadsLeaf::new(origin, &entries).to_bytes() != leaf.leaf_bytes {
-                return Err(damaged(format!(
-                    "the heads entries at log position {position} are not the heads leaf stored there (run \
-                     `agentplane verify`)"
-                )));
-            }
-            found.extend(entries.into_iter().map(|entry| (position, entry)));
         }
         if let Some(tree) = signed.filter(|tree| tree.size > frontier.size()) {
             return Err(damaged(format!(

@@ -279,6 +279,14 @@ impl Store for MemoryStore {
         Ok(self.lock()?.get(tenant).and_then(|t| t.heads.get(&position).cloned()).unwrap_or_default())
     }
 
+    fn heads_entries_in(
+        &self,
+        tenant: &TenantId,
+        positions: std::ops::Range<u64>,
+    ) -> Result<crate::store::HeadsByPosition, JournalError> {
+        Ok(self.lock()?.get(tenant).map(|t| crate::store::entries_in(&t.heads, positions)).unwrap_or_default())
+    }
+
     fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
         let tenants = self.lock()?;
         let mut snapshot = TenantSnapshot::empty(tenant);

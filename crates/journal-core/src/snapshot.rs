@@ -238,6 +238,15 @@ impl Store for TenantSnapshot {
         Ok(self.heads_entries.get(&position).filter(|_| self.ours(tenant)).cloned().unwrap_or_default())
     }
 
+    fn heads_entries_in(
+        &self,
+        tenant: &TenantId,
+        positions: std::ops::Range<u64>,
+    ) -> Result<crate::store::HeadsByPosition, JournalError> {
+        let positions = if self.ours(tenant) { positions } else { 0..0 };
+        Ok(crate::store::entries_in(&self.heads_entries, positions))
+    }
+
     fn newest_heads_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<u64>, JournalError> {
         Ok(self.heads_by_run.get(run).filter(|_| self.ours(tenant)).copied())
     }

@@ -10,6 +10,17 @@ use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
 use crate::seal::SealLeaf;
 
+/// Heads entries by the position of their heads leaf.
+pub type HeadsByPosition = std::collections::BTreeMap<u64, Vec<crate::heads::HeadEntry>>;
+
+/// The entries of `all` at positions in `positions` (none when the range is empty).
+pub fn entries_in(all: &HeadsByPosition, positions: std::ops::Range<u64>) -> HeadsByPosition {
+    if positions.is_empty() {
+        return HeadsByPosition::new();
+    }
+    all.range(positions).map(|(position, entries)| (*position, entries.clone())).collect()
+}
+
 /// One append: a row, the head it must follow, and the conclusion it records.
 #[derive(Debug, Clone)]
 pub struct AppendRequest {
@@ -212,6 +223,17 @@ pub trait Store: Send + Sync {
 
     /// The entries stored for the heads leaf at `position` (none if there is none).
     fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<crate::heads::HeadEntry>, JournalError>;
+
+    /// The entries stored for the heads leaves at positions in `positions`,
+    /// by position. The default reads the tenant's snapshot (O(the tenant));
+    /// a backend answers from its key in one read.
+    fn heads_entries_in(
+        &self,
+        tenant: &TenantId,
+        positions: std::ops::Range<u64>,
+    ) -> Result<HeadsByPosition, JournalError> {
+        Ok(entries_in(&self.snapshot(tenant)?.heads_entries, positions))
+    }
 
     /// The position of the newest heads leaf that holds an entry of `run`,
     /// if any. The default reads the tenant's snapshot (O(the tenant)); a

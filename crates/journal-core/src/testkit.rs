@@ -416,6 +416,18 @@ pub fn log_checkpoints_and_proofs(store: &dyn Store) {
     crate::log::sign_current_head(store, &tenant, &origin(), &key, None).expect("second heads leaf");
     let second = store.newest_heads_of(&tenant, &runs[2]).expect("lookup").expect("covered");
     assert!(second > first, "the newest leaf holding it: {first} then {second}");
+    // What resume holds a run to (R-RUN-5) is read from the leaves
+    // themselves, whatever the size of each read, and agrees with the index.
+    let moved = store.read_run(&tenant, &runs[2]).expect("read").head.expect("a head");
+    let size = LogView::open(store, &tenant).and_then(|view| view.head()).expect("head").tree.size;
+    for per_read in [1, 2, 3, 4096] {
+        let mut covered = crate::heads::CoveredHeads::reading_at_most(per_read);
+        covered.catch_up(store, &tenant, &origin(), None).expect("the covered heads");
+        let newest = covered.newest(&runs[2]).map(|(position, entry)| (*position, entry.seq, entry.hash));
+        assert_eq!(newest, Some((second, moved.seq, moved.hash)), "read {per_read} leaves at a time");
+        assert_eq!(covered.newest(&runs[0]), None, "a sealed run is in no heads leaf");
+        assert_eq!(covered.leaves_read(), size, "read {per_read} leaves at a time");
+    }
     assert_eq!(store.newest_heads_of(&tenant, &run_id("no-such-run")).expect("lookup"), None);
     let proven = LogView::open(store, &tenant).and_then(|view| view.head_inclusion(&runs[2])).expect("head proof");
     assert_eq!(proven.index, second);

@@ -173,6 +173,13 @@ impl Store for FaultyStore {
     fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<crate::heads::HeadEntry>, JournalError> {
         self.inner.heads_entries(tenant, position)
     }
+    fn heads_entries_in(
+        &self,
+        tenant: &TenantId,
+        positions: std::ops::Range<u64>,
+    ) -> Result<crate::store::HeadsByPosition, JournalError> {
+        self.inner.heads_entries_in(tenant, positions)
+    }
     fn newest_heads_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<u64>, JournalError> {
         self.inner.newest_heads_of(tenant, run)
     }

@@ -1513,6 +1513,28 @@ impl Store for PgStore {
         rows.iter().map(|row| head_entry_of_row(tenant, row).map(|(_, entry)| entry)).collect()
     }
 
+    fn heads_entries_in(
+        &self,
+        tenant: &TenantId,
+        positions: std::ops::Range<u64>,
+    ) -> Result<journal_core::store::HeadsByPosition, JournalError> {
+        let (from, to) = (to_i64(positions.start)?, i64::try_from(positions.end).unwrap_or(i64::MAX));
+        let mut conn = self.conn()?;
+        let rows = conn
+            .query(
+                "SELECT position, run, seq, hash FROM heads_entries WHERE tenant = $1 AND position >= $2 AND position < $3
+                 ORDER BY position, run",
+                &[&tenant.as_str(), &from, &to],
+            )
+            .map_err(|err| pg("reading heads entries", err))?;
+        let mut entries = journal_core::store::HeadsByPosition::new();
+        for row in &rows {
+            let (position, entry) = head_entry_of_row(tenant, row)?;
+            entries.entry(position).or_default().push(entry);
+        }
+        Ok(entries)
+    }
+
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {
         let mut conn = self.conn()?;
         let mut txn = conn.transaction().map_err(|err| pg("recording a cosigned checkpoint", err))?;

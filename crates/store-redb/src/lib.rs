@@ -1681,6 +1681,21 @@ impl Store for RedbStore {
             .map(|mut by_position| by_position.remove(&position).unwrap_or_default())
     }
 
+    fn heads_entries_in(
+        &self,
+        tenant: &TenantId,
+        positions: std::ops::Range<u64>,
+    ) -> Result<journal_core::store::HeadsByPosition, JournalError> {
+        let txn = self.read_txn()?;
+        let (Some(table), Some(last)) = (open_if_there(&txn, HEADS)?, positions.end.checked_sub(1)) else {
+            return Ok(Default::default());
+        };
+        if positions.start > last {
+            return Ok(Default::default());
+        }
+        read_heads_entries(&table, tenant, positions.start..=last)
+    }
+
     fn record_signed_checkpoint(
         &self,
         tenant: &TenantId,
