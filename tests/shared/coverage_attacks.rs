@@ -428,3 +428,44 @@ fn assert_refused_as_tamper(err: &journal_core::JournalError, run: &RunId) {
         other => panic!("refused, but not as tamper: {other}"),
     }
 }
+
+/// R-RUN-5, R-COVER-2 (session 20): the cut is carried into the log
+/// instead of hidden. After cutting an open run back, the attacker marks it
+/// moved, so the plane's next checkpoint puts a heads leaf holding the cut
+/// head in the log; the newest leaf then agrees with the cut chain. A run's
+/// chain only grows, so resume holds it to the longest head any leaf ever
+/// held for it, and refuses.
+pub fn a_cut_carried_into_a_later_heads_leaf_is_never_run_again<S: Store + TamperAccess + 'static>(store: S) {
+    let plane = Plane::on(store);
+    let cut = plane.run("transfer-1", false);
+    plane.sign();
+    let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
+    let covered = rows.last().unwrap().seq;
+    for row in rows.iter().filter(|row| row.seq > 2) {
+        plane.store.delete_record(&plane.tenant, &cut, row.seq);
+    }
+    plane.store.set_runs_head(&plane.tenant, &cut, ExpectedHead { seq: 2, hash: rows[1].hash });
+    plane.store.set_moved(&plane.tenant, &cut, true);
+    plane.sign();
+    let newest = plane.store.newest_heads_of(&plane.tenant, &cut).unwrap().expect("a heads leaf holds the run");
+    let entries = plane.store.heads_entries(&plane.tenant, newest).unwrap();
+    assert!(
+        entries.iter().any(|entry| entry.run == cut && entry.seq == 2),
+        "the newest heads leaf holds the cut head: {entries:?}"
+    );
+
+    let performed = std::cell::Cell::new(0);
+    match plane.runtime.resume(&plane.tenant, &cut) {
+        Err(journal_core::RuntimeError::Journal(journal_core::JournalError::Tamper { run, seq, .. })) => {
+            assert_eq!((run, seq), (cut.clone(), covered), "names the longest head the log held");
+        }
+        Err(other) => panic!("refused, but not as tamper: {other}"),
+        Ok(mut handle) => {
+            let _ = handle.effect("ek:wire-transfer", "work", || {
+                performed.set(performed.get() + 1);
+                EffectOutput { result: EffectResult::Ok { output: "sent again".into() }, charged: Counters::default() }
+            });
+            panic!("the cut carried into the log was resumed; its effect ran again {} time(s)", performed.get());
+        }
+    }
+}

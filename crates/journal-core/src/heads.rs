@@ -141,7 +141,7 @@ pub fn prove_entry(entries: &[HeadEntry], index: u64) -> Option<InclusionProof> 
     tree.prove_inclusion(index, tree.size()).ok()
 }
 
-/// Every run's newest head in a tenant's log, read from the log itself: its
+/// Every run's longest head in a tenant's log, read from the log itself: its
 /// leaves in position order, each heads leaf's entries held to the leaf's
 /// bytes, and the leaves up to the tree the plane last signed held to that
 /// tree's root. Never from the newest-heads index, which is derived data:
@@ -156,7 +156,7 @@ pub fn prove_entry(entries: &[HeadEntry], index: u64) -> Option<InclusionProof> 
 pub struct CoveredHeads {
     /// The leaves read so far, as a tree (also: how many).
     frontier: tlog::Frontier,
-    newest: std::collections::HashMap<RunId, (u64, HeadEntry)>,
+    longest: std::collections::HashMap<RunId, (u64, HeadEntry)>,
     /// Leaves read at a time.
     per_read: u64,
 }
@@ -175,7 +175,7 @@ impl CoveredHeads {
     /// Nothing read yet; the log will be read `per_read` leaves at a time
     /// (at least one; [`Default`] reads a few thousand).
     pub fn reading_at_most(per_read: u64) -> Self {
-        Self { frontier: tlog::Frontier::new(), newest: std::collections::HashMap::new(), per_read: per_read.max(1) }
+        Self { frontier: tlog::Frontier::new(), longest: std::collections::HashMap::new(), per_read: per_read.max(1) }
     }
 
     /// Reads the tenant's leaves appended since the last call. When
@@ -252,15 +252,26 @@ impl CoveredHeads {
         }
         self.frontier = frontier;
         for (position, entry) in found {
-            self.newest.insert(entry.run.clone(), (position, entry));
+            match self.longest.get(&entry.run) {
+                // A run's chain only grows, so every head the log ever held
+                // for it is in the chain that holds the longest. A later leaf
+                // holding a shorter head (a cut run's, marked moved behind
+                // the plane) does not lower what the run is held to.
+                Some((_, held)) if held.seq >= entry.seq => {}
+                _ => {
+                    self.longest.insert(entry.run.clone(), (position, entry));
+                }
+            }
         }
         Ok(())
     }
 
-    /// The newest head a heads leaf holds for `run`, with the leaf's
-    /// position; `None` when no leaf read holds the run.
-    pub fn newest(&self, run: &RunId) -> Option<&(u64, HeadEntry)> {
-        self.newest.get(run)
+    /// The longest head a heads leaf holds for `run` (the first leaf that
+    /// held it at that seq), with the leaf's position; `None` when no leaf
+    /// read holds the run. A chain that does not hold it was cut back or
+    /// rewritten after the log covered it.
+    pub fn longest(&self, run: &RunId) -> Option<&(u64, HeadEntry)> {
+        self.longest.get(run)
     }
 
     /// How many leaves of the log were read.

@@ -66,6 +66,9 @@ pub trait TamperAccess {
     /// index row where the backend keeps one (redb), otherwise every heads
     /// entry of the run that the lookup reads (PostgreSQL, memory).
     fn hide_newest_heads_of(&self, tenant: &TenantId, run: &RunId);
+    /// Marks `run` as moved since its last heads entry (or clears the mark):
+    /// the next heads leaf then holds its head as the runs table gives it.
+    fn set_moved(&self, tenant: &TenantId, run: &RunId, moved: bool);
     /// Adds (`present`) or removes one row of the admission order, and
     /// nothing else.
     fn set_admission(&self, tenant: &TenantId, admission: &crate::store::AdmittedRun, present: bool);
@@ -423,9 +426,9 @@ pub fn log_checkpoints_and_proofs(store: &dyn Store) {
     for per_read in [1, 2, 3, 4096] {
         let mut covered = crate::heads::CoveredHeads::reading_at_most(per_read);
         covered.catch_up(store, &tenant, &origin(), None).expect("the covered heads");
-        let newest = covered.newest(&runs[2]).map(|(position, entry)| (*position, entry.seq, entry.hash));
-        assert_eq!(newest, Some((second, moved.seq, moved.hash)), "read {per_read} leaves at a time");
-        assert_eq!(covered.newest(&runs[0]), None, "a sealed run is in no heads leaf");
+        let longest = covered.longest(&runs[2]).map(|(position, entry)| (*position, entry.seq, entry.hash));
+        assert_eq!(longest, Some((second, moved.seq, moved.hash)), "read {per_read} leaves at a time");
+        assert_eq!(covered.longest(&runs[0]), None, "a sealed run is in no heads leaf");
         assert_eq!(covered.leaves_read(), size, "read {per_read} leaves at a time");
     }
     assert_eq!(store.newest_heads_of(&tenant, &run_id("no-such-run")).expect("lookup"), None);

@@ -204,6 +204,11 @@ impl TamperAccess for PgStore {
         self.tamper("heads entries", "DELETE FROM heads_entries WHERE tenant = $1 AND run = $2", &[&t, &r]);
     }
 
+    fn set_moved(&self, tenant: &TenantId, run: &RunId, moved: bool) {
+        let (t, r, covered) = (tenant.as_str(), run.as_str(), !moved);
+        self.tamper("moved mark", "UPDATE runs SET covered = $3 WHERE tenant = $1 AND run = $2", &[&t, &r, &covered]);
+    }
+
     fn delete_run(&self, tenant: &TenantId, run: &RunId) {
         let (t, r) = (tenant.as_str(), run.as_str());
         for table in ["records", "runs", "seals", "outcome_index", "idempotency", "admission_order"] {

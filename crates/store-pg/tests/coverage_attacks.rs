@@ -38,6 +38,11 @@ fn r_run_5_a_cut_hidden_from_the_heads_index_is_never_run_again() {
     shared::a_cut_hidden_from_the_heads_index_is_never_run_again(PgStore::temporary().unwrap());
 }
 
+#[test]
+fn r_run_5_a_cut_carried_into_a_later_heads_leaf_is_never_run_again() {
+    shared::a_cut_carried_into_a_later_heads_leaf_is_never_run_again(PgStore::temporary().unwrap());
+}
+
 /// R-AUD-8, R-AUD-3, found by an attacker review (session 16), with SQL:
 /// a heads leaf's seal row renamed to an open run admitted after the
 /// anchor (the seal lookup `prove` uses reads that column) hid the run from

@@ -316,6 +316,18 @@ impl TamperAccess for RedbStore {
         });
     }
 
+    fn set_moved(&self, tenant: &TenantId, run: &RunId, moved: bool) {
+        self.tamper("moved mark", |txn| {
+            let mut table = txn.open_table(MOVED)?;
+            if moved {
+                table.insert((tenant.as_str(), run.as_str()), ())?;
+            } else {
+                table.remove((tenant.as_str(), run.as_str()))?;
+            }
+            Ok(())
+        });
+    }
+
     fn delete_run(&self, tenant: &TenantId, run: &RunId) {
         let write = || -> Result<(), Box<dyn std::error::Error>> {
             let (t, r) = (tenant.as_str(), run.as_str());

@@ -244,7 +244,7 @@ impl Runtime {
         Ok(state)
     }
 
-    /// The head the newest heads leaf of the tenant's log holds for `run`
+    /// The longest head a heads leaf of the tenant's log holds for `run`
     /// (R-COVER-2), with the leaf's position, read from the log's leaves and
     /// held to the tree the plane last signed ([`CoveredHeads`]), never from
     /// the newest-heads index alone: deleting a run's index row with the
@@ -266,7 +266,7 @@ impl Runtime {
             _ => None,
         };
         heads.catch_up(self.store.as_ref(), &config.tenant, &config.origin, signed)?;
-        Ok(heads.newest(run).cloned())
+        Ok(heads.longest(run).cloned())
     }
 
     /// Refuses to admit or resume runs on a store older than what the plane

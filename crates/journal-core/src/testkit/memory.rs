@@ -155,6 +155,18 @@ impl TamperAccess for MemoryStore {
         }
     }
 
+    fn set_moved(&self, tenant: &TenantId, run: &RunId, moved: bool) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(t) = tenants.get_mut(tenant)
+        {
+            if moved {
+                t.moved.insert(run.clone());
+            } else {
+                t.moved.remove(run);
+            }
+        }
+    }
+
     fn delete_run(&self, tenant: &TenantId, run: &RunId) {
         if let Ok(mut tenants) = self.lock()
             && let Some(t) = tenants.get_mut(tenant)
