@@ -42,6 +42,9 @@ fn pg_failure(err: store_pg::OpenError) -> Failure {
         store_pg::OpenError::Journal(err) => redacted(err.into()),
         store_pg::OpenError::NoStore { .. } | store_pg::OpenError::BadUrl { .. } => Failure::Usage(err.to_string()),
         damaged @ store_pg::OpenError::DamagedSchema { .. } => Failure::Findings(damaged.to_string()),
+        // Like a redb file of a newer layout: the remedy is another build.
+        newer @ store_pg::OpenError::NewerSchema { .. } => Failure::BuildSkew(newer.to_string()),
+        older @ store_pg::OpenError::OlderSchema { .. } => Failure::Usage(older.to_string()),
         other => Failure::Io(other.to_string()),
     }
 }

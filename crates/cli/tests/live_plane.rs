@@ -275,8 +275,10 @@ fn an_audit_of_a_store_whose_schema_version_was_dropped_reports_damage() {
     assert!(stderr.contains("schema version is damaged"), "{stderr}");
 }
 
-/// A schema a newer build migrated is refused by a read with the remedy;
-/// an older one is not migrated by a read (`agentplane migrate` is named).
+/// A schema a newer build migrated is refused by a read with the remedy,
+/// as build skew (exit 3, like a redb file of a newer layout; it was an
+/// I/O failure, exit 2, until session 20); an older one is not migrated by
+/// a read (`agentplane migrate` is named, exit 2).
 #[test]
 fn a_read_refuses_a_schema_of_another_version_with_the_remedy() {
     let older = store_pg::testkit::database_at_version(1);
@@ -291,8 +293,18 @@ fn a_read_refuses_a_schema_of_another_version_with_the_remedy() {
     ok(dir.path(), &["--store", &newer, "migrate"]);
     let mut client = postgres::Client::connect(&newer, postgres::NoTls).unwrap();
     client.batch_execute("UPDATE agentplane_schema SET version = 99").unwrap();
-    let stderr = fails(dir.path(), &["--store", &newer, "--origin", origin, "runs"], 2);
-    assert!(stderr.contains("newer than this build") && stderr.contains("run that build"), "{stderr}");
+    let keys = tempfile::tempdir().unwrap();
+    ok(keys.path(), &["init"]);
+    let log_key = ok(keys.path(), &["keys", "--print", "log-key"]).trim().to_owned();
+    for command in [vec!["runs"], vec!["show", "run-1"], vec!["audit", "--log-key", &log_key], vec!["migrate"]] {
+        let mut args = vec!["--store", newer.as_str()];
+        if command != ["migrate"] {
+            args.extend(["--origin", origin]);
+        }
+        args.extend(command.iter().copied());
+        let stderr = fails(dir.path(), &args, 3);
+        assert!(stderr.contains("newer than this build") && stderr.contains("run that build"), "{command:?}: {stderr}");
+    }
 }
 
 /// An unreachable server's message names the host, the port, the database
