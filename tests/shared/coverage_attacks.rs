@@ -469,3 +469,46 @@ pub fn a_cut_carried_into_a_later_heads_leaf_is_never_run_again<S: Store + Tampe
         }
     }
 }
+
+/// A plane whose runtime signs every record: one sealed run, `a`.
+pub fn signed_plane<S: Store + 'static>(store: Arc<S>) -> (TenantId, RunId) {
+    let tenant = TenantId::new("t").unwrap();
+    let signer = journal_core::Ed25519Signer::from_seed("spiffe://attacks.test/runtime", [9; 32]);
+    let runtime = RuntimeBuilder::new(store as Arc<dyn Store>)
+        .signer(Arc::new(signer))
+        .tenant(tenant.clone(), Origin::new(ORIGIN).unwrap(), None)
+        .build()
+        .unwrap();
+    let request = AdmitRequest { idempotency_key: "a".into(), plan: vec!["work".into()], budget: Budget::default() };
+    let Admission::New(mut run) = runtime.admit(&tenant, request).unwrap() else { panic!("new") };
+    run.start_step("work").unwrap();
+    run.finish_step("work").unwrap();
+    let id = run.run().clone();
+    run.succeed("done").unwrap();
+    (tenant, id)
+}
+
+/// R-SIG-3, R-CHAIN-5 (noted in session 18, fixed in session 20): record 2
+/// of `run` had one of its two signature columns cleared behind the plane.
+/// Read as unsigned, it passed every lenient read (resume, `verify` without
+/// `--require-signature`, the audit with no record key) although the plane
+/// signed it. Half a pair is a malformed row: `read_run` refuses it, and the
+/// audit names the run broken at that seq and goes on.
+pub fn a_half_signature_pair_is_a_malformed_row<S: Store>(store: &S, tenant: &TenantId, run: &RunId) {
+    match store.read_run(tenant, run) {
+        Err(journal_core::JournalError::Tamper { kind: journal_core::TamperKind::MalformedRow, seq, .. }) => {
+            assert_eq!(seq, 2);
+        }
+        Err(other) => panic!("refused for another reason: {other}"),
+        Ok(rows) => panic!("read as {:?}", rows.rows.get(1).map(|row| &row.signature)),
+    }
+    let inputs = AuditInputs::new(tenant.clone(), Origin::new(ORIGIN).unwrap());
+    let report = audit::audit(store, &inputs).unwrap();
+    assert!(
+        report.findings.iter().any(|finding| finding.code == FindingCode::ChainBroken
+            && finding.run.as_deref() == Some(run.as_str())
+            && finding.seq == Some(2)),
+        "the lenient audit names the row: {:#?}",
+        report.findings
+    );
+}

@@ -356,3 +356,29 @@ pub fn stored_chain_hash(run: &RunId, seq: u64, bytes: &[u8], what: &str) -> Res
         detail: Some(format!("{what} is not 32 bytes")),
     })
 }
+
+/// A stored row's signature columns as a [`KeySignature`]: both or neither.
+/// One without the other is a malformed row, never an unsigned record (a
+/// lenient reader accepts unsigned records, so dropping a signature's key id
+/// must not make a signed record pass as one).
+pub fn stored_signature(
+    run: &RunId,
+    seq: u64,
+    key_id: Option<String>,
+    signature: Option<Vec<u8>>,
+) -> Result<Option<crate::signature::KeySignature>, JournalError> {
+    match (key_id, signature) {
+        (Some(key_id), Some(signature)) => Ok(Some(crate::signature::KeySignature { key_id, signature })),
+        (None, None) => Ok(None),
+        (key_id, _) => Err(JournalError::Tamper {
+            run: run.clone(),
+            seq,
+            kind: crate::error::TamperKind::MalformedRow,
+            detail: Some(format!(
+                "the row holds {} without {}",
+                if key_id.is_some() { "a signing key id" } else { "a signature" },
+                if key_id.is_some() { "its signature" } else { "the key id that made it" }
+            )),
+        }),
+    }
+}

@@ -304,3 +304,22 @@ fn r_log_5_a_signed_checkpoint_numbered_the_largest_bigint_is_damage_not_an_over
     let Ok(signed) = signed else { panic!("signing panicked") };
     assert!(matches!(signed, Err(journal_core::JournalError::StoreDamage { .. })), "{signed:?}");
 }
+
+/// R-SIG-3, R-CHAIN-5: one of a signed row's two signature columns cleared
+/// with SQL ([`shared::a_half_signature_pair_is_a_malformed_row`]).
+#[test]
+fn r_sig_3_a_half_signature_pair_is_a_malformed_row() {
+    for column in ["key_id", "signature"] {
+        let store = std::sync::Arc::new(PgStore::temporary().unwrap());
+        let (tenant, run) = shared::signed_plane(std::sync::Arc::clone(&store));
+        let cleared = store
+            .raw()
+            .execute(
+                &format!("UPDATE records SET {column} = NULL WHERE tenant = $1 AND run = $2 AND seq = 2"),
+                &[&tenant.as_str(), &run.as_str()],
+            )
+            .unwrap();
+        assert_eq!(cleared, 1);
+        shared::a_half_signature_pair_is_a_malformed_row(store.as_ref(), &tenant, &run);
+    }
+}

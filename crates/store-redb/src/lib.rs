@@ -13,8 +13,8 @@ use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::heads::{HEADS_LEAF_RUN, HeadEntry};
 use journal_core::store::{AdmittedRun, SignedTree, stored_chain_hash};
 use journal_core::{
-    AppendRequest, CollectSnapshot, ExpectedHead, JournalError, KeySignature, LogCounters, Outcome, RecordsInRunOrder,
-    RunId, RunRows, SealEntry, SnapshotSink, StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
+    AppendRequest, CollectSnapshot, ExpectedHead, JournalError, LogCounters, Outcome, RecordsInRunOrder, RunId,
+    RunRows, SealEntry, SnapshotSink, StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
 };
 use redb::{
     Database, ReadTransaction, ReadableDatabase as _, ReadableTable, ReadableTableMetadata as _, TableDefinition,
@@ -921,7 +921,11 @@ fn read_snapshot(
             // Never as stored: a row rewritten as the bytes as written with
             // no tag (a record starts with `{`, no tag) would hash to the
             // chain, and the audit would pass what `read_run` refuses.
-            Err(JournalError::StoreDamage { .. }) => row_without_bytes(tenant, &run, seq, value.value())?,
+            // So is a row whose signature columns are half a pair.
+            Err(
+                JournalError::StoreDamage { .. }
+                | JournalError::Tamper { kind: journal_core::TamperKind::MalformedRow, .. },
+            ) => row_without_bytes(tenant, &run, seq, value.value())?,
             Err(err) => return Err(err),
         };
         in_order.push(run, row)?;
@@ -1406,16 +1410,16 @@ fn record_value<'a>(row: &'a StoredRecord, stored: &'a [u8]) -> RecordValue<'a> 
     )
 }
 
-/// The row of a record whose bytes do not decode, with no bytes (see
-/// `read_snapshot`).
+/// The row of a record whose bytes or signature columns do not decode,
+/// with no bytes and no signature (see `read_snapshot`).
 fn row_without_bytes(
     tenant: &TenantId,
     run: &RunId,
     seq: u64,
     value: RecordValue<'_>,
 ) -> Result<StoredRecord, JournalError> {
-    let (kind, effect_key, prev, hash, _, key_id, signature) = value;
-    row_of(Layout::One, tenant, run, seq, (kind, effect_key, prev, hash, &[], key_id, signature))
+    let (kind, effect_key, prev, hash, ..) = value;
+    row_of(Layout::One, tenant, run, seq, (kind, effect_key, prev, hash, &[], None, None))
 }
 
 fn row_of(
@@ -1436,12 +1440,12 @@ fn row_of(
         prev_hash: hash_of(prev)?,
         hash: hash_of(hash)?,
         bytes,
-        signature: match (key_id, signature) {
-            (Some(key_id), Some(signature)) => {
-                Some(KeySignature { key_id: key_id.to_owned(), signature: signature.to_vec() })
-            }
-            _ => None,
-        },
+        signature: journal_core::store::stored_signature(
+            run,
+            seq,
+            key_id.map(str::to_owned),
+            signature.map(<[u8]>::to_vec),
+        )?,
     })
 }
 

@@ -715,3 +715,48 @@ fn r_run_5_a_heads_leaf_rewritten_without_a_cut_run_is_held_to_the_signed_tree()
         Ok(_) => panic!("the run cut out of a rewritten heads leaf was resumed"),
     }
 }
+
+/// R-SIG-3, R-CHAIN-5: one of a signed row's two signature columns cleared
+/// in the file ([`shared::a_half_signature_pair_is_a_malformed_row`]).
+#[test]
+fn r_sig_3_a_half_signature_pair_is_a_malformed_row() {
+    use redb::ReadableTable as _;
+    type RecordValue<'a> = (&'a str, Option<&'a str>, &'a [u8], &'a [u8], &'a [u8], Option<&'a str>, Option<&'a [u8]>);
+    const RECORDS_Z: redb::TableDefinition<(&str, &str, u64), RecordValue> = redb::TableDefinition::new("records_z");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plane.redb");
+    let (tenant, run) = shared::signed_plane(Arc::new(RedbStore::create(&path).unwrap()));
+    for drop_key_id in [true, false] {
+        let copy = dir.path().join(format!("copy-{drop_key_id}.redb"));
+        std::fs::copy(&path, &copy).unwrap();
+        forge(&copy, |txn| {
+            let mut records = txn.open_table(RECORDS_Z).unwrap();
+            let key = (tenant.as_str(), run.as_str(), 2);
+            let value = records.get(key).unwrap().unwrap();
+            let (kind, effect_key, prev, hash, stored, key_id, signature) = value.value();
+            let owned = (
+                kind.to_owned(),
+                effect_key.map(str::to_owned),
+                prev.to_vec(),
+                hash.to_vec(),
+                stored.to_vec(),
+                key_id.map(str::to_owned),
+                signature.map(<[u8]>::to_vec),
+            );
+            drop(value);
+            assert!(owned.5.is_some() && owned.6.is_some(), "the plane signed the row");
+            let (key_id, signature) = if drop_key_id { (None, owned.6.as_deref()) } else { (owned.5.as_deref(), None) };
+            let forged = (
+                owned.0.as_str(),
+                owned.1.as_deref(),
+                owned.2.as_slice(),
+                owned.3.as_slice(),
+                owned.4.as_slice(),
+                key_id,
+                signature,
+            );
+            records.insert(key, forged).unwrap();
+        });
+        shared::a_half_signature_pair_is_a_malformed_row(&RedbStore::open_read_only(&copy).unwrap(), &tenant, &run);
+    }
+}
