@@ -281,3 +281,24 @@ fn r_ver_4_the_remedy_names_the_running_binary_and_a_writer_ahead() {
     assert!(remedy.contains("read it with agentplane-journal-core 9.0"), "{remedy}");
     assert!(remedy.contains("not agentplane-cli 0.1.0"), "the running binary is named: {remedy}");
 }
+
+/// R-VER-4, R-CHAIN-5 (noted in session 19, fixed in session 20): bytes that
+/// are no build's record (not JSON, or JSON without a kind and a version)
+/// rechained so the hash matches were refused as build skew (exit 3: "run
+/// the build that wrote it"), which let a rewrite of an unsigned chain pass
+/// for a rolling deploy. They are tamper; a record a build did write, at a
+/// version or shape this build does not read, stays build skew.
+#[test]
+fn r_ver_4_bytes_no_build_writes_rechained_are_tamper_not_build_skew() {
+    let record = &golden_records().unwrap()[0];
+    for bytes in [b"not a record".to_vec(), b"{\"hello\":1}".to_vec(), vec![0xff, 0x00, 0x7b]] {
+        let hash = ChainHash::link(&ChainHash::GENESIS, &bytes);
+        let err = single_row_refusal(&record.run, bytes.clone(), hash);
+        assert!(err.is_tamper() && !err.is_build_skew(), "{:?}: {err:?}", String::from_utf8_lossy(&bytes));
+        assert!(err.to_string().contains("no build's record"), "{err}");
+    }
+    let unknown_kind = with_field(&record.encode().unwrap(), "kind", serde_json::json!("RunTeleported"));
+    let hash = ChainHash::link(&ChainHash::GENESIS, &unknown_kind);
+    let err = single_row_refusal(&record.run, unknown_kind, hash);
+    assert!(err.is_build_skew() && !err.is_tamper(), "a kind a newer build writes is skew: {err:?}");
+}
