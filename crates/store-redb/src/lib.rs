@@ -78,9 +78,9 @@ impl Layout {
 
     /// The layout of a file, the same for every opening (R-STORE-3): the
     /// one its bookkeeping names; else layout 1 when it has a `records`
-    /// table (written before layouts were named); else layout 2, which its
-    /// first writer names (a new file, or one whose name and marker were
-    /// deleted: its records, if any, can only be in `records_z`).
+    /// table and no `records_z` (written before layouts were named); else
+    /// layout 2, which its first writer names (a new file, or one whose name
+    /// was deleted: its records, if any, can only be in `records_z`).
     fn of_file(path: &Path, named: Option<u64>, has_records: bool) -> Result<Self, OpenError> {
         match named {
             Some(_) => Self::named(Some(path), named),
@@ -473,7 +473,7 @@ impl RedbStore {
         let layout = {
             let txn = db.begin_read().map_err(io)?;
             let named = named_layout(&txn)?;
-            let has_records = txn.list_tables().map_err(io)?.any(|table| is_layout_1_records(&table));
+            let has_records = holds_layout_1_records(txn.list_tables().map_err(io)?);
             Layout::of_file(path, named, has_records)?
         };
         Ok(Self {
@@ -557,7 +557,7 @@ impl RedbStore {
         let from = {
             let txn = db.begin_read().map_err(io)?;
             let named = named_layout(&txn)?;
-            let has_records = txn.list_tables().map_err(io)?.any(|table| is_layout_1_records(&table));
+            let has_records = holds_layout_1_records(txn.list_tables().map_err(io)?);
             // The rule every opening follows: a file that names no layout
             // and has no records table is not a store of any layout yet
             // (its first writer makes it layout 2).
@@ -653,8 +653,16 @@ fn read_trees(
 
 /// Whether `table` is named as layout 1's records table (in layout 2, the
 /// marker of that name).
-fn is_layout_1_records(table: &impl redb::TableHandle) -> bool {
-    table.name() == redb::TableHandle::name(&RECORDS)
+/// Whether a file's tables hold layout 1's records: a `records` table and
+/// no `records_z`. In layout 2 `records` is only a marker, and a layout-2
+/// file whose layout name was deleted still holds `records_z`.
+fn holds_layout_1_records(tables: impl Iterator<Item = redb::UntypedTableHandle>) -> bool {
+    let (mut records, mut compressed) = (false, false);
+    for table in tables {
+        records |= redb::TableHandle::name(&table) == redb::TableHandle::name(&RECORDS);
+        compressed |= redb::TableHandle::name(&table) == redb::TableHandle::name(&RECORDS_Z);
+    }
+    records && !compressed
 }
 
 /// Refuses a file of a newer layout through a read-only opening, before
@@ -1057,7 +1065,7 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
 fn settle_layout(txn: &WriteTransaction, path: &Path) -> Result<Layout, OpenError> {
     let mut meta = txn.open_table(META).map_err(io)?;
     let named = meta.get(LAYOUT_KEY).map_err(io)?.map(|value| value.value());
-    let has_records = txn.list_tables().map_err(io)?.any(|table| is_layout_1_records(&table));
+    let has_records = holds_layout_1_records(txn.list_tables().map_err(io)?);
     if named.is_some() || has_records {
         return Layout::of_file(path, named, has_records);
     }

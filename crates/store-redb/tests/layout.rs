@@ -236,32 +236,40 @@ fn r_store_3_compact_refuses_a_newer_layout_as_build_skew() {
 }
 
 /// R-STORE-3, R-AUD-1: a layout-2 file whose `meta` no longer names its
-/// layout and whose `records` marker is gone (deleted by someone with the
-/// file). A writer took it for layout 2 (its only records table is
-/// `records_z`), but a read-only opening, the audit's, took it for layout 1
-/// and read no record at all: two openings of one file read different
-/// tables. Every opening now decides the layout by the same rule.
+/// layout, its `records` marker gone or kept (deleted by someone with the
+/// file). With the marker gone a writer took it for layout 2 (its only
+/// records table is `records_z`), but a read-only opening, the audit's,
+/// took it for layout 1 and read no record at all: two openings of one file
+/// read different tables. With the marker kept every opening took it for
+/// layout 1 and failed with redb's "table type mismatch", an I/O error that
+/// named nothing (noted in session 19). Every opening now decides the
+/// layout by the same rule: a file holding `records_z` is layout 2.
 #[test]
 fn r_store_3_a_file_stripped_of_its_layout_name_reads_alike_for_every_opening() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("journal.redb");
-    let tenant = tenant();
-    let run = RunId::new("run-a").unwrap();
-    let rows = one_run(RedbStore::create(&path).unwrap(), &run, Outcome::Succeeded);
-    {
-        let db = redb::Database::open(&path).unwrap();
-        let txn = db.begin_write().unwrap();
-        txn.open_table(META).unwrap().remove("layout").unwrap();
-        txn.delete_table(redb::TableDefinition::<&str, &str>::new("records")).unwrap();
-        txn.commit().unwrap();
+    for keep_marker in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.redb");
+        let tenant = tenant();
+        let run = RunId::new("run-a").unwrap();
+        let rows = one_run(RedbStore::create(&path).unwrap(), &run, Outcome::Succeeded);
+        {
+            let db = redb::Database::open(&path).unwrap();
+            let txn = db.begin_write().unwrap();
+            txn.open_table(META).unwrap().remove("layout").unwrap();
+            if !keep_marker {
+                txn.delete_table(redb::TableDefinition::<&str, &str>::new("records")).unwrap();
+            }
+            txn.commit().unwrap();
+        }
+        assert_eq!(table_names(&path).contains(&"records".to_owned()), keep_marker);
+        let read_only = RedbStore::open_read_only(&path).unwrap();
+        let read = read_only.read_run(&tenant, &run).map(|run| run.rows);
+        assert!(read.as_ref().ok() == Some(&rows), "read-only, marker kept {keep_marker}: {:?}", read.map(|r| r.len()));
+        assert_eq!(read_only.snapshot(&tenant).unwrap().runs.get(&run).map(|r| r.rows.len()), Some(rows.len()));
+        drop(read_only);
+        let writer = RedbStore::open(&path).unwrap();
+        assert!(writer.read_run(&tenant, &run).unwrap().rows == rows, "writer, marker kept {keep_marker}");
     }
-    let read_only = RedbStore::open_read_only(&path).unwrap();
-    let read = read_only.read_run(&tenant, &run).map(|run| run.rows);
-    assert!(read.as_ref().ok() == Some(&rows), "read-only: {:?}", read.map(|rows| rows.len()));
-    assert_eq!(read_only.snapshot(&tenant).unwrap().runs.get(&run).map(|r| r.rows.len()), Some(rows.len()));
-    drop(read_only);
-    let writer = RedbStore::open(&path).unwrap();
-    assert!(writer.read_run(&tenant, &run).unwrap().rows == rows, "writer");
 }
 
 /// R-STORE-3, R-CHAIN-1: the chain commits to `row.bytes`, so what a
