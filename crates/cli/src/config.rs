@@ -261,7 +261,11 @@ pub fn write_config(path: &Path, config: &PlaneConfig) -> Result<(), Failure> {
              # [[witness]]\n# url = \"http://127.0.0.1:7380\"\n# key = \"witness.example/w1+abcd1234+...\"\n",
         );
     }
-    crate::output::write_new(path, text.as_bytes(), false).map_err(|err| {
+    // A store URL with a password in it makes the file a secret, readable
+    // by its owner alone, like the key file.
+    let store = config.store.to_string_lossy();
+    let holds_a_password = store_pg::redact(&store) != store;
+    crate::output::write_new(path, text.as_bytes(), holds_a_password).map_err(|err| {
         Failure::Io(format!("creating {}: {err} (an existing configuration is never overwritten)", path.display()))
     })
 }

@@ -394,3 +394,31 @@ fn the_password_of_a_store_url_appears_in_no_output_of_any_command() {
     }
     assert!(outputs.iter().any(|(_, o)| o.contains(":***@")), "the URL is shown, redacted");
 }
+
+/// Noted in session 19, fixed in session 20: `init` with a PostgreSQL URL
+/// that carries a password wrote `agentplane.toml` with the umask's mode
+/// (world-readable here), and the password with it. Such a configuration is
+/// now readable by its owner alone, like the key file; one without a
+/// password keeps the usual mode. The password is never printed.
+#[cfg(unix)]
+#[test]
+fn init_keeps_a_configuration_holding_a_store_password_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let url = store_pg::testkit::fresh_database();
+    let with_password = url.replacen("postgres://postgres@", "postgres://postgres:hunter2@", 1);
+    assert_ne!(with_password, url, "the test URL names its user");
+    for (store, private) in [(with_password.as_str(), true), (url.as_str(), false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let printed = ok(dir.path(), &["init", "--store", store]);
+        assert!(!printed.contains("hunter2"), "{printed}");
+        let mode = std::fs::metadata(dir.path().join("agentplane.toml")).unwrap().permissions().mode() & 0o777;
+        if private {
+            assert_eq!(mode, 0o600, "a configuration holding a password is its owner's alone");
+        } else {
+            let probe = dir.path().join("probe");
+            std::fs::write(&probe, b"").unwrap();
+            let usual = std::fs::metadata(&probe).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, usual, "one without a password has the mode the umask gives a new file");
+        }
+    }
+}
