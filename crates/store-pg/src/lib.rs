@@ -765,10 +765,12 @@ impl AppendTxn for PgAppend<'_, '_> {
             return Ok(Some(head));
         }
         self.write_buffered()?;
-        let current = self.txn.query_opt(&self.statements.select_run, &[&tenant, &run]);
+        let current = self.txn.query(&self.statements.select_run, &[&tenant, &run]);
         self.failed_unisolated |= current.is_err() && !self.in_savepoint;
         let current = current.map_err(|err| classify(request, "reading the run", err))?;
-        let Some(row) = current else {
+        // Two runs rows for one key (its primary key dropped behind the
+        // plane) are damage, refused, never a retryable failure.
+        let Some(row) = at_most_one(&request.tenant, "runs", &run, current).map_err(refused)? else {
             // A new run: another writer may create it meanwhile, so this
             // append's writes can be refused (a unique violation) and must
             // roll back alone. The read above wrote nothing.
@@ -790,10 +792,12 @@ impl AppendTxn for PgAppend<'_, '_> {
         // held until commit, so the next sealer reads the counter only after
         // this one is committed: positions follow commit order.
         self.execute_log("the tenant's sealing lock", |s| &s.lock_tenant_log, &[&tenant.as_str()])?;
-        let next: i64 = self
+        let rows = self
             .txn
-            .query_opt(&self.statements.select_counter, &[&tenant.as_str()])
-            .map_err(|err| AppendFailure::Broken(pg("the log counter", err)))?
+            .query(&self.statements.select_counter, &[&tenant.as_str()])
+            .map_err(|err| AppendFailure::Broken(pg("the log counter", err)))?;
+        let next: i64 = at_most_one(tenant, "log_counter", &tenant.as_str(), rows)
+            .map_err(refused)?
             .map_or(Ok(0), |row| column(tenant, &row, 0))
             .map_err(refused)?;
         to_u64(tenant, next).map_err(refused)

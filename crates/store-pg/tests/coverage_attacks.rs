@@ -197,6 +197,7 @@ fn r_aud_2_null_or_retyped_columns_are_damage_never_a_panic() {
         let saved = plane.sign();
         let inputs = plane.inputs(&saved);
         assert!(audit::audit(plane.store.as_ref(), &inputs).unwrap().findings.is_empty());
+        let head = plane.store.read_run(&plane.tenant, &open).unwrap().head;
         plane.store.raw().batch_execute(attack).unwrap();
         let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let store = plane.store.as_ref();
@@ -266,6 +267,7 @@ fn r_aud_8_a_key_written_twice_behind_a_dropped_primary_key_is_found() {
         let saved = plane.sign();
         let inputs = plane.inputs(&saved);
         assert!(audit::audit(plane.store.as_ref(), &inputs).unwrap().findings.is_empty());
+        let head = plane.store.read_run(&plane.tenant, &open).unwrap().head;
         plane.store.raw().batch_execute(attack).unwrap();
         match audit_refuses(&plane, &inputs) {
             Some(refused) => assert!(refused.contains("twice"), "{attack}: {refused}"),
@@ -281,6 +283,20 @@ fn r_aud_8_a_key_written_twice_behind_a_dropped_primary_key_is_found() {
             _ => store.run_by_idempotency_key(t, "c").map(drop),
         };
         assert!(matches!(read, Err(journal_core::JournalError::StoreDamage { .. })), "{attack}: {read:?}");
+        // And an append that reads the key (a run's head, the log counter)
+        // is refused as damage, not answered with a retryable failure
+        // (noted in session 18, fixed in session 20).
+        let append = match attack.split_whitespace().nth(2) {
+            Some("runs") => {
+                let step = journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: "x".into() });
+                Some(journal_core::Journal::new(store, t, &plane.origin).append(&open, head, None, step).map(drop))
+            }
+            Some("log_counter") => Some(seal_one(&plane)),
+            _ => None,
+        };
+        if let Some(append) = append {
+            assert!(matches!(append, Err(journal_core::JournalError::StoreDamage { .. })), "{attack}: {append:?}");
+        }
     }
     assert!(clean.is_empty(), "audited clean: {clean:#?}");
 }
@@ -322,4 +338,21 @@ fn r_sig_3_a_half_signature_pair_is_a_malformed_row() {
         assert_eq!(cleared, 1);
         shared::a_half_signature_pair_is_a_malformed_row(store.as_ref(), &tenant, &run);
     }
+}
+
+/// Seals a new run through the runtime, reporting the journal's error.
+fn seal_one(plane: &shared::Plane<PgStore>) -> Result<(), journal_core::JournalError> {
+    let request = journal_core::AdmitRequest {
+        idempotency_key: "sealed-late".into(),
+        plan: vec![],
+        budget: journal_core::Budget::default(),
+    };
+    let journal = |err: journal_core::RuntimeError| match err {
+        journal_core::RuntimeError::Journal(err) => err,
+        other => panic!("not a journal error: {other}"),
+    };
+    let journal_core::Admission::New(run) = plane.runtime.admit(&plane.tenant, request).map_err(journal)? else {
+        panic!("a new key")
+    };
+    run.succeed("done").map_err(journal)
 }
