@@ -1063,6 +1063,19 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
 /// layout 1 for a file with a `records` table and no name (written before
 /// layouts were named), and for a new file this build's, made here.
 fn settle_layout(txn: &WriteTransaction, path: &Path) -> Result<Layout, OpenError> {
+    // Every writer of every build made the runs and records tables at its
+    // first opening: a file holding tables but none of those is another
+    // program's database, which gets none of ours (the transaction is
+    // dropped, nothing written).
+    let ours = [redb::TableHandle::name(&RUNS), redb::TableHandle::name(&RECORDS), redb::TableHandle::name(&RECORDS_Z)];
+    let mut tables = txn.list_tables().map_err(io)?.peekable();
+    if tables.peek().is_some() && !tables.any(|table| ours.contains(&redb::TableHandle::name(&table))) {
+        return Err(OpenError::Journal(JournalError::Io(StorageError::message(format!(
+            "{} is a redb database of another program (it holds tables, none of them agentplane's): it was left \
+             untouched; give agentplane a file of its own",
+            path.display()
+        )))));
+    }
     let mut meta = txn.open_table(META).map_err(io)?;
     let named = meta.get(LAYOUT_KEY).map_err(io)?.map(|value| value.value());
     let has_records = holds_layout_1_records(txn.list_tables().map_err(io)?);

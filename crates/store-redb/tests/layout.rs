@@ -323,3 +323,24 @@ fn r_store_3_a_layout_no_build_writes_is_damage_not_build_skew() {
     damaged("migrate", RedbStore::migrate(&path).map(drop));
     damaged("compact", RedbStore::compact(&path).map(drop));
 }
+
+/// Noted in session 19, fixed in session 20: a writer opening a redb
+/// database of another program (given by mistake as `--store`) added
+/// agentplane's tables to it. It is refused now and left as it was.
+#[test]
+fn r_store_3_a_writer_never_adds_its_tables_to_another_programs_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("other.redb");
+    {
+        let db = redb::Database::create(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        txn.open_table(redb::TableDefinition::<&str, &str>::new("settings")).unwrap().insert("theme", "dark").unwrap();
+        txn.commit().unwrap();
+    }
+    let before = table_names(&path);
+    for opened in [RedbStore::open(&path).map(drop), RedbStore::create(&path).map(drop)] {
+        let err = opened.unwrap_err();
+        assert!(err.to_string().contains("another program"), "{err}");
+    }
+    assert_eq!(table_names(&path), before, "none of agentplane's tables were added");
+}
