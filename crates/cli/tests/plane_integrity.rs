@@ -261,6 +261,44 @@ fn r_wit_6_a_lost_high_water_mark_asks_the_witnesses_before_signing() {
     assert_eq!((code, report["outcome"].as_str()), (Some(1), Some("refused_to_sign")));
 }
 
+/// R-PLANE-2, R-WIT-6 (noted in session 19, fixed in session 20): the mark
+/// lost and an older store put back, on a plane with two witnesses, the one
+/// that cosigned the newer tree unreachable (blocked, or down). The plane
+/// reset its mark from the answer of the other, which holds only the older
+/// tree, and signed a second root at a size the unreachable witness had
+/// cosigned. A lost mark is now rebuilt only when every configured witness
+/// answered; otherwise nothing is signed and the refusal names the witness.
+#[test]
+fn r_plane_2_a_lost_mark_is_never_rebuilt_while_a_witness_cannot_be_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    back_up(plane);
+    let stale = witness_holds(&witness, "agentplane.local/plane/shop");
+    let second = witness::Cosigner::new(
+        witness::SignerKey::from_seed("integrity.test/w1", witness::ALG_COSIGNATURE_V1, [78; 32]).unwrap(),
+    )
+    .unwrap()
+    .verifier_key()
+    .to_string();
+    let mut config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    config.push_str(&format!("\n[[witness]]\nurl = \"http://127.0.0.1:9\"\nkey = \"{second}\"\n"));
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    // The reachable witness stays at the older tree; the plane signs more
+    // (as if only the unreachable one had cosigned it since).
+    ok(plane, &["demo"]);
+    ok(plane, &["checkpoint"]);
+    assert_eq!(witness_holds(&witness, "agentplane.local/plane/shop"), stale);
+
+    std::fs::remove_file(plane.join("agentplane.highwater")).unwrap();
+    put_back(plane);
+    let stderr = fails(plane, &["checkpoint"], 1);
+    assert!(stderr.contains("http://127.0.0.1:9") && stderr.contains("could not be asked"), "{stderr}");
+    assert!(!plane.join("agentplane.highwater").exists(), "no mark was rebuilt from one witness's answer");
+}
+
 /// R-PLANE-2 (review 3): the store AND the high-water mark beside the key
 /// file put back from one backup taken between two witnessed rounds (a
 /// restore of the plane's folder). The mark then agrees with the store, so

@@ -43,8 +43,9 @@ pub struct WitnessViews {
 /// its witness holds, and refuses ([`JournalError::WouldSignRollback`]) a
 /// head smaller than, or not extending, any of it. When the plane's
 /// high-water mark of the origin is lost, it is raised to the largest tree a
-/// witness holds (at least one witness must answer; else the refusal says
-/// so), so the next signature is held to what the witnesses saw.
+/// witness holds, once every witness answered (else the refusal names those
+/// that could not be asked), so the next signature is held to what the
+/// witnesses saw.
 pub fn ask_witnesses(
     view: &LogView<'_>,
     origin: &Origin,
@@ -96,6 +97,22 @@ pub fn ask_witnesses(
             return Err(refuse(format!(
                 "the plane's record of its last signature is lost ({reason}), and no witness could be asked what \
                  it holds: nothing was signed. Make a witness reachable, or restore {} from a backup",
+                high_water.location()
+            )));
+        }
+        // A witness that could not be asked may hold a larger tree than all
+        // that answered: rebuilding the mark from their answers alone could
+        // sign a second root at a size it cosigned.
+        if !views.failures.is_empty() {
+            let unasked: Vec<String> =
+                views.failures.iter().map(|(witness, err)| format!("{witness} ({err})")).collect();
+            return Err(refuse(format!(
+                "the plane's record of its last signature is lost ({reason}), and {} of the {} configured witnesses \
+                 could not be asked what they hold: {}. One of them may hold more than those that answered, so \
+                 nothing was signed. Make every witness reachable, or restore {} from a backup",
+                views.failures.len(),
+                probes.len(),
+                unasked.join("; "),
                 high_water.location()
             )));
         }
