@@ -22,6 +22,7 @@ pub mod runtime;
 pub mod seal;
 pub mod signature;
 pub mod snapshot;
+pub mod encoding;
 pub mod store;
 #[cfg(feature = "testkit")]
 pub mod testkit;

@@ -1,6 +1,7 @@
-//! How a record's bytes are kept in the records table of layout 2 (issue
-//! 25): one tag byte, then the bytes as written (`PLAIN`) or compressed by
-//! zstd against a dictionary frozen into this crate (`ZSTD_DICTIONARY_1`).
+//! How a backend keeps a record's bytes (issue 25; redb's records table of
+//! layout 2, PostgreSQL's rows of schema 5 on): one tag byte, then the bytes
+//! as written (`PLAIN`) or compressed by zstd against a dictionary frozen
+//! into this crate (`ZSTD_DICTIONARY_1`).
 //! The chain, the signatures, the audit and every export see the bytes as
 //! written: compression is only how they lie on disk.
 //!
@@ -19,7 +20,7 @@ const PLAIN: u8 = 0;
 const ZSTD_DICTIONARY_1: u8 = 1;
 
 /// The frozen dictionary of tag 1.
-pub(crate) const DICTIONARY_1: &[u8] = include_bytes!("records-dictionary-1.txt");
+pub const DICTIONARY_1: &[u8] = include_bytes!("records-dictionary-1.txt");
 
 /// zstd's level for records: its default, about 2 µs a record here; higher
 /// levels gained a few percent of size for twice the time and more.
@@ -28,7 +29,7 @@ const LEVEL: i32 = 3;
 /// The largest record this encoding compresses, and so the most a stored
 /// frame may decompress to: a frame claiming more is damage, never an
 /// allocation. Larger records are kept plain.
-pub(crate) const MAX_COMPRESSED_RECORD: usize = 1 << 30;
+pub const MAX_COMPRESSED_RECORD: usize = 1 << 30;
 
 /// The most a frame may decompress to per byte of it, past
 /// [`EXPANSION_ALLOWANCE`]: a record that compresses better is kept plain.
@@ -63,8 +64,8 @@ thread_local! {
     static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
 }
 
-/// `bytes` as layout 2 stores them: compressed when that is smaller.
-pub(crate) fn encode(bytes: &[u8]) -> Vec<u8> {
+/// `bytes` as a backend stores them: compressed when that is smaller.
+pub fn encode(bytes: &[u8]) -> Vec<u8> {
     if bytes.len() <= MAX_COMPRESSED_RECORD
         && let Some(frame) = compress(bytes)
         && frame.len() < bytes.len()
@@ -102,22 +103,26 @@ fn compress(bytes: &[u8]) -> Option<Vec<u8>> {
 
 /// Why stored bytes do not decode.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum DecodeError {
-    #[error("a stored record is empty: layout 2 starts every record with its encoding's tag")]
+pub enum DecodeError {
+    /// No tag byte.
+    #[error("a stored record is empty: an encoded record starts with its encoding's tag")]
     Empty,
+    /// A tag this build does not know.
     #[error("a stored record has the unknown encoding tag {0}: written by a newer build, or damaged")]
     UnknownTag(u8),
+    /// A frame that does not name its size, or names more than the bound.
     #[error(
         "a stored record's zstd frame does not name its size, or names more than this encoding ever writes \
          ({MAX_EXPANSION} bytes per byte of frame, past {EXPANSION_ALLOWANCE}; {MAX_COMPRESSED_RECORD} at most)"
     )]
     Unbounded,
+    /// A frame zstd refuses.
     #[error("a stored record's zstd frame does not decompress: {0}")]
     Corrupt(std::io::Error),
 }
 
-/// The record's bytes as written, from what layout 2 stores.
-pub(crate) fn decode(stored: &[u8]) -> Result<Vec<u8>, DecodeError> {
+/// The record's bytes as written, from what [`encode`] stored.
+pub fn decode(stored: &[u8]) -> Result<Vec<u8>, DecodeError> {
     let (&tag, rest) = stored.split_first().ok_or(DecodeError::Empty)?;
     match tag {
         PLAIN => Ok(rest.to_vec()),
