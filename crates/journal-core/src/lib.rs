@@ -6,6 +6,7 @@ pub mod chain_hash;
 pub mod checkpoints;
 pub mod clock;
 pub mod compare;
+pub mod encoding;
 pub mod error;
 pub mod export;
 pub mod golden;
@@ -22,7 +23,6 @@ pub mod runtime;
 pub mod seal;
 pub mod signature;
 pub mod snapshot;
-pub mod encoding;
 pub mod store;
 #[cfg(feature = "testkit")]
 pub mod testkit;

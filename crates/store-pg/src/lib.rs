@@ -12,8 +12,8 @@ use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::heads::HeadEntry;
 use journal_core::store::{AdmittedRun, SignedTree, stored_chain_hash};
 use journal_core::{
-    AppendRequest, CollectSnapshot, ExpectedHead, JournalError, LogCounters, Outcome, RecordsInRunOrder, RunId,
-    RunRows, SealEntry, SnapshotSink, StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
+    AppendRequest, ChainHash, CollectSnapshot, ExpectedHead, JournalError, LogCounters, Outcome, RecordsInRunOrder,
+    RunId, RunRows, SealEntry, SnapshotSink, StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
 };
 use postgres::fallible_iterator::FallibleIterator as _;
 use postgres::{Client, NoTls};
@@ -311,6 +311,9 @@ struct Statements {
     insert_seal: postgres::Statement,
     insert_node: postgres::Statement,
     upsert_counter: postgres::Statement,
+    intern_key: postgres::Statement,
+    /// The `signing_keys` reference of each key this connection interned.
+    key_refs: std::cell::RefCell<HashMap<String, i32>>,
 }
 
 impl Statements {
@@ -321,7 +324,7 @@ impl Statements {
                 "SELECT head_seq, head_hash, sealed, outcome FROM runs WHERE tenant = $1 AND run = $2 FOR UPDATE",
             )?,
             insert_record: prepare(
-                "INSERT INTO records (tenant, run, seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature)
+                "INSERT INTO records (tenant, run, seq, kind, effect_key, hash, bytes, encoding, key_ref, signature)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             )?,
             upsert_run: prepare(
@@ -335,11 +338,11 @@ impl Statements {
             // first, and no runs row moves without its record.
             insert_record_and_upsert_run: prepare(
                 "WITH record AS (
-                     INSERT INTO records (tenant, run, seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature)
+                     INSERT INTO records (tenant, run, seq, kind, effect_key, hash, bytes, encoding, key_ref, signature)
                      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
                      RETURNING tenant, run)
                  INSERT INTO runs (tenant, run, head_seq, head_hash, sealed, outcome)
-                     SELECT record.tenant, record.run, $3, $7, $11, $12 FROM record
+                     SELECT record.tenant, record.run, $3, $6, $11, $12 FROM record
                  ON CONFLICT (tenant, run) DO UPDATE SET head_seq = excluded.head_seq, head_hash = excluded.head_hash,
                      sealed = excluded.sealed, outcome = excluded.outcome, covered = false",
             )?,
@@ -353,9 +356,9 @@ impl Statements {
             // sealed-run trigger) come first.
             write_buffered: prepare(
                 "WITH record AS (
-                     INSERT INTO records (tenant, run, seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature)
+                     INSERT INTO records (tenant, run, seq, kind, effect_key, hash, bytes, encoding, key_ref, signature)
                      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::text[], $6::bytea[],
-                                          $7::bytea[], $8::bytea[], $9::text[], $10::bytea[])
+                                          $7::bytea[], $8::smallint[], $9::integer[], $10::bytea[])
                      RETURNING tenant, run, seq, hash)
                  UPDATE runs SET head_seq = last.seq, head_hash = last.hash, covered = false
                  FROM (SELECT DISTINCT ON (tenant, run) tenant, run, seq, hash FROM record
@@ -382,6 +385,13 @@ impl Statements {
                 "INSERT INTO log_counter (tenant, next_position) VALUES ($1, $2)
                  ON CONFLICT (tenant) DO UPDATE SET next_position = excluded.next_position",
             )?,
+            // The update of a key already there makes RETURNING answer its
+            // reference too (two writers interning one key get the same).
+            intern_key: prepare(
+                "INSERT INTO signing_keys (key_id) VALUES ($1)
+                 ON CONFLICT (key_id) DO UPDATE SET key_id = excluded.key_id RETURNING ref",
+            )?,
+            key_refs: std::cell::RefCell::new(HashMap::new()),
         })
     }
 }
@@ -405,6 +415,9 @@ fn admission_of_row(tenant: &TenantId, millis: i64, run: &str) -> Result<Admitte
 /// back and the batch rewritten with a savepoint for every append, so each
 /// caller still gets its own answer.
 fn commit_batch(client: &mut Client, statements: &Statements, batch: &[&AppendRequest]) -> BatchReplies {
+    if let Err(err) = intern_keys(client, statements, batch) {
+        return fail_all(batch, err);
+    }
     match commit_batch_once(client, statements, batch, false) {
         Err(Retry::WithSavepoints) => match commit_batch_once(client, statements, batch, true) {
             Ok(replies) => replies,
@@ -530,10 +543,11 @@ struct BufferedRecord {
     seq: i64,
     kind: String,
     effect_key: Option<String>,
-    prev_hash: Vec<u8>,
     hash: Vec<u8>,
+    /// As stored: encoded when `encoding` is [`ENCODED`].
     bytes: Vec<u8>,
-    key_id: Option<String>,
+    encoding: i16,
+    key_ref: Option<i32>,
     signature: Option<Vec<u8>>,
 }
 
@@ -590,15 +604,15 @@ impl PgAppend<'_, '_> {
         let seqs: Vec<i64> = buffered.iter().map(|r| r.seq).collect();
         let kinds = column(|r| Some(r.kind.as_str()));
         let effect_keys = column(|r| r.effect_key.as_deref());
-        let prev_hashes = bytes(|r| Some(r.prev_hash.as_slice()));
         let hashes = bytes(|r| Some(r.hash.as_slice()));
         let bodies = bytes(|r| Some(r.bytes.as_slice()));
-        let key_ids = column(|r| r.key_id.as_deref());
+        let encodings: Vec<i16> = buffered.iter().map(|r| r.encoding).collect();
+        let key_refs: Vec<Option<i32>> = buffered.iter().map(|r| r.key_ref).collect();
         let signatures = bytes(|r| r.signature.as_deref());
         let runs_moved: BTreeSet<(&str, &str)> = buffered.iter().map(|r| (r.tenant.as_str(), r.run.as_str())).collect();
         let written = self.txn.execute(
             &self.statements.write_buffered,
-            &[&tenants, &runs, &seqs, &kinds, &effect_keys, &prev_hashes, &hashes, &bodies, &key_ids, &signatures],
+            &[&tenants, &runs, &seqs, &kinds, &effect_keys, &hashes, &bodies, &encodings, &key_refs, &signatures],
         );
         let outcome = match written {
             Ok(moved) if usize::try_from(moved).is_ok_and(|moved| moved == runs_moved.len()) => Ok(()),
@@ -653,7 +667,7 @@ impl PgAppend<'_, '_> {
         if !std::mem::take(&mut self.record_pending) {
             return Ok(());
         }
-        let record = RecordParams::new(request)?;
+        let record = RecordParams::new(request, self.statements)?;
         self.run(request, "inserting the record", |s| &s.insert_record, &record.list())
     }
 
@@ -679,25 +693,27 @@ struct RecordParams<'r> {
     tenant: &'r str,
     run: &'r str,
     seq: i64,
-    prev_hash: &'r [u8],
     hash: &'r [u8],
-    key_id: Option<&'r str>,
+    bytes: &'r [u8],
+    encoding: i16,
+    key_ref: Option<i32>,
     signature: Option<&'r [u8]>,
 }
 
 impl<'r> RecordParams<'r> {
-    fn new(request: &'r AppendRequest) -> Result<Self, AppendFailure> {
+    fn new(request: &'r AppendRequest, statements: &Statements) -> Result<Self, AppendFailure> {
         let row = &request.row;
-        let signature = row.signature.as_ref();
+        let (bytes, encoding) = stored_bytes(request);
         Ok(Self {
             request,
             tenant: request.tenant.as_str(),
             run: request.run.as_str(),
             seq: to_i64(row.seq).map_err(refused)?,
-            prev_hash: row.prev_hash.as_bytes().as_slice(),
             hash: row.hash.as_bytes().as_slice(),
-            key_id: signature.map(|s| s.key_id.as_str()),
-            signature: signature.map(|s| s.signature.as_slice()),
+            bytes,
+            encoding,
+            key_ref: key_ref(statements, request).map_err(AppendFailure::Broken)?,
+            signature: row.signature.as_ref().map(|s| s.signature.as_slice()),
         })
     }
 
@@ -709,13 +725,59 @@ impl<'r> RecordParams<'r> {
             &self.seq,
             &row.kind,
             &row.effect_key,
-            &self.prev_hash,
             &self.hash,
-            &row.bytes,
-            &self.key_id,
+            &self.bytes,
+            &self.encoding,
+            &self.key_ref,
             &self.signature,
         ]
     }
+}
+
+/// A row's `encoding` (schema 5): its bytes as `journal_core::encoding`
+/// stores them. Rows written before are 0, the bytes as written.
+const ENCODED: i16 = 1;
+/// The bytes as written, every row of schema 4 and before.
+const AS_WRITTEN: i16 = 0;
+
+/// The bytes a request's row is stored as, with their `encoding`: as the
+/// appender encoded them ([`Store::append`]), else as written.
+fn stored_bytes(request: &AppendRequest) -> (&[u8], i16) {
+    match &request.encoded_bytes {
+        Some(encoded) => (encoded.as_slice(), ENCODED),
+        None => (request.row.bytes.as_slice(), AS_WRITTEN),
+    }
+}
+
+/// The `signing_keys` reference of the key that signed a request's row,
+/// interned before its batch ([`intern_keys`]).
+fn key_ref(statements: &Statements, request: &AppendRequest) -> Result<Option<i32>, JournalError> {
+    let Some(signature) = &request.row.signature else { return Ok(None) };
+    statements
+        .key_refs
+        .borrow()
+        .get(&signature.key_id)
+        .copied()
+        .map(Some)
+        .ok_or_else(|| machinery(&format!("the signing key {:?} was not interned before its batch", signature.key_id)))
+}
+
+/// Interns every signing key of `batch` this connection has not seen yet,
+/// each in a statement of its own before the batch's transaction (a key
+/// interned for a batch that then fails is harmless).
+fn intern_keys(client: &mut Client, statements: &Statements, batch: &[&AppendRequest]) -> Result<(), JournalError> {
+    for request in batch {
+        let Some(signature) = &request.row.signature else { continue };
+        if statements.key_refs.borrow().contains_key(&signature.key_id) {
+            continue;
+        }
+        let row = client
+            .query_one(&statements.intern_key, &[&signature.key_id])
+            .map_err(|err| pg("interning a signing key", err))?;
+        let key_ref: i32 = column(&request.tenant, &row, 0)?;
+        statements.key_refs.borrow_mut().insert(signature.key_id.clone(), key_ref);
+    }
+    Ok(())
 }
 
 fn refused(err: JournalError) -> AppendFailure {
@@ -810,16 +872,17 @@ impl AppendTxn for PgAppend<'_, '_> {
     fn put_record(&mut self, request: &AppendRequest) -> Result<(), AppendFailure> {
         if self.buffering {
             let row = &request.row;
+            let (bytes, encoding) = stored_bytes(request);
             self.buffered.push(BufferedRecord {
                 tenant: request.tenant.as_str().to_owned(),
                 run: request.run.as_str().to_owned(),
                 seq: to_i64(row.seq).map_err(refused)?,
                 kind: row.kind.clone(),
                 effect_key: row.effect_key.clone(),
-                prev_hash: row.prev_hash.as_bytes().to_vec(),
                 hash: row.hash.as_bytes().to_vec(),
-                bytes: row.bytes.clone(),
-                key_id: row.signature.as_ref().map(|s| s.key_id.clone()),
+                bytes: bytes.to_vec(),
+                encoding,
+                key_ref: key_ref(self.statements, request).map_err(AppendFailure::Broken)?,
                 signature: row.signature.as_ref().map(|s| s.signature.clone()),
             });
             return Ok(());
@@ -959,7 +1022,7 @@ impl PgAppend<'_, '_> {
             if request.row.seq != row.head.seq || request.row.hash != row.head.hash {
                 return Err(AppendFailure::Broken(machinery("a run's new head is not its new record")));
             }
-            let record = RecordParams::new(request)?;
+            let record = RecordParams::new(request, self.statements)?;
             let outcome = row.outcome.map(|o| o.as_str());
             let mut params = record.list().to_vec();
             params.extend([&row.sealed as &(dyn postgres::types::ToSql + Sync), &outcome]);
@@ -1019,40 +1082,64 @@ fn read_nodes(
         .collect()
 }
 
-/// The columns `seq, kind, effect_key, prev_hash, hash, bytes, key_id,
-/// signature` of a records row, from column `first` on.
+/// The columns of a records row from column `first` on: `seq, kind,
+/// effect_key, prev_hash, hash, bytes, key_id, signature, encoding,
+/// key_ref`. `before` is the hash of the run's
+/// row read before it (the genesis hash for its first), which a row without
+/// a previous hash (schema 5) links to; `keys` the signing keys by
+/// reference, for a row that names its key by reference alone.
 fn stored_record(
     tenant: &TenantId,
     run: &RunId,
     row: &postgres::Row,
     first: usize,
+    before: ChainHash,
+    keys: &HashMap<i32, String>,
 ) -> Result<StoredRecord, JournalError> {
     let seq = to_u64(tenant, column(tenant, row, first)?)?;
     let key_id: Option<String> = column(tenant, row, first + 6)?;
+    let key_ref: Option<i32> = column(tenant, row, first + 9)?;
+    let key_id = key_id.or_else(|| key_ref.and_then(|key_ref| keys.get(&key_ref).cloned()));
     let signature: Option<Vec<u8>> = column(tenant, row, first + 7)?;
     Ok(StoredRecord {
         signature: journal_core::store::stored_signature(run, seq, key_id, signature)?,
-        ..stored_record_unsigned(tenant, run, row, first)?
+        ..stored_record_unsigned(tenant, run, row, first, before, true)?
     })
 }
 
-/// The record of a row read at column `first` on, its signature columns
-/// left unread.
+/// The record of a row read at column `first` on (see [`stored_record`]),
+/// its signature columns left unread, and its bytes too unless `decode`.
 fn stored_record_unsigned(
     tenant: &TenantId,
     run: &RunId,
     row: &postgres::Row,
     first: usize,
+    before: ChainHash,
+    decode: bool,
 ) -> Result<StoredRecord, JournalError> {
     let seq = to_u64(tenant, column(tenant, row, first)?)?;
     let hash_of = |bytes: Vec<u8>| stored_chain_hash(run, seq, &bytes, "a stored record hash");
+    let prev_hash: Option<Vec<u8>> = column(tenant, row, first + 3)?;
+    let stored: Vec<u8> = if decode { column(tenant, row, first + 5)? } else { Vec::new() };
+    let bytes = match column::<i16>(tenant, row, first + 8)? {
+        _ if !decode => stored,
+        AS_WRITTEN => stored,
+        ENCODED => journal_core::encoding::decode(&stored)
+            .map_err(|err| damaged(tenant, format!("run {run}, record {seq}: {err}")))?,
+        other => {
+            return Err(damaged(
+                tenant,
+                format!("run {run}, record {seq}: the row names encoding {other}, which no build writes"),
+            ));
+        }
+    };
     Ok(StoredRecord {
         seq,
         kind: column(tenant, row, first + 1)?,
         effect_key: column(tenant, row, first + 2)?,
-        prev_hash: hash_of(column(tenant, row, first + 3)?)?,
+        prev_hash: prev_hash.map_or(Ok(before), hash_of)?,
         hash: hash_of(column(tenant, row, first + 4)?)?,
-        bytes: column(tenant, row, first + 5)?,
+        bytes,
         signature: None,
     })
 }
@@ -1087,8 +1174,11 @@ fn signed_tree(tenant: &TenantId, table: &str, row: &postgres::Row) -> Result<Si
 const SNAPSHOT_PLANS: &str = "SET LOCAL enable_sort = off";
 
 /// A tenant's records for the snapshot: each run's together, in seq order.
-const SELECT_SNAPSHOT_RECORDS: &str = "SELECT run, seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature
-     FROM records WHERE tenant = $1 ORDER BY run, seq";
+const SELECT_SNAPSHOT_RECORDS: &str = concat!(
+    "SELECT r.run, ",
+    "r.seq, r.kind, r.effect_key, r.prev_hash, r.hash, r.bytes, r.key_id, r.signature, r.encoding, r.key_ref",
+    " FROM records r WHERE r.tenant = $1 ORDER BY r.run, r.seq"
+);
 
 fn read_snapshot(conn: &mut Client, tenant: &TenantId, sink: &mut dyn SnapshotSink) -> Result<(), JournalError> {
     let fail = |what: &'static str| move |err| pg(what, err);
@@ -1100,32 +1190,50 @@ fn read_snapshot(conn: &mut Client, tenant: &TenantId, sink: &mut dyn SnapshotSi
         .map_err(fail("starting the snapshot"))?;
     txn.batch_execute(SNAPSHOT_PLANS).map_err(fail("starting the snapshot"))?;
     sink.tables(read_tables(&mut txn, tenant)?)?;
+    let keys = signing_keys(&mut txn, tenant)?;
     // Streamed, not collected: the sink verifies runs while later rows
     // are still arriving, and the tenant is never held whole in memory.
     let mut rows =
         txn.query_raw(SELECT_SNAPSHOT_RECORDS, std::iter::once(tenant.as_str())).map_err(fail("reading records"))?;
     let mut in_order = RecordsInRunOrder::new(sink);
+    let mut before: Option<(RunId, ChainHash)> = None;
     while let Some(row) = rows.next().map_err(fail("reading records"))? {
         let run = run_id(tenant, column(tenant, &row, 0)?)?;
-        let record = match stored_record(tenant, &run, &row, 1) {
+        let linked = before.take().filter(|(last, _)| *last == run).map_or(ChainHash::GENESIS, |(_, hash)| hash);
+        let record = match stored_record(tenant, &run, &row, 1, linked, &keys) {
             Ok(record) => record,
-            // A row whose signature columns are half a pair is handed on
-            // with no bytes and no signature, which no chain hash covers: the
-            // audit finds its run's chain broken at this seq and goes on to
-            // every other run (as redb's snapshot does with a row that does
-            // not decode), where an error would end the snapshot here.
-            Err(JournalError::Tamper { kind: journal_core::TamperKind::MalformedRow, .. }) => {
-                let mut record = stored_record_unsigned(tenant, &run, &row, 1)?;
-                record.bytes.clear();
-                record
-            }
+            // A row whose bytes do not decode, or whose signature columns
+            // are half a pair, is handed on with no bytes and no signature,
+            // which no chain hash covers: the audit finds its run's chain
+            // broken at this seq and goes on to every other run (as redb's
+            // snapshot does), where an error would end the snapshot here.
+            Err(
+                JournalError::StoreDamage { .. }
+                | JournalError::Tamper { kind: journal_core::TamperKind::MalformedRow, .. },
+            ) => stored_record_unsigned(tenant, &run, &row, 1, linked, false)?,
             Err(err) => return Err(err),
         };
+        before = Some((run.clone(), record.hash));
         in_order.push(run, record)?;
     }
     in_order.finish()?;
     drop(rows);
     txn.commit().map_err(fail("ending the snapshot"))
+}
+
+/// The signing keys by reference (schema 5), read in the snapshot's
+/// transaction: a small table, read once instead of joined to every row, so
+/// the records are still read by their key's index.
+fn signing_keys(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result<HashMap<i32, String>, JournalError> {
+    let rows = txn.query("SELECT ref, key_id FROM signing_keys", &[]).map_err(|err| pg("reading signing keys", err))?;
+    let mut keys = HashMap::with_capacity(rows.len());
+    for row in &rows {
+        let key_ref: i32 = column(tenant, row, 0)?;
+        if keys.insert(key_ref, column(tenant, row, 1)?).is_some() {
+            return Err(twice(tenant, "signing_keys", &key_ref));
+        }
+    }
+    Ok(keys)
 }
 
 /// Every table of `tenant` but the records, in the snapshot's transaction.
@@ -1260,7 +1368,11 @@ fn seal_of_row(tenant: &TenantId, row: &postgres::Row) -> Result<SealEntry, Jour
 }
 
 impl Store for PgStore {
-    fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError> {
+    fn append(&self, mut request: AppendRequest) -> Result<Option<u64>, JournalError> {
+        // Encoded here, on the appender's thread, not by the thread that
+        // commits the batch; always by the store itself, whatever a caller
+        // put there, so the row decodes to the bytes the chain commits to.
+        request.encoded_bytes = Some(journal_core::encoding::encode(&request.row.bytes));
         self.commit.append(request)
     }
 
@@ -1283,16 +1395,20 @@ impl Store for PgStore {
         let hash: Vec<u8> = column(tenant, &head, 1)?;
         let expected = head_of(tenant, run, column(tenant, &head, 0)?, &hash)?;
         let outcome: Option<String> = column(tenant, &head, 3)?;
-        let rows = txn
+        let stored = txn
             .query(
-                "SELECT seq, kind, effect_key, prev_hash, hash, bytes, key_id, signature FROM records
-                 WHERE tenant = $1 AND run = $2 ORDER BY seq",
+                "SELECT r.seq, r.kind, r.effect_key, r.prev_hash, r.hash, r.bytes, coalesce(r.key_id, k.key_id),
+                        r.signature, r.encoding, r.key_ref
+                 FROM records r LEFT JOIN signing_keys k ON k.ref = r.key_ref
+                 WHERE r.tenant = $1 AND r.run = $2 ORDER BY r.seq",
                 &[&t, &r],
             )
-            .map_err(|err| pg("reading records", err))?
-            .iter()
-            .map(|row| stored_record(tenant, run, row, 0))
-            .collect::<Result<Vec<_>, JournalError>>()?;
+            .map_err(|err| pg("reading records", err))?;
+        let mut rows = Vec::with_capacity(stored.len());
+        for row in &stored {
+            let before = rows.last().map_or(ChainHash::GENESIS, |last: &StoredRecord| last.hash);
+            rows.push(stored_record(tenant, run, row, 0, before, &HashMap::new())?);
+        }
         let seal = txn
             .query_opt(
                 "SELECT position, run, leaf FROM seals WHERE tenant = $1 AND run = $2 ORDER BY position LIMIT 1",

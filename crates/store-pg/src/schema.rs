@@ -3,10 +3,10 @@
 //! refused with a remedy, like a record version.
 
 /// The migrations, in order; migration `n` brings the schema to version `n + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 const V1: &str = r#"
 CREATE TABLE runs (
@@ -162,4 +162,32 @@ END
 $$;
 CREATE TRIGGER seals_counted AFTER INSERT OR DELETE ON seals
     FOR EACH ROW EXECUTE FUNCTION agentplane_count_seals();
+"#;
+
+/// Issue 25, bytes on disk: a record row written from schema 5 on keeps
+/// - its bytes encoded (`encoding` 1: `journal_core::encoding`'s tag byte,
+///   then the bytes or a zstd frame against the frozen dictionary; 0: the
+///   bytes as written, every row from before), never compressed again by the
+///   server (`STORAGE EXTERNAL`: the encoding bounds what a frame may expand
+///   to, and TOAST's own compression bounds nothing);
+/// - its signing key as a reference into `signing_keys` (`key_ref`) instead
+///   of the key id's text on every row;
+/// - no previous hash (NULL): it is the hash of the run's row before it,
+///   derived as the rows are read, and the chain hash over it still catches
+///   a row removed or replaced.
+///
+/// Rows from before are read as they are; nothing is rewritten.
+///
+/// Written to be a no-op where it was applied already (a test rebuilds an
+/// older schema around tables of this one).
+const V5: &str = r#"
+CREATE TABLE IF NOT EXISTS signing_keys (
+    ref integer GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key_id text NOT NULL UNIQUE
+);
+ALTER TABLE records
+    ADD COLUMN IF NOT EXISTS encoding smallint NOT NULL DEFAULT 0,
+    ADD COLUMN IF NOT EXISTS key_ref integer,
+    ALTER COLUMN prev_hash DROP NOT NULL,
+    ALTER COLUMN bytes SET STORAGE EXTERNAL;
 "#;

@@ -150,7 +150,7 @@ impl TamperAccess for PgStore {
     fn overwrite_record_bytes(&self, tenant: &TenantId, run: &RunId, seq: u64, bytes: Vec<u8>) {
         self.tamper(
             "record bytes",
-            "UPDATE records SET bytes = $4 WHERE tenant = $1 AND run = $2 AND seq = $3",
+            "UPDATE records SET bytes = $4, encoding = 0 WHERE tenant = $1 AND run = $2 AND seq = $3",
             &[&tenant.as_str(), &run.as_str(), &i64_of(seq), &bytes],
         );
     }
@@ -159,7 +159,7 @@ impl TamperAccess for PgStore {
         let signature = row.signature.as_ref();
         self.tamper(
             "row",
-            "UPDATE records SET kind = $4, effect_key = $5, prev_hash = $6, hash = $7, bytes = $8, key_id = $9, signature = $10
+            "UPDATE records SET kind = $4, effect_key = $5, prev_hash = $6, hash = $7, bytes = $8, key_id = $9, signature = $10, encoding = 0, key_ref = NULL
              WHERE tenant = $1 AND run = $2 AND seq = $3",
             &[
                 &tenant.as_str(),

@@ -325,13 +325,14 @@ fn r_log_5_a_signed_checkpoint_numbered_the_largest_bigint_is_damage_not_an_over
 /// with SQL ([`shared::a_half_signature_pair_is_a_malformed_row`]).
 #[test]
 fn r_sig_3_a_half_signature_pair_is_a_malformed_row() {
-    for column in ["key_id", "signature"] {
+    // Schema 5 names a row's key by reference, older rows by its text.
+    for columns in ["key_id = NULL, key_ref = NULL", "signature = NULL"] {
         let store = std::sync::Arc::new(PgStore::temporary().unwrap());
         let (tenant, run) = shared::signed_plane(std::sync::Arc::clone(&store));
         let cleared = store
             .raw()
             .execute(
-                &format!("UPDATE records SET {column} = NULL WHERE tenant = $1 AND run = $2 AND seq = 2"),
+                &format!("UPDATE records SET {columns} WHERE tenant = $1 AND run = $2 AND seq = 2"),
                 &[&tenant.as_str(), &run.as_str()],
             )
             .unwrap();
@@ -355,4 +356,96 @@ fn seal_one(plane: &shared::Plane<PgStore>) -> Result<(), journal_core::JournalE
         panic!("a new key")
     };
     run.succeed("done").map_err(journal)
+}
+
+/// The audit of `tenant` with the signed plane's record key, every record
+/// required to be signed ([`shared::signed_plane`]).
+fn audit_signed(store: &PgStore, tenant: &journal_core::TenantId) -> audit::AuditReport {
+    use journal_core::Signer as _;
+    let signer = journal_core::Ed25519Signer::from_seed("spiffe://attacks.test/runtime", [9; 32]);
+    let mut inputs =
+        audit::AuditInputs::new(tenant.clone(), journal_core::Origin::new("attacks.test/plane/t").unwrap());
+    inputs.require_signature = true;
+    inputs.record_keys = vec![audit::RecordKey { key_id: signer.key_id().to_owned(), public_key: signer.public_key() }];
+    audit::audit(store, &inputs).unwrap()
+}
+
+/// Issue 25, R-STORE-3, R-CHAIN-1 (schema 5, session 20): a row written now
+/// keeps its bytes encoded (zstd against the frozen dictionary: fewer bytes
+/// than written), its key by reference and no previous hash; it reads back
+/// as written, signatures verified, and so does a row in the form of
+/// schema 4 (bytes as written, the key id's text, the previous hash)
+/// beside it. A row whose encoding is forged (a number no build writes, a
+/// frame that does not decode, an unknown tag, a frame naming more than
+/// the encoding's bound) is damage to `read_run` and a broken chain at its
+/// seq to the audit, which goes on; never a panic or an allocation.
+#[test]
+fn r_store_3_schema_5_rows_are_encoded_keyed_by_reference_and_read_as_written() {
+    use journal_core::Store as _;
+    use journal_core::testkit::TamperAccess as _;
+    let store = std::sync::Arc::new(PgStore::temporary().unwrap());
+    let (tenant, run) = shared::signed_plane(std::sync::Arc::clone(&store));
+    let rows = store.read_run(&tenant, &run).unwrap().rows;
+    assert!(rows.len() >= 3 && rows.iter().all(|row| row.signature.is_some()));
+    let stored = store
+        .raw()
+        .query(
+            "SELECT encoding, octet_length(bytes), key_id IS NULL AND key_ref IS NOT NULL, prev_hash IS NULL
+             FROM records WHERE tenant = $1 AND run = $2 ORDER BY seq",
+            &[&tenant.as_str(), &run.as_str()],
+        )
+        .unwrap();
+    let mut stored_bytes = 0;
+    for row in &stored {
+        assert_eq!(row.get::<_, i16>(0), 1, "encoded");
+        stored_bytes += row.get::<_, i32>(1);
+        assert!(row.get::<_, bool>(2) && row.get::<_, bool>(3), "keyed by reference, no previous hash");
+    }
+    let written: usize = rows.iter().map(|row| row.bytes.len()).sum();
+    assert!((stored_bytes as usize) < written, "{stored_bytes} stored for {written} written");
+    let report = audit_signed(&store, &tenant);
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    assert_eq!(report.checked.signatures, rows.len() as u64);
+
+    // Every other row put back in the form of schema 4.
+    for row in rows.iter().step_by(2) {
+        store.overwrite_row(&tenant, &run, row.clone());
+    }
+    assert_eq!(store.read_run(&tenant, &run).unwrap().rows, rows, "old and new rows side by side read as written");
+    let report = audit_signed(&store, &tenant);
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    assert_eq!(report.checked.signatures, rows.len() as u64);
+
+    let bomb = {
+        let mut frame = vec![1u8];
+        frame.extend(zstd::bulk::compress(&vec![b' '; 1 << 20], 19).unwrap());
+        frame
+    };
+    for forged in ["encoding = 7", "bytes = '\\x01ffff'::bytea", "bytes = '\\x09'::bytea || bytes", "bytes = $3"] {
+        let store = std::sync::Arc::new(PgStore::temporary().unwrap());
+        let (tenant, run) = shared::signed_plane(std::sync::Arc::clone(&store));
+        let params: [&(dyn postgres::types::ToSql + Sync); 3] = [&tenant.as_str(), &run.as_str(), &bomb];
+        // Rows written now are encoded (encoding 1): each forgery keeps that.
+        let sql = format!("UPDATE records SET {forged} WHERE tenant = $1 AND run = $2 AND seq = 2 AND encoding = 1");
+        let changed = if forged.contains("$3") {
+            store.raw().execute(&sql, &params).unwrap()
+        } else {
+            store.raw().execute(&sql, &params[..2]).unwrap()
+        };
+        assert_eq!(changed, 1);
+        match store.read_run(&tenant, &run) {
+            Err(journal_core::JournalError::StoreDamage { detail, .. }) => {
+                assert!(detail.contains("record 2"), "{detail}")
+            }
+            other => panic!("{forged}: {:?}", other.map(|rows| rows.rows.len())),
+        }
+        let report = audit_signed(&store, &tenant);
+        assert!(
+            report.findings.iter().any(|finding| finding.code == audit::FindingCode::ChainBroken
+                && finding.run.as_deref() == Some(run.as_str())
+                && finding.seq == Some(2)),
+            "{forged}: {:#?}",
+            report.findings
+        );
+    }
 }

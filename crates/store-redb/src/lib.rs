@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use journal_core::append::{AppendFailure, AppendTxn, RunHead, append_heads, stored_run_id as run_id, write_batch};
-use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::encoding;
+use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::heads::{HEADS_LEAF_RUN, HeadEntry};
 use journal_core::store::{AdmittedRun, SignedTree, stored_chain_hash};
 use journal_core::{
