@@ -197,7 +197,6 @@ fn r_aud_2_null_or_retyped_columns_are_damage_never_a_panic() {
         let saved = plane.sign();
         let inputs = plane.inputs(&saved);
         assert!(audit::audit(plane.store.as_ref(), &inputs).unwrap().findings.is_empty());
-        let head = plane.store.read_run(&plane.tenant, &open).unwrap().head;
         plane.store.raw().batch_execute(attack).unwrap();
         let verdict = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let store = plane.store.as_ref();
