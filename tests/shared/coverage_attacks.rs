@@ -511,4 +511,104 @@ pub fn a_half_signature_pair_is_a_malformed_row<S: Store>(store: &S, tenant: &Te
         "the lenient audit names the row: {:#?}",
         report.findings
     );
+/// A runtime on `plane`'s store held to `mark` (the plane's high-water
+/// mark, as the CLI keeps one beside its key file).
+fn runtime_with_mark<S: Store + 'static>(
+    plane: &Plane<S>,
+    mark: &Arc<journal_core::testkit::MemoryHighWater>,
+) -> Runtime {
+    RuntimeBuilder::new(Arc::clone(&plane.store) as Arc<dyn Store>)
+        .tenant(plane.tenant.clone(), plane.origin.clone(), Some(plane.key.clone()))
+        .high_water(Arc::clone(mark) as Arc<dyn journal_core::log::HighWater>)
+        .build()
+        .unwrap()
+}
+
+/// R-RUN-5, R-PLANE-2 (attacker review, session 21): a runtime that had
+/// read the log once (any admission or resume reads it) held only that
+/// first reading to the plane's high-water mark; the leaves it caught up
+/// with later were taken as the store gave them. So under a running plane,
+/// a heads leaf signed after that first reading could be removed from the
+/// store (the log rewritten without it, counter and nodes to match) with
+/// the records it covered: the runtime found no leaf holding the run,
+/// resumed the cut run and admitted the deleted one afresh, performing
+/// their done effects again, although the mark it was given says the log
+/// is longer. Every catch-up is held to the mark now, as a restart is.
+pub fn a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree<S: Store + TamperAccess + 'static>(
+    store: S,
+) {
+    let plane = Plane::on(store);
+    let mark = Arc::new(journal_core::testkit::MemoryHighWater::default());
+    let sign = || {
+        journal_core::log::sign_current_head(
+            plane.store.as_ref(),
+            &plane.tenant,
+            &plane.origin,
+            &plane.key,
+            Some(mark.as_ref()),
+        )
+        .unwrap()
+    };
+    let sealed = plane.run("sealed", true);
+    sign();
+    let running = runtime_with_mark(&plane, &mark);
+    assert!(
+        matches!(running.resume(&plane.tenant, &sealed), Err(journal_core::RuntimeError::Stopped { .. })),
+        "the running plane has read the log once"
+    );
+    let cut = plane.run("transfer-1", false);
+    let gone = plane.run("transfer-2", false);
+    sign();
+    let kept: Vec<_> = plane
+        .store
+        .seals(&plane.tenant)
+        .unwrap()
+        .into_iter()
+        .filter(|leaf| leaf.run == sealed)
+        .map(|leaf| (leaf.run, leaf.leaf_bytes))
+        .collect();
+    assert_eq!(kept.len(), 1);
+
+    let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
+    for row in rows.iter().filter(|row| row.seq > 2) {
+        plane.store.delete_record(&plane.tenant, &cut, row.seq);
+    }
+    plane.store.set_runs_head(&plane.tenant, &cut, ExpectedHead { seq: 2, hash: rows[1].hash });
+    plane.store.hide_newest_heads_of(&plane.tenant, &cut);
+    plane.store.delete_run(&plane.tenant, &gone);
+    plane.store.hide_newest_heads_of(&plane.tenant, &gone);
+    plane.store.rewrite_log(&plane.tenant, &kept);
+
+    let restarted = runtime_with_mark(&plane, &mark);
+    let performed = std::cell::Cell::new(0);
+    let transfer = || {
+        performed.set(performed.get() + 1);
+        EffectOutput { result: EffectResult::Ok { output: "sent again".into() }, charged: Counters::default() }
+    };
+    for (name, runtime) in [("the running runtime", &running), ("a restarted runtime", &restarted)] {
+        match runtime.resume(&plane.tenant, &cut) {
+            Err(journal_core::RuntimeError::Journal(
+                journal_core::JournalError::StoreDamage { .. } | journal_core::JournalError::Tamper { .. },
+            )) => {}
+            Err(other) => panic!("{name}: refused, but not as damage: {other}"),
+            Ok(mut handle) => {
+                let _ = handle.effect("ek:wire-transfer", "work", transfer);
+                panic!("{name} resumed the cut run; its done effect ran again {} time(s)", performed.get());
+            }
+        }
+        let request =
+            AdmitRequest { idempotency_key: "transfer-2".into(), plan: vec!["work".into()], budget: Budget::default() };
+        match runtime.admit(&plane.tenant, request) {
+            Err(journal_core::RuntimeError::Journal(
+                journal_core::JournalError::StoreDamage { .. } | journal_core::JournalError::Tamper { .. },
+            )) => {}
+            Err(other) => panic!("{name}: refused, but not as damage: {other}"),
+            Ok(Admission::Existing { run, status }) => panic!("{name}: answered as existing: {run} {status}"),
+            Ok(Admission::New(mut handle)) => {
+                let _ = handle.effect("ek:wire-transfer", "work", transfer);
+                panic!("{name} admitted the deleted run afresh; its effect ran again {} time(s)", performed.get());
+            }
+        }
+    }
+    assert_eq!(performed.get(), 0);
 }

@@ -179,7 +179,8 @@ impl CoveredHeads {
     }
 
     /// Reads the tenant's leaves appended since the last call. When
-    /// `signed` (a tree the plane signed, from its high-water mark) is
+    /// `signed` (a tree the plane signed, from its high-water mark, read
+    /// afresh for every call: the plane signs while a runtime runs) is
     /// reached, the leaves read must give its root: a leaf rewritten or
     /// removed in the store (with its heads entries) is damage, not a
     /// run the log never covered. On an error nothing is kept of this

@@ -255,15 +255,18 @@ impl Runtime {
         // poisoned lock still guards a sound map.
         let mut covered = self.covered.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let heads = covered.entry(config.tenant.clone()).or_default();
-        let signed = match (heads.leaves_read(), self.high_water.as_deref()) {
-            (0, Some(high_water)) => match high_water
+        // Read at every catch-up, not only the first: a leaf the plane
+        // signed after this runtime first read the log, removed from the
+        // store behind it, must not look like a leaf never appended.
+        let signed = match self.high_water.as_deref() {
+            Some(high_water) => match high_water
                 .last(&config.origin)
                 .map_err(|err| crate::log::high_water_error(&config.tenant, err))?
             {
                 crate::log::HighWaterMark::Signed(tree) => Some(tree),
                 crate::log::HighWaterMark::Never | crate::log::HighWaterMark::Lost { .. } => None,
             },
-            _ => None,
+            None => None,
         };
         heads.catch_up(self.store.as_ref(), &config.tenant, &config.origin, signed)?;
         Ok(heads.longest(run).cloned())
