@@ -612,3 +612,72 @@ pub fn a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree<S
     }
     assert_eq!(performed.get(), 0);
 }
+
+/// R-RUN-5, R-COVER-2 (attacker review, session 21): a sealed run enters
+/// the log with its seal leaf, and no heads leaf ever holds it when it was
+/// admitted, did its effect and sealed between two checkpoints. Resume and
+/// redelivery read a run's covered head from the heads leaves only, and a
+/// run's read finds its seal by the store's seal lookup (derived data). So
+/// with the seal hidden from that lookup (its leaf left in the log as the
+/// plane signed it), a sealed run cut back to before its done effect (its
+/// runs row made open) was resumed, and one deleted outright was admitted
+/// afresh by a redelivery of its key: each performed its done effect again.
+/// A seal leaf holds its run's head as a heads leaf does: both are refused.
+pub fn a_sealed_run_cut_back_or_deleted_behind_its_seal_is_never_run_again<S: Store + TamperAccess + 'static>(
+    store: S,
+) {
+    let plane = Plane::on(store);
+    let cut = plane.run("transfer-1", true);
+    let gone = plane.run("transfer-2", true);
+    plane.sign();
+    assert_eq!(plane.store.newest_heads_of(&plane.tenant, &cut).unwrap(), None, "no heads leaf holds the run");
+
+    let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
+    for row in rows.iter().filter(|row| row.seq > 2) {
+        plane.store.delete_record(&plane.tenant, &cut, row.seq);
+    }
+    plane.store.set_runs_head(&plane.tenant, &cut, ExpectedHead { seq: 2, hash: rows[1].hash });
+    plane.store.set_sealed_flag(&plane.tenant, &cut, false);
+    plane.store.set_outcome_index(&plane.tenant, &cut, None);
+    plane.store.hide_seal_of(&plane.tenant, &cut);
+    plane.store.hide_seal_of(&plane.tenant, &gone);
+    plane.store.delete_run(&plane.tenant, &gone);
+    assert_eq!(plane.store.seals(&plane.tenant).unwrap().len(), 2, "both seal leaves are still in the log");
+    assert!(plane.store.seal_of(&plane.tenant, &cut).unwrap().is_none(), "the lookup is blind to the seal");
+
+    let restarted = RuntimeBuilder::new(Arc::clone(&plane.store) as Arc<dyn Store>)
+        .tenant(plane.tenant.clone(), plane.origin.clone(), Some(plane.key.clone()))
+        .build()
+        .unwrap();
+    let performed = std::cell::Cell::new(0);
+    let transfer = || {
+        performed.set(performed.get() + 1);
+        EffectOutput { result: EffectResult::Ok { output: "sent again".into() }, charged: Counters::default() }
+    };
+    for runtime in [&plane.runtime, &restarted] {
+        match runtime.resume(&plane.tenant, &cut) {
+            Err(journal_core::RuntimeError::Journal(journal_core::JournalError::Tamper { run, seq, .. })) => {
+                assert_eq!((run, seq), (cut.clone(), rows.last().unwrap().seq), "names the run and its sealed head");
+            }
+            Err(other) => panic!("refused, but not as tamper: {other}"),
+            Ok(mut handle) => {
+                let _ = handle.effect("ek:wire-transfer", "work", transfer);
+                panic!("the cut sealed run was resumed; its done effect ran again {} time(s)", performed.get());
+            }
+        }
+        let request =
+            AdmitRequest { idempotency_key: "transfer-2".into(), plan: vec!["work".into()], budget: Budget::default() };
+        match runtime.admit(&plane.tenant, request) {
+            Err(journal_core::RuntimeError::Journal(journal_core::JournalError::Tamper { run, .. })) => {
+                assert_eq!(run, gone);
+            }
+            Err(other) => panic!("refused, but not as tamper: {other}"),
+            Ok(Admission::Existing { run, status }) => panic!("answered as existing: {run} {status}"),
+            Ok(Admission::New(mut handle)) => {
+                let _ = handle.effect("ek:wire-transfer", "work", transfer);
+                panic!("the deleted sealed run was admitted afresh; its effect ran again {} time(s)", performed.get());
+            }
+        }
+    }
+    assert_eq!(performed.get(), 0);
+}

@@ -34,6 +34,7 @@ use witness::Origin;
 
 use crate::chain::{ChainHash, ExpectedHead};
 use crate::ids::RunId;
+use crate::seal::SealLeaf;
 
 /// The first line of a heads leaf.
 pub const HEADS_LEAF_TAG: &str = "agentplane/heads/v1\n";
@@ -143,7 +144,7 @@ pub fn prove_entry(entries: &[HeadEntry], index: u64) -> Option<InclusionProof> 
 
 /// Every run's longest head in a tenant's log, read from the log itself: its
 /// leaves in position order, each heads leaf's entries held to the leaf's
-/// bytes, and the leaves up to the tree the plane last signed held to that
+/// bytes, each seal leaf read as the head it seals, and the leaves up to the tree the plane last signed held to that
 /// tree's root. Never from the newest-heads index, which is derived data:
 /// someone with the store and no key can delete a run's index row along
 /// with the records it covers, and a resume that asked the index would then
@@ -228,6 +229,14 @@ impl CoveredHeads {
                     .map_err(|_| damaged("its log claims more entries than a log can hold".to_owned()))?;
                 check_signed(&frontier)?;
                 if !HeadsLeaf::is_tagged(&leaf.leaf_bytes) {
+                    // A seal leaf holds its run's head as a heads leaf does
+                    // (the whole chain, as it sealed): a sealed run no heads
+                    // leaf ever held is covered by it alone. (A leaf of
+                    // another origin, or not a seal, is the audit's finding.)
+                    if let Some(seal) = SealLeaf::parse(&leaf.leaf_bytes).filter(|seal| seal.origin == *origin) {
+                        let head = ExpectedHead { seq: seal.record_count, hash: seal.head };
+                        found.push((position, HeadEntry::new(&seal.run, head)));
+                    }
                     continue;
                 }
                 let held = entries.remove(&position).unwrap_or_default();
@@ -267,9 +276,9 @@ impl CoveredHeads {
         Ok(())
     }
 
-    /// The longest head a heads leaf holds for `run` (the first leaf that
-    /// held it at that seq), with the leaf's position; `None` when no leaf
-    /// read holds the run. A chain that does not hold it was cut back or
+    /// The longest head a heads leaf or a seal leaf holds for `run` (the
+    /// first leaf that held it at that seq), with the leaf's position;
+    /// `None` when no leaf read holds the run. A chain that does not hold it was cut back or
     /// rewritten after the log covered it.
     pub fn longest(&self, run: &RunId) -> Option<&(u64, HeadEntry)> {
         self.longest.get(run)

@@ -57,6 +57,23 @@ impl SealLeaf {
         self.to_bytes() == leaf_bytes
     }
 
+    /// Reads a seal leaf's bytes (this version's layout); `None` when they
+    /// are not one (a heads leaf, or anything else). One spelling only:
+    /// what parses writes back byte for byte.
+    pub fn parse(bytes: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let mut lines = text.strip_prefix("agentplane/seal/v1\n")?.strip_suffix('\n')?.split('\n');
+        let origin = Origin::new(lines.next()?.strip_prefix("origin ")?).ok()?;
+        let run = RunId::new(lines.next()?.strip_prefix("run ")?).ok()?;
+        let record_count = lines.next()?.strip_prefix("records ")?.parse().ok()?;
+        let head = ChainHash::from_hex(lines.next()?.strip_prefix("head ")?)?;
+        if lines.next().is_some() {
+            return None;
+        }
+        let leaf = Self { origin, run, record_count, head };
+        leaf.matches(bytes).then_some(leaf)
+    }
+
     /// The leaf bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
         format!(
@@ -114,5 +131,12 @@ mod tests {
         assert_eq!(SealLeaf::origin_named(&leaf), Some("seal.test/plane"));
         assert_eq!(SealLeaf::origin_named(b"agentplane/heads/v1\norigin x\n"), None);
         assert!(!SealLeaf::names_run(&[0xff, 0xfe], "run-a"));
+        assert_eq!(SealLeaf::parse(&leaf), Some(SealLeaf::new(&origin, &RunId::new("run-a").unwrap(), head)));
+        let mut longer = leaf.clone();
+        longer.extend_from_slice(b"more\n");
+        assert_eq!(SealLeaf::parse(&longer), None);
+        let padded = String::from_utf8(leaf.clone()).unwrap().replace("records 3", "records 03");
+        assert_eq!(SealLeaf::parse(padded.as_bytes()), None, "one spelling only");
+        assert_eq!(SealLeaf::parse(b"agentplane/heads/v1\norigin x\nruns 0\nroot 00\n"), None);
     }
 }

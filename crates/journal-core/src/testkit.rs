@@ -66,6 +66,11 @@ pub trait TamperAccess {
     /// index row where the backend keeps one (redb), otherwise every heads
     /// entry of the run that the lookup reads (PostgreSQL, memory).
     fn hide_newest_heads_of(&self, tenant: &TenantId, run: &RunId);
+    /// Makes the store's seal lookup ([`Store::seal_of`], where a run's read
+    /// finds its seal) answer "none" for `run`, its leaf left in the log as
+    /// it was: the by-run index row (redb), the leaf row's run column
+    /// renamed to the heads leaves' reserved id (PostgreSQL, memory).
+    fn hide_seal_of(&self, tenant: &TenantId, run: &RunId);
     /// Marks `run` as moved since its last heads entry (or clears the mark):
     /// the next heads leaf then holds its head as the runs table gives it.
     fn set_moved(&self, tenant: &TenantId, run: &RunId, moved: bool);
@@ -423,12 +428,16 @@ pub fn log_checkpoints_and_proofs(store: &dyn Store) {
     // themselves, whatever the size of each read, and agrees with the index.
     let moved = store.read_run(&tenant, &runs[2]).expect("read").head.expect("a head");
     let size = LogView::open(store, &tenant).and_then(|view| view.head()).expect("head").tree.size;
+    // A sealed run is in no heads leaf: its seal leaf holds its head.
+    let sealed = store.read_run(&tenant, &runs[0]).expect("read").head.expect("a head");
+    let seal = store.seal_of(&tenant, &runs[0]).expect("lookup").expect("sealed").position;
     for per_read in [1, 2, 3, 4096] {
         let mut covered = crate::heads::CoveredHeads::reading_at_most(per_read);
         covered.catch_up(store, &tenant, &origin(), None).expect("the covered heads");
         let longest = covered.longest(&runs[2]).map(|(position, entry)| (*position, entry.seq, entry.hash));
         assert_eq!(longest, Some((second, moved.seq, moved.hash)), "read {per_read} leaves at a time");
-        assert_eq!(covered.longest(&runs[0]), None, "a sealed run is in no heads leaf");
+        let longest = covered.longest(&runs[0]).map(|(position, entry)| (*position, entry.seq, entry.hash));
+        assert_eq!(longest, Some((seal, sealed.seq, sealed.hash)), "a sealed run is held to its seal leaf");
         assert_eq!(covered.leaves_read(), size, "read {per_read} leaves at a time");
     }
     assert_eq!(store.newest_heads_of(&tenant, &run_id("no-such-run")).expect("lookup"), None);

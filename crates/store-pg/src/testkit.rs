@@ -204,6 +204,15 @@ impl TamperAccess for PgStore {
         self.tamper("heads entries", "DELETE FROM heads_entries WHERE tenant = $1 AND run = $2", &[&t, &r]);
     }
 
+    fn hide_seal_of(&self, tenant: &TenantId, run: &RunId) {
+        let (t, r) = (tenant.as_str(), run.as_str());
+        self.tamper(
+            "seal row",
+            "UPDATE seals SET run = $3 WHERE tenant = $1 AND run = $2",
+            &[&t, &r, &journal_core::heads::HEADS_LEAF_RUN],
+        );
+    }
+
     fn set_moved(&self, tenant: &TenantId, run: &RunId, moved: bool) {
         let (t, r, covered) = (tenant.as_str(), run.as_str(), !moved);
         self.tamper("moved mark", "UPDATE runs SET covered = $3 WHERE tenant = $1 AND run = $2", &[&t, &r, &covered]);

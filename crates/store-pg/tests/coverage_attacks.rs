@@ -48,6 +48,11 @@ fn r_run_5_a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tr
     shared::a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree(PgStore::temporary().unwrap());
 }
 
+#[test]
+fn r_run_5_a_sealed_run_cut_back_or_deleted_behind_its_seal_is_never_run_again() {
+    shared::a_sealed_run_cut_back_or_deleted_behind_its_seal_is_never_run_again(PgStore::temporary().unwrap());
+}
+
 /// R-AUD-8, R-AUD-3, found by an attacker review (session 16), with SQL:
 /// a heads leaf's seal row renamed to an open run admitted after the
 /// anchor (the seal lookup `prove` uses reads that column) hid the run from

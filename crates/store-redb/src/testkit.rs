@@ -316,6 +316,13 @@ impl TamperAccess for RedbStore {
         });
     }
 
+    fn hide_seal_of(&self, tenant: &TenantId, run: &RunId) {
+        self.tamper("seal index", |txn| {
+            txn.open_table(SEAL_BY_RUN)?.remove((tenant.as_str(), run.as_str()))?;
+            Ok(())
+        });
+    }
+
     fn set_moved(&self, tenant: &TenantId, run: &RunId, moved: bool) {
         self.tamper("moved mark", |txn| {
             let mut table = txn.open_table(MOVED)?;

@@ -592,6 +592,11 @@ fn r_run_5_a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tr
     shared::a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree(RedbStore::temporary().unwrap());
 }
 
+#[test]
+fn r_run_5_a_sealed_run_cut_back_or_deleted_behind_its_seal_is_never_run_again() {
+    shared::a_sealed_run_cut_back_or_deleted_behind_its_seal_is_never_run_again(RedbStore::temporary().unwrap());
+}
+
 /// R-AUD-1, R-STORE-3 (attacker review of layout 2): someone with the file
 /// and no key rewrites each row of a signed run in `records_z` as the bytes
 /// as written, without the encoding's tag byte (a record starts with `{`,

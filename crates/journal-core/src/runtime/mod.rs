@@ -244,12 +244,14 @@ impl Runtime {
         Ok(state)
     }
 
-    /// The longest head a heads leaf of the tenant's log holds for `run`
-    /// (R-COVER-2), with the leaf's position, read from the log's leaves and
+    /// The longest head a heads leaf or a seal leaf of the tenant's log
+    /// holds for `run` (R-COVER-2), with the leaf's position, read from the log's leaves and
     /// held to the tree the plane last signed ([`CoveredHeads`]), never from
     /// the newest-heads index alone: deleting a run's index row with the
     /// records it covers must not make the run look uncovered (R-RUN-5).
-    /// `None` when no heads leaf holds the run.
+    /// A seal leaf counts as a heads leaf does: the seal lookup
+    /// ([`Store::seal_of`]) is derived data too. `None` when no leaf holds
+    /// the run.
     fn covered_head(&self, config: &TenantConfig, run: &RunId) -> Result<Option<(u64, HeadEntry)>, RuntimeError> {
         // A panic while catching up keeps nothing of that reading, so a
         // poisoned lock still guards a sound map.
@@ -301,8 +303,8 @@ impl Runtime {
         Ok(())
     }
 
-    /// Refuses to go on with `run` when a heads leaf the plane put in its log
-    /// (and signed, or is about to sign) holds a record of it the verified
+    /// Refuses to go on with `run` when a heads or seal leaf the plane put in
+    /// its log (and signed, or is about to sign) holds a record of it the verified
     /// chain no longer has (R-RUN-5, R-COVER-2): the run was cut back,
     /// rewritten or deleted behind the plane, and driving it again would
     /// perform effects whose results were recorded. Nothing is appended.
@@ -326,7 +328,7 @@ impl Runtime {
             seq: entry.seq,
             kind: crate::error::TamperKind::SealMismatch,
             detail: Some(format!(
-                "the heads leaf at log position {position} holds its record at seq {} ({}), and the store has {now}: \
+                "the log leaf at position {position} holds its record at seq {} ({}), and the store has {now}: \
                  the run was cut back, rewritten or deleted behind the plane, so it is not driven again (its recorded \
                  effects would run twice); run `agentplane verify`, and restore the store from a copy that holds the \
                  run",

@@ -167,6 +167,16 @@ impl TamperAccess for MemoryStore {
         }
     }
 
+    fn hide_seal_of(&self, tenant: &TenantId, run: &RunId) {
+        if let Ok(mut tenants) = self.lock()
+            && let Some(t) = tenants.get_mut(tenant)
+        {
+            for seal in t.seals.values_mut().filter(|seal| seal.run == *run) {
+                seal.run = RunId::heads_leaf();
+            }
+        }
+    }
+
     fn delete_run(&self, tenant: &TenantId, run: &RunId) {
         if let Ok(mut tenants) = self.lock()
             && let Some(t) = tenants.get_mut(tenant)
