@@ -511,6 +511,8 @@ pub fn a_half_signature_pair_is_a_malformed_row<S: Store>(store: &S, tenant: &Te
         "the lenient audit names the row: {:#?}",
         report.findings
     );
+}
+
 /// A runtime on `plane`'s store held to `mark` (the plane's high-water
 /// mark, as the CLI keeps one beside its key file).
 fn runtime_with_mark<S: Store + 'static>(

@@ -239,7 +239,10 @@ impl CoveredHeads {
                     }
                     continue;
                 }
-                let held = entries.remove(&position).unwrap_or_default();
+                // In run id order by bytes, as the leaf commits to them,
+                // whatever order (a server's text collation) they came in.
+                let mut held = entries.remove(&position).unwrap_or_default();
+                held.sort();
                 if HeadsLeaf::new(origin, &held).to_bytes() != leaf.leaf_bytes {
                     return Err(damaged(format!(
                         "the heads entries at log position {position} are not the heads leaf stored there (run \
