@@ -34,6 +34,19 @@ fn seal_runs(store: &Arc<RedbStore>, tenant: &TenantId, keys: std::ops::Range<u3
     .collect()
 }
 
+/// Why admitting a run on `store` was refused (panics if it was not).
+fn admission_refusal(store: &Arc<RedbStore>, tenant: &TenantId) -> String {
+    let runtime = RuntimeBuilder::new(Arc::clone(store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), witness::Origin::new(ORIGIN).unwrap(), None)
+        .build()
+        .unwrap();
+    let request = AdmitRequest { idempotency_key: "job-late".into(), plan: vec![], budget: Budget::default() };
+    match runtime.admit(tenant, request) {
+        Ok(_) => panic!("the plane admitted a run on a log with a hole"),
+        Err(err) => err.to_string(),
+    }
+}
+
 #[test]
 fn a_witness_cosigns_the_growing_log_and_refuses_it_after_a_deletion() {
     let dir = tempfile::tempdir().unwrap();
@@ -62,8 +75,16 @@ fn a_witness_cosigns_the_growing_log_and_refuses_it_after_a_deletion() {
     seal_runs(&store, &tenant, 3..8);
     assert_eq!(submit().unwrap().checkpoint.tree().size, 8, "growth is proven from the store's own nodes");
 
-    // Someone with access to the file deletes a sealed run and seals a new one.
+    // Someone with access to the file deletes a sealed run. A plane refuses
+    // to admit anything on a log with a hole in it (R-RUN-5: what resume is
+    // held to is read from the log's leaves), so the careful hider also
+    // rewrites the log densely around the hole, and the plane seals again.
     store.delete_run(&tenant, &runs[1]);
+    let holed = admission_refusal(&store, &tenant);
+    assert!(holed.contains("entries were removed behind the plane"), "{holed}");
+    let kept: Vec<(RunId, Vec<u8>)> =
+        store.seals(&tenant).unwrap().into_iter().map(|seal| (seal.run, seal.leaf_bytes)).collect();
+    store.rewrite_log(&tenant, &kept);
     seal_runs(&store, &tenant, 8..9);
     let refused = submit().unwrap_err();
     assert!(refused.is_integrity(), "the witness that saw size 8 refuses the rewritten log: {refused:?}");
