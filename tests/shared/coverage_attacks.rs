@@ -59,6 +59,18 @@ impl<S: Store + TamperAccess + 'static> Plane<S> {
         id
     }
 
+    /// Cuts `run` back to its first two records behind the plane (the
+    /// records after them removed, its runs row pointed back: the chain
+    /// that remains verifies); returns its rows as they were.
+    pub fn cut_back_to_two(&self, run: &RunId) -> Vec<journal_core::StoredRecord> {
+        let rows = self.store.read_run(&self.tenant, run).unwrap().rows;
+        for row in rows.iter().filter(|row| row.seq > 2) {
+            self.store.delete_record(&self.tenant, run, row.seq);
+        }
+        self.store.set_runs_head(&self.tenant, run, ExpectedHead { seq: 2, hash: rows[1].hash });
+        rows
+    }
+
     /// The checkpoint the plane signs (heads leaves first), as an observer saves it.
     pub fn sign(&self) -> SignedCheckpoint {
         journal_core::log::sign_current_head(self.store.as_ref(), &self.tenant, &self.origin, &self.key, None)
@@ -98,12 +110,8 @@ pub fn open_runs_cut_back_or_deleted_are_found<S: Store + TamperAccess + 'static
     let inputs = plane.inputs(&saved);
     assert!(audit::audit(plane.store.as_ref(), &inputs).unwrap().is_clean());
 
-    let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
+    let rows = plane.cut_back_to_two(&cut);
     let head = rows.last().unwrap().seq;
-    for row in rows.iter().filter(|row| row.seq > 2) {
-        plane.store.delete_record(&plane.tenant, &cut, row.seq);
-    }
-    plane.store.set_runs_head(&plane.tenant, &cut, ExpectedHead { seq: 2, hash: rows[1].hash });
     plane.store.delete_run(&plane.tenant, &gone);
 
     let report = audit::audit(plane.store.as_ref(), &inputs).unwrap();
@@ -319,42 +327,19 @@ pub fn a_run_cut_back_or_deleted_after_a_checkpoint_is_never_run_again<S: Store 
     let gone = plane.run("transfer-2", false);
     plane.sign();
 
-    let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
-    for row in rows.iter().filter(|row| row.seq > 2) {
-        plane.store.delete_record(&plane.tenant, &cut, row.seq);
-    }
-    plane.store.set_runs_head(&plane.tenant, &cut, ExpectedHead { seq: 2, hash: rows[1].hash });
+    let rows = plane.cut_back_to_two(&cut);
     plane.store.delete_run(&plane.tenant, &gone);
 
-    let performed = std::cell::Cell::new(0);
-    let transfer = || {
-        performed.set(performed.get() + 1);
-        EffectOutput { result: EffectResult::Ok { output: "sent again".into() }, charged: Counters::default() }
-    };
-    match plane.runtime.resume(&plane.tenant, &cut) {
-        Err(journal_core::RuntimeError::Journal(journal_core::JournalError::Tamper { run, seq, .. })) => {
+    match resume_refusal(&plane.runtime, &plane.tenant, &cut, "the cut-back run") {
+        journal_core::JournalError::Tamper { run, seq, .. } => {
             assert_eq!((run, seq), (cut.clone(), rows.last().unwrap().seq), "names the run and the covered head");
         }
-        Err(other) => panic!("refused, but not as tamper: {other}"),
-        Ok(mut handle) => {
-            let _ = handle.effect("ek:wire-transfer", "work", transfer);
-            panic!("the cut-back run was resumed; its done effect ran again {} time(s)", performed.get());
-        }
+        other => panic!("refused, but not as tamper: {other}"),
     }
-    let request =
-        AdmitRequest { idempotency_key: "transfer-2".into(), plan: vec!["work".into()], budget: Budget::default() };
-    match plane.runtime.admit(&plane.tenant, request) {
-        Err(journal_core::RuntimeError::Journal(journal_core::JournalError::Tamper { run, .. })) => {
-            assert_eq!(run, gone);
-        }
-        Err(other) => panic!("refused, but not as tamper: {other}"),
-        Ok(Admission::Existing { run, status }) => panic!("answered as existing: {run} {status}"),
-        Ok(Admission::New(mut handle)) => {
-            let _ = handle.effect("ek:wire-transfer", "work", transfer);
-            panic!("the deleted run was admitted afresh; its done effect ran again {} time(s)", performed.get());
-        }
+    match redelivery_refusal(&plane.runtime, &plane.tenant, "transfer-2", "the deleted run") {
+        journal_core::JournalError::Tamper { run, .. } => assert_eq!(run, gone),
+        other => panic!("refused, but not as tamper: {other}"),
     }
-    assert_eq!(performed.get(), 0);
 }
 
 /// R-RUN-5, R-COVER-2 (noted in sessions 17 to 19, fixed in session 20):
@@ -373,11 +358,7 @@ pub fn a_cut_hidden_from_the_heads_index_is_never_run_again<S: Store + TamperAcc
     let gone = plane.run("transfer-2", false);
     plane.sign();
 
-    let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
-    for row in rows.iter().filter(|row| row.seq > 2) {
-        plane.store.delete_record(&plane.tenant, &cut, row.seq);
-    }
-    plane.store.set_runs_head(&plane.tenant, &cut, ExpectedHead { seq: 2, hash: rows[1].hash });
+    plane.cut_back_to_two(&cut);
     plane.store.hide_newest_heads_of(&plane.tenant, &cut);
     plane.store.delete_run(&plane.tenant, &gone);
     plane.store.hide_newest_heads_of(&plane.tenant, &gone);
@@ -388,33 +369,11 @@ pub fn a_cut_hidden_from_the_heads_index_is_never_run_again<S: Store + TamperAcc
         .tenant(plane.tenant.clone(), plane.origin.clone(), Some(plane.key.clone()))
         .build()
         .unwrap();
-    let performed = std::cell::Cell::new(0);
-    let transfer = || {
-        performed.set(performed.get() + 1);
-        EffectOutput { result: EffectResult::Ok { output: "sent again".into() }, charged: Counters::default() }
-    };
     for runtime in [&plane.runtime, &restarted] {
-        match runtime.resume(&plane.tenant, &cut) {
-            Err(journal_core::RuntimeError::Journal(err)) => assert_refused_as_tamper(&err, &cut),
-            Err(other) => panic!("refused, but not as tamper: {other}"),
-            Ok(mut handle) => {
-                let _ = handle.effect("ek:wire-transfer", "work", transfer);
-                panic!("the hidden cut was resumed; its done effect ran again {} time(s)", performed.get());
-            }
-        }
-        let request =
-            AdmitRequest { idempotency_key: "transfer-2".into(), plan: vec!["work".into()], budget: Budget::default() };
-        match runtime.admit(&plane.tenant, request) {
-            Err(journal_core::RuntimeError::Journal(err)) => assert_refused_as_tamper(&err, &gone),
-            Err(other) => panic!("refused, but not as tamper: {other}"),
-            Ok(Admission::Existing { run, status }) => panic!("answered as existing: {run} {status}"),
-            Ok(Admission::New(mut handle)) => {
-                let _ = handle.effect("ek:wire-transfer", "work", transfer);
-                panic!("the hidden deleted run was admitted afresh; its effect ran again {} time(s)", performed.get());
-            }
-        }
+        assert_refused_as_tamper(&resume_refusal(runtime, &plane.tenant, &cut, "the hidden cut"), &cut);
+        let refused = redelivery_refusal(runtime, &plane.tenant, "transfer-2", "the hidden deleted run");
+        assert_refused_as_tamper(&refused, &gone);
     }
-    assert_eq!(performed.get(), 0);
 }
 
 /// A refusal of the tamper class: the covered head missing from `run`'s
@@ -439,12 +398,8 @@ pub fn a_cut_carried_into_a_later_heads_leaf_is_never_run_again<S: Store + Tampe
     let plane = Plane::on(store);
     let cut = plane.run("transfer-1", false);
     plane.sign();
-    let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
+    let rows = plane.cut_back_to_two(&cut);
     let covered = rows.last().unwrap().seq;
-    for row in rows.iter().filter(|row| row.seq > 2) {
-        plane.store.delete_record(&plane.tenant, &cut, row.seq);
-    }
-    plane.store.set_runs_head(&plane.tenant, &cut, ExpectedHead { seq: 2, hash: rows[1].hash });
     plane.store.set_moved(&plane.tenant, &cut, true);
     plane.sign();
     let newest = plane.store.newest_heads_of(&plane.tenant, &cut).unwrap().expect("a heads leaf holds the run");
@@ -454,19 +409,11 @@ pub fn a_cut_carried_into_a_later_heads_leaf_is_never_run_again<S: Store + Tampe
         "the newest heads leaf holds the cut head: {entries:?}"
     );
 
-    let performed = std::cell::Cell::new(0);
-    match plane.runtime.resume(&plane.tenant, &cut) {
-        Err(journal_core::RuntimeError::Journal(journal_core::JournalError::Tamper { run, seq, .. })) => {
+    match resume_refusal(&plane.runtime, &plane.tenant, &cut, "the cut carried into the log") {
+        journal_core::JournalError::Tamper { run, seq, .. } => {
             assert_eq!((run, seq), (cut.clone(), covered), "names the longest head the log held");
         }
-        Err(other) => panic!("refused, but not as tamper: {other}"),
-        Ok(mut handle) => {
-            let _ = handle.effect("ek:wire-transfer", "work", || {
-                performed.set(performed.get() + 1);
-                EffectOutput { result: EffectResult::Ok { output: "sent again".into() }, charged: Counters::default() }
-            });
-            panic!("the cut carried into the log was resumed; its effect ran again {} time(s)", performed.get());
-        }
+        other => panic!("refused, but not as tamper: {other}"),
     }
 }
 
@@ -526,7 +473,7 @@ fn runtime_with_mark<S: Store + 'static>(
         .unwrap()
 }
 
-/// R-RUN-5, R-PLANE-2 (attacker review, session 21): a runtime that had
+/// R-RUN-5, R-PLANE-2 (attacker review, session 20): a runtime that had
 /// read the log once (any admission or resume reads it) held only that
 /// first reading to the plane's high-water mark; the leaves it caught up
 /// with later were taken as the store gave them. So under a running plane,
@@ -571,51 +518,23 @@ pub fn a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree<S
         .collect();
     assert_eq!(kept.len(), 1);
 
-    let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
-    for row in rows.iter().filter(|row| row.seq > 2) {
-        plane.store.delete_record(&plane.tenant, &cut, row.seq);
-    }
-    plane.store.set_runs_head(&plane.tenant, &cut, ExpectedHead { seq: 2, hash: rows[1].hash });
+    plane.cut_back_to_two(&cut);
     plane.store.hide_newest_heads_of(&plane.tenant, &cut);
     plane.store.delete_run(&plane.tenant, &gone);
     plane.store.hide_newest_heads_of(&plane.tenant, &gone);
     plane.store.rewrite_log(&plane.tenant, &kept);
 
     let restarted = runtime_with_mark(&plane, &mark);
-    let performed = std::cell::Cell::new(0);
-    let transfer = || {
-        performed.set(performed.get() + 1);
-        EffectOutput { result: EffectResult::Ok { output: "sent again".into() }, charged: Counters::default() }
-    };
     for (name, runtime) in [("the running runtime", &running), ("a restarted runtime", &restarted)] {
-        match runtime.resume(&plane.tenant, &cut) {
-            Err(journal_core::RuntimeError::Journal(
-                journal_core::JournalError::StoreDamage { .. } | journal_core::JournalError::Tamper { .. },
-            )) => {}
-            Err(other) => panic!("{name}: refused, but not as damage: {other}"),
-            Ok(mut handle) => {
-                let _ = handle.effect("ek:wire-transfer", "work", transfer);
-                panic!("{name} resumed the cut run; its done effect ran again {} time(s)", performed.get());
-            }
-        }
-        let request =
-            AdmitRequest { idempotency_key: "transfer-2".into(), plan: vec!["work".into()], budget: Budget::default() };
-        match runtime.admit(&plane.tenant, request) {
-            Err(journal_core::RuntimeError::Journal(
-                journal_core::JournalError::StoreDamage { .. } | journal_core::JournalError::Tamper { .. },
-            )) => {}
-            Err(other) => panic!("{name}: refused, but not as damage: {other}"),
-            Ok(Admission::Existing { run, status }) => panic!("{name}: answered as existing: {run} {status}"),
-            Ok(Admission::New(mut handle)) => {
-                let _ = handle.effect("ek:wire-transfer", "work", transfer);
-                panic!("{name} admitted the deleted run afresh; its effect ran again {} time(s)", performed.get());
-            }
+        let resumed = resume_refusal(runtime, &plane.tenant, &cut, &format!("{name}: the cut run"));
+        let redelivered = redelivery_refusal(runtime, &plane.tenant, "transfer-2", &format!("{name}: the deleted run"));
+        for refused in [resumed, redelivered] {
+            assert!(refused.is_tamper(), "{name}: refused, but not as damage: {refused}");
         }
     }
-    assert_eq!(performed.get(), 0);
 }
 
-/// R-RUN-5, R-COVER-2 (attacker review, session 21): a sealed run enters
+/// R-RUN-5, R-COVER-2 (attacker review, session 20): a sealed run enters
 /// the log with its seal leaf, and no heads leaf ever holds it when it was
 /// admitted, did its effect and sealed between two checkpoints. Resume and
 /// redelivery read a run's covered head from the heads leaves only, and a
@@ -634,11 +553,7 @@ pub fn a_sealed_run_cut_back_or_deleted_behind_its_seal_is_never_run_again<S: St
     plane.sign();
     assert_eq!(plane.store.newest_heads_of(&plane.tenant, &cut).unwrap(), None, "no heads leaf holds the run");
 
-    let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
-    for row in rows.iter().filter(|row| row.seq > 2) {
-        plane.store.delete_record(&plane.tenant, &cut, row.seq);
-    }
-    plane.store.set_runs_head(&plane.tenant, &cut, ExpectedHead { seq: 2, hash: rows[1].hash });
+    let rows = plane.cut_back_to_two(&cut);
     plane.store.set_sealed_flag(&plane.tenant, &cut, false);
     plane.store.set_outcome_index(&plane.tenant, &cut, None);
     plane.store.hide_seal_of(&plane.tenant, &cut);
@@ -651,35 +566,51 @@ pub fn a_sealed_run_cut_back_or_deleted_behind_its_seal_is_never_run_again<S: St
         .tenant(plane.tenant.clone(), plane.origin.clone(), Some(plane.key.clone()))
         .build()
         .unwrap();
-    let performed = std::cell::Cell::new(0);
-    let transfer = || {
-        performed.set(performed.get() + 1);
-        EffectOutput { result: EffectResult::Ok { output: "sent again".into() }, charged: Counters::default() }
-    };
     for runtime in [&plane.runtime, &restarted] {
-        match runtime.resume(&plane.tenant, &cut) {
-            Err(journal_core::RuntimeError::Journal(journal_core::JournalError::Tamper { run, seq, .. })) => {
+        match resume_refusal(runtime, &plane.tenant, &cut, "the cut sealed run") {
+            journal_core::JournalError::Tamper { run, seq, .. } => {
                 assert_eq!((run, seq), (cut.clone(), rows.last().unwrap().seq), "names the run and its sealed head");
             }
-            Err(other) => panic!("refused, but not as tamper: {other}"),
-            Ok(mut handle) => {
-                let _ = handle.effect("ek:wire-transfer", "work", transfer);
-                panic!("the cut sealed run was resumed; its done effect ran again {} time(s)", performed.get());
-            }
+            other => panic!("refused, but not as tamper: {other}"),
         }
-        let request =
-            AdmitRequest { idempotency_key: "transfer-2".into(), plan: vec!["work".into()], budget: Budget::default() };
-        match runtime.admit(&plane.tenant, request) {
-            Err(journal_core::RuntimeError::Journal(journal_core::JournalError::Tamper { run, .. })) => {
-                assert_eq!(run, gone);
-            }
-            Err(other) => panic!("refused, but not as tamper: {other}"),
-            Ok(Admission::Existing { run, status }) => panic!("answered as existing: {run} {status}"),
-            Ok(Admission::New(mut handle)) => {
-                let _ = handle.effect("ek:wire-transfer", "work", transfer);
-                panic!("the deleted sealed run was admitted afresh; its effect ran again {} time(s)", performed.get());
-            }
+        match redelivery_refusal(runtime, &plane.tenant, "transfer-2", "the deleted sealed run") {
+            journal_core::JournalError::Tamper { run, .. } => assert_eq!(run, gone),
+            other => panic!("refused, but not as tamper: {other}"),
         }
     }
-    assert_eq!(performed.get(), 0);
+}
+
+/// Resumes `run` through `runtime` and, when it is resumed, performs its done
+/// effect again as a plane driving it would, then fails the test naming
+/// `what`; the journal's refusal otherwise.
+pub fn resume_refusal(runtime: &Runtime, tenant: &TenantId, run: &RunId, what: &str) -> journal_core::JournalError {
+    match runtime.resume(tenant, run) {
+        Err(journal_core::RuntimeError::Journal(err)) => err,
+        Err(other) => panic!("{what}: refused, but not by the journal: {other}"),
+        Ok(mut handle) => {
+            let ran = handle.effect("ek:wire-transfer", "work", transfer_again).is_ok();
+            panic!("{what} was resumed; its done effect ran again: {ran}");
+        }
+    }
+}
+
+/// Redelivers idempotency key `key` through `runtime` and, when a run is
+/// admitted afresh, performs the effect again, then fails the test naming
+/// `what`; the journal's refusal otherwise.
+pub fn redelivery_refusal(runtime: &Runtime, tenant: &TenantId, key: &str, what: &str) -> journal_core::JournalError {
+    let request = AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget: Budget::default() };
+    match runtime.admit(tenant, request) {
+        Err(journal_core::RuntimeError::Journal(err)) => err,
+        Err(other) => panic!("{what}: refused, but not by the journal: {other}"),
+        Ok(Admission::Existing { run, status }) => panic!("{what}: answered as existing: {run} {status}"),
+        Ok(Admission::New(mut handle)) => {
+            let ran = handle.effect("ek:wire-transfer", "work", transfer_again).is_ok();
+            panic!("{what} was admitted afresh; its done effect ran again: {ran}");
+        }
+    }
+}
+
+/// The wire transfer, performed a second time.
+fn transfer_again() -> EffectOutput {
+    EffectOutput { result: EffectResult::Ok { output: "sent again".into() }, charged: Counters::default() }
 }

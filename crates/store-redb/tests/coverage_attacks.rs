@@ -688,11 +688,7 @@ fn r_run_5_a_heads_leaf_rewritten_without_a_cut_run_is_held_to_the_signed_tree()
             .into_iter()
             .filter(|entry| entry.run != cut)
             .collect();
-        let rows = plane.store.read_run(&plane.tenant, &cut).unwrap().rows;
-        for row in rows.iter().filter(|row| row.seq > 2) {
-            plane.store.delete_record(&plane.tenant, &cut, row.seq);
-        }
-        plane.store.set_runs_head(&plane.tenant, &cut, journal_core::ExpectedHead { seq: 2, hash: rows[1].hash });
+        plane.cut_back_to_two(&cut);
         plane.store.delete_heads_entry(&plane.tenant, position, &cut);
         plane.store.hide_newest_heads_of(&plane.tenant, &cut);
         (plane.tenant.clone(), cut, position, kept)
