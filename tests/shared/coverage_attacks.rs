@@ -73,7 +73,13 @@ impl<S: Store + TamperAccess + 'static> Plane<S> {
 
     /// The checkpoint the plane signs (heads leaves first), as an observer saves it.
     pub fn sign(&self) -> SignedCheckpoint {
-        journal_core::log::sign_current_head(self.store.as_ref(), &self.tenant, &self.origin, &self.key, None)
+        self.sign_held_to(None)
+    }
+
+    /// The checkpoint the plane signs held to (and raising) its high-water
+    /// `mark`, as the CLI's plane does with the mark beside its key file.
+    pub fn sign_held_to(&self, mark: Option<&dyn journal_core::log::HighWater>) -> SignedCheckpoint {
+        journal_core::log::sign_current_head(self.store.as_ref(), &self.tenant, &self.origin, &self.key, mark)
             .unwrap()
             .1
     }
@@ -488,16 +494,7 @@ pub fn a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree<S
 ) {
     let plane = Plane::on(store);
     let mark = Arc::new(journal_core::testkit::MemoryHighWater::default());
-    let sign = || {
-        journal_core::log::sign_current_head(
-            plane.store.as_ref(),
-            &plane.tenant,
-            &plane.origin,
-            &plane.key,
-            Some(mark.as_ref()),
-        )
-        .unwrap()
-    };
+    let sign = || plane.sign_held_to(Some(mark.as_ref()));
     let sealed = plane.run("sealed", true);
     sign();
     let running = runtime_with_mark(&plane, &mark);

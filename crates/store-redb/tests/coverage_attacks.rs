@@ -671,14 +671,7 @@ fn r_run_5_a_heads_leaf_rewritten_without_a_cut_run_is_held_to_the_signed_tree()
         let plane = shared::Plane::on(RedbStore::create(&path).unwrap());
         let cut = plane.run("transfer-1", false);
         plane.run("transfer-2", false);
-        journal_core::log::sign_current_head(
-            plane.store.as_ref(),
-            &plane.tenant,
-            &plane.origin,
-            &plane.key,
-            Some(mark.as_ref()),
-        )
-        .unwrap();
+        plane.sign_held_to(Some(mark.as_ref()));
         assert!(matches!(mark.last(&plane.origin).unwrap(), journal_core::log::HighWaterMark::Signed(_)));
         let position = plane.store.newest_heads_of(&plane.tenant, &cut).unwrap().expect("the leaf covers the run");
         let kept: Vec<_> = plane
