@@ -357,7 +357,7 @@ pub fn stored_chain_hash(run: &RunId, seq: u64, bytes: &[u8], what: &str) -> Res
     })
 }
 
-/// A stored row's signature columns as a [`KeySignature`]: both or neither.
+/// A stored row's signature columns as a [`KeySignature`](crate::signature::KeySignature): both or neither.
 /// One without the other is a malformed row, never an unsigned record (a
 /// lenient reader accepts unsigned records, so dropping a signature's key id
 /// must not make a signed record pass as one).
