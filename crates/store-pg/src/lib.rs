@@ -771,9 +771,19 @@ fn intern_keys(client: &mut Client, statements: &Statements, batch: &[&AppendReq
         if statements.key_refs.borrow().contains_key(&signature.key_id) {
             continue;
         }
-        let row = client
-            .query_one(&statements.intern_key, &[&signature.key_id])
+        let rows = client
+            .query(&statements.intern_key, &[&signature.key_id])
             .map_err(|err| pg("interning a signing key", err))?;
+        // The insert answers one reference, inserted or met. No row (a
+        // trigger or rule skipping the write, behind the plane) is damage,
+        // never the row-count failure `query_one` makes of it, which `pg`
+        // calls retryable: every signed append would be retried for ever.
+        let Some(row) = at_most_one(&request.tenant, "signing_keys", &signature.key_id, rows)? else {
+            return Err(damaged(
+                &request.tenant,
+                format!("interning the signing key {:?} returned no reference", signature.key_id),
+            ));
+        };
         let key_ref: i32 = column(&request.tenant, &row, 0)?;
         statements.key_refs.borrow_mut().insert(signature.key_id.clone(), key_ref);
     }

@@ -458,3 +458,33 @@ fn r_store_3_schema_5_rows_are_encoded_keyed_by_reference_and_read_as_written() 
         );
     }
 }
+
+/// R-STORE-3 (attacker review of schema 5): a trigger on `signing_keys`
+/// that skips every insert and update (DDL behind the plane) makes the
+/// interning of a signing key return no row. `query_one` made that a
+/// row-count error without a SQLSTATE, which `pg` calls retryable: every
+/// signed append of every new writer connection failed as a passing fault,
+/// retried for ever, while the store is damaged. It is damage now.
+#[test]
+fn r_store_3_a_signing_key_that_interns_to_no_row_is_damage_not_retryable() {
+    let store = PgStore::temporary().unwrap();
+    store
+        .raw()
+        .batch_execute(
+            "CREATE FUNCTION skip_every_row() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+             CREATE TRIGGER signing_keys_skipped BEFORE INSERT OR UPDATE ON signing_keys
+                 FOR EACH ROW EXECUTE FUNCTION skip_every_row();",
+        )
+        .unwrap();
+    let tenant = journal_core::TenantId::new("t").unwrap();
+    let origin = journal_core::Origin::new("attacks.test/plane/t").unwrap();
+    let signer = journal_core::Ed25519Signer::from_seed("spiffe://attacks.test/runtime", [9; 32]);
+    let run = journal_core::RunId::new("a").unwrap();
+    let step = journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: "x".into() });
+    let appended =
+        journal_core::Journal::new(&store, &tenant, &origin).signed_by(&signer).append(&run, None, None, step);
+    match appended {
+        Err(err @ journal_core::JournalError::StoreDamage { .. }) => assert!(!err.is_retryable(), "{err}"),
+        other => panic!("{:?}", other.map(drop)),
+    }
+}
