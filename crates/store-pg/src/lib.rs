@@ -1405,15 +1405,25 @@ impl Store for PgStore {
         let hash: Vec<u8> = column(tenant, &head, 1)?;
         let expected = head_of(tenant, run, column(tenant, &head, 0)?, &hash)?;
         let outcome: Option<String> = column(tenant, &head, 3)?;
+        // The key by a subquery, not a join: a join serves a row once per
+        // `signing_keys` row of its reference, so a reference written twice
+        // (its primary key dropped behind the plane) doubled every signed
+        // row. The subquery refuses it (a cardinality violation): damage,
+        // as it is to the snapshot.
         let stored = txn
             .query(
-                "SELECT r.seq, r.kind, r.effect_key, r.prev_hash, r.hash, r.bytes, coalesce(r.key_id, k.key_id),
+                "SELECT r.seq, r.kind, r.effect_key, r.prev_hash, r.hash, r.bytes,
+                        coalesce(r.key_id, (SELECT k.key_id FROM signing_keys k WHERE k.ref = r.key_ref)),
                         r.signature, r.encoding, r.key_ref
-                 FROM records r LEFT JOIN signing_keys k ON k.ref = r.key_ref
-                 WHERE r.tenant = $1 AND r.run = $2 ORDER BY r.seq",
+                 FROM records r WHERE r.tenant = $1 AND r.run = $2 ORDER BY r.seq",
                 &[&t, &r],
             )
-            .map_err(|err| pg("reading records", err))?;
+            .map_err(|err| match err.code() {
+                Some(&postgres::error::SqlState::CARDINALITY_VIOLATION) => {
+                    twice(tenant, "signing_keys", &"a reference of this run's records")
+                }
+                _ => pg("reading records", err),
+            })?;
         let mut rows = Vec::with_capacity(stored.len());
         for row in &stored {
             let before = rows.last().map_or(ChainHash::GENESIS, |last: &StoredRecord| last.hash);

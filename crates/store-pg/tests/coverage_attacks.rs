@@ -488,3 +488,33 @@ fn r_store_3_a_signing_key_that_interns_to_no_row_is_damage_not_retryable() {
         other => panic!("{:?}", other.map(drop)),
     }
 }
+
+/// R-AUD-8 (attacker review of schema 5): `signing_keys`' primary key
+/// dropped and a second row written under a reference the plane wrote.
+/// The snapshot found the reference twice (damage), but `read_run` joined
+/// the table and so served every signed row once per key row: a run of
+/// three records read as six, which its verifier then called a reordered
+/// chain, blaming the records for what was done to the keys. A reference
+/// met twice is damage to both.
+#[test]
+fn r_aud_8_a_signing_key_reference_written_twice_is_damage_to_read_run_and_the_audit() {
+    use journal_core::Store as _;
+    let store = std::sync::Arc::new(PgStore::temporary().unwrap());
+    let (tenant, run) = shared::signed_plane(std::sync::Arc::clone(&store));
+    store
+        .raw()
+        .batch_execute(
+            "ALTER TABLE signing_keys DROP CONSTRAINT signing_keys_pkey;
+             ALTER TABLE signing_keys DROP CONSTRAINT signing_keys_key_id_key;
+             INSERT INTO signing_keys (ref, key_id) OVERRIDING SYSTEM VALUE SELECT ref, key_id FROM signing_keys",
+        )
+        .unwrap();
+    for read in [store.read_run(&tenant, &run).map(drop), store.snapshot(&tenant).map(drop)] {
+        match read {
+            Err(journal_core::JournalError::StoreDamage { detail, .. }) => {
+                assert!(detail.contains("signing_keys") && detail.contains("twice"), "{detail}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
