@@ -238,6 +238,7 @@ fn check_append(request: &AppendRequest, head: Option<ExpectedHead>, sealed: boo
             found_seq: head.map_or(0, |h| h.seq),
         });
     }
+    crate::record::within_record_bound(&request.run, request.row.seq, request.row.bytes.len())?;
     let (seq, prev) = head.map_or((1, ChainHash::GENESIS), |h| (h.seq + 1, h.hash));
     if request.row.seq != seq || request.row.prev_hash != prev {
         return Err(JournalError::InvalidRecord(format!(

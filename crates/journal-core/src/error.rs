@@ -296,6 +296,22 @@ pub enum JournalError {
     /// A record that cannot be written as given.
     #[error("invalid record: {0}")]
     InvalidRecord(String),
+    /// A record whose bytes pass [`crate::record::MAX_RECORD_BYTES`]: nothing
+    /// was written.
+    #[error(
+        "run {run} seq {seq}: the record is {bytes} bytes, past the journal's bound of {max} bytes per record; \
+         keep large outputs outside the journal (an object store) and record a reference and its digest"
+    )]
+    RecordTooLarge {
+        /// The run.
+        run: RunId,
+        /// The record it would have been.
+        seq: u64,
+        /// Its size in bytes.
+        bytes: usize,
+        /// The bound.
+        max: usize,
+    },
     /// A strict verification found a record without a usable signature (R-SIG-3).
     #[error("run {run} seq {seq}: {problem}")]
     Unsigned {
@@ -322,6 +338,7 @@ impl JournalError {
             | Self::NoConsistencyProof { .. }
             | Self::InvalidId { .. }
             | Self::InvalidRecord(_)
+            | Self::RecordTooLarge { .. }
             | Self::Unsigned { .. } => ErrorClass::Invalid,
         }
     }

@@ -11,6 +11,22 @@ use crate::clock::At;
 use crate::error::{BuildSkew, JournalError};
 use crate::ids::RunId;
 use crate::version::Upcasters;
+
+/// The most bytes one record may hold as written (its canonical JSON): an
+/// effect's output is kept in the journal to be replayed, so a record is
+/// read whole by every resume, audit and export, and a plane refuses what
+/// it could not read back in bounded memory. Large artifacts belong in an
+/// object store, the record holding their reference and digest.
+pub const MAX_RECORD_BYTES: usize = 16 << 20;
+
+/// Refuses a record of `bytes` bytes past [`MAX_RECORD_BYTES`]: before it
+/// is hashed or signed, and again at every store's append gate.
+pub fn within_record_bound(run: &RunId, seq: u64, bytes: usize) -> Result<(), JournalError> {
+    if bytes > MAX_RECORD_BYTES {
+        return Err(JournalError::RecordTooLarge { run: run.clone(), seq, bytes, max: MAX_RECORD_BYTES });
+    }
+    Ok(())
+}
 pub use crate::writer::Build;
 
 /// Reads an `Option` field that must be present (`null` for none): serde
@@ -573,6 +589,7 @@ impl Record {
             to_json(&self.build)?,
             self.body.to_json().map_err(|err| JournalError::InvalidRecord(err.to_string()))?,
         );
+        within_record_bound(&self.run, self.seq, out.len())?;
         Ok(out.into_bytes())
     }
 

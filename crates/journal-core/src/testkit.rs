@@ -215,6 +215,53 @@ pub fn stale_head_is_a_conflict(store: &dyn Store) {
     assert_eq!(store.read_run(&tenant, &run).expect("read").rows.len(), 2);
 }
 
+/// Every input has a size bound: a record past
+/// [`MAX_RECORD_BYTES`](crate::record::MAX_RECORD_BYTES) is refused before it
+/// is hashed or signed, and a row that large handed straight to the store is
+/// refused at its append gate; nothing is written. A row of exactly the
+/// bound is taken and read back whole.
+pub fn oversized_record_is_refused(store: &dyn Store) {
+    use crate::chain::{ChainHash, StoredRecord};
+    use crate::record::MAX_RECORD_BYTES;
+    let tenant = tenant();
+    let journal = journal(store, &tenant);
+    let run = run_id("run-1");
+    let first =
+        journal.append(&run, None, None, RecordBody::PlanFrozen(PlanFrozen { steps: vec![] })).expect("first append");
+    let step = "x".repeat(MAX_RECORD_BYTES);
+    let refused = journal.append(&run, Some(first.head), None, RecordBody::StepStarted(StepMark { step }));
+    assert!(
+        matches!(&refused, Err(JournalError::RecordTooLarge { seq: 2, bytes, max: MAX_RECORD_BYTES, .. }) if *bytes > MAX_RECORD_BYTES),
+        "{refused:?}"
+    );
+    assert!(refused.as_ref().is_err_and(|err| err.to_string().contains("object store")), "says what to do");
+    let row_of = |bytes: Vec<u8>| StoredRecord {
+        seq: 2,
+        kind: "StepStarted".into(),
+        effect_key: None,
+        prev_hash: first.head.hash,
+        hash: ChainHash::link(&first.head.hash, &bytes),
+        bytes,
+        signature: None,
+    };
+    let request_of = |row: StoredRecord| crate::store::AppendRequest {
+        tenant: tenant.clone(),
+        run: run.clone(),
+        expected_head: Some(first.head),
+        row,
+        idempotency_key: None,
+        conclusion: None,
+        encoded_bytes: None,
+    };
+    let straight = store.append(request_of(row_of(vec![b'x'; MAX_RECORD_BYTES + 1])));
+    assert!(matches!(straight, Err(JournalError::RecordTooLarge { seq: 2, .. })), "{straight:?}");
+    assert_eq!(store.read_run(&tenant, &run).expect("read").rows.len(), 1, "nothing was written");
+    store.append(request_of(row_of(vec![b'x'; MAX_RECORD_BYTES]))).expect("a row of exactly the bound");
+    let rows = store.read_run(&tenant, &run).expect("read").rows;
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1].bytes.len(), MAX_RECORD_BYTES, "read back whole");
+}
+
 /// R-RUN-2: a sealed run refuses appends in the store itself.
 pub fn sealed_run_refuses_appends(store: &dyn Store) {
     let tenant = tenant();
@@ -662,6 +709,10 @@ macro_rules! conformance_tests {
         #[test]
         fn conformance_r_store_3_stale_head_is_a_conflict() {
             $crate::testkit::stale_head_is_a_conflict(&$make);
+        }
+        #[test]
+        fn conformance_an_oversized_record_is_refused_and_nothing_is_written() {
+            $crate::testkit::oversized_record_is_refused(&$make);
         }
         #[test]
         fn conformance_r_run_2_sealed_run_refuses_appends() {

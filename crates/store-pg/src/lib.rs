@@ -1382,6 +1382,7 @@ impl Store for PgStore {
         // Encoded here, on the appender's thread, not by the thread that
         // commits the batch; always by the store itself, whatever a caller
         // put there, so the row decodes to the bytes the chain commits to.
+        journal_core::record::within_record_bound(&request.run, request.row.seq, request.row.bytes.len())?;
         request.encoded_bytes = Some(journal_core::encoding::encode(&request.row.bytes));
         self.commit.append(request)
     }

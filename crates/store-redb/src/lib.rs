@@ -1477,6 +1477,7 @@ impl Store for RedbStore {
         // thread that commits them. Always this store's own encoding of
         // `row.bytes`, never one the caller brought: the chain commits to
         // those bytes, and what the file keeps must decode to exactly them.
+        journal_core::record::within_record_bound(&request.run, request.row.seq, request.row.bytes.len())?;
         request.encoded_bytes = (self.layout == Layout::Two).then(|| encoding::encode(&request.row.bytes));
         self.commit.append(request)
     }
