@@ -115,7 +115,11 @@ CREATE TABLE heads_entries (
 /// `RunAdmitted`'s `at` in unix milliseconds, written in the statement
 /// batch that stores that record, so the console lists runs newest first in
 /// O(log n + page). Filled from the records already stored (their canonical
-/// `at` spelling is a UTC instant with milliseconds).
+/// `at` spelling is a UTC instant with milliseconds). A stored admission
+/// whose bytes are not UTF-8 JSON with such an instant (damage, or a row
+/// forged behind the plane's back) gets no row rather than failing the
+/// migration: the upgrade never hangs on one bad row, and the audit names
+/// that run (its chain, and its missing admission order row).
 const V3: &str = r#"
 CREATE TABLE admission_order (
     tenant text NOT NULL,
@@ -123,11 +127,20 @@ CREATE TABLE admission_order (
     run text NOT NULL,
     PRIMARY KEY (tenant, at_millis, run)
 );
+CREATE FUNCTION pg_temp.agentplane_admitted_millis(stored bytea) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN (extract(epoch FROM ((convert_from(stored, 'UTF8')::jsonb ->> 'at')::timestamptz)) * 1000)::bigint;
+EXCEPTION WHEN OTHERS THEN
+    RETURN NULL;
+END
+$$;
 INSERT INTO admission_order (tenant, at_millis, run)
-    SELECT tenant,
-           (extract(epoch FROM ((convert_from(bytes, 'UTF8')::jsonb ->> 'at')::timestamptz)) * 1000)::bigint,
-           run
-    FROM records WHERE seq = 1 AND kind = 'RunAdmitted';
+    SELECT tenant, at_millis, run FROM (
+        SELECT tenant, pg_temp.agentplane_admitted_millis(bytes) AS at_millis, run
+        FROM records WHERE seq = 1 AND kind = 'RunAdmitted'
+    ) AS admitted
+    WHERE at_millis IS NOT NULL;
+DROP FUNCTION pg_temp.agentplane_admitted_millis(bytea);
 "#;
 
 /// Issue 25, a plane of a million records: what `prove`, `export` and

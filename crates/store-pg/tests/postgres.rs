@@ -252,3 +252,38 @@ fn r_log_7_log_nodes_come_back_in_the_order_asked_and_a_missing_one_is_damage() 
     assert!(matches!(err, JournalError::StoreDamage { .. }), "{err:?}");
     assert!(err.to_string().contains(&format!("{gone:?}")), "{err}");
 }
+
+/// The V3 migration fills the admission order from the admissions stored;
+/// one whose bytes are not UTF-8 JSON with an instant (damage, or a row
+/// forged through SQL) gets no row instead of failing the upgrade for the
+/// whole database, so an attacker with write access cannot pin a plane to an
+/// old schema, and the audit still names that run (R-STORE-3, R-AUD-8).
+#[test]
+fn r_store_3_the_v3_migration_is_not_blocked_by_an_admission_that_does_not_parse() {
+    let url = store_pg::testkit::database_at_version(2);
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let admissions: [(&str, &[u8]); 4] = [
+        ("run-good", br#"{"kind":"RunAdmitted","at":"2026-01-02T03:04:05.678Z"}"#),
+        ("run-not-utf8", b"{\"at\":\"\xff\xfe\"}"),
+        ("run-not-json", b"not json at all"),
+        ("run-not-an-instant", br#"{"at":"half past nine"}"#),
+    ];
+    for (run, bytes) in admissions {
+        client
+            .execute(
+                "INSERT INTO records (tenant, run, seq, kind, prev_hash, hash, bytes) \
+                 VALUES ('t', $1, 1, 'RunAdmitted', $2, $2, $3)",
+                &[&run, &vec![0u8; 32], &bytes],
+            )
+            .unwrap();
+    }
+    let store = PgStore::open(&url).expect("the migration runs past the rows that do not parse");
+    assert_eq!(store.migrated(), Some((2, store_pg::SCHEMA_VERSION)));
+    let rows: Vec<(String, i64)> = client
+        .query("SELECT run, at_millis FROM admission_order WHERE tenant = 't' ORDER BY run", &[])
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    assert_eq!(rows, vec![("run-good".to_owned(), 1_767_323_045_678)]);
+}
