@@ -214,6 +214,9 @@ fn add_log(logs: &mut Vec<LogConfig>, origin: &str, vkey: &str, what: &str) -> R
     Ok(())
 }
 
+/// The largest configuration file read: a few lines per log.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 /// The largest key file read: an skey is under 400 bytes.
 const MAX_KEY_FILE_BYTES: u64 = 4096;
 
@@ -230,8 +233,22 @@ fn read_cosigner(path: &Path) -> Result<Cosigner, String> {
     Cosigner::new(key).map_err(|err| format!("{}: {err}", path.display()))
 }
 
+/// Reads the configuration file, at most [`MAX_CONFIG_BYTES`]: a larger
+/// file, a FIFO or `/dev/zero` is refused without reading on.
 fn read_config(path: &Path) -> Result<ConfigFile, String> {
-    let text = std::fs::read_to_string(path).map_err(|err| format!("reading {}: {err}", path.display()))?;
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|err| format!("reading {}: {err}", path.display()))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(format!(
+            "{}: larger than {MAX_CONFIG_BYTES} bytes, not a witness configuration (a few lines per log)",
+            path.display()
+        ));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| format!("{}: not UTF-8 text, not a TOML configuration", path.display()))?;
     toml::from_str(&text).map_err(|err| format!("{}: {err}", path.display()))
 }
 

@@ -225,3 +225,30 @@ fn the_binary_serves_from_a_configuration_file_and_stops_on_sigterm() {
         .unwrap();
     assert_eq!(refused.status.code(), Some(2));
 }
+
+/// The binary run with `args`, its exit code and standard error.
+fn witness_binary(args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness")).args(args).output().unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// The configuration file is read to a bound: a file past it (or `/dev/zero`)
+/// is refused as not a configuration, never read whole into memory.
+#[test]
+fn a_configuration_file_past_its_bound_is_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("witness.toml");
+    // Valid TOML (comment lines), so without a bound it reads as empty.
+    std::fs::write(&config, "#\n".repeat(1 << 20)).unwrap();
+    let (code, stderr) = witness_binary(&["serve".as_ref(), "--config".as_ref(), config.as_os_str()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("larger than"), "the refusal names the bound: {stderr}");
+    assert!(stderr.len() < 1_000, "the file is not echoed back: {} bytes", stderr.len());
+    let (code, stderr) = witness_binary(&["serve".as_ref(), "--config".as_ref(), "/dev/zero".as_ref()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("larger than"), "{stderr}");
+    std::fs::write(&config, b"listen = \"\xff\"\n").unwrap();
+    let (code, stderr) = witness_binary(&["serve".as_ref(), "--config".as_ref(), config.as_os_str()]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("not UTF-8"), "{stderr}");
+}
