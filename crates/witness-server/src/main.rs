@@ -206,12 +206,30 @@ fn main() -> ExitCode {
 }
 
 fn add_log(logs: &mut Vec<LogConfig>, origin: &str, vkey: &str, what: &str) -> Result<(), String> {
+    if looks_private(vkey) {
+        return Err(private_key_refusal(what));
+    }
     let key = VerifierKey::parse(vkey).map_err(|err| format!("{what}: {err}"))?;
     match logs.iter_mut().find(|log| log.origin == origin) {
         Some(log) => log.keys.push(key),
         None => logs.push(LogConfig { origin: origin.to_owned(), keys: vec![key] }),
     }
     Ok(())
+}
+
+/// Whether a key given where a public key is wanted is a private key
+/// (`PRIVATE+KEY+...`, as `keygen` writes it): such text is never echoed.
+fn looks_private(text: &str) -> bool {
+    text.to_ascii_uppercase().contains("PRIVATE")
+}
+
+/// The refusal of a private key given where a log's public key is wanted;
+/// it does not show the key.
+fn private_key_refusal(what: &str) -> String {
+    format!(
+        "{what}: this is a private key: it is never given to the witness as a log key (and is not shown here); \
+         give the log's public verifier key NAME+KEYID+BASE64, and keep the private key secret"
+    )
 }
 
 /// The largest configuration file read: a few lines per log.
@@ -287,9 +305,16 @@ fn run(cli: Cli) -> Result<(), String> {
                 }
             }
             for spec in &logs {
-                let (origin, vkey) =
-                    spec.split_once('=').ok_or_else(|| format!("--log {spec:?}: expected ORIGIN=VKEY"))?;
-                add_log(&mut watched, origin, vkey, &format!("--log {spec:?}"))?;
+                // Only the origin is echoed: the key may be a private key
+                // pasted by mistake, and no secret is ever printed.
+                let (origin, vkey) = spec.split_once('=').ok_or_else(|| {
+                    if looks_private(spec) {
+                        private_key_refusal("--log")
+                    } else {
+                        format!("--log {spec:?}: expected ORIGIN=VKEY")
+                    }
+                })?;
+                add_log(&mut watched, origin, vkey, &format!("--log {origin:?}=..."))?;
             }
             if watched.is_empty() {
                 return Err("no log to watch: --log ORIGIN=VKEY or [[log]] in the configuration".into());

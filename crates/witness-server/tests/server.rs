@@ -232,6 +232,55 @@ fn witness_binary(args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
     (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+/// A private key given by mistake where a log's public key is wanted
+/// (`--log ORIGIN=VKEY`, or the whole `--log` argument) is refused without
+/// being echoed: no secret ever reaches standard error or a log.
+#[test]
+fn a_private_key_given_as_a_log_key_is_refused_and_never_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("w.key");
+    let (code, _) = witness_binary(&[
+        "keygen".as_ref(),
+        "--name".as_ref(),
+        "w.test/x".as_ref(),
+        "--out".as_ref(),
+        key_file.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0));
+    let skey = std::fs::read_to_string(&key_file).unwrap().trim().to_owned();
+    let seed = skey.splitn(5, '+').nth(4).unwrap().to_owned();
+    assert!(seed.len() > 40, "the base64 of the seed: {skey}");
+    let state = dir.path().join("w.redb");
+    for spec in [format!("{ORIGIN}={skey}"), skey.clone()] {
+        let (code, stderr) = witness_binary(&[
+            "serve".as_ref(),
+            "--state".as_ref(),
+            state.as_os_str(),
+            "--key-file".as_ref(),
+            key_file.as_os_str(),
+            "--log".as_ref(),
+            spec.as_ref(),
+        ]);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains("this is a private key"), "the refusal says what was given: {stderr}");
+        assert!(!stderr.contains(&seed[..16]), "the private key is echoed: {stderr}");
+    }
+    // In the configuration file too.
+    let config = dir.path().join("witness.toml");
+    std::fs::write(&config, format!("[[log]]\norigin = \"{ORIGIN}\"\nkeys = [\"{skey}\"]\n")).unwrap();
+    let (code, stderr) = witness_binary(&[
+        "serve".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+        "--state".as_ref(),
+        state.as_os_str(),
+        "--key-file".as_ref(),
+        key_file.as_os_str(),
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(!stderr.contains(&seed[..16]), "the private key is echoed: {stderr}");
+}
+
 /// The configuration file is read to a bound: a file past it (or `/dev/zero`)
 /// is refused as not a configuration, never read whole into memory.
 #[test]
