@@ -605,3 +605,18 @@ fn r_run_5_resume_continues_an_exhausted_run_and_a_fork() {
     assert!(out.contains("succeeded"), "{out}");
     ok(dir, &["verify", "--require-signature"]);
 }
+
+/// `init --witness` given a private key by mistake (a witness's key file
+/// pasted whole, with no `URL=` before it) refuses it without echoing any
+/// of it: the message says what it is, and no byte of the seed is shown.
+#[test]
+fn init_never_echoes_a_private_key_given_as_a_witness() {
+    let dir = tempfile::tempdir().unwrap();
+    // A short name puts the seed's base64 within the first 60 characters.
+    let secret = "PRIVATE+KEY+w+0a0b0c0d+AZZZZxyzzyZZZZ";
+    let stderr = fails(dir.path(), &["init", "--witness", secret], 2);
+    assert!(stderr.contains("this is a private key") && !stderr.contains("xyz"), "{stderr}");
+    let stderr = fails(dir.path(), &["init", "--witness", &format!("http://127.0.0.1:9={secret}")], 2);
+    assert!(stderr.contains("this is a private key") && !stderr.contains("xyz"), "{stderr}");
+    assert!(!dir.path().join("agentplane.toml").exists(), "nothing is made");
+}

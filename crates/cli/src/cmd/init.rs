@@ -1,5 +1,6 @@
 //! `agentplane init`: a plane's configuration and fresh keys.
 
+use crate::args::key_error;
 use crate::config::{DEFAULT_CONFIG, PlaneFiles, WitnessEntry, init_plane};
 use crate::failure::Failure;
 
@@ -15,11 +16,23 @@ pub fn init(
 ) -> Result<(), Failure> {
     let mut entries = Vec::new();
     for spec in witnesses {
-        let (url, key) = spec
-            .split_once('=')
-            .ok_or_else(|| Failure::Usage(format!("--witness {}: expected URL=VKEY", crate::output::shown(spec))))?;
-        agentplane_cli::plane_config::check_witness_key(key)
-            .map_err(|err| Failure::Usage(format!("--witness {url}: {err}")))?;
+        // A private key pasted by mistake (a witness's key file) is named
+        // and never echoed, not even its first characters (R-OPS-1).
+        let private = |text: &str| text.to_ascii_uppercase().contains("PRIVATE");
+        let (url, key) = spec.split_once('=').ok_or_else(|| {
+            if private(spec) {
+                key_error("--witness", spec, &"expected URL=VKEY")
+            } else {
+                Failure::Usage(format!("--witness {}: expected URL=VKEY", crate::output::shown(spec)))
+            }
+        })?;
+        agentplane_cli::plane_config::check_witness_key(key).map_err(|err| {
+            if private(key) {
+                key_error("--witness", key, &err)
+            } else {
+                Failure::Usage(format!("--witness {url}: {err}"))
+            }
+        })?;
         entries.push(WitnessEntry { url: url.to_owned(), key: key.to_owned() });
     }
     let quorum = quorum.unwrap_or(entries.len());
