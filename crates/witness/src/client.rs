@@ -63,11 +63,37 @@ fn http_client(timeout: Duration) -> Result<Client, WitnessError> {
 
 fn check_url(url: &str) -> Result<String, WitnessError> {
     let parsed = reqwest::Url::parse(url)
-        .map_err(|err| WitnessError::BadUrl { url: url.to_owned(), reason: err.to_string() })?;
+        .map_err(|err| WitnessError::BadUrl { url: shown_url(url), reason: err.to_string() })?;
     if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(WitnessError::BadUrl { url: url.to_owned(), reason: "the scheme must be http or https".into() });
+        return Err(WitnessError::BadUrl { url: shown_url(url), reason: "the scheme must be http or https".into() });
     }
     Ok(url.trim_end_matches('/').to_owned())
+}
+
+/// A witness URL as it may be shown (errors, logs, reports, `Debug`): a
+/// password in its user info (a witness behind a proxy with basic
+/// authentication) replaced by `***`, so it never reaches a terminal or a
+/// log; requests still carry it. A text that does not parse as a URL loses
+/// everything before an `@` that comes before its first `/` after the scheme.
+pub fn shown_url(url: &str) -> String {
+    let trimmed = url.trim_end_matches('/');
+    match reqwest::Url::parse(trimmed) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            if parsed.set_password(Some("***")).is_err() {
+                return "(a witness URL with credentials)".into();
+            }
+            parsed.as_str().trim_end_matches('/').to_owned()
+        }
+        Ok(_) => trimmed.to_owned(),
+        Err(_) => {
+            let (scheme, rest) = trimmed.split_once("://").unwrap_or(("", trimmed));
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(authority_end);
+            let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+            let hidden = if host.len() == authority.len() { "" } else { "***@" };
+            if scheme.is_empty() { format!("{hidden}{host}{path}") } else { format!("{scheme}://{hidden}{host}{path}") }
+        }
+    }
 }
 
 /// Reads at most [`MAX_RESPONSE_BYTES`] of a body; more is a bad answer. The
@@ -107,7 +133,9 @@ fn read_capped(witness: &str, response: Response, deadline: Instant) -> Result<V
     Ok(body)
 }
 
-fn transport(witness: &str, err: &reqwest::Error) -> WitnessError {
+fn transport(witness: &str, err: reqwest::Error) -> WitnessError {
+    // reqwest names the URL asked for, credentials and all: the witness is named already.
+    let err = err.without_url();
     let reason = if err.is_timeout() { format!("timed out: {err}") } else { err.to_string() };
     WitnessError::Transport { witness: witness.to_owned(), reason }
 }
@@ -124,6 +152,8 @@ fn snippet(body: &[u8]) -> String {
 /// A tlog-witness submission client for one witness.
 pub struct HttpWitness {
     url: String,
+    /// `url` as shown ([`shown_url`]).
+    shown: String,
     trusted: Vec<TrustedWitness>,
     http: Client,
     timeout: Duration,
@@ -133,7 +163,7 @@ pub struct HttpWitness {
 
 impl std::fmt::Debug for HttpWitness {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpWitness").field("url", &self.url).field("trusted", &self.trusted).finish()
+        f.debug_struct("HttpWitness").field("url", &self.shown).field("trusted", &self.trusted).finish()
     }
 }
 
@@ -153,8 +183,10 @@ impl HttpWitness {
     /// the answer and its whole body (an exchange takes at most twice it).
     pub fn with_timeout(url: &str, trusted: Vec<TrustedWitness>, timeout: Duration) -> Result<Self, WitnessError> {
         check_trust_list(&trusted)?;
+        let url = check_url(url)?;
         Ok(Self {
-            url: check_url(url)?,
+            shown: shown_url(&url),
+            url,
             trusted,
             http: http_client(timeout)?,
             timeout,
@@ -183,12 +215,12 @@ impl HttpWitness {
                 Err(WitnessError::Unavailable { status, .. }) if is_server_error(status) => {
                     if tries >= SERVER_ERROR_TRIES {
                         return Err(WitnessError::BadAnswer {
-                            witness: self.url.clone(),
+                            witness: self.shown.clone(),
                             status,
                             reason: format!(
                                 "witness {} fails for origin {} ({tries} answers of {status} in a row): is the log \
                                  configured there (its origin and log key)?",
-                                self.url,
+                                self.shown,
                                 signed.checkpoint().origin()
                             ),
                         });
@@ -201,14 +233,14 @@ impl HttpWitness {
     }
 
     fn attempt_once(&self, signed: &SignedCheckpoint, request: &AddCheckpointRequest) -> Result<Attempt, WitnessError> {
-        let witness = self.url.as_str();
+        let witness = self.shown.as_str();
         let deadline = Instant::now() + self.timeout;
         let response = self
             .http
             .post(format!("{}{ADD_CHECKPOINT_PATH}", self.url))
             .body(request.to_body())
             .send()
-            .map_err(|err| transport(witness, &err))?;
+            .map_err(|err| transport(witness, err))?;
         let status = response.status().as_u16();
         let content_type = response
             .headers()
@@ -264,8 +296,8 @@ impl HttpWitness {
     fn ahead(&self, witness_size: u64, size: u64, history: &dyn LogHistory) -> WitnessError {
         let reached = history.reached(witness_size);
         match reached {
-            Ok(true) => WitnessError::Stale { witness: self.url.clone(), witness_size, size },
-            Ok(false) => WitnessError::Rollback { witness: self.url.clone(), witness_size, size },
+            Ok(true) => WitnessError::Stale { witness: self.shown.clone(), witness_size, size },
+            Ok(false) => WitnessError::Rollback { witness: self.shown.clone(), witness_size, size },
             Err(source) => WitnessError::History { old_size: size, new_size: witness_size, source },
         }
     }
@@ -273,7 +305,7 @@ impl HttpWitness {
 
 impl Witness for HttpWitness {
     fn endpoint(&self) -> &str {
-        &self.url
+        &self.shown
     }
 
     fn identities(&self) -> Vec<WitnessIdentity> {
@@ -311,7 +343,7 @@ impl Witness for HttpWitness {
             }
             Attempt::WitnessAt(size) => {
                 self.remember(origin, size);
-                Err(WitnessError::Conflict { witness: self.url.clone(), witness_size: size })
+                Err(WitnessError::Conflict { witness: self.shown.clone(), witness_size: size })
             }
         }
     }
@@ -334,6 +366,8 @@ fn check_trust_list(trusted: &[TrustedWitness]) -> Result<(), WitnessError> {
 /// monitoring prefix and the witness keys to trust: no log key.
 pub struct WitnessReader {
     url: String,
+    /// `url` as shown ([`shown_url`]).
+    shown: String,
     trusted: Vec<TrustedWitness>,
     http: Client,
     timeout: Duration,
@@ -341,7 +375,7 @@ pub struct WitnessReader {
 
 impl std::fmt::Debug for WitnessReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WitnessReader").field("url", &self.url).finish()
+        f.debug_struct("WitnessReader").field("url", &self.shown).finish()
     }
 }
 
@@ -357,12 +391,13 @@ impl WitnessReader {
     /// twice it).
     pub fn with_timeout(url: &str, trusted: Vec<TrustedWitness>, timeout: Duration) -> Result<Self, WitnessError> {
         check_trust_list(&trusted)?;
-        Ok(Self { url: check_url(url)?, trusted, http: http_client(timeout)?, timeout })
+        let url = check_url(url)?;
+        Ok(Self { shown: shown_url(&url), url, trusted, http: http_client(timeout)?, timeout })
     }
 
     /// The monitoring prefix.
     pub fn endpoint(&self) -> &str {
-        &self.url
+        &self.shown
     }
 
     /// `GET <prefix>/<origin hash>/checkpoint`, verified: the checkpoint's
@@ -392,7 +427,7 @@ impl WitnessReader {
 
     fn unsigned(&self, why: String) -> WitnessError {
         WitnessError::BadAnswer {
-            witness: self.url.clone(),
+            witness: self.shown.clone(),
             status: 200,
             reason: format!(
                 "a cosigned checkpoint not signed by the log ({why}): the witness cosigned what the log never signed"
@@ -402,13 +437,13 @@ impl WitnessReader {
 
     /// The monitor note and its verified cosignatures.
     fn read(&self, origin: &str) -> Result<(String, CosignedCheckpoint), WitnessError> {
-        let witness = self.url.as_str();
+        let witness = self.shown.as_str();
         let deadline = Instant::now() + self.timeout;
         let response = self
             .http
             .get(format!("{}{}", self.url, monitor_path(origin)))
             .send()
-            .map_err(|err| transport(witness, &err))?;
+            .map_err(|err| transport(witness, err))?;
         let status = response.status().as_u16();
         let body = read_capped(witness, response, deadline)?;
         let bad =
