@@ -66,7 +66,11 @@ impl Plane {
     /// witness configured there is no one to ask, and it refuses: the store's
     /// own record rolls back with the store.
     pub fn signing_mark(&self) -> Result<&dyn HighWater, Failure> {
-        let mark = self.high_water.last(&self.origin).map_err(|err| Failure::Io(err.to_string()))?;
+        let mark = self.high_water.last(&self.origin).map_err(|err| match err {
+            // A mark that does not parse was written by no plane: an integrity alarm, not a disk's failure.
+            journal_core::log::HighWaterError::Damaged { .. } => Failure::Findings(err.to_string()),
+            journal_core::log::HighWaterError::Io { .. } => Failure::Io(err.to_string()),
+        })?;
         if let HighWaterMark::Lost { reason } = &mark {
             eprintln!(
                 "agentplane: the plane's record of its last signature is lost ({reason}): it cannot tell by itself \

@@ -72,19 +72,23 @@ impl FileHighWater {
             path: self.path.display().to_string(),
             reason: format!("line {line}: {reason}"),
         };
+        let too_large = || damaged(0, "the file is larger than any high-water mark (1 MiB): not the plane's");
         match std::fs::metadata(&self.path) {
-            Ok(meta) if meta.len() > MAX_FILE_BYTES => {
-                return Err(damaged(0, "the file is larger than any high-water mark (1 MiB): not the plane's"));
-            }
+            // Opening a FIFO would wait for a writer; a device may never end.
+            Ok(meta) if !meta.is_file() => return Err(damaged(0, "not a regular file: not the plane's")),
+            Ok(meta) if meta.len() > MAX_FILE_BYTES => return Err(too_large()),
             Ok(_) => {}
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(err) => return Err(io(&self.path, &err)),
         }
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(text) => text,
+        // Bounded again as it is read: the file may have grown since.
+        let bytes = match crate::context::read_at_most(&self.path, MAX_FILE_BYTES) {
+            Ok(bytes) => bytes,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) if err.kind() == std::io::ErrorKind::FileTooLarge => return Err(too_large()),
             Err(err) => return Err(io(&self.path, &err)),
         };
+        let text = String::from_utf8(bytes).map_err(|_| damaged(0, "the file is not UTF-8: not the plane's"))?;
         let mut entries = Vec::new();
         for (i, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())) {
             if line.is_empty() || line.starts_with('#') {

@@ -691,3 +691,33 @@ fn r_plane_2_a_signed_row_copying_the_mark_hides_no_rollback_on_postgresql() {
     let open = || Box::new(store_pg::PgStore::open(&copy.borrow()).unwrap()) as Box<dyn journal_core::Store>;
     a_signed_row_copying_the_mark_hides_no_rollback(plane, &open, &backup, &restore);
 }
+
+/// R-PLANE-2, R-UX-3: the high-water mark is read to a bound and only from a
+/// regular file. A FIFO put in its place used to hold every command that
+/// signs waiting for a writer; bytes that are not UTF-8 were an I/O failure.
+/// Both are now a damaged mark (exit 1) and nothing is signed.
+#[cfg(unix)]
+#[test]
+fn r_plane_2_a_mark_that_is_no_regular_file_or_not_utf8_is_damage_and_nothing_is_signed() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    ok(plane, &["demo"]);
+    ok(plane, &["checkpoint"]);
+    let mark = plane.join("agentplane.highwater");
+
+    std::fs::remove_file(&mark).unwrap();
+    let made = std::process::Command::new("mkfifo").arg(&mark).status().unwrap();
+    assert!(made.success());
+    let stderr = fails(plane, &["checkpoint"], 1);
+    assert!(stderr.contains("not a regular file"), "{stderr}");
+    use std::os::unix::fs::FileTypeExt as _;
+    assert!(std::fs::metadata(&mark).unwrap().file_type().is_fifo(), "left as it was");
+
+    std::fs::remove_file(&mark).unwrap();
+    let damaged = b"agentplane.local/plane/shop 3 \xff\xfe\n";
+    std::fs::write(&mark, damaged).unwrap();
+    let stderr = fails(plane, &["checkpoint"], 1);
+    assert!(stderr.contains("not UTF-8"), "{stderr}");
+    assert_eq!(std::fs::read(&mark).unwrap(), damaged, "nothing was signed: the mark was not rewritten");
+}
