@@ -181,6 +181,27 @@ impl Reader {
     }
 }
 
+/// The largest checkpoint file read: a note's text and its signature block,
+/// each at most [`witness::note::MAX_NOTE_BYTES`].
+const MAX_NOTE_FILE_BYTES: u64 = 2 * witness::note::MAX_NOTE_BYTES as u64 + 1;
+
+/// Reads a checkpoint note the caller named as an anchor (`--checkpoint`).
+/// A file past any note's size is no checkpoint: the same failure (exit 1)
+/// as a note that does not verify, whatever its size; a file that cannot be
+/// read at all is an I/O failure (exit 2).
+pub fn read_checkpoint_note(file: &std::path::Path) -> Result<Vec<u8>, Failure> {
+    read_at_most(file, MAX_NOTE_FILE_BYTES).map_err(|err| {
+        if err.kind() == std::io::ErrorKind::FileTooLarge {
+            Failure::Findings(format!(
+                "{}: not a checkpoint signed by the log key: larger than any note ({MAX_NOTE_FILE_BYTES} bytes at most)",
+                file.display(),
+            ))
+        } else {
+            Failure::Io(format!("reading {}: {err}", file.display()))
+        }
+    })
+}
+
 /// Reads a file given on the command line, refusing past `limit` bytes
 /// without reading on (`ErrorKind::FileTooLarge`): a 2 GiB file, a FIFO or
 /// `/dev/zero` costs at most `limit`, never all memory.

@@ -45,8 +45,7 @@ pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
         inputs.record_keys.push(RecordKey { key_id, public_key });
     }
     for file in &args.checkpoints {
-        let note = crate::context::read_at_most(file, MAX_NOTE_FILE_BYTES)
-            .map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
+        let note = crate::context::read_checkpoint_note(file)?;
         let label = file.display().to_string();
         inputs.anchors.push(Anchor::saved(&label, &note, &inputs.log_keys, &inputs.origin).map_err(unverified_anchor)?);
     }
@@ -226,10 +225,6 @@ fn store_damaged(label: &str, detail: String) -> Finding {
 fn usage(err: audit::AuditError) -> Failure {
     Failure::Usage(err.to_string())
 }
-
-/// The largest checkpoint file read: a note's text and its signature block,
-/// each at most [`witness::note::MAX_NOTE_BYTES`].
-const MAX_NOTE_FILE_BYTES: u64 = 2 * witness::note::MAX_NOTE_BYTES as u64 + 1;
 
 /// A saved checkpoint that does not verify with the trusted log key (altered,
 /// forged, of another log): the audit fails on it as on any anchor it cannot

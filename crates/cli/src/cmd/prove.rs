@@ -230,8 +230,7 @@ fn trusted_trees(trusted: &Trusted<'_>) -> Result<Vec<TrustedTree>, Failure> {
         let text = trusted.log_key.ok_or_else(|| Failure::Usage("--checkpoint needs --log-key to open it".into()))?;
         let key = witness::VerifierKey::parse(text).map_err(|err| crate::args::key_error("--log-key", text, &err))?;
         for file in trusted.checkpoints {
-            let note = crate::context::read_at_most(file, 2 * witness::note::MAX_NOTE_BYTES as u64 + 1)
-                .map_err(|err| Failure::Io(format!("reading {}: {err}", file.display())))?;
+            let note = crate::context::read_checkpoint_note(file)?;
             let (signed, _) = witness::SignedCheckpoint::open(&note, &[&key]).map_err(|err| {
                 Failure::Findings(format!("{}: not a checkpoint signed by the log key: {err}", file.display()))
             })?;
