@@ -335,14 +335,16 @@ pub fn holders(path: &Path) -> Vec<Holder> {
     out
 }
 
-/// `scheme://user:secret@host` with the secret replaced by `***`.
+/// `scheme://user:secret@host` with the secret replaced by `***`. The user
+/// info ends at the word's last `@`, not at the first `/`: a password typed
+/// with an unescaped `/` (which PostgreSQL's parser still reads as one) is
+/// hidden whole; a `@` later in the path hides more than it must, never less.
 fn redact_url_password(word: &str) -> String {
     let Some(scheme_end) = word.find("://") else {
         return word.to_owned();
     };
     let rest = &word[scheme_end + 3..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
+    let Some(at) = rest.rfind('@') else {
         return word.to_owned();
     };
     match rest[..at].find(':') {
@@ -1776,4 +1778,21 @@ fn seal_at(txn: &ReadTransaction, tenant: &TenantId, position: u64) -> Result<Op
     };
     let (stored_run, leaf) = value.value();
     Ok(Some(SealEntry { position, run: run_id(tenant, stored_run)?, leaf_bytes: leaf.to_vec() }))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::redact_url_password;
+
+    /// No secret is printed (R-OPS-1): the command line of a process holding
+    /// the file is shown with any URL password hidden, a `/` in it included.
+    #[test]
+    fn a_url_password_is_hidden_whole_from_a_holder_s_command_line() {
+        assert_eq!(redact_url_password("postgres://u:pa/ss@db/x"), "postgres://u:***@db/x");
+        assert_eq!(redact_url_password("https://agent:s3cret@w.example/p"), "https://agent:***@w.example/p");
+        assert_eq!(redact_url_password("https://w.example/p"), "https://w.example/p");
+        assert_eq!(redact_url_password("https://agent@w.example/p"), "https://agent@w.example/p");
+        assert_eq!(redact_url_password("--tenant"), "--tenant");
+    }
 }
