@@ -520,8 +520,9 @@ pub fn sign_head(
     key: &LogKey,
     high_water: Option<&dyn HighWater>,
 ) -> Result<SignedCheckpoint, JournalError> {
-    let (last, seen) = refusal(store, view, origin, key, high_water)?;
-    let head = view.head()?.tree;
+    // The tree checked is the tree signed: read again from the stored nodes,
+    // a node rewritten after the checks would be signed as it is.
+    let Checked { head, last, seen } = refusal(store, view, origin, key, high_water)?;
     if let (Some(high_water), Some(seen)) = (high_water, seen) {
         // Durable before any signature of this tree exists, and only if no
         // other process of the plane signed since the mark was checked: two
@@ -554,16 +555,25 @@ pub fn sign_head(
     Ok(signed)
 }
 
+/// What [`refusal`] checked: the view's head (the one tree that may be
+/// signed), the last checkpoint the store recorded, and the mark the head
+/// was checked against (with a high-water mark).
+struct Checked {
+    head: Tree,
+    last: Option<Tree>,
+    seen: Option<HighWaterMark>,
+}
+
 /// Every check of [`sign_head`] that refuses to sign `view`, signing
-/// nothing: the last checkpoint the store recorded when the view may be
-/// signed, and the mark it was checked against (with `high_water`).
+/// nothing: the head it held to every check, read once, when the view may
+/// be signed.
 fn refusal(
     store: &dyn Store,
     view: &LogView<'_>,
     origin: &Origin,
     key: &LogKey,
     high_water: Option<&dyn HighWater>,
-) -> Result<(Option<Tree>, Option<HighWaterMark>), JournalError> {
+) -> Result<Checked, JournalError> {
     let tenant = view.tenant();
     let refuse = |reason: String| JournalError::WouldSignRollback { tenant: tenant.clone(), reason };
     if view.source().has_holes() {
@@ -618,7 +628,7 @@ fn refusal(
     if let Some(reason) = nodes_disagree_with_seals(store, view, head, trusted)? {
         return Err(refuse(reason));
     }
-    Ok((last, seen))
+    Ok(Checked { head, last, seen })
 }
 
 /// Whether `row`'s note is a checkpoint of `origin` at its tree signed by
