@@ -353,3 +353,205 @@ fn r_wit_9_kept_cosigned_rows_are_read_by_size_and_a_fork_is_an_alarm() {
         Err(CosignedRowsError::DoesNotVerify { number: 3, size: 3, .. })
     ));
 }
+
+/// A witness that answers what it holds: the tree given.
+struct Holds(tlog::Tree);
+
+impl journal_core::runtime::WitnessProbe for Holds {
+    fn endpoint(&self) -> &str {
+        "holds"
+    }
+    fn latest(&self, _: &journal_core::Origin) -> Result<Option<tlog::Tree>, witness::WitnessError> {
+        Ok(Some(self.0))
+    }
+}
+
+/// The plane's store, as someone writing its database sees it: the log is
+/// replaced by `fork` (another history, with no record of what the plane
+/// signed) from the second time heads are appended on, that is after the
+/// sweep asked the witnesses what they hold and before it signs.
+struct RewrittenAfterTheAsk {
+    honest: Arc<dyn Store>,
+    fork: Arc<dyn Store>,
+    heads_appended: std::sync::atomic::AtomicUsize,
+}
+
+impl RewrittenAfterTheAsk {
+    fn now(&self) -> &dyn Store {
+        if self.heads_appended.load(std::sync::atomic::Ordering::SeqCst) >= 2 {
+            self.fork.as_ref()
+        } else {
+            self.honest.as_ref()
+        }
+    }
+}
+
+impl Store for RewrittenAfterTheAsk {
+    fn append(&self, request: journal_core::AppendRequest) -> Result<Option<u64>, journal_core::JournalError> {
+        self.now().append(request)
+    }
+    fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<journal_core::RunRows, journal_core::JournalError> {
+        self.now().read_run(tenant, run)
+    }
+    fn runs(
+        &self,
+        tenant: &TenantId,
+        outcome: Option<journal_core::Outcome>,
+    ) -> Result<Vec<RunId>, journal_core::JournalError> {
+        self.now().runs(tenant, outcome)
+    }
+    fn admissions(
+        &self,
+        tenant: &TenantId,
+        before: Option<&journal_core::AdmittedRun>,
+        outcome: Option<journal_core::Outcome>,
+        limit: usize,
+    ) -> Result<Vec<journal_core::AdmittedRun>, journal_core::JournalError> {
+        self.now().admissions(tenant, before, outcome, limit)
+    }
+    fn run_by_idempotency_key(
+        &self,
+        tenant: &TenantId,
+        key: &str,
+    ) -> Result<Option<RunId>, journal_core::JournalError> {
+        self.now().run_by_idempotency_key(tenant, key)
+    }
+    fn tenants(&self) -> Result<Vec<TenantId>, journal_core::JournalError> {
+        self.now().tenants()
+    }
+    fn seals(&self, tenant: &TenantId) -> Result<Vec<journal_core::SealEntry>, journal_core::JournalError> {
+        self.now().seals(tenant)
+    }
+    fn seal_of(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+    ) -> Result<Option<journal_core::SealEntry>, journal_core::JournalError> {
+        self.now().seal_of(tenant, run)
+    }
+    fn log_counters(&self, tenant: &TenantId) -> Result<journal_core::LogCounters, journal_core::JournalError> {
+        self.now().log_counters(tenant)
+    }
+    fn read_log_nodes(
+        &self,
+        tenant: &TenantId,
+        ids: &[tlog::NodeId],
+    ) -> Result<Vec<tlog::NodeHash>, journal_core::JournalError> {
+        self.now().read_log_nodes(tenant, ids)
+    }
+    fn signed_checkpoints(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Vec<journal_core::store::SignedTree>, journal_core::JournalError> {
+        self.now().signed_checkpoints(tenant)
+    }
+    fn record_signed_checkpoint(
+        &self,
+        tenant: &TenantId,
+        expected_last: Option<tlog::Tree>,
+        signed: journal_core::store::SignedTree,
+    ) -> Result<(), journal_core::JournalError> {
+        self.now().record_signed_checkpoint(tenant, expected_last, signed)
+    }
+    fn cosigned_checkpoints(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Vec<journal_core::store::SignedTree>, journal_core::JournalError> {
+        self.now().cosigned_checkpoints(tenant)
+    }
+    fn record_cosigned_checkpoint(
+        &self,
+        tenant: &TenantId,
+        cosigned: journal_core::store::SignedTree,
+    ) -> Result<(), journal_core::JournalError> {
+        self.now().record_cosigned_checkpoint(tenant, cosigned)
+    }
+    fn append_heads(
+        &self,
+        tenant: &TenantId,
+        origin: &journal_core::Origin,
+    ) -> Result<Vec<u64>, journal_core::JournalError> {
+        self.heads_appended.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.now().append_heads(tenant, origin)
+    }
+    fn heads_entries(
+        &self,
+        tenant: &TenantId,
+        position: u64,
+    ) -> Result<Vec<journal_core::heads::HeadEntry>, journal_core::JournalError> {
+        self.now().heads_entries(tenant, position)
+    }
+    fn snapshot(&self, tenant: &TenantId) -> Result<journal_core::TenantSnapshot, journal_core::JournalError> {
+        self.now().snapshot(tenant)
+    }
+}
+
+/// R-PLANE-2 / R-WIT-6, the window between asking the witnesses and
+/// signing: a plane process whose mark is behind what the witnesses
+/// cosigned (a second process of the plane on the shared store, with its
+/// own mark; or a mark put back from a backup) asks them what they hold,
+/// finds the log extends it, and signs. The log is rewritten in between
+/// (whoever writes the database): what the witnesses hold must still bind
+/// the signature. Before, it bound only the view asked about, and the plane
+/// signed a tree of another history under the origin, sent to the witnesses.
+#[test]
+fn r_plane_2_what_the_witnesses_hold_binds_the_signature_not_only_the_view_asked_about() {
+    let tenant = TenantId::new("t").unwrap();
+    let origin = journal_core::Origin::new(ORIGIN).unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(1, &log_key);
+    let honest = Arc::new(MemoryStore::new());
+    let first = RuntimeBuilder::new(Arc::clone(&honest) as Arc<dyn Store>)
+        .tenant(tenant.clone(), origin.clone(), Some(log_key.clone()))
+        .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
+        .witness_keys(ws.keys.clone())
+        .high_water(Arc::new(journal_core::testkit::MemoryHighWater::default()))
+        .build()
+        .unwrap();
+    for key in ["a", "b", "c"] {
+        seal(&first, &tenant, key);
+    }
+    let report = first.sweep(&tenant).unwrap();
+    assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "{report:?}");
+    let witnessed = report.tree;
+    seal(&first, &tenant, "d");
+
+    let fork = Arc::new(MemoryStore::new());
+    let fork_runtime = RuntimeBuilder::new(Arc::clone(&fork) as Arc<dyn Store>)
+        .tenant(tenant.clone(), origin.clone(), Some(log_key.clone()))
+        .build()
+        .unwrap();
+    for key in ["x", "y"] {
+        seal(&fork_runtime, &tenant, key);
+    }
+    let mark = Arc::new(journal_core::testkit::MemoryHighWater::default());
+    let store = Arc::new(RewrittenAfterTheAsk {
+        honest: Arc::clone(&honest) as Arc<dyn Store>,
+        fork: Arc::clone(&fork) as Arc<dyn Store>,
+        heads_appended: std::sync::atomic::AtomicUsize::new(0),
+    });
+    let second = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), origin.clone(), Some(log_key.clone()))
+        .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
+        .witness_keys(ws.keys.clone())
+        .witness_probes(vec![Arc::new(Holds(witnessed))])
+        .high_water(Arc::clone(&mark) as Arc<dyn journal_core::log::HighWater>)
+        .build()
+        .unwrap();
+    let report = second.sweep(&tenant).unwrap();
+    assert!(
+        store.heads_appended.load(std::sync::atomic::Ordering::SeqCst) >= 2,
+        "the log was rewritten before the signature"
+    );
+    assert!(
+        fork.signed_checkpoints(&tenant).unwrap().is_empty(),
+        "the plane signed a tree that does not extend size {} a witness cosigned: {report:?}",
+        witnessed.size
+    );
+    assert!(matches!(&report.outcome, SweepOutcome::RefusedToSign { .. }), "{report:?}");
+    let fork_head = journal_core::LogView::open(fork.as_ref(), &tenant).unwrap().head().unwrap().tree;
+    assert_ne!(
+        journal_core::log::HighWater::last(mark.as_ref(), &origin).unwrap(),
+        journal_core::log::HighWaterMark::Signed(fork_head)
+    );
+}

@@ -41,7 +41,10 @@ pub struct WitnessViews {
 
 /// Before the plane signs `view`'s head for `origin`: asks every probe what
 /// its witness holds, and refuses ([`JournalError::WouldSignRollback`]) a
-/// head smaller than, or not extending, any of it. When the plane's
+/// head smaller than, or not extending, any of it. A high-water mark behind
+/// the largest tree a witness holds, which extends it, is raised to that
+/// tree, so the signature that follows is held to it whatever the log
+/// became meanwhile. When the plane's
 /// high-water mark of the origin is lost, it is raised to the largest tree a
 /// witness holds, once every witness answered (else the refusal names those
 /// that could not be asked), so the next signature is held to what the
@@ -89,10 +92,31 @@ pub fn ask_witnesses(
             )));
         }
     }
-    if let Some(high_water) = high_water
-        && let seen @ HighWaterMark::Lost { reason } =
-            &high_water.last(origin).map_err(|err| refuse(err.to_string()))?
-    {
+    let largest = views.held.iter().map(|(_, tree)| *tree).max_by_key(|tree| tree.size);
+    let Some(high_water) = high_water else { return Ok(views) };
+    let seen = high_water.last(origin).map_err(|err| refuse(err.to_string()))?;
+    // A mark behind what a witness holds (another process of the plane
+    // signed it, or the mark was put back from a backup) is raised to it
+    // now, when that tree extends the mark: the signature is held to the
+    // mark, and the log may be rewritten between this ask and the signature
+    // (a check of this view alone would then bind nothing).
+    let behind = match &seen {
+        HighWaterMark::Never => largest.filter(|tree| tree.size > 0),
+        HighWaterMark::Signed(mark) => largest.filter(|tree| {
+            tree.size > mark.size
+                && tree.extends_with(mark, |old, new| view.consistency(old, new).map(|c| c.proof)).is_ok()
+        }),
+        HighWaterMark::Lost { .. } => None,
+    };
+    if let Some(held) = behind {
+        if let Raised::Moved(now) = high_water.raise(origin, &seen, held).map_err(|err| refuse(err.to_string()))? {
+            // Another process of the plane signed meanwhile: what the mark
+            // says now is checked by the signing itself.
+            tracing::info!(origin = %origin, ?now, "the plane's mark was written by another process meanwhile");
+        }
+        return Ok(views);
+    }
+    if let seen @ HighWaterMark::Lost { reason } = &seen {
         if views.answered == 0 {
             return Err(refuse(format!(
                 "the plane's record of its last signature is lost ({reason}), and no witness could be asked what \
@@ -116,7 +140,6 @@ pub fn ask_witnesses(
                 high_water.location()
             )));
         }
-        let largest = views.held.iter().map(|(_, tree)| *tree).max_by_key(|tree| tree.size);
         let mark = largest.unwrap_or_else(|| Tree::new(0, tlog::RootHash::empty()));
         tracing::warn!(
             origin = %origin,
