@@ -220,7 +220,9 @@ fn add_log(logs: &mut Vec<LogConfig>, origin: &str, vkey: &str, what: &str) -> R
 /// Whether a key given where a public key is wanted is a private key
 /// (`PRIVATE+KEY+...`, as `keygen` writes it): such text is never echoed.
 fn looks_private(text: &str) -> bool {
-    text.to_ascii_uppercase().contains("PRIVATE")
+    // The skey's own prefix, not the word: a log named `private.example/log`
+    // has a public key whose name says "private".
+    text.to_ascii_uppercase().contains("PRIVATE+KEY+")
 }
 
 /// The refusal of a private key given where a log's public key is wanted;
@@ -306,14 +308,13 @@ fn run(cli: Cli) -> Result<(), String> {
             }
             for spec in &logs {
                 // Only the origin is echoed: the key may be a private key
-                // pasted by mistake, and no secret is ever printed.
-                let (origin, vkey) = spec.split_once('=').ok_or_else(|| {
-                    if looks_private(spec) {
-                        private_key_refusal("--log")
-                    } else {
-                        format!("--log {spec:?}: expected ORIGIN=VKEY")
-                    }
-                })?;
+                // pasted by mistake (whose base64 may end in `=`, so the
+                // whole argument is looked at first), and no secret is ever printed.
+                if looks_private(spec) {
+                    return Err(private_key_refusal("--log"));
+                }
+                let (origin, vkey) =
+                    spec.split_once('=').ok_or_else(|| format!("--log {spec:?}: expected ORIGIN=VKEY"))?;
                 add_log(&mut watched, origin, vkey, &format!("--log {origin:?}=..."))?;
             }
             if watched.is_empty() {
@@ -396,4 +397,16 @@ fn write_secret(path: &PathBuf, contents: &str) -> Result<(), String> {
     std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     let mut file = options.open(path).map_err(|err| format!("creating {}: {err}", path.display()))?;
     writeln!(file, "{contents}").map_err(|err| format!("writing {}: {err}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::looks_private;
+
+    #[test]
+    fn a_private_key_is_told_by_its_prefix_not_by_a_name_saying_private() {
+        assert!(looks_private("PRIVATE+KEY+w.test/x+0a0b0c0d+AbCd="));
+        assert!(looks_private("o=private+key+w.test/x+0a0b0c0d+AbCd"));
+        assert!(!looks_private("private.example/log+0a0b0c0d+AbCdEf"));
+    }
 }
