@@ -618,5 +618,8 @@ fn init_never_echoes_a_private_key_given_as_a_witness() {
     assert!(stderr.contains("this is a private key") && !stderr.contains("xyz"), "{stderr}");
     let stderr = fails(dir.path(), &["init", "--witness", &format!("http://127.0.0.1:9={secret}")], 2);
     assert!(stderr.contains("this is a private key") && !stderr.contains("xyz"), "{stderr}");
+    // Base64 padding: split at its `=`, the "URL" would be the key itself.
+    let stderr = fails(dir.path(), &["init", "--witness", &format!("{secret}=")], 2);
+    assert!(stderr.contains("this is a private key") && !stderr.contains("xyz"), "{stderr}");
     assert!(!dir.path().join("agentplane.toml").exists(), "nothing is made");
 }

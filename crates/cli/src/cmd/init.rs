@@ -18,21 +18,16 @@ pub fn init(
     for spec in witnesses {
         // A private key pasted by mistake (a witness's key file) is named
         // and never echoed, not even its first characters (R-OPS-1).
-        let private = |text: &str| text.to_ascii_uppercase().contains("PRIVATE");
-        let (url, key) = spec.split_once('=').ok_or_else(|| {
-            if private(spec) {
-                key_error("--witness", spec, &"expected URL=VKEY")
-            } else {
-                Failure::Usage(format!("--witness {}: expected URL=VKEY", crate::output::shown(spec)))
-            }
-        })?;
-        agentplane_cli::plane_config::check_witness_key(key).map_err(|err| {
-            if private(key) {
-                key_error("--witness", key, &err)
-            } else {
-                Failure::Usage(format!("--witness {url}: {err}"))
-            }
-        })?;
+        // The whole argument is looked at first: a key's base64 may end in
+        // `=`, which would split it into a "URL" that is the key itself.
+        if spec.to_ascii_uppercase().contains("PRIVATE+KEY+") {
+            return Err(key_error("--witness", spec, &"a private key"));
+        }
+        let (url, key) = spec
+            .split_once('=')
+            .ok_or_else(|| Failure::Usage(format!("--witness {}: expected URL=VKEY", crate::output::shown(spec))))?;
+        agentplane_cli::plane_config::check_witness_key(key)
+            .map_err(|err| Failure::Usage(format!("--witness {}: {err}", crate::output::shown(url))))?;
         entries.push(WitnessEntry { url: url.to_owned(), key: key.to_owned() });
     }
     let quorum = quorum.unwrap_or(entries.len());
