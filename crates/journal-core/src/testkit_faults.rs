@@ -191,6 +191,145 @@ impl Store for FaultyStore {
     }
 }
 
+/// A [`Store`] method, as a [`RoutedStore`]'s route sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum StoreCall {
+    Append,
+    ReadRun,
+    Runs,
+    Admissions,
+    RunByIdempotencyKey,
+    Tenants,
+    Seals,
+    SealOf,
+    SealsIn,
+    SealAt,
+    LogCounters,
+    ReadLogNodes,
+    SignedCheckpoints,
+    LastSignedCheckpoint,
+    RecordSignedCheckpoint,
+    CosignedCheckpoints,
+    RecordCosignedCheckpoint,
+    AppendHeads,
+    HeadsEntries,
+    HeadsEntriesIn,
+    NewestHeadsOf,
+    Snapshot,
+    SnapshotStreamed,
+}
+
+/// The store a [`RoutedStore`] sends one call to, picked before the call.
+pub type Route = Box<dyn Fn(StoreCall) -> Arc<dyn Store> + Send + Sync>;
+
+/// A store that sends each call to the store its route picks: what someone
+/// writing the database can do between two reads of the plane (rewrite the
+/// nodes after its checks, put another log in place after it asked the
+/// witnesses), told as which store answers which call. The route may count
+/// or remember the calls it sees.
+pub struct RoutedStore {
+    route: Route,
+}
+
+impl RoutedStore {
+    /// Every call goes where `route` says.
+    pub fn new(route: Route) -> Self {
+        Self { route }
+    }
+
+    fn to(&self, call: StoreCall) -> Arc<dyn Store> {
+        (self.route)(call)
+    }
+}
+
+impl Store for RoutedStore {
+    fn append(&self, request: AppendRequest) -> Result<Option<u64>, JournalError> {
+        self.to(StoreCall::Append).append(request)
+    }
+    fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
+        self.to(StoreCall::ReadRun).read_run(tenant, run)
+    }
+    fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
+        self.to(StoreCall::Runs).runs(tenant, outcome)
+    }
+    fn admissions(
+        &self,
+        tenant: &TenantId,
+        before: Option<&crate::store::AdmittedRun>,
+        outcome: Option<Outcome>,
+        limit: usize,
+    ) -> Result<Vec<crate::store::AdmittedRun>, JournalError> {
+        self.to(StoreCall::Admissions).admissions(tenant, before, outcome, limit)
+    }
+    fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError> {
+        self.to(StoreCall::RunByIdempotencyKey).run_by_idempotency_key(tenant, key)
+    }
+    fn tenants(&self) -> Result<Vec<TenantId>, JournalError> {
+        self.to(StoreCall::Tenants).tenants()
+    }
+    fn seals(&self, tenant: &TenantId) -> Result<Vec<SealEntry>, JournalError> {
+        self.to(StoreCall::Seals).seals(tenant)
+    }
+    fn seal_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError> {
+        self.to(StoreCall::SealOf).seal_of(tenant, run)
+    }
+    fn seals_in(&self, tenant: &TenantId, positions: std::ops::Range<u64>) -> Result<Vec<SealEntry>, JournalError> {
+        self.to(StoreCall::SealsIn).seals_in(tenant, positions)
+    }
+    fn seal_at(&self, tenant: &TenantId, position: u64) -> Result<Option<SealEntry>, JournalError> {
+        self.to(StoreCall::SealAt).seal_at(tenant, position)
+    }
+    fn log_counters(&self, tenant: &TenantId) -> Result<LogCounters, JournalError> {
+        self.to(StoreCall::LogCounters).log_counters(tenant)
+    }
+    fn read_log_nodes(&self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
+        self.to(StoreCall::ReadLogNodes).read_log_nodes(tenant, ids)
+    }
+    fn signed_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
+        self.to(StoreCall::SignedCheckpoints).signed_checkpoints(tenant)
+    }
+    fn last_signed_checkpoint(&self, tenant: &TenantId) -> Result<Option<SignedTree>, JournalError> {
+        self.to(StoreCall::LastSignedCheckpoint).last_signed_checkpoint(tenant)
+    }
+    fn record_signed_checkpoint(
+        &self,
+        tenant: &TenantId,
+        expected_last: Option<tlog::Tree>,
+        signed: SignedTree,
+    ) -> Result<(), JournalError> {
+        self.to(StoreCall::RecordSignedCheckpoint).record_signed_checkpoint(tenant, expected_last, signed)
+    }
+    fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
+        self.to(StoreCall::CosignedCheckpoints).cosigned_checkpoints(tenant)
+    }
+    fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {
+        self.to(StoreCall::RecordCosignedCheckpoint).record_cosigned_checkpoint(tenant, cosigned)
+    }
+    fn append_heads(&self, tenant: &TenantId, origin: &witness::Origin) -> Result<Vec<u64>, JournalError> {
+        self.to(StoreCall::AppendHeads).append_heads(tenant, origin)
+    }
+    fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<crate::heads::HeadEntry>, JournalError> {
+        self.to(StoreCall::HeadsEntries).heads_entries(tenant, position)
+    }
+    fn heads_entries_in(
+        &self,
+        tenant: &TenantId,
+        positions: std::ops::Range<u64>,
+    ) -> Result<crate::store::HeadsByPosition, JournalError> {
+        self.to(StoreCall::HeadsEntriesIn).heads_entries_in(tenant, positions)
+    }
+    fn newest_heads_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<u64>, JournalError> {
+        self.to(StoreCall::NewestHeadsOf).newest_heads_of(tenant, run)
+    }
+    fn snapshot(&self, tenant: &TenantId) -> Result<crate::snapshot::TenantSnapshot, JournalError> {
+        self.to(StoreCall::Snapshot).snapshot(tenant)
+    }
+    fn snapshot_streamed(&self, tenant: &TenantId, sink: &mut dyn crate::SnapshotSink) -> Result<(), JournalError> {
+        self.to(StoreCall::SnapshotStreamed).snapshot_streamed(tenant, sink)
+    }
+}
+
 /// What one injected fault led to.
 #[derive(Debug)]
 pub struct FaultCase {

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use journal_core::log::{HighWater as _, sign_current_head};
+use journal_core::testkit_faults::{RoutedStore, StoreCall};
 use journal_core::{
     Admission, AdmitRequest, Budget, BuildError, JournalError, MemoryStore, Origin, RuntimeBuilder, Store, TenantId,
 };
@@ -163,114 +164,26 @@ fn r_log_2_two_processes_checking_the_mark_at_once_never_both_sign() {
 
 /// A store whose stored node hashes are rewritten (here: served from
 /// `forged`, a log of another history of the same size) the moment the
-/// plane has finished checking its head against the seal rows: what someone
-/// writing the database (PostgreSQL, shared with the plane) can do between
-/// the check and the signature.
-struct NodesRewrittenAfterCheck {
+/// plane has finished checking its head against the seal rows (its last
+/// read, `seals_in`): what someone writing the database (PostgreSQL, shared
+/// with the plane) can do between the check and the signature. The flag
+/// says the rewrite happened.
+fn nodes_rewritten_after_check(
     inner: Arc<dyn Store>,
     forged: Arc<dyn Store>,
-    checked: std::sync::atomic::AtomicBool,
-}
-
-impl NodesRewrittenAfterCheck {
-    fn nodes(&self) -> &dyn Store {
-        if self.checked.load(std::sync::atomic::Ordering::SeqCst) { self.forged.as_ref() } else { self.inner.as_ref() }
-    }
-}
-
-impl Store for NodesRewrittenAfterCheck {
-    fn append(&self, request: journal_core::AppendRequest) -> Result<Option<u64>, JournalError> {
-        self.inner.append(request)
-    }
-    fn read_run(&self, tenant: &TenantId, run: &journal_core::RunId) -> Result<journal_core::RunRows, JournalError> {
-        self.inner.read_run(tenant, run)
-    }
-    fn runs(
-        &self,
-        tenant: &TenantId,
-        outcome: Option<journal_core::Outcome>,
-    ) -> Result<Vec<journal_core::RunId>, JournalError> {
-        self.inner.runs(tenant, outcome)
-    }
-    fn admissions(
-        &self,
-        tenant: &TenantId,
-        before: Option<&journal_core::AdmittedRun>,
-        outcome: Option<journal_core::Outcome>,
-        limit: usize,
-    ) -> Result<Vec<journal_core::AdmittedRun>, JournalError> {
-        self.inner.admissions(tenant, before, outcome, limit)
-    }
-    fn run_by_idempotency_key(
-        &self,
-        tenant: &TenantId,
-        key: &str,
-    ) -> Result<Option<journal_core::RunId>, JournalError> {
-        self.inner.run_by_idempotency_key(tenant, key)
-    }
-    fn tenants(&self) -> Result<Vec<TenantId>, JournalError> {
-        self.inner.tenants()
-    }
-    fn seals(&self, tenant: &TenantId) -> Result<Vec<journal_core::SealEntry>, JournalError> {
-        self.inner.seals(tenant)
-    }
-    fn seal_of(
-        &self,
-        tenant: &TenantId,
-        run: &journal_core::RunId,
-    ) -> Result<Option<journal_core::SealEntry>, JournalError> {
-        self.inner.seal_of(tenant, run)
-    }
-    fn seals_in(
-        &self,
-        tenant: &TenantId,
-        positions: std::ops::Range<u64>,
-    ) -> Result<Vec<journal_core::SealEntry>, JournalError> {
-        // The last read of the plane's checks: its head was held to these rows.
-        let rows = self.inner.seals_in(tenant, positions);
-        self.checked.store(true, std::sync::atomic::Ordering::SeqCst);
-        rows
-    }
-    fn log_counters(&self, tenant: &TenantId) -> Result<journal_core::LogCounters, JournalError> {
-        self.inner.log_counters(tenant)
-    }
-    fn read_log_nodes(&self, tenant: &TenantId, ids: &[tlog::NodeId]) -> Result<Vec<tlog::NodeHash>, JournalError> {
-        self.nodes().read_log_nodes(tenant, ids)
-    }
-    fn signed_checkpoints(&self, tenant: &TenantId) -> Result<Vec<journal_core::store::SignedTree>, JournalError> {
-        self.inner.signed_checkpoints(tenant)
-    }
-    fn record_signed_checkpoint(
-        &self,
-        tenant: &TenantId,
-        expected_last: Option<tlog::Tree>,
-        signed: journal_core::store::SignedTree,
-    ) -> Result<(), JournalError> {
-        self.inner.record_signed_checkpoint(tenant, expected_last, signed)
-    }
-    fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<journal_core::store::SignedTree>, JournalError> {
-        self.inner.cosigned_checkpoints(tenant)
-    }
-    fn record_cosigned_checkpoint(
-        &self,
-        tenant: &TenantId,
-        cosigned: journal_core::store::SignedTree,
-    ) -> Result<(), JournalError> {
-        self.inner.record_cosigned_checkpoint(tenant, cosigned)
-    }
-    fn append_heads(&self, tenant: &TenantId, origin: &Origin) -> Result<Vec<u64>, JournalError> {
-        self.inner.append_heads(tenant, origin)
-    }
-    fn heads_entries(
-        &self,
-        tenant: &TenantId,
-        position: u64,
-    ) -> Result<Vec<journal_core::heads::HeadEntry>, JournalError> {
-        self.inner.heads_entries(tenant, position)
-    }
-    fn snapshot(&self, tenant: &TenantId) -> Result<journal_core::TenantSnapshot, JournalError> {
-        self.inner.snapshot(tenant)
-    }
+) -> (RoutedStore, Arc<std::sync::atomic::AtomicBool>) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let checked = Arc::new(AtomicBool::new(false));
+    let seen = Arc::clone(&checked);
+    let store = RoutedStore::new(Box::new(move |call| match call {
+        StoreCall::SealsIn => {
+            seen.store(true, Ordering::SeqCst);
+            Arc::clone(&inner)
+        }
+        StoreCall::ReadLogNodes if seen.load(Ordering::SeqCst) => Arc::clone(&forged),
+        _ => Arc::clone(&inner),
+    }));
+    (store, checked)
 }
 
 /// R-LOG-2 / R-PLANE-2, the check-then-sign window: the plane holds its
@@ -298,14 +211,10 @@ fn r_plane_2_the_tree_signed_is_the_tree_checked_not_one_read_after_the_checks()
     let forged_head = journal_core::LogView::open(forged.as_ref(), &tenant).unwrap().head().unwrap().tree;
     assert_eq!(forged_head.size, honest.size);
     assert_ne!(forged_head.root, honest.root);
-    let store = NodesRewrittenAfterCheck {
-        inner: Arc::clone(&plane) as Arc<dyn Store>,
-        forged: forged as Arc<dyn Store>,
-        checked: std::sync::atomic::AtomicBool::new(false),
-    };
+    let (store, checked) = nodes_rewritten_after_check(Arc::clone(&plane) as Arc<dyn Store>, forged);
     let view = journal_core::LogView::open(&store, &tenant).unwrap();
     let signed = journal_core::log::sign_head(&store, &view, &origin, &log_key(), Some(&mark));
-    assert!(store.checked.load(std::sync::atomic::Ordering::SeqCst), "the nodes were rewritten after the checks");
+    assert!(checked.load(std::sync::atomic::Ordering::SeqCst), "the nodes were rewritten after the checks");
     if let Ok(signed) = &signed {
         assert_eq!(
             signed.checkpoint().tree(),

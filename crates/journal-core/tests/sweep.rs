@@ -369,121 +369,22 @@ impl journal_core::runtime::WitnessProbe for Holds {
 /// The plane's store, as someone writing its database sees it: the log is
 /// replaced by `fork` (another history, with no record of what the plane
 /// signed) from the second time heads are appended on, that is after the
-/// sweep asked the witnesses what they hold and before it signs.
-struct RewrittenAfterTheAsk {
+/// sweep asked the witnesses what they hold and before it signs. The count
+/// is of the heads appended.
+fn rewritten_after_the_ask(
     honest: Arc<dyn Store>,
     fork: Arc<dyn Store>,
-    heads_appended: std::sync::atomic::AtomicUsize,
-}
-
-impl RewrittenAfterTheAsk {
-    fn now(&self) -> &dyn Store {
-        if self.heads_appended.load(std::sync::atomic::Ordering::SeqCst) >= 2 {
-            self.fork.as_ref()
-        } else {
-            self.honest.as_ref()
+) -> (journal_core::testkit_faults::RoutedStore, Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let heads_appended = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&heads_appended);
+    let store = journal_core::testkit_faults::RoutedStore::new(Box::new(move |call| {
+        if call == journal_core::testkit_faults::StoreCall::AppendHeads {
+            count.fetch_add(1, Ordering::SeqCst);
         }
-    }
-}
-
-impl Store for RewrittenAfterTheAsk {
-    fn append(&self, request: journal_core::AppendRequest) -> Result<Option<u64>, journal_core::JournalError> {
-        self.now().append(request)
-    }
-    fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<journal_core::RunRows, journal_core::JournalError> {
-        self.now().read_run(tenant, run)
-    }
-    fn runs(
-        &self,
-        tenant: &TenantId,
-        outcome: Option<journal_core::Outcome>,
-    ) -> Result<Vec<RunId>, journal_core::JournalError> {
-        self.now().runs(tenant, outcome)
-    }
-    fn admissions(
-        &self,
-        tenant: &TenantId,
-        before: Option<&journal_core::AdmittedRun>,
-        outcome: Option<journal_core::Outcome>,
-        limit: usize,
-    ) -> Result<Vec<journal_core::AdmittedRun>, journal_core::JournalError> {
-        self.now().admissions(tenant, before, outcome, limit)
-    }
-    fn run_by_idempotency_key(
-        &self,
-        tenant: &TenantId,
-        key: &str,
-    ) -> Result<Option<RunId>, journal_core::JournalError> {
-        self.now().run_by_idempotency_key(tenant, key)
-    }
-    fn tenants(&self) -> Result<Vec<TenantId>, journal_core::JournalError> {
-        self.now().tenants()
-    }
-    fn seals(&self, tenant: &TenantId) -> Result<Vec<journal_core::SealEntry>, journal_core::JournalError> {
-        self.now().seals(tenant)
-    }
-    fn seal_of(
-        &self,
-        tenant: &TenantId,
-        run: &RunId,
-    ) -> Result<Option<journal_core::SealEntry>, journal_core::JournalError> {
-        self.now().seal_of(tenant, run)
-    }
-    fn log_counters(&self, tenant: &TenantId) -> Result<journal_core::LogCounters, journal_core::JournalError> {
-        self.now().log_counters(tenant)
-    }
-    fn read_log_nodes(
-        &self,
-        tenant: &TenantId,
-        ids: &[tlog::NodeId],
-    ) -> Result<Vec<tlog::NodeHash>, journal_core::JournalError> {
-        self.now().read_log_nodes(tenant, ids)
-    }
-    fn signed_checkpoints(
-        &self,
-        tenant: &TenantId,
-    ) -> Result<Vec<journal_core::store::SignedTree>, journal_core::JournalError> {
-        self.now().signed_checkpoints(tenant)
-    }
-    fn record_signed_checkpoint(
-        &self,
-        tenant: &TenantId,
-        expected_last: Option<tlog::Tree>,
-        signed: journal_core::store::SignedTree,
-    ) -> Result<(), journal_core::JournalError> {
-        self.now().record_signed_checkpoint(tenant, expected_last, signed)
-    }
-    fn cosigned_checkpoints(
-        &self,
-        tenant: &TenantId,
-    ) -> Result<Vec<journal_core::store::SignedTree>, journal_core::JournalError> {
-        self.now().cosigned_checkpoints(tenant)
-    }
-    fn record_cosigned_checkpoint(
-        &self,
-        tenant: &TenantId,
-        cosigned: journal_core::store::SignedTree,
-    ) -> Result<(), journal_core::JournalError> {
-        self.now().record_cosigned_checkpoint(tenant, cosigned)
-    }
-    fn append_heads(
-        &self,
-        tenant: &TenantId,
-        origin: &journal_core::Origin,
-    ) -> Result<Vec<u64>, journal_core::JournalError> {
-        self.heads_appended.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.now().append_heads(tenant, origin)
-    }
-    fn heads_entries(
-        &self,
-        tenant: &TenantId,
-        position: u64,
-    ) -> Result<Vec<journal_core::heads::HeadEntry>, journal_core::JournalError> {
-        self.now().heads_entries(tenant, position)
-    }
-    fn snapshot(&self, tenant: &TenantId) -> Result<journal_core::TenantSnapshot, journal_core::JournalError> {
-        self.now().snapshot(tenant)
-    }
+        if count.load(Ordering::SeqCst) >= 2 { Arc::clone(&fork) } else { Arc::clone(&honest) }
+    }));
+    (store, heads_appended)
 }
 
 /// R-PLANE-2 / R-WIT-6, the window between asking the witnesses and
@@ -525,11 +426,9 @@ fn r_plane_2_what_the_witnesses_hold_binds_the_signature_not_only_the_view_asked
         seal(&fork_runtime, &tenant, key);
     }
     let mark = Arc::new(journal_core::testkit::MemoryHighWater::default());
-    let store = Arc::new(RewrittenAfterTheAsk {
-        honest: Arc::clone(&honest) as Arc<dyn Store>,
-        fork: Arc::clone(&fork) as Arc<dyn Store>,
-        heads_appended: std::sync::atomic::AtomicUsize::new(0),
-    });
+    let (store, heads_appended) =
+        rewritten_after_the_ask(Arc::clone(&honest) as Arc<dyn Store>, Arc::clone(&fork) as Arc<dyn Store>);
+    let store = Arc::new(store);
     let second = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
         .tenant(tenant.clone(), origin.clone(), Some(log_key.clone()))
         .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
@@ -540,7 +439,7 @@ fn r_plane_2_what_the_witnesses_hold_binds_the_signature_not_only_the_view_asked
         .unwrap();
     let report = second.sweep(&tenant).unwrap();
     assert!(
-        store.heads_appended.load(std::sync::atomic::Ordering::SeqCst) >= 2,
+        heads_appended.load(std::sync::atomic::Ordering::SeqCst) >= 2,
         "the log was rewritten before the signature"
     );
     assert!(
