@@ -13,7 +13,7 @@ use journal_core::store::SealEntry;
 use journal_core::{
     BuildSkew, ChainCheck, Ed25519Verifier, ExpectedHead, JournalError, Outcome, RunId, SealLeaf, SignatureCheck,
     SignedHash, SnapshotSink, Store, StoredRecord, TenantSnapshot, Upcasters, VerifiedRecord, Verifier, VerifyOptions,
-    last_conclusion, verify_run_owned,
+    last_conclusion, verify_links, verify_run_owned_or_back,
 };
 use tlog::{ExtendsError, HashReader, MemoryHashStore, NodeId, Tree, VerifyError};
 
@@ -45,7 +45,14 @@ struct RunAudit {
     untrusted: u64,
     derived: u64,
     facts: Option<RunFacts>,
+    /// A run this build cannot read (build skew) whose links verified: each
+    /// record's chain hash, by seq. Still held to its seal and heads entries,
+    /// which a newer writer never contradicts.
+    skewed: Option<Vec<journal_core::ChainHash>>,
 }
+
+/// The chain hashes of runs this build cannot read, from their links alone.
+type Skewed = BTreeMap<RunId, Vec<journal_core::ChainHash>>;
 
 /// Audits one tenant of `store` with what the auditor holds (R-AUD-1..5).
 pub fn audit(store: &dyn Store, inputs: &AuditInputs) -> Result<AuditReport, AuditError> {
@@ -73,6 +80,7 @@ pub fn audit_with_progress(
     let mut report = AuditReport::default();
     let (mut unsigned, mut untrusted) = (0, 0);
     let mut facts: BTreeMap<RunId, RunFacts> = BTreeMap::new();
+    let mut skewed = Skewed::new();
     for (run, audit) in audits {
         report.findings.extend(audit.findings);
         report.checked.records += audit.records;
@@ -83,6 +91,8 @@ pub fn audit_with_progress(
         if let Some(run_facts) = audit.facts {
             report.checked.runs += 1;
             facts.insert(run, run_facts);
+        } else if let Some(hashes) = audit.skewed {
+            skewed.insert(run, hashes);
         }
     }
     let store: &dyn Store = &snapshot;
@@ -91,10 +101,10 @@ pub fn audit_with_progress(
     check_idempotency_rows(&snapshot, &facts, &mut report);
     check_admission_order(&snapshot, &facts, &mut report);
     check_fork_provenance(store, inputs, &facts, &mut report);
-    let LogChecked { rebuilt, heads_leaves, sealed } = check_log(store, inputs, &facts, &mut report)?;
+    let LogChecked { rebuilt, heads_leaves, sealed } = check_log(store, inputs, &facts, &skewed, &mut report)?;
     check_seal_index(&snapshot, &sealed, &mut report);
     let anchored = check_anchors(inputs, &rebuilt, &mut report);
-    let (covered, held_leaves) = check_heads(&snapshot, inputs, &facts, &heads_leaves, &anchored, &mut report);
+    let (covered, held_leaves) = check_heads(&snapshot, inputs, &facts, &skewed, &heads_leaves, &anchored, &mut report);
     let newest_entries = newest_verified_entries(&snapshot, &held_leaves);
     check_heads_index(&snapshot, &newest_entries, &mut report);
     check_moved_marks(&snapshot, &facts, &newest_entries, &mut report);
@@ -408,10 +418,22 @@ fn read_chain(
     // Hash before parse, version, shape. The runs table's head is derived
     // data, checked in `finish_run`, not here.
     let check = ChainCheck { upcasters, verifier: None, options: VerifyOptions::default() };
-    match verify_run_owned(run, std::mem::take(&mut stored.rows), None, check) {
+    match verify_run_owned_or_back(run, std::mem::take(&mut stored.rows), None, check) {
         Ok(records) => Ok(Ok(ChainRead { stored, records })),
-        Err(err) => {
+        Err((err, rows)) => {
+            let skew = matches!(err, JournalError::BuildSkew(_));
             audit.findings.push(finding_of(run, err)?);
+            // A record this build cannot read is build skew, never tamper
+            // (R-VER-4); but its links are checked from the stored bytes
+            // whatever the version (R-CHAIN-4), the rows after it too, and
+            // the hashes they give are held to what the log commits to: a
+            // record rewritten as a newer build's must not hide a cut.
+            if skew {
+                match verify_links(run, &rows, None) {
+                    Ok(()) => audit.skewed = Some(rows.iter().map(|row| row.hash).collect()),
+                    Err(err) => audit.findings.push(finding_of(run, err)?),
+                }
+            }
             Ok(Err(audit))
         }
     }
@@ -745,6 +767,7 @@ fn check_log(
     store: &dyn Store,
     inputs: &AuditInputs,
     facts: &BTreeMap<RunId, RunFacts>,
+    skewed: &Skewed,
     report: &mut AuditReport,
 ) -> Result<LogChecked, AuditError> {
     let tenant = &inputs.tenant;
@@ -787,6 +810,13 @@ fn check_log(
             continue;
         }
         let Some(run_facts) = facts.get(&seal.run) else {
+            // A run this build cannot read is held to its seal by its links.
+            if let Some(hashes) = skewed.get(&seal.run) {
+                if let Some(finding) = skewed_seal(inputs, seal, hashes) {
+                    steps.push(SealStep::Found(finding));
+                }
+                continue;
+            }
             // Its chain failed (already a finding), or it has no journal at all.
             if store.read_run(tenant, &seal.run).is_err() {
                 steps.push(SealStep::Found(
@@ -862,6 +892,29 @@ fn check_log(
     Ok(LogChecked { rebuilt, heads_leaves, sealed })
 }
 
+/// A seal of a run this build cannot read (build skew): a sealed run takes
+/// no record after its seal, so a leaf this build reads must name the head
+/// the run's links give, whatever a newer build wrote in its records.
+fn skewed_seal(inputs: &AuditInputs, seal: &SealEntry, hashes: &[journal_core::ChainHash]) -> Option<Finding> {
+    // A leaf this build cannot read either (a newer build's spelling) is
+    // that build's to check: the run's build skew says so already.
+    SealLeaf::parse(&seal.leaf_bytes)?;
+    let head = hashes.last().map(|hash| ExpectedHead { seq: hashes.len() as u64, hash: *hash });
+    let holds = head.is_some_and(|head| SealLeaf::new(&inputs.origin, &seal.run, head).matches(&seal.leaf_bytes));
+    (!holds).then(|| {
+        Finding::new(
+            FindingCode::SealLeafMismatch,
+            format!(
+                "the seal leaf at position {} is not the head its chain's links give ({} records; this build \
+                 cannot read all of them, but their links are checked)",
+                seal.position,
+                hashes.len()
+            ),
+        )
+        .run(&seal.run)
+    })
+}
+
 /// What check 4 and 5 leave for the checks after them.
 struct LogChecked {
     /// The log rebuilt from its seal rows.
@@ -932,6 +985,7 @@ fn check_heads(
     snapshot: &TenantSnapshot,
     inputs: &AuditInputs,
     facts: &BTreeMap<RunId, RunFacts>,
+    skewed: &Skewed,
     heads_leaves: &[HeadsAt],
     anchored: &Anchored,
     report: &mut AuditReport,
@@ -980,11 +1034,13 @@ fn check_heads(
         held.insert(at.position);
         for entry in &entries {
             report.checked.heads += 1;
-            let held = facts.get(&entry.run).map(|run_facts| {
+            // A run this build cannot read is held by the hashes its links give.
+            let hashes = facts.get(&entry.run).map(|run_facts| &run_facts.hashes).or_else(|| skewed.get(&entry.run));
+            let held = hashes.map(|hashes| {
                 usize::try_from(entry.seq)
                     .ok()
                     .and_then(|seq| seq.checked_sub(1))
-                    .map(|index| run_facts.hashes.get(index).map(|hash| *hash == entry.hash))
+                    .map(|index| hashes.get(index).map(|hash| *hash == entry.hash))
             });
             let finding = match held {
                 Some(Some(Some(true))) => {

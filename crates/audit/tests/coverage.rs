@@ -287,3 +287,82 @@ fn r_aud_5_an_empty_store_is_never_clean_and_with_an_anchor_that_saw_runs_it_is_
     let finding = report.findings.iter().find(|f| f.class == FindingClass::Deletion);
     assert!(finding.is_some(), "{:#?}", report.findings);
 }
+
+/// Rewrites record `seq` of `run` as a newer build would have written it (a
+/// version this build does not read, a field it does not know), rehashed so
+/// its link holds, the runs row pointed at it when it is the last: no key
+/// is needed. Returns the reader that is older than that "writer".
+fn as_newer_build(plane: &Plane, run: &journal_core::RunId, seq: u64) -> journal_core::Build {
+    let rows = plane.store.read_run(&plane.tenant, run).unwrap().rows;
+    let row = rows.iter().find(|row| row.seq == seq).unwrap().clone();
+    let bytes = String::from_utf8(row.bytes.clone())
+        .unwrap()
+        .replace("\"version\":\"0.1.0\"}", "\"version\":\"9.9.9\"}")
+        .replacen("\"body\":", "\"trace\":\"abc\",\"body\":", 1)
+        .into_bytes();
+    assert_ne!(bytes, row.bytes, "the record was rewritten");
+    let hash = journal_core::ChainHash::link(&row.prev_hash, &bytes);
+    plane.store.overwrite_row(&plane.tenant, run, journal_core::StoredRecord { bytes, hash, ..row });
+    if rows.last().is_some_and(|last| last.seq == seq) {
+        plane.store.set_runs_head(&plane.tenant, run, ExpectedHead { seq, hash });
+    }
+    journal_core::Build::new("agentplane-cli", "0.1.0")
+}
+
+/// R-COVER-2, R-VER-4: a record this build cannot read is build skew, never
+/// tamper; but a record rewritten as a newer build's (no key needed: it is
+/// only rehashed) must not hide what an anchor commits to. An open run cut
+/// back below its covered head, its new last record made unreadable here,
+/// is still a deletion naming the anchor; a sealed run whose last record is
+/// rewritten so is still held to its anchored seal leaf. Neither audit may
+/// answer "build skew only" (exit 3, "upgrade the binary").
+#[test]
+fn r_cover_2_a_cut_behind_a_record_rewritten_as_a_newer_builds_is_still_a_deletion() {
+    let plane = Plane::signed();
+    let sealed = plane.seal("sealed-1");
+    let failed = plane.fail("failed-1");
+    let covered = plane.store.read_run(&plane.tenant, &failed).unwrap().rows.len() as u64;
+    let saved = sign_now(&plane);
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+    inputs.reader = journal_core::Build::new("agentplane-cli", "0.1.0");
+    let clean = plane.audit(&inputs);
+    assert!(clean.is_clean(), "{:#?}", clean.findings);
+
+    cut_back(&plane, &failed);
+    as_newer_build(&plane, &failed, 2);
+    let report = plane.audit(&inputs);
+    assert!(!report.only_build_skew(), "a cut is not build skew: {:#?}", report.findings);
+    let cut = report.with_code(FindingCode::HeadCutBack).find(|f| f.run.as_deref() == Some(failed.as_str()));
+    let cut = cut.unwrap_or_else(|| panic!("the cut is found: {:#?}", report.findings));
+    assert_eq!((cut.class, cut.seq), (FindingClass::Deletion, Some(covered)));
+    assert_eq!(cut.anchors, vec!["saved".to_owned()], "names the anchor that covers it");
+
+    let last = plane.store.read_run(&plane.tenant, &sealed).unwrap().rows.len() as u64;
+    as_newer_build(&plane, &sealed, last);
+    let report = plane.audit(&inputs);
+    let rewritten = report.with_code(FindingCode::SealLeafMismatch).find(|f| f.run.as_deref() == Some(sealed.as_str()));
+    assert!(rewritten.is_some(), "the sealed run is held to its seal: {:#?}", report.findings);
+}
+
+/// R-CHAIN-4, R-VER-4: the links of a run are checked from the stored bytes
+/// whatever its records' versions (hash before parse), so a record made
+/// unreadable here does not stop the check of the rows after it: one of
+/// them deleted behind it is tamper, not build skew.
+#[test]
+fn r_chain_4_rows_after_a_record_of_a_newer_build_are_still_linked() {
+    let plane = Plane::signed();
+    let run = plane.fail("failed-1");
+    let rows = plane.store.read_run(&plane.tenant, &run).unwrap().rows.len() as u64;
+    assert!(rows >= 4, "records after the rewritten one: {rows}");
+    let mut inputs = plane.inputs();
+    inputs.reader = as_newer_build(&plane, &run, 2);
+    // A newer writer rehashes every link after it; this one removes a row.
+    plane.store.delete_record(&plane.tenant, &run, 3);
+    let report = plane.audit(&inputs);
+    assert!(!report.only_build_skew(), "a deleted row is not build skew: {:#?}", report.findings);
+    let broken = report.with_code(FindingCode::ChainBroken).find(|f| f.run.as_deref() == Some(run.as_str()));
+    let broken =
+        broken.unwrap_or_else(|| panic!("the chain is broken after the skewed record: {:#?}", report.findings));
+    assert_eq!(broken.class, FindingClass::Tamper);
+}

@@ -105,52 +105,107 @@ pub fn verify_run_owned(
     verify_rows(run, rows.into_iter(), expected_head, check)
 }
 
+/// [`verify_run_owned`] that hands the rows back, in stored order, with the
+/// error: what the audit needs to check the links of a run this build cannot
+/// read (hash before parse holds whatever the records' versions, R-CHAIN-4),
+/// never copying a row on the way.
+pub fn verify_run_owned_or_back(
+    run: &RunId,
+    rows: Vec<StoredRecord>,
+    expected_head: Option<ExpectedHead>,
+    check: ChainCheck<'_>,
+) -> Result<Vec<VerifiedRecord>, (JournalError, Vec<StoredRecord>)> {
+    verify_rows_or_back(run, rows.into_iter(), expected_head, check).map_err(|failed| {
+        let Failed { error, verified, row, rest } = *failed;
+        let rows = verified.into_iter().map(|record| record.stored).chain(row).chain(rest).collect();
+        (error, rows)
+    })
+}
+
+/// Where [`verify_rows_or_back`] stopped: the error, the rows verified
+/// before it, the row it stopped at, and the rows not reached.
+struct Failed<I> {
+    error: JournalError,
+    verified: Vec<VerifiedRecord>,
+    row: Option<StoredRecord>,
+    rest: I,
+}
+
 fn verify_rows(
     run: &RunId,
     rows: impl ExactSizeIterator<Item = StoredRecord>,
     expected_head: Option<ExpectedHead>,
     check: ChainCheck<'_>,
 ) -> Result<Vec<VerifiedRecord>, JournalError> {
+    verify_rows_or_back(run, rows, expected_head, check).map_err(|failed| failed.error)
+}
+
+fn verify_rows_or_back<I: ExactSizeIterator<Item = StoredRecord>>(
+    run: &RunId,
+    mut rows: I,
+    expected_head: Option<ExpectedHead>,
+    check: ChainCheck<'_>,
+) -> Result<Vec<VerifiedRecord>, Box<Failed<I>>> {
     let mut prev = ChainHash::GENESIS;
     let count = rows.len();
     let mut out = Vec::with_capacity(count);
-    for (index, row) in rows.enumerate() {
-        check_link(run, index, prev, &row)?;
-        check_signature(run, &row, check)?;
-        // Only now, with the bytes proven to be the ones written, is the body read.
-        let record = match Record::decode_verified(&row.bytes, check.upcasters) {
+    let mut index = 0;
+    while let Some(row) = rows.next() {
+        let checked = verify_row(run, index, prev, &row, check);
+        let record = match checked {
             Ok(record) => record,
-            // Every build writes a JSON record with its kind and version, so
-            // bytes without them are no build's record, whatever a newer
-            // build reads: a row rewritten behind the plane with a hash made
-            // to match, which must not pass as a rolling deploy (R-VER-4
-            // keeps build skew for records a build did write).
-            Err(JournalError::BuildSkew(_)) if Record::header(&row.bytes).is_none() => {
-                return Err(tamper(
-                    run,
-                    row.seq,
-                    TamperKind::MalformedRow,
-                    Some("the bytes are no build's record (not JSON with a kind and a version)".into()),
-                ));
-            }
-            Err(err) => return Err(err),
+            Err(error) => return Err(Box::new(Failed { error, verified: out, row: Some(row), rest: rows })),
         };
-        if record.run != *run || record.seq != row.seq {
+        prev = row.hash;
+        out.push(VerifiedRecord { stored: row, record });
+        index += 1;
+    }
+    match check_head(run, count, prev, expected_head) {
+        Ok(()) => Ok(out),
+        Err(error) => Err(Box::new(Failed { error, verified: out, row: None, rest: rows })),
+    }
+}
+
+/// One row of [`verify_rows_or_back`]: its link, its signature, then its body.
+fn verify_row(
+    run: &RunId,
+    index: usize,
+    prev: ChainHash,
+    row: &StoredRecord,
+    check: ChainCheck<'_>,
+) -> Result<Record, JournalError> {
+    check_link(run, index, prev, row)?;
+    check_signature(run, row, check)?;
+    // Only now, with the bytes proven to be the ones written, is the body read.
+    let record = match Record::decode_verified(&row.bytes, check.upcasters) {
+        Ok(record) => record,
+        // Every build writes a JSON record with its kind and version, so
+        // bytes without them are no build's record, whatever a newer
+        // build reads: a row rewritten behind the plane with a hash made
+        // to match, which must not pass as a rolling deploy (R-VER-4
+        // keeps build skew for records a build did write).
+        Err(JournalError::BuildSkew(_)) if Record::header(&row.bytes).is_none() => {
             return Err(tamper(
                 run,
                 row.seq,
-                TamperKind::Reorder,
-                Some(format!("the record says run {} seq {}", record.run, record.seq)),
+                TamperKind::MalformedRow,
+                Some("the bytes are no build's record (not JSON with a kind and a version)".into()),
             ));
         }
-        if RecordKind::parse(&row.kind) != Some(record.kind()) || row.effect_key != record.effect_key {
-            return Err(tamper(run, row.seq, TamperKind::ColumnMismatch, None));
-        }
-        prev = row.hash;
-        out.push(VerifiedRecord { stored: row, record });
+        Err(err) => return Err(err),
+    };
+    if record.run != *run || record.seq != row.seq {
+        return Err(tamper(
+            run,
+            row.seq,
+            TamperKind::Reorder,
+            Some(format!("the record says run {} seq {}", record.run, record.seq)),
+        ));
     }
-    check_head(run, count, prev, expected_head)?;
-    Ok(out)
+    if RecordKind::parse(&row.kind) != Some(record.kind()) || row.effect_key != record.effect_key {
+        return Err(tamper(run, row.seq, TamperKind::ColumnMismatch, None));
+    }
+    Ok(record)
 }
 
 /// Checks only the links of a run's rows (positions, `prev_hash`, hashes over
