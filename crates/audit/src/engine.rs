@@ -337,7 +337,7 @@ fn audit_chunk(
     let read: Vec<(RunId, ChainOutcome)> = runs
         .into_iter()
         .map(|(run, rows)| {
-            let read = read_chain(tables, upcasters, &run, rows);
+            let read = read_chain(tables, upcasters, (verifier, inputs.require_signature), &run, rows);
             (run, read)
         })
         .collect();
@@ -404,6 +404,7 @@ fn finding_of(run: &RunId, err: JournalError) -> Result<Finding, AuditError> {
 fn read_chain(
     tables: &TenantSnapshot,
     upcasters: &Upcasters,
+    (verifier, strict): (Option<&dyn Verifier>, bool),
     run: &RunId,
     rows: Vec<StoredRecord>,
 ) -> Result<Result<ChainRead, RunAudit>, AuditError> {
@@ -433,6 +434,24 @@ fn read_chain(
                     Ok(()) => audit.skewed = Some(rows.iter().map(|row| row.hash).collect()),
                     Err(err) => audit.findings.push(finding_of(run, err)?),
                 }
+                // Signatures are over the chain hash, whatever the version.
+                let signed: Vec<SignedHash<'_>> = rows
+                    .iter()
+                    .filter_map(|row| {
+                        let signature = row.signature.as_ref()?;
+                        Some(SignedHash { key_id: &signature.key_id, hash: &row.hash, signature: &signature.signature })
+                    })
+                    .collect();
+                let mut answers =
+                    verifier.map(|verifier| verifier.verify_many(&signed)).unwrap_or_default().into_iter();
+                let checks: Vec<Option<SignatureCheck>> = rows
+                    .iter()
+                    .map(|row| match (&row.signature, verifier) {
+                        (Some(_), Some(_)) => answers.next(),
+                        _ => None,
+                    })
+                    .collect();
+                check_signatures(run, rows.iter(), &checks, strict, &mut audit);
             }
             Ok(Err(audit))
         }
@@ -451,7 +470,7 @@ fn finish_run(
     let ChainRead { stored, records } = chain;
     let mut audit = RunAudit { records: records.len() as u64, ..RunAudit::default() };
     // 2. Signatures.
-    check_signatures(run, &records, checks, inputs.require_signature, &mut audit);
+    check_signatures(run, records.iter().map(|record| &record.stored), checks, inputs.require_signature, &mut audit);
     // 3. Derived data held to the verified chain.
     let last = last_conclusion(&records);
     let outcome = last.map(|concluded| concluded.outcome);
@@ -516,9 +535,9 @@ fn finish_run(
     Ok(audit)
 }
 
-fn check_signatures(
+fn check_signatures<'a>(
     run: &RunId,
-    records: &[VerifiedRecord],
+    rows: impl Iterator<Item = &'a StoredRecord>,
     checks: &[Option<SignatureCheck>],
     strict: bool,
     audit: &mut RunAudit,
@@ -527,8 +546,7 @@ fn check_signatures(
     let mut note = |code: FindingCode, seq: u64, detail: String| {
         first.entry(code).and_modify(|entry| entry.2 += 1).or_insert((seq, detail, 1));
     };
-    for (index, record) in records.iter().enumerate() {
-        let row = &record.stored;
+    for (index, row) in rows.enumerate() {
         let check = checks.get(index).copied().flatten();
         match (&row.signature, check) {
             (None, _) => {

@@ -366,3 +366,29 @@ fn r_chain_4_rows_after_a_record_of_a_newer_build_are_still_linked() {
         broken.unwrap_or_else(|| panic!("the chain is broken after the skewed record: {:#?}", report.findings));
     assert_eq!(broken.class, FindingClass::Tamper);
 }
+
+/// R-SIG-2, R-SIG-3, R-VER-4: a signature is over the chain hash, which
+/// every build computes the same way, so a run this build cannot read still
+/// has its signatures checked: a record rewritten as a newer build's keeps
+/// the signature of the record it replaced, which the trusted key's check
+/// fails (a finding even lenient), and strict, an unsigned one is named.
+#[test]
+fn r_sig_2_a_record_rewritten_as_a_newer_builds_still_fails_the_trusted_key() {
+    let plane = Plane::signed();
+    let run = plane.fail("failed-1");
+    let last = plane.store.read_run(&plane.tenant, &run).unwrap().rows.len() as u64;
+    let mut inputs = plane.inputs();
+    inputs.reader = as_newer_build(&plane, &run, last);
+    let report = plane.audit(&inputs);
+    assert!(!report.only_build_skew(), "a forged record is not build skew: {:#?}", report.findings);
+    let bad = report.with_code(FindingCode::BadSignature).find(|f| f.run.as_deref() == Some(run.as_str()));
+    let bad = bad.unwrap_or_else(|| panic!("the trusted key's check fails: {:#?}", report.findings));
+    assert_eq!(bad.seq, Some(last));
+
+    let row = plane.store.read_run(&plane.tenant, &run).unwrap().rows.last().unwrap().clone();
+    plane.store.overwrite_row(&plane.tenant, &run, journal_core::StoredRecord { signature: None, ..row });
+    inputs.require_signature = true;
+    let report = plane.audit(&inputs);
+    let unsigned = report.with_code(FindingCode::UnsignedRecord).find(|f| f.run.as_deref() == Some(run.as_str()));
+    assert!(unsigned.is_some(), "strict names the unsigned record: {:#?}", report.findings);
+}
