@@ -101,7 +101,7 @@ pub fn audit_with_progress(
     check_idempotency_rows(&snapshot, &facts, &mut report);
     check_admission_order(&snapshot, &facts, &mut report);
     check_fork_provenance(store, inputs, &facts, &mut report);
-    let LogChecked { rebuilt, heads_leaves, sealed } = check_log(store, inputs, &facts, &skewed, &mut report)?;
+    let LogChecked { rebuilt, heads_leaves, sealed } = check_log(&snapshot, inputs, &facts, &skewed, &mut report)?;
     check_seal_index(&snapshot, &sealed, &mut report);
     let anchored = check_anchors(inputs, &rebuilt, &mut report);
     let (covered, held_leaves) = check_heads(&snapshot, inputs, &facts, &skewed, &heads_leaves, &anchored, &mut report);
@@ -782,12 +782,13 @@ fn check_admission_order(snapshot: &TenantSnapshot, facts: &BTreeMap<RunId, RunF
 /// cached nodes (R-LOG-7); counters and nodes compared with it; every sealed
 /// run proven included.
 fn check_log(
-    store: &dyn Store,
+    snapshot: &TenantSnapshot,
     inputs: &AuditInputs,
     facts: &BTreeMap<RunId, RunFacts>,
     skewed: &Skewed,
     report: &mut AuditReport,
 ) -> Result<LogChecked, AuditError> {
+    let store: &dyn Store = snapshot;
     let tenant = &inputs.tenant;
     let seals: Vec<SealEntry> = store.seals(tenant).map_err(AuditError::Store)?;
     let rebuilt = journal_core::log::walk(&seals);
@@ -905,7 +906,7 @@ fn check_log(
             ),
         ));
     } else {
-        compare_nodes(store, inputs, &rebuilt, report);
+        compare_nodes(snapshot, inputs, &rebuilt, report);
     }
     Ok(LogChecked { rebuilt, heads_leaves, sealed })
 }
@@ -1320,7 +1321,8 @@ fn on_every_core<T: Sync, R: Send>(items: &[T], answer: impl Fn(&T) -> R + Sync)
     })
 }
 
-fn compare_nodes(store: &dyn Store, inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut AuditReport) {
+fn compare_nodes(snapshot: &TenantSnapshot, inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut AuditReport) {
+    let store: &dyn Store = snapshot;
     let size = rebuilt.size();
     let mut ids = Vec::new();
     for level in 0..64u8 {
@@ -1345,6 +1347,19 @@ fn compare_nodes(store: &dyn Store, inputs: &AuditInputs, rebuilt: &MemoryHashSt
                 report.findings.push(Finding::new(
                     FindingCode::CachedNodesMismatch,
                     format!("the stored node at level {} index {} is not the rebuilt one", id.level, id.index),
+                ));
+            }
+            // And the other way: a node of no complete subtree of the log (one
+            // planted for a position not sealed yet) is a row nothing wrote;
+            // a sealing append that stores that node would fail on it.
+            let complete: BTreeSet<&NodeId> = ids.iter().collect();
+            if let Some(id) = snapshot.nodes.keys().find(|id| !complete.contains(id)) {
+                report.findings.push(Finding::new(
+                    FindingCode::CachedNodesMismatch,
+                    format!(
+                        "a node is stored at level {} index {}, which is no complete subtree of the log of size {size}",
+                        id.level, id.index
+                    ),
                 ));
             }
         }

@@ -184,6 +184,24 @@ fn r_log_7_an_edited_cached_node_is_found_by_the_rebuild_never_trusted() {
     assert_eq!(report.checked.inclusions, 4, "inclusion is proven in the rebuild, not the cache");
 }
 
+/// R-AUD-8, R-LOG-7: every stored log node is held to the rebuild, those
+/// of no complete subtree of the log included. A node planted for a position
+/// not sealed yet (no key needed) was never read: the audit said clean over
+/// a row added behind the plane, and on PostgreSQL, whose sealing append
+/// inserts that node, every later seal of the tenant would fail on it.
+#[test]
+fn r_log_7_a_node_planted_beyond_the_log_is_found() {
+    let plane = Plane::signed();
+    for n in 0..3 {
+        plane.seal(&format!("job-{n}"));
+    }
+    assert!(plane.audit(&plane.inputs()).is_clean());
+    plane.store.overwrite_log_node(&plane.tenant, tlog::NodeId::new(0, 3), tlog::NodeHash::from_hash_bytes([7; 32]));
+    let report = plane.audit(&plane.inputs());
+    assert_eq!(codes(&report), [FindingCode::CachedNodesMismatch], "{:#?}", report.findings);
+    assert!(report.findings[0].detail.contains("level 0 index 3"), "{}", report.findings[0].detail);
+}
+
 #[test]
 fn r_sig_3_strict_audits_name_unsigned_records_and_untrusted_keys() {
     let plane = Plane::unsigned();
