@@ -989,7 +989,10 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
                 snapshot.admissions.insert(AdmittedRun { at: admitted_at(t, millis)?, run: run_id(tenant, run)? });
             }
         }
-        None => snapshot.admission_order_absent = true,
+        // Absent from a file whose bookkeeping says a writer of this build
+        // filled it: dropped behind the plane, every row of it deleted (a
+        // finding per run), not an older build's file (not checked).
+        None => snapshot.admission_order_absent = !meta_says(txn, ADMISSIONS_FILLED)?,
     }
     let name = seals_table(t);
     if let Some(seals) = open_if_there(txn, seals_def(&name))? {
@@ -1043,6 +1046,8 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
         None => snapshot.index_heads_by_run(),
     }
     let marked = meta_says(txn, MOVED_RUNS_FILLED)?;
+    // A file whose bookkeeping says its runs were marked and that has no
+    // table of marks had it dropped behind the plane: no mark at all.
     match open_if_there(txn, MOVED)?.filter(|_| marked) {
         Some(moved) => {
             for entry in moved.range((t, "")..).map_err(io)? {
@@ -1054,7 +1059,7 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
                 snapshot.moved.insert(run_id(tenant, run)?);
             }
         }
-        None => snapshot.moved_marks_absent = true,
+        None => snapshot.moved_marks_absent = !marked,
     }
     snapshot.signed = read_trees(txn, SIGNED, tenant)?;
     snapshot.cosigned = read_trees(txn, COSIGNED, tenant)?;
@@ -1115,7 +1120,7 @@ fn fill_moved_runs_once(txn: &WriteTransaction) -> Result<(), JournalError> {
 /// a writer has opened it).
 fn fill_admissions_once(txn: &WriteTransaction, layout: Layout) -> Result<(), JournalError> {
     let mut meta = txn.open_table(META).map_err(io)?;
-    if meta.get("admissions_filled").map_err(io)?.is_some() {
+    if meta.get(ADMISSIONS_FILLED).map_err(io)?.is_some() {
         return Ok(());
     }
     let records = txn.open_table(layout.records()).map_err(io)?;
@@ -1132,7 +1137,7 @@ fn fill_admissions_once(txn: &WriteTransaction, layout: Layout) -> Result<(), Jo
             admissions.insert((tenant, at.unix_millis(), run), ()).map_err(io)?;
         }
     }
-    meta.insert("admissions_filled", 1).map_err(io)?;
+    meta.insert(ADMISSIONS_FILLED, 1).map_err(io)?;
     Ok(())
 }
 
@@ -1156,6 +1161,8 @@ fn fill_heads_by_run_once(txn: &WriteTransaction) -> Result<(), JournalError> {
     Ok(())
 }
 
+/// The bookkeeping key saying the admission order was filled.
+const ADMISSIONS_FILLED: &str = "admissions_filled";
 /// The bookkeeping key saying the newest-heads index was filled.
 const HEADS_BY_RUN_FILLED: &str = "heads_by_run_filled";
 /// The bookkeeping key saying the moved set was filled: without it a

@@ -759,3 +759,47 @@ fn r_sig_3_a_half_signature_pair_is_a_malformed_row() {
         shared::a_half_signature_pair_is_a_malformed_row(&RedbStore::open_read_only(&copy).unwrap(), &tenant, &run);
     }
 }
+
+/// R-AUD-8, R-COVER-2: a file whose bookkeeping says a writer of this build
+/// filled the admission order and the moved marks (`admissions_filled`,
+/// `moved_runs_filled`) is not an older build's file: each table dropped
+/// whole behind the plane (one raw write, no key) is every row of it
+/// deleted, a finding per run, never "not checked" as if no build had kept
+/// it (which audits with exit 0, and which no writer's opening refills).
+#[test]
+fn r_aud_8_a_table_dropped_whole_from_a_file_that_kept_it_is_found() {
+    use journal_core::testkit::{origin, sample_run, tenant};
+    use journal_core::{Journal, Outcome, RunId};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dropped.redb");
+    let (tenant, origin) = (tenant(), origin());
+    let open = RunId::new("run-open").unwrap();
+    {
+        let store = RedbStore::create(&path).unwrap();
+        let journal = Journal::new(&store, &tenant, &origin);
+        sample_run(&journal, &RunId::new("run-sealed").unwrap(), Outcome::Succeeded).unwrap();
+        sample_run(&journal, &open, Outcome::Failed).unwrap();
+    }
+    let inputs = audit::AuditInputs::new(tenant.clone(), origin.clone());
+    let codes = |report: &audit::AuditReport, code: audit::FindingCode| -> Vec<String> {
+        report.findings.iter().filter(|f| f.code == code).map(|f| f.run.clone().unwrap_or_default()).collect()
+    };
+    {
+        let report = audit::audit(&RedbStore::open_read_only(&path).unwrap(), &inputs).unwrap();
+        assert!(codes(&report, audit::FindingCode::AdmissionOrderMismatch).is_empty(), "{:#?}", report.findings);
+        assert!(codes(&report, audit::FindingCode::MovedMarkMissing).is_empty(), "{:#?}", report.findings);
+    }
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let order: redb::TableDefinition<(&str, i64, &str), ()> = redb::TableDefinition::new("admission_order");
+        assert!(txn.delete_table(order).unwrap(), "the file had the table");
+        let moved: redb::TableDefinition<(&str, &str), ()> = redb::TableDefinition::new("moved_runs");
+        assert!(txn.delete_table(moved).unwrap(), "the file had the table");
+        txn.commit().unwrap();
+    }
+    let report = audit::audit(&RedbStore::open_read_only(&path).unwrap(), &inputs).unwrap();
+    assert_eq!(codes(&report, audit::FindingCode::AdmissionOrderMismatch).len(), 2, "{:#?}", report.findings);
+    assert_eq!(codes(&report, audit::FindingCode::MovedMarkMissing), [open.to_string()], "{:#?}", report.findings);
+    assert!(!report.not_checked.iter().any(|n| n.what.contains("admission order") || n.what.contains("moved marks")));
+}
