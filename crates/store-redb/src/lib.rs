@@ -1032,6 +1032,9 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
         snapshot.heads_entries = read_heads_entries(&heads, tenant, 0..=u64::MAX)?;
     }
     let kept = heads_by_run_kept(txn)?;
+    // A file that says it keeps the index and has no table of it had the
+    // table dropped behind the plane: no row at all, never the index
+    // derived from the entries as for a file older than it.
     match open_if_there(txn, HEADS_BY_RUN)?.filter(|_| kept) {
         Some(by_run) => {
             for entry in by_run.range((t, "")..).map_err(io)? {
@@ -1043,6 +1046,7 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
                 snapshot.heads_by_run.insert(run_id(tenant, run)?, value.value());
             }
         }
+        None if kept => {}
         None => snapshot.index_heads_by_run(),
     }
     let marked = meta_says(txn, MOVED_RUNS_FILLED)?;

@@ -803,3 +803,31 @@ fn r_aud_8_a_table_dropped_whole_from_a_file_that_kept_it_is_found() {
     assert_eq!(codes(&report, audit::FindingCode::MovedMarkMissing), [open.to_string()], "{:#?}", report.findings);
     assert!(!report.not_checked.iter().any(|n| n.what.contains("admission order") || n.what.contains("moved marks")));
 }
+
+/// R-AUD-2: the same for the newest-heads index. A file whose bookkeeping
+/// says it keeps the index (`heads_by_run_filled`) and has no table of it
+/// had the table dropped behind the plane: `prove` of an open run then
+/// fails to read it, and the audit must not answer from the entries as if
+/// the file were older than the index (clean).
+#[test]
+fn r_aud_2_the_newest_heads_index_dropped_whole_from_a_file_that_kept_it_is_found() {
+    use journal_core::testkit::{origin, tenant};
+    let dir = tempfile::tempdir().unwrap();
+    let (path, runs, _) = two_heads_leaves(dir.path());
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let by_run: redb::TableDefinition<(&str, &str), u64> = redb::TableDefinition::new("heads_by_run");
+        assert!(txn.delete_table(by_run).unwrap(), "the file had the table");
+        txn.commit().unwrap();
+    }
+    let report =
+        audit::audit(&RedbStore::open_read_only(&path).unwrap(), &audit::AuditInputs::new(tenant(), origin())).unwrap();
+    let found: std::collections::BTreeSet<String> = report
+        .findings
+        .iter()
+        .filter(|f| f.code == audit::FindingCode::HeadsIndexMismatch)
+        .map(|f| f.run.clone().unwrap_or_default())
+        .collect();
+    assert_eq!(found, runs.map(|run| run.to_string()).into(), "{:#?}", report.findings);
+}
