@@ -1049,9 +1049,12 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
         None if kept => {}
         None => snapshot.index_heads_by_run(),
     }
-    let marked = meta_says(txn, MOVED_RUNS_FILLED)?;
-    // A file whose bookkeeping says its runs were marked and that has no
-    // table of marks had it dropped behind the plane: no mark at all.
+    // Marks came with heads leaves (issue 20), and every build that keeps
+    // them marks the file's runs at its first opening: a file that holds
+    // heads entries, or whose bookkeeping says its runs were marked, keeps
+    // marks. Without a table of them it had it dropped behind the plane (no
+    // mark at all); without the bookkeeping, that was removed with them.
+    let marked = meta_says(txn, MOVED_RUNS_FILLED)? || !snapshot.heads_entries.is_empty();
     match open_if_there(txn, MOVED)?.filter(|_| marked) {
         Some(moved) => {
             for entry in moved.range((t, "")..).map_err(io)? {

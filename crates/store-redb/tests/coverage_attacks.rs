@@ -831,3 +831,36 @@ fn r_aud_2_the_newest_heads_index_dropped_whole_from_a_file_that_kept_it_is_foun
         .collect();
     assert_eq!(found, runs.map(|run| run.to_string()).into(), "{:#?}", report.findings);
 }
+
+/// R-COVER-2: a file that holds heads leaves was written by a build that
+/// kept moved marks (they came together, issue 20), and every such build
+/// marks the file's runs at its first opening. Its `moved_runs_filled`
+/// bookkeeping removed along with the marks is tamper, not a file from
+/// before the marks: an open run moved past its newest heads entry and left
+/// unmarked is a finding, never "the moved marks" not checked (exit 0).
+#[test]
+fn r_cover_2_moved_marks_dropped_with_their_bookkeeping_from_a_file_with_heads_leaves_are_found() {
+    use journal_core::record::StepMark;
+    use journal_core::testkit::{origin, tenant};
+    use journal_core::{Journal, RecordBody, Store as _};
+    let dir = tempfile::tempdir().unwrap();
+    let (path, runs, _) = two_heads_leaves(dir.path());
+    {
+        let store = RedbStore::open(&path).unwrap();
+        let head = store.read_run(&tenant(), &runs[1]).unwrap().head;
+        Journal::new(&store, &tenant(), &origin())
+            .append(&runs[1], head, None, RecordBody::StepStarted(StepMark { step: "work".into() }))
+            .unwrap();
+    }
+    let inputs = audit::AuditInputs::new(tenant(), origin());
+    assert!(shared::runs_found(&audit_file(&path, &inputs), audit::FindingCode::MovedMarkMissing).is_empty());
+    forge(&path, |txn| {
+        let moved: redb::TableDefinition<(&str, &str), ()> = redb::TableDefinition::new("moved_runs");
+        assert!(txn.delete_table(moved).unwrap(), "the file had the table");
+        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+        assert!(txn.open_table(meta).unwrap().remove("moved_runs_filled").unwrap().is_some());
+    });
+    let report = audit_file(&path, &inputs);
+    assert_eq!(shared::runs_found(&report, audit::FindingCode::MovedMarkMissing), vec![runs[1].to_string()]);
+    assert!(!report.not_checked.iter().any(|n| n.what == "the moved marks"), "{:#?}", report.not_checked);
+}
