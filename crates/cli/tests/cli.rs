@@ -578,17 +578,29 @@ fn r_ver_4_build_skew_has_an_exit_code_of_its_own() {
         let run = &failed[0];
         let rows = journal_core::Store::read_run(&store, &tenant, run).unwrap().rows;
         let last = rows.last().unwrap().clone();
+        // A newer writer appends after the head the log already covers; it
+        // does not rewrite a logged record (that would be tamper, and is).
+        let next = last.seq + 1;
         let bytes = String::from_utf8(last.bytes.clone())
             .unwrap()
             .replace(
                 "\"name\":\"agentplane-cli\",\"version\":\"0.1.0\"",
                 "\"name\":\"agentplane-cli\",\"version\":\"7.0.0\"",
             )
+            .replacen(&format!("\"seq\":{}", last.seq), &format!("\"seq\":{next}"), 1)
             .replacen("\"body\":", "\"priority\":1,\"body\":", 1)
             .into_bytes();
-        let hash = journal_core::ChainHash::link(&last.prev_hash, &bytes);
-        store.overwrite_row(&tenant, run, journal_core::StoredRecord { bytes, hash, signature: None, ..last.clone() });
-        store.set_runs_head(&tenant, run, journal_core::ExpectedHead { seq: last.seq, hash });
+        let hash = journal_core::ChainHash::link(&last.hash, &bytes);
+        let row = journal_core::StoredRecord {
+            seq: next,
+            prev_hash: last.hash,
+            bytes,
+            hash,
+            signature: None,
+            ..last.clone()
+        };
+        store.overwrite_row(&tenant, run, row);
+        store.set_runs_head(&tenant, run, journal_core::ExpectedHead { seq: next, hash });
     }
     let out = agentplane(dir.path(), &["--origin", &origin, "audit", "--log-key", &log_key]);
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stdout));
