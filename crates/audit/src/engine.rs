@@ -100,14 +100,14 @@ pub fn audit_with_progress(
     check_outcome_listing(&snapshot, &facts, &mut report);
     check_idempotency_rows(&snapshot, &facts, &mut report);
     check_admission_order(&snapshot, &facts, &mut report);
-    check_fork_provenance(store, inputs, &facts, &mut report);
+    check_fork_provenance(store, inputs, &facts, &skewed, &mut report);
     let LogChecked { rebuilt, heads_leaves, sealed } = check_log(&snapshot, inputs, &facts, &skewed, &mut report)?;
     check_seal_index(&snapshot, &sealed, &mut report);
     let anchored = check_anchors(inputs, &rebuilt, &mut report);
     let (covered, held_leaves) = check_heads(&snapshot, inputs, &facts, &skewed, &heads_leaves, &anchored, &mut report);
     let newest_entries = newest_verified_entries(&snapshot, &held_leaves);
     check_heads_index(&snapshot, &newest_entries, &mut report);
-    check_moved_marks(&snapshot, &facts, &newest_entries, &mut report);
+    check_moved_marks(&snapshot, &facts, &skewed, &newest_entries, &mut report);
     report.tenant = inputs.tenant.to_string();
     report.origin = inputs.origin.to_string();
     report.log_size = rebuilt.size();
@@ -431,7 +431,14 @@ fn read_chain(
             // record rewritten as a newer build's must not hide a cut.
             if skew {
                 match verify_links(run, &rows, None) {
-                    Ok(()) => audit.skewed = Some(rows.iter().map(|row| row.hash).collect()),
+                    Ok(()) => {
+                        audit.skewed = Some(rows.iter().map(|row| row.hash).collect());
+                        // The links say where the chain ends, whatever the
+                        // version: the runs table's head is held to that.
+                        let head = rows.last().map(|row| ExpectedHead { seq: row.seq, hash: row.hash });
+                        audit.derived += 1;
+                        audit.findings.extend(runs_head_finding(run, stored.head, head));
+                    }
                     Err(err) => audit.findings.push(finding_of(run, err)?),
                 }
                 // Signatures are over the chain hash, whatever the version.
@@ -495,16 +502,7 @@ fn finish_run(
         };
         audit.findings.push(Finding::new(FindingCode::SealedFlagMismatch, detail).run(run));
     }
-    if stored.head != head {
-        let seq = |h: Option<ExpectedHead>| h.map_or_else(|| "none".to_owned(), |h| format!("seq {}", h.seq));
-        audit.findings.push(
-            Finding::new(
-                FindingCode::RunsHeadMismatch,
-                format!("the runs table's head is {}, the chain ends at {}", seq(stored.head), seq(head)),
-            )
-            .run(run),
-        );
-    }
+    audit.findings.extend(runs_head_finding(run, stored.head, head));
     if let Some(admitted) = journal_core::journal::admission(&records) {
         audit.derived += 1;
         if let Some(finding) = tenant_binding(inputs, run, admitted) {
@@ -533,6 +531,21 @@ fn finish_run(
     let admitted_at = journal_core::journal::admission(&records).and_then(|_| records.first()).map(|r| r.record.at);
     audit.facts = Some(RunFacts { last: outcome, leaf, hashes, forked, idempotency_key, admitted_at });
     Ok(audit)
+}
+
+/// The runs table's head against where the verified links end.
+fn runs_head_finding(run: &RunId, stored: Option<ExpectedHead>, chain: Option<ExpectedHead>) -> Option<Finding> {
+    if stored == chain {
+        return None;
+    }
+    let seq = |h: Option<ExpectedHead>| h.map_or_else(|| "none".to_owned(), |h| format!("seq {}", h.seq));
+    Some(
+        Finding::new(
+            FindingCode::RunsHeadMismatch,
+            format!("the runs table's head is {}, the chain ends at {}", seq(stored), seq(chain)),
+        )
+        .run(run),
+    )
 }
 
 fn check_signatures<'a>(
@@ -600,18 +613,23 @@ fn check_fork_provenance(
     store: &dyn Store,
     inputs: &AuditInputs,
     facts: &BTreeMap<RunId, RunFacts>,
+    skewed: &Skewed,
     report: &mut AuditReport,
 ) {
     for (run, run_facts) in facts {
         let Some((source, at_seq, source_hash)) = &run_facts.forked else { continue };
         report.checked.derived += 1;
         let source_id = RunId::new(source).ok();
-        match source_id.as_ref().and_then(|id| facts.get(id)) {
-            Some(source_facts) => {
+        // A source this build cannot read still has linked hashes to hold
+        // the fork point to.
+        let source_hashes =
+            source_id.as_ref().and_then(|id| facts.get(id).map(|facts| &facts.hashes).or_else(|| skewed.get(id)));
+        match source_hashes {
+            Some(source_hashes) => {
                 let held = usize::try_from(*at_seq)
                     .ok()
                     .and_then(|seq| seq.checked_sub(1))
-                    .and_then(|index| source_facts.hashes.get(index))
+                    .and_then(|index| source_hashes.get(index))
                     .is_some_and(|hash| hash.to_string() == *source_hash);
                 if !held {
                     report.findings.push(
@@ -1149,6 +1167,7 @@ fn check_heads_index(snapshot: &TenantSnapshot, newest: &NewestEntries<'_>, repo
 fn check_moved_marks(
     snapshot: &TenantSnapshot,
     facts: &BTreeMap<RunId, RunFacts>,
+    skewed: &Skewed,
     newest: &NewestEntries<'_>,
     report: &mut AuditReport,
 ) {
@@ -1163,10 +1182,16 @@ fn check_moved_marks(
         return;
     }
     // A run whose chain seals is held to its seal instead (its mark goes
-    // with the sealing append).
-    for (run, run_facts) in facts.iter().filter(|(_, run_facts)| run_facts.leaf.is_none()) {
-        let Some(head) = run_facts.hashes.last() else { continue };
-        let seq = run_facts.hashes.len() as u64;
+    // with the sealing append). A run this build cannot read seals when the
+    // log holds a seal row for it (held to its links in `check_log`).
+    let logged_seals: BTreeSet<&RunId> =
+        snapshot.seals.values().filter(|seal| !HeadsLeaf::is_tagged(&seal.leaf_bytes)).map(|seal| &seal.run).collect();
+    let open_readable =
+        facts.iter().filter(|(_, run_facts)| run_facts.leaf.is_none()).map(|(run, run_facts)| (run, &run_facts.hashes));
+    let open_skewed = skewed.iter().filter(|(run, _)| !logged_seals.contains(run));
+    for (run, hashes) in open_readable.chain(open_skewed) {
+        let Some(head) = hashes.last() else { continue };
+        let seq = hashes.len() as u64;
         report.checked.derived += 1;
         let entered = newest.get(run).is_some_and(|(_, entry)| entry.seq == seq && entry.hash == *head);
         if entered || snapshot.moved.contains(run) {

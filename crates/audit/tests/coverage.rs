@@ -367,6 +367,50 @@ fn r_chain_4_rows_after_a_record_of_a_newer_build_are_still_linked() {
     assert_eq!(broken.class, FindingClass::Tamper);
 }
 
+/// R-AUD-2, R-VER-4: the runs table's head is derived data held to the
+/// chain even when this build cannot read a record of it: the links are
+/// checked from the stored bytes, so the head they end at is known. A head
+/// set back (which makes the next append continue below the cut-off rows)
+/// is a finding, not "build skew only".
+#[test]
+fn r_aud_2_the_head_of_a_run_this_build_cannot_read_is_held_to_its_links() {
+    let plane = Plane::unsigned();
+    let run = plane.fail("failed-1");
+    let rows = plane.store.read_run(&plane.tenant, &run).unwrap().rows;
+    let mut inputs = plane.inputs();
+    inputs.reader = as_newer_build(&plane, &run, rows.len() as u64);
+    let skew_only = plane.audit(&inputs);
+    assert!(skew_only.only_build_skew(), "untouched, only build skew: {:#?}", skew_only.findings);
+
+    let earlier = &rows[rows.len() - 2];
+    plane.store.set_runs_head(&plane.tenant, &run, ExpectedHead { seq: earlier.seq, hash: earlier.hash });
+    let report = plane.audit(&inputs);
+    assert!(!report.only_build_skew(), "a head set back is not build skew: {:#?}", report.findings);
+    let head = report.with_code(FindingCode::RunsHeadMismatch).find(|f| f.run.as_deref() == Some(run.as_str()));
+    assert!(head.is_some(), "the runs row's head is named: {:#?}", report.findings);
+}
+
+/// R-COVER-2, R-VER-4: an open run this build cannot read still needs its
+/// moved mark (its linked head is not in a heads leaf yet): the mark deleted
+/// would leave it out of the next heads leaf, unanchored, while the audit
+/// said "build skew only".
+#[test]
+fn r_cover_2_the_moved_mark_of_a_run_this_build_cannot_read_is_held() {
+    let plane = Plane::unsigned();
+    let run = plane.fail("failed-1");
+    let last = plane.store.read_run(&plane.tenant, &run).unwrap().rows.len() as u64;
+    let mut inputs = plane.inputs();
+    inputs.reader = as_newer_build(&plane, &run, last);
+    let skew_only = plane.audit(&inputs);
+    assert!(skew_only.only_build_skew(), "marked, only build skew: {:#?}", skew_only.findings);
+
+    plane.store.set_moved(&plane.tenant, &run, false);
+    let report = plane.audit(&inputs);
+    assert!(!report.only_build_skew(), "a deleted mark is not build skew: {:#?}", report.findings);
+    let unmarked = report.with_code(FindingCode::MovedMarkMissing).find(|f| f.run.as_deref() == Some(run.as_str()));
+    assert!(unmarked.is_some(), "the run is named: {:#?}", report.findings);
+}
+
 /// R-SIG-2, R-SIG-3, R-VER-4: a signature is over the chain hash, which
 /// every build computes the same way, so a run this build cannot read still
 /// has its signatures checked: a record rewritten as a newer build's keeps

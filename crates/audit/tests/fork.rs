@@ -67,6 +67,38 @@ fn a_fork_performs_only_what_follows_the_fork_point_and_its_provenance_is_audite
 
 #[test]
 fn a_fork_whose_source_record_changed_is_found() {
+    let (plane, fork_id) = fork_of_a_rewritten_source(false);
+    let report = plane.audit(&plane.inputs());
+    assert!(
+        report.with_code(FindingCode::ForkSourceChanged).any(|f| f.run.as_deref() == Some(fork_id.as_str())),
+        "{:#?}",
+        report.findings
+    );
+}
+
+/// R-VER-4, R-AUD-2: a source rewritten behind the fork point, its last
+/// record made one this build cannot read, is still held to the fork's
+/// provenance: the linked hashes name the changed record, and the audit is
+/// not "build skew only".
+#[test]
+fn r_ver_4_a_fork_whose_source_this_build_cannot_read_is_still_held_to_its_provenance() {
+    let (plane, fork_id) = fork_of_a_rewritten_source(true);
+    let mut inputs = plane.inputs();
+    inputs.reader = journal_core::Build::new("agentplane-cli", "0.1.0");
+    let report = plane.audit(&inputs);
+    assert!(report.with_code(FindingCode::BuildSkew).next().is_some(), "{:#?}", report.findings);
+    assert!(!report.only_build_skew(), "{:#?}", report.findings);
+    assert!(
+        report.with_code(FindingCode::ForkSourceChanged).any(|f| f.run.as_deref() == Some(fork_id.as_str())),
+        "{:#?}",
+        report.findings
+    );
+}
+
+/// A fork at seq 2 of an open run, then the source's tail rewritten with a
+/// consistent chain from seq 2 on (no key needed: the plane is unsigned);
+/// `newer_last` also makes the last record a newer build's.
+fn fork_of_a_rewritten_source(newer_last: bool) -> (Plane, journal_core::RunId) {
     let plane = Plane::unsigned();
     let source = plane.fail("source");
     let rows = plane.store.read_run(&plane.tenant, &source).unwrap().rows;
@@ -84,10 +116,17 @@ fn a_fork_whose_source_record_changed_is_found() {
     };
     let fork_id = fork.run().clone();
     drop(fork);
-    // Someone rewrites the source's tail with a consistent chain from seq 2 on.
     let mut prev = rows[0].hash;
-    for row in &rows[1..] {
-        let bytes = String::from_utf8(row.bytes.clone()).unwrap().replace("\"work\"", "\"WORK\"").into_bytes();
+    for (index, row) in rows.iter().enumerate().skip(1) {
+        let mut text = String::from_utf8(row.bytes.clone()).unwrap().replace("\"work\"", "\"WORK\"");
+        if newer_last && index + 1 == rows.len() {
+            text = text.replace("\"version\":\"0.1.0\"}", "\"version\":\"9.9.9\"}").replacen(
+                "\"body\":",
+                "\"trace\":\"abc\",\"body\":",
+                1,
+            );
+        }
+        let bytes = text.into_bytes();
         let hash = journal_core::ChainHash::link(&prev, &bytes);
         plane.store.overwrite_row(
             &plane.tenant,
@@ -101,10 +140,5 @@ fn a_fork_whose_source_record_changed_is_found() {
         &source,
         journal_core::ExpectedHead { seq: rows.len() as u64, hash: prev },
     );
-    let report = plane.audit(&plane.inputs());
-    assert!(
-        report.with_code(FindingCode::ForkSourceChanged).any(|f| f.run.as_deref() == Some(fork_id.as_str())),
-        "{:#?}",
-        report.findings
-    );
+    (plane, fork_id)
 }
