@@ -992,7 +992,7 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
         // Absent from a file whose bookkeeping says a writer of this build
         // filled it: dropped behind the plane, every row of it deleted (a
         // finding per run), not an older build's file (not checked).
-        None => snapshot.admission_order_absent = !meta_says(txn, ADMISSIONS_FILLED)?,
+        None => snapshot.admission_order_absent = !admission_order_kept(txn)?,
     }
     let name = seals_table(t);
     if let Some(seals) = open_if_there(txn, seals_def(&name))? {
@@ -1180,6 +1180,14 @@ const MOVED_RUNS_FILLED: &str = "moved_runs_filled";
 /// has opened it).
 fn heads_by_run_kept(txn: &ReadTransaction) -> Result<bool, JournalError> {
     meta_says(txn, HEADS_BY_RUN_FILLED)
+}
+
+/// Whether this file keeps the admission order. Every writer that filled
+/// the newest-heads index (its key, or its table: both only ever made in
+/// the opening that fills it) filled the order in the same transaction,
+/// so either one outlives the order's own key removed with its table.
+fn admission_order_kept(txn: &ReadTransaction) -> Result<bool, JournalError> {
+    Ok(meta_says(txn, ADMISSIONS_FILLED)? || heads_by_run_kept(txn)? || open_if_there(txn, HEADS_BY_RUN)?.is_some())
 }
 
 /// Whether this file's bookkeeping holds `name` (a fill done once).

@@ -54,10 +54,15 @@ fn r_aud_8_a_file_from_before_the_admission_order_is_not_checked_until_a_writer_
     {
         let db = redb::Database::open(&path).unwrap();
         let txn = db.begin_write().unwrap();
+        // As such a build wrote it: nor the newest-heads index, which came
+        // after the order.
         let order: redb::TableDefinition<(&str, i64, &str), ()> = redb::TableDefinition::new("admission_order");
         assert!(txn.delete_table(order).unwrap(), "the file had the table");
+        let by_run: redb::TableDefinition<(&str, &str), u64> = redb::TableDefinition::new("heads_by_run");
+        assert!(txn.delete_table(by_run).unwrap(), "the file had the table");
         let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
         txn.open_table(meta).unwrap().remove("admissions_filled").unwrap();
+        txn.open_table(meta).unwrap().remove("heads_by_run_filled").unwrap();
         txn.commit().unwrap();
     }
     let inputs = audit::AuditInputs::new(tenant.clone(), origin.clone());
@@ -758,6 +763,37 @@ fn r_sig_3_a_half_signature_pair_is_a_malformed_row() {
         });
         shared::a_half_signature_pair_is_a_malformed_row(&RedbStore::open_read_only(&copy).unwrap(), &tenant, &run);
     }
+}
+
+/// R-AUD-8: the admission order dropped whole together with its bookkeeping
+/// key (`admissions_filled`) is not a file from before the order when the
+/// file keeps what every later writer made in the same opening that filled
+/// the order (the newest-heads index, its table or its key): every row of
+/// the order deleted, a finding per run, not "not checked" with exit 0.
+#[test]
+fn r_aud_8_the_admission_order_dropped_with_its_key_is_found_by_what_came_after_it() {
+    use journal_core::testkit::{origin, sample_run, tenant};
+    use journal_core::{Journal, Outcome, RunId};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dropped.redb");
+    let (tenant, origin) = (tenant(), origin());
+    {
+        let store = RedbStore::create(&path).unwrap();
+        let journal = Journal::new(&store, &tenant, &origin);
+        sample_run(&journal, &RunId::new("run-a").unwrap(), Outcome::Succeeded).unwrap();
+        sample_run(&journal, &RunId::new("run-b").unwrap(), Outcome::Failed).unwrap();
+    }
+    forge(&path, |txn| {
+        let order: redb::TableDefinition<(&str, i64, &str), ()> = redb::TableDefinition::new("admission_order");
+        assert!(txn.delete_table(order).unwrap(), "the file had the table");
+        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+        assert!(txn.open_table(meta).unwrap().remove("admissions_filled").unwrap().is_some());
+    });
+    let inputs = audit::AuditInputs::new(tenant.clone(), origin.clone());
+    let report = audit_file(&path, &inputs);
+    let missing = report.findings.iter().filter(|f| f.code == audit::FindingCode::AdmissionOrderMismatch).count();
+    assert_eq!(missing, 2, "{:#?}", report.findings);
+    assert!(!report.not_checked.iter().any(|n| n.what.contains("admission order")), "{:#?}", report.not_checked);
 }
 
 /// R-AUD-8, R-COVER-2: a file whose bookkeeping says a writer of this build
