@@ -1155,6 +1155,24 @@ fn stored_record_unsigned(
 }
 
 /// A heads entries row `position, run, seq, hash`.
+/// Heads entry rows by position, each position's in run id order by bytes
+/// (the order its leaf commits to): sorted here, because `ORDER BY run`
+/// follows the database's text collation, which need not be byte order.
+fn heads_entries_of_rows(
+    tenant: &TenantId,
+    rows: &[postgres::Row],
+) -> Result<journal_core::store::HeadsByPosition, JournalError> {
+    let mut entries = journal_core::store::HeadsByPosition::new();
+    for row in rows {
+        let (position, entry) = head_entry_of_row(tenant, row)?;
+        entries.entry(position).or_default().push(entry);
+    }
+    for held in entries.values_mut() {
+        held.sort_unstable();
+    }
+    Ok(entries)
+}
+
 fn head_entry_of_row(tenant: &TenantId, row: &postgres::Row) -> Result<(u64, HeadEntry), JournalError> {
     let position = to_u64(tenant, column(tenant, row, 0)?)?;
     let run = run_id(tenant, column(tenant, row, 1)?)?;
@@ -1326,13 +1344,10 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
             return Err(twice(tenant, "log_nodes", &id));
         }
     }
-    for row in txn
-        .query("SELECT position, run, seq, hash FROM heads_entries WHERE tenant = $1 ORDER BY position, run", &[&t])
-        .map_err(fail("reading heads entries"))?
-    {
-        let (position, entry) = head_entry_of_row(tenant, &row)?;
-        snapshot.heads_entries.entry(position).or_default().push(entry);
-    }
+    let rows = txn
+        .query("SELECT position, run, seq, hash FROM heads_entries WHERE tenant = $1 ORDER BY position", &[&t])
+        .map_err(fail("reading heads entries"))?;
+    snapshot.heads_entries = heads_entries_of_rows(tenant, &rows)?;
     snapshot.index_heads_by_run();
     for (table, trees) in
         [("signed_checkpoints", &mut snapshot.signed), ("cosigned_checkpoints", &mut snapshot.cosigned)]
@@ -1672,11 +1687,11 @@ impl Store for PgStore {
         let mut conn = self.conn()?;
         let rows = conn
             .query(
-                "SELECT position, run, seq, hash FROM heads_entries WHERE tenant = $1 AND position = $2 ORDER BY run",
+                "SELECT position, run, seq, hash FROM heads_entries WHERE tenant = $1 AND position = $2",
                 &[&tenant.as_str(), &to_i64(position)?],
             )
             .map_err(|err| pg("reading heads entries", err))?;
-        rows.iter().map(|row| head_entry_of_row(tenant, row).map(|(_, entry)| entry)).collect()
+        Ok(heads_entries_of_rows(tenant, &rows)?.remove(&position).unwrap_or_default())
     }
 
     fn heads_entries_in(
@@ -1689,16 +1704,11 @@ impl Store for PgStore {
         let rows = conn
             .query(
                 "SELECT position, run, seq, hash FROM heads_entries WHERE tenant = $1 AND position >= $2 AND position < $3
-                 ORDER BY position, run",
+                 ORDER BY position",
                 &[&tenant.as_str(), &from, &to],
             )
             .map_err(|err| pg("reading heads entries", err))?;
-        let mut entries = journal_core::store::HeadsByPosition::new();
-        for row in &rows {
-            let (position, entry) = head_entry_of_row(tenant, row)?;
-            entries.entry(position).or_default().push(entry);
-        }
-        Ok(entries)
+        heads_entries_of_rows(tenant, &rows)
     }
 
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {

@@ -63,6 +63,22 @@ pub fn fresh_database() -> String {
     with_dbname(&url, &name)
 }
 
+/// A new, empty database on the test server whose text collation is the
+/// ICU locale `icu_locale` (where `run-a` sorts before `run-B`, unlike byte
+/// order); its URL.
+pub fn fresh_database_collated(icu_locale: &str) -> String {
+    let url = server_url();
+    let name = database_name();
+    let mut admin = Client::connect(&url, NoTls).unwrap_or_else(|err| panic!("connecting to {url}: {err}"));
+    admin
+        .batch_execute(&format!(
+            "CREATE DATABASE {name} TEMPLATE template0 ENCODING 'UTF8' LOCALE_PROVIDER icu ICU_LOCALE '{icu_locale}' \
+             LOCALE 'C.UTF-8'"
+        ))
+        .expect("creating a test database with an ICU collation");
+    with_dbname(&url, &name)
+}
+
 /// A new database whose schema is at `version` (an older one than this
 /// build's), as an older build left it: for migration tests.
 pub fn database_at_version(version: i32) -> String {
