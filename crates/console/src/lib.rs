@@ -188,6 +188,8 @@ fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/", get(pages::plane))
         .route("/runs", get(pages::runs))
+        .route("/run", get(pages::run_by_query))
+        .route("/run/export", get(pages::export_by_query))
         .route("/run/{tenant}/{run}", get(pages::run))
         .route("/run/{tenant}/{run}/export", get(pages::export))
         .route("/diff", get(pages::diff))

@@ -512,13 +512,22 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
     ))
 }
 
-/// Percent-encodes a query value (for the pages' own links).
 /// A run page's address (`suffix`: "" or "/export"): the tenant and run
-/// ids are path segments, percent-encoded, since an id may hold a `/`.
+/// ids are path segments, percent-encoded, since an id may hold a `/`. An
+/// id that is `.` or `..` would be a dot segment, which a browser resolves
+/// away (encoded or not) before it asks: such a run is addressed by query
+/// (`/run?tenant=..&run=..`) instead.
 fn run_href(log: &TenantLog, run: &str, suffix: &str) -> String {
-    format!("/run/{}/{}{suffix}", percent(log.tenant.as_str()), percent(run))
+    let (tenant, run) = (percent(log.tenant.as_str()), percent(run));
+    let dot_segment = |segment: &str| matches!(segment, "." | "..");
+    if dot_segment(&tenant) || dot_segment(&run) {
+        format!("/run{suffix}?tenant={tenant}&run={run}")
+    } else {
+        format!("/run/{tenant}/{run}{suffix}")
+    }
 }
 
+/// Percent-encodes a path segment or query value (for the pages' own links).
 fn percent(text: &str) -> String {
     text.bytes()
         .map(|b| match b {
@@ -532,6 +541,24 @@ fn percent(text: &str) -> String {
 
 pub(crate) async fn run(State(app): State<Arc<App>>, Path((tenant, run)): Path<(String, String)>) -> Response {
     render(app, move |app| render_run(app, &tenant, &run)).await
+}
+
+/// A run addressed by query (`/run?tenant=..&run=..`): the form for ids a
+/// path segment cannot carry (see [`run_href`]).
+#[derive(Debug, Deserialize)]
+pub(crate) struct RunQuery {
+    tenant: String,
+    run: String,
+}
+
+pub(crate) async fn run_by_query(
+    State(app): State<Arc<App>>,
+    query: Result<Query<RunQuery>, QueryRejection>,
+) -> Response {
+    match query {
+        Ok(Query(RunQuery { tenant, run })) => render(app, move |app| render_run(app, &tenant, &run)).await,
+        Err(rejection) => bad_query(&rejection),
+    }
 }
 
 fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
@@ -792,6 +819,20 @@ fn proof_section(
 // ------------------------------------------------------------ its export
 
 pub(crate) async fn export(State(app): State<Arc<App>>, Path((tenant, run)): Path<(String, String)>) -> Response {
+    export_response(app, tenant, run).await
+}
+
+pub(crate) async fn export_by_query(
+    State(app): State<Arc<App>>,
+    query: Result<Query<RunQuery>, QueryRejection>,
+) -> Response {
+    match query {
+        Ok(Query(RunQuery { tenant, run })) => export_response(app, tenant, run).await,
+        Err(rejection) => bad_query(&rejection),
+    }
+}
+
+async fn export_response(app: Arc<App>, tenant: String, run: String) -> Response {
     match tokio::task::spawn_blocking(move || export_of(&app, &tenant, &run)).await {
         Ok(Ok((name, text))) => (
             [

@@ -381,6 +381,48 @@ fn ids_holding_a_slash_are_linked_as_one_path_segment_each() {
     assert_ne!(status, 404);
 }
 
+/// R-UX-3: a run id `.` or `..` is a dot segment that a browser resolves
+/// away (`/run/t/..` becomes `/run/`, encoded or not) before it asks: such a
+/// run is linked by query, and that address serves its page and export.
+#[test]
+fn a_run_whose_id_is_a_dot_segment_is_linked_by_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(store_redb::RedbStore::create(&dir.path().join("plane.redb")).unwrap());
+    let tenant = journal_core::TenantId::new("acme").unwrap();
+    let origin = journal_core::Origin::new("console.test/plane/acme").unwrap();
+    let journal = journal_core::Journal::new(store.as_ref(), &tenant, &origin);
+    for id in ["..", "."] {
+        let run = journal_core::RunId::new(id).unwrap();
+        journal_core::testkit::sample_run(&journal, &run, journal_core::Outcome::Succeeded).unwrap();
+    }
+    let view = console::PlaneView {
+        store: Arc::clone(&store) as Arc<dyn journal_core::Store>,
+        tenants: vec![console::TenantLog { tenant, origin }],
+        record_verifier: None,
+        log_keys: Vec::new(),
+        witnesses: Vec::new(),
+        upcasters: journal_core::Upcasters::builtin(),
+        folder: None,
+    };
+    let options = console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None };
+    let console = console::Console::start(view, options).unwrap();
+    let (status, page) = get(&format!("{}/runs?tenant=acme", console.url()));
+    assert_eq!(status, 200, "{page}");
+    for id in ["..", "."] {
+        let href = format!("/run?tenant=acme&amp;run={id}");
+        assert!(page.contains(&format!(r#"href="{href}""#)), "{page}");
+        let (status, run_page) = get(&format!("{}/run?tenant=acme&run={id}", console.url()));
+        assert_eq!(status, 200, "{run_page}");
+        assert!(run_page.contains(&format!(r#"href="/run/export?tenant=acme&amp;run={id}""#)), "{run_page}");
+        let (status, export) = get(&format!("{}/run/export?tenant=acme&run={id}", console.url()));
+        // (This view has no log key, so the export handler answers that;
+        // what matters here is that the address reaches it.)
+        assert!(status != 404 && status != 400, "{status}: {export}");
+    }
+    let (status, _) = get(&format!("{}/run?tenant=acme", console.url()));
+    assert_eq!(status, 400, "a query without the run is the console's error page");
+}
+
 /// R-UX-3: a query a page cannot read (`from` that is not a number, a
 /// parameter given twice) gets the console's own error page
 /// (400, HTML, the security headers), never the framework's plain text.
