@@ -360,17 +360,7 @@ fn ids_holding_a_slash_are_linked_as_one_path_segment_each() {
     let run = journal_core::RunId::new("batch/7").unwrap();
     let journal = journal_core::Journal::new(store.as_ref(), &tenant, &origin);
     journal_core::testkit::sample_run(&journal, &run, journal_core::Outcome::Succeeded).unwrap();
-    let view = console::PlaneView {
-        store: Arc::clone(&store) as Arc<dyn journal_core::Store>,
-        tenants: vec![console::TenantLog { tenant, origin }],
-        record_verifier: None,
-        log_keys: Vec::new(),
-        witnesses: Vec::new(),
-        upcasters: journal_core::Upcasters::builtin(),
-        folder: None,
-    };
-    let options = console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None };
-    let console = console::Console::start(view, options).unwrap();
+    let console = console_on(&store, tenant, origin);
     let (status, page) = get(&format!("{}/runs?tenant=acme%2Feu", console.url()));
     assert_eq!(status, 200, "{page}");
     assert!(page.contains(r#"href="/run/acme%2Feu/batch%2F7""#), "{page}");
@@ -395,17 +385,7 @@ fn a_run_whose_id_is_a_dot_segment_is_linked_by_query() {
         let run = journal_core::RunId::new(id).unwrap();
         journal_core::testkit::sample_run(&journal, &run, journal_core::Outcome::Succeeded).unwrap();
     }
-    let view = console::PlaneView {
-        store: Arc::clone(&store) as Arc<dyn journal_core::Store>,
-        tenants: vec![console::TenantLog { tenant, origin }],
-        record_verifier: None,
-        log_keys: Vec::new(),
-        witnesses: Vec::new(),
-        upcasters: journal_core::Upcasters::builtin(),
-        folder: None,
-    };
-    let options = console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None };
-    let console = console::Console::start(view, options).unwrap();
+    let console = console_on(&store, tenant, origin);
     let (status, page) = get(&format!("{}/runs?tenant=acme", console.url()));
     assert_eq!(status, 200, "{page}");
     for id in ["..", "."] {
@@ -440,4 +420,24 @@ fn a_query_a_page_cannot_read_gets_the_console_s_error_page() {
         assert!(csp.is_some_and(|csp| csp.contains("default-src 'none'")), "{path}");
         assert!(page.contains("cannot read its query"), "{path}: {page}");
     }
+}
+
+/// A console on `store` showing one tenant's log, with no key: what the
+/// id-addressing tests need.
+fn console_on(
+    store: &Arc<store_redb::RedbStore>,
+    tenant: journal_core::TenantId,
+    origin: journal_core::Origin,
+) -> console::Console {
+    let view = console::PlaneView {
+        store: Arc::clone(store) as Arc<dyn journal_core::Store>,
+        tenants: vec![console::TenantLog { tenant, origin }],
+        record_verifier: None,
+        log_keys: Vec::new(),
+        witnesses: Vec::new(),
+        upcasters: journal_core::Upcasters::builtin(),
+        folder: None,
+    };
+    let options = console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None };
+    console::Console::start(view, options).unwrap()
 }
