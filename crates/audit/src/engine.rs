@@ -908,10 +908,16 @@ fn check_log(
     // 4. Counters and cached nodes against the rebuild.
     let counters = store.log_counters(tenant).map_err(AuditError::Store)?;
     let dense = seals.iter().enumerate().all(|(rank, seal)| seal.position == rank as u64);
-    if counters.seal_count != seals.len() as u64 {
+    // The count a store keeps apart from its seals (the snapshot's counters
+    // count the seals read, so only the stored count can differ): the plane
+    // reads it to tell whether positions have holes, and a stale one makes
+    // it refuse to sign a log that has none, or serve a log with holes from
+    // its stored nodes.
+    let kept = snapshot.stored_seal_count.unwrap_or(counters.seal_count);
+    if kept != seals.len() as u64 {
         report.findings.push(Finding::new(
             FindingCode::CachedNodesMismatch,
-            format!("the store counts {} seals; {} are stored", counters.seal_count, seals.len()),
+            format!("the store counts {kept} seals; {} are stored", seals.len()),
         ));
     }
     if counters.has_holes() || !dense || counters.next_position != seals.len() as u64 {

@@ -52,6 +52,13 @@ pub struct TenantSnapshot {
     pub seal_by_run: BTreeMap<RunId, u64>,
     /// The log counter: the next position it gives.
     pub next_position: u64,
+    /// The count of seals the store keeps beside its counter, where it keeps
+    /// one apart from the seals (PostgreSQL's `log_counter.seal_count`, kept
+    /// by a trigger): what the plane reads to tell whether positions have
+    /// holes. `None` where the count is the seals themselves. The snapshot
+    /// answers [`Store::log_counters`] with the seals it read; the audit
+    /// holds this count to them.
+    pub stored_seal_count: Option<u64>,
     /// The stored complete-subtree hashes of the log.
     pub nodes: BTreeMap<NodeId, NodeHash>,
     /// The entries stored for each heads leaf, by the leaf's position.

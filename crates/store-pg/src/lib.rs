@@ -1324,12 +1324,17 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
         }
     }
     snapshot.index_seals_by_run();
+    // The seal count too: the plane reads it to tell whether positions have
+    // holes, so the audit holds it to the seals read here.
     let counters = txn
-        .query("SELECT next_position FROM log_counter WHERE tenant = $1", &[&t])
+        .query("SELECT next_position, seal_count FROM log_counter WHERE tenant = $1", &[&t])
         .map_err(fail("reading the log counter"))?;
-    let next: Option<i64> =
-        at_most_one(tenant, "log_counter", &t, counters)?.map(|row| column(tenant, &row, 0)).transpose()?;
-    snapshot.next_position = next.map_or(Ok(0), |next| to_u64(tenant, next))?;
+    let counters = at_most_one(tenant, "log_counter", &t, counters)?
+        .map(|row| -> Result<(i64, i64), JournalError> { Ok((column(tenant, &row, 0)?, column(tenant, &row, 1)?)) })
+        .transpose()?;
+    let (next, seal_count) = counters.map_or((0, None), |(next, count)| (next, Some(count)));
+    snapshot.next_position = to_u64(tenant, next)?;
+    snapshot.stored_seal_count = seal_count.map(|count| to_u64(tenant, count)).transpose()?;
     for row in txn
         .query("SELECT level, index, hash FROM log_nodes WHERE tenant = $1", &[&t])
         .map_err(fail("reading log nodes"))?

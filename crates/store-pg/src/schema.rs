@@ -153,7 +153,9 @@ DROP FUNCTION pg_temp.agentplane_admitted_millis(bytea);
 ///   seals at every opening of the log. Someone who can switch the trigger
 ///   off can make it stale: the log is then served from its stored nodes
 ///   (the tree the plane signed), and the audit, which counts the seals it
-///   reads, still finds the holes.
+///   reads, still finds the holes; a stale count on a log without holes
+///   (the plane then refuses to sign, and `prove` answers from the walk) is
+///   a finding of its own (the audit holds the stored count to the seals).
 ///
 /// An index and a trigger the server keeps, not rows this store writes.
 const V4: &str = r#"

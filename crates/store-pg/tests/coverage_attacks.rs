@@ -555,3 +555,46 @@ fn r_aud_2_heads_entries_are_in_byte_order_whatever_the_database_collation() {
         assert_eq!(store.newest_heads_of(&tenant, run).unwrap(), Some(positions[0]), "{run}");
     }
 }
+
+/// R-LOG-7, R-AUD-8 (attacker review 14), with SQL: the seal count kept
+/// beside the log counter (schema 4's trigger) is what the plane reads to
+/// tell whether positions have holes. Moved off the seals stored (the
+/// trigger switched off, or the row updated) on a log with no hole, it made
+/// the plane refuse to sign ("sealed runs were removed behind the store
+/// (run `agentplane audit`)") and `prove` answer from the walk "with holes",
+/// while the audit, which counted the seals it read in place of the stored
+/// count, called the store clean: its check of the count compared the
+/// snapshot with itself. The stored count is a finding now (derived data),
+/// and no hole is claimed for it.
+#[test]
+fn r_log_7_a_stale_seal_count_that_makes_the_plane_refuse_to_sign_is_found() {
+    use journal_core::{LogSource, LogView};
+    for (attack, then_seal) in [
+        ("UPDATE log_counter SET seal_count = seal_count - 1", false),
+        ("UPDATE log_counter SET seal_count = seal_count + 1", false),
+        // The plane seals a run while the trigger is off: that seal is not counted.
+        ("ALTER TABLE seals DISABLE TRIGGER seals_counted", true),
+    ] {
+        let plane = shared::Plane::on(PgStore::temporary().unwrap());
+        plane.run("a", true);
+        plane.run("c", false);
+        let saved = plane.sign();
+        let inputs = plane.inputs(&saved);
+        assert!(audit::audit(plane.store.as_ref(), &inputs).unwrap().findings.is_empty());
+        plane.store.raw().batch_execute(attack).unwrap();
+        if then_seal {
+            plane.run("b", true);
+        }
+        // What the plane makes of it: holes, and no signature.
+        let view = LogView::open(plane.store.as_ref(), &plane.tenant).unwrap();
+        assert_eq!(view.source(), LogSource::WalkWithHoles, "{attack}");
+        let signed =
+            journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.key, None);
+        assert!(matches!(signed, Err(journal_core::JournalError::WouldSignRollback { .. })), "{attack}: {signed:?}");
+        // What the audit makes of it: the count, not a deletion.
+        let report = audit::audit(plane.store.as_ref(), &inputs).unwrap();
+        let codes: Vec<_> = report.findings.iter().map(|f| f.code).collect();
+        assert_eq!(codes, [audit::FindingCode::CachedNodesMismatch], "{attack}: {:#?}", report.findings);
+        assert!(report.findings[0].detail.contains("seals"), "{attack}: {:#?}", report.findings);
+    }
+}
