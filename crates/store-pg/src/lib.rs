@@ -468,7 +468,9 @@ fn commit_batch_once(
 
 /// A database error inside one append: a unique violation is another writer
 /// who got there first (a conflict), the trigger's refusal is a sealed run,
-/// anything else breaks the batch.
+/// a text the database cannot hold (a NUL character in an idempotency or
+/// effect key: PostgreSQL's text has none) is that append's own, anything
+/// else breaks the batch.
 fn classify(request: &AppendRequest, context: &str, err: postgres::Error) -> AppendFailure {
     match err.code().map(postgres::error::SqlState::code) {
         Some("23505") => AppendFailure::Refused(JournalError::Conflict {
@@ -477,6 +479,14 @@ fn classify(request: &AppendRequest, context: &str, err: postgres::Error) -> App
             found_seq: request.row.seq,
         }),
         Some("AP001") => AppendFailure::Refused(JournalError::Sealed { run: request.run.clone() }),
+        // character_not_in_repertoire, untranslatable_character
+        Some("22021" | "22P05") => AppendFailure::Refused(JournalError::InvalidRecord(format!(
+            "{context}: a text of run {} seq {} cannot be stored in PostgreSQL ({}): an idempotency or effect key \
+             with a NUL character, or one the database's encoding lacks",
+            request.run,
+            request.row.seq,
+            err.as_db_error().map_or_else(|| err.to_string(), |db| db.message().to_owned())
+        ))),
         _ => AppendFailure::Broken(pg(context, err)),
     }
 }
@@ -1841,6 +1851,50 @@ mod tests {
         let stored: i64 =
             client.query_one("SELECT head_seq FROM runs WHERE tenant = 't' AND run = 'a'", &[]).unwrap().get(0);
         assert_eq!(stored, 1, "the refused append moved nothing");
+    }
+
+    /// R-STORE-3, R-RUN-4 (attacker review 14): PostgreSQL's text holds no
+    /// NUL character, which an idempotency key or an effect key may carry
+    /// (a job submitter picks the key; redb and memory store it). The
+    /// server's refusal broke the whole group commit, so every other append
+    /// committed with it, another tenant's included, failed too (an
+    /// `EffectDone` lost that way leaves a doubt on a run whose effect ran).
+    /// It is that append's own refusal now, and the others commit.
+    #[test]
+    fn a_text_postgresql_cannot_hold_is_refused_alone_never_the_whole_batch() {
+        let store = PgStore::temporary().unwrap();
+        let rows = rows();
+        let (a, b) = (&rows[0], &rows[1]);
+        let mut client = store.raw();
+        let statements = Statements::prepare(&mut client).unwrap();
+        let first = commit_batch(&mut client, &statements, &[&request("a", &a[0], None), &request("b", &b[0], None)]);
+        assert!(first.iter().all(Result::is_ok), "{first:?}");
+        // An effect key with a NUL (on a row whose body this test does not need to agree).
+        let mut nul_effect = request("a", &a[1], Some(&a[0]));
+        nul_effect.row.effect_key = Some("ek:\0".to_owned());
+        // A run admitted under an idempotency key with a NUL.
+        let memory = MemoryStore::new();
+        let (tenant, run) = (TenantId::new("t").unwrap(), RunId::new("c").unwrap());
+        let admitted = journal_core::record::RunAdmitted {
+            tenant: "t".into(),
+            idempotency_key: "job\0".into(),
+            budget: journal_core::Budget::default(),
+        };
+        Journal::new(&memory, &tenant, &Origin::new("pg.test/plane").unwrap())
+            .append(&run, None, None, RecordBody::RunAdmitted(admitted))
+            .unwrap();
+        let mut nul_key = request("c", &memory.read_run(&tenant, &run).unwrap().rows[0], None);
+        nul_key.idempotency_key = Some("job\0".to_owned());
+        for odd in [nul_effect, nul_key] {
+            let innocent_seq =
+                store.read_run(&TenantId::new("t").unwrap(), &RunId::new("b").unwrap()).unwrap().rows.len();
+            let innocent = request("b", &b[innocent_seq], Some(&b[innocent_seq - 1]));
+            let replies = commit_batch(&mut client, &statements, &[&odd, &innocent]);
+            assert!(matches!(replies[0], Err(JournalError::InvalidRecord(_))), "{replies:?}");
+            assert_eq!(replies[1].as_ref().ok(), Some(&None), "the other append commits: {replies:?}");
+        }
+        let records: i64 = client.query_one("SELECT count(*) FROM records", &[]).unwrap().get(0);
+        assert_eq!(records, 4, "a's first record and b's three, nothing of the refused appends");
     }
 
     /// R-STORE-3, R-CHAIN-1: issue 25's batched writes: two appends of one run in one batch (the
