@@ -1054,7 +1054,7 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
     // heads entries, or whose bookkeeping says its runs were marked, keeps
     // marks. Without a table of them it had it dropped behind the plane (no
     // mark at all); without the bookkeeping, that was removed with them.
-    let marked = meta_says(txn, MOVED_RUNS_FILLED)? || !snapshot.heads_entries.is_empty();
+    let marked = meta_says(txn, MOVED_RUNS_FILLED)? || !snapshot.heads_entries.is_empty() || moved_marks_kept(txn)?;
     match open_if_there(txn, MOVED)?.filter(|_| marked) {
         Some(moved) => {
             for entry in moved.range((t, "")..).map_err(io)? {
@@ -1188,6 +1188,19 @@ fn heads_by_run_kept(txn: &ReadTransaction) -> Result<bool, JournalError> {
 /// so either one outlives the order's own key removed with its table.
 fn admission_order_kept(txn: &ReadTransaction) -> Result<bool, JournalError> {
     Ok(meta_says(txn, ADMISSIONS_FILLED)? || heads_by_run_kept(txn)? || open_if_there(txn, HEADS_BY_RUN)?.is_some())
+}
+
+/// Whether this file keeps moved marks, whatever its `moved_runs_filled`
+/// key says (a key is one row to delete): every writer that made the
+/// `moved_runs` or `heads_entries` table, or filled the admission order or
+/// the newest-heads index (which came after the marks), marked the file's
+/// runs in the same opening (`RedbStore::start`). A file from before the
+/// marks has none of these; `migrate` and `compact` make none of them.
+fn moved_marks_kept(txn: &ReadTransaction) -> Result<bool, JournalError> {
+    Ok(open_if_there(txn, MOVED)?.is_some()
+        || open_if_there(txn, HEADS)?.is_some()
+        || open_if_there(txn, ADMISSIONS)?.is_some()
+        || admission_order_kept(txn)?)
 }
 
 /// Whether this file's bookkeeping holds `name` (a fill done once).

@@ -471,9 +471,11 @@ fn r_plane_2_the_plane_never_signs_a_tree_its_stored_leaves_do_not_give() {
 }
 
 /// R-COVER-2: a file written before the moved marks (no `moved_runs_filled`
-/// bookkeeping, no `moved_runs` table) is not reported unmarked run by run:
-/// the audit says the marks were not checked, and the first writer of this
-/// build marks every open run, after which they are checked and hold.
+/// bookkeeping, no `moved_runs` table, nor anything a writer that marks
+/// made in the same opening: the heads entries' table, the admission order,
+/// the newest-heads index) is not reported unmarked run by run: the audit
+/// says the marks were not checked, and the first writer of this build
+/// marks every open run, after which they are checked and hold.
 #[test]
 fn r_cover_2_a_file_from_before_the_moved_marks_is_not_checked_until_a_writer_marks_its_runs() {
     let dir = tempfile::tempdir().unwrap();
@@ -484,10 +486,20 @@ fn r_cover_2_a_file_from_before_the_moved_marks_is_not_checked_until_a_writer_ma
     let inputs = audit::AuditInputs::new(plane.tenant.clone(), plane.origin.clone());
     drop(plane);
     forge(&path, |txn| {
+        // As such a build wrote it: none of what came with the marks or after them.
         let moved: redb::TableDefinition<(&str, &str), ()> = redb::TableDefinition::new("moved_runs");
         assert!(txn.delete_table(moved).unwrap(), "the file had the table");
+        let heads: redb::TableDefinition<(&str, u64, &str), (u64, &[u8])> = redb::TableDefinition::new("heads_entries");
+        assert!(txn.delete_table(heads).unwrap(), "the file had the table");
+        let order: redb::TableDefinition<(&str, i64, &str), ()> = redb::TableDefinition::new("admission_order");
+        assert!(txn.delete_table(order).unwrap(), "the file had the table");
+        let by_run: redb::TableDefinition<(&str, &str), u64> = redb::TableDefinition::new("heads_by_run");
+        assert!(txn.delete_table(by_run).unwrap(), "the file had the table");
         let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
-        assert!(txn.open_table(meta).unwrap().remove("moved_runs_filled").unwrap().is_some());
+        let mut meta = txn.open_table(meta).unwrap();
+        for key in ["moved_runs_filled", "admissions_filled", "heads_by_run_filled"] {
+            assert!(meta.remove(key).unwrap().is_some(), "{key}");
+        }
     });
     let unmarked = |report: &audit::AuditReport| shared::runs_found(report, audit::FindingCode::MovedMarkMissing);
     let marks_not_checked =
@@ -899,4 +911,45 @@ fn r_cover_2_moved_marks_dropped_with_their_bookkeeping_from_a_file_with_heads_l
     let report = audit_file(&path, &inputs);
     assert_eq!(shared::runs_found(&report, audit::FindingCode::MovedMarkMissing), vec![runs[1].to_string()]);
     assert!(!report.not_checked.iter().any(|n| n.what == "the moved marks"), "{:#?}", report.not_checked);
+}
+
+/// R-COVER-2, R-AUD-8 (attacker review 15): a tenant whose log holds no
+/// heads leaf yet (it never signed with a run open) keeps moved marks all
+/// the same, and the file says so by what every writer that marks made in
+/// the same opening: the `moved_runs` and `heads_entries` tables, and the
+/// later bookkeeping (`admissions_filled`, `heads_by_run_filled`). An open
+/// run's mark deleted together with the one key `moved_runs_filled` was
+/// read as a file from before the marks: "the moved marks" NOT CHECKED
+/// (exit 0, with a false reason), and a long-running sweep then left the
+/// run out of every later heads leaf. It is a `moved_mark_missing`
+/// finding naming the run.
+#[test]
+fn r_cover_2_a_mark_deleted_with_its_bookkeeping_key_is_found_by_what_came_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plane.redb");
+    let plane = shared::Plane::on(RedbStore::create(&path).unwrap());
+    plane.run("sealed", true);
+    let open = plane.run("open", false);
+    let inputs = audit::AuditInputs::new(plane.tenant.clone(), plane.origin.clone());
+    drop(plane);
+    let marks_not_checked =
+        |report: &audit::AuditReport| report.not_checked.iter().any(|n| n.what == "the moved marks");
+    let honest = audit_file(&path, &inputs);
+    assert!(shared::runs_found(&honest, audit::FindingCode::MovedMarkMissing).is_empty(), "{:#?}", honest.findings);
+    assert!(!marks_not_checked(&honest), "{:#?}", honest.not_checked);
+    forge(&path, |txn| {
+        let moved: redb::TableDefinition<(&str, &str), ()> = redb::TableDefinition::new("moved_runs");
+        assert!(txn.open_table(moved).unwrap().remove(("t", open.as_str())).unwrap().is_some());
+        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+        assert!(txn.open_table(meta).unwrap().remove("moved_runs_filled").unwrap().is_some());
+    });
+    let report = audit_file(&path, &inputs);
+    assert_eq!(
+        shared::runs_found(&report, audit::FindingCode::MovedMarkMissing),
+        vec![open.to_string()],
+        "{:#?} {:#?}",
+        report.findings,
+        report.not_checked
+    );
+    assert!(!marks_not_checked(&report), "{:#?}", report.not_checked);
 }
