@@ -601,6 +601,8 @@ fn r_ver_4_build_skew_has_an_exit_code_of_its_own() {
         };
         store.overwrite_row(&tenant, run, row);
         store.set_runs_head(&tenant, run, journal_core::ExpectedHead { seq: next, hash });
+        // As that writer's append does: the run moved past its heads entry.
+        store.set_moved(&tenant, run, true);
     }
     let out = agentplane(dir.path(), &["--origin", &origin, "audit", "--log-key", &log_key]);
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stdout));
