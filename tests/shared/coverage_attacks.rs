@@ -531,6 +531,53 @@ pub fn a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree<S
     }
 }
 
+/// R-RUN-5, R-PLANE-2 (attacker review 15, session 22): the plane's mark
+/// lost (its file deleted beside the store) left nothing to hold the log's
+/// leaves to, so the careful hider's cut (the heads leaf that covered the
+/// run removed, the log rebuilt from the other leaves) was resumed and the
+/// deleted run admitted afresh, performing their done effects again, while
+/// the plane refused to sign on that same lost mark. A lost mark cannot
+/// tell whether the store is older than what the plane signed: no run is
+/// admitted or resumed on it, by a running runtime or a restarted one.
+pub fn a_lost_mark_admits_and_resumes_nothing<S: Store + TamperAccess + 'static>(store: S) {
+    let plane = Plane::on(store);
+    let mark = Arc::new(journal_core::testkit::MemoryHighWater::default());
+    let sign = || plane.sign_held_to(Some(mark.as_ref()));
+    let sealed = plane.run("sealed", true);
+    sign();
+    let running = runtime_with_mark(&plane, &mark);
+    assert!(
+        matches!(running.resume(&plane.tenant, &sealed), Err(journal_core::RuntimeError::Stopped { .. })),
+        "the running plane has read the log once"
+    );
+    let cut = plane.run("transfer-1", false);
+    let gone = plane.run("transfer-2", false);
+    sign();
+    let kept: Vec<_> = plane
+        .store
+        .seals(&plane.tenant)
+        .unwrap()
+        .into_iter()
+        .filter(|leaf| leaf.run == sealed)
+        .map(|leaf| (leaf.run, leaf.leaf_bytes))
+        .collect();
+    plane.cut_back_to_two(&cut);
+    plane.store.hide_newest_heads_of(&plane.tenant, &cut);
+    plane.store.delete_run(&plane.tenant, &gone);
+    plane.store.hide_newest_heads_of(&plane.tenant, &gone);
+    plane.store.rewrite_log(&plane.tenant, &kept);
+    mark.lose("agentplane.highwater is missing");
+
+    let restarted = runtime_with_mark(&plane, &mark);
+    for (name, runtime) in [("the running runtime", &running), ("a restarted runtime", &restarted)] {
+        let resumed = resume_refusal(runtime, &plane.tenant, &cut, &format!("{name}: the cut run"));
+        let redelivered = redelivery_refusal(runtime, &plane.tenant, "transfer-2", &format!("{name}: the deleted run"));
+        for refused in [resumed, redelivered] {
+            assert!(refused.to_string().contains("is lost"), "{name}: refused for the lost mark: {refused}");
+        }
+    }
+}
+
 /// R-RUN-5, R-COVER-2 (attacker review, session 20): a sealed run enters
 /// the log with its seal leaf, and no heads leaf ever holds it when it was
 /// admitted, did its effect and sealed between two checkpoints. Resume and

@@ -114,6 +114,12 @@ impl Plane {
 
     /// A runtime over the plane's store, signing with its record key.
     pub fn runtime(&self) -> Result<Runtime, Failure> {
+        // The runtime admits and resumes nothing on a lost mark (R-RUN-5):
+        // rebuild it from every configured witness first, as a signature
+        // would, or refuse here with what to do.
+        if matches!(self.high_water.last(&self.origin), Ok(HighWaterMark::Lost { .. })) {
+            self.signing_mark()?;
+        }
         RuntimeBuilder::new(Arc::clone(&self.store))
             .signer(Arc::new(self.keys.record.clone()))
             .verifier(Arc::new(self.keys.record_verifier()?))

@@ -357,11 +357,15 @@ fn r_plane_2_a_lost_mark_with_no_witness_to_ask_signs_nothing() {
     put_back(plane);
     std::fs::write(plane.join("agentplane.highwater"), "").unwrap();
     let run = ok(plane, &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
+    let runs_before = ok(plane, &["runs", "--ids"]);
     for args in [vec!["demo"], vec!["checkpoint"], vec!["export", &run, "-o", "run.export"]] {
         let stderr = fails(plane, &args, 1);
         assert!(stderr.contains("no witness is configured to ask") && stderr.contains("Nothing was"), "{stderr}");
     }
     assert!(!plane.join("run.export").exists());
+    // Nor is any run admitted or driven on it (R-RUN-5): with the mark lost
+    // nothing holds the log's leaves to a signed root.
+    assert_eq!(ok(plane, &["runs", "--ids"]), runs_before, "demo admitted runs on a lost mark");
     std::fs::remove_file(plane.join("agentplane.highwater")).unwrap();
     fails(plane, &["checkpoint"], 1);
 

@@ -812,6 +812,11 @@ impl MemoryHighWater {
     pub fn lost(reason: &str) -> Self {
         Self(std::sync::Mutex::new(Some(crate::log::HighWaterMark::Lost { reason: reason.into() })))
     }
+
+    /// Loses the mark under whoever holds it (its file deleted).
+    pub fn lose(&self, reason: &str) {
+        *self.0.lock().expect("the mark's lock") = Some(crate::log::HighWaterMark::Lost { reason: reason.into() });
+    }
 }
 
 impl crate::log::HighWater for MemoryHighWater {

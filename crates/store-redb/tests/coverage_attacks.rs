@@ -605,6 +605,11 @@ fn r_run_5_a_cut_carried_into_a_later_heads_leaf_is_never_run_again() {
 }
 
 #[test]
+fn r_run_5_a_lost_mark_admits_and_resumes_nothing() {
+    shared::a_lost_mark_admits_and_resumes_nothing(RedbStore::temporary().unwrap());
+}
+
+#[test]
 fn r_run_5_a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree() {
     shared::a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree(RedbStore::temporary().unwrap());
 }

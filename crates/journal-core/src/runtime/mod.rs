@@ -266,7 +266,8 @@ impl Runtime {
                 .map_err(|err| crate::log::high_water_error(&config.tenant, err))?
             {
                 crate::log::HighWaterMark::Signed(tree) => Some(tree),
-                crate::log::HighWaterMark::Never | crate::log::HighWaterMark::Lost { .. } => None,
+                crate::log::HighWaterMark::Never => None,
+                crate::log::HighWaterMark::Lost { reason } => return Err(lost_mark(config, &reason, high_water)),
             },
             None => None,
         };
@@ -281,6 +282,13 @@ impl Runtime {
     /// recorded and signed. Nothing is appended.
     fn refuse_older_store(&self, config: &TenantConfig) -> Result<(), RuntimeError> {
         let Some(high_water) = self.high_water.as_deref() else { return Ok(()) };
+        // Read every time, before what this process already checked: a mark
+        // lost under a running plane leaves nothing to hold the log to.
+        if let crate::log::HighWaterMark::Lost { reason } =
+            high_water.last(&config.origin).map_err(|err| crate::log::high_water_error(&config.tenant, err))?
+        {
+            return Err(lost_mark(config, &reason, high_water));
+        }
         let checked = |set: &std::collections::HashSet<TenantId>| set.contains(&config.tenant);
         if self.extends_mark.lock().is_ok_and(|set| checked(&set)) {
             return Ok(());
@@ -526,4 +534,23 @@ impl Runtime {
             RecordBody::RunConcluded(RunConcluded { outcome, verdict, reason: reason.to_owned() }),
         )
     }
+}
+
+/// The refusal to admit or resume on a lost mark (R-PLANE-2, R-RUN-5): the
+/// plane cannot tell whether the store is older than what it signed, nor
+/// hold the log's leaves to a signed root, so a cut hidden with the leaf
+/// that covered it would run its done effects again. The plane signs
+/// nothing on it either.
+fn lost_mark(config: &TenantConfig, reason: &str, high_water: &dyn crate::log::HighWater) -> RuntimeError {
+    JournalError::StoreDamage {
+        tenant: config.tenant.clone(),
+        detail: format!(
+            "the plane's record of its last signature is lost ({reason}): it cannot tell whether this store is \
+             older than what it signed. No run is admitted or resumed here (their recorded effects could run \
+             again): put {} back from a backup, or let the configured witnesses rebuild it (`agentplane \
+             checkpoint` asks every one)",
+            high_water.location()
+        ),
+    }
+    .into()
 }
