@@ -479,25 +479,19 @@ fn runtime_with_mark<S: Store + 'static>(
         .unwrap()
 }
 
-/// R-RUN-5, R-PLANE-2 (attacker review, session 20): a runtime that had
-/// read the log once (any admission or resume reads it) held only that
-/// first reading to the plane's high-water mark; the leaves it caught up
-/// with later were taken as the store gave them. So under a running plane,
-/// a heads leaf signed after that first reading could be removed from the
-/// store (the log rewritten without it, counter and nodes to match) with
-/// the records it covered: the runtime found no leaf holding the run,
-/// resumed the cut run and admitted the deleted one afresh, performing
-/// their done effects again, although the mark it was given says the log
-/// is longer. Every catch-up is held to the mark now, as a restart is.
-pub fn a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree<S: Store + TamperAccess + 'static>(
-    store: S,
-) {
-    let plane = Plane::on(store);
-    let mark = Arc::new(journal_core::testkit::MemoryHighWater::default());
+/// The careful hider's work under a running runtime: a sealed run and two
+/// open runs (`transfer-1`, `transfer-2`) signed under `mark`, then the
+/// first cut back to two records and the second deleted, each with the heads
+/// leaf that covered it, and the log rebuilt from the sealed run's leaf
+/// alone. Returns the runtime that ran before the hiding, and the cut run.
+fn hide_two_open_runs_carefully<S: Store + TamperAccess + 'static>(
+    plane: &Plane<S>,
+    mark: &Arc<journal_core::testkit::MemoryHighWater>,
+) -> (Runtime, RunId) {
     let sign = || plane.sign_held_to(Some(mark.as_ref()));
     let sealed = plane.run("sealed", true);
     sign();
-    let running = runtime_with_mark(&plane, &mark);
+    let running = runtime_with_mark(plane, mark);
     assert!(
         matches!(running.resume(&plane.tenant, &sealed), Err(journal_core::RuntimeError::Stopped { .. })),
         "the running plane has read the log once"
@@ -520,6 +514,25 @@ pub fn a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree<S
     plane.store.delete_run(&plane.tenant, &gone);
     plane.store.hide_newest_heads_of(&plane.tenant, &gone);
     plane.store.rewrite_log(&plane.tenant, &kept);
+    (running, cut)
+}
+
+/// R-RUN-5, R-PLANE-2 (attacker review, session 20): a runtime that had
+/// read the log once (any admission or resume reads it) held only that
+/// first reading to the plane's high-water mark; the leaves it caught up
+/// with later were taken as the store gave them. So under a running plane,
+/// a heads leaf signed after that first reading could be removed from the
+/// store (the log rewritten without it, counter and nodes to match) with
+/// the records it covered: the runtime found no leaf holding the run,
+/// resumed the cut run and admitted the deleted one afresh, performing
+/// their done effects again, although the mark it was given says the log
+/// is longer. Every catch-up is held to the mark now, as a restart is.
+pub fn a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree<S: Store + TamperAccess + 'static>(
+    store: S,
+) {
+    let plane = Plane::on(store);
+    let mark = Arc::new(journal_core::testkit::MemoryHighWater::default());
+    let (running, cut) = hide_two_open_runs_carefully(&plane, &mark);
 
     let restarted = runtime_with_mark(&plane, &mark);
     for (name, runtime) in [("the running runtime", &running), ("a restarted runtime", &restarted)] {
@@ -542,30 +555,7 @@ pub fn a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree<S
 pub fn a_lost_mark_admits_and_resumes_nothing<S: Store + TamperAccess + 'static>(store: S) {
     let plane = Plane::on(store);
     let mark = Arc::new(journal_core::testkit::MemoryHighWater::default());
-    let sign = || plane.sign_held_to(Some(mark.as_ref()));
-    let sealed = plane.run("sealed", true);
-    sign();
-    let running = runtime_with_mark(&plane, &mark);
-    assert!(
-        matches!(running.resume(&plane.tenant, &sealed), Err(journal_core::RuntimeError::Stopped { .. })),
-        "the running plane has read the log once"
-    );
-    let cut = plane.run("transfer-1", false);
-    let gone = plane.run("transfer-2", false);
-    sign();
-    let kept: Vec<_> = plane
-        .store
-        .seals(&plane.tenant)
-        .unwrap()
-        .into_iter()
-        .filter(|leaf| leaf.run == sealed)
-        .map(|leaf| (leaf.run, leaf.leaf_bytes))
-        .collect();
-    plane.cut_back_to_two(&cut);
-    plane.store.hide_newest_heads_of(&plane.tenant, &cut);
-    plane.store.delete_run(&plane.tenant, &gone);
-    plane.store.hide_newest_heads_of(&plane.tenant, &gone);
-    plane.store.rewrite_log(&plane.tenant, &kept);
+    let (running, cut) = hide_two_open_runs_carefully(&plane, &mark);
     mark.lose("agentplane.highwater is missing");
 
     let restarted = runtime_with_mark(&plane, &mark);

@@ -1785,6 +1785,21 @@ mod tests {
         }
     }
 
+    type TestClient = r2d2::PooledConnection<r2d2_postgres::PostgresConnectionManager<postgres::NoTls>>;
+
+    /// A temporary store where one batch began runs `a` and `b` (the first of
+    /// `rows()` each), with the connection and statements that wrote it.
+    fn two_runs_begun() -> (PgStore, Vec<Vec<StoredRecord>>, TestClient, Statements) {
+        let store = PgStore::temporary().unwrap();
+        let rows = rows();
+        let mut client = store.raw();
+        let statements = Statements::prepare(&mut client).unwrap();
+        let (a, b) = (&rows[0], &rows[1]);
+        let first = commit_batch(&mut client, &statements, &[&request("a", &a[0], None), &request("b", &b[0], None)]);
+        assert!(first.iter().all(Result::is_ok), "{first:?}");
+        (store, rows, client, statements)
+    }
+
     /// R-AUD-7, issue 21's one snapshot read in bulk: on a table the planner
     /// has no statistics of (a fresh database, a bulk load before ANALYZE),
     /// the snapshot reads the records by the primary key's index, streaming
@@ -1824,13 +1839,8 @@ mod tests {
     /// same batch commits (without the rewrite both fail).
     #[test]
     fn a_write_refused_without_a_savepoint_rewrites_the_batch_so_each_caller_gets_its_own_answer() {
-        let store = PgStore::temporary().unwrap();
-        let rows = rows();
+        let (_store, rows, mut client, statements) = two_runs_begun();
         let (a, b) = (&rows[0], &rows[1]);
-        let mut client = store.raw();
-        let statements = Statements::prepare(&mut client).unwrap();
-        let first = commit_batch(&mut client, &statements, &[&request("a", &a[0], None), &request("b", &b[0], None)]);
-        assert!(first.iter().all(Result::is_ok), "{first:?}");
 
         client
             .execute(
@@ -1862,13 +1872,8 @@ mod tests {
     /// It is that append's own refusal now, and the others commit.
     #[test]
     fn a_text_postgresql_cannot_hold_is_refused_alone_never_the_whole_batch() {
-        let store = PgStore::temporary().unwrap();
-        let rows = rows();
+        let (store, rows, mut client, statements) = two_runs_begun();
         let (a, b) = (&rows[0], &rows[1]);
-        let mut client = store.raw();
-        let statements = Statements::prepare(&mut client).unwrap();
-        let first = commit_batch(&mut client, &statements, &[&request("a", &a[0], None), &request("b", &b[0], None)]);
-        assert!(first.iter().all(Result::is_ok), "{first:?}");
         // An effect key with a NUL (on a row whose body this test does not need to agree).
         let mut nul_effect = request("a", &a[1], Some(&a[0]));
         nul_effect.row.effect_key = Some("ek:\0".to_owned());
@@ -1903,13 +1908,8 @@ mod tests {
     /// what was acknowledged.
     #[test]
     fn a_batch_of_ordinary_appends_stores_exactly_what_it_acknowledged() {
-        let store = PgStore::temporary().unwrap();
-        let rows = rows();
+        let (store, rows, mut client, statements) = two_runs_begun();
         let (a, b, c) = (&rows[0], &rows[1], &rows[2]);
-        let mut client = store.raw();
-        let statements = Statements::prepare(&mut client).unwrap();
-        let first = commit_batch(&mut client, &statements, &[&request("a", &a[0], None), &request("b", &b[0], None)]);
-        assert!(first.iter().all(Result::is_ok), "{first:?}");
         let second = commit_batch(
             &mut client,
             &statements,
