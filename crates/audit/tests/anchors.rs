@@ -166,3 +166,49 @@ fn r_aud_1_the_origin_is_the_log_keys_name() {
     assert!(log_key.starts_with(support::ORIGIN), "{log_key}");
     assert!(matches!(audit::origin_of_log_keys(None, &[]), Err(audit::AuditError::NoOrigin)));
 }
+
+/// R-AUD-7, R-AUD-3: a live plane keeps sealing and its sweep keeps the
+/// witness cosigning while the audit runs. The audit read the store in one
+/// snapshot, verified every run, and only then asked the witness what it
+/// holds: a witness that cosigned a larger tree after the snapshot was
+/// taken (the plane signs only what it committed, so an honest one) was
+/// `log_shrank`, a deletion, against an honest plane. Each witness is asked
+/// before the store is read: what it holds then, the store holds too.
+#[test]
+fn r_aud_7_a_witness_that_cosigns_while_the_store_is_read_is_no_shrunk_log() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use journal_core::Store;
+    use journal_core::testkit_faults::{RoutedStore, StoreCall};
+
+    let plane = Arc::new(plane());
+    let witness = Arc::new(TestWitness::start(&plane, "audit.test/w2", 22));
+    plane.submit(&witness);
+    let moved = Arc::new(AtomicBool::new(false));
+    let live = {
+        let (plane, witness, moved) = (Arc::clone(&plane), Arc::clone(&witness), Arc::clone(&moved));
+        RoutedStore::new(Box::new(move |call| match call {
+            // The audit's one snapshot: read now, then the plane seals a run
+            // and its sweep has the witness cosign the larger log.
+            StoreCall::SnapshotStreamed if !moved.swap(true, Ordering::SeqCst) => {
+                let snapshot = plane.store.snapshot(&plane.tenant).unwrap();
+                plane.seal("job-during-the-audit");
+                plane.submit(&witness);
+                Arc::new(snapshot) as Arc<dyn Store>
+            }
+            _ => Arc::clone(&plane.store) as Arc<dyn Store>,
+        }))
+    };
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(witness.anchor());
+    let report = audit::audit(&live, &inputs).unwrap();
+    assert!(moved.load(Ordering::SeqCst), "the audit read one snapshot");
+    assert!(report.is_clean(), "an honest live plane audited with findings: {:#?}", report.findings);
+    assert_eq!(report.anchors[0].status, AnchorStatus::Held);
+    assert_eq!((report.log_size, report.anchors[0].size), (3, Some(3)));
+    // The next audit holds the store to the larger tree the witness holds now.
+    let report = plane.audit(&inputs);
+    assert!(report.is_clean(), "{:#?}", report.findings);
+    assert_eq!((report.log_size, report.anchors[0].size), (4, Some(4)));
+}
