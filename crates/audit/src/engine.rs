@@ -73,6 +73,14 @@ pub fn audit_with_progress(
     }
     let verifier = (!inputs.record_keys.is_empty()).then_some(&verifier as &dyn Verifier);
     let upcasters = Upcasters::builtin().read_by(inputs.reader.clone());
+    // Every anchor is read before the store (R-AUD-7): a witness cosigns
+    // only what the plane signed, and the plane signs only what it
+    // committed, so what a witness holds now the snapshot taken next holds
+    // too. Asked after the snapshot (after every run was verified, minutes
+    // on a large plane), a witness that cosigned meanwhile held a tree
+    // larger than the snapshot's log: a shrunk log, against an honest plane.
+    let anchor_reads: Vec<AnchorRead> =
+        inputs.anchors.iter().map(|anchor| anchor.read(&inputs.origin, &inputs.log_keys)).collect();
     // One snapshot (issue 21): every check below reads the store as it was
     // at one instant, so a plane writing meanwhile is never seen half way.
     // Its runs are verified on every core while later ones are still read.
@@ -103,7 +111,7 @@ pub fn audit_with_progress(
     check_fork_provenance(store, inputs, &facts, &skewed, &mut report);
     let LogChecked { rebuilt, heads_leaves, sealed } = check_log(&snapshot, inputs, &facts, &skewed, &mut report)?;
     check_seal_index(&snapshot, &sealed, &mut report);
-    let anchored = check_anchors(inputs, &rebuilt, &mut report);
+    let anchored = check_anchors(inputs, anchor_reads, &rebuilt, &mut report);
     let (covered, held_leaves) = check_heads(&snapshot, inputs, &facts, &skewed, &heads_leaves, &anchored, &mut report);
     let newest_entries = newest_verified_entries(&snapshot, &held_leaves);
     check_heads_index(&snapshot, &newest_entries, &mut report);
@@ -1399,12 +1407,18 @@ fn compare_nodes(snapshot: &TenantSnapshot, inputs: &AuditInputs, rebuilt: &Memo
 }
 
 /// Checks 6 and 7: each anchor on its own (never reduced to the strongest,
-/// R-AUD-4), then the anchors against each other (split views).
-fn check_anchors(inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut AuditReport) -> Anchored {
+/// R-AUD-4), then the anchors against each other (split views). `reads` is
+/// what each anchor of `inputs` held when read, before the store was.
+fn check_anchors(
+    inputs: &AuditInputs,
+    reads: Vec<AnchorRead>,
+    rebuilt: &MemoryHashStore,
+    report: &mut AuditReport,
+) -> Anchored {
     let log = rebuilt.tree();
     let mut resolved: Vec<(&str, Tree)> = Vec::new();
     let mut anchored = Anchored::new();
-    for anchor in &inputs.anchors {
+    for (anchor, read) in inputs.anchors.iter().zip(reads) {
         // A named anchor that cannot be read fails the audit unless the
         // auditor allowed it (R-AUD-9); one that answers it anchors nothing
         // (no monitor endpoint, nothing cosigned) is only not checked.
@@ -1416,7 +1430,7 @@ fn check_anchors(inputs: &AuditInputs, rebuilt: &MemoryHashStore, report: &mut A
             status: AnchorStatus::NotChecked,
             reason: None,
         };
-        let tree = match anchor.read(&inputs.origin, &inputs.log_keys) {
+        let tree = match read {
             AnchorRead::Tree(tree) => tree,
             AnchorRead::Unavailable(why) if !inputs.allow_unavailable_anchor => {
                 let detail = format!("anchor {} could not be read or verified: {why}", anchor.label);
