@@ -125,3 +125,43 @@ fn r_aud_10_cosign_quorum_counts_public_keys_not_names() {
         Canned { endpoint: "http://c".into(), answer: answer(trusted(&w2), w2.cosign(&text, 1_700_000_001).unwrap()) };
     assert!(matches!(cosign_quorum(&[&a, &b, &c], WitnessQuorum::of(2), &signed, &store), QuorumOutcome::Met { .. }));
 }
+
+/// Two Ed25519 cosigner seeds whose keys under [`IMPOSTOR_NAME`] share one
+/// 4-byte key id (`546d2eca`): a collision of 32 bits takes about 2^16
+/// keys, seconds of work, so a witness can make one with any name.
+const IMPOSTOR_NAME: &str = "witness.test/w1";
+const COLLIDING_SEEDS: [u32; 2] = [44_122, 46_625];
+
+fn colliding(index: usize) -> Cosigner {
+    let mut seed = [0u8; 32];
+    seed[..4].copy_from_slice(&COLLIDING_SEEDS[index].to_be_bytes());
+    Cosigner::new(SignerKey::from_seed(IMPOSTOR_NAME, ALG_COSIGNATURE_V1, seed).unwrap()).unwrap()
+}
+
+/// R-AUD-10, R-WIT-3: a line is matched to a trusted key by name and key id,
+/// so two trusted keys with one name and one key id are ambiguous: a hostile
+/// witness on the trust list that takes an honest witness's name and a key
+/// id colliding with its key made the honest witness's valid cosignature be
+/// checked against the impostor's key, and the whole note refused ("does not
+/// verify": the honest witness blamed, verify-export and a witness anchor
+/// failing on an honest plane). Such a trust list is refused at load, naming
+/// both keys, as Go's `note.VerifierList` refuses the lookup.
+#[test]
+fn r_aud_10_two_trusted_keys_with_one_name_and_key_id_are_refused_as_ambiguous() {
+    let (honest, impostor) = (colliding(0), colliding(1));
+    assert_eq!(honest.verifier_key().key_id(), impostor.verifier_key().key_id(), "the seeds collide");
+    assert_ne!(honest.verifier_key().public_key(), impostor.verifier_key().public_key());
+    let (_, signed) = log();
+    let text = signed.checkpoint().to_text();
+    let line = honest.cosign(&text, 1_700_000_000).unwrap();
+    assert_eq!(verify_cosignatures(&text, std::slice::from_ref(&line), &[trusted(&honest)]).unwrap().valid.len(), 1);
+
+    let list = vec![trusted(&impostor), trusted(&honest)];
+    // Trusted as given, the honest line was checked against the impostor's key.
+    let err = check_distinct_keys(&list).expect_err("an ambiguous trust list is refused at load");
+    for key in [&impostor, &honest] {
+        assert!(err.to_string().contains(&key.verifier_key().to_string()), "names both keys whole: {err}");
+    }
+    assert!(matches!(WitnessReader::new("http://127.0.0.1:9", list.clone()), Err(WitnessError::TrustList(_))));
+    assert!(matches!(HttpWitness::new("http://127.0.0.1:9", list), Err(WitnessError::TrustList(_))));
+}
