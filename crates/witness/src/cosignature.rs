@@ -423,12 +423,23 @@ fn verify_ml_dsa_44(key: &ml_dsa::VerifyingKey<ml_dsa::MlDsa44>, message: &[u8],
 /// Refuses a trust list that names one public key twice, under any names
 /// (R-AUD-10): cosignature/v1 does not sign the witness's name, so a line
 /// relabelled under a second name would otherwise count as a second witness.
+/// Refuses as well two keys with one name and one key id: a line is matched
+/// to its key by those alone ([`TrustedWitness::matches`]), so one of them
+/// would be checked against the other's key ([`KeyError::AmbiguousWitnessKey`]).
 /// The error names both entries.
 pub fn check_distinct_keys(trusted: &[TrustedWitness]) -> Result<(), KeyError> {
     for (i, first) in trusted.iter().enumerate() {
-        if let Some(second) = trusted.iter().skip(i + 1).find(|other| first.same_key(other)) {
-            let label = |w: &TrustedWitness| format!("{}+{:08x}", w.name(), w.key_id());
-            return Err(KeyError::DuplicateWitnessKey { first: label(first), second: label(second) });
+        for second in trusted.iter().skip(i + 1) {
+            if first.same_key(second) {
+                let label = |w: &TrustedWitness| format!("{}+{:08x}", w.name(), w.key_id());
+                return Err(KeyError::DuplicateWitnessKey { first: label(first), second: label(second) });
+            }
+            if first.name() == second.name() && first.key_id() == second.key_id() {
+                return Err(KeyError::AmbiguousWitnessKey {
+                    first: first.verifier_key().to_string(),
+                    second: second.verifier_key().to_string(),
+                });
+            }
         }
     }
     Ok(())

@@ -55,6 +55,20 @@ pub enum KeyError {
         /// The second key naming the same public key, as `name+keyid`.
         second: String,
     },
+    /// A list of trusted witness keys holds two keys with one name and one
+    /// key id (R-AUD-10): a signature line is matched to its key by those
+    /// two alone, so it could be checked against the wrong one (a key id is
+    /// 32 bits: a witness can make one collide). Go's `note.VerifierList`
+    /// refuses the same lookup as ambiguous.
+    #[error(
+        "witness keys {first} and {second} share one name and key id: a cosignature line cannot say which of them made          it; trust one of them, or ask the witness for a key with another name"
+    )]
+    AmbiguousWitnessKey {
+        /// The first key, as its whole vkey.
+        first: String,
+        /// The second key with the same name and key id, as its whole vkey.
+        second: String,
+    },
 }
 
 /// A signed note that is refused.

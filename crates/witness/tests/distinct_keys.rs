@@ -159,6 +159,7 @@ fn r_aud_10_two_trusted_keys_with_one_name_and_key_id_are_refused_as_ambiguous()
     let list = vec![trusted(&impostor), trusted(&honest)];
     // Trusted as given, the honest line was checked against the impostor's key.
     let err = check_distinct_keys(&list).expect_err("an ambiguous trust list is refused at load");
+    assert!(matches!(err, KeyError::AmbiguousWitnessKey { .. }), "{err:?}");
     for key in [&impostor, &honest] {
         assert!(err.to_string().contains(&key.verifier_key().to_string()), "names both keys whole: {err}");
     }
