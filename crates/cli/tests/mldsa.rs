@@ -122,12 +122,14 @@ fn r_wit_10_init_accepts_an_ml_dsa_witness_key_and_refuses_a_note_key() {
     assert!(stderr.contains("0x01"), "{stderr}");
 }
 
-/// One witness holding both keys (Ed25519 cosignature/v1 and ML-DSA-44)
-/// returns both lines to one submission; a plane listing that URL once per
-/// key meets a quorum of 2, counted by distinct public keys, and the export
-/// carries both cosignatures.
+/// R-WIT-10, R-AUD-10 (attacker review 16): one witness holding both keys
+/// (Ed25519 cosignature/v1 and ML-DSA-44) returns both lines to one
+/// submission, and the export carries both; but it is one witness toward
+/// every quorum (it met a quorum of 2 alone, when quorums counted keys): a
+/// plane configured for 2 is refused before anything is signed, one for 1
+/// meets it, and `verify-export --quorum 2` trusting both keys fails.
 #[test]
-fn r_wit_10_one_witness_with_both_keys_meets_a_quorum_of_two() {
+fn r_aud_10_one_witness_with_both_keys_is_one_witness_toward_a_quorum() {
     let dir = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     let plane = dir.path();
@@ -154,8 +156,13 @@ fn r_wit_10_one_witness_with_both_keys_meets_a_quorum_of_two() {
     for vkey in [&ed_vkey, &ml_vkey] {
         config.push_str(&format!("\n[[witness]]\nurl = \"{}\"\nkey = \"{vkey}\"\n", server.url()));
     }
-    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    std::fs::write(plane.join("agentplane.toml"), config.replace("quorum = 2", "quorum = 1")).unwrap();
     ok(plane, &["--tenant", "shop", "demo"]);
+    std::fs::write(plane.join("agentplane.toml"), &config).unwrap();
+    let refused = agentplane(plane, &["sweep", "--json"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(text(&refused).contains("1 distinct witnesses"), "{}", text(&refused));
+    std::fs::write(plane.join("agentplane.toml"), config.replace("quorum = 2", "quorum = 1")).unwrap();
 
     let out = agentplane(plane, &["sweep", "--json"]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -182,13 +189,29 @@ fn r_wit_10_one_witness_with_both_keys_meets_a_quorum_of_two() {
             "--witness-key",
             &ml_vkey,
             "--quorum",
-            "2",
+            "1",
             "--json",
         ],
     );
     assert_eq!(both.status.code(), Some(0), "{}", text(&both));
     let verified: serde_json::Value = serde_json::from_slice(&both.stdout).unwrap();
-    assert_eq!(verified["cosignatures"], 2, "{verified}");
+    assert_eq!(verified["cosignatures"], 1, "two lines, one witness: {verified}");
+    let two = agentplane(
+        plane,
+        &[
+            "verify-export",
+            "run.export",
+            "--log-key",
+            &log_key,
+            "--witness-key",
+            &ed_vkey,
+            "--witness-key",
+            &ml_vkey,
+            "--quorum",
+            "2",
+        ],
+    );
+    assert_eq!(two.status.code(), Some(1), "one witness's two keys met a quorum of 2: {}", text(&two));
     // The same key twice is one cosigner: a quorum of 2 is not met by it.
     let once = agentplane(
         plane,

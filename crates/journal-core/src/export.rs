@@ -341,7 +341,7 @@ impl VerifiedExport {
             .ok_or_else(|| ExportError::Cosignatures("the export carries no cosigned checkpoint".into()))?;
         let report = witness::verify_cosignatures(&cosigned.text, &cosigned.lines, trusted)
             .map_err(|err| ExportError::Cosignatures(err.to_string()))?;
-        let valid = report.valid.len();
+        let valid = report.witnesses();
         if valid < quorum {
             return Err(ExportError::Cosignatures(format!(
                 "{valid} trusted witnesses cosigned the checkpoint of size {}; {quorum} are required",

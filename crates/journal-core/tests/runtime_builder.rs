@@ -8,10 +8,15 @@ use witness::{
     ALG_COSIGNATURE_V1, ALG_ED25519, HttpWitness, LogKey, SignerKey, TrustedWitness, Witness, WitnessQuorum,
 };
 
+/// Witness `seed`, named `witness.test/w<seed>` (a witness is a name with its keys).
 fn witness_client(seed: u8) -> Arc<dyn Witness + Send + Sync> {
-    let key = SignerKey::from_seed("witness.test/w", ALG_COSIGNATURE_V1, [seed; 32]).unwrap();
+    let key = SignerKey::from_seed(&format!("witness.test/w{seed}"), ALG_COSIGNATURE_V1, [seed; 32]).unwrap();
     let trusted = TrustedWitness::new(key.verifier_key()).unwrap();
     Arc::new(HttpWitness::new(&format!("http://127.0.0.{seed}:9"), vec![trusted]).unwrap())
+}
+
+fn trusted(name: &str, seed: [u8; 32]) -> TrustedWitness {
+    TrustedWitness::new(SignerKey::from_seed(name, ALG_COSIGNATURE_V1, seed).unwrap().verifier_key()).unwrap()
 }
 
 fn log_key() -> LogKey {
@@ -53,4 +58,43 @@ fn r_wit_7_a_valid_policy_builds_and_witnessing_needs_log_keys() {
         .unwrap();
     assert_eq!(no_key, BuildError::NoLogKey("t".into()));
     assert_eq!(RuntimeBuilder::new(Arc::new(MemoryStore::new())).build().err().unwrap(), BuildError::NoTenant);
+}
+
+/// R-AUD-10, R-WIT-7 (attacker review 16): the keys of one name are one
+/// witness, so two endpoints serving one name's two keys cannot make up a
+/// quorum of 2; the build refuses it as a bar no round can clear.
+#[test]
+fn r_aud_10_two_keys_of_one_name_are_one_witness_toward_the_quorum() {
+    let endpoint = |seed: u8| -> Arc<dyn Witness + Send + Sync> {
+        Arc::new(
+            HttpWitness::new(&format!("http://127.0.0.{seed}:9"), vec![trusted("witness.test/one", [seed; 32])])
+                .unwrap(),
+        )
+    };
+    let err = builder().witnesses(vec![endpoint(1), endpoint(2)], WitnessQuorum::of(2)).build().err().unwrap();
+    assert_eq!(err, BuildError::QuorumTooLarge { quorum: 2, witnesses: 1 });
+    builder().witnesses(vec![endpoint(1), endpoint(2)], WitnessQuorum::of(1)).build().unwrap();
+}
+
+/// R-AUD-10, R-WIT-3 (attacker review 16): the witness keys the sweep
+/// verifies stored cosigned notes with were never checked as a whole (only
+/// each endpoint's own): two keys with one name and key id on two endpoints
+/// would have the sweep check one witness's lines against the other's key
+/// and raise an integrity alarm against itself. The build refuses them.
+#[test]
+fn r_aud_10_witness_keys_with_one_name_and_key_id_are_refused_at_build() {
+    // Two seeds whose keys under this name share a key id (found by search).
+    let colliding = |seed: u32| {
+        let mut bytes = [0u8; 32];
+        bytes[..4].copy_from_slice(&seed.to_be_bytes());
+        trusted("witness.test/w1", bytes)
+    };
+    let (honest, impostor) = (colliding(44_122), colliding(46_625));
+    assert_eq!(honest.key_id(), impostor.key_id(), "the seeds collide");
+    let err = builder().witness_keys(vec![honest.clone(), impostor]).build().err().unwrap();
+    assert!(
+        matches!(err, BuildError::WitnessKeysNotDistinct(witness::KeyError::AmbiguousWitnessKey { .. })),
+        "{err:?}"
+    );
+    builder().witness_keys(vec![honest]).build().unwrap();
 }

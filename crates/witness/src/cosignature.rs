@@ -448,13 +448,51 @@ pub fn check_distinct_keys(trusted: &[TrustedWitness]) -> Result<(), KeyError> {
 /// The cosignatures found on a checkpoint.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CosignatureReport {
-    /// Verified cosignatures, one per distinct public key at most: a quorum
-    /// is `valid.len()` (R-AUD-10).
+    /// Verified cosignatures, one per distinct public key at most; a quorum
+    /// counts the witnesses they come from ([`CosignatureReport::witnesses`]).
     pub valid: Vec<Cosignature>,
     /// Lines from keys not trusted here, and lines whose payload has the other
     /// cosignature type's length under a trusted name and id
     /// ([`CosignatureCheck::OtherType`]): ignored, as the spec says.
     pub ignored: Vec<NoteSignature>,
+}
+
+impl CosignatureReport {
+    /// How many witnesses the verified cosignatures come from: what a quorum
+    /// counts ([`count_witnesses`]).
+    pub fn witnesses(&self) -> usize {
+        count_witnesses(self.valid.iter().map(|c| (c.name.as_str(), c.public_key.as_slice())))
+    }
+}
+
+/// How many witnesses a set of verified cosigners (name, public key) are,
+/// which is what every quorum counts (R-AUD-10). A witness is a name with
+/// its keys (C2SP), so the Ed25519 and ML-DSA-44 keys of one name are one
+/// witness; and a cosignature/v1 signature does not cover the name, so one
+/// public key under two names is one witness too. Cosigners sharing either
+/// are counted once, however they chain.
+pub fn count_witnesses<'a>(cosigners: impl IntoIterator<Item = (&'a str, &'a [u8])>) -> usize {
+    let cosigners: Vec<(&str, &[u8])> = cosigners.into_iter().collect();
+    // Each cosigner's witness is the smallest index it is linked to; linking
+    // repeats until no witness changes (a handful of keys, so quadratic is fine).
+    let mut witness: Vec<usize> = (0..cosigners.len()).collect();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (i, (name, key)) in cosigners.iter().enumerate() {
+            for (j, (other_name, other_key)) in cosigners.iter().enumerate() {
+                let linked = name == other_name || key == other_key;
+                if let (true, Some(&mine), Some(&theirs)) = (linked, witness.get(i), witness.get(j))
+                    && theirs < mine
+                    && let Some(slot) = witness.get_mut(i)
+                {
+                    *slot = theirs;
+                    changed = true;
+                }
+            }
+        }
+    }
+    witness.iter().enumerate().filter(|&(index, &witness)| index == witness).count()
 }
 
 /// Checks every signature line against the trusted witnesses. A line from a

@@ -47,7 +47,7 @@ pub enum KeyError {
     /// A cosignature/v1 signature does not cover the witness's name, so one
     /// key under two names would count as two witnesses.
     #[error(
-        "witness keys {first} and {second} are one public key under two names: a quorum counts distinct keys, so trust it once"
+        "witness keys {first} and {second} are one public key under two names: a quorum counts distinct witnesses, so trust it once"
     )]
     DuplicateWitnessKey {
         /// The first key, as `name+keyid`.

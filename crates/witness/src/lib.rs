@@ -15,7 +15,7 @@ pub use checkpoint::{Checkpoint, LogKey, Origin, SignedCheckpoint};
 pub use client::{HttpWitness, WitnessReader, split_view};
 pub use cosignature::{
     Cosignature, CosignatureCheck, CosignatureReport, Cosigner, SubtreeStatement, TrustedWitness, check_distinct_keys,
-    verify_cosignatures,
+    count_witnesses, verify_cosignatures,
 };
 pub use error::{CheckpointError, CosignatureError, HistoryError, KeyError, NoteError, WitnessError};
 pub use keys::{ALG_COSIGNATURE_V1, ALG_ED25519, ALG_ML_DSA_44, SignerKey, VerifierKey, key_id};

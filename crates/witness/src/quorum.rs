@@ -268,14 +268,12 @@ pub fn cosign_quorum(
             Err(error) => failures.push(WitnessFailure { witness, error }),
         }
     }
-    // Distinct public keys, not answers nor names: one witness listed twice,
-    // two URLs of one witness, or one key under two names is one cosigner
-    // (R-AUD-10).
-    let got = cosigned
-        .iter()
-        .flat_map(|c| c.cosignatures.iter().map(WitnessIdentity::of_cosignature))
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
+    // Witnesses, not answers nor keys: one witness listed twice, two URLs of
+    // one witness, one key under two names, or one name's two keys is one
+    // cosigner (R-AUD-10).
+    let got = crate::count_witnesses(
+        cosigned.iter().flat_map(|c| c.cosignatures.iter().map(|c| (c.name.as_str(), c.public_key.as_slice()))),
+    );
     let needed = quorum.needed();
     if !refusals.is_empty() {
         return QuorumOutcome::IntegrityRefusal { refusals, got, needed, quorum_met: got >= needed, failures };

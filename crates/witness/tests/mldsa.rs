@@ -299,9 +299,9 @@ fn r_wit_10_an_ml_dsa_line_under_an_ed25519_key_id_is_ignored_not_counted() {
     let both = [ed_line.clone(), ml_line.clone()];
     let report = verify_cosignatures(text, &both, std::slice::from_ref(&trust_ed)).unwrap();
     assert_eq!((report.valid.len(), report.valid[0].algorithm, report.ignored.len()), (1, ALG_COSIGNATURE_V1, 1));
-    // Both trusted: two distinct keys, two cosignatures.
+    // Both trusted: two distinct keys, two cosignatures, one witness.
     let report = verify_cosignatures(text, &both, &[trust_ed, trust_ml]).unwrap();
-    assert_eq!(report.valid.len(), 2);
+    assert_eq!((report.valid.len(), report.witnesses()), (2, 1));
 }
 
 const ORIGIN: &str = "mixed.test/log";
@@ -375,4 +375,36 @@ fn r_wit_10_mixed_quorum_and_one_ml_dsa_key_under_two_names_counts_once() {
     let report = verify_cosignatures(&text, &lines, &[trust_ml.clone(), trust_alias.clone()]).unwrap();
     assert_eq!(report.valid.len(), 1, "{report:?}");
     assert!(matches!(check_distinct_keys(&[trust_ml, trust_alias]), Err(KeyError::DuplicateWitnessKey { .. })));
+}
+
+/// R-AUD-10, R-WIT-10 (attacker review 16): a witness is a name with its
+/// keys, and one witness holding an Ed25519 and an ML-DSA-44 key (as ours
+/// does, and as a witness moving to ML-DSA-44 does) answers one submission
+/// with two lines. Counted by public key, that one witness met a quorum of 2
+/// on its own: a lying witness whose two keys an auditor trusts beside one
+/// honest witness cosigned a fork to the quorum alone. Keys of one name are
+/// one witness toward every quorum.
+#[test]
+fn r_aud_10_one_witness_with_two_keys_is_one_witness_toward_a_quorum() {
+    let (store, signed) = log();
+    let text = signed.checkpoint().to_text();
+    let name = "mixed.test/liar";
+    let ed = Cosigner::new(SignerKey::from_seed(name, ALG_COSIGNATURE_V1, [7; 32]).unwrap()).unwrap();
+    let ml = Cosigner::new(SignerKey::from_seed(name, ALG_ML_DSA_44, [8; 32]).unwrap()).unwrap();
+    let (trust_ed, trust_ml) =
+        (TrustedWitness::new(ed.verifier_key()).unwrap(), TrustedWitness::new(ml.verifier_key()).unwrap());
+    check_distinct_keys(&[trust_ed.clone(), trust_ml.clone()]).unwrap();
+    let lines = [ed.cosign(&text, 1_700_000_000).unwrap(), ml.cosign(&text, 1_700_000_000).unwrap()];
+    let report = verify_cosignatures(&text, &lines, &[trust_ed, trust_ml]).unwrap();
+    assert_eq!(report.valid.len(), 2, "both lines verify and are kept");
+    assert_eq!(report.witnesses(), 1, "but they are one witness's");
+
+    let liar = Canned {
+        endpoint: "http://liar".into(),
+        answer: CosignedCheckpoint { checkpoint: signed.checkpoint().clone(), cosignatures: report.valid },
+    };
+    match cosign_quorum(&[&liar], WitnessQuorum::of(2), &signed, &store) {
+        QuorumOutcome::Shortfall { got: 1, needed: 2, .. } => {}
+        other => panic!("one witness with two keys met a quorum of 2: {other:?}"),
+    }
 }

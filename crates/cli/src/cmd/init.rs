@@ -15,6 +15,7 @@ pub fn init(
     sweep_every: &str,
 ) -> Result<(), Failure> {
     let mut entries = Vec::new();
+    let mut trusted_keys = Vec::new();
     for spec in witnesses {
         // A private key pasted by mistake (a witness's key file) is named
         // and never echoed, not even its first characters (R-OPS-1).
@@ -26,13 +27,18 @@ pub fn init(
         let (url, key) = spec
             .split_once('=')
             .ok_or_else(|| Failure::Usage(format!("--witness {}: expected URL=VKEY", crate::output::shown(spec))))?;
-        agentplane_cli::plane_config::check_witness_key(key)
+        let trusted = agentplane_cli::plane_config::check_witness_key(key)
             .map_err(|err| Failure::Usage(format!("--witness {}: {err}", crate::output::shown(url))))?;
         entries.push(WitnessEntry { url: url.to_owned(), key: key.to_owned() });
+        trusted_keys.push(trusted);
     }
-    let quorum = quorum.unwrap_or(entries.len());
-    if quorum > entries.len() || (quorum == 0 && !entries.is_empty()) {
-        return Err(Failure::Usage(format!("--quorum {quorum} does not fit {} witnesses", entries.len())));
+    // The keys of one name are one witness (its Ed25519 and ML-DSA-44 keys).
+    let distinct = witness::count_witnesses(trusted_keys.iter().map(|key| (key.name(), key.public_key())));
+    let quorum = quorum.unwrap_or(distinct);
+    if quorum > distinct || (quorum == 0 && !entries.is_empty()) {
+        return Err(Failure::Usage(format!(
+            "--quorum {quorum} does not fit {distinct} witnesses (the keys of one name are one witness)"
+        )));
     }
     let (config, keys) =
         init_plane(std::path::Path::new("."), files, tenants, origin_base, entries, quorum, sweep_every)?;

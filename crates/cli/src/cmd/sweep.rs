@@ -58,7 +58,7 @@ fn witnesses(settings: &Settings) -> Result<Witnesses, Failure> {
         match by_url.iter_mut().find(|(url, _)| *url == entry.url) {
             Some((_, url_keys)) if url_keys.iter().any(|key| key.same_key(&trusted)) => {
                 return Err(Failure::Usage(format!(
-                    "witness {} is listed twice with one key: a quorum counts distinct keys",
+                    "witness {} is listed twice with one key: a quorum counts distinct witnesses",
                     entry.url
                 )));
             }

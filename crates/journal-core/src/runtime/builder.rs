@@ -29,12 +29,13 @@ pub enum BuildError {
     /// A quorum larger than the distinct witness keys trusted: no round
     /// could ever meet it (R-WIT-7).
     #[error(
-        "a quorum of {quorum} cannot be met by {witnesses} distinct witness keys; every round would report a shortfall"
+        "a quorum of {quorum} cannot be met by {witnesses} distinct witnesses (the keys of one name are one witness); every round would report a shortfall"
     )]
     QuorumTooLarge {
         /// The quorum.
         quorum: usize,
-        /// The number of distinct witness keys (at least the number of witnesses).
+        /// The number of distinct witnesses (keys of one name, or one key
+        /// under two names, count once).
         witnesses: usize,
     },
     /// A zero quorum with witnesses configured: it would mean nothing (R-WIT-7).
@@ -64,6 +65,11 @@ pub enum BuildError {
     /// Witnessing needs every tenant's checkpoints signed.
     #[error("witnesses are configured but tenant {0} has no log key to sign its checkpoints")]
     NoLogKey(String),
+    /// The witness keys name one public key twice, or two keys share a name
+    /// and key id (R-AUD-10): a cosignature would count twice or be checked
+    /// against the wrong key.
+    #[error("the witness keys are not distinct: {0}")]
+    WitnessKeysNotDistinct(#[source] witness::KeyError),
 }
 
 /// Builds a [`Runtime`].
@@ -196,6 +202,7 @@ impl RuntimeBuilder {
                 });
             }
         }
+        witness::check_distinct_keys(&self.witness_keys).map_err(BuildError::WitnessKeysNotDistinct)?;
         let mut identities = std::collections::BTreeSet::new();
         let mut endpoints = std::collections::BTreeSet::new();
         for witness in &self.witnesses {
@@ -218,11 +225,15 @@ impl RuntimeBuilder {
         }
         let quorum = self.quorum.unwrap_or(witness::WitnessQuorum::of(0));
         let count = self.witnesses.len();
-        // A quorum counts distinct public keys, so one witness holding two
-        // keys (Ed25519 and ML-DSA-44) can give two.
-        let keys = identities.len().max(count);
-        if quorum.needed() > keys {
-            return Err(BuildError::QuorumTooLarge { quorum: quorum.needed(), witnesses: keys });
+        // A quorum counts witnesses: one holding two keys (Ed25519 and
+        // ML-DSA-44) gives one; a client that declares no key counts alone.
+        let distinct = witness::count_witnesses(
+            identities
+                .iter()
+                .map(|identity: &witness::WitnessIdentity| (identity.name.as_str(), identity.public_key.as_slice())),
+        ) + self.witnesses.iter().filter(|witness| witness.identities().is_empty()).count();
+        if quorum.needed() > distinct {
+            return Err(BuildError::QuorumTooLarge { quorum: quorum.needed(), witnesses: distinct });
         }
         if count > 0 && quorum.needed() == 0 {
             return Err(BuildError::ZeroQuorum { witnesses: count });

@@ -237,7 +237,7 @@ pub fn verify_cosigned_rows(
 /// Verifies one stored cosigned note before its size or root is trusted:
 /// the log's signature with `log_key`, its checkpoint of `origin` and of
 /// `tree` (the tree kept beside it), and every cosignature by a key among
-/// `witness_keys`. Whether at least `quorum` distinct keys among them
+/// `witness_keys`. Whether at least `quorum` distinct witnesses among them
 /// cosigned it, or why the note does not verify.
 pub fn verify_cosigned_note(
     note: &str,
@@ -264,17 +264,9 @@ pub fn verify_cosigned_note(
     }
     let report = witness::verify_cosignatures(verified.text(), verified.other_signatures(), witness_keys)
         .map_err(|err| format!("a cosignature does not verify: {err}"))?;
-    // A quorum counts distinct keys, not names.
-    let mut keys: Vec<&[u8]> = report
-        .valid
-        .iter()
-        .filter_map(|c| witness_keys.iter().find(|k| k.name() == c.name && k.key_id() == c.key_id))
-        .map(|k| k.verifier_key().public_key())
-        .collect();
-    keys.sort_unstable();
-    keys.dedup();
-    Ok(if keys.len() < quorum {
-        CosignedStanding::BelowQuorum { trusted: keys.len() }
+    let witnesses = report.witnesses();
+    Ok(if witnesses < quorum {
+        CosignedStanding::BelowQuorum { trusted: witnesses }
     } else {
         CosignedStanding::Witnessed
     })
