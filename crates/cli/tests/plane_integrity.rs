@@ -3,6 +3,10 @@
 //! plane never signs two histories (R-WIT-1, R-WIT-6, R-WIT-9, R-LOG-2).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
+// Only its canned answer is used here.
+#[allow(dead_code)]
+#[path = "../../audit/tests/support/http.rs"]
+mod http;
 mod support;
 use support::*;
 
@@ -297,6 +301,42 @@ fn r_plane_2_a_lost_mark_is_never_rebuilt_while_a_witness_cannot_be_asked() {
     let stderr = fails(plane, &["checkpoint"], 1);
     assert!(stderr.contains("http://127.0.0.1:9") && stderr.contains("could not be asked"), "{stderr}");
     assert!(!plane.join("agentplane.highwater").exists(), "no mark was rebuilt from one witness's answer");
+}
+
+/// R-PLANE-2, R-WIT-6 (attacker review 16): a witness without the monitor
+/// endpoint (litewitness, transparency-dev/witness) can never say what it
+/// holds, so a plane using one cannot rebuild a lost mark from it, and the
+/// refusal told the operator to make it reachable, which cannot help. It
+/// says the witness serves no monitor endpoint and how to give the mark
+/// back by hand; written so, the plane signs again.
+#[test]
+fn r_plane_2_a_lost_mark_with_a_witness_without_a_monitor_endpoint_says_how_to_give_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    let key = witness::Cosigner::new(
+        witness::SignerKey::from_seed("integrity.test/lite", witness::ALG_COSIGNATURE_V1, [79; 32]).unwrap(),
+    )
+    .unwrap()
+    .verifier_key()
+    .to_string();
+    let url = http::canned(404, "404 page not found\n".into());
+    let mut config =
+        std::fs::read_to_string(plane.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
+    config.push_str(&format!("\n[[witness]]\nurl = \"{url}\"\nkey = \"{key}\"\n"));
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    ok(plane, &["demo"]);
+    ok(plane, &["checkpoint"]);
+    let mark = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
+
+    std::fs::remove_file(plane.join("agentplane.highwater")).unwrap();
+    let stderr = fails(plane, &["checkpoint"], 1);
+    assert!(stderr.contains("serves no monitor endpoint"), "{stderr}");
+    assert!(stderr.contains("agentplane.local/plane/shop SIZE ROOT"), "says how to write the mark: {stderr}");
+    assert!(!plane.join("agentplane.highwater").exists(), "nothing was signed");
+
+    std::fs::write(plane.join("agentplane.highwater"), &mark).unwrap();
+    ok(plane, &["checkpoint"]);
 }
 
 /// R-PLANE-2 (review 3): the store AND the high-water mark beside the key

@@ -24,7 +24,9 @@ pub trait WitnessProbe: Send + Sync {
     fn endpoint(&self) -> &str;
     /// The latest tree this witness cosigned for `origin`, its cosignatures
     /// verified with the keys the plane trusts; `Ok(None)` when it holds
-    /// nothing for the origin or serves no monitor endpoint.
+    /// nothing for the origin. A witness that serves no monitor endpoint is
+    /// an error: it cannot say what it holds, so it never counts as having
+    /// answered (a lost mark is never rebuilt past it).
     fn latest(&self, origin: &Origin) -> Result<Option<Tree>, witness::WitnessError>;
 }
 
