@@ -436,3 +436,28 @@ fn r_sig_2_a_record_rewritten_as_a_newer_builds_still_fails_the_trusted_key() {
     let unsigned = report.with_code(FindingCode::UnsignedRecord).find(|f| f.run.as_deref() == Some(run.as_str()));
     assert!(unsigned.is_some(), "strict names the unsigned record: {:#?}", report.findings);
 }
+
+/// R-AUD-8, R-COVER-4, R-VER-4 (attacker review 17): an idempotency row is
+/// derived data, and a run's id is the one its tenant and key give, so a row
+/// pointing a key at a run this build cannot read is still held to that: a
+/// key forged onto such a run (a new job the plane would answer with an old
+/// run it never reads) is a finding, never hidden behind "build skew only"
+/// (exit 3), which the newer build's remedy would not clear when no build
+/// wrote the record (it was only rehashed, no key needed).
+#[test]
+fn r_aud_8_a_key_forged_onto_a_run_this_build_cannot_read_is_not_build_skew_only() {
+    let plane = Plane::unsigned();
+    let run = plane.fail("failed-1");
+    let last = plane.store.read_run(&plane.tenant, &run).unwrap().rows.len() as u64;
+    let mut inputs = plane.inputs();
+    inputs.reader = as_newer_build(&plane, &run, last);
+    let skew_only = plane.audit(&inputs);
+    assert!(skew_only.only_build_skew(), "untouched, only build skew: {:#?}", skew_only.findings);
+
+    plane.store.set_idempotency(&plane.tenant, "another-job", &run);
+    let report = plane.audit(&inputs);
+    assert!(!report.only_build_skew(), "a forged index row is not build skew: {:#?}", report.findings);
+    let forged = report.with_code(FindingCode::IndexWithoutRun).find(|f| f.run.as_deref() == Some(run.as_str()));
+    let forged = forged.unwrap_or_else(|| panic!("the forged row is named: {:#?}", report.findings));
+    assert!(forged.detail.contains("another-job"), "{}", forged.detail);
+}
