@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Mutex, OnceLock, PoisonError};
 
+use journal_core::TenantId;
 use journal_core::heads::HeadsLeaf;
 use journal_core::store::SealEntry;
 use journal_core::{
@@ -106,7 +107,7 @@ pub fn audit_with_progress(
     let store: &dyn Store = &snapshot;
     check_rows_without_runs(&snapshot, &mut report);
     check_outcome_listing(&snapshot, &facts, &mut report);
-    check_idempotency_rows(&snapshot, &facts, &mut report);
+    check_idempotency_rows(&snapshot, &inputs.tenant, &facts, &mut report);
     check_admission_order(&snapshot, &facts, &mut report);
     check_fork_provenance(store, inputs, &facts, &skewed, &mut report);
     let LogChecked { rebuilt, heads_leaves, sealed } = check_log(&snapshot, inputs, &facts, &skewed, &mut report)?;
@@ -740,15 +741,30 @@ fn check_outcome_listing(snapshot: &TenantSnapshot, facts: &BTreeMap<RunId, RunF
 
 /// Every idempotency row backed by the verified run whose admission
 /// carries its key (a row pointing a key at another run would make the
-/// plane answer a new job with an old run, which then never runs).
-fn check_idempotency_rows(snapshot: &TenantSnapshot, facts: &BTreeMap<RunId, RunFacts>, report: &mut AuditReport) {
+/// plane answer a new job with an old run, which then never runs). A run
+/// whose chain failed, or that this build cannot read, is still held to
+/// the id its key gives (R-COVER-4): a key forged onto it is a finding of
+/// its own, never hidden behind its build skew (exit 3).
+fn check_idempotency_rows(
+    snapshot: &TenantSnapshot,
+    tenant: &TenantId,
+    facts: &BTreeMap<RunId, RunFacts>,
+    report: &mut AuditReport,
+) {
     for (key, run) in &snapshot.idempotency {
         report.checked.derived += 1;
         let carried = facts.get(run).map(|run_facts| run_facts.idempotency_key.as_deref());
         let finding = match carried {
             Some(Some(carried)) if carried == key => continue,
-            // Its chain failed: that is the finding already.
-            None if snapshot.runs.contains_key(run) => continue,
+            // Its chain failed (or this build cannot read it): that is a
+            // finding already, and the key must still give its id.
+            None if snapshot.runs.contains_key(run) => match journal_core::Runtime::run_id_for(tenant, key) {
+                Ok(derived) if derived == *run => continue,
+                Ok(derived) => format!(
+                    "the idempotency index points key {key:?} at it, but tenant {tenant} and that key give run {derived}"
+                ),
+                Err(err) => format!("the idempotency index points key {key:?} at it, which gives no run id: {err}"),
+            },
             None => format!("the idempotency index points key {key:?} at it, but no such run is stored"),
             Some(Some(carried)) => {
                 format!("the idempotency index points key {key:?} at it, but its admission carries {carried:?}")
