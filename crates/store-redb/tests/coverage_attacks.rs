@@ -958,3 +958,61 @@ fn r_cover_2_a_mark_deleted_with_its_bookkeeping_key_is_found_by_what_came_with_
     );
     assert!(!marks_not_checked(&report), "{:#?}", report.not_checked);
 }
+
+/// R-COVER-2, R-AUD-8 (attacker review 17): the whole of what came with the
+/// moved marks and after them (the `moved_runs`, `heads_entries`,
+/// `admission_order` and `heads_by_run` tables, and the bookkeeping keys
+/// `moved_runs_filled`, `admissions_filled`, `heads_by_run_filled`) dropped
+/// from a tenant with no heads leaf yet makes the file read as one from
+/// before the marks: the audit says "the moved marks" were not checked
+/// (exit 0), which is all it can say. But a plane that has the file open
+/// opened it as a writer of this build, which marked its runs and wrote the
+/// bookkeeping: a quiet one (no append to recreate the tables) went on to
+/// sign checkpoints that leave the open run out, however long it ran, so a
+/// later cut of the run is never found and its done effect runs again. The
+/// plane holding the file must refuse to sign on a file whose bookkeeping
+/// vanished under it.
+#[test]
+fn r_cover_2_a_running_plane_never_signs_past_moved_marks_dropped_with_all_their_bookkeeping() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plane.redb");
+    let plane = shared::Plane::on(RedbStore::create(&path).unwrap());
+    plane.run("sealed", true);
+    plane.sign();
+    let open = plane.run("open", false);
+    // Another process with the file, while the plane runs.
+    {
+        let db = redb::Builder::new().set_concurrency_mode(store_redb::CONCURRENCY).open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let moved: redb::TableDefinition<(&str, &str), ()> = redb::TableDefinition::new("moved_runs");
+        assert!(txn.delete_table(moved).unwrap(), "the file had the table");
+        let heads: redb::TableDefinition<(&str, u64, &str), (u64, &[u8])> = redb::TableDefinition::new("heads_entries");
+        assert!(txn.delete_table(heads).unwrap(), "the file had the table");
+        let order: redb::TableDefinition<(&str, i64, &str), ()> = redb::TableDefinition::new("admission_order");
+        assert!(txn.delete_table(order).unwrap(), "the file had the table");
+        let by_run: redb::TableDefinition<(&str, &str), u64> = redb::TableDefinition::new("heads_by_run");
+        assert!(txn.delete_table(by_run).unwrap(), "the file had the table");
+        {
+            let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+            let mut meta = txn.open_table(meta).unwrap();
+            for key in ["moved_runs_filled", "admissions_filled", "heads_by_run_filled"] {
+                assert!(meta.remove(key).unwrap().is_some(), "{key}");
+            }
+        }
+        txn.commit().unwrap();
+    }
+    let signed =
+        journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.key, None);
+    match signed {
+        Err(err) => assert!(err.to_string().contains("moved"), "refused, naming the marks: {err}"),
+        Ok((_, saved)) => {
+            let inputs = plane.inputs(&saved);
+            let report = audit_file(&path, &inputs);
+            panic!(
+                "the plane signed a checkpoint that leaves the open run {open} out; the audit against it: findings \
+                 {:#?}, not checked {:#?}",
+                report.findings, report.not_checked
+            );
+        }
+    }
+}
