@@ -1220,6 +1220,7 @@ fn write_heads(
     origin: &journal_core::Origin,
 ) -> Result<Vec<u64>, JournalError> {
     let txn = db.begin_write().map_err(io)?;
+    refuse_lost_marks(&txn, tenant)?;
     let positions = {
         let mut tables = Tables::open(&txn, layout)?;
         append_heads(&mut tables, tenant, origin).map_err(AppendFailure::into_error)?
@@ -1229,6 +1230,29 @@ fn write_heads(
     }
     txn.commit().map_err(io)?;
     Ok(positions)
+}
+
+/// Refuses a heads leaf on a file whose moved marks' bookkeeping is gone
+/// (attacker review 17, R-COVER-2): this handle's own opening marked the
+/// file's runs and wrote `moved_runs_filled` (`RedbStore::start`), and no
+/// build removes it, so its absence now is the marks dropped behind the
+/// plane with everything that would tell a reader so, which reads as a file
+/// from before the marks (not checked). A leaf from what is left would
+/// leave every moved run out of this and every later checkpoint.
+fn refuse_lost_marks(txn: &WriteTransaction, tenant: &TenantId) -> Result<(), JournalError> {
+    let kept = txn.open_table(META).map_err(io)?.get(MOVED_RUNS_FILLED).map_err(io)?.is_some();
+    if kept {
+        return Ok(());
+    }
+    Err(damaged(
+        tenant.as_str(),
+        format!(
+            "the file's record that its runs carry moved marks (meta key {MOVED_RUNS_FILLED}), written when this \
+             plane opened it, is gone: the marks were removed behind the plane, and a heads leaf made from what is \
+             left would leave moved runs out of the checkpoint. Nothing was signed: run `agentplane verify`, then \
+             open the store again (its opening marks every open run)"
+        ),
+    ))
 }
 
 /// Writes one group commit's appends in one transaction: the append
