@@ -55,8 +55,9 @@ impl Runtime {
     pub fn resume(&self, tenant: &TenantId, run: &RunId) -> Result<RunHandle<'_>, RuntimeError> {
         let config = self.tenant(tenant)?.clone();
         self.refuse_older_store(&config)?;
+        let covered = self.covered_head(&config, run)?;
         let verified = self.read(&config, run)?;
-        self.refuse_cut_back(&config, run, &verified.records)?;
+        Self::refuse_cut_back(run, covered, &verified.records)?;
         let head = verified.head.ok_or_else(|| JournalError::NotFound { tenant: tenant.clone(), run: run.clone() })?;
         let state = self.state_of(&config, run, &verified)?;
         let mut handle = RunHandle { runtime: self, tenant: config, run: run.clone(), head, state, stopped: false };

@@ -316,13 +316,18 @@ impl Runtime {
     /// chain no longer has (R-RUN-5, R-COVER-2): the run was cut back,
     /// rewritten or deleted behind the plane, and driving it again would
     /// perform effects whose results were recorded. Nothing is appended.
+    ///
+    /// `covered` is [`Self::covered_head`] read *before* the chain
+    /// `records` was: a chain only grows, so a head the log held then is in
+    /// any chain read after it. Read the other way round, a record appended
+    /// and covered by a checkpoint between the two reads (a worker driving
+    /// the run, the sweep signing) would look cut from the older chain.
     fn refuse_cut_back(
-        &self,
-        config: &TenantConfig,
         run: &RunId,
+        covered: Option<(u64, HeadEntry)>,
         records: &[crate::chain::VerifiedRecord],
     ) -> Result<(), RuntimeError> {
-        let Some((position, entry)) = self.covered_head(config, run)? else {
+        let Some((position, entry)) = covered else {
             return Ok(());
         };
         let holds = records.iter().any(|r| r.stored.seq == entry.seq && r.stored.hash == entry.hash);
@@ -355,8 +360,9 @@ impl Runtime {
         let config = self.tenant(tenant)?.clone();
         self.refuse_older_store(&config)?;
         if let Some(run) = self.store.run_by_idempotency_key(tenant, &request.idempotency_key)? {
+            let covered = self.covered_head(&config, &run)?;
             let verified = self.read(&config, &run)?;
-            self.refuse_cut_back(&config, &run, &verified.records)?;
+            Self::refuse_cut_back(&run, covered, &verified.records)?;
             if verified.idempotency_key() != Some(request.idempotency_key.as_str()) {
                 return Err(JournalError::StoreDamage {
                     tenant: tenant.clone(),
@@ -372,7 +378,7 @@ impl Runtime {
             return Ok(Admission::Existing { run, status });
         }
         let run = Self::run_id_for(tenant, &request.idempotency_key)?;
-        if self.covered_head(&config, &run)?.is_some() {
+        if let Some(covered) = self.covered_head(&config, &run)? {
             // A run the log covers, gone from the store: admitting it afresh
             // would perform its recorded effects again.
             let records = match self.read(&config, &run) {
@@ -380,7 +386,7 @@ impl Runtime {
                 Err(RuntimeError::Journal(JournalError::NotFound { .. })) => Vec::new(),
                 Err(err) => return Err(err),
             };
-            self.refuse_cut_back(&config, &run, &records)?;
+            Self::refuse_cut_back(&run, Some(covered), &records)?;
         }
         let journal = self.journal(&config);
         let admitted = RecordBody::RunAdmitted(RunAdmitted {
@@ -454,8 +460,9 @@ impl Runtime {
         // signed onto a store older than the plane's mark, or onto a run cut
         // back behind it (R-RUN-5, R-COVER-2).
         self.refuse_older_store(config)?;
+        let covered = self.covered_head(config, run)?;
         let verified = self.read(config, run)?;
-        self.refuse_cut_back(config, run, &verified.records)?;
+        Self::refuse_cut_back(run, covered, &verified.records)?;
         if verified.seal.is_some() {
             return Err(JournalError::Sealed { run: run.clone() }.into());
         }
