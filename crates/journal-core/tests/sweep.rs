@@ -454,3 +454,86 @@ fn r_plane_2_what_the_witnesses_hold_binds_the_signature_not_only_the_view_asked
         journal_core::log::HighWaterMark::Signed(fork_head)
     );
 }
+
+/// What a witness holds, read from it over HTTP as the CLI's probe does;
+/// the first time it is asked, `first` runs just before (another process of
+/// the plane signing and having the witness cosign a larger tree).
+struct ReadsTheWitness {
+    reader: witness::WitnessReader,
+    log_key: witness::VerifierKey,
+    first: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl journal_core::runtime::WitnessProbe for ReadsTheWitness {
+    fn endpoint(&self) -> &str {
+        self.reader.endpoint()
+    }
+    fn latest(&self, origin: &journal_core::Origin) -> Result<Option<tlog::Tree>, witness::WitnessError> {
+        if let Some(first) = self.first.lock().unwrap().take() {
+            first();
+        }
+        match self.reader.latest_signed(origin.as_str(), std::slice::from_ref(&self.log_key)) {
+            Ok(cosigned) => Ok(Some(cosigned.checkpoint.tree())),
+            Err(witness::WitnessError::NothingCosigned { .. }) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// R-WIT-8, R-WIT-9, R-PLANE-2 on a busy plane: two processes of one plane
+/// (one store, one high-water mark, one witness) sweep. Process A opens its
+/// view of the log; before it asks the witness what it holds, process B
+/// seals a run, signs the larger log and has the witness cosign it. The
+/// witness then holds a tree larger than A's view, which the log extends:
+/// nothing is older than anything, and A must not refuse to sign nor raise
+/// an integrity alarm. (On main: `RefusedToSign`, "a store older than what
+/// the witnesses cosigned is in place".)
+#[test]
+fn r_wit_9_a_witness_ahead_of_the_view_because_another_process_swept_is_no_alarm() {
+    let tenant = TenantId::new("t").unwrap();
+    let origin = journal_core::Origin::new(ORIGIN).unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(1, &log_key);
+    let url = ws.clients[0].endpoint().to_owned();
+    let store = Arc::new(MemoryStore::new());
+    let mark = Arc::new(journal_core::testkit::MemoryHighWater::default());
+    let instance = |probes: Vec<Arc<dyn journal_core::runtime::WitnessProbe>>| {
+        RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+            .tenant(tenant.clone(), origin.clone(), Some(log_key.clone()))
+            .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
+            .witness_keys(ws.keys.clone())
+            .witness_probes(probes)
+            .high_water(Arc::clone(&mark) as Arc<dyn journal_core::log::HighWater>)
+            .build()
+            .unwrap()
+    };
+    let probe = |first: Option<Box<dyn FnOnce() + Send>>| -> Arc<dyn journal_core::runtime::WitnessProbe> {
+        Arc::new(ReadsTheWitness {
+            reader: witness::WitnessReader::new(&url, ws.keys.clone()).unwrap(),
+            log_key: log_key.verifier_key(),
+            first: std::sync::Mutex::new(first),
+        })
+    };
+    let b: &'static Runtime = Box::leak(Box::new(instance(vec![probe(None)])));
+    seal(b, &tenant, "first");
+    let report = b.sweep(&tenant).unwrap();
+    assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "{report:?}");
+
+    let b_tenant = tenant.clone();
+    let b_swept = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = Arc::clone(&b_swept);
+    let a = instance(vec![probe(Some(Box::new(move || {
+        seal(b, &b_tenant, "meanwhile");
+        let report = b.sweep(&b_tenant).unwrap();
+        assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "b: {report:?}");
+        flag.store(true, std::sync::atomic::Ordering::SeqCst);
+    })))]);
+    seal(&a, &tenant, "a's own");
+    let report = a.sweep(&tenant).unwrap();
+    assert!(b_swept.load(std::sync::atomic::Ordering::SeqCst), "b swept between a's view and a's ask");
+    assert!(!report.needs_attention(), "a healthy plane raised an alarm: {report:?}");
+    assert!(
+        matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. }) | SweepOutcome::Skipped { .. }),
+        "{report:?}"
+    );
+}
