@@ -168,6 +168,11 @@ impl<'a> LogView<'a> {
         Ok(Self { store, tenant, size: tree.size(), source: Source::Walk { seals, tree } })
     }
 
+    /// The tenant's log as it is now: a new view of the same store.
+    pub fn reopen(&self) -> Result<LogView<'a>, JournalError> {
+        Self::open(self.store, self.tenant)
+    }
+
     /// The tenant.
     pub fn tenant(&self) -> &TenantId {
         self.tenant

@@ -59,7 +59,6 @@ pub fn ask_witnesses(
 ) -> Result<WitnessViews, JournalError> {
     let tenant = view.tenant();
     let refuse = |reason: String| JournalError::WouldSignRollback { tenant: tenant.clone(), reason };
-    let head = view.head()?.tree;
     let mut views = WitnessViews::default();
     for probe in probes {
         match probe.latest(origin) {
@@ -75,6 +74,19 @@ pub fn ask_witnesses(
             }
         }
     }
+    // A witness may hold more than `view` because another process of the
+    // plane signed a larger tree (and had it cosigned) after the view was
+    // opened: the log as it is now is held to it then, never the older
+    // view, which is not a store older than what the witness holds.
+    let fresh;
+    let view = match views.held.iter().map(|(_, tree)| tree.size).max() {
+        Some(largest) if largest > view.size() => {
+            fresh = view.reopen()?;
+            if fresh.size() > view.size() { &fresh } else { view }
+        }
+        _ => view,
+    };
+    let head = view.head()?.tree;
     for (witness, held) in &views.held {
         let extends = head.extends_with(held, |old, new| view.consistency(old, new).map(|c| c.proof));
         if let Err(err) = extends {
