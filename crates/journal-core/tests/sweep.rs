@@ -537,3 +537,69 @@ fn r_wit_9_a_witness_ahead_of_the_view_because_another_process_swept_is_no_alarm
         "{report:?}"
     );
 }
+
+/// R-WIT-9 on a busy plane, the sweep's own two reads: process A opens its
+/// view of the log, then reads the rounds the store kept; process B sealed
+/// a run and recorded a met round of the larger log in between. A round
+/// larger than A's view is B's, of this very log: never "its history was
+/// rewritten". (On main: `RefusedToSign`, an integrity alarm.)
+#[test]
+fn r_wit_9_a_round_recorded_by_another_process_after_the_view_is_no_alarm() {
+    use journal_core::testkit_faults::{RoutedStore, StoreCall};
+    let tenant = TenantId::new("t").unwrap();
+    let origin = journal_core::Origin::new(ORIGIN).unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(1, &log_key);
+    let inner = Arc::new(MemoryStore::new());
+    let mark = Arc::new(journal_core::testkit::MemoryHighWater::default());
+    let instance = |store: Arc<dyn Store>| {
+        RuntimeBuilder::new(store)
+            .tenant(tenant.clone(), origin.clone(), Some(log_key.clone()))
+            .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
+            .witness_keys(ws.keys.clone())
+            .high_water(Arc::clone(&mark) as Arc<dyn journal_core::log::HighWater>)
+            .build()
+            .unwrap()
+    };
+    let b: &'static Runtime = Box::leak(Box::new(instance(Arc::clone(&inner) as Arc<dyn Store>)));
+    seal(b, &tenant, "first");
+    let report = b.sweep(&tenant).unwrap();
+    assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "{report:?}");
+
+    // A's store: B seals and sweeps between A's view (its counters) and A's
+    // read of the rounds, in whichever order A makes them.
+    let sweeping = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let first_read: Arc<std::sync::Mutex<Option<StoreCall>>> = Arc::default();
+    let b_swept = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let store: Arc<dyn Store> = {
+        let (inner, sweeping, b_swept, first_read, tenant) =
+            (Arc::clone(&inner), Arc::clone(&sweeping), Arc::clone(&b_swept), Arc::clone(&first_read), tenant.clone());
+        Arc::new(RoutedStore::new(Box::new(move |call| {
+            use std::sync::atomic::Ordering::SeqCst;
+            let read = matches!(call, StoreCall::LogCounters | StoreCall::CosignedCheckpoints);
+            if read && sweeping.load(SeqCst) && !b_swept.load(SeqCst) {
+                let mut first = first_read.lock().unwrap();
+                match *first {
+                    None => *first = Some(call),
+                    Some(seen) if seen != call => {
+                        b_swept.store(true, SeqCst);
+                        seal(b, &tenant, "meanwhile");
+                        let report = b.sweep(&tenant).unwrap();
+                        assert!(
+                            matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })),
+                            "b: {report:?}"
+                        );
+                    }
+                    Some(_) => {}
+                }
+            }
+            Arc::clone(&inner) as Arc<dyn Store>
+        })))
+    };
+    let a = instance(store);
+    seal(&a, &tenant, "a's own");
+    sweeping.store(true, std::sync::atomic::Ordering::SeqCst);
+    let report = a.sweep(&tenant).unwrap();
+    assert!(b_swept.load(std::sync::atomic::Ordering::SeqCst), "b swept between a's view and a's read of the rounds");
+    assert!(!report.needs_attention(), "a healthy plane raised an alarm: {report:?}");
+}
