@@ -438,6 +438,14 @@ impl Runtime {
         if !self.witnesses.is_empty() && config.log_key.is_some() {
             self.store.append_heads(tenant, &config.origin)?;
         }
+        // The rounds that met the bar, kept in the store, read before the
+        // view: each is then of a tree the view holds. Read after it, a
+        // round another process of the plane recorded meanwhile (of a
+        // larger log) looked like a rewritten history.
+        let kept = match &config.log_key {
+            Some(log_key) if !self.witnesses.is_empty() => self.verified_cosigned(config, log_key),
+            _ => Ok(None),
+        };
         let view = LogView::open(self.store.as_ref(), tenant)?;
         let head = view.head()?;
         let report = |outcome| SweepReport { tenant: tenant.clone(), tree: head.tree, outcome };
@@ -456,9 +464,9 @@ impl Runtime {
                 "its positions have holes: sealed runs were removed behind the store (run `agentplane audit`)".into(),
             );
         }
-        // The rounds that met the bar, kept in the store: each note verified
-        // before its size or root is trusted (a forged row is an alarm).
-        let last_met = match self.verified_cosigned(config, log_key) {
+        // Each kept note was verified before its size or root is trusted (a
+        // forged row is an alarm).
+        let last_met = match kept {
             Ok(last_met) => last_met,
             Err(reason) => return refused(reason),
         };
