@@ -8,6 +8,7 @@ use support::*;
 
 use std::sync::Arc;
 
+use journal_core::Store;
 use journal_core::testkit::TamperAccess;
 use witness::{ALG_ED25519, LogKey, SignerKey};
 
@@ -440,4 +441,57 @@ fn console_on(
     };
     let options = console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None };
     console::Console::start(view, options).unwrap()
+}
+
+/// R-OPS-1, a console beside a busy plane: the plane page opens its view of
+/// the log, and before it reads the last audit's verdict the plane seals a
+/// run and an audit of the larger log leaves its verdict. The log did not
+/// shrink: the page must not say "it is not the tree audited". (On main it
+/// read the verdict after the view, and said the log is smaller now.)
+#[test]
+fn r_ops_1_a_verdict_left_while_the_plane_page_is_drawn_is_no_false_alarm() {
+    use journal_core::testkit_faults::{RoutedStore, StoreCall};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (plane, _) = demo();
+    let plane: &'static Plane = Box::leak(Box::new(plane));
+    let verdict_of = |head: tlog::Tree| console::last_audit::LastAudit {
+        format: console::last_audit::LAST_AUDIT_FORMAT.to_owned(),
+        at: journal_core::At::from_unix_millis(1_800_000_000_000).unwrap().to_string(),
+        command: "verify".into(),
+        tenant: "shop".into(),
+        origin: ORIGIN.into(),
+        verdict: console::last_audit::verdict_for(0, 0).into(),
+        findings: 0,
+        classes: vec![],
+        not_checked: vec![],
+        anchors: 1,
+        log_size: head.size,
+        log_root: head.root.to_string(),
+    };
+    let head = |store: &dyn Store| journal_core::LogView::open(store, &plane.tenant).unwrap().head().unwrap().tree;
+    console::last_audit::record(plane.dir.path(), &verdict_of(head(plane.store.as_ref()))).unwrap();
+    let (drawing, moved) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let store: Arc<dyn Store> = {
+        let (drawing, moved) = (Arc::clone(&drawing), Arc::clone(&moved));
+        let inner = Arc::clone(&plane.store) as Arc<dyn Store>;
+        Arc::new(RoutedStore::new(Box::new(move |call| {
+            // The page's first read after its counters: the plane moves, the audit ends.
+            if call == StoreCall::ReadLogNodes && drawing.load(Ordering::SeqCst) && !moved.swap(true, Ordering::SeqCst)
+            {
+                plane.run("job-meanwhile", &[("ek:meanwhile", Ok("ok"))], false);
+                console::last_audit::record(plane.dir.path(), &verdict_of(head(inner.as_ref()))).unwrap();
+            }
+            Arc::clone(&inner)
+        })))
+    };
+    let mut view = plane.view();
+    view.store = store;
+    let console =
+        console::Console::start(view, console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None })
+            .unwrap();
+    drawing.store(true, Ordering::SeqCst);
+    let (_, page) = get(console.url());
+    assert!(moved.load(Ordering::SeqCst), "the plane moved while the page was drawn");
+    assert!(!page.contains("it is not the tree audited"), "a false alarm on a healthy plane: {page}");
+    assert!(!page.contains("does not extend"), "{page}");
 }
