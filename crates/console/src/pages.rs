@@ -243,9 +243,14 @@ fn render_plane(app: &App) -> Result<Markup, PageError> {
     let mut sections = Vec::new();
     let mut verdicts = Vec::new();
     for log in &app.plane.tenants {
+        // The verdict is read before the log: the audit that left it read a
+        // log the store held then, so the view opened next holds it too.
+        // Read after the view, a verdict left meanwhile by an audit of a
+        // plane that grew looked like a log that shrank.
+        let last = app.plane.folder.as_ref().map(|folder| crate::last_audit::read(folder, log.tenant.as_str()));
         let view = LogView::open(store, &log.tenant)?;
         let head = view.head()?.tree;
-        verdicts.push(last_audit_markup(app, log, &view, head));
+        verdicts.push(last_audit_markup(log, last, &view, head));
         let runs = store.runs(&log.tenant, None)?.len();
         let signed = store.last_signed_checkpoint(&log.tenant)?;
         let cosigned = latest_cosigned(store, &log.tenant)?;
@@ -304,11 +309,16 @@ fn render_plane(app: &App) -> Result<Markup, PageError> {
 /// The last audit's verdict for a tenant, if one was left in the plane's
 /// folder, and whether the current log still has its size and root, or
 /// extends it (the root of its first `size` leaves is the audited root).
-fn last_audit_markup(app: &App, log: &TenantLog, view: &LogView<'_>, head: tlog::Tree) -> Markup {
-    let Some(folder) = &app.plane.folder else {
+fn last_audit_markup(
+    log: &TenantLog,
+    last: Option<Result<Option<crate::last_audit::LastAudit>, crate::last_audit::LastAuditError>>,
+    view: &LogView<'_>,
+    head: tlog::Tree,
+) -> Markup {
+    let Some(last) = last else {
         return html! { p class="warn" { "tenant " code { (log.tenant) } ": this plane has no folder to keep an audit's verdict in" } };
     };
-    let verdict = match crate::last_audit::read(folder, log.tenant.as_str()) {
+    let verdict = match last {
         Ok(Some(verdict)) => verdict,
         Ok(None) => {
             return html! { p class="warn" { "tenant " code { (log.tenant) } ": no audit has been run here yet" } };
