@@ -495,3 +495,56 @@ fn r_ops_1_a_verdict_left_while_the_plane_page_is_drawn_is_no_false_alarm() {
     assert!(!page.contains("it is not the tree audited"), "a false alarm on a healthy plane: {page}");
     assert!(!page.contains("does not extend"), "{page}");
 }
+
+/// R-OPS-1, R-COVER-2, a console beside a busy plane: a run's page reads
+/// the open run's chain, then the log; in between its worker appends a
+/// record and a checkpoint puts a heads leaf holding that new head in the
+/// log. The leaf holds a record the chain read a moment before did not
+/// have yet: nothing was cut, and the page must not say the leaf "does not
+/// hold this chain". (On main it did: a false tamper mark.)
+#[test]
+fn r_cover_2_a_run_page_drawn_while_its_run_moves_and_is_covered_is_no_false_alarm() {
+    use journal_core::testkit_faults::{RoutedStore, StoreCall};
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (plane, _) = demo();
+    let plane: &'static Plane = Box::leak(Box::new(plane));
+    let request = journal_core::AdmitRequest {
+        idempotency_key: "job-open".into(),
+        plan: vec!["work".into()],
+        budget: journal_core::Budget::default(),
+    };
+    let journal_core::Admission::New(handle) = plane.runtime.admit(&plane.tenant, request).unwrap() else {
+        panic!("a new run")
+    };
+    let run = handle.run().clone();
+    plane.checkpoint();
+    let handle = Arc::new(Mutex::new(Some(handle)));
+    let (read, moved) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let store: Arc<dyn Store> = {
+        let (read, moved, handle) = (Arc::clone(&read), Arc::clone(&moved), Arc::clone(&handle));
+        let inner = Arc::clone(&plane.store) as Arc<dyn Store>;
+        Arc::new(RoutedStore::new(Box::new(move |call| {
+            match call {
+                StoreCall::ReadRun => read.store(true, Ordering::SeqCst),
+                // The page's view of the log, after it read the chain.
+                StoreCall::LogCounters if read.load(Ordering::SeqCst) && !moved.swap(true, Ordering::SeqCst) => {
+                    handle.lock().unwrap().as_mut().unwrap().start_step("work").unwrap();
+                    plane.checkpoint();
+                }
+                _ => {}
+            }
+            Arc::clone(&inner)
+        })))
+    };
+    let mut view = plane.view();
+    view.store = store;
+    let console =
+        console::Console::start(view, console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None })
+            .unwrap();
+    let (status, page) = get(&format!("{}/run/shop/{run}", console.url()));
+    assert_eq!(status, 200, "{page}");
+    assert!(moved.load(Ordering::SeqCst), "the run moved and was covered while its page was drawn");
+    assert!(!page.contains("does not hold this chain"), "a false alarm on a healthy plane: {page}");
+    handle.lock().unwrap().take().unwrap().succeed("done").unwrap();
+}
