@@ -762,11 +762,20 @@ fn proof_section(
     } else {
         view.head_inclusion(run).map(|head| {
             let entry = format!("head at seq {} (hash {})", head.entry.seq, short(&head.entry.hash.to_string()));
-            let chain = usize::try_from(head.entry.seq)
-                .ok()
-                .and_then(|seq| seq.checked_sub(1))
-                .and_then(|index| records.get(index))
-                .map(|record| record.stored.hash);
+            let at_seq = |records: &[VerifiedRecord]| {
+                usize::try_from(head.entry.seq)
+                    .ok()
+                    .and_then(|seq| seq.checked_sub(1))
+                    .and_then(|index| records.get(index))
+                    .map(|record| record.stored.hash)
+            };
+            // The chain was read before the log: a leaf past its end may
+            // hold a record appended (and covered) since. The chain read
+            // again after the leaf holds it unless the run was cut back.
+            let chain = at_seq(records).or_else(|| {
+                let fresh = Journal::new(store, &log.tenant, &log.origin).read(run, check(app)).ok()?;
+                at_seq(&fresh.records)
+            });
             let failed = if chain == Some(head.entry.hash) {
                 head.verify().err().map(|err| err.to_string())
             } else {
