@@ -288,6 +288,17 @@ fn r_aud_5_an_empty_store_is_never_clean_and_with_an_anchor_that_saw_runs_it_is_
     assert!(finding.is_some(), "{:#?}", report.findings);
 }
 
+/// A failed run whose last record is rewritten as a newer build's (rehashed,
+/// no key), and the inputs of an audit by a build that cannot read it: the
+/// run, that record's seq, and the inputs.
+fn a_failed_run_rewritten_as_a_newer_builds(plane: &Plane) -> (journal_core::RunId, u64, audit::AuditInputs) {
+    let run = plane.fail("failed-1");
+    let last = plane.store.read_run(&plane.tenant, &run).unwrap().rows.len() as u64;
+    let mut inputs = plane.inputs();
+    inputs.reader = as_newer_build(plane, &run, last);
+    (run, last, inputs)
+}
+
 /// Rewrites record `seq` of `run` as a newer build would have written it (a
 /// version this build does not read, a field it does not know), rehashed so
 /// its link holds, the runs row pointed at it when it is the last: no key
@@ -397,10 +408,7 @@ fn r_aud_2_the_head_of_a_run_this_build_cannot_read_is_held_to_its_links() {
 #[test]
 fn r_cover_2_the_moved_mark_of_a_run_this_build_cannot_read_is_held() {
     let plane = Plane::unsigned();
-    let run = plane.fail("failed-1");
-    let last = plane.store.read_run(&plane.tenant, &run).unwrap().rows.len() as u64;
-    let mut inputs = plane.inputs();
-    inputs.reader = as_newer_build(&plane, &run, last);
+    let (run, _, inputs) = a_failed_run_rewritten_as_a_newer_builds(&plane);
     let skew_only = plane.audit(&inputs);
     assert!(skew_only.only_build_skew(), "marked, only build skew: {:#?}", skew_only.findings);
 
@@ -419,10 +427,7 @@ fn r_cover_2_the_moved_mark_of_a_run_this_build_cannot_read_is_held() {
 #[test]
 fn r_sig_2_a_record_rewritten_as_a_newer_builds_still_fails_the_trusted_key() {
     let plane = Plane::signed();
-    let run = plane.fail("failed-1");
-    let last = plane.store.read_run(&plane.tenant, &run).unwrap().rows.len() as u64;
-    let mut inputs = plane.inputs();
-    inputs.reader = as_newer_build(&plane, &run, last);
+    let (run, last, mut inputs) = a_failed_run_rewritten_as_a_newer_builds(&plane);
     let report = plane.audit(&inputs);
     assert!(!report.only_build_skew(), "a forged record is not build skew: {:#?}", report.findings);
     let bad = report.with_code(FindingCode::BadSignature).find(|f| f.run.as_deref() == Some(run.as_str()));
@@ -447,10 +452,7 @@ fn r_sig_2_a_record_rewritten_as_a_newer_builds_still_fails_the_trusted_key() {
 #[test]
 fn r_aud_8_a_key_forged_onto_a_run_this_build_cannot_read_is_not_build_skew_only() {
     let plane = Plane::unsigned();
-    let run = plane.fail("failed-1");
-    let last = plane.store.read_run(&plane.tenant, &run).unwrap().rows.len() as u64;
-    let mut inputs = plane.inputs();
-    inputs.reader = as_newer_build(&plane, &run, last);
+    let (run, _, inputs) = a_failed_run_rewritten_as_a_newer_builds(&plane);
     let skew_only = plane.audit(&inputs);
     assert!(skew_only.only_build_skew(), "untouched, only build skew: {:#?}", skew_only.findings);
 

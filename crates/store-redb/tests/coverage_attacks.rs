@@ -487,19 +487,7 @@ fn r_cover_2_a_file_from_before_the_moved_marks_is_not_checked_until_a_writer_ma
     drop(plane);
     forge(&path, |txn| {
         // As such a build wrote it: none of what came with the marks or after them.
-        let moved: redb::TableDefinition<(&str, &str), ()> = redb::TableDefinition::new("moved_runs");
-        assert!(txn.delete_table(moved).unwrap(), "the file had the table");
-        let heads: redb::TableDefinition<(&str, u64, &str), (u64, &[u8])> = redb::TableDefinition::new("heads_entries");
-        assert!(txn.delete_table(heads).unwrap(), "the file had the table");
-        let order: redb::TableDefinition<(&str, i64, &str), ()> = redb::TableDefinition::new("admission_order");
-        assert!(txn.delete_table(order).unwrap(), "the file had the table");
-        let by_run: redb::TableDefinition<(&str, &str), u64> = redb::TableDefinition::new("heads_by_run");
-        assert!(txn.delete_table(by_run).unwrap(), "the file had the table");
-        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
-        let mut meta = txn.open_table(meta).unwrap();
-        for key in ["moved_runs_filled", "admissions_filled", "heads_by_run_filled"] {
-            assert!(meta.remove(key).unwrap().is_some(), "{key}");
-        }
+        drop_the_marks_and_all_that_came_with_them(txn);
     });
     let unmarked = |report: &audit::AuditReport| shared::runs_found(report, audit::FindingCode::MovedMarkMissing);
     let marks_not_checked =
@@ -984,21 +972,7 @@ fn r_cover_2_a_running_plane_never_signs_past_moved_marks_dropped_with_all_their
     {
         let db = redb::Builder::new().set_concurrency_mode(store_redb::CONCURRENCY).open(&path).unwrap();
         let txn = db.begin_write().unwrap();
-        let moved: redb::TableDefinition<(&str, &str), ()> = redb::TableDefinition::new("moved_runs");
-        assert!(txn.delete_table(moved).unwrap(), "the file had the table");
-        let heads: redb::TableDefinition<(&str, u64, &str), (u64, &[u8])> = redb::TableDefinition::new("heads_entries");
-        assert!(txn.delete_table(heads).unwrap(), "the file had the table");
-        let order: redb::TableDefinition<(&str, i64, &str), ()> = redb::TableDefinition::new("admission_order");
-        assert!(txn.delete_table(order).unwrap(), "the file had the table");
-        let by_run: redb::TableDefinition<(&str, &str), u64> = redb::TableDefinition::new("heads_by_run");
-        assert!(txn.delete_table(by_run).unwrap(), "the file had the table");
-        {
-            let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
-            let mut meta = txn.open_table(meta).unwrap();
-            for key in ["moved_runs_filled", "admissions_filled", "heads_by_run_filled"] {
-                assert!(meta.remove(key).unwrap().is_some(), "{key}");
-            }
-        }
+        drop_the_marks_and_all_that_came_with_them(&txn);
         txn.commit().unwrap();
     }
     let signed =
@@ -1014,5 +988,24 @@ fn r_cover_2_a_running_plane_never_signs_past_moved_marks_dropped_with_all_their
                 report.findings, report.not_checked
             );
         }
+    }
+}
+
+/// Drops the moved marks with every table and meta key that came with them
+/// or after them (the admission order, heads entries, the heads-by-run
+/// index): what a file from before the marks holds.
+fn drop_the_marks_and_all_that_came_with_them(txn: &redb::WriteTransaction) {
+    let moved: redb::TableDefinition<(&str, &str), ()> = redb::TableDefinition::new("moved_runs");
+    assert!(txn.delete_table(moved).unwrap(), "the file had the table");
+    let heads: redb::TableDefinition<(&str, u64, &str), (u64, &[u8])> = redb::TableDefinition::new("heads_entries");
+    assert!(txn.delete_table(heads).unwrap(), "the file had the table");
+    let order: redb::TableDefinition<(&str, i64, &str), ()> = redb::TableDefinition::new("admission_order");
+    assert!(txn.delete_table(order).unwrap(), "the file had the table");
+    let by_run: redb::TableDefinition<(&str, &str), u64> = redb::TableDefinition::new("heads_by_run");
+    assert!(txn.delete_table(by_run).unwrap(), "the file had the table");
+    let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+    let mut meta = txn.open_table(meta).unwrap();
+    for key in ["moved_runs_filled", "admissions_filled", "heads_by_run_filled"] {
+        assert!(meta.remove(key).unwrap().is_some(), "{key}");
     }
 }
