@@ -462,6 +462,47 @@ fn r_wit_9_a_forged_cosigned_row_is_an_integrity_alarm_not_a_skip_on_postgresql(
     a_forged_cosigned_row_is_an_integrity_alarm(plane, &|| Box::new(store_pg::PgStore::open(&url).unwrap()));
 }
 
+/// The reads and `verify` agree on the kept cosigned notes (review 19): a
+/// forged `cosigned_checkpoints` row makes the sweep refuse to witness,
+/// `checkpoint --cosigned` and `export` fail, and the console's plane page
+/// error out, each as an integrity alarm telling the operator to run
+/// `agentplane verify`; `verify` never read those rows and answered "clean
+/// and complete" (exit 0). Now it holds every kept cosigned note as the
+/// reads do (R-AUD-8, R-WIT-9): a finding naming the row, exit 1.
+#[test]
+fn r_aud_8_verify_finds_the_forged_cosigned_row_the_sweep_refuses_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let _witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    let clean = ok(plane, &["verify", "--require-signature"]);
+    assert!(clean.contains("clean and complete"), "{clean}");
+    {
+        let store = store_redb::RedbStore::open(&plane.join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("shop").unwrap();
+        let head = journal_core::LogView::open(&store, &tenant).unwrap().head().unwrap().tree;
+        let forged = journal_core::store::SignedTree { tree: head, note: "forged\n".into() };
+        journal_core::Store::record_cosigned_checkpoint(&store, &tenant, forged).unwrap();
+    }
+    let alarm = fails(plane, &["checkpoint", "--cosigned"], 1);
+    assert!(alarm.contains("does not verify") && alarm.contains("agentplane verify"), "{alarm}");
+    let out = agentplane(plane, &["verify", "--require-signature"]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "verify calls clean the row checkpoint --cosigned alarms on: {said}");
+    assert!(said.contains("cosigned checkpoint #2") && said.contains("does not verify"), "{said}");
+    let report = json_of(plane, &["verify", "--json"]);
+    assert!(
+        report["findings"].as_array().unwrap().iter().any(|f| f["code"] == "store_damaged"),
+        "{report}"
+    );
+}
+
+/// The JSON a command printed on standard output, whatever its exit code.
+fn json_of(dir: &Path, args: &[&str]) -> Value {
+    serde_json::from_slice(&agentplane(dir, args).stdout).unwrap()
+}
+
 /// A witness that answers 500 with an empty body (transparency-dev/witness
 /// for an origin it is not configured for) is reported after a bounded
 /// number of tries, naming the witness and the origin.
