@@ -492,10 +492,7 @@ fn r_aud_8_verify_finds_the_forged_cosigned_row_the_sweep_refuses_on() {
     assert_eq!(out.status.code(), Some(1), "verify calls clean the row checkpoint --cosigned alarms on: {said}");
     assert!(said.contains("cosigned checkpoint #2") && said.contains("does not verify"), "{said}");
     let report = json_of(plane, &["verify", "--json"]);
-    assert!(
-        report["findings"].as_array().unwrap().iter().any(|f| f["code"] == "store_damaged"),
-        "{report}"
-    );
+    assert!(report["findings"].as_array().unwrap().iter().any(|f| f["code"] == "store_damaged"), "{report}");
 }
 
 /// The JSON a command printed on standard output, whatever its exit code.

@@ -127,6 +127,30 @@ pub fn verify(cli: &Settings, require_signature: bool, assert_complete: bool, js
         };
         signed_trees.push(tree);
     }
+    // The cosigned notes the store keeps, held by the one rule the sweep,
+    // `checkpoint --cosigned`, `export` and the console read them by
+    // (`verify_cosigned_rows`): each refuses on a row written behind the
+    // plane and says to run `verify`, so `verify` must find that row too.
+    let witness_keys = configured_witness_keys(cli)?;
+    let quorum = cli.plane.as_ref().map_or(1, |plane| plane.quorum.max(1));
+    let cosigned = store.cosigned_checkpoints(&tenant)?;
+    if let Some(log_key) = inputs.log_keys.first()
+        && let Err(err) =
+            journal_core::runtime::verify_cosigned_rows(&cosigned, &inputs.origin, log_key, &witness_keys, quorum)
+    {
+        extra.findings.push(Finding {
+            code: FindingCode::StoreDamaged,
+            class: FindingCode::StoreDamaged.class(),
+            run: None,
+            seq: None,
+            anchors: Vec::new(),
+            detail: format!(
+                "{err}: the row was written behind the plane (the sweep refuses to witness on it, `checkpoint \
+                 --cosigned` and `export` refuse it)"
+            ),
+            remedy: None,
+        });
+    }
     // The plane's own record of its last signature, kept outside the store
     // (the store's rows of what it signed can be deleted or put back from a
     // backup with the runs after them): the log must extend it too. Signed
@@ -220,6 +244,20 @@ fn store_damaged(label: &str, detail: String) -> Finding {
         detail,
         remedy: None,
     }
+}
+
+/// The witness keys of the plane's configuration, as the sweep and
+/// `checkpoint --cosigned` trust them (none without a configuration).
+fn configured_witness_keys(cli: &Settings) -> Result<Vec<TrustedWitness>, Failure> {
+    let Some(plane) = cli.plane.as_ref() else { return Ok(Vec::new()) };
+    plane
+        .witnesses
+        .iter()
+        .map(|entry| {
+            agentplane_cli::plane_config::check_witness_key(&entry.key)
+                .map_err(|err| Failure::Usage(format!("witness {}: {err}", entry.url)))
+        })
+        .collect()
 }
 
 fn usage(err: audit::AuditError) -> Failure {
