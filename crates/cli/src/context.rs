@@ -71,7 +71,6 @@ impl Plane {
             journal_core::log::HighWaterError::Damaged { .. } => Failure::Findings(err.to_string()),
             journal_core::log::HighWaterError::Io { .. } => Failure::Io(err.to_string()),
         })?;
-        let lost = matches!(mark, HighWaterMark::Lost { .. });
         if let HighWaterMark::Lost { reason } = &mark {
             eprintln!(
                 "agentplane: the plane's record of its last signature is lost ({reason}): it cannot tell by itself \
@@ -104,25 +103,8 @@ impl Plane {
         }
         let probes = crate::high_water::probes(&self.witnesses, &[self.log.verifier_key()])?;
         let view = LogView::open(self.store.as_ref(), &self.tenant)?;
-        match ask_witnesses(&view, &self.origin, &probes, Some(self.high_water.as_ref())) {
-            // A witness that serves no monitor endpoint (litewitness,
-            // transparency-dev/witness) can never be asked: the mark comes
-            // back from the operator, as with no witness at all.
-            Err(journal_core::JournalError::WouldSignRollback { tenant, reason }) if lost => {
-                Err(Failure::from(journal_core::JournalError::WouldSignRollback {
-                    tenant,
-                    reason: format!(
-                        "{reason}. A witness that serves no monitor endpoint can never say what it holds: put {} \
-                         back from the copy kept with the key file, or write the line `{} SIZE ROOT` of the \
-                         newest checkpoint of this origin you hold (a witness's cosigned note, a saved \
-                         checkpoint), then sign again",
-                        self.high_water.location(),
-                        self.origin
-                    ),
-                }))
-            }
-            answered => answered.map(|_| self.high_water.as_ref() as &dyn HighWater).map_err(Failure::from),
-        }
+        ask_witnesses(&view, &self.origin, &probes, Some(self.high_water.as_ref()))?;
+        Ok(self.high_water.as_ref())
     }
 
     /// The tenant's journal, written by this binary.

@@ -61,7 +61,7 @@ pub enum KeyError {
     /// 32 bits: a witness can make one collide). Go's `note.VerifierList`
     /// refuses the same lookup as ambiguous.
     #[error(
-        "witness keys {first} and {second} share one name and key id: a cosignature line cannot say which of them made          it; trust one of them, or ask the witness for a key with another name"
+        "witness keys {first} and {second} share one name and key id: a cosignature line cannot say which of them made it; trust one of them, or ask the witness for a key with another name"
     )]
     AmbiguousWitnessKey {
         /// The first key, as its whole vkey.

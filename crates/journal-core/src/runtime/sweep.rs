@@ -131,10 +131,27 @@ pub fn ask_witnesses(
         return Ok(views);
     }
     if let seen @ HighWaterMark::Lost { reason } = &seen {
+        // A witness that serves no monitor endpoint (litewitness,
+        // transparency-dev/witness) can never be asked: the mark comes back
+        // from the operator, as with no witness at all.
+        let by_hand = if views
+            .failures
+            .iter()
+            .any(|(_, err)| matches!(err, witness::WitnessError::NoMonitorEndpoint { .. }))
+        {
+            format!(
+                ". A witness that serves no monitor endpoint can never say what it holds: put {} back from the copy \
+                 kept with the key file, or write the line `{origin} SIZE ROOT` of the newest checkpoint of this \
+                 origin you hold (a witness's cosigned note, a saved checkpoint), then sign again",
+                high_water.location()
+            )
+        } else {
+            String::new()
+        };
         if views.answered == 0 {
             return Err(refuse(format!(
                 "the plane's record of its last signature is lost ({reason}), and no witness could be asked what \
-                 it holds: nothing was signed. Make a witness reachable, or restore {} from a backup",
+                 it holds: nothing was signed. Make a witness reachable, or restore {} from a backup{by_hand}",
                 high_water.location()
             )));
         }
@@ -147,7 +164,7 @@ pub fn ask_witnesses(
             return Err(refuse(format!(
                 "the plane's record of its last signature is lost ({reason}), and {} of the {} configured witnesses \
                  could not be asked what they hold: {}. One of them may hold more than those that answered, so \
-                 nothing was signed. Make every witness reachable, or restore {} from a backup",
+                 nothing was signed. Make every witness reachable, or restore {} from a backup{by_hand}",
                 views.failures.len(),
                 probes.len(),
                 unasked.join("; "),
