@@ -1053,6 +1053,10 @@ pub(crate) async fn log(State(app): State<Arc<App>>, query: Result<Query<LogQuer
     render(app, move |app| render_log(app, &query)).await
 }
 
+/// How many of the newest signed checkpoint rows the log page verifies,
+/// draws and lists.
+const LOG_PAGE_CHECKPOINTS: usize = 200;
+
 fn render_log(app: &App, query: &LogQuery) -> Result<Markup, PageError> {
     let log = tenant_of(app, parameter("tenant", &query.tenant)?)?;
     let store = app.plane.store.as_ref();
@@ -1072,21 +1076,49 @@ fn render_log(app: &App, query: &LogQuery) -> Result<Markup, PageError> {
         }),
         _ => None,
     };
-    let largest = signed.iter().map(|s| s.tree.size).max().unwrap_or(0).max(1);
+    // The chart draws what a note vouches for, at the size the note signs: a
+    // kept row whose note does not verify is counted apart, never drawn.
+    // Only the newest rows are verified and shown: a page load stays bounded
+    // on a plane that has signed for years.
+    let newest = signed.get(signed.len().saturating_sub(LOG_PAGE_CHECKPOINTS)..).unwrap_or_default();
+    let statuses: Vec<NoteStatus> = newest.iter().map(|s| note_status(app, log, &s.note, Some(s.tree))).collect();
+    let drawn: Vec<u64> = statuses
+        .iter()
+        .filter_map(|status| match status {
+            NoteStatus::Verified { tree, .. } => Some(tree.size),
+            NoteStatus::Unverified(_) | NoteStatus::NoLogKey => None,
+        })
+        .collect();
+    let unverified = statuses.iter().filter(|status| matches!(status, NoteStatus::Unverified(_))).count();
+    let no_log_key = app.plane.log_keys.is_empty();
+    let largest = drawn.iter().copied().max().unwrap_or(0).max(1);
     let bar_width = 600u64;
     Ok(layout(
         "log",
         html! {
             h1 { "the log of " code { (log.tenant) } }
             p { "origin " code { (log.origin) } " · " (head.size) " leaves · root " code { (head.root) } }
-            h2 { "checkpoints over time (" (signed.len()) " signed, " (cosigned.len()) " cosigned)" }
-            svg class="sizes" xmlns="http://www.w3.org/2000/svg" width=(bar_width + 60) height=(signed.len() * 14 + 4) role="img" aria-label="signed checkpoint sizes" {
-                @for (i, s) in signed.iter().enumerate() {
-                    @let width = s.tree.size.saturating_mul(bar_width) / largest;
+            h2 { "checkpoints over time" }
+            p {
+                (signed.len()) " signed and " (cosigned.len()) " cosigned checkpoint rows kept; the newest " (newest.len())
+                " signed rows read: " (drawn.len()) " verified"
+            }
+            @if no_log_key {
+                p class="warn" { "no log key given: no kept checkpoint can be verified, so none is drawn" }
+            }
+            @if unverified > 0 {
+                p class="bad" {
+                    (unverified) @if unverified == 1 { " kept row does not verify" } @else { " kept rows do not verify" }
+                    " (marked in the table below): not drawn; run " code { "agentplane verify" } " on this plane"
+                }
+            }
+            svg class="sizes" xmlns="http://www.w3.org/2000/svg" width=(bar_width + 60) height=(drawn.len() * 14 + 4) role="img" aria-label="verified signed checkpoint sizes" {
+                @for (i, size) in drawn.iter().enumerate() {
+                    @let width = size.saturating_mul(bar_width) / largest;
                     rect class="size" x="0" y=(i * 14 + 2) height="10" width=(width + 1) {
-                        title { "size " (s.tree.size) }
+                        title { "size " (size) }
                     }
-                    text x=(width + 6) y=(i * 14 + 11) class="axis" { (s.tree.size) }
+                    text x=(width + 6) y=(i * 14 + 11) class="axis" { (size) }
                 }
             }
             h2 { "consistency between two sizes" }
@@ -1101,8 +1133,8 @@ fn render_log(app: &App, query: &LogQuery) -> Result<Markup, PageError> {
             table {
                 thead { tr { th { "size" } th { "root" } th { "signature" } } }
                 tbody {
-                    @for s in signed.iter().rev().take(200) {
-                        tr { td { (s.tree.size) } td { code { (short(&s.tree.root.to_string())) } } td { (note_markup(&note_status(app, log, &s.note, Some(s.tree)))) } }
+                    @for (s, status) in newest.iter().zip(&statuses).rev() {
+                        tr { td { (s.tree.size) } td { code { (short(&s.tree.root.to_string())) } } td { (note_markup(status)) } }
                     }
                 }
             }

@@ -114,6 +114,36 @@ fn a_signed_row_is_shown_with_its_note_only_when_they_agree() {
     assert!(!row.contains("signature verified"), "{row}");
 }
 
+/// R-OPS-1: the log page's chart of checkpoints over time draws only notes
+/// that verify, at the size the note signs; a kept row whose note does not
+/// verify (here a forged size beside a genuine note) is counted apart and
+/// named, never drawn as a signed checkpoint.
+#[test]
+fn r_ops_1_the_log_chart_draws_only_checkpoints_whose_note_verifies() {
+    let (plane, _) = demo();
+    let genuine = plane.store.last_signed_checkpoint(&plane.tenant).unwrap().unwrap();
+    let kept = plane.store.signed_checkpoints(&plane.tenant).unwrap().len();
+    let forged = tlog::Tree::new(999_999, genuine.tree.root);
+    plane
+        .store
+        .record_signed_checkpoint(
+            &plane.tenant,
+            Some(genuine.tree),
+            SignedTree { tree: forged, note: genuine.note.clone() },
+        )
+        .unwrap();
+    let console = plane.console(None);
+    let (status, log) = get(&format!("{}/log", console.url()));
+    assert_eq!(status, 200, "{log}");
+    let chart = log.split("<svg class=\"sizes\"").nth(1).unwrap().split("</svg>").next().unwrap();
+    assert!(!chart.contains("999999"), "a size no note signed is drawn as a checkpoint: {chart}");
+    assert_eq!(chart.matches("<rect").count(), kept, "one bar per verified note: {chart}");
+    assert!(
+        log.contains(&format!("{kept} verified")) && log.contains("1 kept row does not verify"),
+        "the heading counts what verifies and names what does not: {log}"
+    );
+}
+
 /// A console on localhost with no token answers only requests addressed to
 /// localhost: a page of another site that rebinds its name to 127.0.0.1
 /// reads nothing (DNS rebinding).
