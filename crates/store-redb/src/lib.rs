@@ -1123,8 +1123,8 @@ fn fill_moved_runs_once(txn: &WriteTransaction) -> Result<(), JournalError> {
 }
 
 /// Fills the admission order from the seq-1 rows of a file written before
-/// it existed, once (a read-only opening of such a file lists no run until
-/// a writer has opened it).
+/// it existed, once (until then a read-only opening lists its runs by
+/// `admissions_without_order`, O(runs) a page).
 fn fill_admissions_once(txn: &WriteTransaction, layout: Layout) -> Result<(), JournalError> {
     let mut meta = txn.open_table(META).map_err(io)?;
     if meta.get(ADMISSIONS_FILLED).map_err(io)?.is_some() {
@@ -1166,6 +1166,42 @@ fn fill_heads_by_run_once(txn: &WriteTransaction) -> Result<(), JournalError> {
     }
     meta.insert(HEADS_BY_RUN_FILLED, 1).map_err(io)?;
     Ok(())
+}
+
+/// The admission order of a file that keeps none (written by a build before
+/// it, and opened read-only before any writer of this build filled it; or
+/// dropped behind the plane, which the audit reports): read from each run's
+/// stored admission, O(runs), so a reader lists what the chains say rather
+/// than nothing.
+fn admissions_without_order(
+    txn: &ReadTransaction,
+    layout: Layout,
+    runs: &redb::ReadOnlyTable<(&'static str, &'static str), RunValue<'static>>,
+    tenant: &TenantId,
+    before: Option<&AdmittedRun>,
+    outcome: Option<Outcome>,
+    limit: usize,
+) -> Result<Vec<AdmittedRun>, JournalError> {
+    let t = tenant.as_str();
+    let records = txn.open_table(layout.records()).map_err(io)?;
+    let mut admitted = Vec::new();
+    for entry in runs.range((t, "")..).map_err(io)? {
+        let (key, value) = entry.map_err(io)?;
+        let (kt, run) = key.value();
+        if kt != t {
+            break;
+        }
+        if outcome.is_some() && value.value().3.and_then(Outcome::parse) != outcome {
+            continue;
+        }
+        let run = run_id(tenant, run)?;
+        let Some(first) = records.get((t, run.as_str(), 1)).map_err(io)? else { continue };
+        let row = row_of(layout, tenant, &run, 1, first.value())?;
+        if let Some(at) = journal_core::store::admitted_at_of(&row) {
+            admitted.push(AdmittedRun { at, run });
+        }
+    }
+    Ok(journal_core::store::page_of_admissions(admitted.into_iter(), before, limit))
 }
 
 /// The bookkeeping key saying the admission order was filled.
@@ -1602,11 +1638,11 @@ impl Store for RedbStore {
         limit: usize,
     ) -> Result<Vec<AdmittedRun>, JournalError> {
         let txn = self.read_txn()?;
-        let Some(order) = open_if_there(&txn, ADMISSIONS)? else {
-            return Ok(Vec::new());
-        };
         let runs = txn.open_table(RUNS).map_err(io)?;
         let t = tenant.as_str();
+        let Some(order) = open_if_there(&txn, ADMISSIONS)? else {
+            return admissions_without_order(&txn, self.layout, &runs, tenant, before, outcome, limit);
+        };
         let mut out = Vec::new();
         let range = match before {
             // Keys below (tenant, at, run): a run id is never empty, so "" sorts first.

@@ -67,7 +67,15 @@ fn r_aud_8_a_file_from_before_the_admission_order_is_not_checked_until_a_writer_
     }
     let inputs = audit::AuditInputs::new(tenant.clone(), origin.clone());
     let older = RedbStore::open_read_only(&path).unwrap();
-    assert!(older.admissions(&tenant, None, None, 10).unwrap().is_empty());
+    // Listed from each run's stored admission, not as no run at all (review
+    // 19): a reader of such a file sees what the chains say.
+    let listed = older.admissions(&tenant, None, None, 10).unwrap();
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(listed[0] > listed[1], "newest first: {listed:?}");
+    assert!(runs.iter().all(|run| listed.iter().any(|a| &a.run == run)), "{listed:?}");
+    let failed = older.admissions(&tenant, None, Some(Outcome::Failed), 10).unwrap();
+    assert_eq!(failed.iter().map(|a| &a.run).collect::<Vec<_>>(), [&runs[1]]);
+    assert_eq!(older.admissions(&tenant, Some(&listed[0]), None, 10).unwrap(), listed[1..]);
     // (The testkit's run ids are not derived from their keys: a tenant
     // finding each, which is not what this test is about.)
     let order_findings = |report: &audit::AuditReport| {
