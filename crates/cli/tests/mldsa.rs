@@ -9,6 +9,13 @@ use support::*;
 
 use std::path::Path;
 
+/// `agentplane verify-export run.export --log-key LOG_KEY EXTRA...` in `plane`.
+fn verify_export(plane: &Path, log_key: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["verify-export", "run.export", "--log-key", log_key];
+    args.extend_from_slice(extra);
+    agentplane(plane, &args)
+}
+
 fn start_witness(
     plane: &Path,
     state: &Path,
@@ -65,11 +72,7 @@ fn r_wit_10_a_mixed_quorum_of_ed25519_and_ml_dsa_witnesses_through_the_cli() {
         .to_owned();
     ok(plane, &["--tenant", "shop", "export", &run, "-o", "run.export"]);
     let log_key = json(plane, &["--tenant", "shop", "keys", "--json"])["log_key"].as_str().unwrap().to_owned();
-    let verify_export = |extra: &[&str]| {
-        let mut args = vec!["verify-export", "run.export", "--log-key", &log_key];
-        args.extend_from_slice(extra);
-        agentplane(plane, &args)
-    };
+    let verify_export = |extra: &[&str]| verify_export(plane, &log_key, extra);
     let both = verify_export(&["--witness-key", &ed_vkey, "--witness-key", &ml_vkey, "--quorum", "2", "--json"]);
     assert_eq!(both.status.code(), Some(0), "{}", text(&both));
     let verified: serde_json::Value = serde_json::from_slice(&both.stdout).unwrap();
@@ -177,57 +180,18 @@ fn r_aud_10_one_witness_with_both_keys_is_one_witness_toward_a_quorum() {
         .to_owned();
     ok(plane, &["--tenant", "shop", "export", &run, "-o", "run.export"]);
     let log_key = keys["log_key"].as_str().unwrap().to_owned();
-    let both = agentplane(
+    let both = verify_export(
         plane,
-        &[
-            "verify-export",
-            "run.export",
-            "--log-key",
-            &log_key,
-            "--witness-key",
-            &ed_vkey,
-            "--witness-key",
-            &ml_vkey,
-            "--quorum",
-            "1",
-            "--json",
-        ],
+        &log_key,
+        &["--witness-key", &ed_vkey, "--witness-key", &ml_vkey, "--quorum", "1", "--json"],
     );
     assert_eq!(both.status.code(), Some(0), "{}", text(&both));
     let verified: serde_json::Value = serde_json::from_slice(&both.stdout).unwrap();
     assert_eq!(verified["cosignatures"], 1, "two lines, one witness: {verified}");
-    let two = agentplane(
-        plane,
-        &[
-            "verify-export",
-            "run.export",
-            "--log-key",
-            &log_key,
-            "--witness-key",
-            &ed_vkey,
-            "--witness-key",
-            &ml_vkey,
-            "--quorum",
-            "2",
-        ],
-    );
+    let two = verify_export(plane, &log_key, &["--witness-key", &ed_vkey, "--witness-key", &ml_vkey, "--quorum", "2"]);
     assert_eq!(two.status.code(), Some(1), "one witness's two keys met a quorum of 2: {}", text(&two));
     // The same key twice is one cosigner: a quorum of 2 is not met by it.
-    let once = agentplane(
-        plane,
-        &[
-            "verify-export",
-            "run.export",
-            "--log-key",
-            &log_key,
-            "--witness-key",
-            &ml_vkey,
-            "--witness-key",
-            &ml_vkey,
-            "--quorum",
-            "2",
-        ],
-    );
+    let once = verify_export(plane, &log_key, &["--witness-key", &ml_vkey, "--witness-key", &ml_vkey, "--quorum", "2"]);
     assert_ne!(once.status.code(), Some(0), "one key listed twice met a quorum of 2: {}", text(&once));
 
     // One URL listed twice with one key is refused, naming it, before anything is sent.
