@@ -122,6 +122,7 @@ pub fn audit_with_progress(
     report.log_size = rebuilt.size();
     report.log_root = rebuilt.tree().root.to_string();
     say_what_was_not_checked(inputs, unsigned, untrusted, &mut report);
+    say_which_runs_are_unbound(&facts, &mut report);
     if snapshot.is_empty() {
         // With an anchor that saw entries, the shrunken log is a finding
         // already; without one an empty store is never "clean".
@@ -686,6 +687,23 @@ fn tenant_binding(inputs: &AuditInputs, run: &RunId, admitted: &journal_core::re
             .seq(1),
         ),
         Err(err) => Some(Finding::new(FindingCode::TenantMismatch, err.to_string()).run(run).seq(1)),
+    }
+}
+
+/// Runs whose verified chain holds no admission (its first record is not a
+/// `RunAdmitted`: only a direct `Journal` writer makes one) name no tenant
+/// and no key their id derives from, so [`tenant_binding`] cannot hold them:
+/// a run copied in from another tenant would pass.
+fn say_which_runs_are_unbound(facts: &BTreeMap<RunId, RunFacts>, report: &mut AuditReport) {
+    let unbound = facts.values().filter(|run| run.idempotency_key.is_none()).count();
+    if unbound > 0 {
+        report.not_checked.push(NotChecked {
+            what: format!("the tenant binding of {unbound} run{}", if unbound == 1 { "" } else { "s" }),
+            why: "their first record is not a RunAdmitted (a direct Journal writer's, not the runtime's): nothing in \
+                  them names the tenant or the key their id derives from, so a run copied in from another tenant \
+                  cannot be told; admit runs through the runtime"
+                .into(),
+        });
     }
 }
 

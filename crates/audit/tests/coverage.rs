@@ -212,6 +212,29 @@ fn r_aud_1_a_sealed_run_copied_in_from_another_tenant_is_tamper() {
     assert_eq!(finding.run.as_deref(), Some(run.as_str()));
 }
 
+/// R-AUD-5, R-AUD-1: a run whose first record is not a `RunAdmitted` (only
+/// a direct `Journal` writer makes one: the runtime admits every run, forks
+/// included) names no tenant and no key its id derives from, so its binding
+/// to the audited tenant cannot be checked: the audit says so rather than
+/// call the tenant complete (a run of another tenant copied in would pass).
+#[test]
+fn r_aud_5_a_run_with_no_admission_leaves_its_tenant_binding_not_checked() {
+    let plane = Plane::signed();
+    plane.seal("sealed-1");
+    let signer = plane.signer.clone().unwrap();
+    let journal = journal_core::Journal::new(plane.store.as_ref(), &plane.tenant, &plane.origin).signed_by(&signer);
+    let run = journal_core::RunId::new("run-unadmitted").unwrap();
+    let step = journal_core::record::StepMark { step: "search".into() };
+    journal.append(&run, None, None, journal_core::record::RecordBody::StepStarted(step)).unwrap();
+    let report = plane.audit(&plane.inputs());
+    assert!(report.findings.is_empty(), "{:#?}", report.findings);
+    let binding = report.not_checked.iter().find(|n| n.what.contains("tenant binding"));
+    let binding = binding.unwrap_or_else(|| panic!("the unbound run is named: {:#?}", report.not_checked));
+    assert!(binding.what.contains("1 run"), "{binding:?}");
+    assert!(binding.why.contains("RunAdmitted"), "{binding:?}");
+    assert_eq!(report.verdict(), audit::Verdict::Incomplete);
+}
+
 #[test]
 fn r_aud_2_an_outcome_index_row_for_a_run_that_does_not_exist_is_found() {
     let plane = Plane::signed();
