@@ -41,7 +41,7 @@ pub use clock::{At, Clock, SteppingClock, SystemClock};
 pub use error::{BuildSkew, ErrorClass, JournalError, StorageError, TamperKind};
 pub use ids::{RunId, TenantId};
 pub use journal::{Appended, Journal, VerifiedRun, last_conclusion};
-pub use log::{HeadInclusion, LogHead, LogSource, LogView, RunInclusion};
+pub use log::{HeadInclusion, LogHead, LogSource, LogView, RunInclusion, RunProof};
 pub use memory::MemoryStore;
 pub use record::{
     Budget, Build, Counters, Dimension, DoubtAnswer, EffectResult, Holding, Outcome, Record, RecordBody, RecordKind,

@@ -58,6 +58,15 @@ pub struct RunInclusion {
     pub source: LogSource,
 }
 
+/// What proves a run in the log ([`LogView::prove_run`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunProof {
+    /// A sealed run: its seal leaf's inclusion, a complete history.
+    Seal(RunInclusion),
+    /// An open run: the newest heads leaf holding its head, a prefix only.
+    Head(HeadInclusion),
+}
+
 /// An open run's head proven in the log: the heads leaf's inclusion, then
 /// the entry's inclusion in the leaf's entries tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -239,6 +248,27 @@ impl<'a> LogView<'a> {
             proof,
             source: self.source(),
         })
+    }
+
+    /// What proves `run` in the log: its seal leaf's inclusion when it is
+    /// sealed, else the newest heads leaf holding its head. A seal or heads
+    /// leaf written after this view was opened lies past its size; it is
+    /// asked of a view opened afresh (any position committed before that
+    /// opening is inside it), so a run sealed or covered meanwhile is proven,
+    /// not called unsealed (review 18): an answer that is not a seal's is
+    /// asked again of a fresh view. Each answer carries its own tree.
+    pub fn prove_run(&self, run: &RunId) -> Result<RunProof, JournalError> {
+        match self.proof_in_view(run) {
+            Ok(RunProof::Head(_)) | Err(JournalError::NotSealed { .. }) => self.reopen()?.proof_in_view(run),
+            answer => answer,
+        }
+    }
+
+    fn proof_in_view(&self, run: &RunId) -> Result<RunProof, JournalError> {
+        match self.inclusion(run) {
+            Err(JournalError::NotSealed { .. }) => self.head_inclusion(run).map(RunProof::Head),
+            answer => answer.map(RunProof::Seal),
+        }
     }
 
     /// The proof that an open run had a head at this view's size (issue 20):

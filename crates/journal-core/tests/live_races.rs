@@ -112,3 +112,46 @@ fn r_run_4_a_redelivery_racing_a_worker_and_a_checkpoint_is_not_called_a_cut() {
     let handle = handle.lock().unwrap().take().unwrap();
     handle.succeed("done").unwrap();
 }
+
+/// R-LOG-3, R-COVER-2 on a busy plane (left by review 18): a run sealed, or
+/// an open run entered in a heads leaf, after a view of the log was opened
+/// lies past that view's size. `LogView::prove_run` asks a view opened
+/// afresh, so `agentplane prove` and the console answer with the seal's
+/// inclusion (or the leaf's) instead of a stale "not sealed" or "not
+/// covered".
+#[test]
+fn r_log_3_a_run_sealed_or_covered_after_the_view_was_opened_is_proven_not_called_unsealed() {
+    use journal_core::testkit::sample_run;
+    use journal_core::{Journal, LogView, Outcome, RunId, RunProof};
+    let store = MemoryStore::new();
+    let (tenant, origin) = (tenant(), Origin::new(ORIGIN).unwrap());
+    let journal = Journal::new(&store, &tenant, &origin);
+    sample_run(&journal, &RunId::new("run-first").unwrap(), Outcome::Succeeded).unwrap();
+
+    let view = LogView::open(&store, &tenant).unwrap();
+    let late = RunId::new("run-sealed-late").unwrap();
+    sample_run(&journal, &late, Outcome::Succeeded).unwrap();
+    assert!(
+        matches!(view.inclusion(&late), Err(journal_core::JournalError::NotSealed { .. })),
+        "the view itself is older than the seal"
+    );
+    match view.prove_run(&late).unwrap() {
+        RunProof::Seal(inclusion) => {
+            assert_eq!(inclusion.tree.size, 2);
+            inclusion.verify().unwrap();
+        }
+        RunProof::Head(head) => panic!("a sealed run proven by a head: {head:?}"),
+    }
+
+    let open = RunId::new("run-open").unwrap();
+    sample_run(&journal, &open, Outcome::Failed).unwrap();
+    let view = LogView::open(&store, &tenant).unwrap();
+    sign_current_head(&store, &tenant, &origin, &log_key(), None).unwrap();
+    assert!(view.head_inclusion(&open).is_err(), "the view itself is older than the heads leaf");
+    match view.prove_run(&open).unwrap() {
+        RunProof::Head(head) => head.verify().unwrap(),
+        RunProof::Seal(inclusion) => panic!("an open run proven by a seal: {inclusion:?}"),
+    }
+    let missing = view.prove_run(&RunId::new("run-none").unwrap());
+    assert!(matches!(missing, Err(journal_core::JournalError::NotFound { .. })), "{missing:?}");
+}

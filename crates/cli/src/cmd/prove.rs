@@ -65,9 +65,7 @@ struct HeadRow {
 /// An open run: the newest heads leaf that holds it. This attests that the
 /// run had this record at this seq when the checkpoint was signed, never
 /// that its history is complete.
-fn head_inclusion(reader: &Reader, run: &journal_core::RunId, json: bool) -> Result<(), Failure> {
-    let log = reader.log()?;
-    let proven = log.head_inclusion(run)?;
+fn head_inclusion(proven: journal_core::HeadInclusion, run: &journal_core::RunId, json: bool) -> Result<(), Failure> {
     proven.verify().map_err(|err| Failure::Findings(format!("the head proof does not verify: {err}")))?;
     let row = HeadRow {
         entries: proven.entries,
@@ -112,10 +110,9 @@ fn head_inclusion(reader: &Reader, run: &journal_core::RunId, json: bool) -> Res
 pub fn inclusion(settings: &Settings, run: &str, json: bool) -> Result<(), Failure> {
     let reader = Reader::open(settings)?;
     let run = run_id(run)?;
-    let inclusion = match reader.log()?.inclusion(&run) {
-        Ok(inclusion) => inclusion,
-        Err(journal_core::JournalError::NotSealed { .. }) => return head_inclusion(&reader, &run, json),
-        Err(err) => return Err(err.into()),
+    let inclusion = match reader.log()?.prove_run(&run)? {
+        journal_core::RunProof::Seal(inclusion) => inclusion,
+        journal_core::RunProof::Head(head) => return head_inclusion(head, &run, json),
     };
     // The leaf was found through the store's seal index: a proof is only
     // printed for the run asked if the leaf names it.
