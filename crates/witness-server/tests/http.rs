@@ -288,6 +288,34 @@ fn r_ux_3_hostile_answers_give_typed_errors_within_the_timeout() {
     assert!(started.elapsed() < Duration::from_secs(10), "the timeout bounds the exchange");
 }
 
+/// R-UX-3: a hostile witness writes what it likes in the body of a 400 or
+/// of an answer no protocol step expects, and the client quoted up to 200
+/// characters of it in its error as they came: an escape sequence reached
+/// the operator's terminal (`agentplane sweep` prints each witness's error
+/// as a line), and a newline let the witness forge lines of the sweep's
+/// output and of any log kept of it ("tenant default: met ..."). The error
+/// still quotes the body, with every control character escaped.
+#[test]
+fn r_ux_3_a_hostile_witness_answer_puts_no_control_character_in_an_error() {
+    let mut plane = Plane::new(1);
+    plane.grow_to(4, u64::MAX);
+    let signed = plane.signed();
+    let key = cosigner(7, "witness.test/w1");
+    let body = b"bad\n2026-01-01T00:00:00Z tenant default: met at size 9\x1b]0;owned\x07\x1b[2K\r";
+    for status in ["400 Bad Request", "418 I'm a teapot"] {
+        let url = misbehaving_server(Misbehaviour::Raw(http_response(status, "text/plain", body)));
+        let client = HttpWitness::with_timeout(&url, vec![trusted(&key)], Duration::from_secs(5)).unwrap();
+        let shown = client.add_checkpoint(&signed, &plane.log).unwrap_err().to_string();
+        assert!(!shown.chars().any(char::is_control), "{status}: a control character in {shown:?}");
+        assert!(shown.contains("tenant default: met"), "{status}: the body is still quoted: {shown:?}");
+        let reader = WitnessReader::with_timeout(&url, vec![trusted(&key)], Duration::from_secs(5)).unwrap();
+        if let Err(err) = reader.latest(signed.checkpoint().origin()) {
+            let shown = err.to_string();
+            assert!(!shown.chars().any(char::is_control), "{status}: a control character in {shown:?}");
+        }
+    }
+}
+
 #[test]
 fn r_wit_4_reader_returns_the_verified_latest_and_r_wit_5_split_view() {
     let mut honest = Plane::new(1);

@@ -145,8 +145,20 @@ fn is_server_error(status: u16) -> bool {
     (500..=599).contains(&status) && status != 503
 }
 
+/// At most 200 characters of a witness's answer, to quote in an error: its
+/// control characters escaped (`\n`, `\u{1b}`), so a witness can neither
+/// send escape sequences to a terminal nor forge lines of the output that
+/// quotes it.
 fn snippet(body: &[u8]) -> String {
-    String::from_utf8_lossy(body).chars().take(200).collect()
+    let mut shown = String::new();
+    for c in String::from_utf8_lossy(body).chars().take(200) {
+        if c.is_control() {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
 }
 
 /// A tlog-witness submission client for one witness.
