@@ -63,8 +63,9 @@ fn main() -> ExitCode {
             if json {
                 output::print_failure_json(&failure);
             }
-            // No password of a store URL is ever printed, whatever the message quotes.
-            eprintln!("agentplane: {}", store_pg::redact(&failure.message()));
+            // No password of a store URL is ever printed, whatever the message
+            // quotes, and no control character of what it quotes.
+            eprintln!("agentplane: {}", output::printable(&store_pg::redact(&failure.message())));
             ExitCode::from(failure.exit_code())
         }
     }

@@ -73,6 +73,23 @@ pub fn written(result: std::io::Result<()>) {
     }
 }
 
+/// A failure's message as the terminal gets it: a message may quote hostile
+/// input (an export's line, a witness's answer), so every control character
+/// but the newline is escaped (`\u{1b}`: no escape sequence reaches the
+/// terminal), and every line after the first is indented, so that no quoted
+/// newline starts a line that reads as the command's own.
+pub fn printable(message: &str) -> String {
+    let mut shown = String::with_capacity(message.len());
+    for c in message.trim_end_matches('\n').chars() {
+        match c {
+            '\n' => shown.push_str("\n  "),
+            c if c.is_control() => shown.extend(c.escape_default()),
+            c => shown.push(c),
+        }
+    }
+    shown
+}
+
 /// The longest argument echoed back in a message, in characters.
 const SHOWN_CHARS: usize = 60;
 

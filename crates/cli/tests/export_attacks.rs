@@ -296,3 +296,42 @@ fn r_log_4_prove_refuses_a_seal_leaf_of_another_origin() {
     assert_eq!(answer["class"], "findings", "{answer}");
     assert!(answer["message"].as_str().unwrap().contains("elsewhere.example/plane"), "{answer}");
 }
+
+/// The terminal text of a failure: no control character but the newline,
+/// and no line after the first that starts where a line of a command's own
+/// output would.
+fn assert_printable(stderr: &str, what: &str) {
+    assert!(!stderr.trim_end_matches('\n').chars().any(|c| c.is_control() && c != '\n'), "{what}: {stderr:?}");
+    for line in stderr.trim_end_matches('\n').lines().skip(1) {
+        assert!(line.starts_with(' '), "{what}: a line of its own in the failure: {line:?} in {stderr:?}");
+    }
+}
+
+/// R-UX-3: an export file is hostile input (`verify-export` is the
+/// auditor's command for a file someone else gave them, and `diff` reads
+/// one as a run). A line whose type, or a field name, is text of the
+/// attacker's choosing was refused with serde's message, which quotes it
+/// as it came: escape sequences reached the auditor's terminal (a title
+/// set, the line erased) and a newline printed a line of the attacker's
+/// own ("valid: ...") under the refusal. The refusal still names what it
+/// read, its control characters escaped and any later line indented.
+#[test]
+fn r_ux_3_a_hostile_export_puts_no_control_character_on_the_terminal() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let forged = "\u{1b}]0;owned\u{7}\u{1b}[2K\rvalid: export verified\nvalid: forged";
+    let lines = [
+        serde_json::json!({ "type": forged }).to_string(),
+        serde_json::json!({ "type": "header", "format": "agentplane-export/v4", "origin": "o", "run": "r", forged: 1 })
+            .to_string(),
+    ];
+    for (i, line) in lines.iter().enumerate() {
+        let file = dir.join(format!("hostile-{i}.export"));
+        std::fs::write(&file, format!("{line}\n")).unwrap();
+        let file = file.to_str().unwrap();
+        let stderr = fails(dir, &["verify-export", file, "--log-key", &demo.vkey], 1);
+        assert!(stderr.contains("valid: forged"), "the refusal still quotes what it read: {stderr:?}");
+        assert_printable(&stderr, "verify-export");
+        assert_printable(&fails(dir, &["diff", file, file], 1), "diff");
+    }
+}
