@@ -90,6 +90,22 @@ pub fn printable(message: &str) -> String {
     shown
 }
 
+/// Text recorded by someone else (a record's body, an export's) as one
+/// line of a table: newlines and carriage returns as spaces, every other
+/// control character escaped, so nothing it holds moves the cursor or
+/// rewrites the terminal.
+pub fn one_line(text: &str) -> String {
+    let mut line = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' | '\r' => line.push(' '),
+            c if c.is_control() => line.extend(c.escape_default()),
+            c => line.push(c),
+        }
+    }
+    line
+}
+
 /// The longest argument echoed back in a message, in characters.
 const SHOWN_CHARS: usize = 60;
 

@@ -335,3 +335,46 @@ fn r_ux_3_a_hostile_export_puts_no_control_character_on_the_terminal() {
         assert_printable(&fails(dir, &["diff", file, file], 1), "diff");
     }
 }
+
+/// R-UX-3: `diff` reads an export file as a run, its chain checked alone,
+/// and a chain is only SHA-256: anyone can write a run whose records say
+/// what they like (as a tool's output an agent recorded can). A body's text
+/// with escape sequences in it was printed as it came in the table: only
+/// newlines were flattened, so the file could erase the lines above it,
+/// retitle the terminal, or backspace over the `!` that marks a differing
+/// row. A cell now shows every control character escaped.
+#[test]
+fn r_ux_3_diff_of_a_hostile_export_prints_no_control_character_in_its_table() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let run = first_run(dir, "succeeded");
+    ok(dir, &["export", &run, "-o", "honest.export"]);
+    let honest = std::fs::read_to_string(dir.join("honest.export")).unwrap();
+    let forged = "\u{1b}[1A\u{1b}[2K\u{8}\u{8}the runs did the same\u{1b}]0;owned\u{7}";
+    let mut prev = journal_core::ChainHash::from_hex(&"0".repeat(64)).unwrap();
+    let mut hostile = String::new();
+    for line in honest.lines() {
+        let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+        if value["type"] == "record" {
+            let mut bytes: serde_json::Value = serde_json::from_str(value["bytes"].as_str().unwrap()).unwrap();
+            if let Some(reason) = bytes["body"].get_mut("reason") {
+                *reason = serde_json::Value::String(format!("{forged}{}", reason.as_str().unwrap()));
+            }
+            let bytes = serde_json::to_string(&bytes).unwrap();
+            let hash = journal_core::ChainHash::link(&prev, bytes.as_bytes());
+            value["prev_hash"] = prev.to_string().into();
+            value["hash"] = hash.to_string().into();
+            value["bytes"] = bytes.into();
+            value["signature"] = serde_json::Value::Null;
+            prev = hash;
+        }
+        hostile.push_str(&format!("{value}\n"));
+    }
+    assert!(hostile.contains("owned"), "the run holds a record with a reason to forge");
+    std::fs::write(dir.join("hostile.export"), hostile).unwrap();
+    let out = agentplane(dir, &["diff", "honest.export", "hostile.export"]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "the runs differ: {stdout}");
+    assert!(!stdout.chars().any(|c| c.is_control() && c != '\n'), "{stdout:?}");
+    assert!(stdout.contains("RunConcluded reason=\\u{1b}[1A"), "the differing reason is shown, escaped: {stdout}");
+}

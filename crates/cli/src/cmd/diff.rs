@@ -161,11 +161,13 @@ fn words(value: &Value) -> String {
     }
 }
 
-/// Text cut to `max` characters, a cut marked with `…`.
+/// Text cut to `max` characters, a cut marked with `…`, on one line with
+/// its control characters escaped ([`crate::output::one_line`]).
 fn cut(text: &str, max: usize) -> String {
+    let text = crate::output::one_line(text);
     match text.char_indices().nth(max.saturating_sub(1)) {
         Some((at, _)) if text.chars().count() > max => format!("{}…", text.get(..at).unwrap_or_default()),
-        _ => text.to_owned(),
+        _ => text,
     }
 }
 

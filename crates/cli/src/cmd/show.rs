@@ -81,9 +81,10 @@ fn short(hash: &str) -> String {
     format!("{}…", hash.chars().take(10).collect::<String>())
 }
 
-/// Text cut to `max` characters, on one line.
+/// Text cut to `max` characters, on one line with its control characters
+/// escaped ([`crate::output::one_line`]).
 fn cut(text: &str, max: usize) -> String {
-    let line = text.replace(['\n', '\r'], " ");
+    let line = crate::output::one_line(text);
     match line.char_indices().nth(max) {
         None => line,
         Some((at, _)) => format!("{}…", line.get(..at).unwrap_or_default()),
