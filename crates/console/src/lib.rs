@@ -16,6 +16,11 @@ use axum::routing::get;
 use journal_core::{Origin, Store, TenantId, Upcasters, Verifier};
 use sha2::{Digest, Sha256};
 
+/// How long a client has to send a request's line and headers (each
+/// request of a kept-alive connection too), else its connection is closed:
+/// a peer that connects and stalls holds no descriptor for longer.
+pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The address the console listens on unless told otherwise: localhost only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7390";
 
@@ -143,16 +148,7 @@ impl Console {
         let listener = runtime
             .block_on(async { tokio::net::TcpListener::from_std(listener) })
             .map_err(|source| ConsoleError::Bind { listen: options.listen, source })?;
-        let thread = std::thread::spawn(move || {
-            runtime.block_on(async move {
-                let served = axum::serve(listener, router).with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                });
-                if let Err(err) = served.await {
-                    tracing::error!(target: "agentplane.console", "the console stopped: {err}");
-                }
-            });
-        });
+        let thread = std::thread::spawn(move || runtime.block_on(serve(listener, router, stopped)));
         Ok(Self { url: format!("http://{local}"), shutdown: Some(shutdown), thread: Some(thread) })
     }
 
@@ -177,6 +173,38 @@ impl Drop for Console {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// Serves each connection on a task of its own until told to stop, with
+/// [`HEADER_TIMEOUT`] on every request header (`axum::serve` sets no timer,
+/// so a connection that never finished its header was held forever).
+async fn serve(listener: tokio::net::TcpListener, router: Router, mut stopped: tokio::sync::oneshot::Receiver<()>) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let stream = tokio::select! {
+            _ = &mut stopped => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(err) => {
+                    // Out of descriptors, say: pause rather than spin.
+                    tracing::warn!(target: "agentplane.console", "accepting a connection: {err}");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        connections.spawn(async move {
+            let served = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            if let Err(err) = served.await {
+                tracing::debug!(target: "agentplane.console", "connection: {err}");
+            }
+        });
+        while connections.try_join_next().is_some() {}
     }
 }
 

@@ -548,3 +548,32 @@ fn r_cover_2_a_run_page_drawn_while_its_run_moves_and_is_covered_is_no_false_ala
     assert!(!page.contains("does not hold this chain"), "a false alarm on a healthy plane: {page}");
     handle.lock().unwrap().take().unwrap().succeed("done").unwrap();
 }
+
+/// R-OPS-1, R-UX-3: a peer that reaches the console (bound off localhost,
+/// any peer may connect before its token is read) sent half a request
+/// header, or nothing, and the console held the connection forever:
+/// `axum::serve` sets no timer, so hyper's header timeout never ran, and
+/// enough such connections use up the console's descriptors, after which it
+/// serves no one. A connection whose request header has not arrived within
+/// [`console::HEADER_TIMEOUT`] is now closed, and the console serves on.
+#[test]
+fn r_ops_1_a_client_that_never_finishes_its_request_header_is_disconnected() {
+    use std::io::{Read as _, Write as _};
+    let (plane, _) = demo();
+    let token = "0123456789abcdef0123";
+    let console = plane.console(Some(token));
+    let address = console.url().trim_start_matches("http://").to_owned();
+    let mut partial = std::net::TcpStream::connect(&address).unwrap();
+    partial.write_all(b"GET / HTTP/1.1\r\nHost: loc").unwrap();
+    let silent = std::net::TcpStream::connect(&address).unwrap();
+    let started = std::time::Instant::now();
+    for mut stream in [partial, silent] {
+        stream.set_read_timeout(Some(console::HEADER_TIMEOUT * 3)).unwrap();
+        let mut answer = Vec::new();
+        let read = stream.read_to_end(&mut answer);
+        assert!(read.is_ok(), "the console closes it: {read:?} after {:?}", started.elapsed());
+    }
+    assert!(started.elapsed() < console::HEADER_TIMEOUT * 2, "{:?}", started.elapsed());
+    let served = reqwest::blocking::Client::new().get(console.url()).bearer_auth(token).send().unwrap();
+    assert_eq!(served.status().as_u16(), 200);
+}
