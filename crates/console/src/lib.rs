@@ -68,11 +68,14 @@ pub struct ConsoleOptions {
     /// The token every request must carry (`Authorization: Bearer`, or the
     /// cookie a `?token=` visit sets); required off localhost.
     pub token: Option<String>,
+    /// How long a client has to send a request's line and headers
+    /// ([`HEADER_TIMEOUT`] by default).
+    pub header_timeout: std::time::Duration,
 }
 
 impl Default for ConsoleOptions {
     fn default() -> Self {
-        Self { listen: SocketAddr::from(([127, 0, 0, 1], 7390)), token: None }
+        Self { listen: SocketAddr::from(([127, 0, 0, 1], 7390)), token: None, header_timeout: HEADER_TIMEOUT }
     }
 }
 
@@ -148,7 +151,8 @@ impl Console {
         let listener = runtime
             .block_on(async { tokio::net::TcpListener::from_std(listener) })
             .map_err(|source| ConsoleError::Bind { listen: options.listen, source })?;
-        let thread = std::thread::spawn(move || runtime.block_on(serve(listener, router, stopped)));
+        let thread =
+            std::thread::spawn(move || runtime.block_on(serve(listener, router, options.header_timeout, stopped)));
         Ok(Self { url: format!("http://{local}"), shutdown: Some(shutdown), thread: Some(thread) })
     }
 
@@ -177,9 +181,14 @@ impl Drop for Console {
 }
 
 /// Serves each connection on a task of its own until told to stop, with
-/// [`HEADER_TIMEOUT`] on every request header (`axum::serve` sets no timer,
+/// `header_timeout` on every request header (`axum::serve` sets no timer,
 /// so a connection that never finished its header was held forever).
-async fn serve(listener: tokio::net::TcpListener, router: Router, mut stopped: tokio::sync::oneshot::Receiver<()>) {
+async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    header_timeout: std::time::Duration,
+    mut stopped: tokio::sync::oneshot::Receiver<()>,
+) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
         let stream = tokio::select! {
@@ -198,7 +207,7 @@ async fn serve(listener: tokio::net::TcpListener, router: Router, mut stopped: t
         connections.spawn(async move {
             let served = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
+                .header_read_timeout(header_timeout)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
             if let Err(err) = served.await {
                 tracing::debug!(target: "agentplane.console", "connection: {err}");

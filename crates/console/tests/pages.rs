@@ -158,9 +158,13 @@ fn no_route_accepts_a_write_and_every_page_carries_a_strict_csp() {
 #[test]
 fn a_token_is_checked_on_every_request_and_required_off_localhost() {
     let (plane, _) = demo();
-    let off = console::ConsoleOptions { listen: "0.0.0.0:0".parse().unwrap(), token: None };
+    let off = console::ConsoleOptions { listen: "0.0.0.0:0".parse().unwrap(), token: None, ..Default::default() };
     assert!(matches!(console::Console::start(plane.view(), off), Err(console::ConsoleError::TokenRequired { .. })));
-    let weak = console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: Some("short".into()) };
+    let weak = console::ConsoleOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        token: Some("short".into()),
+        ..Default::default()
+    };
     assert!(matches!(console::Console::start(plane.view(), weak), Err(console::ConsoleError::WeakToken { .. })));
 
     let token = "0123456789abcdef0123";
@@ -439,7 +443,7 @@ fn console_on(
         upcasters: journal_core::Upcasters::builtin(),
         folder: None,
     };
-    let options = console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None };
+    let options = console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None, ..Default::default() };
     console::Console::start(view, options).unwrap()
 }
 
@@ -486,9 +490,11 @@ fn r_ops_1_a_verdict_left_while_the_plane_page_is_drawn_is_no_false_alarm() {
     };
     let mut view = plane.view();
     view.store = store;
-    let console =
-        console::Console::start(view, console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None })
-            .unwrap();
+    let console = console::Console::start(
+        view,
+        console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None, ..Default::default() },
+    )
+    .unwrap();
     drawing.store(true, Ordering::SeqCst);
     let (_, page) = get(console.url());
     assert!(moved.load(Ordering::SeqCst), "the plane moved while the page was drawn");
@@ -539,9 +545,11 @@ fn r_cover_2_a_run_page_drawn_while_its_run_moves_and_is_covered_is_no_false_ala
     };
     let mut view = plane.view();
     view.store = store;
-    let console =
-        console::Console::start(view, console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None })
-            .unwrap();
+    let console = console::Console::start(
+        view,
+        console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None, ..Default::default() },
+    )
+    .unwrap();
     let (status, page) = get(&format!("{}/run/shop/{run}", console.url()));
     assert_eq!(status, 200, "{page}");
     assert!(moved.load(Ordering::SeqCst), "the run moved and was covered while its page was drawn");
@@ -561,19 +569,25 @@ fn r_ops_1_a_client_that_never_finishes_its_request_header_is_disconnected() {
     use std::io::{Read as _, Write as _};
     let (plane, _) = demo();
     let token = "0123456789abcdef0123";
-    let console = plane.console(Some(token));
+    // A short timeout keeps the test quick; the default is HEADER_TIMEOUT.
+    let options = console::ConsoleOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        token: Some(token.into()),
+        header_timeout: std::time::Duration::from_millis(300),
+    };
+    let console = console::Console::start(plane.view(), options).unwrap();
     let address = console.url().trim_start_matches("http://").to_owned();
     let mut partial = std::net::TcpStream::connect(&address).unwrap();
     partial.write_all(b"GET / HTTP/1.1\r\nHost: loc").unwrap();
     let silent = std::net::TcpStream::connect(&address).unwrap();
-    let started = std::time::Instant::now();
     for mut stream in [partial, silent] {
-        stream.set_read_timeout(Some(console::HEADER_TIMEOUT * 3)).unwrap();
+        // Without the timeout the read waits on a connection never closed
+        // and fails when this guard, far past the console's, runs out.
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
         let mut answer = Vec::new();
         let read = stream.read_to_end(&mut answer);
-        assert!(read.is_ok(), "the console closes it: {read:?} after {:?}", started.elapsed());
+        assert!(read.is_ok(), "the console closes it: {read:?}");
     }
-    assert!(started.elapsed() < console::HEADER_TIMEOUT * 2, "{:?}", started.elapsed());
     let served = reqwest::blocking::Client::new().get(console.url()).bearer_auth(token).send().unwrap();
     assert_eq!(served.status().as_u16(), 200);
 }

@@ -64,7 +64,7 @@ pub fn figures(rounds: usize, runs: usize) -> Result<Vec<Figure>> {
         upcasters: journal_core::Upcasters::builtin(),
         folder: None,
     };
-    let options = console::ConsoleOptions { listen: "127.0.0.1:0".parse()?, token: None };
+    let options = console::ConsoleOptions { listen: "127.0.0.1:0".parse()?, token: None, ..Default::default() };
     let served = console::Console::start(view, options)?;
     let client = reqwest::blocking::Client::new();
     let pages = [

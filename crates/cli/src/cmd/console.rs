@@ -62,8 +62,8 @@ pub fn console(settings: &Settings, listen: SocketAddr, token_file: Option<&Path
         upcasters: reader_upcasters(),
         folder: settings.folder(),
     };
-    let served =
-        console::Console::start(plane, console::ConsoleOptions { listen, token }).map_err(|err| match err {
+    let served = console::Console::start(plane, console::ConsoleOptions { listen, token, ..Default::default() })
+        .map_err(|err| match err {
             console::ConsoleError::Bind { .. } => Failure::Io(err.to_string()),
             other => Failure::Usage(other.to_string()),
         })?;

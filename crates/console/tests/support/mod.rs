@@ -90,7 +90,11 @@ impl Plane {
     }
 
     pub fn console(&self, token: Option<&str>) -> Console {
-        let options = ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: token.map(str::to_owned) };
+        let options = ConsoleOptions {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            token: token.map(str::to_owned),
+            ..Default::default()
+        };
         Console::start(self.view(), options).unwrap()
     }
 }
