@@ -256,6 +256,21 @@ impl WitnessServer {
                 )));
             }
         }
+        // A subtree/v1 (ML-DSA-44) cosignature holds the origin in at most
+        // 255 bytes: such a witness could cosign nothing of a longer one.
+        if own.iter().any(|key| key.algorithm() == witness::ALG_ML_DSA_44)
+            && let Some(log) =
+                config.logs.iter().find(|log| log.origin.len() > witness::cosignature::MAX_SUBTREE_ORIGIN_LEN)
+        {
+            return Err(ServerError::Config(format!(
+                "log {}: its origin is {} bytes, and an ML-DSA-44 cosignature (subtree/v1) holds at most {}: \
+                 this witness could cosign none of its checkpoints; shorten the origin or cosign it with an \
+                 Ed25519 key alone",
+                log.origin,
+                log.origin.len(),
+                witness::cosignature::MAX_SUBTREE_ORIGIN_LEN
+            )));
+        }
         for (i, key) in own.iter().enumerate() {
             if own.iter().skip(i + 1).any(|other| other.name() == key.name() && other.key_id() == key.key_id()) {
                 return Err(ServerError::Config(format!(

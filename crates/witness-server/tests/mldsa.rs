@@ -180,3 +180,34 @@ fn r_wit_10_the_binary_serves_both_keys_from_its_key_files() {
     let algorithms: Vec<u8> = cosigned.unwrap().cosignatures.iter().map(|c| c.algorithm).collect();
     assert_eq!(algorithms, [witness::ALG_COSIGNATURE_V1, ALG_ML_DSA_44]);
 }
+
+/// R-WIT-10 (noticed by review 20): a `subtree/v1` cosignature holds the
+/// log's origin in at most 255 bytes, so an ML-DSA-44 witness listing a log
+/// whose origin is longer started as if all were well and then answered 500
+/// to every checkpoint of that log. It is refused at start, naming the log;
+/// an Ed25519 witness (cosignature/v1 has no such bound) still serves it.
+#[test]
+fn r_wit_10_an_ml_dsa_witness_refuses_at_start_a_log_whose_origin_no_subtree_can_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = format!("witness.test/{}", "o".repeat(250));
+    let key = SignerKey::from_seed(&long, witness::ALG_ED25519, [3; 32]).unwrap();
+    let log = witness_server::LogConfig { origin: long.clone(), keys: vec![key.verifier_key()] };
+    let config = |cosigner| witness_server::WitnessConfig {
+        cosigner,
+        extra_cosigners: Vec::new(),
+        logs: vec![witness_server::LogConfig { origin: log.origin.clone(), keys: log.keys.clone() }],
+        clock: std::sync::Arc::new(FixedClock(std::sync::atomic::AtomicU64::new(1_700_000_000))),
+    };
+    let refused = witness_server::WitnessServer::start(
+        config(ml_dsa_cosigner(9, "witness.test/mldsa")),
+        &dir.path().join("m.redb"),
+        "127.0.0.1:0",
+    );
+    assert!(
+        matches!(&refused, Err(witness_server::ServerError::Config(why)) if why.contains("255") && why.contains(&long)),
+        "{refused:?}"
+    );
+    let ed25519 =
+        Cosigner::new(SignerKey::from_seed("witness.test/ed", witness::ALG_COSIGNATURE_V1, [4; 32]).unwrap()).unwrap();
+    witness_server::WitnessServer::start(config(ed25519), &dir.path().join("e.redb"), "127.0.0.1:0").unwrap();
+}

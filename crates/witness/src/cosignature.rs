@@ -95,9 +95,13 @@ impl SubtreeStatement {
     }
 }
 
+/// The longest log origin a `subtree/v1` (ML-DSA-44) statement can carry:
+/// it holds the origin with a one-byte length, as it holds the name.
+pub const MAX_SUBTREE_ORIGIN_LEN: usize = MAX_ML_DSA_NAME_LEN;
+
 /// The one-byte length of a `<1..2^8-1>` vector, if it fits.
 fn short_len(text: &str) -> Option<u8> {
-    u8::try_from(text.len()).ok().filter(|&len| len != 0 && usize::from(len) <= MAX_ML_DSA_NAME_LEN)
+    u8::try_from(text.len()).ok().filter(|&len| len != 0 && usize::from(len) <= MAX_SUBTREE_ORIGIN_LEN)
 }
 
 fn check_timestamp(name: &str, timestamp: u64) -> Result<(), CosignatureError> {
