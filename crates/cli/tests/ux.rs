@@ -102,6 +102,26 @@ fn r_ux_2_each_command_s_json_has_its_documented_schema_and_hex_hashes() {
     assert_eq!(inclusion["root"], checkpoint["root"], "the proof is against the checkpoint just signed");
 
     let head = json(dir, &["prove", &open, "--json"]);
+    assert_fields(
+        &head,
+        &[
+            "entries",
+            "entry_index",
+            "entry_proof",
+            "from_walk_with_holes",
+            "head_hash",
+            "head_seq",
+            "index",
+            "kind",
+            "leaf",
+            "leaf_hash",
+            "proof",
+            "root",
+            "run",
+            "size",
+        ],
+        "prove of an open run",
+    );
     for field in ["root", "leaf_hash", "head_hash"] {
         assert_hex(&head[field], field);
     }
@@ -578,6 +598,51 @@ fn r_log_4_verify_proof_checks_a_printed_proof_against_a_trusted_tree() {
     std::fs::write(dir.join("swapped.json"), swapped.to_string()).unwrap();
     let stderr = fails(dir, &["verify-proof", "swapped.json", "--checkpoint", "saved.note", "--log-key", key], 1);
     assert!(stderr.contains("does not hash to its leaf_hash"), "{stderr}");
+}
+
+/// R-LOG-4, R-COVER-2: a printed head proof (an open run's) is bound to its
+/// run, seq and chain hash as a seal proof is to its run: `prove --json`
+/// carries the heads leaf's bytes, and `verify-proof` holds the entry
+/// `(run, head_seq, head_hash)` to the leaf's entries tree. A head proof
+/// relabelled with another run, or another seq or hash (claiming the run had
+/// a record it never had), is refused; it was "valid" with `run: null`.
+#[test]
+fn r_log_4_verify_proof_binds_a_head_proof_to_its_run_seq_and_hash() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let key = demo.log_key.as_str();
+    std::fs::write(dir.join("saved.note"), ok(dir, &["checkpoint"])).unwrap();
+    let open = demo.run("failed");
+    let printed = ok(dir, &["prove", &open, "--json"]);
+    std::fs::write(dir.join("head.json"), &printed).unwrap();
+    let head: Value = serde_json::from_str(&printed).unwrap();
+    assert_eq!(head["kind"], "head", "{head}");
+    assert!(head["leaf"].as_str().unwrap().starts_with("agentplane/heads/v1\n"), "{head}");
+
+    let verified = json(dir, &["verify-proof", "head.json", "--checkpoint", "saved.note", "--log-key", key, "--json"]);
+    assert_eq!((verified["valid"].clone(), verified["kind"].clone()), (Value::from(true), Value::from("head")));
+    assert_eq!(verified["run"], open.as_str(), "the verified answer names the run the entry is of: {verified}");
+    let said = ok(dir, &["verify-proof", "head.json", "--checkpoint", "saved.note", "--log-key", key]);
+    assert!(said.contains(&format!("run {open} had record {}", head["head_seq"])), "{said}");
+
+    let other_hash = format!("{:0>64}", "1");
+    let changes: [(&str, Value); 4] = [
+        ("run", Value::from(demo.run("quarantined"))),
+        ("head_seq", Value::from(head["head_seq"].as_u64().unwrap() + 1)),
+        ("head_hash", Value::from(other_hash)),
+        ("leaf", Value::from(head["leaf"].as_str().unwrap().replace("runs ", "runs 1"))),
+    ];
+    for (field, value) in changes {
+        let mut changed = head.clone();
+        changed[field] = value;
+        std::fs::write(dir.join("changed.json"), changed.to_string()).unwrap();
+        let answer = json_exit(
+            dir,
+            &["verify-proof", "changed.json", "--checkpoint", "saved.note", "--log-key", key, "--json"],
+            1,
+        );
+        assert_eq!(answer["class"], "findings", "{field} changed: {answer}");
+    }
 }
 
 /// R-RUN-5: `resume` continues a stopped run from the command line: an

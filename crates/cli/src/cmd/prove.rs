@@ -55,6 +55,9 @@ struct HeadRow {
     head_seq: u64,
     index: u64,
     kind: &'static str,
+    /// The heads leaf's bytes (text): what binds the entry proof to the log
+    /// leaf, so `verify-proof` holds `(run, head_seq, head_hash)` to it.
+    leaf: String,
     leaf_hash: String,
     proof: Vec<String>,
     root: String,
@@ -76,6 +79,7 @@ fn head_inclusion(proven: journal_core::HeadInclusion, run: &journal_core::RunId
         head_seq: proven.entry.seq,
         index: proven.index,
         kind: "head",
+        leaf: String::from_utf8_lossy(&proven.leaf_bytes).into_owned(),
         leaf_hash: proven.leaf.to_string(),
         proof: proven.proof.path().iter().map(ToString::to_string).collect(),
         root: proven.tree.root.to_string(),
@@ -266,6 +270,13 @@ struct ProofFile {
     size: u64,
     root: String,
     proof: Vec<String>,
+    /// A head proof's entry: the run's head seq and chain hash, its index
+    /// in the heads leaf's entries tree, how many entries, and its path.
+    head_seq: Option<u64>,
+    head_hash: Option<String>,
+    entry_index: Option<u64>,
+    entries: Option<u64>,
+    entry_proof: Option<Vec<String>>,
 }
 
 /// `verify-proof --json`. Fields in alphabetical order.
@@ -322,6 +333,9 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
     let tree = tlog::Tree::new(proof.size, hex_of("root", &proof.root, tlog::RootHash::from_hex)?);
     let path =
         proof.proof.iter().map(|h| hex_of("proof", h, tlog::NodeHash::from_hex)).collect::<Result<Vec<_>, _>>()?;
+    let head = proof.kind.as_deref() == Some("head");
+    // A head proof's run, once its entry is held to the heads leaf's bytes.
+    let mut bound = None;
     let ((kind, trusted_by), old_size) = match (&proof.leaf_hash, proof.index, proof.old_size, &proof.old_root) {
         (Some(leaf), Some(index), None, None) => {
             let leaf = hex_of("leaf_hash", leaf, tlog::LeafHash::from_hex)?;
@@ -330,6 +344,7 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
                     return Err(Failure::Findings("the proof's leaf does not hash to its leaf_hash".into()));
                 }
                 if let Some(run) = &proof.run
+                    && !head
                     && !journal_core::SealLeaf::names_run(bytes.as_bytes(), run)
                 {
                     return Err(Failure::Findings(format!(
@@ -362,7 +377,10 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
                     crate::output::shown(origin)
                 )));
             }
-            ((if proof.kind.as_deref() == Some("head") { "head" } else { "inclusion" }, trusted.by), None)
+            if head && let Some(bytes) = &proof.leaf {
+                bound = Some(head_entry_in(&proof, bytes, trusted.origin.as_deref())?);
+            }
+            ((if head { "head" } else { "inclusion" }, trusted.by), None)
         }
         (None, None, Some(old_size), Some(old_root)) => {
             let old = tlog::Tree::new(old_size, hex_of("old_root", old_root, tlog::RootHash::from_hex)?);
@@ -385,8 +403,11 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
             )));
         }
     };
-    // Checked above: leaf bytes present hash to the leaf and name the run.
-    let bound = if kind == "inclusion" { proof.leaf.as_ref().and(proof.run.clone()) } else { None };
+    // Checked above: leaf bytes present hash to the leaf and name the run
+    // (a seal leaf), or hold its entry (a heads leaf).
+    if kind == "inclusion" {
+        bound = proof.leaf.as_ref().and(proof.run.clone());
+    }
     if json {
         return print_json(&ProofVerified {
             kind,
@@ -402,10 +423,17 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
         Some(old) => outln!("valid: the tree of size {} (root {}) extends size {old}", tree.size, tree.root),
         None => outln!("valid: {kind} proof in the tree of size {} (root {})", tree.size, tree.root),
     }
-    if kind == "head" {
-        outln!("the entry's place in the heads leaf (entry_proof) is not checked by verify-proof");
-    }
     match (&bound, kind) {
+        (Some(run), "head") => outln!(
+            "run {run} had record {} (hash {}) in this tree: the heads leaf holds that entry (a head, not a complete \
+             history)",
+            proof.head_seq.unwrap_or_default(),
+            proof.head_hash.as_deref().unwrap_or_default()
+        ),
+        (None, "head") => outln!(
+            "the run, seq and hash it names are not bound to the leaf: this proof carries no heads leaf bytes (an older \
+             build's)"
+        ),
         (Some(run), _) => outln!("the leaf seals run {run}"),
         (None, "inclusion") if proof.leaf.is_none() => {
             outln!("the run it names is not bound to the leaf: this proof carries no leaf bytes (an older build's)")
@@ -415,6 +443,60 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
     }
     outln!("trusted by {trusted_by}");
     Ok(())
+}
+
+/// A head proof's entry held to its heads leaf's bytes (already hashed to
+/// the proven leaf): the leaf must be a heads leaf of the trusted origin,
+/// and `(run, head_seq, head_hash)` must be the entry at `entry_index` of
+/// its entries tree. Answers the run the entry is of.
+fn head_entry_in(proof: &ProofFile, bytes: &str, trusted_origin: Option<&str>) -> Result<String, Failure> {
+    let heads = journal_core::heads::HeadsLeaf::parse(bytes.as_bytes())
+        .ok_or_else(|| Failure::Findings("the head proof's leaf is not a heads leaf".into()))?;
+    if let Some(origin) = trusted_origin
+        && heads.origin.as_str() != origin
+    {
+        return Err(Failure::Findings(format!(
+            "the proof's heads leaf is of the log of origin {}, and the trusted checkpoint is of origin {}: a proof \
+             from another log",
+            crate::output::shown(heads.origin.as_str()),
+            crate::output::shown(origin)
+        )));
+    }
+    let missing = |field: &str| Failure::Findings(format!("the head proof has no {field}"));
+    let run = proof.run.as_deref().ok_or_else(|| missing("run"))?;
+    let run_id = journal_core::RunId::new(run)
+        .map_err(|err| Failure::Findings(format!("the head proof's run {}: {err}", crate::output::shown(run))))?;
+    let seq = proof.head_seq.ok_or_else(|| missing("head_seq"))?;
+    let hash_text = proof.head_hash.as_deref().ok_or_else(|| missing("head_hash"))?;
+    let hash = journal_core::ChainHash::from_hex(hash_text).ok_or_else(|| {
+        Failure::Findings(format!("the proof's head_hash {}: not a hash", crate::output::shown(hash_text)))
+    })?;
+    let entry_index = proof.entry_index.ok_or_else(|| missing("entry_index"))?;
+    if proof.entries.is_some_and(|entries| entries != heads.entries.size) {
+        return Err(Failure::Findings(format!(
+            "the proof says its heads leaf holds {} entries, and the leaf says {}",
+            proof.entries.unwrap_or_default(),
+            heads.entries.size
+        )));
+    }
+    let path = proof
+        .entry_proof
+        .as_deref()
+        .ok_or_else(|| missing("entry_proof"))?
+        .iter()
+        .map(|h| hex_of("entry_proof", h, tlog::NodeHash::from_hex))
+        .collect::<Result<Vec<_>, _>>()?;
+    let entry = journal_core::heads::HeadEntry { run: run_id, seq, hash };
+    heads.entries.verify_inclusion(&entry.leaf_hash(), entry_index, &tlog::InclusionProof::new(path)).map_err(
+        |err| {
+            Failure::Findings(format!(
+                "the heads leaf holds no entry for run {} at seq {seq} with hash {hash_text} at entry {entry_index}: \
+                 {err}",
+                crate::output::shown(run)
+            ))
+        },
+    )?;
+    Ok(run.to_owned())
 }
 
 fn said(trees: &[TrustedTree]) -> String {
