@@ -180,7 +180,10 @@ fn runs_limit_pages_the_admission_order_newest_first() {
         assert!(!page.is_empty() && page.len() <= 2, "{page:?}");
         walked.extend(page);
         let stderr = String::from_utf8(out.stderr).unwrap();
-        match stderr.lines().find_map(|line| line.strip_prefix("next page: agentplane runs --limit 2 --before ")) {
+        match stderr
+            .lines()
+            .find_map(|line| line.strip_prefix("next page: agentplane runs --tenant default --limit 2 --before "))
+        {
             Some(cursor) => before = Some(cursor.trim().to_owned()),
             None => break,
         }
@@ -194,6 +197,30 @@ fn runs_limit_pages_the_admission_order_newest_first() {
     fails(dir.path(), &["runs", "--limit", "2", "--before", "yesterday"], 2);
     fails(dir.path(), &["runs", "--before", "1:run-x"], 2);
     fails(dir.path(), &["runs", "--limit", "0"], 2);
+}
+
+/// R-STORE-4: the "next page" line `runs --limit` prints names the tenant
+/// it pages, so the command run as printed lists that tenant's next page.
+/// Without it, the next page of tenant `search` was the configuration's
+/// first tenant's runs, listed with no word of it.
+#[test]
+fn r_store_4_the_next_page_of_runs_is_of_the_tenant_paged() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop", "--tenant-name", "search"]);
+    ok(plane, &["--tenant", "shop", "demo"]);
+    ok(plane, &["--tenant", "search", "demo"]);
+    let search: std::collections::BTreeSet<String> =
+        ok(plane, &["--tenant", "search", "runs", "--ids"]).lines().map(str::to_owned).collect();
+    let out = agentplane(plane, &["--tenant", "search", "runs", "--limit", "2", "--ids"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let again = stderr.lines().find_map(|line| line.strip_prefix("next page: agentplane ")).unwrap();
+    let mut args: Vec<&str> = again.split_whitespace().collect();
+    args.push("--ids");
+    let next: Vec<String> = ok(plane, &args).lines().map(str::to_owned).collect();
+    assert_eq!(next.len(), 2, "{again}: {next:?}");
+    assert!(next.iter().all(|run| search.contains(run)), "`{again}` lists tenant search's runs: {next:?}");
 }
 
 #[test]

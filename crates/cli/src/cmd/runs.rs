@@ -185,7 +185,11 @@ impl Page<'_> {
             admitted.truncate(limit);
             if let Some(last) = admitted.last() {
                 let outcome = outcome.map_or_else(String::new, |o| format!(" --outcome {}", o.as_str()));
-                eprintln!("next page: agentplane runs --limit {limit}{outcome} --before {}", last.cursor());
+                // The tenant named: run as printed, it pages this tenant, not the configuration's first.
+                eprintln!(
+                    "next page: agentplane runs --tenant {tenant} --limit {limit}{outcome} --before {}",
+                    last.cursor()
+                );
             }
         }
         Ok(admitted.into_iter().map(|row| row.run).collect())
