@@ -671,6 +671,36 @@ fn r_run_5_resume_continues_an_exhausted_run_and_a_fork() {
     ok(dir, &["verify", "--require-signature"]);
 }
 
+/// R-RUN-5, R-UX-2: `resume` of a run that still waits for an answer says
+/// which answer, as the flag to give: the ceiling crossed (`--raise`), the
+/// withholding (`--lift`), the effect in doubt (`--answer`); a sealed run
+/// says it is sealed. It said only "run R is exhausted: ...", and "run R is
+/// succeeded".
+#[test]
+fn r_run_5_resume_of_a_stopped_run_names_the_answer_it_waits_for() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let exhausted = demo.run("exhausted");
+    let stderr = fails(dir, &["resume", &exhausted], 2);
+    assert!(stderr.contains(&format!("agentplane resume {exhausted} --raise effects=")), "{stderr}");
+    // A ceiling raised on another dimension than the one crossed still names the one crossed.
+    let stderr = fails(dir, &["resume", &exhausted, "--raise", "tokens=1000"], 2);
+    assert!(stderr.contains("--raise effects="), "{stderr}");
+    let withheld = demo.run("withheld");
+    let stderr = fails(dir, &["resume", &withheld], 2);
+    assert!(stderr.contains(&format!("agentplane resume {withheld} --lift")), "{stderr}");
+    let quarantined = demo.run("quarantined");
+    let stderr = fails(dir, &["resume", &quarantined], 2);
+    assert!(
+        stderr.contains(&format!("agentplane resume {quarantined} --answer ek:transfer=happened"))
+            && stderr.contains("not-happened"),
+        "{stderr}"
+    );
+    let sealed = demo.run("succeeded");
+    let stderr = fails(dir, &["resume", &sealed], 2);
+    assert!(stderr.contains("sealed") && !stderr.contains("is succeeded"), "{stderr}");
+}
+
 /// `init --witness` given a private key by mistake (a witness's key file
 /// pasted whole, with no `URL=` before it) refuses it without echoing any
 /// of it: the message says what it is, and no byte of the seed is shown.

@@ -3,7 +3,9 @@
 //! there. `agentplane resume RUN`: the answer a stopped run waits for, then
 //! its agent code run on (the demo's, the one agent the command line holds).
 
-use journal_core::{Admission, AdmitRequest, Budget, Dimension, DoubtAnswer, EffectResult, RunId, RuntimeError};
+use journal_core::{
+    Admission, AdmitRequest, Budget, Dimension, DoubtAnswer, EffectResult, RunId, RunStatus, RuntimeError, Verdict,
+};
 
 use crate::args::run_id;
 use crate::config::Settings;
@@ -55,7 +57,10 @@ pub fn resume(settings: &Settings, run: &str, raise: &[String], lift: bool, answ
         );
         return Ok(());
     };
-    let mut handle = runtime.resume(t, &run)?;
+    let mut handle = runtime.resume(t, &run).map_err(|err| match err {
+        RuntimeError::Stopped { run, status } => Failure::Usage(waits_for(&run, &status)),
+        other => other.into(),
+    })?;
     let outcome = match super::demo::agent(&kind, &mut handle) {
         Ok(()) => "succeeded".to_owned(),
         Err(RuntimeError::Stopped { .. }) => {
@@ -65,6 +70,29 @@ pub fn resume(settings: &Settings, run: &str, raise: &[String], lift: bool, answ
     };
     outln!("run {run}: {outcome}");
     Ok(())
+}
+
+/// Why a run cannot be run on, and the answer to give (the flag of
+/// `resume` that gives it), or that it is sealed.
+fn waits_for(run: &RunId, status: &RunStatus) -> String {
+    match status {
+        RunStatus::Exhausted { verdict: Verdict::BudgetExceeded { dimension, ceiling, .. }, .. } => format!(
+            "run {run} is {status}; to run it on, raise that ceiling above {ceiling}: agentplane resume {run} --raise \
+             {dimension}=N (or {dimension}=none)"
+        ),
+        RunStatus::Withheld { .. } => {
+            format!("run {run} is {status}; once it may run on: agentplane resume {run} --lift")
+        }
+        RunStatus::Quarantined { verdict: Verdict::Doubt { effect_key }, .. } => format!(
+            "run {run} is {status}; once a person knows: agentplane resume {run} --answer {effect_key}=happened (or \
+             {effect_key}=not-happened)"
+        ),
+        RunStatus::Succeeded | RunStatus::Cancelled | RunStatus::Abandoned => format!(
+            "run {run} is sealed ({status}): its journal is closed and nothing resumes it (agentplane fork {run} --at \
+             SEQ starts a new run from it)"
+        ),
+        other => format!("run {run} is {other}"),
+    }
 }
 
 /// `DIMENSION=N` (or `DIMENSION=none`).
