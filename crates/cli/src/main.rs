@@ -53,15 +53,15 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
     // The plane flags are checked against the command before `--json` is
     // known, so a misplaced one is reported as text.
-    let (json, result) = match usage::parse() {
-        Ok(cli) => (cli.command.json(), cmd::run(cli)),
-        Err(failure) => (false, Err(failure)),
+    let (json, lines, result) = match usage::parse() {
+        Ok(cli) => (cli.command.json(), cli.command.json_lines(), cmd::run(cli)),
+        Err(failure) => (false, false, Err(failure)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             if json {
-                output::print_failure_json(&failure);
+                output::print_failure_json(&failure, lines);
             }
             // No password of a store URL is ever printed, whatever the message
             // quotes, and no control character of what it quotes.

@@ -54,11 +54,13 @@ impl FailureRow {
 }
 
 /// In `--json` mode, prints the failure as JSON unless the command already
-/// printed its own report (whose content says what failed).
-pub fn print_failure_json(failure: &Failure) {
+/// printed its own report (whose content says what failed): one compact
+/// line when the command's output is a stream in JSON Lines (`lines`).
+pub fn print_failure_json(failure: &Failure, lines: bool) {
     if !JSON_PRINTED.load(Ordering::Relaxed) {
+        let row = FailureRow::of(failure);
         // A failure to print is already reported on stderr by the caller.
-        let _ = print_json(&FailureRow::of(failure));
+        let _ = if lines { print_json_line(&row) } else { print_json(&row) };
     }
 }
 

@@ -312,6 +312,12 @@ impl Command {
             _ => false,
         }
     }
+
+    /// Whether its JSON is a stream in JSON Lines (`sweep`): a failure is
+    /// then one line of it.
+    pub fn json_lines(&self) -> bool {
+        matches!(self, Self::Sweep { .. })
+    }
 }
 
 #[cfg(test)]

@@ -253,6 +253,23 @@ fn r_ux_2_json_failures_of_every_command_are_one_object_on_stdout() {
     assert!(answer["message"].as_str().unwrap().contains("nothing.redb"), "{answer}");
 }
 
+/// R-UX-2: `sweep --json` is a stream in JSON Lines (`sweep --every 5m
+/// --json >> sweep.jsonl`), so its failure object is one compact line of
+/// it too; it was pretty-printed over five lines, which a reader of the
+/// stream, line by line, cannot parse.
+#[test]
+fn r_ux_2_a_sweep_json_failure_is_one_line_of_its_stream() {
+    let demo = Demo::new();
+    let out = agentplane(demo.path(), &["sweep", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "a plane with no witness: {}", text(&out));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {stdout}");
+    let answer: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_fields(&answer, &["class", "code", "message"], "sweep --json failure");
+    assert_eq!(answer["class"], "usage", "{answer}");
+}
+
 /// The README's exit codes by class: a usage mistake is 2, never a pile of
 /// findings; an export of a format this build does not read is 3.
 #[test]
