@@ -718,6 +718,71 @@ fn r_run_5_resume_of_a_stopped_run_names_the_answer_it_waits_for() {
     assert!(stderr.contains("sealed") && !stderr.contains("is succeeded"), "{stderr}");
 }
 
+/// The CLI README's table of plane flags is what each command's help lists
+/// and takes: the table said `init` takes none (it takes `--store` and
+/// `--keys`, which it writes into the configuration) and left `migrate`
+/// under "every other command: all five" (it takes `--config` and `--store`).
+#[test]
+fn r_ux_2_the_readme_s_table_of_plane_flags_is_what_each_command_takes() {
+    let plane = ["--config", "--store", "--keys", "--tenant", "--origin"];
+    let commands = [
+        "init",
+        "demo",
+        "keygen",
+        "keys",
+        "sweep",
+        "runs",
+        "show",
+        "verify",
+        "audit",
+        "checkpoint",
+        "prove",
+        "cost",
+        "diff",
+        "fork",
+        "resume",
+        "export",
+        "verify-export",
+        "verify-proof",
+        "repair",
+        "compact",
+        "migrate",
+        "console",
+    ];
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let table = readme.split("| command | plane flags |").nth(1).unwrap();
+    let mut named = std::collections::BTreeMap::new();
+    let mut others = None;
+    for row in table.lines().skip(2).take_while(|line| line.starts_with('|')) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (who, flags) = (cells[1], cells[2]);
+        let flags: Vec<&str> = if flags == "all five" {
+            plane.to_vec()
+        } else {
+            plane.iter().copied().filter(|flag| flags.contains(&format!("`{flag}`"))).collect()
+        };
+        if who == "every other command" {
+            others = Some(flags);
+            continue;
+        }
+        for command in who.split(',') {
+            named.insert(command.trim().trim_matches('`').to_owned(), flags.clone());
+        }
+    }
+    let others = others.unwrap();
+    for command in commands {
+        let flags = named.get(command).unwrap_or(&others);
+        let text = help(command);
+        for flag in plane {
+            assert_eq!(
+                lists(&text, flag),
+                flags.contains(&flag),
+                "the README's table, `{command}` and {flag}:\n{text}"
+            );
+        }
+    }
+}
+
 /// `init --witness` given a private key by mistake (a witness's key file
 /// pasted whole, with no `URL=` before it) refuses it without echoing any
 /// of it: the message says what it is, and no byte of the seed is shown.
