@@ -253,6 +253,65 @@ fn r_ux_2_json_failures_of_every_command_are_one_object_on_stdout() {
     assert!(answer["message"].as_str().unwrap().contains("nothing.redb"), "{answer}");
 }
 
+/// The keys of every object in a pretty-printed JSON document, in the order
+/// printed, checked to be in alphabetical order.
+fn assert_alphabetical(text: &str, what: &str) {
+    let mut open: Vec<Vec<String>> = Vec::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(rest) = trimmed.strip_prefix('"')
+            && let Some((key, _)) = rest.split_once("\": ")
+            && let Some(keys) = open.last_mut()
+        {
+            keys.push(key.to_owned());
+        }
+        if trimmed.ends_with('{') {
+            open.push(Vec::new());
+        } else if trimmed.starts_with('}') {
+            let keys = open.pop().unwrap();
+            let mut sorted = keys.clone();
+            sorted.sort();
+            assert_eq!(keys, sorted, "{what}: fields in alphabetical order, as the CLI README says:\n{text}");
+        }
+    }
+}
+
+/// R-UX-2: "fields come in alphabetical order" (the CLI README) in the
+/// JSON of every command; `verify-export --json` printed `covers` before
+/// `cosigned_size`.
+#[test]
+fn r_ux_2_every_command_s_json_fields_come_in_alphabetical_order() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let key = demo.log_key.as_str();
+    let sealed = demo.run("succeeded");
+    let open = demo.run("failed");
+    std::fs::write(dir.join("saved.note"), ok(dir, &["checkpoint"])).unwrap();
+    std::fs::write(dir.join("proof.json"), ok(dir, &["prove", &sealed, "--json"])).unwrap();
+    ok(dir, &["export", &sealed, "-o", "run.export"]);
+    let record_key = ok(dir, &["keys", "--print", "record-key"]).trim().to_owned();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["runs", "--json"],
+        vec!["show", &sealed, "--json"],
+        vec!["keys", "--json"],
+        vec!["checkpoint", "--json"],
+        vec!["prove", &sealed, "--json"],
+        vec!["prove", &open, "--json"],
+        vec!["prove", "--consistency", "2", "--json"],
+        vec!["verify-proof", "proof.json", "--checkpoint", "saved.note", "--log-key", key, "--json"],
+        vec!["cost", "--json"],
+        vec!["diff", &sealed, &open, "--json"],
+        vec!["verify", "--json"],
+        vec!["audit", "--log-key", key, "--checkpoint", "saved.note", "--json"],
+        vec!["verify-export", "run.export", "--log-key", key, "--record-key", &record_key, "--json"],
+        vec!["verify-export", "missing.export", "--log-key", key, "--json"],
+    ];
+    for args in commands {
+        let out = agentplane(dir, &args);
+        assert_alphabetical(&String::from_utf8(out.stdout).unwrap(), &args.join(" "));
+    }
+}
+
 /// R-UX-2: `sweep --json` is a stream in JSON Lines (`sweep --every 5m
 /// --json >> sweep.jsonl`), so its failure object is one compact line of
 /// it too; it was pretty-printed over five lines, which a reader of the

@@ -148,9 +148,9 @@ impl Trust<'_> {
 #[derive(Debug, Serialize)]
 struct Valid<'a> {
     cosignatures: Option<usize>,
+    cosigned_size: Option<u64>,
     /// `"seal"` (a sealed run, complete) or `"head"` (an open run's head: a prefix).
     covers: &'static str,
-    cosigned_size: Option<u64>,
     index: u64,
     origin: &'a str,
     outcome: Option<&'static str>,
