@@ -842,6 +842,38 @@ fn r_ux_2_the_readme_s_table_of_plane_flags_is_what_each_command_takes() {
     }
 }
 
+/// R-RUN-7: `cost --since/--until` counts the records written in the
+/// window, by the time on each (since inclusive, until exclusive), and a
+/// window that holds no instant (`--until` not after `--since`, the two
+/// swapped) is a usage error, not a figure of 0 tokens that reads as "this
+/// tenant spent nothing".
+#[test]
+fn r_run_7_cost_counts_a_window_by_the_records_time_and_refuses_an_empty_one() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let runs = json(dir, &["runs", "--json"]);
+    let row = runs.as_array().unwrap().iter().find(|row| row["tokens"].as_u64().unwrap() > 0).unwrap();
+    let (run, tokens) = (row["run"].as_str().unwrap(), row["tokens"].as_u64().unwrap());
+    let shown = json(dir, &["show", run, "--json"]);
+    let records = shown["records"].as_array().unwrap();
+    let first_done = records.iter().find(|record| record["kind"] == "EffectDone").unwrap()["at"].as_str().unwrap();
+    let cost = |args: &[&str]| {
+        let mut all = vec!["cost", run, "--json"];
+        all.extend(args);
+        json(dir, &all)["tokens"].as_u64().unwrap()
+    };
+    assert_eq!(cost(&[]), tokens);
+    assert_eq!(cost(&["--since", "2000-01-01"]), tokens);
+    assert_eq!(cost(&["--until", first_done]), 0, "until is exclusive: nothing charged before {first_done}");
+    assert_eq!(cost(&["--since", first_done]), tokens, "since is inclusive");
+    assert_eq!(cost(&["--since", "2000-01-01", "--until", "2000-01-02"]), 0, "a window before every record");
+
+    for (since, until) in [("2026-12-01", "2026-11-01"), (first_done, first_done)] {
+        let stderr = fails(dir, &["cost", "--since", since, "--until", until], 2);
+        assert!(stderr.contains("--until") && stderr.contains("--since"), "{stderr}");
+    }
+}
+
 /// `init --witness` given a private key by mistake (a witness's key file
 /// pasted whole, with no `URL=` before it) refuses it without echoing any
 /// of it: the message says what it is, and no byte of the seed is shown.

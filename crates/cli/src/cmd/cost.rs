@@ -33,6 +33,15 @@ pub fn cost(
     verify_signatures: bool,
     json: bool,
 ) -> Result<(), Failure> {
+    // A window that holds no instant counts nothing: the flags are wrong, not the spending nil.
+    if let (Some(since), Some(until)) = (window.since, window.until)
+        && until <= since
+    {
+        return Err(Failure::Usage(format!(
+            "--until {until} is not after --since {since}: the window counts records written at or after --since and \
+             before --until, so it holds none (were the two swapped?)"
+        )));
+    }
     let reader = Reader::open(settings)?.signatures(verify_signatures);
     let run = run.map(run_id).transpose()?;
     let runs = match &run {
