@@ -10,6 +10,9 @@ use witness::{Checkpoint, NoteVerifier, SignedCheckpoint, TrustedWitness, Verifi
 use crate::AuditError;
 use crate::report::AnchorKind;
 
+/// How much of an unverified note's origin line an error quotes.
+const MAX_ORIGIN_SHOWN: usize = 200;
+
 /// The time a witness anchor may take to answer, by default.
 pub const DEFAULT_WITNESS_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -45,8 +48,21 @@ impl Anchor {
     /// and refused unless it is a checkpoint of `origin`.
     pub fn saved(label: &str, note: &[u8], log_keys: &[VerifierKey], origin: &Origin) -> Result<Self, AuditError> {
         let verifiers: Vec<&dyn NoteVerifier> = log_keys.iter().map(|key| key as &dyn NoteVerifier).collect();
-        let (signed, verified) = SignedCheckpoint::open(note, &verifiers)
-            .map_err(|source| AuditError::Anchor { label: label.to_owned(), reason: source.to_string() })?;
+        let (signed, verified) = SignedCheckpoint::open(note, &verifiers).map_err(|source| {
+            // A note of another log (another tenant's, say) is signed by that
+            // log's key, so it fails as unsigned: its first line says why.
+            let named = note.split(|byte| *byte == b'\n').next().and_then(|line| std::str::from_utf8(line).ok());
+            let reason = match named {
+                Some(named) if named != origin.as_str() && !named.is_empty() => format!(
+                    "{source}: it names the log {:?}, not {:?}: bring a checkpoint of the audited log, signed by its \
+                     key",
+                    named.chars().take(MAX_ORIGIN_SHOWN).collect::<String>(),
+                    origin.as_str()
+                ),
+                _ => source.to_string(),
+            };
+            AuditError::Anchor { label: label.to_owned(), reason }
+        })?;
         if signed.checkpoint().origin_id() != origin {
             return Err(AuditError::Anchor {
                 label: label.to_owned(),

@@ -205,4 +205,18 @@ fn an_anchor_not_signed_by_the_log_key_or_of_another_origin_is_refused_when_load
     let elsewhere = journal_core::Origin::new("elsewhere.test/log").unwrap();
     let refused = audit::Anchor::saved("x", saved.note().as_bytes(), &[plane.log_key.verifier_key()], &elsewhere);
     assert!(matches!(refused, Err(audit::AuditError::Anchor { reason, .. }) if reason.contains("not of")));
+    // Another tenant's checkpoint, signed by that tenant's key (noticed by
+    // review 21): named as a checkpoint of another log, not only as "no
+    // signature from a trusted key".
+    let tenant_b = journal_core::Origin::new("audit.test/plane/tenant-b").unwrap();
+    let key_b =
+        witness::LogKey::new(witness::SignerKey::from_seed(tenant_b.as_str(), witness::ALG_ED25519, [98; 32]).unwrap())
+            .unwrap();
+    let note_b = journal_core::log::sign_checkpoint(&tenant_b, saved.checkpoint().tree(), &key_b).unwrap();
+    let refused = audit::Anchor::saved("b", note_b.note().as_bytes(), &[plane.log_key.verifier_key()], &plane.origin);
+    assert!(
+        matches!(&refused, Err(audit::AuditError::Anchor { reason, .. })
+            if reason.contains("audit.test/plane/tenant-b") && reason.contains(plane.origin.as_str())),
+        "{refused:?}"
+    );
 }
