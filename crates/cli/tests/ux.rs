@@ -867,6 +867,10 @@ fn r_run_7_cost_counts_a_window_by_the_records_time_and_refuses_an_empty_one() {
     assert_eq!(cost(&["--until", first_done]), 0, "until is exclusive: nothing charged before {first_done}");
     assert_eq!(cost(&["--since", first_done]), tokens, "since is inclusive");
     assert_eq!(cost(&["--since", "2000-01-01", "--until", "2000-01-02"]), 0, "a window before every record");
+    // The text says over how many runs the figure was counted, as the JSON's `runs` does.
+    let counted = json(dir, &["cost", "--json"])["runs"].as_u64().unwrap();
+    let text = String::from_utf8(agentplane(dir, &["cost"]).stdout).unwrap();
+    assert!(text.contains(&format!(", {counted} runs: ")), "{text}");
 
     for (since, until) in [("2026-12-01", "2026-11-01"), (first_done, first_done)] {
         let stderr = fails(dir, &["cost", "--since", since, "--until", until], 2);

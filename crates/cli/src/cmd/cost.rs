@@ -74,7 +74,9 @@ pub fn cost(
         });
     }
     outln!(
-        "{scope}: {} tokens, {} cost micros, {} steps, {} effects, {} ms",
+        "{scope}, {} run{}: {} tokens, {} cost micros, {} steps, {} effects, {} ms",
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" },
         counters.tokens,
         counters.cost_micros,
         counters.steps,
