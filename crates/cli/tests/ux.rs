@@ -895,3 +895,17 @@ fn init_never_echoes_a_private_key_given_as_a_witness() {
     assert!(stderr.contains("this is a private key") && !stderr.contains("xyz"), "{stderr}");
     assert!(!dir.path().join("agentplane.toml").exists(), "nothing is made");
 }
+
+/// R-UX-2: a command line the parser refuses is text on stderr, nothing on
+/// stdout, exit 2, with or without `--json`, as the CLI README says (no
+/// failure object: no command ran).
+#[test]
+fn r_ux_2_a_command_line_that_does_not_parse_is_refused_as_text_even_with_json() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [&["runs", "--json", "--no-such-flag"][..], &["audit", "--json", "--origin"][..]] {
+        let out = agentplane(dir.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.stdout.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(!out.stderr.is_empty(), "{args:?}");
+    }
+}
