@@ -87,21 +87,23 @@ fn a_forged_cosigned_row_does_not_make_a_run_covered() {
     assert!(!held.contains("signature verified"), "a note of another tree vouches for this one: {page}");
 }
 
+/// A signed checkpoint row of size 999,999 recorded beside the genuine note
+/// of the last one (a row forged behind the plane, no key needed).
+fn forge_a_signed_row_of_size_999999(plane: &Plane) {
+    let genuine = plane.store.last_signed_checkpoint(&plane.tenant).unwrap().unwrap();
+    let forged = tlog::Tree::new(999_999, genuine.tree.root);
+    plane
+        .store
+        .record_signed_checkpoint(&plane.tenant, Some(genuine.tree), SignedTree { tree: forged, note: genuine.note })
+        .unwrap();
+}
+
 /// The signed checkpoint's size and root on the plane and log pages are the
 /// verified note's, never a row's beside a note of another tree.
 #[test]
 fn a_signed_row_is_shown_with_its_note_only_when_they_agree() {
     let (plane, _) = demo();
-    let genuine = plane.store.last_signed_checkpoint(&plane.tenant).unwrap().unwrap();
-    let forged = tlog::Tree::new(999_999, genuine.tree.root);
-    plane
-        .store
-        .record_signed_checkpoint(
-            &plane.tenant,
-            Some(genuine.tree),
-            SignedTree { tree: forged, note: genuine.note.clone() },
-        )
-        .unwrap();
+    forge_a_signed_row_of_size_999999(&plane);
     let console = plane.console(None);
     let (_, page) = get(console.url());
     assert!(
@@ -121,17 +123,8 @@ fn a_signed_row_is_shown_with_its_note_only_when_they_agree() {
 #[test]
 fn r_ops_1_the_log_chart_draws_only_checkpoints_whose_note_verifies() {
     let (plane, _) = demo();
-    let genuine = plane.store.last_signed_checkpoint(&plane.tenant).unwrap().unwrap();
     let kept = plane.store.signed_checkpoints(&plane.tenant).unwrap().len();
-    let forged = tlog::Tree::new(999_999, genuine.tree.root);
-    plane
-        .store
-        .record_signed_checkpoint(
-            &plane.tenant,
-            Some(genuine.tree),
-            SignedTree { tree: forged, note: genuine.note.clone() },
-        )
-        .unwrap();
+    forge_a_signed_row_of_size_999999(&plane);
     let console = plane.console(None);
     let (status, log) = get(&format!("{}/log", console.url()));
     assert_eq!(status, 200, "{log}");
