@@ -77,6 +77,14 @@ impl Runtime {
             // journal is the answer, and nothing more is appended.
             return Err(handle.stopped());
         }
+        // A ceiling the journal already crossed holds whatever the last
+        // conclusion says (a crash before the `exhausted` conclusion, a
+        // failed effect that also crossed it, a ceiling lowered): the run
+        // concludes exhausted here rather than perform past it (R-RUN-4).
+        let counters = handle.state.counters();
+        if let Some((dimension, ceiling)) = handle.state.budget().first_exceeded(&counters) {
+            return Err(handle.exhaust(dimension, ceiling, counters, "resuming"));
+        }
         Ok(handle)
     }
 }

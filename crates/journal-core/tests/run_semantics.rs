@@ -1,0 +1,117 @@
+//! Run semantics an operator relies on across crashes, operator answers and
+//! forks (R-RUN-4, R-RUN-5): a ceiling crossed holds across resume, a
+//! withholding is lifted only by a lift, and an effect with a recorded end
+//! is never performed again by a fork. Pure runtime logic: the in-memory
+//! store, with a crash injected by [`FaultyStore`].
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use journal_core::runtime::RuntimeError;
+use journal_core::testkit_faults::{FaultyStore, Strike, WriteCall};
+use journal_core::{
+    Admission, AdmitRequest, Budget, Counters, Dimension, DoubtAnswer, EffectOutput, EffectResult, MemoryStore, Origin,
+    RunHandle, RunId, RunStatus, Runtime, RuntimeBuilder, Store, TenantId, Verdict,
+};
+
+fn tenant() -> TenantId {
+    TenantId::new("t").unwrap()
+}
+
+fn runtime(store: Arc<dyn Store>) -> Runtime {
+    RuntimeBuilder::new(store).tenant(tenant(), Origin::new("run-semantics.test/plane").unwrap(), None).build().unwrap()
+}
+
+fn admit<'rt>(runtime: &'rt Runtime, key: &str, budget: Budget) -> RunHandle<'rt> {
+    let request = AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget };
+    match runtime.admit(&tenant(), request).unwrap() {
+        Admission::New(handle) => *handle,
+        Admission::Existing { run, .. } => panic!("{key} exists as {run}"),
+    }
+}
+
+fn counted(ran: &AtomicU32, tokens: u64) -> impl FnOnce() -> EffectOutput + '_ {
+    move || {
+        ran.fetch_add(1, Ordering::SeqCst);
+        EffectOutput {
+            result: EffectResult::Ok { output: format!("{tokens} tokens") },
+            charged: Counters { tokens, ..Counters::default() },
+        }
+    }
+}
+
+/// The index of the first write of `kind` a clean pass of `drive` makes.
+fn write_index(writes: &[WriteCall], kind: &str) -> usize {
+    writes.iter().position(|call| *call == WriteCall::Append(kind.into())).unwrap()
+}
+
+/// R-RUN-4, R-RUN-5: a worker's effect crosses the tokens ceiling (EffectDone
+/// records 130 tokens against a ceiling of 100) and the worker crashes
+/// before its `exhausted` conclusion is written. A resume must not continue
+/// the run: the ceiling holds whatever the last conclusion was, so the
+/// resume concludes `exhausted` with the typed verdict (what redelivery then
+/// answers) and the next effect is never performed over the budget.
+#[test]
+fn r_run_4_a_crash_before_the_exhausted_conclusion_does_not_let_a_resume_spend_past_the_ceiling() {
+    let budget = Budget { tokens: Some(100), ..Budget::default() };
+    let drive = |runtime: &Runtime, ran: &AtomicU32| -> Result<RunId, RuntimeError> {
+        let mut run = admit(runtime, "over", budget);
+        run.start_step("work")?;
+        run.effect("ek:big", "work", counted(ran, 130))?;
+        Ok(run.run().clone())
+    };
+    // A clean pass names the writes; the conclusion is the one to lose.
+    let clean = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), None));
+    let _ = drive(&runtime(clean.clone()), &AtomicU32::new(0));
+    let concluded = write_index(&clean.writes(), "RunConcluded");
+
+    let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), Some((concluded, Strike::BeforeCommit))));
+    let runtime = runtime(store);
+    let ran = AtomicU32::new(0);
+    let crashed = drive(&runtime, &ran);
+    assert!(matches!(crashed, Err(RuntimeError::Journal(_))), "the conclusion's write failed: {crashed:?}");
+    let run = Runtime::run_id_for(&tenant(), "over").unwrap();
+    assert_eq!(runtime.cost(&tenant(), &run).unwrap().tokens, 130, "the journal holds the crossing");
+
+    let after = AtomicU32::new(0);
+    match runtime.resume(&tenant(), &run) {
+        Ok(mut resumed) => {
+            let _ = resumed.effect("ek:next", "work", counted(&after, 10));
+        }
+        Err(RuntimeError::Stopped { status: RunStatus::Exhausted { verdict, .. }, .. }) => {
+            assert!(
+                matches!(verdict, Verdict::BudgetExceeded { dimension: Dimension::Tokens, ceiling: 100, counters }
+                    if counters.tokens == 130),
+                "{verdict:?}"
+            );
+        }
+        Err(other) => panic!("resume: {other:?}"),
+    }
+    assert_eq!(after.load(Ordering::SeqCst), 0, "an effect was performed on a run past its ceiling");
+    assert!(
+        matches!(runtime.status(&tenant(), &run).unwrap(), RunStatus::Exhausted { .. }),
+        "redelivery answers the exhaustion"
+    );
+
+    // The same ceiling crossed by an effect that failed: the run concludes
+    // `failed`, and a resume (which a failure always allows) must not spend on.
+    let runtime = self::runtime(Arc::new(MemoryStore::new()));
+    let mut run = admit(&runtime, "failed-over", budget);
+    run.start_step("work").unwrap();
+    let failed = run.effect("ek:big", "work", || EffectOutput {
+        result: EffectResult::Err { error: "timed out".into() },
+        charged: Counters { tokens: 130, ..Counters::default() },
+    });
+    assert!(matches!(failed, Err(RuntimeError::Stopped { status: RunStatus::Failed { .. }, .. })), "{failed:?}");
+    let run = run.run().clone();
+    let after = AtomicU32::new(0);
+    match runtime.resume(&tenant(), &run) {
+        Ok(mut resumed) => {
+            let _ = resumed.effect("ek:next", "work", counted(&after, 10));
+        }
+        Err(RuntimeError::Stopped { status: RunStatus::Exhausted { .. }, .. }) => {}
+        Err(other) => panic!("resume: {other:?}"),
+    }
+    assert_eq!(after.load(Ordering::SeqCst), 0, "an effect was performed on a failed run past its ceiling");
+}
