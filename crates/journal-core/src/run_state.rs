@@ -27,7 +27,8 @@ pub struct RunState {
     /// Effects started with no recorded end (and no answer), in start order.
     open: Vec<String>,
     last: Option<RunConcluded>,
-    /// Whether a lift or an answer came after the last conclusion.
+    /// Whether the answer the last conclusion waits for came after it: a
+    /// lift for a withholding, a doubt's answer for a quarantine.
     continued_after_last: bool,
 }
 
@@ -70,11 +71,12 @@ impl RunState {
                     if let DoubtAnswer::Happened { result } = &answered.answer {
                         self.done.insert(key.clone(), result.clone());
                     }
-                    self.continued_after_last = true;
+                    // An answer settles a doubt, never an operator's hold.
+                    self.continue_after(Outcome::Quarantined);
                 }
             }
             RecordBody::CeilingRaised(raised) => self.budget.set_ceiling(raised.dimension, raised.ceiling),
-            RecordBody::WithholdingLifted(_) => self.continued_after_last = true,
+            RecordBody::WithholdingLifted(_) => self.continue_after(Outcome::Withheld),
             RecordBody::RunConcluded(concluded) => {
                 self.last = Some(concluded.clone());
                 self.continued_after_last = false;
@@ -84,6 +86,14 @@ impl RunState {
             | RecordBody::StepStarted(_)
             | RecordBody::Released(_)
             | RecordBody::StepFinished(_) => {}
+        }
+    }
+
+    /// Marks the last conclusion continued when it is `outcome`: the one
+    /// conclusion the record just applied answers (R-RUN-5).
+    fn continue_after(&mut self, outcome: Outcome) {
+        if self.last.as_ref().is_some_and(|last| last.outcome == outcome) {
+            self.continued_after_last = true;
         }
     }
 
@@ -123,8 +133,9 @@ impl RunState {
         self.last.as_ref()
     }
 
-    /// The last conclusion while it stands: `None` once a lift or an answer
-    /// came after it (or when there is none).
+    /// The last conclusion while it stands: `None` once what it waits for
+    /// came after it (a lift after a withholding, an answer after a
+    /// quarantine), or when there is none.
     pub fn standing(&self) -> Option<&RunConcluded> {
         self.last.as_ref().filter(|_| !self.continued_after_last)
     }

@@ -115,3 +115,67 @@ fn r_run_4_a_crash_before_the_exhausted_conclusion_does_not_let_a_resume_spend_p
     }
     assert_eq!(after.load(Ordering::SeqCst), 0, "an effect was performed on a failed run past its ceiling");
 }
+
+/// A run whose worker crashed mid-effect, on a fresh store: `EffectStarted`
+/// is written and `EffectDone` is lost, so the effect is in doubt.
+fn crashed_mid_effect(key: &str) -> (Runtime, RunId) {
+    let drive = |runtime: &Runtime| -> Result<(), RuntimeError> {
+        let mut run = admit(runtime, key, Budget::default());
+        run.start_step("work")?;
+        run.effect("ek:pay", "work", counted(&AtomicU32::new(0), 1))?;
+        Ok(())
+    };
+    let clean = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), None));
+    drive(&runtime(clean.clone())).unwrap();
+    let done = write_index(&clean.writes(), "EffectDone");
+    let runtime = runtime(Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), Some((done, Strike::BeforeCommit)))));
+    assert!(drive(&runtime).is_err(), "the EffectDone write failed");
+    let run = Runtime::run_id_for(&tenant(), key).unwrap();
+    (runtime, run)
+}
+
+/// R-RUN-5: a withholding is continued by a lift, and only by one. A run in
+/// doubt (crash mid-effect) that an operator withholds, before or after the
+/// resume that quarantines it, stays withheld when a person answers the
+/// doubt: the answer settles the effect's fate, not the operator's hold. A
+/// resume before the lift answers `withheld` and appends nothing; after the
+/// lift it continues.
+#[test]
+fn r_run_5_answering_a_doubt_does_not_lift_a_withholding() {
+    for withhold_before_resume in [false, true] {
+        let (runtime, run) = crashed_mid_effect(&format!("held-{withhold_before_resume}"));
+        let t = tenant();
+        if withhold_before_resume {
+            runtime.withhold(&t, &run, "under investigation").unwrap();
+        }
+        let first = runtime.resume(&t, &run).err();
+        assert!(matches!(first, Some(RuntimeError::Stopped { .. })), "a doubt or a hold stops the resume: {first:?}");
+        if !withhold_before_resume {
+            assert!(matches!(runtime.status(&t, &run).unwrap(), RunStatus::Quarantined { .. }));
+            runtime.withhold(&t, &run, "under investigation").unwrap();
+        }
+        assert!(matches!(runtime.status(&t, &run).unwrap(), RunStatus::Withheld { .. }), "the operator's hold stands");
+
+        let answer = DoubtAnswer::Happened { result: EffectResult::Ok { output: "paid".into() } };
+        runtime.answer_doubt(&t, &run, "ek:pay", answer).unwrap();
+        let ran = AtomicU32::new(0);
+        match runtime.resume(&t, &run) {
+            Ok(mut resumed) => {
+                let _ = resumed.effect("ek:ship", "work", counted(&ran, 1));
+                panic!("withheld (before resume: {withhold_before_resume}) continued without a lift");
+            }
+            Err(RuntimeError::Stopped { status: RunStatus::Withheld { .. }, .. }) => {}
+            Err(other) => panic!("withheld (before resume: {withhold_before_resume}): {other:?}"),
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
+
+        runtime.lift(&t, &run, "cleared").unwrap();
+        let mut resumed = runtime.resume(&t, &run).unwrap();
+        assert_eq!(
+            resumed.effect("ek:pay", "work", || unreachable!("answered as happened")).unwrap(),
+            EffectResult::Ok { output: "paid".into() }
+        );
+        resumed.effect("ek:ship", "work", counted(&ran, 1)).unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), 1);
+    }
+}

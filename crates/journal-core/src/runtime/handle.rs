@@ -61,6 +61,11 @@ impl Runtime {
         let head = verified.head.ok_or_else(|| JournalError::NotFound { tenant: tenant.clone(), run: run.clone() })?;
         let state = self.state_of(&config, run, &verified)?;
         let mut handle = RunHandle { runtime: self, tenant: config, run: run.clone(), head, state, stopped: false };
+        if handle.state.standing().is_some_and(|c| c.outcome == Outcome::Withheld) {
+            // An operator's hold comes first: a doubt found under it is
+            // quarantined once the hold is lifted, never in its place.
+            return Err(handle.stopped());
+        }
         if let Some(key) = handle.state.in_doubt().first().cloned() {
             let already = handle.state.standing().is_some_and(|c| c.outcome == Outcome::Quarantined);
             if !already {
