@@ -179,3 +179,44 @@ fn r_run_5_answering_a_doubt_does_not_lift_a_withholding() {
         assert_eq!(ran.load(Ordering::SeqCst), 1);
     }
 }
+
+fn fork<'rt>(runtime: &'rt Runtime, source: &RunId, key: &str) -> RunHandle<'rt> {
+    let at = runtime.store().read_run(&tenant(), source).unwrap().head.unwrap().seq;
+    let request = AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget: Budget::default() };
+    match runtime.fork(&tenant(), source, at, request).unwrap() {
+        Admission::New(handle) => *handle,
+        Admission::Existing { run, .. } => panic!("{key} exists as {run}"),
+    }
+}
+
+/// R-RUN-5: a fork is served its source's effects up to the fork point,
+/// including those the source was itself served from its own source. Run A
+/// performs `ek:pay`; B, forked from A, is served it and performs `ek:ship`;
+/// C, forked from B after both, is served both (live and on resume) and
+/// performs neither: `ek:pay`'s EffectDone is recorded (in A) and B's record
+/// at the fork point says it was done.
+#[test]
+fn r_run_5_a_fork_of_a_fork_is_served_what_its_source_was_served() {
+    let runtime = runtime(Arc::new(MemoryStore::new()));
+    let (pay, ship) = (AtomicU32::new(0), AtomicU32::new(0));
+    let mut a = admit(&runtime, "a", Budget::default());
+    a.start_step("work").unwrap();
+    a.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
+    let a = a.run().clone();
+
+    let mut b = fork(&runtime, &a, "b");
+    b.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
+    b.effect("ek:ship", "work", counted(&ship, 1)).unwrap();
+    assert_eq!((pay.load(Ordering::SeqCst), ship.load(Ordering::SeqCst)), (1, 1), "B is served A's payment");
+    let b = b.run().clone();
+
+    let mut c = fork(&runtime, &b, "c");
+    c.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
+    c.effect("ek:ship", "work", counted(&ship, 1)).unwrap();
+    assert_eq!((pay.load(Ordering::SeqCst), ship.load(Ordering::SeqCst)), (1, 1), "C is served what B was");
+    let c = c.run().clone();
+
+    let mut resumed = runtime.resume(&tenant(), &c).unwrap();
+    resumed.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
+    assert_eq!(pay.load(Ordering::SeqCst), 1, "a resumed C is served it too");
+}
