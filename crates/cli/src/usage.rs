@@ -172,11 +172,11 @@ pub const USAGES: &[Usage] = &[
         flags: &[Config, Store, Keys, Tenant, Origin],
         examples: &["agentplane diff RUN run.export"],
     },
-    Usage { command: "fork", flags: &[Config, Store, Keys, Tenant, Origin], examples: &["agentplane fork RUN --at 4"] },
+    Usage { command: "fork", flags: &[Config, Store, Keys, Tenant, Origin], examples: &["agentplane fork RUN --at 6"] },
     Usage {
         command: "resume",
         flags: &[Config, Store, Keys, Tenant, Origin],
-        examples: &["agentplane resume RUN --raise tokens=1000", "agentplane resume \"$(agentplane fork RUN --at 4)\""],
+        examples: &["agentplane resume RUN --raise tokens=1000", "agentplane resume \"$(agentplane fork RUN --at 6)\""],
     },
     Usage {
         command: "export",

@@ -922,20 +922,22 @@ fn diff_marks_the_first_difference_and_reads_exports() {
 }
 
 /// `fork` admits a run that records where it came from; `show` prints it and
-/// the audit holds it to its source.
+/// the audit holds it to its source. (It forks after the plan: the first
+/// succeeded demo run's seq 3 starts an effect, and a fork point inside an
+/// effect is refused.)
 #[test]
 fn fork_records_its_provenance_and_show_prints_it() {
     let dir = demo_dir();
     let source = ok(dir.path(), &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
-    let fork = ok(dir.path(), &["fork", &source, "--at", "3"]).trim().to_owned();
+    let fork = ok(dir.path(), &["fork", &source, "--at", "2"]).trim().to_owned();
     assert_ne!(fork, source);
     let shown = ok(dir.path(), &["show", &fork]);
-    assert!(shown.contains(&format!("forked from run {source} after seq 3")), "{shown}");
+    assert!(shown.contains(&format!("forked from run {source} after seq 2")), "{shown}");
     let as_json = json(dir.path(), &["show", &fork, "--json"]);
     assert_eq!(as_json["forked_from"]["run"], source.as_str());
-    assert_eq!(as_json["forked_from"]["at_seq"], 3);
+    assert_eq!(as_json["forked_from"]["at_seq"], 2);
     assert!(ok(dir.path(), &["verify"]).contains("0 findings") || ok(dir.path(), &["verify"]).contains("clean"));
-    assert_eq!(agentplane(dir.path(), &["fork", &source, "--at", "3"]).status.code(), Some(2), "the same fork twice");
+    assert_eq!(agentplane(dir.path(), &["fork", &source, "--at", "2"]).status.code(), Some(2), "the same fork twice");
     assert_eq!(agentplane(dir.path(), &["fork", &source, "--at", "999"]).status.code(), Some(2), "no such record");
 }
 

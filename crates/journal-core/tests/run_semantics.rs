@@ -220,3 +220,33 @@ fn r_run_5_a_fork_of_a_fork_is_served_what_its_source_was_served() {
     resumed.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
     assert_eq!(pay.load(Ordering::SeqCst), 1, "a resumed C is served it too");
 }
+
+/// R-RUN-5: a fork point between an effect's `EffectStarted` and its end
+/// (what `agentplane fork RUN --at 4` asks of a run whose seq 4 is an
+/// `EffectStarted`) leaves the effect started and unended in the fork's
+/// prefix: a doubt, which the runtime never settles by performing the effect
+/// again. Here the source recorded `EffectDone` for `ek:pay` right after; a
+/// fork there must not pay a second time (it is refused, naming the effect).
+#[test]
+fn r_run_5_a_fork_inside_an_effect_does_not_perform_it_again() {
+    let runtime = runtime(Arc::new(MemoryStore::new()));
+    let pay = AtomicU32::new(0);
+    let mut source = admit(&runtime, "source", Budget::default());
+    source.start_step("work").unwrap();
+    source.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
+    let source = source.run().clone();
+    let rows = runtime.store().read_run(&tenant(), &source).unwrap().rows;
+    let started = rows.iter().find(|row| row.kind == "EffectStarted").unwrap().seq;
+    assert_eq!(started, 4);
+
+    let request = AdmitRequest { idempotency_key: "fork".into(), plan: vec!["work".into()], budget: Budget::default() };
+    match runtime.fork(&tenant(), &source, started, request) {
+        Ok(Admission::New(mut fork)) => {
+            let _ = fork.effect("ek:pay", "work", counted(&pay, 1));
+        }
+        Ok(Admission::Existing { run, .. }) => panic!("a new fork, not {run}"),
+        Err(RuntimeError::NotApplicable { reason, .. }) => assert!(reason.contains("ek:pay"), "{reason}"),
+        Err(other) => panic!("{other:?}"),
+    }
+    assert_eq!(pay.load(Ordering::SeqCst), 1, "the payment whose EffectDone the source recorded ran again");
+}

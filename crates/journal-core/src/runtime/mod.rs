@@ -186,6 +186,8 @@ impl Runtime {
     /// journal records where it came from (`RunForked`: the source, the seq,
     /// that record's chain hash) and whose handle serves the source's effects
     /// done up to that point from the record, performing only the ones after.
+    /// A point between an effect's start and its end is refused: the fork
+    /// cannot know whether that effect happened.
     pub fn fork(
         &self,
         tenant: &TenantId,
@@ -201,6 +203,18 @@ impl Runtime {
                 reason: format!("it has no record at seq {at_seq} to fork after"),
             }
         })?;
+        // An effect started and not ended by the fork point is a doubt in
+        // the fork's prefix; the fork would perform it again (R-RUN-5).
+        let prefix = verified.records.iter().take_while(|r| r.stored.seq <= at_seq).map(|r| &r.record);
+        if let Some(key) = RunState::fold(prefix).in_doubt().first() {
+            return Err(RuntimeError::NotApplicable {
+                run: source.clone(),
+                reason: format!(
+                    "its effect {key} is started and not ended at seq {at_seq}: fork before the effect starts or \
+                     after its end"
+                ),
+            });
+        }
         let forked = RunForked { source_run: source.to_string(), at_seq, source_hash: record.stored.hash.to_string() };
         self.admit_with(tenant, request, Some(forked))
     }
