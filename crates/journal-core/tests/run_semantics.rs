@@ -250,3 +250,58 @@ fn r_run_5_a_fork_inside_an_effect_does_not_perform_it_again() {
     }
     assert_eq!(pay.load(Ordering::SeqCst), 1, "the payment whose EffectDone the source recorded ran again");
 }
+
+/// R-RUN-5: a fork whose admission is interrupted after its `RunAdmitted`
+/// (the `RunForked` write fails, or the process dies there) must not become
+/// a plain run: resuming it, or redelivering the same fork, would then
+/// perform the source's done effects again, since nothing in its chain says
+/// they are served from the source. A resume of the unfinished admission is
+/// refused; redelivering the fork finishes it, and the fork is served.
+#[test]
+fn r_run_5_a_fork_interrupted_after_its_admission_is_still_served_from_its_source() {
+    let pay = AtomicU32::new(0);
+    let drive = |runtime: &Runtime| -> Result<RunId, RuntimeError> {
+        let mut source = admit(runtime, "source", Budget::default());
+        source.start_step("work")?;
+        source.effect("ek:pay", "work", counted(&pay, 1))?;
+        let source = source.run().clone();
+        fork(runtime, &source, "fork");
+        Ok(source)
+    };
+    let clean = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), None));
+    drive(&runtime(clean.clone())).unwrap();
+    let forked = write_index(&clean.writes(), "RunForked");
+
+    pay.store(0, Ordering::SeqCst);
+    let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), Some((forked, Strike::BeforeCommit))));
+    let runtime = runtime(store);
+    let mut source = admit(&runtime, "source", Budget::default());
+    source.start_step("work").unwrap();
+    source.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
+    let source = source.run().clone();
+    let at = runtime.store().read_run(&tenant(), &source).unwrap().head.unwrap().seq;
+    let request =
+        || AdmitRequest { idempotency_key: "fork".into(), plan: vec!["work".into()], budget: Budget::default() };
+    assert!(runtime.fork(&tenant(), &source, at, request()).is_err(), "the RunForked write failed");
+    let run = Runtime::run_id_for(&tenant(), "fork").unwrap();
+
+    // The worker comes back to the run it was handed...
+    if let Ok(mut resumed) = runtime.resume(&tenant(), &run) {
+        let _ = resumed.effect("ek:pay", "work", counted(&pay, 1));
+    }
+    assert_eq!(pay.load(Ordering::SeqCst), 1, "a resume of the unfinished fork paid again");
+    // ...or the fork is asked for again.
+    match runtime.fork(&tenant(), &source, at, request()).unwrap() {
+        Admission::New(mut fork) => {
+            fork.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
+        }
+        Admission::Existing { run, .. } => {
+            if let Ok(mut resumed) = runtime.resume(&tenant(), &run) {
+                let _ = resumed.effect("ek:pay", "work", counted(&pay, 1));
+            }
+        }
+    }
+    assert_eq!(pay.load(Ordering::SeqCst), 1, "the fork asked for again paid again");
+    let verified = runtime.store().read_run(&tenant(), &run).unwrap();
+    assert!(verified.rows.iter().any(|row| row.kind == "RunForked"), "the fork records its provenance");
+}

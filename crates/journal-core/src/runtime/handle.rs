@@ -6,8 +6,8 @@ use crate::chain::ExpectedHead;
 use crate::error::JournalError;
 use crate::ids::{RunId, TenantId};
 use crate::record::{
-    Counters, Dimension, EffectDone, EffectResult, EffectStarted, Holding, Outcome, RecordBody, Released, RunConcluded,
-    StepMark, Verdict,
+    Counters, Dimension, EffectDone, EffectResult, EffectStarted, Holding, Outcome, PlanFrozen, RecordBody, Released,
+    RunConcluded, RunForked, StepMark, Verdict,
 };
 use crate::run_state::RunState;
 
@@ -59,6 +59,16 @@ impl Runtime {
         let verified = self.read(&config, run)?;
         Self::refuse_cut_back(run, covered, &verified.records)?;
         let head = verified.head.ok_or_else(|| JournalError::NotFound { tenant: tenant.clone(), run: run.clone() })?;
+        if super::unfinished_admission(&verified.records) {
+            // A fork interrupted before its provenance would run as a plain
+            // run and perform its source's done effects again (R-RUN-5).
+            return Err(RuntimeError::NotApplicable {
+                run: run.clone(),
+                reason: "its admission did not finish (it has no PlanFrozen): deliver the admission again, with \
+                         the same idempotency key, to finish it"
+                    .into(),
+            });
+        }
         let state = self.state_of(&config, run, &verified)?;
         let mut handle = RunHandle { runtime: self, tenant: config, run: run.clone(), head, state, stopped: false };
         if handle.state.standing().is_some_and(|c| c.outcome == Outcome::Withheld) {
@@ -121,6 +131,21 @@ impl RunHandle<'_> {
         self.head = appended.head;
         self.state.apply(&record);
         Ok(())
+    }
+
+    /// Appends the rest of an admission after its `RunAdmitted`: a fork's
+    /// provenance (its source's effects up to the fork point then served
+    /// here), then the frozen plan.
+    pub(super) fn finish_admission(
+        &mut self,
+        forked: Option<RunForked>,
+        plan: Vec<String>,
+    ) -> Result<(), RuntimeError> {
+        if let Some(forked) = forked {
+            self.state.serve_from(self.runtime.fork_seed(&self.tenant, &self.run, &forked)?);
+            self.append(None, RecordBody::RunForked(forked))?;
+        }
+        self.append(None, RecordBody::PlanFrozen(PlanFrozen { steps: plan }))
     }
 
     pub(super) fn conclude(&mut self, outcome: Outcome, verdict: Verdict, reason: &str) -> Result<(), RuntimeError> {

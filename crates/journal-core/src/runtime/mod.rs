@@ -35,8 +35,8 @@ use crate::heads::{CoveredHeads, HeadEntry};
 use crate::ids::{RunId, TenantId};
 use crate::journal::{Journal, VerifiedRun};
 use crate::record::{
-    Budget, Build, CeilingRaised, Counters, Dimension, DoubtAnswer, DoubtAnswered, Outcome, PlanFrozen, RecordBody,
-    RunAdmitted, RunConcluded, RunForked, Verdict, WithholdingLifted,
+    Budget, Build, CeilingRaised, Counters, Dimension, DoubtAnswer, DoubtAnswered, Outcome, RecordBody, RunAdmitted,
+    RunConcluded, RunForked, Verdict, WithholdingLifted,
 };
 use crate::run_state::RunState;
 use crate::signature::{Signer, Verifier, VerifyOptions};
@@ -177,7 +177,9 @@ impl Runtime {
     }
 
     /// Admits a run, or returns the status of the run admitted before with the
-    /// same idempotency key, read from its verified journal (R-RUN-4).
+    /// same idempotency key, read from its verified journal (R-RUN-4). An
+    /// admission that stopped before its plan was frozen (a crash, a failed
+    /// write) is finished by the next delivery of its key, which drives it.
     pub fn admit(&self, tenant: &TenantId, request: AdmitRequest) -> Result<Admission<'_>, RuntimeError> {
         self.admit_with(tenant, request, None)
     }
@@ -406,6 +408,15 @@ impl Runtime {
                 }
                 .into());
             }
+            if let (true, Some(head)) = (unfinished_admission(&verified.records), verified.head) {
+                // The admission stopped after its first records (a crash, a
+                // failed write): this delivery finishes it, so a fork's
+                // provenance is recorded before anything runs (R-RUN-5).
+                let state = self.state_of(&config, &run, &verified)?;
+                let forked = forked.filter(|_| verified.forked_from().is_none());
+                let handle = RunHandle { runtime: self, tenant: config, run, head, state, stopped: false };
+                return self.finish_admission(handle, forked, request.plan);
+            }
             let status = RunState::of(&verified.records).status();
             return Ok(Admission::Existing { run, status });
         }
@@ -435,13 +446,27 @@ impl Runtime {
             Err(err) => return Err(err.into()),
         };
         let state = RunState::fold([&admitted]);
-        let mut handle = RunHandle { runtime: self, tenant: config, run, head: first.head, state, stopped: false };
-        if let Some(forked) = forked {
-            handle.state.serve_from(self.fork_seed(&handle.tenant, &handle.run, &forked)?);
-            handle.append(None, RecordBody::RunForked(forked))?;
+        let handle = RunHandle { runtime: self, tenant: config, run, head: first.head, state, stopped: false };
+        self.finish_admission(handle, forked, request.plan)
+    }
+
+    /// Appends the rest of an admission after its `RunAdmitted` (a fork's
+    /// provenance, then the plan) on `handle`; a delivery of the same key
+    /// that got there first makes this one's answer that run's status.
+    fn finish_admission<'rt>(
+        &'rt self,
+        mut handle: RunHandle<'rt>,
+        forked: Option<RunForked>,
+        plan: Vec<String>,
+    ) -> Result<Admission<'rt>, RuntimeError> {
+        match handle.finish_admission(forked, plan) {
+            Ok(()) => Ok(Admission::New(Box::new(handle))),
+            Err(RuntimeError::Journal(JournalError::Conflict { .. })) => {
+                let status = self.status(&handle.tenant.tenant, &handle.run)?;
+                Ok(Admission::Existing { run: handle.run, status })
+            }
+            Err(err) => Err(err),
         }
-        handle.append(None, RecordBody::PlanFrozen(PlanFrozen { steps: request.plan }))?;
-        Ok(Admission::New(Box::new(handle)))
     }
 
     /// The run's status from its verified journal: its last conclusion, the
@@ -573,6 +598,18 @@ impl Runtime {
             RecordBody::RunConcluded(RunConcluded { outcome, verdict, reason: reason.to_owned() }),
         )
     }
+}
+
+/// Whether a chain holds only the first records of an admission (its
+/// `RunAdmitted`, and a fork's `RunForked`) and not its `PlanFrozen`: the
+/// admission stopped part way, and only a delivery of it knows the rest.
+pub(crate) fn unfinished_admission(records: &[crate::chain::VerifiedRecord]) -> bool {
+    let admission = |index: usize, record: &crate::chain::VerifiedRecord| match &record.record.body {
+        RecordBody::RunAdmitted(_) => index == 0,
+        RecordBody::RunForked(_) => index == 1,
+        _ => false,
+    };
+    !records.is_empty() && records.iter().enumerate().all(|(index, record)| admission(index, record))
 }
 
 /// The refusal to admit or resume on a lost mark (R-PLANE-2, R-RUN-5): the
