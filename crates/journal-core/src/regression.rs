@@ -467,8 +467,23 @@ pub fn replay(
     plan: &[String],
     agent: impl FnOnce(&mut Replaying) -> Result<(), RuntimeError>,
 ) -> ReplayReport {
+    replay_served(run, records, &RunState::default(), plan, agent)
+}
+
+/// [`replay`] of a fork: the effects `served` has done (its source's, by
+/// [`crate::run_state::fork_seed`]) are answered from it, as the live fork
+/// was served them, never asked of `records`.
+pub fn replay_served(
+    run: &RunId,
+    records: &[VerifiedRecord],
+    served: &RunState,
+    plan: &[String],
+    agent: impl FnOnce(&mut Replaying) -> Result<(), RuntimeError>,
+) -> ReplayReport {
     let recorded_cost = RunState::of(records).counters();
-    let mut replaying = Replaying { run: run.clone(), handle: ReplayHandle::new(records) };
+    let mut handle = ReplayHandle::new(records);
+    handle.done.extend(served.done_effects().map(|(key, result)| (key.to_owned(), result.clone())));
+    let mut replaying = Replaying { run: run.clone(), handle };
     if let Some((seq, recorded)) = plan_at(records)
         && recorded != plan
     {
@@ -532,7 +547,17 @@ where
         if !outcomes.is_empty() && !outcome.is_some_and(|o| outcomes.contains(&o)) {
             continue;
         }
-        let report = replay(&run, &verified.records, plan, &agent);
+        let served = match verified.forked_from() {
+            Some(forked) => match crate::run_state::fork_seed(|source| journal.read(source, check), &run, forked) {
+                Ok(served) => served,
+                Err(err) => {
+                    problems.push(format!("run {run} is a fork whose source does not serve it: {err}"));
+                    continue;
+                }
+            },
+            None => RunState::default(),
+        };
+        let report = replay_served(&run, &verified.records, &served, plan, &agent);
         if let Some((seq, divergence)) = &report.divergence {
             problems.push(format!("run {run} diverges at seq {seq}: {divergence}"));
         }

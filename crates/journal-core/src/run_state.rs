@@ -12,8 +12,12 @@ use std::collections::BTreeMap;
 
 use crate::chain::VerifiedRecord;
 use crate::clock::At;
+use crate::error::{JournalError, TamperKind};
+use crate::ids::RunId;
 use crate::journal::VerifiedRun;
-use crate::record::{Budget, Counters, DoubtAnswer, EffectResult, Outcome, Record, RecordBody, RunConcluded, Verdict};
+use crate::record::{
+    Budget, Counters, DoubtAnswer, EffectResult, Outcome, Record, RecordBody, RunConcluded, RunForked, Verdict,
+};
 
 /// A run's state: its budget, what it consumed, which effects have a
 /// recorded end (and their results), which are in doubt, and its last
@@ -100,7 +104,7 @@ impl RunState {
     /// Serves the effects `source` has a recorded end for as done here too,
     /// unless this run has its own end for them: a fork's effects up to its
     /// fork point come from its source's record.
-    pub(crate) fn serve_from(&mut self, source: RunState) {
+    pub fn serve_from(&mut self, source: RunState) {
         for (key, result) in source.done {
             self.done.entry(key).or_insert(result);
         }
@@ -120,6 +124,11 @@ impl RunState {
     /// answered as having happened).
     pub fn done(&self, effect_key: &str) -> Option<&EffectResult> {
         self.done.get(effect_key)
+    }
+
+    /// Every effect with a recorded end here (or served here), with its result.
+    pub fn done_effects(&self) -> impl Iterator<Item = (&str, &EffectResult)> {
+        self.done.iter().map(|(key, result)| (key.as_str(), result))
     }
 
     /// The effects started with no recorded end and no answer, in the order they started.
@@ -164,6 +173,52 @@ impl RunState {
                 _ => false,
             },
             Outcome::Withheld | Outcome::Quarantined => self.continued_after_last,
+        }
+    }
+}
+
+/// The effects a forked run is served from its source's record: those done
+/// at or before the fork point, once the source's record there is the one
+/// the fork names (provenance), and those the source was itself served up
+/// to there when it is a fork too (the nearer source's record first).
+/// `read` reads a run's verified journal. What the live handle, resume and a
+/// regression replay of a fork all serve.
+pub fn fork_seed(
+    mut read: impl FnMut(&RunId) -> Result<VerifiedRun, JournalError>,
+    run: &RunId,
+    forked: &RunForked,
+) -> Result<RunState, JournalError> {
+    let mut seed = RunState::default();
+    let (mut run, mut forked) = (run.clone(), forked.clone());
+    // Provenance cannot loop (each link names a chain hash its fork's own
+    // record then commits to); the walk stops on a run seen anyway.
+    let mut seen = vec![run.clone()];
+    loop {
+        let source = RunId::new(&forked.source_run)?;
+        let verified = read(&source)?;
+        let at = verified.records.iter().position(|record| record.stored.seq == forked.at_seq);
+        let holds =
+            at.and_then(|at| verified.records.get(at)).is_some_and(|r| r.stored.hash.to_string() == forked.source_hash);
+        let Some(at) = at.filter(|_| holds) else {
+            return Err(JournalError::Tamper {
+                run: run.clone(),
+                seq: 2,
+                kind: TamperKind::SealMismatch,
+                detail: Some(format!(
+                    "it was forked from run {source} at seq {}, whose record there is no longer the one it names",
+                    forked.at_seq
+                )),
+            });
+        };
+        let prefix = verified.records.get(..=at).unwrap_or_default();
+        seed.serve_from(RunState::of(prefix));
+        match crate::journal::forked_from(prefix) {
+            Some(next) if !seen.contains(&source) => {
+                forked = next.clone();
+                seen.push(source.clone());
+                run = source;
+            }
+            _ => return Ok(seed),
         }
     }
 }

@@ -305,3 +305,44 @@ fn r_run_5_a_fork_interrupted_after_its_admission_is_still_served_from_its_sourc
     let verified = runtime.store().read_run(&tenant(), &run).unwrap();
     assert!(verified.rows.iter().any(|row| row.kind == "RunForked"), "the fork records its provenance");
 }
+
+/// Regression replay of a fork, over the store (`replay_store`): the agent
+/// code that drove the fork live, unchanged, replays to a match. Live, its
+/// first effect was served from the source's record (nothing in the fork's
+/// own chain); a replay must serve it the same way, not report it as an
+/// effect the record does not have.
+#[test]
+fn r_run_5_a_fork_replays_to_a_match_with_the_code_that_drove_it() {
+    use journal_core::regression::{RunContext, replay_store};
+    use journal_core::{ChainCheck, Journal, Upcasters, VerifyOptions};
+    fn agent(run: &mut impl RunContext) -> Result<(), RuntimeError> {
+        run.start_step("work")?;
+        run.effect("ek:pay", "work", || EffectOutput {
+            result: EffectResult::Ok { output: "paid".into() },
+            charged: Counters::default(),
+        })?;
+        run.effect("ek:ship", "work", || EffectOutput {
+            result: EffectResult::Ok { output: "shipped".into() },
+            charged: Counters::default(),
+        })?;
+        run.finish_step("work")?;
+        run.succeed("done")
+    }
+    let store = Arc::new(MemoryStore::new());
+    let runtime = runtime(store.clone());
+    let mut source = admit(&runtime, "source", Budget::default());
+    source.start_step("work").unwrap();
+    source.effect("ek:pay", "work", counted(&AtomicU32::new(0), 0)).unwrap();
+    let source = source.run().clone();
+    let at = runtime.store().read_run(&tenant(), &source).unwrap().head.unwrap().seq;
+    let request = AdmitRequest { idempotency_key: "fork".into(), plan: vec!["work".into()], budget: Budget::default() };
+    let Admission::New(mut fork) = runtime.fork(&tenant(), &source, at, request).unwrap() else { panic!() };
+    agent(&mut *fork).unwrap();
+
+    let (t, origin) = (tenant(), Origin::new("run-semantics.test/plane").unwrap());
+    let journal = Journal::new(store.as_ref(), &t, &origin);
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    let replayed = replay_store(&journal, check, &[journal_core::Outcome::Succeeded], &["work".into()], agent);
+    assert!(replayed.is_ok(), "{}", replayed.err().unwrap_or_default());
+}

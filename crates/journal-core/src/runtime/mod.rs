@@ -221,47 +221,16 @@ impl Runtime {
         self.admit_with(tenant, request, Some(forked))
     }
 
-    /// The effects a forked run is served from its source's record: those
-    /// done at or before the fork point, once the source's record there is
-    /// the one the fork names (provenance), and those the source was itself
-    /// served up to there when it is a fork too (the nearer source's record
-    /// first).
+    /// The effects a forked run is served from its source's record (see
+    /// [`crate::run_state::fork_seed`]).
     fn fork_seed(&self, config: &TenantConfig, run: &RunId, forked: &RunForked) -> Result<RunState, RuntimeError> {
-        let mut seed = RunState::default();
-        let (mut run, mut forked) = (run.clone(), forked.clone());
-        // Provenance cannot loop (each link names a chain hash its fork's
-        // own record then commits to); the walk stops on a run seen anyway.
-        let mut seen = vec![run.clone()];
-        loop {
-            let source = RunId::new(&forked.source_run)?;
-            let verified = self.read(config, &source)?;
-            let at = verified.records.iter().position(|record| record.stored.seq == forked.at_seq);
-            let holds = at
-                .and_then(|at| verified.records.get(at))
-                .is_some_and(|r| r.stored.hash.to_string() == forked.source_hash);
-            let Some(at) = at.filter(|_| holds) else {
-                return Err(JournalError::Tamper {
-                    run: run.clone(),
-                    seq: 2,
-                    kind: crate::error::TamperKind::SealMismatch,
-                    detail: Some(format!(
-                        "it was forked from run {source} at seq {}, whose record there is no longer the one it names",
-                        forked.at_seq
-                    )),
-                }
-                .into());
-            };
-            let prefix = verified.records.get(..=at).unwrap_or_default();
-            seed.serve_from(RunState::of(prefix));
-            match crate::journal::forked_from(prefix) {
-                Some(next) if !seen.contains(&source) => {
-                    forked = next.clone();
-                    seen.push(source.clone());
-                    run = source;
-                }
-                _ => return Ok(seed),
-            }
-        }
+        let check = ChainCheck {
+            upcasters: &self.upcasters,
+            verifier: self.verifier.as_deref(),
+            options: VerifyOptions::default(),
+        };
+        let journal = self.journal(config);
+        Ok(crate::run_state::fork_seed(|source| journal.read(source, check), run, forked)?)
     }
 
     /// A run's state from its journal, with a fork's source effects served from the source.
