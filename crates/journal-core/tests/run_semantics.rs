@@ -346,3 +346,37 @@ fn r_run_5_a_fork_replays_to_a_match_with_the_code_that_drove_it() {
     let replayed = replay_store(&journal, check, &[journal_core::Outcome::Succeeded], &["work".into()], agent);
     assert!(replayed.is_ok(), "{}", replayed.err().unwrap_or_default());
 }
+
+/// R-RUN-5 (noticed by review 22): an operator withholds a run while its
+/// worker is inside an effect. The worker's `EffectDone` met the hold's
+/// record at the head (a `Conflict`), so the result the worker held was
+/// never recorded: the effect stayed in doubt and a person had to find out
+/// what it did. The end is now recorded after the hold (a fact about the
+/// world, whatever the operator decided), the worker is told the run is
+/// withheld, and once lifted the run reads the result back instead of
+/// doubting or performing it again.
+#[test]
+fn r_run_5_a_hold_while_an_effect_runs_keeps_the_effect_s_result() {
+    let runtime = runtime(Arc::new(MemoryStore::new()));
+    let ran = AtomicU32::new(0);
+    let mut run = admit(&runtime, "held", Budget::default());
+    let id = run.run().clone();
+    run.start_step("work").unwrap();
+    let answer = run.effect("ek:pay", "work", || {
+        runtime.withhold(&tenant(), &id, "an operator's hold").unwrap();
+        counted(&ran, 5)()
+    });
+    match answer {
+        Err(RuntimeError::Stopped { status: RunStatus::Withheld { .. }, .. }) => {}
+        other => panic!("the worker is told the run is withheld: {other:?}"),
+    }
+    let status = runtime.status(&tenant(), &id).unwrap();
+    assert!(matches!(status, RunStatus::Withheld { .. }), "{status:?}");
+
+    runtime.lift(&tenant(), &id, "go on").unwrap();
+    let mut resumed = runtime.resume(&tenant(), &id).unwrap();
+    let again = resumed.effect("ek:pay", "work", counted(&ran, 5)).unwrap();
+    assert_eq!(again, EffectResult::Ok { output: "5 tokens".into() }, "the recorded result is read back");
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "performed once");
+    resumed.succeed("done").unwrap();
+}

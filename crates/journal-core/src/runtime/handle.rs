@@ -209,7 +209,12 @@ impl RunHandle<'_> {
         self.append(key.clone(), RecordBody::EffectStarted(EffectStarted { step: step.to_owned(), reserved }))?;
         let output = perform();
         let done = RecordBody::EffectDone(EffectDone { result: output.result.clone(), charged: output.charged });
-        self.append(key.clone(), done)?;
+        match self.append(key.clone(), done.clone()) {
+            Err(conflict @ RuntimeError::Journal(JournalError::Conflict { .. })) => {
+                return Err(self.end_after_a_hold(effect_key, done, reserved, conflict));
+            }
+            answer => answer?,
+        }
         self.append(key, RecordBody::Released(Released { holding: Holding::Reservation, amount: reserved }))?;
         if let EffectResult::Err { error } = &output.result {
             let verdict = Verdict::EffectFailed { effect_key: effect_key.to_owned(), error: error.clone() };
@@ -221,6 +226,43 @@ impl RunHandle<'_> {
             return Err(self.exhaust(dimension, ceiling, counters, &format!("effect {effect_key}")));
         }
         Ok(output.result)
+    }
+
+    /// An effect's end met another record at the head: an operator withheld
+    /// the run while the effect ran. The end is a fact about the world, so
+    /// it is recorded after the hold (and its reservation released) and the
+    /// worker is told the run is withheld; once lifted, the run reads the
+    /// result back instead of doubting it (R-RUN-5). Anything else (the
+    /// chain no longer holding this handle's last record, a sealed run,
+    /// another conclusion, the effect no longer open) answers the conflict.
+    fn end_after_a_hold(
+        &mut self,
+        effect_key: &str,
+        done: RecordBody,
+        reserved: Counters,
+        conflict: RuntimeError,
+    ) -> RuntimeError {
+        let Ok(fresh) = self.runtime.read(&self.tenant, &self.run) else { return conflict };
+        let extends_ours = usize::try_from(self.head.seq)
+            .ok()
+            .and_then(|seq| seq.checked_sub(1))
+            .and_then(|index| fresh.records.get(index))
+            .is_some_and(|record| record.stored.hash == self.head.hash);
+        let state = RunState::of(&fresh.records);
+        let held = state.standing().is_some_and(|c| c.outcome == Outcome::Withheld);
+        let open = state.in_doubt().iter().any(|key| key == effect_key);
+        let (Some(head), true) = (fresh.head, extends_ours && held && open && fresh.seal.is_none()) else {
+            return conflict;
+        };
+        let Ok(state) = self.runtime.state_of(&self.tenant, &self.run, &fresh) else { return conflict };
+        (self.head, self.state) = (head, state);
+        let key = Some(effect_key.to_owned());
+        let released = RecordBody::Released(Released { holding: Holding::Reservation, amount: reserved });
+        if let Err(err) = self.append(key.clone(), done).and_then(|()| self.append(key, released)) {
+            return err;
+        }
+        self.stopped = true;
+        self.stopped()
     }
 
     /// Concludes with `outcome` (no machine verdict) and stops the handle:
