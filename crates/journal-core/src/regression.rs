@@ -568,7 +568,9 @@ where
 
 /// The regression-test harness: replays every export (`*.export` or
 /// `*.jsonl`) of `folder` through `agent` and fails with every divergence,
-/// named by file, run and seq. Call it from a `#[test]`.
+/// named by file, run and seq. A fork is served the effects its source
+/// served it from the source's export in the same folder (a fork without
+/// it is a failure saying so). Call it from a `#[test]`.
 pub fn replay_folder<A>(
     folder: &std::path::Path,
     log_keys: &[witness::VerifierKey],
@@ -590,21 +592,42 @@ where
     }
     let mut reports = Vec::new();
     let mut problems = Vec::new();
+    let mut verified = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).map_err(|err| format!("reading {}: {err}", file.display()))?;
-        match replay_export(&text, log_keys, check, plan, &agent) {
-            Ok(report) => {
-                if let Some((seq, divergence)) = &report.divergence {
-                    problems.push(format!(
-                        "{}: run {} diverges at seq {seq}: {divergence}",
-                        file.display(),
-                        report.run
-                    ));
-                }
-                reports.push(report);
-            }
+        match crate::export::verify_export(&text, log_keys, check) {
+            Ok(export) => verified.push((file, export.run, export.chain)),
             Err(err) => problems.push(format!("{}: not a verified export: {err}", file.display())),
         }
+    }
+    // A fork is served its source's effects from the source's export beside
+    // it, as the live fork was served them from the store.
+    let chains: BTreeMap<&RunId, &[VerifiedRecord]> =
+        verified.iter().map(|(_, run, chain)| (run, chain.as_slice())).collect();
+    let read = |source: &RunId| match chains.get(source) {
+        Some(records) => {
+            Ok(crate::journal::VerifiedRun { records: records.to_vec(), head: None, seal: None, outcome: None })
+        }
+        None => Err(crate::error::JournalError::InvalidRecord(format!(
+            "the export of run {source}, its source, is not in the folder: add it to replay the effects it served"
+        ))),
+    };
+    for (file, run, chain) in &verified {
+        let served = match crate::journal::forked_from(chain) {
+            Some(forked) => match crate::run_state::fork_seed(read, run, forked) {
+                Ok(served) => served,
+                Err(err) => {
+                    problems.push(format!("{}: run {run} is a fork: {err}", file.display()));
+                    continue;
+                }
+            },
+            None => RunState::default(),
+        };
+        let report = replay_served(run, chain, &served, plan, &agent);
+        if let Some((seq, divergence)) = &report.divergence {
+            problems.push(format!("{}: run {run} diverges at seq {seq}: {divergence}", file.display()));
+        }
+        reports.push(report);
     }
     if problems.is_empty() { Ok(reports) } else { Err(problems.join("\n")) }
 }

@@ -380,3 +380,57 @@ fn r_run_5_a_hold_while_an_effect_runs_keeps_the_effect_s_result() {
     assert_eq!(ran.load(Ordering::SeqCst), 1, "performed once");
     resumed.succeed("done").unwrap();
 }
+
+/// R-RUN-5 (noticed by review 22): the regression harness over a folder of
+/// exports replays a fork with the effects its source served it, read from
+/// the source's export beside it, as `replay_store` does from the store (it
+/// reported the unchanged agent as diverging at its first served effect);
+/// without the source's export the fork is a failure that says so, never a
+/// false divergence.
+#[test]
+fn r_run_5_a_fork_replays_from_exports_with_its_source_beside_it() {
+    use journal_core::regression::{RunContext, replay_folder};
+    use journal_core::{ChainCheck, Upcasters, VerifyOptions};
+    fn agent(run: &mut impl RunContext) -> Result<(), RuntimeError> {
+        run.start_step("work")?;
+        for (key, output) in [("ek:pay", "paid"), ("ek:ship", "shipped")] {
+            run.effect(key, "work", || EffectOutput {
+                result: EffectResult::Ok { output: output.into() },
+                charged: Counters::default(),
+            })?;
+        }
+        run.finish_step("work")?;
+        run.succeed("done")
+    }
+    let store = Arc::new(MemoryStore::new());
+    let runtime = runtime(store.clone());
+    let mut source = admit(&runtime, "source", Budget::default());
+    agent(&mut source).unwrap();
+    let source = source.run().clone();
+    let rows = runtime.store().read_run(&tenant(), &source).unwrap().rows;
+    let at = rows.iter().find(|row| row.kind == "Released").unwrap().seq;
+    let request = AdmitRequest { idempotency_key: "fork".into(), plan: vec!["work".into()], budget: Budget::default() };
+    let Admission::New(mut forked) = runtime.fork(&tenant(), &source, at, request).unwrap() else { panic!() };
+    let fork = forked.run().clone();
+    agent(&mut *forked).unwrap();
+
+    let origin = Origin::new("run-semantics.test/plane").unwrap();
+    let key =
+        witness::LogKey::new(witness::SignerKey::from_seed(origin.as_str(), witness::ALG_ED25519, [5; 32]).unwrap())
+            .unwrap();
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    let folder = tempfile::tempdir().unwrap();
+    for run in [&source, &fork] {
+        let export =
+            journal_core::export::export_run(store.as_ref(), &tenant(), &origin, &key, run, check, None).unwrap();
+        std::fs::write(folder.path().join(format!("{run}.export")), export.text).unwrap();
+    }
+    let keys = [key.verifier_key()];
+    let replayed = replay_folder(folder.path(), &keys, check, &["work".into()], agent);
+    assert_eq!(replayed.map(|reports| reports.len()), Ok(2), "both replay to a match");
+
+    std::fs::remove_file(folder.path().join(format!("{source}.export"))).unwrap();
+    let alone = replay_folder(folder.path(), &keys, check, &["work".into()], agent).unwrap_err();
+    assert!(alone.contains(&format!("{source}")) && !alone.contains("diverges"), "{alone}");
+}
