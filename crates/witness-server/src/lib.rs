@@ -37,6 +37,49 @@ const LATEST: TableDefinition<&str, (u64, &[u8], &str)> = TableDefinition::new("
 /// `agentplane.witness.integrity`).
 const LOG_TARGET: &str = "agentplane.witness";
 
+/// How many refused requests are logged one by one per
+/// [`REFUSAL_LOG_WINDOW`]; past it they are counted, and the count is logged
+/// with the first refusal after the window: a client sending garbage cannot
+/// flood the operator's log. (Consistency refusals, on
+/// `agentplane.witness.integrity`, come only from a log's key holder and
+/// are always logged.)
+pub const REFUSALS_LOGGED_PER_WINDOW: u32 = 50;
+/// The window of [`REFUSALS_LOGGED_PER_WINDOW`].
+pub const REFUSAL_LOG_WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The refusals logged in the current window, and those counted past it.
+#[derive(Default)]
+struct RefusalLog(std::sync::Mutex<RefusalWindow>);
+
+#[derive(Default)]
+struct RefusalWindow {
+    started: Option<std::time::Instant>,
+    logged: u32,
+    unlogged: u64,
+}
+
+impl RefusalLog {
+    /// Whether this refusal is logged one by one, and how many went
+    /// unlogged in the window that just closed (0 while it is open).
+    fn admit(&self) -> (bool, u64) {
+        let mut window = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        let mut closed_unlogged = 0;
+        if window.started.is_none_or(|started| now.duration_since(started) >= REFUSAL_LOG_WINDOW) {
+            closed_unlogged = std::mem::take(&mut window.unlogged);
+            window.started = Some(now);
+            window.logged = 0;
+        }
+        if window.logged < REFUSALS_LOGGED_PER_WINDOW {
+            window.logged += 1;
+            (true, closed_unlogged)
+        } else {
+            window.unlogged += 1;
+            (false, closed_unlogged)
+        }
+    }
+}
+
 mod commit;
 mod pressure;
 
@@ -191,6 +234,7 @@ struct Shared {
     db: Database,
     limits: ServerLimits,
     cosigning: commit::GroupCommit<Submission>,
+    refusals: RefusalLog,
 }
 
 /// An `add-checkpoint` whose note verified, waiting for its write transaction.
@@ -302,7 +346,13 @@ impl WitnessServer {
             body_timeout_ms = limits.body_timeout.as_millis(),
             "limits"
         );
-        let shared = Arc::new(Shared { config, db, limits, cosigning: commit::GroupCommit::new() });
+        let shared = Arc::new(Shared {
+            config,
+            db,
+            limits,
+            cosigning: commit::GroupCommit::new(),
+            refusals: RefusalLog::default(),
+        });
         let serving = Arc::clone(&shared);
         let (shutdown, stop) = watch::channel(false);
         let thread = std::thread::Builder::new()
@@ -556,7 +606,18 @@ impl Shared {
         if answer.status == 409 {
             tracing::debug!(target: LOG_TARGET, %method, path, status = answer.status, "conflict: {}", answer.body.trim_end());
         } else if answer.status >= 400 {
-            tracing::warn!(target: LOG_TARGET, %method, path, status = answer.status, "refused: {}", answer.body.trim_end());
+            let (one_by_one, unlogged) = self.refusals.admit();
+            if unlogged > 0 {
+                tracing::warn!(
+                    target: LOG_TARGET,
+                    "{unlogged} more refused requests were not logged one by one in the last window (at most \
+                     {REFUSALS_LOGGED_PER_WINDOW} a {} s)",
+                    REFUSAL_LOG_WINDOW.as_secs()
+                );
+            }
+            if one_by_one {
+                tracing::warn!(target: LOG_TARGET, %method, path, status = answer.status, "refused: {}", answer.body.trim_end());
+            }
         }
         answer.into_response()
     }

@@ -16,8 +16,9 @@ use witness_server::{LogConfig, OpenFiles, ServerLimits, SystemClock, WitnessCon
 /// A C2SP tlog-witness: cosigns checkpoints of the logs it is configured to
 /// watch, only when it can prove each extends the last it cosigned.
 ///
-/// Logging: RUST_LOG (default `info`); every refusal is logged on
-/// `agentplane.witness`, and refusals on consistency on `agentplane.witness.integrity`.
+/// Logging: RUST_LOG (default `info`); refused requests are logged on
+/// `agentplane.witness` (at most 50 one by one per 10 s, the rest counted),
+/// and every refusal on consistency on `agentplane.witness.integrity`.
 #[derive(Parser)]
 #[command(name = "agentplane-witness", version)]
 struct Cli {

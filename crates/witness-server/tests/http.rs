@@ -567,3 +567,54 @@ fn r_wit_4_a_cosigned_tree_the_log_never_signed_is_refused_when_read_with_the_lo
     );
     assert!(!err.is_integrity(), "a lying witness, not a log that lost history: {err:?}");
 }
+
+/// R-OPS-1, R-WIT-3 (noticed by review 20): every refused request was logged
+/// at warn, one line each, so any client could flood the operator's log
+/// (and disk) with garbage requests. The binary logs at most
+/// `REFUSALS_LOGGED_PER_WINDOW` refusals one by one per window and counts
+/// the rest, saying how many with the first refusal after the window.
+#[test]
+fn r_ops_1_a_flood_of_garbage_requests_does_not_flood_the_witness_log() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("w.key");
+    let keygen = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["keygen", "--name", "witness.test/flooded", "--out"])
+        .arg(&key_file)
+        .output()
+        .unwrap();
+    assert!(keygen.status.success(), "{}", String::from_utf8_lossy(&keygen.stderr));
+    let log = std::fs::File::create(dir.path().join("stderr.log")).unwrap();
+    let plane = Plane::new(1);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--state"])
+        .arg(dir.path().join("w.redb"))
+        .arg("--key-file")
+        .arg(&key_file)
+        .arg("--log")
+        .arg(format!("{}={}", plane.origin, plane.key.verifier_key()))
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    let client = reqwest::blocking::Client::new();
+    let sent = 3 * witness_server::REFUSALS_LOGGED_PER_WINDOW;
+    for i in 0..sent {
+        let answer = client.get(format!("{url}/garbage-{i}")).send().unwrap();
+        assert_eq!(answer.status().as_u16(), 404);
+    }
+    let stopped = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
+    assert!(stopped.success());
+    assert!(child.wait().unwrap().success());
+    let logged = std::fs::read_to_string(dir.path().join("stderr.log")).unwrap();
+    let refusals = logged.lines().filter(|line| line.contains("refused:")).count();
+    assert!(refusals > 0, "refusals are still logged: {logged}");
+    assert!(
+        refusals <= witness_server::REFUSALS_LOGGED_PER_WINDOW as usize,
+        "{refusals} refusal lines for {sent} requests"
+    );
+}
