@@ -21,6 +21,11 @@ use sha2::{Digest, Sha256};
 /// a peer that connects and stalls holds no descriptor for longer.
 pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The most connections the console serves at once, by default: with the
+/// header timeout, a peer opening connections and stalling holds at most
+/// this many descriptors, and only for that long.
+pub const MAX_CONNECTIONS: usize = 256;
+
 /// The address the console listens on unless told otherwise: localhost only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7390";
 
@@ -71,11 +76,19 @@ pub struct ConsoleOptions {
     /// How long a client has to send a request's line and headers
     /// ([`HEADER_TIMEOUT`] by default).
     pub header_timeout: std::time::Duration,
+    /// The most connections served at once ([`MAX_CONNECTIONS`] by
+    /// default); one past it is closed at once.
+    pub max_connections: usize,
 }
 
 impl Default for ConsoleOptions {
     fn default() -> Self {
-        Self { listen: SocketAddr::from(([127, 0, 0, 1], 7390)), token: None, header_timeout: HEADER_TIMEOUT }
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 7390)),
+            token: None,
+            header_timeout: HEADER_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
+        }
     }
 }
 
@@ -151,8 +164,7 @@ impl Console {
         let listener = runtime
             .block_on(async { tokio::net::TcpListener::from_std(listener) })
             .map_err(|source| ConsoleError::Bind { listen: options.listen, source })?;
-        let thread =
-            std::thread::spawn(move || runtime.block_on(serve(listener, router, options.header_timeout, stopped)));
+        let thread = std::thread::spawn(move || runtime.block_on(serve(listener, router, &options, stopped)));
         Ok(Self { url: format!("http://{local}"), shutdown: Some(shutdown), thread: Some(thread) })
     }
 
@@ -180,16 +192,18 @@ impl Drop for Console {
     }
 }
 
-/// Serves each connection on a task of its own until told to stop, with
-/// `header_timeout` on every request header (`axum::serve` sets no timer,
+/// Serves each connection on a task of its own until told to stop, at most
+/// `max_connections` at once, with `header_timeout` on every request header (`axum::serve` sets no timer,
 /// so a connection that never finished its header was held forever).
 async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
-    header_timeout: std::time::Duration,
+    options: &ConsoleOptions,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
+    let header_timeout = options.header_timeout;
     let mut connections = tokio::task::JoinSet::new();
+    let mut turned_away: u64 = 0;
     loop {
         let stream = tokio::select! {
             _ = &mut stopped => break,
@@ -203,6 +217,20 @@ async fn serve(
                 }
             },
         };
+        while connections.try_join_next().is_some() {}
+        if connections.len() >= options.max_connections.max(1) {
+            // Closed at once: the cap bounds the descriptors held.
+            drop(stream);
+            turned_away += 1;
+            if turned_away.is_power_of_two() {
+                tracing::warn!(
+                    target: "agentplane.console",
+                    "{turned_away} connections closed at once so far: {} are served at the most",
+                    options.max_connections
+                );
+            }
+            continue;
+        }
         let service = hyper_util::service::TowerToHyperService::new(router.clone());
         connections.spawn(async move {
             let served = hyper::server::conn::http1::Builder::new()
@@ -213,7 +241,6 @@ async fn serve(
                 tracing::debug!(target: "agentplane.console", "connection: {err}");
             }
         });
-        while connections.try_join_next().is_some() {}
     }
 }
 

@@ -574,6 +574,7 @@ fn r_ops_1_a_client_that_never_finishes_its_request_header_is_disconnected() {
         listen: "127.0.0.1:0".parse().unwrap(),
         token: Some(token.into()),
         header_timeout: std::time::Duration::from_millis(300),
+        ..Default::default()
     };
     let console = console::Console::start(plane.view(), options).unwrap();
     let address = console.url().trim_start_matches("http://").to_owned();
@@ -590,4 +591,51 @@ fn r_ops_1_a_client_that_never_finishes_its_request_header_is_disconnected() {
     }
     let served = reqwest::blocking::Client::new().get(console.url()).bearer_auth(token).send().unwrap();
     assert_eq!(served.status().as_u16(), 200);
+}
+
+/// R-OPS-1 (noticed by review 20): the console served any number of
+/// connections at once, so a peer opening connections faster than the
+/// header timeout closes them could use up its descriptors. At most
+/// `max_connections` are served; one past it is closed at once, and once
+/// the stalled ones are gone the console serves again.
+#[test]
+fn r_ops_1_a_connection_past_the_cap_is_closed_at_once() {
+    use std::io::{Read as _, Write as _};
+    let (plane, _) = demo();
+    let options = console::ConsoleOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        header_timeout: std::time::Duration::from_secs(60),
+        max_connections: 2,
+        ..Default::default()
+    };
+    let console = console::Console::start(plane.view(), options).unwrap();
+    let address = console.url().trim_start_matches("http://").to_owned();
+    // Two stalled connections, each known to be served (its first request answered).
+    let mut stalled = Vec::new();
+    for _ in 0..2 {
+        let mut stream = std::net::TcpStream::connect(&address).unwrap();
+        stream.write_all(b"GET /static/console.css HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+        let mut first = [0u8; 12];
+        stream.read_exact(&mut first).unwrap();
+        assert_eq!(&first, b"HTTP/1.1 200");
+        stalled.push(stream);
+    }
+    let mut third = std::net::TcpStream::connect(&address).unwrap();
+    third.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
+    let _ = third.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n");
+    let mut answer = Vec::new();
+    let read = third.read_to_end(&mut answer);
+    let closed = match &read {
+        Ok(_) => answer.is_empty(),
+        // Closed with the request unread: a reset.
+        Err(err) => err.kind() == std::io::ErrorKind::ConnectionReset,
+    };
+    assert!(closed, "a connection past the cap is closed unanswered: {read:?}, {} bytes answered", answer.len());
+
+    drop(stalled);
+    // The stalled connections' tasks end as their sockets close; a request
+    // may still meet the cap for an instant, so it is asked again until served.
+    let client = reqwest::blocking::Client::new();
+    let served = (0..1000).find_map(|_| client.get(console.url()).send().ok().filter(|r| r.status().as_u16() == 200));
+    assert!(served.is_some(), "the console serves again once the stalled connections are gone");
 }
