@@ -110,9 +110,11 @@ pub fn audit_with_progress(
     check_idempotency_rows(&snapshot, &inputs.tenant, &facts, &mut report);
     check_admission_order(&snapshot, &facts, &mut report);
     check_fork_provenance(store, inputs, &facts, &skewed, &mut report);
-    let LogChecked { rebuilt, heads_leaves, sealed } = check_log(&snapshot, inputs, &facts, &skewed, &mut report)?;
+    let LogChecked { rebuilt, heads_leaves, sealed, contradicted } =
+        check_log(&snapshot, inputs, &facts, &skewed, &mut report)?;
     check_seal_index(&snapshot, &sealed, &mut report);
     let anchored = check_anchors(inputs, anchor_reads, &rebuilt, &mut report);
+    check_contradicted_seals(contradicted, &anchored, &mut report);
     let (covered, held_leaves) = check_heads(&snapshot, inputs, &facts, &skewed, &heads_leaves, &anchored, &mut report);
     let newest_entries = newest_verified_entries(&snapshot, &held_leaves);
     check_heads_index(&snapshot, &newest_entries, &mut report);
@@ -861,6 +863,7 @@ fn check_log(
     // bytes spelled, hashed and proven: the costliest step after the
     // chains, and independent of the others).
     let mut steps: Vec<SealStep<'_>> = Vec::with_capacity(seals.len());
+    let mut contradicted = Vec::new();
     for (rank, seal) in seals.iter().enumerate() {
         // A heads leaf is told by its bytes, never by the row's run column;
         // that column is derived data too (what looks a sealed run up), so a
@@ -888,6 +891,11 @@ fn check_log(
             ));
             continue;
         }
+        // The head this row's leaf seals its run at, when it is a seal leaf
+        // of this log naming the row's run: what the log commits to, held
+        // to the chain as a heads entry is (R-COVER-2).
+        let claimed =
+            SealLeaf::parse(&seal.leaf_bytes).filter(|leaf| leaf.origin == inputs.origin && leaf.run == seal.run);
         let Some(run_facts) = facts.get(&seal.run) else {
             // A run this build cannot read is held to its seal by its links.
             if let Some(hashes) = skewed.get(&seal.run) {
@@ -898,23 +906,43 @@ fn check_log(
             }
             // Its chain failed (already a finding), or it has no journal at all.
             if store.read_run(tenant, &seal.run).is_err() {
-                steps.push(SealStep::Found(
-                    Finding::new(
-                        FindingCode::SealWithoutRun,
-                        format!("the log's position {} seals a run with no journal", seal.position),
-                    )
-                    .run(&seal.run),
-                ));
+                let otherwise = Finding::new(
+                    FindingCode::SealWithoutRun,
+                    format!("the log's position {} seals a run with no journal", seal.position),
+                )
+                .run(&seal.run);
+                match claimed {
+                    // A sealed run deleted with its leaf left in the log.
+                    Some(leaf) => contradicted.push(ContradictedSeal {
+                        rank: rank as u64,
+                        position: seal.position,
+                        leaf,
+                        now: None,
+                        otherwise,
+                    }),
+                    None => steps.push(SealStep::Found(otherwise)),
+                }
             }
             continue;
         };
+        if let Some(leaf) = claimed.filter(|leaf| !chain_holds(&run_facts.hashes, leaf)) {
+            // Cut back below its sealed head, or rewritten at or before it.
+            let otherwise = match run_facts.leaf {
+                Some(_) => Finding::new(FindingCode::SealLeafMismatch, SEAL_LEAF_MISMATCH),
+                None => Finding::new(FindingCode::SealWithoutRun, not_sealing(seal.position)),
+            };
+            contradicted.push(ContradictedSeal {
+                rank: rank as u64,
+                position: seal.position,
+                leaf,
+                now: Some(run_facts.hashes.clone()),
+                otherwise: otherwise.run(&seal.run),
+            });
+            continue;
+        }
         let Some(leaf) = &run_facts.leaf else {
             steps.push(SealStep::Found(
-                Finding::new(
-                    FindingCode::SealWithoutRun,
-                    format!("the log seals it at position {}, but its last conclusion does not seal", seal.position),
-                )
-                .run(&seal.run),
+                Finding::new(FindingCode::SealWithoutRun, not_sealing(seal.position)).run(&seal.run),
             ));
             continue;
         };
@@ -974,7 +1002,7 @@ fn check_log(
     } else {
         compare_nodes(snapshot, inputs, &rebuilt, report);
     }
-    Ok(LogChecked { rebuilt, heads_leaves, sealed })
+    Ok(LogChecked { rebuilt, heads_leaves, sealed, contradicted })
 }
 
 /// A seal of a run this build cannot read (build skew): a sealed run takes
@@ -1009,6 +1037,76 @@ struct LogChecked {
     /// Each run whose seal verified: the leaf its chain gives, included at
     /// its rank.
     sealed: SealedRuns,
+    /// Seal leaves whose head the run's chain no longer has.
+    contradicted: Vec<ContradictedSeal>,
+}
+
+/// What a seal row whose leaf is not the chain's says.
+const SEAL_LEAF_MISMATCH: &str = "the seal leaf is not the one its verified chain gives";
+
+/// What a seal row of a run whose last conclusion does not seal says.
+fn not_sealing(position: u64) -> String {
+    format!("the log seals it at position {position}, but its last conclusion does not seal")
+}
+
+/// A seal leaf of the log whose run was cut back below the head it seals,
+/// deleted, or rewritten at or before it. Under an anchor the log extends,
+/// the leaf is the one the plane signed: its run's history was cut or
+/// rewritten, named as a heads entry's would be (a deletion or tamper of
+/// what the anchor holds), never as derived data. Under none, the leaf may
+/// be the forgery: `otherwise` says what the seal row alone shows.
+struct ContradictedSeal {
+    rank: u64,
+    position: u64,
+    leaf: SealLeaf,
+    /// The run's verified chain hashes, by seq; `None`: the run is gone.
+    now: Option<Vec<journal_core::ChainHash>>,
+    otherwise: Finding,
+}
+
+/// Whether a verified chain still holds the head a seal leaf seals it at.
+fn chain_holds(hashes: &[journal_core::ChainHash], leaf: &SealLeaf) -> bool {
+    usize::try_from(leaf.record_count)
+        .ok()
+        .and_then(|seq| seq.checked_sub(1))
+        .and_then(|index| hashes.get(index))
+        .is_some_and(|hash| *hash == leaf.head)
+}
+
+/// Check 5's seals whose run no longer has the head they seal (R-COVER-2):
+/// under an anchor, a run cut back below it or deleted is a `deletion`, one
+/// rewritten at or before it `tamper`, each naming the run, the sealed seq
+/// and the newest anchor covering the leaf.
+fn check_contradicted_seals(contradicted: Vec<ContradictedSeal>, anchored: &Anchored, report: &mut AuditReport) {
+    for seal in contradicted {
+        let Some(anchor) = covering(anchored, seal.rank) else {
+            report.findings.push(seal.otherwise);
+            continue;
+        };
+        let seq = seal.leaf.record_count;
+        let finding = match &seal.now {
+            None => Finding::new(
+                FindingCode::HeadCutBack,
+                format!("the log's position {} seals it at seq {seq}, but the run is gone", seal.position),
+            ),
+            Some(hashes) if (hashes.len() as u64) < seq => Finding::new(
+                FindingCode::HeadCutBack,
+                format!(
+                    "the log's position {} seals it at seq {seq}, but its journal now ends at seq {}",
+                    seal.position,
+                    hashes.len()
+                ),
+            ),
+            Some(_) => Finding::new(
+                FindingCode::HeadRewritten,
+                format!(
+                    "the log's position {} seals it with another record at seq {seq}: its history was rewritten",
+                    seal.position
+                ),
+            ),
+        };
+        report.findings.push(finding.run(&seal.leaf.run).seq(seq).anchor(anchor));
+    }
 }
 
 /// Runs whose seal the audit verified: `(rank, position)` of each.
@@ -1357,9 +1455,7 @@ fn prove_seal(
 ) -> Result<(), Finding> {
     let bytes = leaf.to_bytes();
     if bytes != seal.leaf_bytes {
-        let mut finding =
-            Finding::new(FindingCode::SealLeafMismatch, "the seal leaf is not the one its verified chain gives")
-                .run(&seal.run);
+        let mut finding = Finding::new(FindingCode::SealLeafMismatch, SEAL_LEAF_MISMATCH).run(&seal.run);
         // A leaf of another log is what a mistaken --tenant (or another
         // tenant's key) shows on every seal: still a finding, which says so.
         if let Some(named) = SealLeaf::origin_named(&seal.leaf_bytes).filter(|named| *named != leaf.origin.as_str()) {

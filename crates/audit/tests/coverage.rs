@@ -486,3 +486,74 @@ fn r_aud_8_a_key_forged_onto_a_run_this_build_cannot_read_is_not_build_skew_only
     let forged = forged.unwrap_or_else(|| panic!("the forged row is named: {:#?}", report.findings));
     assert!(forged.detail.contains("another-job"), "{}", forged.detail);
 }
+
+/// Rewrites record `seq` of `run` (one digit of its instant) and re-chains
+/// every record after it, unsigned, as someone with the file and no key
+/// does; the runs row is pointed at the new head.
+fn rewrite_and_rechain(plane: &Plane, run: &journal_core::RunId, seq: u64) {
+    let rows = plane.store.read_run(&plane.tenant, run).unwrap().rows;
+    let mut prev = rows[seq as usize - 1].prev_hash;
+    for row in rows.iter().filter(|row| row.seq >= seq) {
+        let mut bytes = row.bytes.clone();
+        if row.seq == seq {
+            let text = String::from_utf8(bytes.clone()).unwrap();
+            let digit = text.find("\"at\":\"").unwrap() + 6 + 22;
+            bytes[digit] = b'0' + (bytes[digit] - b'0' + 1) % 10;
+        }
+        let hash = journal_core::ChainHash::link(&prev, &bytes);
+        let row = journal_core::StoredRecord { prev_hash: prev, hash, bytes, signature: None, ..row.clone() };
+        plane.store.overwrite_row(&plane.tenant, run, row);
+        prev = hash;
+    }
+    plane.store.set_runs_head(&plane.tenant, run, ExpectedHead { seq: rows.last().unwrap().seq, hash: prev });
+}
+
+/// R-COVER-2 (review 23): a sealed run's seal leaf holds its head as a heads
+/// entry holds an open run's, and the anchor that covers the leaf covers
+/// that head. A sealed run cut back below its seal (its seal leaf left in
+/// the log as the plane signed it, so the anchor holds; its runs row made
+/// open, its outcome row removed), one deleted with its leaf left, and one
+/// rewritten below its seal and re-chained were each reported only as
+/// derived data (`seal_without_run`, `seal_leaf_mismatch`, naming no seq
+/// and no anchor): an index to rebuild, not covered history cut or
+/// rewritten. Each is a deletion or tamper naming the run, its sealed seq
+/// and the anchor.
+#[test]
+fn r_cover_2_a_sealed_run_cut_deleted_or_rewritten_below_its_anchored_seal_names_the_anchor() {
+    let plane = Plane::signed();
+    let cut = plane.seal("sealed-cut");
+    let gone = plane.seal("sealed-gone");
+    let rewritten = plane.seal("sealed-rewritten");
+    let saved = sign_now(&plane);
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+    assert!(plane.audit(&inputs).is_clean());
+    let sealed_at = |run| plane.store.read_run(&plane.tenant, run).unwrap().rows.len() as u64;
+    let (cut_len, gone_len, rewritten_len) = (sealed_at(&cut), sealed_at(&gone), sealed_at(&rewritten));
+
+    cut_back(&plane, &cut);
+    plane.store.set_sealed_flag(&plane.tenant, &cut, false);
+    for seq in 1..=gone_len {
+        plane.store.delete_record(&plane.tenant, &gone, seq);
+    }
+    plane.store.delete_runs_row(&plane.tenant, &gone);
+    plane.store.set_outcome_index(&plane.tenant, &gone, None);
+    rewrite_and_rechain(&plane, &rewritten, 2);
+
+    let report = plane.audit(&inputs);
+    assert_eq!(report.log_size, saved.checkpoint().tree().size, "every seal leaf is in the log as signed");
+    for (run, code, class, seq) in [
+        (&cut, FindingCode::HeadCutBack, FindingClass::Deletion, cut_len),
+        (&gone, FindingCode::HeadCutBack, FindingClass::Deletion, gone_len),
+        (&rewritten, FindingCode::HeadRewritten, FindingClass::Tamper, rewritten_len),
+    ] {
+        let finding = report
+            .findings
+            .iter()
+            .find(|f| f.run.as_deref() == Some(run.as_str()) && f.code == code)
+            .unwrap_or_else(|| panic!("{run}: no {code:?} finding: {:#?}", report.findings));
+        assert_eq!(finding.class, class);
+        assert_eq!(finding.seq, Some(seq), "names the sealed head");
+        assert_eq!(finding.anchors, vec!["saved".to_owned()], "names the anchor that covers the seal");
+    }
+}
