@@ -52,7 +52,8 @@ struct RunAudit {
     skewed: Option<Vec<journal_core::ChainHash>>,
 }
 
-/// The chain hashes of runs this build cannot read, from their links alone.
+/// The chain hashes of runs this build cannot read, or whose records no
+/// runs row lists, from their links alone.
 type Skewed = BTreeMap<RunId, Vec<journal_core::ChainHash>>;
 
 /// Audits one tenant of `store` with what the auditor holds (R-AUD-1..5).
@@ -106,6 +107,7 @@ pub fn audit_with_progress(
     }
     let store: &dyn Store = &snapshot;
     check_rows_without_runs(&snapshot, &mut report);
+    link_rows_without_runs(&snapshot, &mut skewed, &mut report)?;
     check_outcome_listing(&snapshot, &facts, &mut report);
     check_idempotency_rows(&snapshot, &inputs.tenant, &facts, &mut report);
     check_admission_order(&snapshot, &facts, &mut report);
@@ -726,6 +728,29 @@ fn check_rows_without_runs(snapshot: &TenantSnapshot, report: &mut AuditReport) 
     }
 }
 
+/// Records with no runs row are no verified run (no chain check reads a
+/// run the store does not list), but their links are checked from the
+/// stored bytes and the hashes they give are held, as a run this build
+/// cannot read is, to the seal and heads entries that hold the run (review
+/// 23): a run cut back below what an anchor covers must not hide behind its
+/// runs row deleted as `run_row_missing` only (derived data, no anchor
+/// named).
+fn link_rows_without_runs(
+    snapshot: &TenantSnapshot,
+    skewed: &mut Skewed,
+    report: &mut AuditReport,
+) -> Result<(), AuditError> {
+    for (run, stored) in snapshot.runs.iter().filter(|(_, stored)| stored.head.is_none()) {
+        match verify_links(run, &stored.rows, None) {
+            Ok(()) => {
+                skewed.insert(run.clone(), stored.rows.iter().map(|row| row.hash).collect());
+            }
+            Err(err) => report.findings.push(finding_of(run, err)?),
+        }
+    }
+    Ok(())
+}
+
 /// The outcome index held to the verified chains both ways: every verified
 /// run listed under its last conclusion and nowhere else, and every row of
 /// the index backed by a verified run (a row for a run that does not exist
@@ -899,6 +924,19 @@ fn check_log(
         let Some(run_facts) = facts.get(&seal.run) else {
             // A run this build cannot read is held to its seal by its links.
             if let Some(hashes) = skewed.get(&seal.run) {
+                if let Some(leaf) = claimed.clone().filter(|leaf| !chain_holds(hashes, leaf)) {
+                    let otherwise = skewed_seal(inputs, seal, hashes);
+                    contradicted.push(ContradictedSeal {
+                        rank: rank as u64,
+                        position: seal.position,
+                        leaf,
+                        now: Some(hashes.clone()),
+                        otherwise: otherwise.unwrap_or_else(|| {
+                            Finding::new(FindingCode::SealLeafMismatch, SEAL_LEAF_MISMATCH).run(&seal.run)
+                        }),
+                    });
+                    continue;
+                }
                 if let Some(finding) = skewed_seal(inputs, seal, hashes) {
                     steps.push(SealStep::Found(finding));
                 }

@@ -348,7 +348,8 @@ fn as_newer_build(plane: &Plane, run: &journal_core::RunId, seq: u64) -> journal
 /// only rehashed) must not hide what an anchor commits to. An open run cut
 /// back below its covered head, its new last record made unreadable here,
 /// is still a deletion naming the anchor; a sealed run whose last record is
-/// rewritten so is still held to its anchored seal leaf. Neither audit may
+/// rewritten so is still held to its anchored seal leaf (tamper naming the
+/// anchor). Neither audit may
 /// answer "build skew only" (exit 3, "upgrade the binary").
 #[test]
 fn r_cover_2_a_cut_behind_a_record_rewritten_as_a_newer_builds_is_still_a_deletion() {
@@ -375,8 +376,12 @@ fn r_cover_2_a_cut_behind_a_record_rewritten_as_a_newer_builds_is_still_a_deleti
     let last = plane.store.read_run(&plane.tenant, &sealed).unwrap().rows.len() as u64;
     as_newer_build(&plane, &sealed, last);
     let report = plane.audit(&inputs);
-    let rewritten = report.with_code(FindingCode::SealLeafMismatch).find(|f| f.run.as_deref() == Some(sealed.as_str()));
-    assert!(rewritten.is_some(), "the sealed run is held to its seal: {:#?}", report.findings);
+    // Rewritten at its sealed head, under the anchor: tamper naming it
+    // (review 23), not a seal row to rebuild.
+    let rewritten = report.with_code(FindingCode::HeadRewritten).find(|f| f.run.as_deref() == Some(sealed.as_str()));
+    let rewritten = rewritten.unwrap_or_else(|| panic!("the sealed run is held to its seal: {:#?}", report.findings));
+    assert_eq!((rewritten.class, rewritten.seq), (FindingClass::Tamper, Some(last)));
+    assert_eq!(rewritten.anchors, vec!["saved".to_owned()]);
 }
 
 /// R-CHAIN-4, R-VER-4: the links of a run are checked from the stored bytes
@@ -556,4 +561,42 @@ fn r_cover_2_a_sealed_run_cut_deleted_or_rewritten_below_its_anchored_seal_names
         assert_eq!(finding.seq, Some(seq), "names the sealed head");
         assert_eq!(finding.anchors, vec!["saved".to_owned()], "names the anchor that covers the seal");
     }
+}
+
+/// R-COVER-2, R-AUD-8 (review 23): records no runs row lists were never
+/// read as a chain, so an open run cut back below the head an anchored
+/// heads leaf holds, and a sealed run cut back below its anchored seal,
+/// each with its runs row deleted too, were reported as `run_row_missing`
+/// only (derived data, naming no seq and no anchor): a row to rebuild, not
+/// covered history cut. Their links are checked and held to what the log
+/// commits to: each cut is a deletion naming the run, the seq and the
+/// anchor.
+#[test]
+fn r_cover_2_a_cut_run_whose_runs_row_is_deleted_is_still_a_deletion_naming_the_anchor() {
+    let plane = Plane::signed();
+    let open = plane.fail("failed-1");
+    let sealed = plane.seal("sealed-1");
+    let saved = sign_now(&plane);
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+    assert!(plane.audit(&inputs).is_clean());
+    let len = |run| plane.store.read_run(&plane.tenant, run).unwrap().rows.len() as u64;
+    let (open_len, sealed_len) = (len(&open), len(&sealed));
+
+    for run in [&open, &sealed] {
+        cut_back(&plane, run);
+        plane.store.delete_runs_row(&plane.tenant, run);
+    }
+    let report = plane.audit(&inputs);
+    for (run, seq) in [(&open, open_len), (&sealed, sealed_len)] {
+        let finding = report
+            .with_code(FindingCode::HeadCutBack)
+            .find(|f| f.run.as_deref() == Some(run.as_str()))
+            .unwrap_or_else(|| panic!("{run}: the cut is not found as such: {:#?}", report.findings));
+        assert_eq!(finding.class, FindingClass::Deletion);
+        assert_eq!(finding.seq, Some(seq), "names the covered head");
+        assert_eq!(finding.anchors, vec!["saved".to_owned()], "names the anchor that covers it");
+    }
+    // The rows are still named for what they are.
+    assert!(report.with_code(FindingCode::RunRowMissing).count() == 2, "{:#?}", report.findings);
 }
