@@ -924,7 +924,7 @@ fn check_log(
         let Some(run_facts) = facts.get(&seal.run) else {
             // A run this build cannot read is held to its seal by its links.
             if let Some(hashes) = skewed.get(&seal.run) {
-                if let Some(leaf) = claimed.clone().filter(|leaf| !chain_holds(hashes, leaf)) {
+                if let Some(leaf) = claimed.clone().filter(|leaf| !chain_ends_at(hashes, leaf)) {
                     let otherwise = skewed_seal(inputs, seal, hashes);
                     contradicted.push(ContradictedSeal {
                         rank: rank as u64,
@@ -963,7 +963,7 @@ fn check_log(
             }
             continue;
         };
-        if let Some(leaf) = claimed.filter(|leaf| !chain_holds(&run_facts.hashes, leaf)) {
+        if let Some(leaf) = claimed.filter(|leaf| !chain_ends_at(&run_facts.hashes, leaf)) {
             // Cut back below its sealed head, or rewritten at or before it.
             let otherwise = match run_facts.leaf {
                 Some(_) => Finding::new(FindingCode::SealLeafMismatch, SEAL_LEAF_MISMATCH),
@@ -1102,6 +1102,13 @@ struct ContradictedSeal {
     otherwise: Finding,
 }
 
+/// Whether a verified chain ends at the head a seal leaf seals it at: it
+/// holds that head, and nothing was appended after it (a sealed run's
+/// journal is frozen, R-RUN-2).
+fn chain_ends_at(hashes: &[journal_core::ChainHash], leaf: &SealLeaf) -> bool {
+    hashes.len() as u64 == leaf.record_count && chain_holds(hashes, leaf)
+}
+
 /// Whether a verified chain still holds the head a seal leaf seals it at.
 fn chain_holds(hashes: &[journal_core::ChainHash], leaf: &SealLeaf) -> bool {
     usize::try_from(leaf.record_count)
@@ -1131,6 +1138,15 @@ fn check_contradicted_seals(contradicted: Vec<ContradictedSeal>, anchored: &Anch
                 FindingCode::HeadCutBack,
                 format!(
                     "the log's position {} seals it at seq {seq}, but its journal now ends at seq {}",
+                    seal.position,
+                    hashes.len()
+                ),
+            ),
+            Some(hashes) if chain_holds(hashes, &seal.leaf) => Finding::new(
+                FindingCode::HeadRewritten,
+                format!(
+                    "the log's position {} seals it at seq {seq}, but records were appended after it (its journal \
+                     now ends at seq {}): a sealed run's journal was extended behind the plane",
                     seal.position,
                     hashes.len()
                 ),

@@ -101,7 +101,8 @@ pub enum FindingCode {
     /// A run a heads leaf covers is gone, or its journal now ends before the
     /// head the leaf committed to: cut back or deleted.
     HeadCutBack,
-    /// A run holds another record at the seq a heads leaf committed to.
+    /// A run holds another record at the seq a heads or seal leaf committed
+    /// to, or records appended after the head its seal leaf holds.
     HeadRewritten,
     /// The newest-heads index (what `prove` of an open run looks up) names
     /// a heads leaf that is not the newest holding the run, or holds a row

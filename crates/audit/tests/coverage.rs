@@ -600,3 +600,42 @@ fn r_cover_2_a_cut_run_whose_runs_row_is_deleted_is_still_a_deletion_naming_the_
     // The rows are still named for what they are.
     assert!(report.with_code(FindingCode::RunRowMissing).count() == 2, "{:#?}", report.findings);
 }
+
+/// R-RUN-2, R-COVER-2 (noticed by review 23): a sealed run's journal is
+/// frozen, and the seal leaf an anchor covers commits to its last record.
+/// Records appended after the sealed head behind the plane (the head's own
+/// record intact, the runs row moved to the new head) were reported as a
+/// seal row to rebuild (`seal_leaf_mismatch`, derived data, no anchor): now
+/// a tamper finding naming the run, the sealed seq and the anchor.
+#[test]
+fn r_run_2_records_appended_after_an_anchored_seal_are_tamper_naming_the_anchor() {
+    let plane = Plane::signed();
+    let run = plane.seal("sealed-1");
+    let saved = sign_now(&plane);
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+    assert!(plane.audit(&inputs).is_clean());
+    let rows = plane.store.read_run(&plane.tenant, &run).unwrap().rows;
+    let last = rows.last().unwrap().clone();
+    let appended = journal_core::Record {
+        run: run.clone(),
+        seq: last.seq + 1,
+        at: journal_core::At::parse("2026-12-04T12:00:00.000Z").unwrap(),
+        effect_key: None,
+        build: journal_core::Build::journal_core().clone(),
+        body: journal_core::record::RecordBody::StepStarted(journal_core::record::StepMark { step: "more".into() }),
+    };
+    let row = journal_core::StoredRecord::new(&appended, last.hash, None).unwrap();
+    let hash = row.hash;
+    plane.store.overwrite_row(&plane.tenant, &run, row);
+    plane.store.set_runs_head(&plane.tenant, &run, ExpectedHead { seq: last.seq + 1, hash });
+
+    let report = plane.audit(&inputs);
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.run.as_deref() == Some(run.as_str()) && f.class == FindingClass::Tamper && f.seq == Some(last.seq))
+        .unwrap_or_else(|| panic!("the append after the seal is not tamper at the sealed seq: {:#?}", report.findings));
+    assert_eq!(finding.anchors, vec!["saved".to_owned()], "names the anchor that covers the seal");
+    assert!(finding.detail.contains("after"), "{}", finding.detail);
+}
