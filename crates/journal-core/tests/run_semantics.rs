@@ -434,3 +434,29 @@ fn r_run_5_a_fork_replays_from_exports_with_its_source_beside_it() {
     let alone = replay_folder(folder.path(), &keys, check, &["work".into()], agent).unwrap_err();
     assert!(alone.contains(&format!("{source}")) && !alone.contains("diverges"), "{alone}");
 }
+
+/// R-RUN-5: an operator withholds a run while one of its effects runs, and
+/// lifts the hold before the effect ends (having raised a ceiling under
+/// it, say). The effect's end is a fact about the world as much as
+/// under a standing hold: it is recorded after the lift and the run goes
+/// on, rather than the result being lost to a conflict and the effect left
+/// in doubt, quarantining the run until a person says what the worker knew.
+#[test]
+fn r_run_5_a_hold_lifted_while_an_effect_runs_keeps_the_effect_s_result() {
+    let runtime = runtime(Arc::new(MemoryStore::new()));
+    let ran = AtomicU32::new(0);
+    let mut run = admit(&runtime, "held-and-lifted", Budget::default());
+    let id = run.run().clone();
+    run.start_step("work").unwrap();
+    let answer = run.effect("ek:pay", "work", || {
+        runtime.withhold(&tenant(), &id, "an operator's hold").unwrap();
+        runtime.raise_ceiling(&tenant(), &id, Dimension::Tokens, Some(1_000)).unwrap();
+        runtime.lift(&tenant(), &id, "go on").unwrap();
+        counted(&ran, 5)()
+    });
+    assert_eq!(answer.unwrap(), EffectResult::Ok { output: "5 tokens".into() }, "the worker goes on");
+    run.finish_step("work").unwrap();
+    run.succeed("done").unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "performed once");
+    assert_eq!(runtime.status(&tenant(), &id).unwrap(), RunStatus::Succeeded);
+}

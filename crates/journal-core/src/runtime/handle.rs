@@ -211,7 +211,7 @@ impl RunHandle<'_> {
         let done = RecordBody::EffectDone(EffectDone { result: output.result.clone(), charged: output.charged });
         match self.append(key.clone(), done.clone()) {
             Err(conflict @ RuntimeError::Journal(JournalError::Conflict { .. })) => {
-                return Err(self.end_after_a_hold(effect_key, done, reserved, conflict));
+                self.end_after_an_operator(effect_key, done, reserved, conflict)?;
             }
             answer => answer?,
         }
@@ -229,40 +229,55 @@ impl RunHandle<'_> {
     }
 
     /// An effect's end met another record at the head: an operator withheld
-    /// the run while the effect ran. The end is a fact about the world, so
-    /// it is recorded after the hold (and its reservation released) and the
-    /// worker is told the run is withheld; once lifted, the run reads the
-    /// result back instead of doubting it (R-RUN-5). Anything else (the
-    /// chain no longer holding this handle's last record, a sealed run,
-    /// another conclusion, the effect no longer open) answers the conflict.
-    fn end_after_a_hold(
+    /// the run while the effect ran (and may have raised a ceiling or lifted
+    /// the hold since). The end is a fact about the world, so it is recorded
+    /// after the operator's records: under a standing hold, with its
+    /// reservation released, and the worker is told the run is withheld
+    /// (once lifted, the run reads the result back instead of doubting it);
+    /// with the hold lifted, `Ok` and the effect goes on as if uninterrupted
+    /// (R-RUN-5). Anything else (the chain no longer holding this handle's
+    /// last record, a sealed run, another conclusion, the effect no longer
+    /// open) answers the conflict.
+    fn end_after_an_operator(
         &mut self,
         effect_key: &str,
         done: RecordBody,
         reserved: Counters,
         conflict: RuntimeError,
-    ) -> RuntimeError {
-        let Ok(fresh) = self.runtime.read(&self.tenant, &self.run) else { return conflict };
-        let extends_ours = usize::try_from(self.head.seq)
-            .ok()
+    ) -> Result<(), RuntimeError> {
+        let Ok(fresh) = self.runtime.read(&self.tenant, &self.run) else { return Err(conflict) };
+        let ours = usize::try_from(self.head.seq).ok();
+        let extends_ours = ours
             .and_then(|seq| seq.checked_sub(1))
             .and_then(|index| fresh.records.get(index))
             .is_some_and(|record| record.stored.hash == self.head.hash);
+        // Only an operator's hold, its lift and raised ceilings came after
+        // this handle's last record: nothing that answers or resumes the run.
+        let operators_only = fresh.records.get(ours.unwrap_or(usize::MAX)..).is_some_and(|after| {
+            after.iter().all(|record| match &record.record.body {
+                RecordBody::RunConcluded(concluded) => concluded.outcome == Outcome::Withheld,
+                RecordBody::WithholdingLifted(_) | RecordBody::CeilingRaised(_) => true,
+                _ => false,
+            })
+        });
         let state = RunState::of(&fresh.records);
         let held = state.standing().is_some_and(|c| c.outcome == Outcome::Withheld);
         let open = state.in_doubt().iter().any(|key| key == effect_key);
-        let (Some(head), true) = (fresh.head, extends_ours && held && open && fresh.seal.is_none()) else {
-            return conflict;
+        let (Some(head), true) = (fresh.head, extends_ours && (held || operators_only) && open && fresh.seal.is_none())
+        else {
+            return Err(conflict);
         };
-        let Ok(state) = self.runtime.state_of(&self.tenant, &self.run, &fresh) else { return conflict };
+        let Ok(state) = self.runtime.state_of(&self.tenant, &self.run, &fresh) else { return Err(conflict) };
         (self.head, self.state) = (head, state);
         let key = Some(effect_key.to_owned());
-        let released = RecordBody::Released(Released { holding: Holding::Reservation, amount: reserved });
-        if let Err(err) = self.append(key.clone(), done).and_then(|()| self.append(key, released)) {
-            return err;
+        self.append(key.clone(), done)?;
+        if !held {
+            return Ok(());
         }
+        let released = RecordBody::Released(Released { holding: Holding::Reservation, amount: reserved });
+        self.append(key, released)?;
         self.stopped = true;
-        self.stopped()
+        Err(self.stopped())
     }
 
     /// Concludes with `outcome` (no machine verdict) and stops the handle:
