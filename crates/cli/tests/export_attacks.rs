@@ -378,3 +378,46 @@ fn r_ux_3_diff_of_a_hostile_export_prints_no_control_character_in_its_table() {
     assert!(!stdout.chars().any(|c| c.is_control() && c != '\n'), "{stdout:?}");
     assert!(stdout.contains("RunConcluded reason=\\u{1b}[1A"), "the differing reason is shown, escaped: {stdout}");
 }
+
+/// R-UX-3: `show` escaped the control characters of an effect's output and
+/// of a conclusion's reason, but printed the rest of a record's text as it
+/// came: the idempotency key (from whoever delivers the admission), the
+/// plan's and steps' names and the effect keys (from agent code). A key
+/// holding escape sequences could erase the lines above it or retitle the
+/// terminal; every cell of the timeline is now escaped.
+#[test]
+fn r_ux_3_show_prints_no_control_character_of_a_key_or_a_step() {
+    use journal_core::{Admission, AdmitRequest, Budget, Counters, EffectOutput, EffectResult, RuntimeBuilder, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let origin = "cli.test/plane/default";
+    let forged = "\u{1b}[1A\u{1b}[2K\u{1b}]0;owned\u{7}";
+    let run = {
+        let store = std::sync::Arc::new(store_redb::RedbStore::create(&dir.path().join("plane.redb")).unwrap());
+        let runtime = RuntimeBuilder::new(std::sync::Arc::clone(&store) as std::sync::Arc<dyn Store>)
+            .tenant(tenant(), journal_core::Origin::new(origin).unwrap(), None)
+            .build()
+            .unwrap();
+        let step = format!("step{forged}");
+        let request = AdmitRequest {
+            idempotency_key: format!("key{forged}"),
+            plan: vec![step.clone()],
+            budget: Budget::default(),
+        };
+        let Admission::New(mut run) = runtime.admit(&tenant(), request).unwrap() else { panic!("admitted twice") };
+        run.start_step(&step).unwrap();
+        run.effect(&format!("ek{forged}"), &step, || EffectOutput {
+            result: EffectResult::Ok { output: "ok".into() },
+            charged: Counters::default(),
+        })
+        .unwrap();
+        run.finish_step(&step).unwrap();
+        let id = run.run().clone();
+        (*run).succeed("done").unwrap();
+        id.to_string()
+    };
+    let out = ok(dir.path(), &["show", &run, "--store", "plane.redb", "--origin", origin]);
+    assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out:?}");
+    for escaped in ["key\\u{1b}[1A", "step\\u{1b}[1A", "ek\\u{1b}[1A"] {
+        assert!(out.contains(escaped), "{escaped} is shown, escaped: {out}");
+    }
+}

@@ -188,7 +188,10 @@ fn print_timeline(records: &[VerifiedRecord], rows: &[RecordRow]) {
                     (Some(key_id), "verified" | "not checked") => key_id.clone(),
                     (Some(key_id), worth) => format!("{key_id} ({worth}: NOT verified)"),
                 },
-            ],
+            ]
+            // A record's text (a key, a step, a signer's key id) is someone
+            // else's: no control character of it reaches the terminal.
+            .map(|cell| crate::output::one_line(&cell)),
             line.tone,
         ));
     }
@@ -267,7 +270,12 @@ pub fn show(settings: &Settings, run: &str, json: bool) -> Result<(), Failure> {
     }
     outln!("run {run} ({}); signatures {}", shown.outcome.unwrap_or("running"), shown.signatures);
     if let Some(forked) = &shown.forked_from {
-        outln!("forked from run {} after seq {} (record hash {})", forked.run, forked.at_seq, forked.hash);
+        outln!(
+            "forked from run {} after seq {} (record hash {})",
+            crate::output::one_line(&forked.run),
+            forked.at_seq,
+            crate::output::one_line(&forked.hash)
+        );
     }
     print_timeline(&verified.records, &shown.records);
     Ok(())
