@@ -460,3 +460,56 @@ fn r_run_5_a_hold_lifted_while_an_effect_runs_keeps_the_effect_s_result() {
     assert_eq!(ran.load(Ordering::SeqCst), 1, "performed once");
     assert_eq!(runtime.status(&tenant(), &id).unwrap(), RunStatus::Succeeded);
 }
+
+/// R-RUN-5: a fork interrupted after its `RunAdmitted` (its `RunForked`
+/// lost) is seen by an operator as a stuck run, who withholds it and lifts
+/// the hold. Its chain then holds more than admission records, and the
+/// unfinished admission was no longer recognised: a resume ran it as a
+/// plain run, paying the source's payment again, and a redelivery of the
+/// fork answered `Existing` and could never finish it. An admission without
+/// its frozen plan stays unfinished whatever an operator appended: resume
+/// refuses it, a redelivery finishes it with its provenance, and the hold
+/// lifted lets the fork go on, served from its source.
+#[test]
+fn r_run_5_an_interrupted_fork_held_and_lifted_is_still_served_from_its_source() {
+    let pay = AtomicU32::new(0);
+    let drive = |runtime: &Runtime| {
+        let mut source = admit(runtime, "source", Budget::default());
+        source.start_step("work").unwrap();
+        source.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
+        let source = source.run().clone();
+        fork(runtime, &source, "fork");
+    };
+    let clean = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), None));
+    drive(&runtime(clean.clone()));
+    let forked = write_index(&clean.writes(), "RunForked");
+
+    pay.store(0, Ordering::SeqCst);
+    let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), Some((forked, Strike::BeforeCommit))));
+    let runtime = runtime(store);
+    let mut source = admit(&runtime, "source", Budget::default());
+    source.start_step("work").unwrap();
+    source.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
+    let source = source.run().clone();
+    let at = runtime.store().read_run(&tenant(), &source).unwrap().head.unwrap().seq;
+    let request =
+        || AdmitRequest { idempotency_key: "fork".into(), plan: vec!["work".into()], budget: Budget::default() };
+    assert!(runtime.fork(&tenant(), &source, at, request()).is_err(), "the RunForked write failed");
+    let run = Runtime::run_id_for(&tenant(), "fork").unwrap();
+    runtime.withhold(&tenant(), &run, "stuck: looking into it").unwrap();
+    runtime.lift(&tenant(), &run, "go on").unwrap();
+
+    if let Ok(mut resumed) = runtime.resume(&tenant(), &run) {
+        let _ = resumed.effect("ek:pay", "work", counted(&pay, 1));
+    }
+    assert_eq!(pay.load(Ordering::SeqCst), 1, "a resume of the unfinished fork paid again");
+    match runtime.fork(&tenant(), &source, at, request()).unwrap() {
+        Admission::New(mut fork) => {
+            fork.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
+        }
+        Admission::Existing { status, .. } => panic!("the fork asked for again is not finished: {status:?}"),
+    }
+    assert_eq!(pay.load(Ordering::SeqCst), 1, "the fork asked for again paid again");
+    let rows = runtime.store().read_run(&tenant(), &run).unwrap().rows;
+    assert!(rows.iter().any(|row| row.kind == "RunForked"), "the fork records its provenance");
+}

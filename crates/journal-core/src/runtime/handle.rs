@@ -59,7 +59,7 @@ impl Runtime {
         let verified = self.read(&config, run)?;
         Self::refuse_cut_back(run, covered, &verified.records)?;
         let head = verified.head.ok_or_else(|| JournalError::NotFound { tenant: tenant.clone(), run: run.clone() })?;
-        if super::unfinished_admission(&verified.records) {
+        if super::unfinished_admission(&verified) {
             // A fork interrupted before its provenance would run as a plain
             // run and perform its source's done effects again (R-RUN-5).
             return Err(RuntimeError::NotApplicable {

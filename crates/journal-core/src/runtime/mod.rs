@@ -377,14 +377,21 @@ impl Runtime {
                 }
                 .into());
             }
-            if let (true, Some(head)) = (unfinished_admission(&verified.records), verified.head) {
+            if let (true, Some(head)) = (unfinished_admission(&verified), verified.head) {
                 // The admission stopped after its first records (a crash, a
                 // failed write): this delivery finishes it, so a fork's
                 // provenance is recorded before anything runs (R-RUN-5).
                 let state = self.state_of(&config, &run, &verified)?;
                 let forked = forked.filter(|_| verified.forked_from().is_none());
                 let handle = RunHandle { runtime: self, tenant: config, run, head, state, stopped: false };
-                return self.finish_admission(handle, forked, request.plan);
+                return match self.finish_admission(handle, forked, request.plan)? {
+                    // An operator's hold on the stuck run still stands: the
+                    // admission is finished, and the run waits for the lift.
+                    Admission::New(handle) if !handle.state.may_continue() => {
+                        Ok(Admission::Existing { run: handle.run.clone(), status: handle.state.status() })
+                    }
+                    admission => Ok(admission),
+                };
             }
             let status = RunState::of(&verified.records).status();
             return Ok(Admission::Existing { run, status });
@@ -569,16 +576,24 @@ impl Runtime {
     }
 }
 
-/// Whether a chain holds only the first records of an admission (its
-/// `RunAdmitted`, and a fork's `RunForked`) and not its `PlanFrozen`: the
-/// admission stopped part way, and only a delivery of it knows the rest.
-pub(crate) fn unfinished_admission(records: &[crate::chain::VerifiedRecord]) -> bool {
-    let admission = |index: usize, record: &crate::chain::VerifiedRecord| match &record.record.body {
-        RecordBody::RunAdmitted(_) => index == 0,
-        RecordBody::RunForked(_) => index == 1,
-        _ => false,
-    };
-    !records.is_empty() && records.iter().enumerate().all(|(index, record)| admission(index, record))
+/// Whether an open run's admission stopped part way: its chain begins with
+/// a `RunAdmitted`, holds no `PlanFrozen`, and nothing of the run was driven
+/// (a fork's `RunForked` aside, only what an operator appends to a run:
+/// conclusions, lifts, raised ceilings). Only a delivery of the admission
+/// knows the rest, an operator's hold on the stuck run notwithstanding.
+pub(crate) fn unfinished_admission(verified: &VerifiedRun) -> bool {
+    let Some((first, rest)) = verified.records.split_first() else { return false };
+    verified.seal.is_none()
+        && matches!(first.record.body, RecordBody::RunAdmitted(_))
+        && rest.iter().all(|record| {
+            matches!(
+                record.record.body,
+                RecordBody::RunForked(_)
+                    | RecordBody::RunConcluded(_)
+                    | RecordBody::WithholdingLifted(_)
+                    | RecordBody::CeilingRaised(_)
+            )
+        })
 }
 
 /// The refusal to admit or resume on a lost mark (R-PLANE-2, R-RUN-5): the
