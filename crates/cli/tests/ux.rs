@@ -909,3 +909,41 @@ fn r_ux_2_a_command_line_that_does_not_parse_is_refused_as_text_even_with_json()
         assert!(!out.stderr.is_empty(), "{args:?}");
     }
 }
+
+/// R-RUN-4, R-RUN-5, R-UX-2: an effect's charge took a run past its
+/// ceiling (190 tokens against 150), so the run needs a ceiling of at least
+/// 190 to go on, not merely one above 150. `resume` said "raise that
+/// ceiling above 150", and after `--raise tokens=151` said it again: an
+/// operator who did as told was told the same, and the run never moved. It
+/// now names the least ceiling the run can go on under.
+#[test]
+fn r_run_5_resume_of_a_run_exhausted_past_its_ceiling_names_the_ceiling_it_needs() {
+    use journal_core::{Admission, AdmitRequest, Budget, Counters, EffectOutput, EffectResult, RuntimeBuilder, Store};
+    let demo = Demo::new();
+    let dir = demo.path();
+    let origin = "agentplane.local/plane/default";
+    let run = {
+        let store = std::sync::Arc::new(store_redb::RedbStore::open(&dir.join("agentplane.redb")).unwrap());
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        let runtime = RuntimeBuilder::new(std::sync::Arc::clone(&store) as std::sync::Arc<dyn Store>)
+            .tenant(tenant.clone(), journal_core::Origin::new(origin).unwrap(), None)
+            .build()
+            .unwrap();
+        let budget = Budget { tokens: Some(150), ..Budget::default() };
+        let request = AdmitRequest { idempotency_key: "demo-x-raised".into(), plan: vec!["research".into()], budget };
+        let Admission::New(mut run) = runtime.admit(&tenant, request).unwrap() else { panic!("admitted twice") };
+        run.start_step("research").unwrap();
+        for (key, tokens) in [("ek:search", 100), ("ek:read", 90)] {
+            let _ = run.effect(key, "research", || EffectOutput {
+                result: EffectResult::Ok { output: key.into() },
+                charged: Counters { tokens, ..Counters::default() },
+            });
+        }
+        run.run().to_string()
+    };
+    let stderr = fails(dir, &["resume", &run], 2);
+    assert!(stderr.contains("--raise tokens=N") && stderr.contains("to 190 or more"), "{stderr}");
+    let stderr = fails(dir, &["resume", &run, "--raise", "tokens=151"], 2);
+    assert!(!stderr.contains("above 150"), "told again what was just done: {stderr}");
+    assert!(stderr.contains("raise that ceiling to 190 or more"), "{stderr}");
+}

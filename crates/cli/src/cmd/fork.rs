@@ -76,9 +76,12 @@ pub fn resume(settings: &Settings, run: &str, raise: &[String], lift: bool, answ
 /// `resume` that gives it), or that it is sealed.
 fn waits_for(run: &RunId, status: &RunStatus) -> String {
     match status {
-        RunStatus::Exhausted { verdict: Verdict::BudgetExceeded { dimension, ceiling, .. }, .. } => format!(
-            "run {run} is {status}; to run it on, raise that ceiling above {ceiling}: agentplane resume {run} --raise \
-             {dimension}=N (or {dimension}=none)"
+        // The run goes on under a ceiling above the one crossed and not below
+        // what it consumed: an effect's charge may have gone past it.
+        RunStatus::Exhausted { verdict: Verdict::BudgetExceeded { dimension, ceiling, counters }, .. } => format!(
+            "run {run} is {status}; to run it on, raise that ceiling to {} or more: agentplane resume {run} --raise \
+             {dimension}=N (or {dimension}=none)",
+            ceiling.saturating_add(1).max(counters.get(*dimension))
         ),
         RunStatus::Withheld { .. } => {
             format!("run {run} is {status}; once it may run on: agentplane resume {run} --lift")
