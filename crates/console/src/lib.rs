@@ -77,7 +77,7 @@ pub struct ConsoleOptions {
     /// ([`HEADER_TIMEOUT`] by default).
     pub header_timeout: std::time::Duration,
     /// The most connections served at once ([`MAX_CONNECTIONS`] by
-    /// default); one past it is closed at once.
+    /// default, 0 taken as 1); one past it is closed at once.
     pub max_connections: usize,
 }
 

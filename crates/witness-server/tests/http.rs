@@ -602,6 +602,7 @@ fn r_ops_1_a_flood_of_garbage_requests_does_not_flood_the_witness_log() {
     std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.trim().rsplit(' ').next().unwrap().to_owned();
     let client = reqwest::blocking::Client::new();
+    let started = std::time::Instant::now();
     let sent = 3 * witness_server::REFUSALS_LOGGED_PER_WINDOW;
     for i in 0..sent {
         let answer = client.get(format!("{url}/garbage-{i}")).send().unwrap();
@@ -613,8 +614,9 @@ fn r_ops_1_a_flood_of_garbage_requests_does_not_flood_the_witness_log() {
     let logged = std::fs::read_to_string(dir.path().join("stderr.log")).unwrap();
     let refusals = logged.lines().filter(|line| line.contains("refused:")).count();
     assert!(refusals > 0, "refusals are still logged: {logged}");
-    assert!(
-        refusals <= witness_server::REFUSALS_LOGGED_PER_WINDOW as usize,
-        "{refusals} refusal lines for {sent} requests"
-    );
+    // The requests take a fraction of one window; on a machine slow enough
+    // to spread them over several, each window may log its own share.
+    let windows = 1 + started.elapsed().as_secs() / witness_server::REFUSAL_LOG_WINDOW.as_secs();
+    let bound = witness_server::REFUSALS_LOGGED_PER_WINDOW as u64 * windows;
+    assert!(refusals as u64 <= bound, "{refusals} refusal lines for {sent} requests over {windows} windows");
 }
