@@ -698,6 +698,8 @@ fn r_log_4_verify_proof_binds_a_head_proof_to_its_run_seq_and_hash() {
     let verified = json(dir, &["verify-proof", "head.json", "--checkpoint", "saved.note", "--log-key", key, "--json"]);
     assert_eq!((verified["valid"].clone(), verified["kind"].clone()), (Value::from(true), Value::from("head")));
     assert_eq!(verified["run"], open.as_str(), "the verified answer names the run the entry is of: {verified}");
+    assert_eq!(verified["head_seq"], head["head_seq"], "and the head it checked: {verified}");
+    assert_eq!(verified["head_hash"], head["head_hash"], "{verified}");
     let said = ok(dir, &["verify-proof", "head.json", "--checkpoint", "saved.note", "--log-key", key]);
     assert!(said.contains(&format!("run {open} had record {}", head["head_seq"])), "{said}");
 

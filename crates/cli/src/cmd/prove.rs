@@ -282,6 +282,10 @@ struct ProofFile {
 /// `verify-proof --json`. Fields in alphabetical order.
 #[derive(Debug, Serialize)]
 struct ProofVerified {
+    /// A head proof's head (the entry held to its heads leaf); `None` for
+    /// other proofs and for a head proof without leaf bytes.
+    head_hash: Option<String>,
+    head_seq: Option<u64>,
     kind: &'static str,
     old_size: Option<u64>,
     root: String,
@@ -409,7 +413,10 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
         bound = proof.leaf.as_ref().and(proof.run.clone());
     }
     if json {
+        let head_bound = kind == "head" && bound.is_some();
         return print_json(&ProofVerified {
+            head_hash: proof.head_hash.clone().filter(|_| head_bound),
+            head_seq: proof.head_seq.filter(|_| head_bound),
             kind,
             old_size,
             root: tree.root.to_string(),
