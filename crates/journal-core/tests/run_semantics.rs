@@ -251,6 +251,33 @@ fn r_run_5_a_fork_inside_an_effect_does_not_perform_it_again() {
     assert_eq!(pay.load(Ordering::SeqCst), 1, "the payment whose EffectDone the source recorded ran again");
 }
 
+/// A source that paid once (counted in `pay`) and a fork of it whose
+/// `RunForked` write failed after its `RunAdmitted`: the runtime, the source,
+/// the fork point and the fork's run.
+fn an_interrupted_fork(pay: &AtomicU32) -> (Runtime, RunId, u64, RunId) {
+    let drive = |runtime: &Runtime| {
+        let mut source = admit(runtime, "source", Budget::default());
+        source.start_step("work").unwrap();
+        source.effect("ek:pay", "work", counted(pay, 1)).unwrap();
+        source.run().clone()
+    };
+    let clean = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), None));
+    let clean_runtime = runtime(clean.clone());
+    let source = drive(&clean_runtime);
+    fork(&clean_runtime, &source, "fork");
+    let forked = write_index(&clean.writes(), "RunForked");
+
+    pay.store(0, Ordering::SeqCst);
+    let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), Some((forked, Strike::BeforeCommit))));
+    let runtime = runtime(store);
+    let source = drive(&runtime);
+    let at = runtime.store().read_run(&tenant(), &source).unwrap().head.unwrap().seq;
+    let request = AdmitRequest { idempotency_key: "fork".into(), plan: vec!["work".into()], budget: Budget::default() };
+    assert!(runtime.fork(&tenant(), &source, at, request).is_err(), "the RunForked write failed");
+    let run = Runtime::run_id_for(&tenant(), "fork").unwrap();
+    (runtime, source, at, run)
+}
+
 /// R-RUN-5: a fork whose admission is interrupted after its `RunAdmitted`
 /// (the `RunForked` write fails, or the process dies there) must not become
 /// a plain run: resuming it, or redelivering the same fork, would then
@@ -260,30 +287,9 @@ fn r_run_5_a_fork_inside_an_effect_does_not_perform_it_again() {
 #[test]
 fn r_run_5_a_fork_interrupted_after_its_admission_is_still_served_from_its_source() {
     let pay = AtomicU32::new(0);
-    let drive = |runtime: &Runtime| -> Result<RunId, RuntimeError> {
-        let mut source = admit(runtime, "source", Budget::default());
-        source.start_step("work")?;
-        source.effect("ek:pay", "work", counted(&pay, 1))?;
-        let source = source.run().clone();
-        fork(runtime, &source, "fork");
-        Ok(source)
-    };
-    let clean = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), None));
-    drive(&runtime(clean.clone())).unwrap();
-    let forked = write_index(&clean.writes(), "RunForked");
-
-    pay.store(0, Ordering::SeqCst);
-    let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), Some((forked, Strike::BeforeCommit))));
-    let runtime = runtime(store);
-    let mut source = admit(&runtime, "source", Budget::default());
-    source.start_step("work").unwrap();
-    source.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
-    let source = source.run().clone();
-    let at = runtime.store().read_run(&tenant(), &source).unwrap().head.unwrap().seq;
+    let (runtime, source, at, run) = an_interrupted_fork(&pay);
     let request =
         || AdmitRequest { idempotency_key: "fork".into(), plan: vec!["work".into()], budget: Budget::default() };
-    assert!(runtime.fork(&tenant(), &source, at, request()).is_err(), "the RunForked write failed");
-    let run = Runtime::run_id_for(&tenant(), "fork").unwrap();
 
     // The worker comes back to the run it was handed...
     if let Ok(mut resumed) = runtime.resume(&tenant(), &run) {
@@ -473,29 +479,9 @@ fn r_run_5_a_hold_lifted_while_an_effect_runs_keeps_the_effect_s_result() {
 #[test]
 fn r_run_5_an_interrupted_fork_held_and_lifted_is_still_served_from_its_source() {
     let pay = AtomicU32::new(0);
-    let drive = |runtime: &Runtime| {
-        let mut source = admit(runtime, "source", Budget::default());
-        source.start_step("work").unwrap();
-        source.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
-        let source = source.run().clone();
-        fork(runtime, &source, "fork");
-    };
-    let clean = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), None));
-    drive(&runtime(clean.clone()));
-    let forked = write_index(&clean.writes(), "RunForked");
-
-    pay.store(0, Ordering::SeqCst);
-    let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), Some((forked, Strike::BeforeCommit))));
-    let runtime = runtime(store);
-    let mut source = admit(&runtime, "source", Budget::default());
-    source.start_step("work").unwrap();
-    source.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
-    let source = source.run().clone();
-    let at = runtime.store().read_run(&tenant(), &source).unwrap().head.unwrap().seq;
+    let (runtime, source, at, run) = an_interrupted_fork(&pay);
     let request =
         || AdmitRequest { idempotency_key: "fork".into(), plan: vec!["work".into()], budget: Budget::default() };
-    assert!(runtime.fork(&tenant(), &source, at, request()).is_err(), "the RunForked write failed");
-    let run = Runtime::run_id_for(&tenant(), "fork").unwrap();
     runtime.withhold(&tenant(), &run, "stuck: looking into it").unwrap();
     runtime.lift(&tenant(), &run, "go on").unwrap();
 
