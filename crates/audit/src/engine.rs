@@ -877,7 +877,31 @@ fn check_log(
 ) -> Result<LogChecked, AuditError> {
     let store: &dyn Store = snapshot;
     let tenant = &inputs.tenant;
-    let seals: Vec<SealEntry> = store.seals(tenant).map_err(AuditError::Store)?;
+    // A seal leaf of this log is told which run it seals by its bytes, as a
+    // heads leaf is, never by the row's run column: that column is the seal
+    // lookup (derived data; on PostgreSQL the seal index itself), and a row
+    // renamed behind the plane must not keep the leaf from being held to
+    // its run's chain (check 5 names the renamed row).
+    let mut seals: Vec<SealEntry> = store.seals(tenant).map_err(AuditError::Store)?;
+    for seal in &mut seals {
+        let Some(leaf) = SealLeaf::parse(&seal.leaf_bytes).filter(|leaf| leaf.origin == inputs.origin) else {
+            continue;
+        };
+        if leaf.run != seal.run {
+            report.findings.push(
+                Finding::new(
+                    FindingCode::SealIndexMismatch,
+                    format!(
+                        "the log's position {} holds its seal leaf, but the row names {}",
+                        seal.position,
+                        if seal.run.is_heads_leaf() { "a heads leaf" } else { seal.run.as_str() }
+                    ),
+                )
+                .run(&leaf.run),
+            );
+            seal.run = leaf.run;
+        }
+    }
     let rebuilt = journal_core::log::walk(&seals);
     let tree = rebuilt.tree();
     report.checked.seals = seals.len() as u64;

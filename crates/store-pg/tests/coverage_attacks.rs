@@ -6,6 +6,7 @@
 #[path = "../../../tests/shared/coverage_attacks.rs"]
 mod shared;
 
+use audit::{FindingClass, FindingCode};
 use store_pg::PgStore;
 
 #[test]
@@ -601,5 +602,62 @@ fn r_log_7_a_stale_seal_count_that_makes_the_plane_refuse_to_sign_is_found() {
         let codes: Vec<_> = report.findings.iter().map(|f| f.code).collect();
         assert_eq!(codes, [audit::FindingCode::CachedNodesMismatch], "{attack}: {:#?}", report.findings);
         assert!(report.findings[0].detail.contains("seals"), "{attack}: {:#?}", report.findings);
+    }
+}
+
+/// Review 25 (the tamper search on PostgreSQL), R-COVER-2, R-AUD-8: a
+/// sealed run cut back after a saved checkpoint covered its seal leaf, its
+/// runs row and outcome index made to agree, and its seal row's run column
+/// (what the seal lookup reads: derived data) renamed with SQL, to the
+/// heads leaf's reserved name or to another sealed run. The audit told
+/// which run a seal leaf seals by that column, not by the leaf's bytes, so
+/// the anchored leaf was never held to the cut run's chain: the cut was
+/// derived data only (a seal "of a run with no journal", an outcome index
+/// that disagrees), never the deletion the anchor shows. A seal leaf is
+/// told by its bytes now, as a heads leaf is.
+#[test]
+fn r_cover_2_a_sealed_run_cut_back_with_its_seal_row_renamed_is_a_deletion_under_the_anchor() {
+    use journal_core::Store as _;
+    use journal_core::testkit::TamperAccess as _;
+    for renamed_to in [journal_core::heads::HEADS_LEAF_RUN, "other"] {
+        let plane = shared::Plane::on(PgStore::temporary().unwrap());
+        let cut = plane.run("transfer-1", true);
+        let other = plane.run("transfer-2", true);
+        let saved = plane.sign();
+        let inputs = plane.inputs(&saved);
+        let report = audit::audit(plane.store.as_ref(), &inputs).unwrap();
+        assert!(report.findings.is_empty(), "{:#?}", report.findings);
+
+        let rows = plane.cut_back_to_two(&cut);
+        let (t, c) = (plane.tenant.as_str(), cut.as_str());
+        plane.store.set_sealed_flag(&plane.tenant, &cut, false);
+        plane.store.set_outcome_index(&plane.tenant, &cut, None);
+        plane.store.set_moved(&plane.tenant, &cut, true);
+        let name = if renamed_to == "other" { other.as_str() } else { renamed_to };
+        plane.store.raw().execute("UPDATE runs SET outcome = NULL WHERE tenant = $1 AND run = $2", &[&t, &c]).unwrap();
+        let renamed = plane
+            .store
+            .raw()
+            .execute("UPDATE seals SET run = $3 WHERE tenant = $1 AND run = $2", &[&t, &c, &name])
+            .unwrap();
+        assert_eq!(renamed, 1);
+        assert!(plane.store.seal_of(&plane.tenant, &cut).unwrap().is_none(), "the lookup is blind to the seal");
+
+        let report = audit::audit(plane.store.as_ref(), &inputs).unwrap();
+        assert!(
+            report.findings.iter().any(|f| f.code == FindingCode::HeadCutBack
+                && f.class == FindingClass::Deletion
+                && f.run.as_deref() == Some(cut.as_str())
+                && f.seq == Some(rows.len() as u64)
+                && f.anchors == ["saved.note"]),
+            "renamed to {renamed_to}: {:#?}",
+            report.findings
+        );
+        // And the lookup's lie is named too.
+        assert!(
+            report.findings.iter().any(|f| f.code == FindingCode::SealIndexMismatch),
+            "renamed to {renamed_to}: {:#?}",
+            report.findings
+        );
     }
 }
