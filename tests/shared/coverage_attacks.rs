@@ -648,3 +648,29 @@ pub fn redelivery_refusal(runtime: &Runtime, tenant: &TenantId, key: &str, what:
 fn transfer_again() -> EffectOutput {
     EffectOutput { result: EffectResult::Ok { output: "sent again".into() }, charged: Counters::default() }
 }
+
+/// Review 25, R-RUN-2, R-RUN-5: a sealed run whose seal lookup and sealed
+/// flag (both derived data) were cleared behind the plane, its records
+/// untouched. The runtime told a sealed run by the seal lookup alone, so an
+/// operator's answer (a conclusion, a withholding, a raised ceiling) was
+/// appended after the seal, and a `failed` conclusion let a resume drive
+/// the sealed run again (a cancelled run's remaining plan performed). A
+/// chain whose last conclusion seals is frozen, whatever the derived rows
+/// say: nothing is appended, and the run is not resumed.
+pub fn a_sealed_run_with_its_seal_lookup_cleared_takes_no_record<S: Store + TamperAccess + 'static>(store: S) {
+    let plane = Plane::on(store);
+    let sealed = plane.run("transfer-1", true);
+    plane.sign();
+    let before = plane.store.read_run(&plane.tenant, &sealed).unwrap().rows.len();
+    plane.store.hide_seal_of(&plane.tenant, &sealed);
+    plane.store.set_sealed_flag(&plane.tenant, &sealed, false);
+    assert!(plane.store.seal_of(&plane.tenant, &sealed).unwrap().is_none(), "the lookup is blind to the seal");
+
+    let reopened =
+        plane.runtime.conclude(&plane.tenant, &sealed, Outcome::Failed, journal_core::Verdict::None, "again");
+    assert!(reopened.is_err(), "a failed conclusion was appended after the seal");
+    let withheld = plane.runtime.withhold(&plane.tenant, &sealed, "hold");
+    assert!(withheld.is_err(), "a withholding was appended after the seal");
+    assert!(plane.runtime.resume(&plane.tenant, &sealed).is_err(), "the sealed run was resumed");
+    assert_eq!(plane.store.read_run(&plane.tenant, &sealed).unwrap().rows.len(), before, "nothing appended");
+}

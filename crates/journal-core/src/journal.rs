@@ -96,6 +96,15 @@ impl VerifiedRun {
         last_conclusion(&self.records)
     }
 
+    /// Whether the run is sealed: its verified chain's last conclusion
+    /// seals it, or the store holds a seal of it. The chain decides, never
+    /// the seal lookup alone: that lookup (and the runs row's sealed flag
+    /// the store's own refusal reads) is derived data someone with the
+    /// store can clear, and a frozen journal must take no record (R-RUN-2).
+    pub fn sealed(&self) -> bool {
+        self.seal.is_some() || self.last_conclusion().is_some_and(|concluded| concluded.outcome.seals())
+    }
+
     /// The run's admission (its seq-1 `RunAdmitted`).
     pub fn admission(&self) -> Option<&RunAdmitted> {
         admission(&self.records)

@@ -661,3 +661,8 @@ fn r_cover_2_a_sealed_run_cut_back_with_its_seal_row_renamed_is_a_deletion_under
         );
     }
 }
+
+#[test]
+fn r_run_2_a_sealed_run_with_its_seal_lookup_cleared_takes_no_record() {
+    shared::a_sealed_run_with_its_seal_lookup_cleared_takes_no_record(PgStore::temporary().unwrap());
+}

@@ -1017,3 +1017,8 @@ fn drop_the_marks_and_all_that_came_with_them(txn: &redb::WriteTransaction) {
         assert!(meta.remove(key).unwrap().is_some(), "{key}");
     }
 }
+
+#[test]
+fn r_run_2_a_sealed_run_with_its_seal_lookup_cleared_takes_no_record() {
+    shared::a_sealed_run_with_its_seal_lookup_cleared_takes_no_record(RedbStore::temporary().unwrap());
+}

@@ -263,7 +263,7 @@ impl RunHandle<'_> {
         let state = RunState::of(&fresh.records);
         let held = state.standing().is_some_and(|c| c.outcome == Outcome::Withheld);
         let open = state.in_doubt().iter().any(|key| key == effect_key);
-        let (Some(head), true) = (fresh.head, extends_ours && (held || operators_only) && open && fresh.seal.is_none())
+        let (Some(head), true) = (fresh.head, extends_ours && (held || operators_only) && open && !fresh.sealed())
         else {
             return Err(conflict);
         };

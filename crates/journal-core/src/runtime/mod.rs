@@ -496,7 +496,7 @@ impl Runtime {
         let covered = self.covered_head(config, run)?;
         let verified = self.read(config, run)?;
         Self::refuse_cut_back(run, covered, &verified.records)?;
-        if verified.seal.is_some() {
+        if verified.sealed() {
             return Err(JournalError::Sealed { run: run.clone() }.into());
         }
         self.journal(config).append(run, verified.head, effect_key, body)?;
@@ -583,7 +583,7 @@ impl Runtime {
 /// knows the rest, an operator's hold on the stuck run notwithstanding.
 pub(crate) fn unfinished_admission(verified: &VerifiedRun) -> bool {
     let Some((first, rest)) = verified.records.split_first() else { return false };
-    verified.seal.is_none()
+    !verified.sealed()
         && matches!(first.record.body, RecordBody::RunAdmitted(_))
         && rest.iter().all(|record| {
             matches!(
