@@ -1407,9 +1407,10 @@ fn check_moved_marks(
     }
     // A run whose chain seals is held to its seal instead (its mark goes
     // with the sealing append). A run this build cannot read seals when the
-    // log holds a seal row for it (held to its links in `check_log`).
-    let logged_seals: BTreeSet<&RunId> =
-        snapshot.seals.values().filter(|seal| !HeadsLeaf::is_tagged(&seal.leaf_bytes)).map(|seal| &seal.run).collect();
+    // log holds a seal leaf for it (held to its links in `check_log`), told
+    // by the leaf's bytes as `check_log` tells it, never by the row's column.
+    let logged_seals: BTreeSet<RunId> =
+        snapshot.seals.values().filter_map(|seal| SealLeaf::parse(&seal.leaf_bytes)).map(|leaf| leaf.run).collect();
     let open_readable =
         facts.iter().filter(|(_, run_facts)| run_facts.leaf.is_none()).map(|(run, run_facts)| (run, &run_facts.hashes));
     let open_skewed = skewed.iter().filter(|(run, _)| !logged_seals.contains(run));
