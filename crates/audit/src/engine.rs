@@ -120,7 +120,7 @@ pub fn audit_with_progress(
     let (covered, held_leaves) = check_heads(&snapshot, inputs, &facts, &skewed, &heads_leaves, &anchored, &mut report);
     let newest_entries = newest_verified_entries(&snapshot, &held_leaves);
     check_heads_index(&snapshot, &newest_entries, &mut report);
-    check_moved_marks(&snapshot, &facts, &skewed, &newest_entries, &mut report);
+    check_moved_marks(&snapshot, &inputs.origin, &facts, &skewed, &newest_entries, &mut report);
     report.tenant = inputs.tenant.to_string();
     report.origin = inputs.origin.to_string();
     report.log_size = rebuilt.size();
@@ -1390,6 +1390,7 @@ fn check_heads_index(snapshot: &TenantSnapshot, newest: &NewestEntries<'_>, repo
 /// PostgreSQL heads leaf leaves the runs an append batch holds marked.
 fn check_moved_marks(
     snapshot: &TenantSnapshot,
+    origin: &journal_core::Origin,
     facts: &BTreeMap<RunId, RunFacts>,
     skewed: &Skewed,
     newest: &NewestEntries<'_>,
@@ -1408,9 +1409,17 @@ fn check_moved_marks(
     // A run whose chain seals is held to its seal instead (its mark goes
     // with the sealing append). A run this build cannot read seals when the
     // log holds a seal leaf for it (held to its links in `check_log`), told
-    // by the leaf's bytes as `check_log` tells it, never by the row's column.
-    let logged_seals: BTreeSet<RunId> =
-        snapshot.seals.values().filter_map(|seal| SealLeaf::parse(&seal.leaf_bytes)).map(|leaf| leaf.run).collect();
+    // as `check_log` tells it: by the leaf's bytes when they are a seal leaf
+    // of this log, never by the row's column; a leaf in a newer build's
+    // spelling (not a heads leaf) by its row, which `check_log` holds it to.
+    let logged_seals: BTreeSet<RunId> = snapshot
+        .seals
+        .values()
+        .filter_map(|seal| match SealLeaf::parse(&seal.leaf_bytes).filter(|leaf| leaf.origin == *origin) {
+            Some(leaf) => Some(leaf.run),
+            None => (!HeadsLeaf::is_tagged(&seal.leaf_bytes)).then(|| seal.run.clone()),
+        })
+        .collect();
     let open_readable =
         facts.iter().filter(|(_, run_facts)| run_facts.leaf.is_none()).map(|(run, run_facts)| (run, &run_facts.hashes));
     let open_skewed = skewed.iter().filter(|(run, _)| !logged_seals.contains(run));

@@ -639,3 +639,38 @@ fn r_run_2_records_appended_after_an_anchored_seal_are_tamper_naming_the_anchor(
     assert_eq!(finding.anchors, vec!["saved".to_owned()], "names the anchor that covers the seal");
     assert!(finding.detail.contains("after"), "{}", finding.detail);
 }
+
+/// R-COVER-2, R-VER-4 (review 26): a run sealed by a newer build, whose
+/// seal leaf is in that build's spelling (one this build cannot parse, the
+/// row naming the run), is sealed: the moved-mark check holds it to its seal
+/// as `check_log` does (by the row, when the leaf's bytes name no run this
+/// build can read), not to a moved mark a sealed run never has. The audit
+/// answers "build skew only", not a deleted mark.
+#[test]
+fn r_cover_2_a_run_sealed_by_a_newer_build_in_its_leaf_spelling_needs_no_moved_mark() {
+    let plane = Plane::unsigned();
+    plane.seal("sealed-0");
+    let run = plane.seal("sealed-1");
+    let last = plane.store.read_run(&plane.tenant, &run).unwrap().rows.len() as u64;
+    let mut inputs = plane.inputs();
+    inputs.reader = as_newer_build(&plane, &run, last);
+    let head = plane.store.read_run(&plane.tenant, &run).unwrap().rows.last().unwrap().hash;
+    // The newer build's seal leaf: its own spelling, over the head it wrote.
+    let leaf =
+        format!("agentplane/seal/v2\norigin {origin}\nrun {run}\nrecords {last}\nhead {head}\n", origin = plane.origin)
+            .into_bytes();
+    assert!(journal_core::SealLeaf::parse(&leaf).is_none(), "a spelling this build cannot parse");
+    let seals: Vec<(journal_core::RunId, Vec<u8>)> = plane
+        .store
+        .seals(&plane.tenant)
+        .unwrap()
+        .into_iter()
+        .map(|seal| if seal.run == run { (seal.run, leaf.clone()) } else { (seal.run, seal.leaf_bytes) })
+        .collect();
+    plane.store.rewrite_log(&plane.tenant, &seals);
+
+    let report = plane.audit(&inputs);
+    let unmarked = report.with_code(FindingCode::MovedMarkMissing).find(|f| f.run.as_deref() == Some(run.as_str()));
+    assert!(unmarked.is_none(), "a sealed run needs no moved mark: {:#?}", report.findings);
+    assert!(report.only_build_skew(), "only build skew: {:#?}", report.findings);
+}
