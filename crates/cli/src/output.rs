@@ -77,31 +77,40 @@ pub fn written(result: std::io::Result<()>) {
 
 /// A failure's message as the terminal gets it: a message may quote hostile
 /// input (an export's line, a witness's answer), so every control character
-/// but the newline is escaped (`\u{1b}`: no escape sequence reaches the
-/// terminal), and every line after the first is indented, so that no quoted
+/// but the newline, and every bidirectional override, is escaped (`\u{1b}`:
+/// no escape sequence reaches the terminal), and every line after the first
+/// is indented, so that no quoted
 /// newline starts a line that reads as the command's own.
 pub fn printable(message: &str) -> String {
     let mut shown = String::with_capacity(message.len());
     for c in message.trim_end_matches('\n').chars() {
         match c {
             '\n' => shown.push_str("\n  "),
-            c if c.is_control() => shown.extend(c.escape_default()),
+            c if rewrites_the_terminal(c) => shown.extend(c.escape_default()),
             c => shown.push(c),
         }
     }
     shown
 }
 
+/// A character that moves the cursor, rewrites the terminal or reorders
+/// what is shown after it: a control character, or a bidirectional
+/// embedding, override or isolate (U+202A..U+202E, U+2066..U+2069), which
+/// makes the text after it read in another order than it is.
+fn rewrites_the_terminal(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Text recorded by someone else (a record's body, an export's) as one
 /// line of a table: newlines and carriage returns as spaces, every other
-/// control character escaped, so nothing it holds moves the cursor or
-/// rewrites the terminal.
+/// control character and every bidirectional override escaped, so nothing
+/// it holds moves the cursor, rewrites the terminal or reorders the line.
 pub fn one_line(text: &str) -> String {
     let mut line = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
             '\n' | '\r' => line.push(' '),
-            c if c.is_control() => line.extend(c.escape_default()),
+            c if rewrites_the_terminal(c) => line.extend(c.escape_default()),
             c => line.push(c),
         }
     }

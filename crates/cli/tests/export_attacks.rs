@@ -350,7 +350,8 @@ fn r_ux_3_diff_of_a_hostile_export_prints_no_control_character_in_its_table() {
     let run = first_run(dir, "succeeded");
     ok(dir, &["export", &run, "-o", "honest.export"]);
     let honest = std::fs::read_to_string(dir.join("honest.export")).unwrap();
-    let forged = "\u{1b}[1A\u{1b}[2K\u{8}\u{8}the runs did the same\u{1b}]0;owned\u{7}";
+    // Also a right-to-left override, which shows the text after it reversed.
+    let forged = "\u{1b}[1A\u{1b}[2K\u{8}\u{8}\u{202e}emas\u{2069}the runs did the same\u{1b}]0;owned\u{7}";
     let mut prev = journal_core::ChainHash::from_hex(&"0".repeat(64)).unwrap();
     let mut hostile = String::new();
     for line in honest.lines() {
@@ -376,6 +377,8 @@ fn r_ux_3_diff_of_a_hostile_export_prints_no_control_character_in_its_table() {
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "the runs differ: {stdout}");
     assert!(!stdout.chars().any(|c| c.is_control() && c != '\n'), "{stdout:?}");
+    let bidi = |c: char| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    assert!(!stdout.chars().any(bidi), "no bidirectional override reorders the table: {stdout:?}");
     assert!(stdout.contains("RunConcluded reason=\\u{1b}[1A"), "the differing reason is shown, escaped: {stdout}");
 }
 

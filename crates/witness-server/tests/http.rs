@@ -301,17 +301,21 @@ fn r_ux_3_a_hostile_witness_answer_puts_no_control_character_in_an_error() {
     plane.grow_to(4, u64::MAX);
     let signed = plane.signed();
     let key = cosigner(7, "witness.test/w1");
-    let body = b"bad\n2026-01-01T00:00:00Z tenant default: met at size 9\x1b]0;owned\x07\x1b[2K\r";
+    let body =
+        "bad\n2026-01-01T00:00:00Z tenant default: met at size 9\u{1b}]0;owned\u{7}\u{1b}[2K\r\u{202e}teem\u{2069}";
+    let body = body.as_bytes();
+    // Control characters, and bidirectional overrides that reorder what follows.
+    let hostile = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
     for status in ["400 Bad Request", "418 I'm a teapot"] {
         let url = misbehaving_server(Misbehaviour::Raw(http_response(status, "text/plain", body)));
         let client = HttpWitness::with_timeout(&url, vec![trusted(&key)], Duration::from_secs(5)).unwrap();
         let shown = client.add_checkpoint(&signed, &plane.log).unwrap_err().to_string();
-        assert!(!shown.chars().any(char::is_control), "{status}: a control character in {shown:?}");
+        assert!(!shown.chars().any(hostile), "{status}: a control character in {shown:?}");
         assert!(shown.contains("tenant default: met"), "{status}: the body is still quoted: {shown:?}");
         let reader = WitnessReader::with_timeout(&url, vec![trusted(&key)], Duration::from_secs(5)).unwrap();
         if let Err(err) = reader.latest(signed.checkpoint().origin()) {
             let shown = err.to_string();
-            assert!(!shown.chars().any(char::is_control), "{status}: a control character in {shown:?}");
+            assert!(!shown.chars().any(hostile), "{status}: a control character in {shown:?}");
         }
     }
 }

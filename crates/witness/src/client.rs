@@ -152,7 +152,9 @@ fn is_server_error(status: u16) -> bool {
 fn snippet(body: &[u8]) -> String {
     let mut shown = String::new();
     for c in String::from_utf8_lossy(body).chars().take(200) {
-        if c.is_control() {
+        // Control characters and bidirectional overrides (which reorder the
+        // text shown after them) escaped: the body is the witness's words.
+        if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
             shown.extend(c.escape_default());
         } else {
             shown.push(c);
