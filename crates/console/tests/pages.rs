@@ -488,13 +488,7 @@ fn r_ops_1_a_verdict_left_while_the_plane_page_is_drawn_is_no_false_alarm() {
             Arc::clone(&inner)
         })))
     };
-    let mut view = plane.view();
-    view.store = store;
-    let console = console::Console::start(
-        view,
-        console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None, ..Default::default() },
-    )
-    .unwrap();
+    let console = plane.console_over(store);
     drawing.store(true, Ordering::SeqCst);
     let (_, page) = get(console.url());
     assert!(moved.load(Ordering::SeqCst), "the plane moved while the page was drawn");
@@ -543,13 +537,7 @@ fn r_cover_2_a_run_page_drawn_while_its_run_moves_and_is_covered_is_no_false_ala
             Arc::clone(&inner)
         })))
     };
-    let mut view = plane.view();
-    view.store = store;
-    let console = console::Console::start(
-        view,
-        console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), token: None, ..Default::default() },
-    )
-    .unwrap();
+    let console = plane.console_over(store);
     let (status, page) = get(&format!("{}/run/shop/{run}", console.url()));
     assert_eq!(status, 200, "{page}");
     assert!(moved.load(Ordering::SeqCst), "the run moved and was covered while its page was drawn");

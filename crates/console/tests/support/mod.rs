@@ -89,6 +89,15 @@ impl Plane {
         }
     }
 
+    /// A console over `store` in the plane's place (a store that interleaves
+    /// another process's writes with the page's reads), no token.
+    pub fn console_over(&self, store: Arc<dyn Store>) -> Console {
+        let mut view = self.view();
+        view.store = store;
+        let options = ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), ..Default::default() };
+        Console::start(view, options).unwrap()
+    }
+
     pub fn console(&self, token: Option<&str>) -> Console {
         let options = ConsoleOptions {
             listen: "127.0.0.1:0".parse().unwrap(),
