@@ -447,7 +447,11 @@ pub fn signed_plane<S: Store + 'static>(store: Arc<S>) -> (TenantId, RunId) {
 /// `--require-signature`, the audit with no record key) although the plane
 /// signed it. Half a pair is a malformed row: `read_run` refuses it, and the
 /// audit names the run broken at that seq and goes on.
-pub fn a_half_signature_pair_is_a_malformed_row<S: Store>(store: &S, tenant: &TenantId, run: &RunId) {
+///
+/// The finding says what is wrong with the row (`why`, a part of its
+/// message), never that the bytes do not hash to the chain: the bytes are
+/// intact, and an auditor sent to them would look at the wrong column.
+pub fn a_half_signature_pair_is_a_malformed_row<S: Store>(store: &S, tenant: &TenantId, run: &RunId, why: &str) {
     match store.read_run(tenant, run) {
         Err(journal_core::JournalError::Tamper { kind: journal_core::TamperKind::MalformedRow, seq, .. }) => {
             assert_eq!(seq, 2);
@@ -460,8 +464,10 @@ pub fn a_half_signature_pair_is_a_malformed_row<S: Store>(store: &S, tenant: &Te
     assert!(
         report.findings.iter().any(|finding| finding.code == FindingCode::ChainBroken
             && finding.run.as_deref() == Some(run.as_str())
-            && finding.seq == Some(2)),
-        "the lenient audit names the row: {:#?}",
+            && finding.seq == Some(2)
+            && finding.detail.contains(why)
+            && !finding.detail.contains("does not match the stored bytes")),
+        "the lenient audit names the row and what is wrong with it ({why}): {:#?}",
         report.findings
     );
 }

@@ -216,20 +216,23 @@ fn audit_runs(
             chunk: Vec::new(),
             dispatched: BTreeSet::new(),
             without_row: BTreeMap::new(),
+            unreadable: BTreeMap::new(),
         };
         let streamed = store.snapshot_streamed(&inputs.tenant, &mut dispatch).and_then(|()| dispatch.finish());
         let answers: Vec<Vec<(RunId, Result<RunAudit, AuditError>)>> =
             handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect();
         (streamed, answers)
     });
-    let (expected, without_row) = streamed.map_err(AuditError::Store)?;
+    let Streamed { sent: expected, without_row, unreadable } = streamed.map_err(AuditError::Store)?;
     let mut snapshot = tables.into_inner().ok_or(AuditError::WorkerFailed)?;
     for (run, rows) in without_row {
         snapshot.runs.entry(run).or_default().rows = rows;
     }
     let mut audits = BTreeMap::new();
     for (run, audit) in answers.into_iter().flatten() {
-        audits.insert(run, audit?);
+        let mut audit = audit?;
+        say_why_rows_are_unreadable(&run, &mut audit, &unreadable);
+        audits.insert(run, audit);
     }
     // A worker that stopped leaves its runs unanswered: refuse rather than skip them.
     if audits.len() != expected {
@@ -251,6 +254,37 @@ struct Dispatch<'a> {
     dispatched: BTreeSet<RunId>,
     /// Records of runs the runs table does not list: a finding of their own.
     without_row: BTreeMap<RunId, Vec<StoredRecord>>,
+    /// Why each row the store could not read as a record is unreadable.
+    unreadable: Unreadable,
+}
+
+/// What the snapshot's reader leaves once every run is sent to the workers.
+struct Streamed {
+    /// How many runs were sent.
+    sent: usize,
+    /// Records of runs the runs table does not list.
+    without_row: BTreeMap<RunId, Vec<StoredRecord>>,
+    unreadable: Unreadable,
+}
+
+/// The first row of each run a snapshot could not read as a record, its seq
+/// and why ([`SnapshotSink::unreadable_row`]): only the first, because the
+/// chain check stops at the first break, and so this holds no more than a
+/// finding a run whatever the store holds.
+type Unreadable = BTreeMap<RunId, (u64, String)>;
+
+/// A run whose chain breaks at a row the store could not read says what is
+/// wrong with that row (a key reference to nothing, half a signature pair,
+/// bytes that do not decode) instead of only that it does not hash: the row
+/// came with no bytes, so the hash could never match, and an auditor told
+/// so would look at the wrong column.
+fn say_why_rows_are_unreadable(run: &RunId, audit: &mut RunAudit, unreadable: &Unreadable) {
+    for finding in &mut audit.findings {
+        let Some(seq) = finding.seq.filter(|_| finding.code == FindingCode::ChainBroken) else { continue };
+        if let Some((_, why)) = unreadable.get(run).filter(|(first, _)| *first == seq) {
+            finding.detail = format!("the row cannot be read as a record: {why}");
+        }
+    }
 }
 
 impl Dispatch<'_> {
@@ -281,9 +315,8 @@ impl Dispatch<'_> {
     }
 
     /// Sends the runs listed with no record stored (an empty chain is a
-    /// finding too) and the last chunk; returns how many runs were sent and
-    /// the records no runs row lists.
-    fn finish(mut self) -> Result<(usize, BTreeMap<RunId, Vec<StoredRecord>>), JournalError> {
+    /// finding too) and the last chunk.
+    fn finish(mut self) -> Result<Streamed, JournalError> {
         let listed: Vec<RunId> = self
             .read_tables()?
             .runs
@@ -298,11 +331,25 @@ impl Dispatch<'_> {
         if !chunk.is_empty() {
             self.send.send(chunk).map_err(|_| stream_broken("every audit worker stopped"))?;
         }
-        Ok((self.dispatched.len(), self.without_row))
+        Ok(Streamed { sent: self.dispatched.len(), without_row: self.without_row, unreadable: self.unreadable })
     }
 }
 
 impl SnapshotSink for Dispatch<'_> {
+    fn unreadable_row(&mut self, run: &RunId, seq: u64, why: &JournalError) -> Result<(), JournalError> {
+        if self.unreadable.contains_key(run) {
+            return Ok(());
+        }
+        let why = match why {
+            JournalError::Tamper { kind, detail: Some(detail), .. } => format!("{kind} ({detail})"),
+            JournalError::Tamper { kind, detail: None, .. } => kind.to_string(),
+            JournalError::StoreDamage { detail, .. } => detail.clone(),
+            other => other.to_string(),
+        };
+        self.unreadable.insert(run.clone(), (seq, why));
+        Ok(())
+    }
+
     fn tables(&mut self, tables: TenantSnapshot) -> Result<(), JournalError> {
         let listed = tables.runs.values().filter(|stored| stored.head.is_some()).count();
         self.total.store(listed as u64, Ordering::Relaxed);

@@ -348,6 +348,14 @@ impl<'sink> RecordsInRunOrder<'sink> {
         }
     }
 
+    /// The next record read, a row that could not be read (`why`) and is
+    /// handed on as `row`, with no bytes and no signature
+    /// ([`SnapshotSink::unreadable_row`]).
+    pub fn push_unreadable(&mut self, run: RunId, row: StoredRecord, why: &JournalError) -> Result<(), JournalError> {
+        self.sink.unreadable_row(&run, row.seq, why)?;
+        self.push(run, row)
+    }
+
     /// Hands over the last run.
     pub fn finish(mut self) -> Result<(), JournalError> {
         self.current.take().map_or(Ok(()), |(run, rows)| self.sink.run_records(run, rows))

@@ -267,6 +267,17 @@ pub trait SnapshotSink {
     /// All the stored records of one run, in seq order; each run at most
     /// once, whether or not the runs table has a row for it.
     fn run_records(&mut self, run: RunId, rows: Vec<StoredRecord>) -> Result<(), JournalError>;
+
+    /// Row `seq` of `run` could not be read as a record (`why`: its bytes
+    /// do not decode, or its signature columns are not a pair); it comes
+    /// with its run's records as a row with no bytes and no signature, which
+    /// no chain hash covers. Said before that run's records are handed on,
+    /// so the reader can name what is wrong with the row rather than only
+    /// that its bytes do not hash. The default ignores it.
+    fn unreadable_row(&mut self, run: &RunId, seq: u64, why: &JournalError) -> Result<(), JournalError> {
+        let _ = (run, seq, why);
+        Ok(())
+    }
 }
 
 /// Keys the idempotency index by `RunAdmitted`'s key: backends call this

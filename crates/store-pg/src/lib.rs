@@ -1121,6 +1121,17 @@ fn stored_record(
     let key_ref: Option<i32> = column(tenant, row, first + 9)?;
     let key_id = key_id.or_else(|| key_ref.and_then(|key_ref| keys.get(&key_ref).cloned()));
     let signature: Option<Vec<u8>> = column(tenant, row, first + 7)?;
+    if let (None, Some(key_ref)) = (&key_id, key_ref) {
+        // A reference that resolves to nothing is its own damage: said as
+        // such, not as half a signature pair (the signature is there) and
+        // never as bytes that do not hash (they do).
+        return Err(JournalError::Tamper {
+            run: run.clone(),
+            seq,
+            kind: journal_core::TamperKind::MalformedRow,
+            detail: Some(format!("the row's signing key reference {key_ref} names no `signing_keys` row")),
+        });
+    }
     Ok(StoredRecord {
         signature: journal_core::store::stored_signature(run, seq, key_id, signature)?,
         ..stored_record_unsigned(tenant, run, row, first, before, true)?
@@ -1238,21 +1249,26 @@ fn read_snapshot(conn: &mut Client, tenant: &TenantId, sink: &mut dyn SnapshotSi
     while let Some(row) = rows.next().map_err(fail("reading records"))? {
         let run = run_id(tenant, column(tenant, &row, 0)?)?;
         let linked = before.take().filter(|(last, _)| *last == run).map_or(ChainHash::GENESIS, |(_, hash)| hash);
-        let record = match stored_record(tenant, &run, &row, 1, linked, &keys) {
-            Ok(record) => record,
+        match stored_record(tenant, &run, &row, 1, linked, &keys) {
+            Ok(record) => {
+                before = Some((run.clone(), record.hash));
+                in_order.push(run, record)?;
+            }
             // A row whose bytes do not decode, or whose signature columns
             // are half a pair, is handed on with no bytes and no signature,
             // which no chain hash covers: the audit finds its run's chain
             // broken at this seq and goes on to every other run (as redb's
             // snapshot does), where an error would end the snapshot here.
             Err(
-                JournalError::StoreDamage { .. }
-                | JournalError::Tamper { kind: journal_core::TamperKind::MalformedRow, .. },
-            ) => stored_record_unsigned(tenant, &run, &row, 1, linked, false)?,
+                why @ (JournalError::StoreDamage { .. }
+                | JournalError::Tamper { kind: journal_core::TamperKind::MalformedRow, .. }),
+            ) => {
+                let record = stored_record_unsigned(tenant, &run, &row, 1, linked, false)?;
+                before = Some((run.clone(), record.hash));
+                in_order.push_unreadable(run, record, &why)?;
+            }
             Err(err) => return Err(err),
-        };
-        before = Some((run.clone(), record.hash));
-        in_order.push(run, record)?;
+        }
     }
     in_order.finish()?;
     drop(rows);

@@ -337,11 +337,18 @@ fn r_log_5_a_signed_checkpoint_numbered_the_largest_bigint_is_damage_not_an_over
 }
 
 /// R-SIG-3, R-CHAIN-5: one of a signed row's two signature columns cleared
-/// with SQL ([`shared::a_half_signature_pair_is_a_malformed_row`]).
+/// with SQL ([`shared::a_half_signature_pair_is_a_malformed_row`]); or the
+/// row's key reference pointed at no `signing_keys` row (the key's row
+/// deleted with its constraints dropped, or the reference rewritten), which
+/// the finding names as such, not as bytes that do not hash.
 #[test]
 fn r_sig_3_a_half_signature_pair_is_a_malformed_row() {
     // Schema 5 names a row's key by reference, older rows by its text.
-    for columns in ["key_id = NULL, key_ref = NULL", "signature = NULL"] {
+    for (columns, why) in [
+        ("key_id = NULL, key_ref = NULL", "a signature without the key id"),
+        ("signature = NULL", "a signing key id without its signature"),
+        ("key_id = NULL, key_ref = 424242", "key reference 424242 names no `signing_keys` row"),
+    ] {
         let store = std::sync::Arc::new(PgStore::temporary().unwrap());
         let (tenant, run) = shared::signed_plane(std::sync::Arc::clone(&store));
         let cleared = store
@@ -352,7 +359,7 @@ fn r_sig_3_a_half_signature_pair_is_a_malformed_row() {
             )
             .unwrap();
         assert_eq!(cleared, 1);
-        shared::a_half_signature_pair_is_a_malformed_row(store.as_ref(), &tenant, &run);
+        shared::a_half_signature_pair_is_a_malformed_row(store.as_ref(), &tenant, &run, why);
     }
 }
 

@@ -922,8 +922,8 @@ fn read_snapshot(
             break;
         }
         let run = run_id(tenant, run)?;
-        let row = match row_of(layout, tenant, &run, seq, value.value()) {
-            Ok(row) => row,
+        match row_of(layout, tenant, &run, seq, value.value()) {
+            Ok(row) => in_order.push(run, row)?,
             // Bytes that do not decode are handed on as no bytes, which no
             // record's chain hash covers, so the audit finds this record (its
             // run's chain broken at this seq) and goes on to every other run,
@@ -933,12 +933,11 @@ fn read_snapshot(
             // chain, and the audit would pass what `read_run` refuses.
             // So is a row whose signature columns are half a pair.
             Err(
-                JournalError::StoreDamage { .. }
-                | JournalError::Tamper { kind: journal_core::TamperKind::MalformedRow, .. },
-            ) => row_without_bytes(tenant, &run, seq, value.value())?,
+                why @ (JournalError::StoreDamage { .. }
+                | JournalError::Tamper { kind: journal_core::TamperKind::MalformedRow, .. }),
+            ) => in_order.push_unreadable(run.clone(), row_without_bytes(tenant, &run, seq, value.value())?, &why)?,
             Err(err) => return Err(err),
-        };
-        in_order.push(run, row)?;
+        }
     }
     in_order.finish()
 }

@@ -774,7 +774,13 @@ fn r_sig_3_a_half_signature_pair_is_a_malformed_row() {
             );
             records.insert(key, forged).unwrap();
         });
-        shared::a_half_signature_pair_is_a_malformed_row(&RedbStore::open_read_only(&copy).unwrap(), &tenant, &run);
+        let why = if drop_key_id { "a signature without the key id" } else { "a signing key id without its signature" };
+        shared::a_half_signature_pair_is_a_malformed_row(
+            &RedbStore::open_read_only(&copy).unwrap(),
+            &tenant,
+            &run,
+            why,
+        );
     }
 }
 
