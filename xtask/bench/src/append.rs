@@ -141,10 +141,16 @@ const RAW: redb::TableDefinition<(&str, u64), &[u8]> = redb::TableDefinition::ne
 /// How the raw redb baseline opens its file: alone, redb's fastest mode
 /// and the bar's baseline, or shared as every agentplane handle opens it
 /// (`store_redb::CONCURRENCY`, issue 23): the engine's own rate in the
-/// mode a plane must use, shown beside the first.
+/// mode a plane must use, shown beside the first. `AloneTwoPhase` is alone
+/// but committing in two phases, as redb makes every commit of a file other
+/// processes may open (4.6, `WriteTransaction::commit`: a one-phase commit
+/// publishes its slot before the pages it names are flushed, which another
+/// process would follow): two flushes a commit where the bar's baseline
+/// makes one, the price of sharing the file apart from its locks.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum RawRedb {
     Alone,
+    AloneTwoPhase,
     Shared,
 }
 
@@ -164,7 +170,8 @@ fn raw_round(backend: Backend, runs: &[Vec<Vec<u8>>], opened: RawRedb) -> Result
             let db = builder.create(dir.path().join("raw.redb"))?;
             let start = Instant::now();
             for seq in 0..depth {
-                let txn = db.begin_write()?;
+                let mut txn = db.begin_write()?;
+                txn.set_two_phase_commit(opened == RawRedb::AloneTwoPhase);
                 {
                     let mut table = txn.open_table(RAW)?;
                     for (name, run) in names.iter().zip(runs) {
@@ -250,6 +257,23 @@ pub fn figures(backend: Backend, rounds: usize, quick: bool) -> Result<Vec<Figur
                 bar,
                 rounds,
             });
+            if backend == Backend::Redb && signed {
+                // What the file's sharing alone costs raw redb: the ceiling
+                // of the bar's ratio for any plane other processes may read.
+                let two_phase = || raw_round(backend, &bytes, RawRedb::AloneTwoPhase);
+                let (two_phase, one_phase) = alternate(rounds, two_phase, raw_alone)?;
+                out.push(Figure {
+                    name: format!(
+                        "raw redb alone committing in two phases (as redb commits any file it shares), {concurrency} concurrent runs' transactions"
+                    ),
+                    ours: two_phase,
+                    baseline_name: "raw redb alone, one-phase commits (the bar's baseline)".into(),
+                    baseline: one_phase,
+                    unit: Unit::PerSecond("records"),
+                    bar: None,
+                    rounds,
+                });
+            }
             if let Some(raw_shared) = raw_shared {
                 out.push(Figure {
                     name: format!("{name}, against raw redb sharing its file as the plane does"),
