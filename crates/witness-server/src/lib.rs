@@ -265,6 +265,47 @@ fn state_error(path: &Path, err: impl std::fmt::Display) -> ServerError {
     ServerError::State { path: path.display().to_string(), reason: err.to_string() }
 }
 
+/// What to do about a state the witness cannot trust: it no longer knows
+/// what it last cosigned, and starting afresh (or on an older copy) would let
+/// a log begin again from any tree.
+const DAMAGED_STATE_REMEDY: &str = "the witness no longer knows the last checkpoint it cosigned for each log, so it \
+     will not cosign on it; restore a copy of the file only if it holds the latest checkpoint cosigned for every log, \
+     or retire this witness key (make a new one with `keygen`, give its logs the new verifier key) and start on a \
+     new state file";
+
+/// Opens the state (R-WIT-6): creates it only where no file is, never over an
+/// existing empty file (a state that lost its contents, which the database
+/// would initialise as new: trust on first use again for every log); and
+/// tells a second process on the same state from damage.
+fn open_state(path: &Path) -> Result<Database, ServerError> {
+    let builder = Database::builder();
+    match std::fs::metadata(path) {
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return builder.create(path).map_err(|err| state_error(path, err));
+        }
+        Err(err) => return Err(state_error(path, err)),
+        Ok(meta) if meta.len() == 0 => {
+            return Err(state_error(
+                path,
+                format!(
+                    "the file is empty: it held what this witness cosigned and lost it (truncated); \
+                     {DAMAGED_STATE_REMEDY}; only a witness that has never cosigned may delete the empty file \
+                     to start afresh"
+                ),
+            ));
+        }
+        Ok(_) => {}
+    }
+    builder.open(path).map_err(|err| match err {
+        redb::DatabaseError::DatabaseAlreadyOpen => state_error(
+            path,
+            "another process (a second witness?) has this state open, and one state serves one witness process: \
+             stop the other, or give this witness its own state file and key",
+        ),
+        other => state_error(path, other),
+    })
+}
+
 impl WitnessServer {
     /// Opens (or creates) the state at `state_path` and serves on `listen`
     /// (`127.0.0.1:0` picks a free port; see [`WitnessServer::addr`]).
@@ -323,7 +364,7 @@ impl WitnessServer {
             }
         }
         let limits = limits.effective()?;
-        let db = Database::create(state_path).map_err(|err| state_error(state_path, err))?;
+        let db = open_state(state_path)?;
         let txn = db.begin_write().map_err(|err| state_error(state_path, err))?;
         txn.open_table(LATEST).map_err(|err| state_error(state_path, err))?;
         txn.commit().map_err(|err| state_error(state_path, err))?;

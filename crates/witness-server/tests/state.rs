@@ -1,0 +1,137 @@
+//! The witness's state file under bad luck and hostile hands: emptied,
+//! damaged while stopped or after a kill, held by another process. A witness
+//! must never start afresh (trust on first use again) on a state it once
+//! wrote, nor cosign over a state it cannot verify, nor fall back silently
+//! to an older commit than the one it answered for (R-WIT-6). Real files,
+//! real processes (killed with SIGKILL), real HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+mod support;
+
+use std::io::{BufRead as _, BufReader, Read as _};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use support::*;
+use witness::{ALG_COSIGNATURE_V1, HttpWitness, SignerKey, Witness};
+use witness_server::{ServerError, WitnessConfig, WitnessServer};
+
+const WITNESS: &str = "witness.test/w1";
+
+fn try_start(plane: &Plane, state: &Path) -> Result<WitnessServer, ServerError> {
+    let config = WitnessConfig {
+        extra_cosigners: Vec::new(),
+        cosigner: cosigner(7, WITNESS),
+        logs: vec![plane.log_config()],
+        clock: Arc::new(FixedClock(AtomicU64::new(1_700_000_000))),
+    };
+    WitnessServer::start(config, state, "127.0.0.1:0")
+}
+
+fn client(url: &str) -> HttpWitness {
+    HttpWitness::new(url, vec![trusted(&cosigner(7, WITNESS))]).unwrap()
+}
+
+/// Whether the witness at `url` cosigns `plane`'s current checkpoint.
+fn cosigns(url: &str, plane: &Plane) -> bool {
+    client(url).add_checkpoint(&plane.signed(), &plane.log).is_ok()
+}
+
+/// The honest log grown to `size` and a fork of it at `size` sharing the
+/// first `shared` leaves.
+fn honest_and_fork(size: u64, shared: u64) -> (Plane, Plane) {
+    let mut honest = Plane::new(1);
+    honest.grow_to(size, u64::MAX);
+    let mut fork = Plane::forked(1, "fork");
+    fork.grow_to(size, shared);
+    (honest, fork)
+}
+
+/// The witness binary serving `plane` on `state`: the child and its URL,
+/// or its exit code and standard error when it does not start.
+fn spawn_binary(dir: &Path, plane: &Plane, state: &Path) -> Result<(Child, String), (Option<i32>, String)> {
+    let key_file = dir.join("w.key");
+    if !key_file.exists() {
+        let skey = SignerKey::from_seed(WITNESS, ALG_COSIGNATURE_V1, [7; 32]).unwrap().to_skey();
+        std::fs::write(&key_file, format!("{skey}\n")).unwrap();
+    }
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--state"])
+        .arg(state)
+        .arg("--key-file")
+        .arg(&key_file)
+        .arg("--log")
+        .arg(format!("{}={}", plane.origin, plane.key.verifier_key()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    if line.is_empty() {
+        let status = child.wait().unwrap();
+        let mut stderr = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        return Err((status.code(), stderr));
+    }
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    Ok((child, url))
+}
+
+/// R-WIT-6, attack: the state file is emptied behind a stopped witness
+/// (truncated to zero bytes by a copy gone wrong, a `> witness.redb`, a
+/// filesystem after a crash). The database opened an empty file as a new
+/// one, so the witness started with no memory and cosigned, by trust on
+/// first use, a fork of the checkpoint it had cosigned. It refuses to start
+/// instead, saying what happened and what to do.
+#[test]
+fn r_wit_6_a_state_file_emptied_behind_the_witness_is_refused_not_started_afresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("witness.redb");
+    let (honest, fork) = honest_and_fork(5, 2);
+    let server = try_start(&honest, &state).unwrap();
+    assert!(cosigns(&server.url(), &honest));
+    server.shutdown();
+    std::fs::OpenOptions::new().write(true).open(&state).unwrap().set_len(0).unwrap();
+    match try_start(&honest, &state) {
+        Ok(server) => {
+            let forked = cosigns(&server.url(), &fork);
+            panic!("a witness started on an emptied state (and the fork was cosigned: {forked})");
+        }
+        Err(err) => {
+            let message = err.to_string();
+            assert!(matches!(err, ServerError::State { .. }), "{message}");
+            assert!(message.contains("empty"), "it says what happened: {message}");
+        }
+    }
+}
+
+/// R-WIT-6, two witness processes pointed at one state (a second service
+/// unit, a restart that did not wait for the old process): the second is
+/// refused at start (the database locks the file), with exit 2 and an
+/// error that says what to do; it only said "Database already open. Cannot
+/// acquire lock.". The first keeps serving.
+#[test]
+fn r_wit_6_a_second_witness_process_on_one_state_is_refused_saying_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("witness.redb");
+    let (honest, _) = honest_and_fork(5, 5);
+    let (mut first, url) = spawn_binary(dir.path(), &honest, &state).unwrap();
+    match spawn_binary(dir.path(), &honest, &state) {
+        Ok((mut second, _)) => {
+            second.kill().unwrap();
+            second.wait().unwrap();
+            panic!("two witness processes serve one state");
+        }
+        Err((code, stderr)) => {
+            assert_eq!(code, Some(2), "{stderr}");
+            assert!(stderr.contains("another process"), "it says what happened: {stderr}");
+            assert!(stderr.contains("stop the other"), "it says what to do: {stderr}");
+        }
+    }
+    assert!(cosigns(&url, &honest), "the first still serves");
+    first.kill().unwrap();
+    first.wait().unwrap();
+}
