@@ -275,10 +275,16 @@ const DAMAGED_STATE_REMEDY: &str = "the witness no longer knows the last checkpo
 
 /// Opens the state (R-WIT-6): creates it only where no file is, never over an
 /// existing empty file (a state that lost its contents, which the database
-/// would initialise as new: trust on first use again for every log); and
-/// tells a second process on the same state from damage.
+/// would initialise as new: trust on first use again for every log); verifies
+/// every page's checksum at open, so a file damaged outside the witness is
+/// refused rather than trusted (or a panic). Commits are two-phase (see
+/// [`Shared::store_batch`]), so a newest commit failing its checksum is
+/// damage, never a torn write, and the database refuses it instead of
+/// falling back to the commit before (which would forget a checkpoint
+/// answered 200).
 fn open_state(path: &Path) -> Result<Database, ServerError> {
-    let builder = Database::builder();
+    let mut builder = Database::builder();
+    builder.set_check_integrity_on_open(true);
     match std::fs::metadata(path) {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
             return builder.create(path).map_err(|err| state_error(path, err));
@@ -302,6 +308,9 @@ fn open_state(path: &Path) -> Result<Database, ServerError> {
             "another process (a second witness?) has this state open, and one state serves one witness process: \
              stop the other, or give this witness its own state file and key",
         ),
+        redb::DatabaseError::Storage(redb::StorageError::Corrupted(_)) => {
+            state_error(path, format!("the file is damaged ({err}); {DAMAGED_STATE_REMEDY}"))
+        }
         other => state_error(path, other),
     })
 }
@@ -365,7 +374,8 @@ impl WitnessServer {
         }
         let limits = limits.effective()?;
         let db = open_state(state_path)?;
-        let txn = db.begin_write().map_err(|err| state_error(state_path, err))?;
+        let mut txn = db.begin_write().map_err(|err| state_error(state_path, err))?;
+        txn.set_two_phase_commit(true);
         txn.open_table(LATEST).map_err(|err| state_error(state_path, err))?;
         txn.commit().map_err(|err| state_error(state_path, err))?;
 
@@ -788,7 +798,11 @@ impl Shared {
     /// computed from state that never became durable is not given).
     fn store_batch(&self, batch: &[Submission]) -> Vec<Answer> {
         let stored = || -> Result<Vec<Answer>, redb::Error> {
-            let txn = self.db.begin_write()?;
+            let mut txn = self.db.begin_write()?;
+            // Two-phase: a newest commit that fails its checksum at open is
+            // then damage, refused, never a torn write the repair would fall
+            // back from (to a state that forgot a checkpoint answered 200).
+            txn.set_two_phase_commit(true);
             let answers = {
                 let mut table = txn.open_table(LATEST)?;
                 batch

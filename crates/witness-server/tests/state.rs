@@ -49,6 +49,15 @@ fn honest_and_fork(size: u64, shared: u64) -> (Plane, Plane) {
     (honest, fork)
 }
 
+/// Flips one bit of the stored root of `plane`'s current tree in the file.
+fn damage_stored_root(state: &Path, plane: &Plane) {
+    let mut bytes = std::fs::read(state).unwrap();
+    let root = *plane.log.tree().root.as_bytes();
+    let at = bytes.windows(32).position(|window| window == root).expect("the stored root is in the file");
+    bytes[at] ^= 1;
+    std::fs::write(state, &bytes).unwrap();
+}
+
 /// The witness binary serving `plane` on `state`: the child and its URL,
 /// or its exit code and standard error when it does not start.
 fn spawn_binary(dir: &Path, plane: &Plane, state: &Path) -> Result<(Child, String), (Option<i32>, String)> {
@@ -104,6 +113,71 @@ fn r_wit_6_a_state_file_emptied_behind_the_witness_is_refused_not_started_afresh
             let message = err.to_string();
             assert!(matches!(err, ServerError::State { .. }), "{message}");
             assert!(message.contains("empty"), "it says what happened: {message}");
+        }
+    }
+}
+
+/// R-WIT-6, bad luck: a byte of the state file changes while the witness is
+/// stopped (a bad sector, a bit flip, an editor). The database trusted a
+/// file shut down cleanly and read the damaged root as the one cosigned: the
+/// honest log's next checkpoint was refused 422 and logged as an integrity
+/// refusal (a false fork alarm about a log that did nothing wrong), and a
+/// damaged page elsewhere may panic the process. The witness verifies the
+/// file's checksums at start and refuses a damaged one.
+#[test]
+fn r_wit_6_a_state_file_damaged_while_stopped_is_refused_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("witness.redb");
+    let (mut honest, _) = honest_and_fork(5, 2);
+    let server = try_start(&honest, &state).unwrap();
+    assert!(cosigns(&server.url(), &honest));
+    server.shutdown();
+    damage_stored_root(&state, &honest);
+    match try_start(&honest, &state) {
+        Ok(server) => {
+            honest.grow_to(8, u64::MAX);
+            let answer = client(&server.url()).add_checkpoint(&honest.signed(), &honest.log);
+            panic!("a witness started on a damaged state; the honest log's growth got: {answer:?}");
+        }
+        Err(err) => {
+            let message = err.to_string();
+            assert!(matches!(err, ServerError::State { .. }), "{message}");
+            assert!(message.contains("damaged"), "it says what happened: {message}");
+        }
+    }
+}
+
+/// R-WIT-6, bad luck after a crash: the witness process is killed (SIGKILL)
+/// after cosigning sizes 5 and then 8, and a byte of the page its last
+/// commit wrote is damaged. On the restart the database's crash repair found
+/// the newest commit failing its checksum and fell back, silently, to the
+/// one before (size 5): the witness forgot the size-8 checkpoint it had
+/// answered 200 for, and cosigned a fork of it that extends size 5. Commits
+/// are two-phase and the repair may not fall back, so the witness refuses
+/// to start (exit 2) instead.
+#[test]
+fn r_wit_6_a_damaged_newest_commit_after_a_kill_is_refused_not_rolled_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("witness.redb");
+    let (mut honest, _) = honest_and_fork(5, 5);
+    let (mut child, url) = spawn_binary(dir.path(), &honest, &state).unwrap();
+    assert!(cosigns(&url, &honest));
+    honest.grow_to(8, u64::MAX);
+    assert!(cosigns(&url, &honest));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    damage_stored_root(&state, &honest);
+    let (_, fork) = honest_and_fork(8, 5);
+    match spawn_binary(dir.path(), &honest, &state) {
+        Ok((mut child, url)) => {
+            let forked = cosigns(&url, &fork);
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("a witness started on a damaged newest commit (and the fork of size 8 was cosigned: {forked})");
+        }
+        Err((code, stderr)) => {
+            assert_eq!(code, Some(2), "{stderr}");
+            assert!(stderr.contains("damaged"), "it says what happened: {stderr}");
         }
     }
 }
