@@ -197,6 +197,18 @@ fn main() -> ExitCode {
     // Plain text when the log goes to a file or a pipe: colour only on a terminal.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
+    // No argument of any command is a private key: one given by mistake (for
+    // a key file's path, or stray) is refused here, before the argument
+    // parser or a file error could quote it.
+    if std::env::args_os().skip(1).any(|arg| looks_private(&arg.to_string_lossy())) {
+        eprintln!(
+            "agentplane-witness: an argument is neither a path nor a public key: this is a private key \
+             (PRIVATE+KEY+..., not shown here); give the witness its key as a file (--key-file FILE, written by \
+             keygen), each log its public verifier key (--log ORIGIN=NAME+KEYID+BASE64), and keep private keys off \
+             command lines"
+        );
+        return ExitCode::from(2);
+    }
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -270,6 +282,17 @@ fn read_config(path: &Path) -> Result<ConfigFile, String> {
     }
     let text = String::from_utf8(bytes)
         .map_err(|_| format!("{}: not UTF-8 text, not a TOML configuration", path.display()))?;
+    // Nothing in a configuration is a private key (`key_file` names the file
+    // holding the witness's; `[[log]]` keys are the logs' public keys), and
+    // the TOML parser's errors quote the line they stop at: refused unshown.
+    if looks_private(&text) {
+        return Err(format!(
+            "{}: holds a private key (PRIVATE+KEY+...; it is not shown here): `key_file` is the path of the file \
+             holding the witness's key, `[[log]]` keys are the logs' public verifier keys; remove the private key \
+             from the configuration",
+            path.display()
+        ));
+    }
     toml::from_str(&text).map_err(|err| format!("{}: {err}", path.display()))
 }
 

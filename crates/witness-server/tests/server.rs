@@ -302,3 +302,56 @@ fn a_configuration_file_past_its_bound_is_refused_unread() {
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("not UTF-8"), "{stderr}");
 }
+
+/// R-OPS-1, attack on the operator's secrecy: the witness's private key
+/// pasted where a key file's path belongs (`--key-file`, `key_file` in the
+/// configuration, quoted or not) or as a stray argument. The file error
+/// ("reading PRIVATE+KEY+...: No such file"), the TOML parser's error (which
+/// quotes the offending line) and the argument parser's error each printed
+/// the key to standard error, and so to the service's log. Every one is
+/// refused with exit 2 and the key is not shown.
+#[test]
+fn r_ops_1_a_private_key_given_for_a_key_file_or_in_a_configuration_is_never_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("w.key");
+    let (code, _) = witness_binary(&[
+        "keygen".as_ref(),
+        "--name".as_ref(),
+        "w.test/x".as_ref(),
+        "--out".as_ref(),
+        key_file.as_os_str(),
+    ]);
+    assert_eq!(code, Some(0));
+    let skey = std::fs::read_to_string(&key_file).unwrap().trim().to_owned();
+    let seed = skey.splitn(5, '+').nth(4).unwrap().to_owned();
+    let state = dir.path().join("w.redb");
+    let plane = Plane::new(1);
+    let log = format!("{ORIGIN}={}", plane.key.verifier_key());
+    let given_for_key_file = [
+        "serve".as_ref(),
+        "--state".as_ref(),
+        state.as_os_str(),
+        "--key-file".as_ref(),
+        skey.as_ref(),
+        "--log".as_ref(),
+        log.as_ref(),
+    ];
+    let stray = ["serve".as_ref(), skey.as_ref()];
+    let config = dir.path().join("witness.toml");
+    let unquoted = format!("state = {state:?}\nkey_file = {skey}\n");
+    let quoted = format!("state = {state:?}\nkey_file = \"{skey}\"\n");
+    let mut runs: Vec<(String, (Option<i32>, String))> = vec![
+        ("--key-file".into(), witness_binary(&given_for_key_file)),
+        ("a stray argument".into(), witness_binary(&stray)),
+    ];
+    for (what, text) in [("unquoted key_file", unquoted), ("quoted key_file", quoted)] {
+        std::fs::write(&config, text).unwrap();
+        let args = ["serve".as_ref(), "--config".as_ref(), config.as_os_str(), "--log".as_ref(), log.as_ref()];
+        runs.push((what.into(), witness_binary(&args)));
+    }
+    for (what, (code, stderr)) in runs {
+        assert_eq!(code, Some(2), "{what}: {stderr}");
+        assert!(!stderr.contains(&seed[..16]), "{what}: the private key is echoed: {stderr}");
+        assert!(stderr.contains("private key"), "{what}: the refusal says what was given: {stderr}");
+    }
+}
