@@ -47,6 +47,25 @@ pub const REFUSALS_LOGGED_PER_WINDOW: u32 = 50;
 /// The window of [`REFUSALS_LOGGED_PER_WINDOW`].
 pub const REFUSAL_LOG_WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The most bytes of a request's method or path a log line quotes: the
+/// request line may be hundreds of kilobytes (hyper bounds it near 400 KiB),
+/// and [`REFUSALS_LOGGED_PER_WINDOW`] bounds lines, not their length.
+pub const LOGGED_REQUEST_FIELD_BYTES: usize = 128;
+
+/// `text` as a log line quotes it: at most [`LOGGED_REQUEST_FIELD_BYTES`]
+/// bytes (cut at a character boundary), with the length of what was cut.
+fn clipped(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.len() <= LOGGED_REQUEST_FIELD_BYTES {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = LOGGED_REQUEST_FIELD_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = text.get(..end).unwrap_or_default();
+    std::borrow::Cow::Owned(format!("{head}... ({} bytes)", text.len()))
+}
+
 /// The refusals logged in the current window, and those counted past it.
 #[derive(Default)]
 struct RefusalLog(std::sync::Mutex<RefusalWindow>);
@@ -655,7 +674,8 @@ impl Shared {
         // A 409 is the protocol's normal exchange (the log sent an old size
         // and resubmits with the one in the body), not an error.
         if answer.status == 409 {
-            tracing::debug!(target: LOG_TARGET, %method, path, status = answer.status, "conflict: {}", answer.body.trim_end());
+            let (method, path) = (clipped(method.as_str()), clipped(&path));
+            tracing::debug!(target: LOG_TARGET, %method, ?path, status = answer.status, "conflict: {}", answer.body.trim_end());
         } else if answer.status >= 400 {
             let (one_by_one, unlogged) = self.refusals.admit();
             if unlogged > 0 {
@@ -667,7 +687,8 @@ impl Shared {
                 );
             }
             if one_by_one {
-                tracing::warn!(target: LOG_TARGET, %method, path, status = answer.status, "refused: {}", answer.body.trim_end());
+                let (method, path) = (clipped(method.as_str()), clipped(&path));
+                tracing::warn!(target: LOG_TARGET, %method, ?path, status = answer.status, "refused: {}", answer.body.trim_end());
             }
         }
         answer.into_response()

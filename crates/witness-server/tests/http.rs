@@ -624,3 +624,62 @@ fn r_ops_1_a_flood_of_garbage_requests_does_not_flood_the_witness_log() {
     let bound = witness_server::REFUSALS_LOGGED_PER_WINDOW as u64 * windows;
     assert!(refusals as u64 <= bound, "{refusals} refusal lines for {sent} requests over {windows} windows");
 }
+
+/// R-OPS-1, attack on the operator's disk: the refusal log was bounded in
+/// lines (`REFUSALS_LOGGED_PER_WINDOW` a window) but not in bytes, and each
+/// line quoted the request's method and path whole. A client with no key
+/// sends a 300 KB method or a 60 KB path (hyper accepts both) and every
+/// refusal line carries it: 50 such lines each 10 s is over 1 MB/s, a
+/// hundred GB a day, filling the disk the state file may share (where a
+/// full disk leaves the witness answering 500 until it is restarted). A
+/// logged method or path is cut to `LOGGED_REQUEST_FIELD_BYTES`, with its
+/// length.
+#[test]
+fn r_ops_1_a_refused_request_with_a_huge_method_or_path_logs_a_bounded_line() {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("w.key");
+    let keygen = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["keygen", "--name", "witness.test/long", "--out"])
+        .arg(&key_file)
+        .output()
+        .unwrap();
+    assert!(keygen.status.success(), "{}", String::from_utf8_lossy(&keygen.stderr));
+    let log = std::fs::File::create(dir.path().join("stderr.log")).unwrap();
+    let plane = Plane::new(1);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--state"])
+        .arg(dir.path().join("w.redb"))
+        .arg("--key-file")
+        .arg(&key_file)
+        .arg("--log")
+        .arg(format!("{}={}", plane.origin, plane.key.verifier_key()))
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.trim().rsplit(' ').next().unwrap().trim_start_matches("http://").to_owned();
+    let long_method = "M".repeat(300_000);
+    let long_path = format!("/{}", "p".repeat(60_000));
+    for request_line in [format!("{long_method} /x HTTP/1.1"), format!("GET {long_path} HTTP/1.1")] {
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        stream.write_all(format!("{request_line}\r\nHost: w\r\nConnection: close\r\n\r\n").as_bytes()).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 404"), "{}", &answer[..answer.len().min(80)]);
+    }
+    let stopped = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
+    assert!(stopped.success());
+    assert!(child.wait().unwrap().success());
+    let logged = std::fs::read_to_string(dir.path().join("stderr.log")).unwrap();
+    let refusals: Vec<&str> = logged.lines().filter(|line| line.contains("refused:")).collect();
+    assert_eq!(refusals.len(), 2, "both refusals are logged: {}", &logged[..logged.len().min(2_000)]);
+    for refusal in refusals {
+        assert!(refusal.len() < 1_000, "a refusal line of {} bytes: {}...", refusal.len(), &refusal[..200]);
+        assert!(refusal.contains("bytes)"), "the line says how long the field was: {refusal}");
+    }
+}
