@@ -40,9 +40,9 @@ const LOG_TARGET: &str = "agentplane.witness";
 /// How many refused requests are logged one by one per
 /// [`REFUSAL_LOG_WINDOW`]; past it they are counted, and the count is logged
 /// with the first refusal after the window: a client sending garbage cannot
-/// flood the operator's log. (Consistency refusals, on
-/// `agentplane.witness.integrity`, come only from a log's key holder and
-/// are always logged.)
+/// flood the operator's log. (Forks, a second root the log signed for a
+/// size already cosigned, on `agentplane.witness.integrity`, come only from
+/// a log's key holder and are always logged.)
 pub const REFUSALS_LOGGED_PER_WINDOW: u32 = 50;
 /// The window of [`REFUSALS_LOGGED_PER_WINDOW`].
 pub const REFUSAL_LOG_WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
@@ -872,7 +872,12 @@ impl Shared {
         // The one rule (tlog's): a size-0 checkpoint carries the empty
         // root, old size 0 takes no proof, equal sizes need equal roots.
         if let Err(err) = new.extends(&stored, &request.proof) {
-            if stored.size > 0 {
+            // Evidence is two roots the log signed for one size. A proof that
+            // does not verify proves nothing about the log: it is also what
+            // anyone sends who replays the log's public newer checkpoint with
+            // a forged proof, so it is an ordinary refusal (logged within the
+            // refusal log's limit), never an integrity alarm.
+            if stored.size > 0 && matches!(err, tlog::VerifyError::SameSizeDifferentRoots { .. }) {
                 tracing::warn!(
                     target: "agentplane.witness.integrity",
                     witness = self.config.cosigner.name(),
@@ -881,7 +886,7 @@ impl Shared {
                     cosigned_root = %stored.root,
                     size = new.size,
                     root = %new.root,
-                    "refused a checkpoint that does not extend the one cosigned: {err}"
+                    "refused a second root the log signed for a size already cosigned (a fork): {err}"
                 );
             }
             return Ok(Answer::text(422, format!("{err}\n")));

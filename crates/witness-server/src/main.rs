@@ -18,7 +18,8 @@ use witness_server::{LogConfig, OpenFiles, ServerLimits, SystemClock, WitnessCon
 ///
 /// Logging: RUST_LOG (default `info`); refused requests are logged on
 /// `agentplane.witness` (at most 50 one by one per 10 s, the rest counted),
-/// and every refusal on consistency on `agentplane.witness.integrity`.
+/// and every fork (a second root the log signed for a cosigned size) on
+/// `agentplane.witness.integrity`.
 #[derive(Parser)]
 #[command(name = "agentplane-witness", version)]
 struct Cli {

@@ -683,3 +683,75 @@ fn r_ops_1_a_refused_request_with_a_huge_method_or_path_logs_a_bounded_line() {
         assert!(refusal.contains("bytes)"), "the line says how long the field was: {refusal}");
     }
 }
+
+/// R-WIT-6, R-OPS-1, attack on the witness's alarm: a log's checkpoints are
+/// public, so anyone can send the witness a newer one than it holds with a
+/// forged consistency proof. Every such request was logged on
+/// `agentplane.witness.integrity` as "refused a checkpoint that does not
+/// extend the one cosigned", one line each, past the refusal log's limit
+/// (the README said only a log's key holder could make one): a false alarm
+/// about an honest log, at whatever rate the sender likes. A proof that does
+/// not verify proves nothing about the log; two roots the log signed for one
+/// size do, and only those are integrity lines. The forged-proof requests
+/// are refused 422 and logged with the other refusals, within their limit.
+#[test]
+fn r_wit_6_a_replayed_checkpoint_with_a_forged_proof_raises_no_integrity_alarm() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("w.key");
+    let keygen = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["keygen", "--name", "witness.test/alarm", "--out"])
+        .arg(&key_file)
+        .output()
+        .unwrap();
+    assert!(keygen.status.success(), "{}", String::from_utf8_lossy(&keygen.stderr));
+    let vkey = String::from_utf8(keygen.stdout).unwrap().trim().to_owned();
+    let log = std::fs::File::create(dir.path().join("stderr.log")).unwrap();
+    let mut honest = Plane::new(1);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--state"])
+        .arg(dir.path().join("w.redb"))
+        .arg("--key-file")
+        .arg(&key_file)
+        .arg("--log")
+        .arg(format!("{}={}", honest.origin, honest.key.verifier_key()))
+        .env("RUST_LOG", "info")
+        .stdout(std::process::Stdio::piped())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    let client = HttpWitness::new(&url, vec![witness::TrustedWitness::parse(&vkey).unwrap()]).unwrap();
+    honest.grow_to(5, u64::MAX);
+    client.add_checkpoint(&honest.signed(), &honest.log).unwrap();
+    // The log publishes its size-8 checkpoint; a third party replays it
+    // with a forged proof from the witness's size.
+    honest.grow_to(8, u64::MAX);
+    let published = honest.signed().note().to_owned();
+    let forged = tlog::ConsistencyProof::new(vec![tlog::NodeHash::from_hash_bytes([9; 32]); 4]);
+    let raw = reqwest::blocking::Client::new();
+    let replays = 60;
+    for _ in 0..replays {
+        let request = witness::protocol::AddCheckpointRequest {
+            old_size: 5,
+            proof: forged.clone(),
+            checkpoint_note: published.clone(),
+        };
+        let answer = raw.post(format!("{url}/add-checkpoint")).body(request.to_body()).send().unwrap();
+        assert_eq!(answer.status().as_u16(), 422);
+    }
+    // The honest log goes on, and then signs a fork at its size: evidence.
+    assert_eq!(client.add_checkpoint(&honest.signed(), &honest.log).unwrap().checkpoint.tree().size, 8);
+    let mut fork = Plane::forked(1, "forked");
+    fork.grow_to(8, 6);
+    assert!(client.add_checkpoint(&fork.signed(), &fork.log).unwrap_err().is_integrity());
+    let stopped = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
+    assert!(stopped.success());
+    assert!(child.wait().unwrap().success());
+    let logged = std::fs::read_to_string(dir.path().join("stderr.log")).unwrap();
+    let alarms: Vec<&str> = logged.lines().filter(|line| line.contains("agentplane.witness.integrity")).collect();
+    assert_eq!(alarms.len(), 1, "one alarm, for the fork the log signed, not {replays} for replays: {alarms:#?}");
+    assert!(alarms[0].contains("size=8"), "{}", alarms[0]);
+}
