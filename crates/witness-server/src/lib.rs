@@ -100,6 +100,7 @@ impl RefusalLog {
 }
 
 mod commit;
+mod highwater;
 mod pressure;
 
 pub use pressure::{
@@ -254,6 +255,17 @@ struct Shared {
     limits: ServerLimits,
     cosigning: commit::GroupCommit<Submission>,
     refusals: RefusalLog,
+    /// The high-water mark's path, and what it holds (the state's latest
+    /// trees as of the last commit): written by the one commit leader.
+    mark: std::path::PathBuf,
+    held: std::sync::Mutex<Marked>,
+}
+
+/// The trees the state holds, and whether the mark on disk holds them too
+/// (false after a failed write of the mark, until one succeeds).
+struct Marked {
+    held: highwater::Held,
+    written: bool,
 }
 
 /// An `add-checkpoint` whose note verified, waiting for its write transaction.
@@ -334,6 +346,55 @@ fn open_state(path: &Path) -> Result<Database, ServerError> {
     })
 }
 
+/// Holds the state to its high-water mark (see the `highwater` module):
+/// refuses a state older than the mark (replaced by an older copy, or lost),
+/// then writes the mark from the state. Returns what the state holds.
+fn check_high_water(db: &Database, state_path: &Path, mark: &Path) -> Result<highwater::Held, ServerError> {
+    let read = || -> Result<highwater::Held, redb::Error> {
+        let txn = db.begin_read()?;
+        let table = txn.open_table(LATEST)?;
+        let mut held = highwater::Held::new();
+        for entry in table.iter()? {
+            let (origin, value) = entry?;
+            let (size, root, _) = value.value();
+            // A root that is not 32 bytes is left out: the check of each
+            // submission refuses to cosign over it (500), and the mark then
+            // names what it last held.
+            if let Ok(root) = RootHash::try_from(root) {
+                held.insert(origin.value().to_owned(), Tree::new(size, root));
+            }
+        }
+        Ok(held)
+    };
+    let held = read().map_err(|err| state_error(state_path, err))?;
+    let marked = highwater::read(mark).map_err(|err| {
+        state_error(
+            state_path,
+            format!("{err}; remove the mark only if the state file is known to hold the latest checkpoints cosigned"),
+        )
+    })?;
+    if let Some(marked) = marked
+        && let Some((origin, marked, state)) = highwater::behind(&marked, &held)
+    {
+        let state =
+            state.map_or_else(|| "nothing".to_owned(), |tree| format!("size {} with root {}", tree.size, tree.root));
+        return Err(state_error(
+            state_path,
+            format!(
+                "the file is older than its high-water mark {}: for {origin} the witness cosigned size {} with root \
+                 {}, and the file holds {state} (it was replaced by an older copy of itself, or lost); \
+                 {DAMAGED_STATE_REMEDY}",
+                mark.display(),
+                marked.size,
+                marked.root
+            ),
+        ));
+    }
+    highwater::write(mark, &held)
+        .map_err(|err| state_error(state_path, format!("writing the high-water mark {}: {err}", mark.display())))?;
+    Ok(held)
+}
+
 impl WitnessServer {
     /// Opens (or creates) the state at `state_path` and serves on `listen`
     /// (`127.0.0.1:0` picks a free port; see [`WitnessServer::addr`]).
@@ -397,6 +458,8 @@ impl WitnessServer {
         txn.set_two_phase_commit(true);
         txn.open_table(LATEST).map_err(|err| state_error(state_path, err))?;
         txn.commit().map_err(|err| state_error(state_path, err))?;
+        let mark = highwater::path_for(state_path);
+        let held = check_high_water(&db, state_path, &mark)?;
 
         let listen_error = |reason: String| ServerError::Listen { addr: listen.to_owned(), reason };
         let listener = std::net::TcpListener::bind(listen).map_err(|err| listen_error(err.to_string()))?;
@@ -422,6 +485,8 @@ impl WitnessServer {
             limits,
             cosigning: commit::GroupCommit::new(),
             refusals: RefusalLog::default(),
+            mark,
+            held: std::sync::Mutex::new(Marked { held, written: true }),
         });
         let serving = Arc::clone(&shared);
         let (shutdown, stop) = watch::channel(false);
@@ -835,7 +900,42 @@ impl Shared {
             txn.commit()?;
             Ok(answers)
         };
-        stored().unwrap_or_else(|err| batch.iter().map(|_| Answer::text(500, format!("state: {err}\n"))).collect())
+        let answers = match stored() {
+            Ok(answers) => answers,
+            Err(err) => return batch.iter().map(|_| Answer::text(500, format!("state: {err}\n"))).collect(),
+        };
+        // The high-water mark follows the commit before any answer leaves:
+        // a cosignature is given only for a tree the mark holds too. (A batch
+        // that moved no tree, all 409s or the same trees again, writes none.)
+        let mut marked = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (submission, answer) in batch.iter().zip(&answers) {
+            if answer.status == 200 {
+                let checkpoint = submission.signed.checkpoint();
+                let tree = checkpoint.tree();
+                if marked.held.insert(checkpoint.origin().to_owned(), tree) != Some(tree) {
+                    marked.written = false;
+                }
+            }
+        }
+        if marked.written {
+            return answers;
+        }
+        match highwater::write(&self.mark, &marked.held) {
+            Ok(()) => {
+                marked.written = true;
+                answers
+            }
+            Err(err) => answers
+                .into_iter()
+                .map(|answer| {
+                    if answer.status == 200 {
+                        Answer::text(500, format!("state: writing the high-water mark: {err}\n"))
+                    } else {
+                        answer
+                    }
+                })
+                .collect(),
+        }
     }
 
     /// The check of the stored size and the update happen in one write

@@ -40,7 +40,8 @@ enum Command {
         /// Address to listen on (port 0 picks a free one; the address is printed). Default 127.0.0.1:7380.
         #[arg(long)]
         listen: Option<String>,
-        /// The redb file holding each origin's latest cosigned checkpoint.
+        /// The redb file holding each origin's latest cosigned checkpoint (beside it, FILE.highwater
+        /// holds what was cosigned last, so an older copy of the state is refused).
         #[arg(long)]
         state: Option<PathBuf>,
         /// File holding a signer key of the witness (PRIVATE+KEY+name+id+..., made by `keygen`):

@@ -58,9 +58,28 @@ fn damage_stored_root(state: &Path, plane: &Plane) {
     std::fs::write(state, &bytes).unwrap();
 }
 
-/// The witness binary serving `plane` on `state`: the child and its URL,
+/// A witness process, killed (SIGKILL) when dropped, so a failing
+/// assertion leaves no server behind.
+struct Running(Child);
+
+impl Running {
+    /// Kills it now, as a crash does.
+    fn kill(mut self) {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The witness binary serving `plane` on `state`: the process and its URL,
 /// or its exit code and standard error when it does not start.
-fn spawn_binary(dir: &Path, plane: &Plane, state: &Path) -> Result<(Child, String), (Option<i32>, String)> {
+fn spawn_binary(dir: &Path, plane: &Plane, state: &Path) -> Result<(Running, String), (Option<i32>, String)> {
     let key_file = dir.join("w.key");
     if !key_file.exists() {
         let skey = SignerKey::from_seed(WITNESS, ALG_COSIGNATURE_V1, [7; 32]).unwrap().to_skey();
@@ -86,7 +105,7 @@ fn spawn_binary(dir: &Path, plane: &Plane, state: &Path) -> Result<(Child, Strin
         return Err((status.code(), stderr));
     }
     let url = line.trim().rsplit(' ').next().unwrap().to_owned();
-    Ok((child, url))
+    Ok((Running(child), url))
 }
 
 /// R-WIT-6, attack: the state file is emptied behind a stopped witness
@@ -160,19 +179,16 @@ fn r_wit_6_a_damaged_newest_commit_after_a_kill_is_refused_not_rolled_back() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("witness.redb");
     let (mut honest, _) = honest_and_fork(5, 5);
-    let (mut child, url) = spawn_binary(dir.path(), &honest, &state).unwrap();
+    let (child, url) = spawn_binary(dir.path(), &honest, &state).unwrap();
     assert!(cosigns(&url, &honest));
     honest.grow_to(8, u64::MAX);
     assert!(cosigns(&url, &honest));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    child.kill();
     damage_stored_root(&state, &honest);
     let (_, fork) = honest_and_fork(8, 5);
     match spawn_binary(dir.path(), &honest, &state) {
-        Ok((mut child, url)) => {
+        Ok((_child, url)) => {
             let forked = cosigns(&url, &fork);
-            child.kill().unwrap();
-            child.wait().unwrap();
             panic!("a witness started on a damaged newest commit (and the fork of size 8 was cosigned: {forked})");
         }
         Err((code, stderr)) => {
@@ -192,13 +208,9 @@ fn r_wit_6_a_second_witness_process_on_one_state_is_refused_saying_what_to_do() 
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("witness.redb");
     let (honest, _) = honest_and_fork(5, 5);
-    let (mut first, url) = spawn_binary(dir.path(), &honest, &state).unwrap();
+    let (first, url) = spawn_binary(dir.path(), &honest, &state).unwrap();
     match spawn_binary(dir.path(), &honest, &state) {
-        Ok((mut second, _)) => {
-            second.kill().unwrap();
-            second.wait().unwrap();
-            panic!("two witness processes serve one state");
-        }
+        Ok((_second, _)) => panic!("two witness processes serve one state"),
         Err((code, stderr)) => {
             assert_eq!(code, Some(2), "{stderr}");
             assert!(stderr.contains("another process"), "it says what happened: {stderr}");
@@ -206,6 +218,73 @@ fn r_wit_6_a_second_witness_process_on_one_state_is_refused_saying_what_to_do() 
         }
     }
     assert!(cosigns(&url, &honest), "the first still serves");
-    first.kill().unwrap();
-    first.wait().unwrap();
+    first.kill();
+}
+
+/// R-WIT-6, the state rolled back: the witness cosigns size 5, its state
+/// file is copied (a backup), it cosigns size 8, and the copy is put back (a
+/// restore, a file copied over, a disk image) or the file is deleted. The
+/// state is all a witness remembers, so it started on size 5 (or on
+/// nothing) and cosigned a fork of the size-8 checkpoint it had answered 200
+/// for. A high-water mark beside the state (`<state>.highwater`, written
+/// after every commit, before the answer) holds what was cosigned; a state
+/// older than it is refused at start.
+#[test]
+fn r_wit_6_a_state_file_replaced_by_an_older_copy_or_deleted_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("witness.redb");
+    let backup = dir.path().join("backup.redb");
+    let (mut honest, _) = honest_and_fork(5, 5);
+    let server = try_start(&honest, &state).unwrap();
+    assert!(cosigns(&server.url(), &honest));
+    server.shutdown();
+    std::fs::copy(&state, &backup).unwrap();
+    let server = try_start(&honest, &state).unwrap();
+    honest.grow_to(8, u64::MAX);
+    assert!(cosigns(&server.url(), &honest));
+    server.shutdown();
+    let (_, fork) = honest_and_fork(8, 5);
+    std::fs::copy(&backup, &state).unwrap();
+    match try_start(&honest, &state) {
+        Ok(server) => {
+            let forked = cosigns(&server.url(), &fork);
+            panic!("a witness started on an older copy of its state (and the fork of size 8 was cosigned: {forked})");
+        }
+        Err(err) => {
+            let message = err.to_string();
+            assert!(matches!(err, ServerError::State { .. }), "{message}");
+            assert!(message.contains("older than its high-water mark"), "it says what happened: {message}");
+            assert!(message.contains("size 8"), "it names what was cosigned: {message}");
+        }
+    }
+    std::fs::remove_file(&state).unwrap();
+    match try_start(&honest, &state) {
+        Ok(server) => {
+            let forked = cosigns(&server.url(), &fork);
+            panic!("a witness started afresh where its state was deleted (and the fork was cosigned: {forked})");
+        }
+        Err(err) => assert!(err.to_string().contains("holds nothing"), "{err}"),
+    }
+}
+
+/// R-WIT-6, the high-water mark cannot be written (its directory entry is
+/// taken; a full or failing disk does the same): no cosignature leaves
+/// whose tree the mark does not hold, so the submission is answered 500,
+/// and once the mark can be written again the log is cosigned.
+#[test]
+fn r_wit_6_no_cosignature_leaves_before_the_high_water_mark_holds_its_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("witness.redb");
+    let (mut honest, _) = honest_and_fork(5, 5);
+    let server = try_start(&honest, &state).unwrap();
+    assert!(cosigns(&server.url(), &honest));
+    let aside = dir.path().join("witness.redb.highwater.new");
+    std::fs::create_dir(&aside).unwrap();
+    honest.grow_to(8, u64::MAX);
+    assert!(!cosigns(&server.url(), &honest), "cosigned while the mark could not be written");
+    std::fs::remove_dir(&aside).unwrap();
+    assert!(cosigns(&server.url(), &honest));
+    server.shutdown();
+    let mark = std::fs::read_to_string(dir.path().join("witness.redb.highwater")).unwrap();
+    assert!(mark.starts_with("8 "), "{mark}");
 }
