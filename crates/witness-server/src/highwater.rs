@@ -1,18 +1,31 @@
-//! The high-water mark beside the state (R-WIT-6): a small text file,
+//! The high-water mark beside the state (R-WIT-6): a small file,
 //! `<state>.highwater`, holding the size and root of the latest checkpoint
-//! cosigned for each origin, replaced atomically (written aside, fsynced,
-//! renamed, the directory fsynced) after every commit and before any answer
-//! of that commit leaves. At start the state must hold, for every origin the
-//! mark names, the same tree or a larger one: a state file replaced by an
-//! older copy of itself (a backup restored, a file copied back) or lost
-//! would otherwise let the witness cosign a fork of what it last cosigned,
-//! since the state is all it remembers. What the mark cannot see: the state
-//! and the mark restored together.
+//! cosigned for each origin, written after every commit that moves a tree and
+//! before any answer of that commit leaves. At start the state must hold, for
+//! every origin the mark names, the same tree or a larger one: a state file
+//! replaced by an older copy of itself (a backup restored, a file copied
+//! back), lost, or whose newest commit the database rolled back would
+//! otherwise let the witness cosign a fork of what it last cosigned, since
+//! the state is all it remembers. What the mark cannot see: the state and
+//! the mark restored together.
+//!
+//! The file is two slots of equal size, each a header (magic, a counter, the
+//! content's length, the SHA-256 of the three) and the content (a line per
+//! origin, `<size> <root hex> <origin>`). A write overwrites the older slot
+//! in place and flushes its data (`fdatasync`): one flush a commit, where a
+//! file written aside and renamed over the mark takes two (the file, then
+//! its directory) and halved the witness's rate at one client. A write torn
+//! by a crash damages only the slot it wrote, whose commit was never
+//! answered; the other slot still holds every tree answered before it. The
+//! file is made (written aside, flushed, renamed, its directory flushed) only
+//! when there is none or its slots have grown too small.
 
 use std::collections::BTreeMap;
 use std::io::{Read as _, Write as _};
+use std::os::unix::fs::FileExt as _;
 use std::path::{Path, PathBuf};
 
+use sha2::{Digest as _, Sha256};
 use tlog::{RootHash, Tree};
 
 /// Origin -> the latest tree cosigned for it.
@@ -20,6 +33,11 @@ pub(crate) type Held = BTreeMap<String, Tree>;
 
 /// The largest mark read: a line per log, each under 1.2 kB.
 const MAX_MARK_BYTES: u64 = 16 << 20;
+const MAGIC: &[u8; 8] = b"APWMARK1";
+/// Magic, counter, content length, SHA-256.
+const HEADER_BYTES: usize = 8 + 8 + 4 + 32;
+/// Slots are whole pages, at least one.
+const PAGE: u64 = 4096;
 
 /// The mark's path: the state's, with `.highwater` added.
 pub(crate) fn path_for(state: &Path) -> PathBuf {
@@ -28,51 +46,147 @@ pub(crate) fn path_for(state: &Path) -> PathBuf {
     PathBuf::from(path)
 }
 
-/// Reads the mark, `None` when there is none. Lines: `<size> <root hex> <origin>`.
-pub(crate) fn read(path: &Path) -> Result<Option<Held>, String> {
+/// The mark on disk: where it is, its slots' size, and the counter of its
+/// newest slot.
+#[derive(Debug)]
+pub(crate) struct MarkFile {
+    path: PathBuf,
+    slot_bytes: u64,
+    counter: u64,
+}
+
+/// Reads the mark: what it holds and the file to write it again, `None`
+/// when there is none.
+pub(crate) fn read(path: &Path) -> Result<Option<(Held, MarkFile)>, String> {
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(format!("reading the high-water mark {}: {err}", path.display())),
     };
-    let mut text = String::new();
+    let mut bytes = Vec::new();
     file.take(MAX_MARK_BYTES + 1)
-        .read_to_string(&mut text)
+        .read_to_end(&mut bytes)
         .map_err(|err| format!("reading the high-water mark {}: {err}", path.display()))?;
-    if text.len() as u64 > MAX_MARK_BYTES {
+    let damaged = || format!("the high-water mark {} is damaged", path.display());
+    let len = bytes.len() as u64;
+    if len > MAX_MARK_BYTES {
         return Err(format!("the high-water mark {} is larger than {MAX_MARK_BYTES} bytes", path.display()));
     }
+    if len == 0 || !len.is_multiple_of(2 * PAGE) {
+        return Err(damaged());
+    }
+    let slot_bytes = len / 2;
+    let (first, second) = bytes.split_at(bytes.len() / 2);
+    let newest = [slot(first), slot(second)].into_iter().flatten().max_by_key(|(counter, _)| *counter);
+    let Some((counter, content)) = newest else { return Err(damaged()) };
+    let text = std::str::from_utf8(content).map_err(|_| damaged())?;
     let mut held = Held::new();
-    for (number, line) in text.lines().enumerate() {
-        let malformed = || format!("the high-water mark {} is damaged at line {}", path.display(), number + 1);
+    for line in text.lines() {
         let mut fields = line.splitn(3, ' ');
         let (Some(size), Some(root), Some(origin)) = (fields.next(), fields.next(), fields.next()) else {
-            return Err(malformed());
+            return Err(damaged());
         };
-        let size: u64 = size.parse().map_err(|_| malformed())?;
-        let root = RootHash::from_hex(root).map_err(|_| malformed())?;
+        let size: u64 = size.parse().map_err(|_| damaged())?;
+        let root = RootHash::from_hex(root).map_err(|_| damaged())?;
         held.insert(origin.to_owned(), Tree::new(size, root));
     }
-    Ok(Some(held))
+    Ok(Some((held, MarkFile { path: path.to_owned(), slot_bytes, counter })))
 }
 
-/// Replaces the mark with `held`, durably: written aside, fsynced, renamed
-/// over the mark, the directory fsynced.
-pub(crate) fn write(path: &Path, held: &Held) -> std::io::Result<()> {
-    let mut text = String::new();
+/// A slot's counter and content, `None` when its header or checksum does
+/// not hold (never written, or a write torn by a crash).
+fn slot(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let (header, rest) = bytes.split_at_checked(HEADER_BYTES)?;
+    let (magic, header) = header.split_at_checked(MAGIC.len())?;
+    let (counter, header) = header.split_at_checked(8)?;
+    let (length_raw, digest) = header.split_at_checked(4)?;
+    let length = usize::try_from(u32::from_le_bytes(length_raw.try_into().ok()?)).ok()?;
+    let content = rest.get(..length)?;
+    (magic == MAGIC && digest == checksum(counter, length_raw, content).as_slice())
+        .then_some((u64::from_le_bytes(counter.try_into().ok()?), content))
+}
+
+fn length_bytes(content: &[u8]) -> Option<[u8; 4]> {
+    Some(u32::try_from(content.len()).ok()?.to_le_bytes())
+}
+
+fn checksum(counter: &[u8], length: &[u8], content: &[u8]) -> [u8; 32] {
+    Sha256::new().chain_update(MAGIC).chain_update(counter).chain_update(length).chain_update(content).finalize().into()
+}
+
+/// `held` as a slot numbered `counter`.
+fn encode(counter: u64, held: &Held) -> std::io::Result<Vec<u8>> {
+    let mut content = String::new();
     for (origin, tree) in held {
-        text.push_str(&format!("{} {} {origin}\n", tree.size, tree.root));
+        content.push_str(&format!("{} {} {origin}\n", tree.size, tree.root));
     }
-    let mut aside = path.as_os_str().to_owned();
-    aside.push(".new");
-    let aside = PathBuf::from(aside);
-    let mut file = std::fs::File::create(&aside)?;
-    file.write_all(text.as_bytes())?;
-    file.sync_all()?;
-    drop(file);
-    std::fs::rename(&aside, path)?;
-    let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::File::open(dir)?.sync_all()
+    let length = length_bytes(content.as_bytes())
+        .ok_or_else(|| std::io::Error::other("the high-water mark would exceed 4 GiB"))?;
+    let counter = counter.to_le_bytes();
+    let mut slot = Vec::with_capacity(HEADER_BYTES + content.len());
+    slot.extend_from_slice(MAGIC);
+    slot.extend_from_slice(&counter);
+    slot.extend_from_slice(&length);
+    slot.extend_from_slice(&checksum(&counter, &length, content.as_bytes()));
+    slot.extend_from_slice(content.as_bytes());
+    Ok(slot)
+}
+
+impl MarkFile {
+    /// Makes the mark at `path` holding `held`: written aside, flushed,
+    /// renamed over whatever is there, the directory flushed.
+    pub(crate) fn create(path: &Path, held: &Held) -> std::io::Result<Self> {
+        Self::create_after(path, held, 0)
+    }
+
+    fn create_after(path: &Path, held: &Held, counter: u64) -> std::io::Result<Self> {
+        let counter = counter + 1;
+        let slot = encode(counter, held)?;
+        // Room to grow: twice what is held now, in whole pages.
+        let slot_bytes = (2 * slot.len() as u64).div_ceil(PAGE).max(1) * PAGE;
+        let mut aside = path.as_os_str().to_owned();
+        aside.push(".new");
+        let aside = PathBuf::from(aside);
+        let mut file = std::fs::File::create(&aside)?;
+        file.write_all(&slot)?;
+        file.set_len(2 * slot_bytes)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&aside, path)?;
+        let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::File::open(dir)?.sync_all()?;
+        Ok(Self { path: path.to_owned(), slot_bytes, counter })
+    }
+
+    /// Replaces what the mark holds with `held`, durably, in the slot the
+    /// newest does not occupy (the file made again when there is none, or
+    /// `held` outgrew its slots).
+    pub(crate) fn write(&mut self, held: &Held) -> std::io::Result<()> {
+        let counter = self.counter + 1;
+        let slot = encode(counter, held)?;
+        if slot.len() as u64 > self.slot_bytes {
+            *self = Self::create_after(&self.path, held, self.counter)?;
+            return Ok(());
+        }
+        let file = match std::fs::OpenOptions::new().write(true).open(&self.path) {
+            Ok(file) => file,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                *self = Self::create_after(&self.path, held, self.counter)?;
+                return Ok(());
+            }
+            Err(err) => return Err(err),
+        };
+        // A file shorter than both slots is not ours to write into.
+        if file.metadata()?.len() != 2 * self.slot_bytes {
+            drop(file);
+            *self = Self::create_after(&self.path, held, self.counter)?;
+            return Ok(());
+        }
+        file.write_all_at(&slot, (counter % 2) * self.slot_bytes)?;
+        file.sync_data()?;
+        self.counter = counter;
+        Ok(())
+    }
 }
 
 /// The first origin whose tree in `state` is older than the mark's, with
@@ -87,4 +201,54 @@ pub(crate) fn behind<'a>(mark: &'a Held, state: &Held) -> Option<(&'a str, Tree,
         }
         Some(_) => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+
+    fn held(size: u64) -> Held {
+        Held::from([("example.com/log".to_owned(), Tree::new(size, RootHash::from_hash_bytes([size as u8; 32])))])
+    }
+
+    /// A write torn by a crash damages its slot only: the mark reads as the
+    /// write before it, which every answered tree is in.
+    #[test]
+    fn r_wit_6_a_torn_write_leaves_the_slot_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.highwater");
+        let mut mark = MarkFile::create(&path, &held(5)).unwrap();
+        mark.write(&held(8)).unwrap();
+        mark.write(&held(9)).unwrap();
+        assert_eq!(read(&path).unwrap().unwrap().0, held(9));
+        // The newest slot (counter 3, slot 1) torn: its last content byte changed.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = mark.slot_bytes as usize + HEADER_BYTES + 2;
+        bytes[at] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(read(&path).unwrap().unwrap().0, held(8));
+        // Both slots damaged: refused, never read as empty.
+        bytes[HEADER_BYTES + 2] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(read(&path).unwrap_err().contains("damaged"));
+        std::fs::write(&path, b"").unwrap();
+        assert!(read(&path).unwrap_err().contains("damaged"));
+    }
+
+    /// Held trees that outgrow the slots make the file again, larger.
+    #[test]
+    fn r_wit_6_a_mark_that_outgrows_its_slots_is_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.highwater");
+        let mut mark = MarkFile::create(&path, &held(1)).unwrap();
+        let many: Held = (0..200u64)
+            .map(|n| (format!("example.com/log-{n}"), Tree::new(n, RootHash::from_hash_bytes([n as u8; 32]))))
+            .collect();
+        mark.write(&many).unwrap();
+        assert!(mark.slot_bytes > PAGE);
+        assert_eq!(read(&path).unwrap().unwrap().0, many);
+        mark.write(&held(2)).unwrap();
+        assert_eq!(read(&path).unwrap().unwrap().0, held(2));
+    }
 }

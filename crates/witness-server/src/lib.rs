@@ -257,14 +257,14 @@ struct Shared {
     refusals: RefusalLog,
     /// The high-water mark's path, and what it holds (the state's latest
     /// trees as of the last commit): written by the one commit leader.
-    mark: std::path::PathBuf,
     held: std::sync::Mutex<Marked>,
 }
 
-/// The trees the state holds, and whether the mark on disk holds them too
-/// (false after a failed write of the mark, until one succeeds).
+/// The trees the state holds, the mark on disk, and whether it holds them
+/// too (false after a failed write of the mark, until one succeeds).
 struct Marked {
     held: highwater::Held,
+    file: highwater::MarkFile,
     written: bool,
 }
 
@@ -308,11 +308,11 @@ const DAMAGED_STATE_REMEDY: &str = "the witness no longer knows the last checkpo
 /// existing empty file (a state that lost its contents, which the database
 /// would initialise as new: trust on first use again for every log); verifies
 /// every page's checksum at open, so a file damaged outside the witness is
-/// refused rather than trusted (or a panic). Commits are two-phase (see
-/// [`Shared::store_batch`]), so a newest commit failing its checksum is
-/// damage, never a torn write, and the database refuses it instead of
-/// falling back to the commit before (which would forget a checkpoint
-/// answered 200).
+/// refused rather than trusted (or a panic). A newest commit failing its
+/// checksum after a crash is taken by the database for a torn write and
+/// falls back to the commit before; if that forgot a checkpoint answered
+/// 200, the high-water mark holds it and the state is refused at start (see
+/// [`check_high_water`]).
 fn open_state(path: &Path) -> Result<Database, ServerError> {
     let mut builder = Database::builder();
     builder.set_check_integrity_on_open(true);
@@ -349,7 +349,7 @@ fn open_state(path: &Path) -> Result<Database, ServerError> {
 /// Holds the state to its high-water mark (see the `highwater` module):
 /// refuses a state older than the mark (replaced by an older copy, or lost),
 /// then writes the mark from the state. Returns what the state holds.
-fn check_high_water(db: &Database, state_path: &Path, mark: &Path) -> Result<highwater::Held, ServerError> {
+fn check_high_water(db: &Database, state_path: &Path, mark: &Path) -> Result<Marked, ServerError> {
     let read = || -> Result<highwater::Held, redb::Error> {
         let txn = db.begin_read()?;
         let table = txn.open_table(LATEST)?;
@@ -373,8 +373,8 @@ fn check_high_water(db: &Database, state_path: &Path, mark: &Path) -> Result<hig
             format!("{err}; remove the mark only if the state file is known to hold the latest checkpoints cosigned"),
         )
     })?;
-    if let Some(marked) = marked
-        && let Some((origin, marked, state)) = highwater::behind(&marked, &held)
+    if let Some((marked, _)) = &marked
+        && let Some((origin, marked, state)) = highwater::behind(marked, &held)
     {
         let state =
             state.map_or_else(|| "nothing".to_owned(), |tree| format!("size {} with root {}", tree.size, tree.root));
@@ -382,17 +382,32 @@ fn check_high_water(db: &Database, state_path: &Path, mark: &Path) -> Result<hig
             state_path,
             format!(
                 "the file is older than its high-water mark {}: for {origin} the witness cosigned size {} with root \
-                 {}, and the file holds {state} (it was replaced by an older copy of itself, or lost); \
-                 {DAMAGED_STATE_REMEDY}",
+                 {}, and the file holds {state} (it was replaced by an older copy of itself, or lost, or its newest \
+                 commit was damaged and rolled back); {DAMAGED_STATE_REMEDY}",
                 mark.display(),
                 marked.size,
                 marked.root
             ),
         ));
     }
-    highwater::write(mark, &held)
-        .map_err(|err| state_error(state_path, format!("writing the high-water mark {}: {err}", mark.display())))?;
-    Ok(held)
+    let writing =
+        |err: std::io::Error| state_error(state_path, format!("writing the high-water mark {}: {err}", mark.display()));
+    let file = match marked {
+        Some((_, mut file)) => {
+            file.write(&held).map_err(writing)?;
+            file
+        }
+        None => highwater::MarkFile::create(mark, &held).map_err(writing)?,
+    };
+    Ok(Marked { held, file, written: true })
+}
+
+/// What the high-water mark beside the state at `state_path` holds: the
+/// latest tree cosigned for each origin (`None` when there is no mark). For
+/// an operator's check of a state and its mark before a restore.
+pub fn high_water_mark(state_path: &Path) -> Result<Option<std::collections::BTreeMap<String, Tree>>, ServerError> {
+    let held = highwater::read(&highwater::path_for(state_path)).map_err(|err| state_error(state_path, err))?;
+    Ok(held.map(|(held, _)| held))
 }
 
 impl WitnessServer {
@@ -454,12 +469,11 @@ impl WitnessServer {
         }
         let limits = limits.effective()?;
         let db = open_state(state_path)?;
-        let mut txn = db.begin_write().map_err(|err| state_error(state_path, err))?;
-        txn.set_two_phase_commit(true);
+        let txn = db.begin_write().map_err(|err| state_error(state_path, err))?;
         txn.open_table(LATEST).map_err(|err| state_error(state_path, err))?;
         txn.commit().map_err(|err| state_error(state_path, err))?;
         let mark = highwater::path_for(state_path);
-        let held = check_high_water(&db, state_path, &mark)?;
+        let marked = check_high_water(&db, state_path, &mark)?;
 
         let listen_error = |reason: String| ServerError::Listen { addr: listen.to_owned(), reason };
         let listener = std::net::TcpListener::bind(listen).map_err(|err| listen_error(err.to_string()))?;
@@ -485,8 +499,7 @@ impl WitnessServer {
             limits,
             cosigning: commit::GroupCommit::new(),
             refusals: RefusalLog::default(),
-            mark,
-            held: std::sync::Mutex::new(Marked { held, written: true }),
+            held: std::sync::Mutex::new(marked),
         });
         let serving = Arc::clone(&shared);
         let (shutdown, stop) = watch::channel(false);
@@ -884,11 +897,11 @@ impl Shared {
     /// computed from state that never became durable is not given).
     fn store_batch(&self, batch: &[Submission]) -> Vec<Answer> {
         let stored = || -> Result<Vec<Answer>, redb::Error> {
-            let mut txn = self.db.begin_write()?;
-            // Two-phase: a newest commit that fails its checksum at open is
-            // then damage, refused, never a torn write the repair would fall
-            // back from (to a state that forgot a checkpoint answered 200).
-            txn.set_two_phase_commit(true);
+            // One-phase: a newest commit the database's repair falls back
+            // from (torn, or damaged after a kill) was answered only if the
+            // high-water mark holds its trees, and then the state is refused
+            // at start as older than the mark.
+            let txn = self.db.begin_write()?;
             let answers = {
                 let mut table = txn.open_table(LATEST)?;
                 batch
@@ -920,7 +933,8 @@ impl Shared {
         if marked.written {
             return answers;
         }
-        match highwater::write(&self.mark, &marked.held) {
+        let Marked { held, file, .. } = &mut *marked;
+        match file.write(held) {
             Ok(()) => {
                 marked.written = true;
                 answers

@@ -171,9 +171,9 @@ fn r_wit_6_a_state_file_damaged_while_stopped_is_refused_not_trusted() {
 /// commit wrote is damaged. On the restart the database's crash repair found
 /// the newest commit failing its checksum and fell back, silently, to the
 /// one before (size 5): the witness forgot the size-8 checkpoint it had
-/// answered 200 for, and cosigned a fork of it that extends size 5. Commits
-/// are two-phase and the repair may not fall back, so the witness refuses
-/// to start (exit 2) instead.
+/// answered 200 for, and cosigned a fork of it that extends size 5. The
+/// high-water mark holds size 8 (it is written before the answer leaves), so
+/// the witness refuses to start (exit 2) instead.
 #[test]
 fn r_wit_6_a_damaged_newest_commit_after_a_kill_is_refused_not_rolled_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -267,8 +267,8 @@ fn r_wit_6_a_state_file_replaced_by_an_older_copy_or_deleted_is_refused() {
     }
 }
 
-/// R-WIT-6, the high-water mark cannot be written (its directory entry is
-/// taken; a full or failing disk does the same): no cosignature leaves
+/// R-WIT-6, the high-water mark cannot be written (its path taken by a
+/// directory; a full or failing disk does the same): no cosignature leaves
 /// whose tree the mark does not hold, so the submission is answered 500,
 /// and once the mark can be written again the log is cosigned.
 #[test]
@@ -278,13 +278,14 @@ fn r_wit_6_no_cosignature_leaves_before_the_high_water_mark_holds_its_tree() {
     let (mut honest, _) = honest_and_fork(5, 5);
     let server = try_start(&honest, &state).unwrap();
     assert!(cosigns(&server.url(), &honest));
-    let aside = dir.path().join("witness.redb.highwater.new");
-    std::fs::create_dir(&aside).unwrap();
+    let mark = dir.path().join("witness.redb.highwater");
+    assert_eq!(witness_server::high_water_mark(&state).unwrap().unwrap()[ORIGIN].size, 5);
+    std::fs::remove_file(&mark).unwrap();
+    std::fs::create_dir(&mark).unwrap();
     honest.grow_to(8, u64::MAX);
     assert!(!cosigns(&server.url(), &honest), "cosigned while the mark could not be written");
-    std::fs::remove_dir(&aside).unwrap();
+    std::fs::remove_dir(&mark).unwrap();
     assert!(cosigns(&server.url(), &honest));
     server.shutdown();
-    let mark = std::fs::read_to_string(dir.path().join("witness.redb.highwater")).unwrap();
-    assert!(mark.starts_with("8 "), "{mark}");
+    assert_eq!(witness_server::high_water_mark(&state).unwrap().unwrap()[ORIGIN].size, 8);
 }
