@@ -104,6 +104,20 @@ impl FileHighWater {
                 }
                 _ => return Err(damaged(i, "expected `ORIGIN SIZE ROOT` or `ORIGIN never`")),
             };
+            // The plane writes one line per origin: a second one (two copies
+            // joined, a line added by hand) leaves which tree it signed last
+            // to the order of the lines, and an older line read first let an
+            // older store be signed again (review 28).
+            if entries.iter().any(|(origin, _)| *origin == entry.0) {
+                return Err(damaged(
+                    i,
+                    &format!(
+                        "a second line for {}: the plane writes one line per origin; keep only the line of the \
+                         newest checkpoint it signed for that origin, then sign again",
+                        entry.0
+                    ),
+                ));
+            }
             entries.push(entry);
         }
         Ok(Some(entries))

@@ -803,3 +803,41 @@ fn r_plane_2_a_mark_that_is_no_regular_file_or_not_utf8_is_damage_and_nothing_is
     assert!(stderr.contains("not UTF-8"), "{stderr}");
     assert_eq!(std::fs::read(&mark).unwrap(), damaged, "nothing was signed: the mark was not rewritten");
 }
+
+/// Review 28, R-PLANE-2: a high-water mark holding two lines for one origin
+/// (two copies of the file joined, a line added by hand below the one the
+/// plane wrote) was read by its first line. With the older line first, a
+/// store put back from before the newer one was signed, and once `demo`
+/// grew it again the plane signed a second root at the size it had signed
+/// before (exit 0 both times). A second line for an origin is damage: every
+/// command that signs refuses (exit 1, naming the line), nothing is admitted,
+/// and the file is left as it was.
+#[test]
+fn r_plane_2_a_mark_with_two_lines_for_one_origin_is_damage_and_nothing_is_signed() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    ok(plane, &["demo"]);
+    let older = json(plane, &["checkpoint", "--json"]);
+    back_up(plane);
+    ok(plane, &["demo"]);
+    let newer = json(plane, &["checkpoint", "--json"]);
+    assert!(newer["size"].as_u64() > older["size"].as_u64());
+    put_back(plane);
+    let origin = "agentplane.local/plane/shop";
+    let mark = format!(
+        "{origin} {} {}\n{origin} {} {}\n",
+        older["size"],
+        older["root"].as_str().unwrap(),
+        newer["size"],
+        newer["root"].as_str().unwrap()
+    );
+    std::fs::write(plane.join("agentplane.highwater"), &mark).unwrap();
+    let runs_before = ok(plane, &["runs", "--ids"]);
+    for args in [vec!["checkpoint"], vec!["demo"]] {
+        let stderr = fails(plane, &args, 1);
+        assert!(stderr.contains("is damaged") && stderr.contains("line 2") && stderr.contains(origin), "{stderr}");
+    }
+    assert_eq!(ok(plane, &["runs", "--ids"]), runs_before, "nothing was admitted");
+    assert_eq!(std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap(), mark, "left as it was");
+}
