@@ -183,6 +183,27 @@ impl Settings {
         }
     }
 
+    /// Refuses, for every command that writes or signs, a key file of
+    /// several logs when no configuration names the tenants (R-PLANE-1):
+    /// the plane's one tenant is then `default`, and nothing says which of
+    /// the keys is its own, so an `--origin` of another tenant signed
+    /// `default`'s log with that tenant's key and raised its mark.
+    pub fn require_the_tenant_s_log_key(&self, keys: &PlaneKeys) -> Result<(), Failure> {
+        if self.plane.as_ref().is_some_and(|plane| !plane.tenants.is_empty()) || keys.single_origin().is_some() {
+            return Ok(());
+        }
+        let origins = keys.origins();
+        Err(Failure::Usage(format!(
+            "the key file {} holds the log keys of {} origins ({}), and no {DEFAULT_CONFIG} says which tenant each \
+             signs for: a command that writes or signs reads the tenants and their origins from the plane's \
+             configuration (run it in the plane's folder, or pass --config FILE); it never picks a log key by \
+             --origin alone",
+            self.keys.display(),
+            origins.len(),
+            origins.iter().map(Origin::as_str).collect::<Vec<_>>().join(", ")
+        )))
+    }
+
     /// The tenant's origin: `--origin`, the configuration's, or the key
     /// file's single log key.
     pub fn origin(&self, keys: Option<&PlaneKeys>) -> Result<Origin, Failure> {

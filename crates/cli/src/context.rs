@@ -48,6 +48,7 @@ impl Plane {
     pub fn open(settings: &Settings, create: bool) -> Result<Self, Failure> {
         settings.require_named_tenant()?;
         let keys = PlaneKeys::read(&settings.keys)?;
+        settings.require_the_tenant_s_log_key(&keys)?;
         let origin = settings.origin(Some(&keys))?;
         let log = keys.log_for(&origin)?.clone();
         let store = if create { open_or_create(&settings.store)? } else { open_for_signing(&settings.store)? };

@@ -139,6 +139,49 @@ fn r_plane_1_an_origin_of_another_tenant_signs_nothing() {
     ok(plane, &["--tenant", "shop", "--origin", "agentplane.local/plane/shop", "checkpoint"]);
 }
 
+/// Review 28, R-PLANE-1: without a configuration (the plane's
+/// `agentplane.toml` moved away, or a PostgreSQL plane driven from another
+/// folder, where no configuration is found beside the store) the plane's
+/// one tenant is `default`, and any `--origin` the key file held a log key
+/// for was taken: `--origin` of `shop` signed tenant `default`'s log under
+/// shop's origin with shop's key (exit 0) and raised shop's high-water mark
+/// to default's tree, which shop's own log then never extends. A key file
+/// of several logs, with no configuration to say which tenant each signs
+/// for, signs nothing and admits nothing (exit 2, saying to use the
+/// configuration).
+#[test]
+fn r_plane_1_without_a_configuration_a_key_file_of_several_logs_signs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "default", "--tenant-name", "shop"]);
+    ok(plane, &["--tenant", "default", "demo"]);
+    let run = ok(plane, &["--tenant", "default", "runs", "--outcome", "succeeded", "--ids"])
+        .lines()
+        .next()
+        .unwrap()
+        .to_owned();
+    std::fs::rename(plane.join("agentplane.toml"), plane.join("away.toml")).unwrap();
+    let mark = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
+    let runs_before = ok(plane, &["--origin", "agentplane.local/plane/default", "runs", "--ids"]);
+    // (`demo` with no configuration here makes a plane of its own in ./agentplane-demo.)
+    for args in [
+        vec!["checkpoint"],
+        vec!["export", &run, "-o", "x.export"],
+        vec!["fork", &run, "--at", "2"],
+        vec!["resume", &run],
+    ] {
+        let mut full = vec!["--origin", "agentplane.local/plane/shop"];
+        full.extend(args.iter().copied());
+        let stderr = fails(plane, &full, 2);
+        assert!(stderr.contains("log keys of 2 origins") && stderr.contains("agentplane.toml"), "{args:?}: {stderr}");
+    }
+    assert!(!plane.join("x.export").exists());
+    assert_eq!(std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap(), mark, "nothing was signed");
+    assert_eq!(ok(plane, &["--origin", "agentplane.local/plane/default", "runs", "--ids"]), runs_before);
+    // With its configuration, the plane signs each tenant's log as before.
+    ok(plane, &["--config", "away.toml", "--tenant", "default", "checkpoint"]);
+}
+
 /// Tenant names are plain and unique, origins unique across tenants: at
 /// `init`, at configuration load (any command), and in `RuntimeBuilder`.
 #[test]

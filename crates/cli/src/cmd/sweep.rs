@@ -78,6 +78,7 @@ fn witnesses(settings: &Settings) -> Result<Witnesses, Failure> {
 fn runtime(settings: &Settings, probe_every: std::time::Duration) -> Result<Runtime, Failure> {
     settings.require_named_tenant()?;
     let keys = PlaneKeys::read(&settings.keys)?;
+    settings.require_the_tenant_s_log_key(&keys)?;
     let store: Arc<dyn Store> = open_for_signing(&settings.store)?;
     let (clients, witness_keys, quorum) = witnesses(settings)?;
     // What a witness holds counts only when the plane signed it.
