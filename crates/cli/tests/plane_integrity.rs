@@ -884,3 +884,43 @@ fn r_plane_2_a_mark_with_two_lines_for_one_origin_is_damage_and_nothing_is_signe
     assert_eq!(ok(plane, &["runs", "--ids"]), runs_before, "nothing was admitted");
     assert_eq!(std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap(), mark, "left as it was");
 }
+
+/// Review 28, R-UX-2 and R-WIT-9: a high-water mark that cannot be written
+/// (a full disk, a path in the way: here `agentplane.highwater.new` is a
+/// directory) is a failure of I/O, not evidence about the log. `checkpoint`
+/// exited 1 as findings, and the sweep reported `refused_to_sign` to
+/// `agentplane.witness.integrity`, the alarm whose audience is told "this
+/// history moved", for a log that had only grown. Both now exit 2 naming
+/// the mark; nothing is signed, nothing reaches the witness, and once the
+/// path is clear the same log is signed and witnessed.
+#[test]
+fn r_wit_9_a_mark_that_cannot_be_written_is_an_io_failure_not_an_integrity_alarm() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    let (code, report, stderr) = sweep(plane);
+    assert_eq!((code, report["outcome"].as_str()), (Some(0), Some("met")), "{stderr}");
+    let origin = "agentplane.local/plane/shop";
+    let held = witness_holds(&witness, origin);
+    let run = ok(plane, &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
+    // The log grows without a signature: a fork is admitted (its head moves).
+    ok(plane, &["fork", &run, "--at", "2"]);
+    let mark = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
+    std::fs::create_dir(plane.join("agentplane.highwater.new")).unwrap();
+
+    let stderr = fails(plane, &["checkpoint"], 2);
+    assert!(stderr.contains("agentplane.highwater.new") && stderr.contains("nothing was signed"), "{stderr}");
+    let (code, report, stderr) = sweep(plane);
+    assert_eq!(code, Some(2), "{report} {stderr}");
+    assert_ne!(report["outcome"], "refused_to_sign", "{report}");
+    assert!(!stderr.contains("agentplane.witness.integrity"), "{stderr}");
+    assert!(stderr.contains("agentplane.highwater.new") && stderr.contains("nothing was signed"), "{stderr}");
+    assert_eq!(witness_holds(&witness, origin), held, "nothing new reached the witness");
+    assert_eq!(std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap(), mark);
+
+    std::fs::remove_dir(plane.join("agentplane.highwater.new")).unwrap();
+    let (code, report, stderr) = sweep(plane);
+    assert_eq!((code, report["outcome"].as_str()), (Some(0), Some("met")), "{stderr}");
+    assert!(witness_holds(&witness, origin).size > held.size);
+}

@@ -454,8 +454,25 @@ pub trait HighWater: Send + Sync {
     fn location(&self) -> String;
 }
 
+/// A mark that does not parse was written by no plane: damage, and the
+/// plane refuses to sign. A mark that cannot be read or written (a full
+/// disk, a path in the way) says nothing about the log: a failure of I/O,
+/// never an integrity refusal, whose audience is told the history moved
+/// (review 28).
 pub(crate) fn high_water_error(tenant: &TenantId, err: HighWaterError) -> JournalError {
-    JournalError::WouldSignRollback { tenant: tenant.clone(), reason: err.to_string() }
+    match err {
+        HighWaterError::Io { .. } => JournalError::Io(crate::error::StorageError::new(
+            format!(
+                "the high-water mark of tenant {tenant}'s log could not be read or written, so nothing was signed \
+                 or admitted (make the mark's file and folder writable, or free the disk, then run the command \
+                 again)"
+            ),
+            err,
+        )),
+        HighWaterError::Damaged { .. } => {
+            JournalError::WouldSignRollback { tenant: tenant.clone(), reason: err.to_string() }
+        }
+    }
 }
 
 /// Whether `head` (of `view`) extends `last`, a tree this plane signed

@@ -108,7 +108,7 @@ pub fn ask_witnesses(
     }
     let largest = views.held.iter().map(|(_, tree)| *tree).max_by_key(|tree| tree.size);
     let Some(high_water) = high_water else { return Ok(views) };
-    let seen = high_water.last(origin).map_err(|err| refuse(err.to_string()))?;
+    let seen = high_water.last(origin).map_err(|err| crate::log::high_water_error(tenant, err))?;
     // A mark behind what a witness holds (another process of the plane
     // signed it, or the mark was put back from a backup) is raised to it
     // now, when that tree extends the mark: the signature is held to the
@@ -123,7 +123,9 @@ pub fn ask_witnesses(
         HighWaterMark::Lost { .. } => None,
     };
     if let Some(held) = behind {
-        if let Raised::Moved(now) = high_water.raise(origin, &seen, held).map_err(|err| refuse(err.to_string()))? {
+        if let Raised::Moved(now) =
+            high_water.raise(origin, &seen, held).map_err(|err| crate::log::high_water_error(tenant, err))?
+        {
             // Another process of the plane signed meanwhile: what the mark
             // says now is checked by the signing itself.
             tracing::info!(origin = %origin, ?now, "the plane's mark was written by another process meanwhile");
@@ -179,7 +181,9 @@ pub fn ask_witnesses(
              from the largest tree they hold",
             views.answered
         );
-        if let Raised::Moved(now) = high_water.raise(origin, seen, mark).map_err(|err| refuse(err.to_string()))? {
+        if let Raised::Moved(now) =
+            high_water.raise(origin, seen, mark).map_err(|err| crate::log::high_water_error(tenant, err))?
+        {
             // Another process of the plane wrote the mark meanwhile: what it
             // says now is checked by the signing itself.
             tracing::info!(origin = %origin, ?now, "the plane's mark was written by another process meanwhile");
