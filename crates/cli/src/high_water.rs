@@ -12,7 +12,9 @@
 //!
 //! An origin with no line (or no file at all) is lost: the plane then asks
 //! its witnesses before it signs again, and with no witness configured it
-//! signs nothing until the operator writes the line back.
+//! signs nothing until the operator writes the line back. An origin with two
+//! lines is damage, as a line that does not parse is: nothing is signed
+//! until one line is left.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
