@@ -924,3 +924,28 @@ fn r_wit_9_a_mark_that_cannot_be_written_is_an_io_failure_not_an_integrity_alarm
     assert_eq!((code, report["outcome"].as_str()), (Some(0), Some("met")), "{stderr}");
     assert!(witness_holds(&witness, origin).size > held.size);
 }
+
+/// Review 28, R-PLANE-2 and R-UX-2: `verify` holds the store to the plane's
+/// high-water mark, and read a mark that does not parse (here two lines for
+/// one origin, which `checkpoint` refuses as damage, exit 1) as a failure of
+/// I/O (exit 2): the one command meant to find what is wrong with the plane
+/// called its damaged record of what it signed a disk's trouble. It is a
+/// finding now (exit 1, naming the line), as for every command that signs.
+#[test]
+fn r_plane_2_verify_calls_a_damaged_mark_a_finding_not_an_io_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    ok(plane, &["demo"]);
+    let signed = json(plane, &["checkpoint", "--json"]);
+    let origin = "agentplane.local/plane/shop";
+    let line = format!("{origin} {} {}\n", signed["size"], signed["root"].as_str().unwrap());
+    std::fs::write(plane.join("agentplane.highwater"), format!("{origin} never\n{line}")).unwrap();
+    let stderr = fails(plane, &["checkpoint"], 1);
+    assert!(stderr.contains("is damaged") && stderr.contains("line 2"), "{stderr}");
+    let stderr = fails(plane, &["verify"], 1);
+    assert!(stderr.contains("is damaged") && stderr.contains("line 2"), "{stderr}");
+    // The operator leaves one line: verify is clean again.
+    std::fs::write(plane.join("agentplane.highwater"), line).unwrap();
+    ok(plane, &["verify"]);
+}

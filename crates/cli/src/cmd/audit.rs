@@ -158,7 +158,13 @@ pub fn verify(cli: &Settings, require_signature: bool, assert_complete: bool, js
     // A mark that is lost leaves that unchecked, and says so.
     let high_water = crate::high_water::FileHighWater::beside(&cli.keys);
     let location = journal_core::log::HighWater::location(&high_water);
-    match journal_core::log::HighWater::last(&high_water, &origin).map_err(|err| Failure::Io(err.to_string()))? {
+    // A mark that does not parse is damage (a finding, as for the commands
+    // that sign); one that cannot be read is I/O.
+    let mark = journal_core::log::HighWater::last(&high_water, &origin).map_err(|err| match err {
+        journal_core::log::HighWaterError::Damaged { .. } => Failure::Findings(err.to_string()),
+        journal_core::log::HighWaterError::Io { .. } => Failure::Io(err.to_string()),
+    })?;
+    match mark {
         journal_core::log::HighWaterMark::Signed(tree) if !signed_trees.contains(&tree) => {
             let note = journal_core::log::sign_checkpoint(&origin, tree, keys.log_for(&origin)?)?;
             let label = format!("the plane's high-water mark ({location}, size {})", tree.size);
