@@ -949,3 +949,39 @@ fn r_plane_2_verify_calls_a_damaged_mark_a_finding_not_an_io_failure() {
     std::fs::write(plane.join("agentplane.highwater"), line).unwrap();
     ok(plane, &["verify"]);
 }
+
+/// The tenant's log size in the redb store of the plane in `plane`, read beside it.
+fn log_size(plane: &Path) -> u64 {
+    let store = store_redb::RedbStore::open_read_only(&plane.join("agentplane.redb")).unwrap();
+    let tenant = journal_core::TenantId::new("shop").unwrap();
+    journal_core::LogView::open(&store, &tenant).unwrap().size()
+}
+
+/// Review 28, R-PLANE-2: a store put back from a backup taken while a run
+/// had moved since the last heads leaf. The sweep appended a heads leaf to
+/// it before anything checked it against what the plane signed, and only
+/// then refused to sign: the refused store was written to, its log now a
+/// fork of the signed one at the position the plane signed another leaf
+/// (`checkpoint` and `export` refuse before they append anything). The
+/// sweep now holds the store to the mark first: refused, nothing appended.
+#[test]
+fn r_plane_2_a_sweep_refusing_a_restored_store_appends_nothing_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let _witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    let (code, report, stderr) = sweep(plane);
+    assert_eq!((code, report["outcome"].as_str()), (Some(0), Some("met")), "{stderr}");
+    let run = ok(plane, &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
+    ok(plane, &["fork", &run, "--at", "2"]);
+    back_up(plane);
+    ok(plane, &["fork", &run, "--at", "2", "--key", "a second fork"]);
+    let (code, report, stderr) = sweep(plane);
+    assert_eq!((code, report["outcome"].as_str()), (Some(0), Some("met")), "{stderr}");
+
+    put_back(plane);
+    let before = log_size(plane);
+    let (code, report, stderr) = sweep(plane);
+    assert_eq!((code, report["outcome"].as_str()), (Some(1), Some("refused_to_sign")), "{report} {stderr}");
+    assert_eq!(log_size(plane), before, "the sweep wrote a heads leaf to a store it refused to sign: {report}");
+}

@@ -411,6 +411,27 @@ impl Runtime {
         Ok(newest.map(|(_, tree)| tree).filter(|_| !self.witness_keys.is_empty()))
     }
 
+    /// The refusal of a sweep over a store older than the plane's
+    /// high-water mark (or with a damaged mark), before anything is
+    /// appended to it; `None` when the store extends the mark, or no tree
+    /// is marked (a lost mark is rebuilt from the witnesses later).
+    fn refuse_older_store_to_sweep(&self, config: &super::TenantConfig) -> Result<Option<SweepReport>, RuntimeError> {
+        let Some(high_water) = self.high_water.as_deref() else { return Ok(None) };
+        let tenant = &config.tenant;
+        let reason = match crate::log::older_than_mark(self.store.as_ref(), tenant, &config.origin, high_water) {
+            Ok(None) => return Ok(None),
+            Ok(Some(reason)) => format!(
+                "{reason}. Nothing was signed, sent or appended: put the store the plane last signed from back in \
+                 place, then run `agentplane verify`"
+            ),
+            Err(JournalError::WouldSignRollback { reason, .. }) => reason,
+            Err(err) => return Err(err.into()),
+        };
+        let tree = LogView::open(self.store.as_ref(), tenant)?.head()?.tree;
+        integrity(tenant, tree, &format!("the plane refused to sign its own log: {reason}"));
+        Ok(Some(SweepReport { tenant: tenant.clone(), tree, outcome: SweepOutcome::RefusedToSign { reason } }))
+    }
+
     /// Whether the tenant's witnesses are due to be asked what they hold.
     fn probe_due(&self, tenant: &TenantId) -> bool {
         match self.last_probe.lock() {
@@ -457,6 +478,13 @@ impl Runtime {
         // Runs that moved since the last heads leaf make the log grow, so
         // the round is held even when no run was sealed (issue 20).
         if !self.witnesses.is_empty() && config.log_key.is_some() {
+            // Held to the plane's mark before anything is written, as
+            // `sign_current_head` holds it: a store put back from before the
+            // plane's last signature got a heads leaf, a fork of the signed
+            // log, and only then the refusal (review 28).
+            if let Some(report) = self.refuse_older_store_to_sweep(config)? {
+                return Ok(report);
+            }
             self.store.append_heads(tenant, &config.origin)?;
         }
         // The rounds that met the bar, kept in the store, read before the
