@@ -182,6 +182,39 @@ fn r_plane_1_without_a_configuration_a_key_file_of_several_logs_signs_nothing() 
     ok(plane, &["--config", "away.toml", "--tenant", "default", "checkpoint"]);
 }
 
+/// Review 28, R-PLANE-1: a configuration whose tenants' origins were
+/// swapped (two `origin =` lines exchanged by an edit) names every tenant
+/// and unique origins, so nothing refused it: `--tenant shop checkpoint`
+/// signed shop's log with search's key under search's origin (exit 0) and
+/// raised search's high-water mark to shop's tree. Every leaf of a log names
+/// its origin: a log whose first or newest leaf names another origin than
+/// the one it would be signed under is refused (exit 1, naming both), and
+/// nothing is signed or appended.
+#[test]
+fn r_plane_1_a_configuration_with_two_tenants_origins_swapped_signs_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop", "--tenant-name", "search"]);
+    ok(plane, &["--tenant", "shop", "demo"]);
+    let mark = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
+    let config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    let swapped = config
+        .replace("\"agentplane.local/plane/shop\"", "\"SWAP\"")
+        .replace("\"agentplane.local/plane/search\"", "\"agentplane.local/plane/shop\"")
+        .replace("\"SWAP\"", "\"agentplane.local/plane/search\"");
+    assert_ne!(swapped, config);
+    std::fs::write(plane.join("agentplane.toml"), &swapped).unwrap();
+    let stderr = fails(plane, &["--tenant", "shop", "checkpoint"], 1);
+    assert!(
+        stderr.contains("names the origin agentplane.local/plane/shop") && stderr.contains("agentplane.toml"),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap(), mark, "nothing was signed");
+    // The configuration put right, shop's log is signed under its own origin.
+    std::fs::write(plane.join("agentplane.toml"), &config).unwrap();
+    ok(plane, &["--tenant", "shop", "checkpoint"]);
+}
+
 /// Tenant names are plain and unique, origins unique across tenants: at
 /// `init`, at configuration load (any command), and in `RuntimeBuilder`.
 #[test]

@@ -634,6 +634,9 @@ fn refusal(
         ));
     }
     let head = view.head()?.tree;
+    if let Some(reason) = log_of_another_origin(store, tenant, head.size, origin)? {
+        return Err(refuse(reason));
+    }
     let mut marked = None;
     let mut seen = None;
     if let Some(high_water) = high_water {
@@ -681,6 +684,40 @@ fn refusal(
         return Err(refuse(reason));
     }
     Ok(Checked { head, last, seen })
+}
+
+/// Why the tenant's log of `size` leaves is not `origin`'s, when its first
+/// or its newest leaf (a seal or a heads leaf, each naming the origin of
+/// the log it was appended to) names another origin (R-PLANE-1): two
+/// tenants' origins swapped in the configuration, or one changed, would
+/// sign one tenant's log with another's key under its origin. A leaf this
+/// build cannot parse says nothing here (the audit reads it). Two reads.
+pub(crate) fn log_of_another_origin(
+    store: &dyn Store,
+    tenant: &TenantId,
+    size: u64,
+    origin: &Origin,
+) -> Result<Option<String>, JournalError> {
+    let positions = match size {
+        0 => return Ok(None),
+        1 => vec![0],
+        _ => vec![0, size - 1],
+    };
+    for position in positions {
+        let Some(leaf) = store.seal_at(tenant, position)? else { continue };
+        let named = crate::seal::SealLeaf::parse(&leaf.leaf_bytes)
+            .map(|seal| seal.origin)
+            .or_else(|| crate::heads::HeadsLeaf::parse(&leaf.leaf_bytes).map(|heads| heads.origin));
+        if let Some(named) = named.filter(|named| named != origin) {
+            return Ok(Some(format!(
+                "its leaf at position {position} names the origin {named}, not {origin}: it is the log of another \
+                 origin (the tenant's origin in agentplane.toml was changed, or two tenants' origins swapped). \
+                 Nothing was signed. Give the tenant its own origin back in the configuration; a log is never \
+                 signed under another origin"
+            )));
+        }
+    }
+    Ok(None)
 }
 
 /// Whether `row`'s note is a checkpoint of `origin` at its tree signed by

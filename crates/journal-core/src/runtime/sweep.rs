@@ -411,23 +411,37 @@ impl Runtime {
         Ok(newest.map(|(_, tree)| tree).filter(|_| !self.witness_keys.is_empty()))
     }
 
-    /// The refusal of a sweep over a store older than the plane's
-    /// high-water mark (or with a damaged mark), before anything is
-    /// appended to it; `None` when the store extends the mark, or no tree
-    /// is marked (a lost mark is rebuilt from the witnesses later).
+    /// The refusal of a sweep over a log of another origin, or a store
+    /// older than the plane's high-water mark (or with a damaged mark),
+    /// before anything is appended to it; `None` when the store extends the
+    /// mark, or no tree is marked (a lost mark is rebuilt from the
+    /// witnesses later).
     fn refuse_older_store_to_sweep(&self, config: &super::TenantConfig) -> Result<Option<SweepReport>, RuntimeError> {
-        let Some(high_water) = self.high_water.as_deref() else { return Ok(None) };
         let tenant = &config.tenant;
-        let reason = match crate::log::older_than_mark(self.store.as_ref(), tenant, &config.origin, high_water) {
+        let tree = LogView::open(self.store.as_ref(), tenant)?.head()?.tree;
+        // A heads leaf appended under another origin would be a leaf of
+        // another log in this one (R-PLANE-1).
+        let another = crate::log::log_of_another_origin(self.store.as_ref(), tenant, tree.size, &config.origin)?;
+        let older = match (another, self.high_water.as_deref()) {
+            (Some(reason), _) => Ok(Some(reason)),
+            (None, None) => return Ok(None),
+            (None, Some(high_water)) => {
+                crate::log::older_than_mark(self.store.as_ref(), tenant, &config.origin, high_water).map(|older| {
+                    older.map(|reason| {
+                        format!(
+                            "{reason}. Nothing was signed, sent or appended: put the store the plane last signed \
+                             from back in place, then run `agentplane verify`"
+                        )
+                    })
+                })
+            }
+        };
+        let reason = match older {
             Ok(None) => return Ok(None),
-            Ok(Some(reason)) => format!(
-                "{reason}. Nothing was signed, sent or appended: put the store the plane last signed from back in \
-                 place, then run `agentplane verify`"
-            ),
+            Ok(Some(reason)) => reason,
             Err(JournalError::WouldSignRollback { reason, .. }) => reason,
             Err(err) => return Err(err.into()),
         };
-        let tree = LogView::open(self.store.as_ref(), tenant)?.head()?.tree;
         integrity(tenant, tree, &format!("the plane refused to sign its own log: {reason}"));
         Ok(Some(SweepReport { tenant: tenant.clone(), tree, outcome: SweepOutcome::RefusedToSign { reason } }))
     }
