@@ -1,24 +1,27 @@
 //! The high-water mark beside the state (R-WIT-6): a small file,
-//! `<state>.highwater`, holding the size and root of the latest checkpoint
-//! cosigned for each origin, written after every commit that moves a tree and
-//! before any answer of that commit leaves. At start the state must hold, for
-//! every origin the mark names, the same tree or a larger one: a state file
-//! replaced by an older copy of itself (a backup restored, a file copied
-//! back), lost, or whose newest commit the database rolled back would
-//! otherwise let the witness cosign a fork of what it last cosigned, since
-//! the state is all it remembers. What the mark cannot see: the state and
-//! the mark restored together.
+//! `<state>.highwater`, holding the latest checkpoint cosigned for each
+//! origin (its size, root and the cosigned note served to readers), written
+//! durably after every commit that moves a tree and before any answer of
+//! that commit leaves. It is the witness's memory of what it answered; the
+//! state (the redb file) is its working copy, committed without a flush and
+//! flushed now and then and at shutdown. At start the larger of the two is
+//! taken for every origin: a state replaced by an older copy of itself (a
+//! backup restored, a file copied back), lost, or behind after a crash is
+//! brought forward to the mark (and the restore logged), so the witness
+//! never cosigns a fork of what it answered; two roots for one size are
+//! damage and refused. What the mark cannot see: the state and the mark
+//! restored together.
 //!
 //! The file is two slots of equal size, each a header (magic, a counter, the
-//! content's length, the SHA-256 of the three) and the content (a line per
-//! origin, `<size> <root hex> <origin>`). A write overwrites the older slot
-//! in place and flushes its data (`fdatasync`): one flush a commit, where a
-//! file written aside and renamed over the mark takes two (the file, then
-//! its directory) and halved the witness's rate at one client. A write torn
-//! by a crash damages only the slot it wrote, whose commit was never
-//! answered; the other slot still holds every tree answered before it. The
-//! file is made (written aside, flushed, renamed, its directory flushed) only
-//! when there is none or its slots have grown too small.
+//! content's length, the SHA-256 of the three) and the content. A write
+//! overwrites the older slot in place and flushes its data (`fdatasync`):
+//! one flush a commit, as the state alone took before it had a mark (a mark
+//! written aside and renamed over, beside a flushed two-phase state commit,
+//! took four and cut the rate at one client to a quarter). A write torn by a
+//! crash damages only the slot it wrote, whose commit was never answered;
+//! the other slot holds every checkpoint answered before it. The file is
+//! made (written aside, flushed, renamed, its directory flushed) only when
+//! there is none or its slots have grown too small.
 
 use std::collections::BTreeMap;
 use std::io::{Read as _, Write as _};
@@ -28,11 +31,21 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest as _, Sha256};
 use tlog::{RootHash, Tree};
 
-/// Origin -> the latest tree cosigned for it.
-pub(crate) type Held = BTreeMap<String, Tree>;
+/// The latest checkpoint cosigned for an origin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Latest {
+    pub(crate) tree: Tree,
+    /// The checkpoint with its signatures and the witness's cosignatures,
+    /// as served to readers.
+    pub(crate) note: String,
+}
 
-/// The largest mark read: a line per log, each under 1.2 kB.
-const MAX_MARK_BYTES: u64 = 16 << 20;
+/// Origin -> the latest checkpoint cosigned for it.
+pub(crate) type Held = BTreeMap<String, Latest>;
+
+/// The largest mark read: two slots, each an entry per log (a note is at
+/// most a request body, 16 KiB).
+const MAX_MARK_BYTES: u64 = 256 << 20;
 const MAGIC: &[u8; 8] = b"APWMARK1";
 /// Magic, counter, content length, SHA-256.
 const HEADER_BYTES: usize = 8 + 8 + 4 + 32;
@@ -79,18 +92,33 @@ pub(crate) fn read(path: &Path) -> Result<Option<(Held, MarkFile)>, String> {
     let (first, second) = bytes.split_at(bytes.len() / 2);
     let newest = [slot(first), slot(second)].into_iter().flatten().max_by_key(|(counter, _)| *counter);
     let Some((counter, content)) = newest else { return Err(damaged()) };
-    let text = std::str::from_utf8(content).map_err(|_| damaged())?;
-    let mut held = Held::new();
-    for line in text.lines() {
-        let mut fields = line.splitn(3, ' ');
-        let (Some(size), Some(root), Some(origin)) = (fields.next(), fields.next(), fields.next()) else {
-            return Err(damaged());
-        };
-        let size: u64 = size.parse().map_err(|_| damaged())?;
-        let root = RootHash::from_hex(root).map_err(|_| damaged())?;
-        held.insert(origin.to_owned(), Tree::new(size, root));
-    }
+    let held = decode(content).ok_or_else(damaged)?;
     Ok(Some((held, MarkFile { path: path.to_owned(), slot_bytes, counter })))
+}
+
+/// A slot's content: for each origin, its length (u32 LE) and bytes, the
+/// size (u64 LE), the root (32 bytes), the note's length (u32 LE) and bytes.
+fn decode(mut content: &[u8]) -> Option<Held> {
+    fn take<'a>(content: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (taken, rest) = content.split_at_checked(n)?;
+        *content = rest;
+        Some(taken)
+    }
+    fn text(content: &mut &[u8]) -> Option<String> {
+        let len = usize::try_from(u32::from_le_bytes(take(content, 4)?.try_into().ok()?)).ok()?;
+        String::from_utf8(take(content, len)?.to_vec()).ok()
+    }
+    let mut held = Held::new();
+    while !content.is_empty() {
+        let origin = text(&mut content)?;
+        let size = u64::from_le_bytes(take(&mut content, 8)?.try_into().ok()?);
+        let root = RootHash::from_hash_bytes(take(&mut content, 32)?.try_into().ok()?);
+        let note = text(&mut content)?;
+        if held.insert(origin, Latest { tree: Tree::new(size, root), note }).is_some() {
+            return None;
+        }
+    }
+    Some(held)
 }
 
 /// A slot's counter and content, `None` when its header or checksum does
@@ -116,19 +144,24 @@ fn checksum(counter: &[u8], length: &[u8], content: &[u8]) -> [u8; 32] {
 
 /// `held` as a slot numbered `counter`.
 fn encode(counter: u64, held: &Held) -> std::io::Result<Vec<u8>> {
-    let mut content = String::new();
-    for (origin, tree) in held {
-        content.push_str(&format!("{} {} {origin}\n", tree.size, tree.root));
+    let too_large = || std::io::Error::other("the high-water mark would exceed 4 GiB");
+    let mut content = Vec::new();
+    for (origin, latest) in held {
+        content.extend_from_slice(&length_bytes(origin.as_bytes()).ok_or_else(too_large)?);
+        content.extend_from_slice(origin.as_bytes());
+        content.extend_from_slice(&latest.tree.size.to_le_bytes());
+        content.extend_from_slice(latest.tree.root.as_bytes());
+        content.extend_from_slice(&length_bytes(latest.note.as_bytes()).ok_or_else(too_large)?);
+        content.extend_from_slice(latest.note.as_bytes());
     }
-    let length = length_bytes(content.as_bytes())
-        .ok_or_else(|| std::io::Error::other("the high-water mark would exceed 4 GiB"))?;
+    let length = length_bytes(&content).ok_or_else(too_large)?;
     let counter = counter.to_le_bytes();
     let mut slot = Vec::with_capacity(HEADER_BYTES + content.len());
     slot.extend_from_slice(MAGIC);
     slot.extend_from_slice(&counter);
     slot.extend_from_slice(&length);
-    slot.extend_from_slice(&checksum(&counter, &length, content.as_bytes()));
-    slot.extend_from_slice(content.as_bytes());
+    slot.extend_from_slice(&checksum(&counter, &length, &content));
+    slot.extend_from_slice(&content);
     Ok(slot)
 }
 
@@ -189,27 +222,17 @@ impl MarkFile {
     }
 }
 
-/// The first origin whose tree in `state` is older than the mark's, with
-/// what the mark and the state hold: a state rolled back or lost. A state
-/// ahead of the mark is not (the witness stopped between its commit and the
-/// mark's write, before answering).
-pub(crate) fn behind<'a>(mark: &'a Held, state: &Held) -> Option<(&'a str, Tree, Option<Tree>)> {
-    mark.iter().find_map(|(origin, marked)| match state.get(origin) {
-        None => Some((origin.as_str(), *marked, None)),
-        Some(held) if held.size < marked.size || (held.size == marked.size && held.root != marked.root) => {
-            Some((origin.as_str(), *marked, Some(*held)))
-        }
-        Some(_) => None,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
 
+    fn latest(size: u64) -> Latest {
+        Latest { tree: Tree::new(size, RootHash::from_hash_bytes([size as u8; 32])), note: format!("note\n{size}\n") }
+    }
+
     fn held(size: u64) -> Held {
-        Held::from([("example.com/log".to_owned(), Tree::new(size, RootHash::from_hash_bytes([size as u8; 32])))])
+        Held::from([("example.com/log".to_owned(), latest(size))])
     }
 
     /// A write torn by a crash damages its slot only: the mark reads as the
@@ -242,9 +265,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.highwater");
         let mut mark = MarkFile::create(&path, &held(1)).unwrap();
-        let many: Held = (0..200u64)
-            .map(|n| (format!("example.com/log-{n}"), Tree::new(n, RootHash::from_hash_bytes([n as u8; 32]))))
-            .collect();
+        let many: Held = (0..200u64).map(|n| (format!("example.com/log-{n}"), latest(n))).collect();
         mark.write(&many).unwrap();
         assert!(mark.slot_bytes > PAGE);
         assert_eq!(read(&path).unwrap().unwrap().0, many);

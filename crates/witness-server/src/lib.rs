@@ -258,7 +258,13 @@ struct Shared {
     /// The high-water mark's path, and what it holds (the state's latest
     /// trees as of the last commit): written by the one commit leader.
     held: std::sync::Mutex<Marked>,
+    /// State commits since the last one flushed (see [`Shared::store_batch`]).
+    unflushed_commits: std::sync::atomic::AtomicU64,
 }
+
+/// The state is flushed every this many commits (and at shutdown): how much
+/// a crash leaves the next start to bring forward from the high-water mark.
+const STATE_FLUSH_EVERY: u64 = 1024;
 
 /// The trees the state holds, the mark on disk, and whether it holds them
 /// too (false after a failed write of the mark, until one succeeds).
@@ -346,9 +352,12 @@ fn open_state(path: &Path) -> Result<Database, ServerError> {
     })
 }
 
-/// Holds the state to its high-water mark (see the `highwater` module):
-/// refuses a state older than the mark (replaced by an older copy, or lost),
-/// then writes the mark from the state. Returns what the state holds.
+/// Holds the state to its high-water mark (see the `highwater` module): for
+/// every origin, the later of the two is taken, the state brought forward to
+/// the mark where it is behind (an older copy put back, a lost file, a crash
+/// before the state was flushed) and the restore logged; two roots for one
+/// size are damage, refused. Then writes the mark from the result, which is
+/// returned.
 fn check_high_water(db: &Database, state_path: &Path, mark: &Path) -> Result<Marked, ServerError> {
     let read = || -> Result<highwater::Held, redb::Error> {
         let txn = db.begin_read()?;
@@ -356,39 +365,71 @@ fn check_high_water(db: &Database, state_path: &Path, mark: &Path) -> Result<Mar
         let mut held = highwater::Held::new();
         for entry in table.iter()? {
             let (origin, value) = entry?;
-            let (size, root, _) = value.value();
+            let (size, root, note) = value.value();
             // A root that is not 32 bytes is left out: the check of each
             // submission refuses to cosign over it (500), and the mark then
             // names what it last held.
             if let Ok(root) = RootHash::try_from(root) {
-                held.insert(origin.value().to_owned(), Tree::new(size, root));
+                let latest = highwater::Latest { tree: Tree::new(size, root), note: note.to_owned() };
+                held.insert(origin.value().to_owned(), latest);
             }
         }
         Ok(held)
     };
-    let held = read().map_err(|err| state_error(state_path, err))?;
+    let mut held = read().map_err(|err| state_error(state_path, err))?;
     let marked = highwater::read(mark).map_err(|err| {
         state_error(
             state_path,
             format!("{err}; remove the mark only if the state file is known to hold the latest checkpoints cosigned"),
         )
     })?;
-    if let Some((marked, _)) = &marked
-        && let Some((origin, marked, state)) = highwater::behind(marked, &held)
-    {
-        let state =
-            state.map_or_else(|| "nothing".to_owned(), |tree| format!("size {} with root {}", tree.size, tree.root));
-        return Err(state_error(
-            state_path,
-            format!(
-                "the file is older than its high-water mark {}: for {origin} the witness cosigned size {} with root \
-                 {}, and the file holds {state} (it was replaced by an older copy of itself, or lost, or its newest \
-                 commit was damaged and rolled back); {DAMAGED_STATE_REMEDY}",
-                mark.display(),
-                marked.size,
-                marked.root
-            ),
-        ));
+    let mut forward = Vec::new();
+    for (origin, latest) in marked.iter().flat_map(|(marked, _)| marked) {
+        let stored = held.get(origin).map(|stored| stored.tree);
+        match stored {
+            Some(stored) if stored.size > latest.tree.size => {}
+            Some(stored) if stored.size == latest.tree.size && stored.root == latest.tree.root => {}
+            Some(stored) if stored.size == latest.tree.size => {
+                return Err(state_error(
+                    state_path,
+                    format!(
+                        "the file and its high-water mark {} hold two roots for size {} of {origin} ({} and {}): one \
+                         of them is damaged; {DAMAGED_STATE_REMEDY}",
+                        mark.display(),
+                        stored.size,
+                        stored.root,
+                        latest.tree.root
+                    ),
+                ));
+            }
+            _ => {
+                tracing::warn!(
+                    target: LOG_TARGET,
+                    origin = origin.as_str(),
+                    state_size = stored.map_or(0, |tree| tree.size),
+                    cosigned_size = latest.tree.size,
+                    "the state was behind its high-water mark (an older copy of the file put back, the file lost, or \
+                     a crash before it was flushed): brought forward to the checkpoint last cosigned"
+                );
+                forward.push((origin.clone(), latest.clone()));
+            }
+        }
+    }
+    if !forward.is_empty() {
+        let bring_forward = || -> Result<(), redb::Error> {
+            let txn = db.begin_write()?;
+            {
+                let mut table = txn.open_table(LATEST)?;
+                for (origin, latest) in &forward {
+                    let root = latest.tree.root.as_bytes().as_slice();
+                    table.insert(origin.as_str(), (latest.tree.size, root, latest.note.as_str()))?;
+                }
+            }
+            txn.commit()?;
+            Ok(())
+        };
+        bring_forward().map_err(|err| state_error(state_path, err))?;
+        held.extend(forward);
     }
     let writing =
         |err: std::io::Error| state_error(state_path, format!("writing the high-water mark {}: {err}", mark.display()));
@@ -407,7 +448,7 @@ fn check_high_water(db: &Database, state_path: &Path, mark: &Path) -> Result<Mar
 /// an operator's check of a state and its mark before a restore.
 pub fn high_water_mark(state_path: &Path) -> Result<Option<std::collections::BTreeMap<String, Tree>>, ServerError> {
     let held = highwater::read(&highwater::path_for(state_path)).map_err(|err| state_error(state_path, err))?;
-    Ok(held.map(|(held, _)| held))
+    Ok(held.map(|(held, _)| held.into_iter().map(|(origin, latest)| (origin, latest.tree)).collect()))
 }
 
 impl WitnessServer {
@@ -500,18 +541,21 @@ impl WitnessServer {
             cosigning: commit::GroupCommit::new(),
             refusals: RefusalLog::default(),
             held: std::sync::Mutex::new(marked),
+            unflushed_commits: std::sync::atomic::AtomicU64::new(0),
         });
         let serving = Arc::clone(&shared);
         let (shutdown, stop) = watch::channel(false);
         let thread = std::thread::Builder::new()
             .name("agentplane-witness-accept".into())
             .spawn(move || {
+                let flushing = Arc::clone(&serving);
                 runtime.block_on(async move {
                     match tokio::net::TcpListener::from_std(listener) {
                         Ok(listener) => serve(listener, serving, stop).await,
                         Err(err) => tracing::error!(target: LOG_TARGET, "listening: {err}"),
                     }
                 });
+                flushing.flush_state();
             })
             .map_err(|err| listen_error(err.to_string()))?;
         Ok(Self { addr, limits, shared, shutdown, thread: Some(thread) })
@@ -892,16 +936,23 @@ impl Shared {
 
     /// Checks and stores a batch of submissions in one write transaction,
     /// each against the state the ones before it left; answers each, in
-    /// order. Nothing is answered 200 before the transaction is durable, and
-    /// if it fails, every submission of the batch gets a 500 (an answer
-    /// computed from state that never became durable is not given).
+    /// order. Nothing is answered 200 before the high-water mark holding it
+    /// is durable, and if the transaction or the mark's write fails, every
+    /// submission of the batch gets a 500 (an answer computed from state that
+    /// never became durable is not given).
     fn store_batch(&self, batch: &[Submission]) -> Vec<Answer> {
-        let stored = || -> Result<Vec<Answer>, redb::Error> {
-            // One-phase: a newest commit the database's repair falls back
-            // from (torn, or damaged after a kill) was answered only if the
-            // high-water mark holds its trees, and then the state is refused
-            // at start as older than the mark.
-            let txn = self.db.begin_write()?;
+        let stored = || -> Result<Vec<(Answer, Option<String>)>, redb::Error> {
+            let mut txn = self.db.begin_write()?;
+            // The state is the working copy: the high-water mark, flushed
+            // below before any answer leaves, is what makes a cosigned
+            // checkpoint durable, so the state is flushed only now and then
+            // (one flush a commit, not two). Whatever a crash takes from it,
+            // the next start brings forward from the mark.
+            let flush =
+                self.unflushed_commits.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1 >= STATE_FLUSH_EVERY;
+            if !flush {
+                txn.set_durability(redb::Durability::None)?;
+            }
             let answers = {
                 let mut table = txn.open_table(LATEST)?;
                 batch
@@ -909,37 +960,43 @@ impl Shared {
                     .map(|submission| self.check_and_store(&mut table, submission))
                     .collect::<Result<Vec<_>, _>>()?
             };
-            // Durable before the cosignature leaves.
             txn.commit()?;
+            if flush {
+                self.unflushed_commits.store(0, std::sync::atomic::Ordering::Relaxed);
+            }
             Ok(answers)
         };
         let answers = match stored() {
             Ok(answers) => answers,
             Err(err) => return batch.iter().map(|_| Answer::text(500, format!("state: {err}\n"))).collect(),
         };
-        // The high-water mark follows the commit before any answer leaves:
-        // a cosignature is given only for a tree the mark holds too. (A batch
-        // that moved no tree, all 409s or the same trees again, writes none.)
+        // Durable before the cosignature leaves: the high-water mark holds
+        // every checkpoint answered 200. (A batch that moved no tree, all
+        // 409s or the same trees again, writes none.)
         let mut marked = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        for (submission, answer) in batch.iter().zip(&answers) {
-            if answer.status == 200 {
+        let mut out = Vec::with_capacity(answers.len());
+        for (submission, (answer, served)) in batch.iter().zip(answers) {
+            if let Some(note) = served {
                 let checkpoint = submission.signed.checkpoint();
                 let tree = checkpoint.tree();
-                if marked.held.insert(checkpoint.origin().to_owned(), tree) != Some(tree) {
+                let moved = marked.held.get(checkpoint.origin()).is_none_or(|latest| latest.tree != tree);
+                marked.held.insert(checkpoint.origin().to_owned(), highwater::Latest { tree, note });
+                if moved {
                     marked.written = false;
                 }
             }
+            out.push(answer);
         }
         if marked.written {
-            return answers;
+            return out;
         }
         let Marked { held, file, .. } = &mut *marked;
         match file.write(held) {
             Ok(()) => {
                 marked.written = true;
-                answers
+                out
             }
-            Err(err) => answers
+            Err(err) => out
                 .into_iter()
                 .map(|answer| {
                     if answer.status == 200 {
@@ -952,13 +1009,22 @@ impl Shared {
         }
     }
 
+    /// Flushes the state (at shutdown): its commits since the last flush are
+    /// in the high-water mark already, so a failure here loses nothing.
+    fn flush_state(&self) {
+        let flushed = || -> Result<(), redb::Error> { Ok(self.db.begin_write()?.commit()?) };
+        if let Err(err) = flushed() {
+            tracing::warn!(target: LOG_TARGET, "flushing the state at shutdown: {err} (the high-water mark holds it)");
+        }
+    }
+
     /// The check of the stored size and the update happen in one write
     /// transaction, so two racing submissions cannot roll the state back.
     fn check_and_store(
         &self,
         table: &mut redb::Table<'_, &'static str, (u64, &'static [u8], &'static str)>,
         submission: &Submission,
-    ) -> Result<Answer, redb::Error> {
+    ) -> Result<(Answer, Option<String>), redb::Error> {
         let Submission { request, signed, verified } = submission;
         let checkpoint = signed.checkpoint();
         let new = checkpoint.tree();
@@ -969,19 +1035,20 @@ impl Shared {
                     Ok(root) => Tree::new(size, root),
                     // Never cosign on top of a state we cannot read.
                     Err(_) => {
-                        return Ok(Answer::text(500, "stored state for this origin is damaged\n"));
+                        return Ok((Answer::text(500, "stored state for this origin is damaged\n"), None));
                     }
                 }
             }
             None => Tree::empty(),
         };
         if request.old_size != stored.size {
-            return Ok(Answer {
+            let conflict = Answer {
                 status: 409,
                 content_type: SIZE_CONTENT_TYPE,
                 body: format!("{}\n", stored.size),
                 allow: None,
-            });
+            };
+            return Ok((conflict, None));
         }
         // The one rule (tlog's): a size-0 checkpoint carries the empty
         // root, old size 0 takes no proof, equal sizes need equal roots.
@@ -1003,7 +1070,7 @@ impl Shared {
                     "refused a second root the log signed for a size already cosigned (a fork): {err}"
                 );
             }
-            return Ok(Answer::text(422, format!("{err}\n")));
+            return Ok((Answer::text(422, format!("{err}\n")), None));
         }
         let timestamp = self.config.clock.now();
         let text = checkpoint.to_text();
@@ -1011,11 +1078,14 @@ impl Shared {
         for cosigner in self.config.cosigners() {
             match cosigner.cosign(&text, timestamp) {
                 Ok(line) => cosignatures.push(line),
-                Err(err) => return Ok(Answer::text(500, format!("cannot cosign: {err}\n"))),
+                Err(err) => return Ok((Answer::text(500, format!("cannot cosign: {err}\n")), None)),
             }
         }
         let served = witness::assemble(verified.text(), verified.verified_signatures().iter().chain(&cosignatures));
         table.insert(checkpoint.origin(), (new.size, new.root.as_bytes().as_slice(), served.as_str()))?;
-        Ok(Answer::text(200, cosignatures.iter().map(witness::NoteSignature::to_line).collect::<String>()))
+        Ok((
+            Answer::text(200, cosignatures.iter().map(witness::NoteSignature::to_line).collect::<String>()),
+            Some(served),
+        ))
     }
 }

@@ -41,7 +41,8 @@ enum Command {
         #[arg(long)]
         listen: Option<String>,
         /// The redb file holding each origin's latest cosigned checkpoint (beside it, FILE.highwater
-        /// holds what was cosigned last, so an older copy of the state is refused).
+        /// holds what was cosigned last, flushed before every answer: a state found behind it, an
+        /// older copy put back or a crash, is brought forward to it).
         #[arg(long)]
         state: Option<PathBuf>,
         /// File holding a signer key of the witness (PRIVATE+KEY+name+id+..., made by `keygen`):
