@@ -1082,3 +1082,76 @@ fn r_log_4_prove_refuses_a_leaf_the_seal_index_misattributes() {
     let codes: Vec<&str> = report["findings"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
     assert!(codes.contains(&"seal_index_mismatch"), "{report}");
 }
+
+/// R-RUN-3, R-AUD-8 (review 29): someone with write access to the store
+/// and no key lists a failed run among the succeeded ones, in the outcome
+/// index (what `runs --outcome` reads) and in the runs table's outcome
+/// column (what a page, `--limit`, reads). `runs --outcome succeeded`
+/// printed it as a verified row, exit 0, and `--ids` printed its id with
+/// nothing read (the README's walk-through exports the first of them),
+/// while `show` of the same run says failed. Every listing by outcome now
+/// holds each run to its verified chain's last conclusion: the forged row
+/// is UNVERIFIED, named with what the index claimed and what the chain
+/// says, the genuine ones listed, exit 1; the audit finds the rows.
+#[test]
+fn r_run_3_runs_by_outcome_lists_no_run_whose_chain_concluded_otherwise() {
+    use redb::ReadableTable as _;
+    let dir = demo_dir();
+    let succeeded: Vec<String> =
+        ok(dir.path(), &["runs", "--outcome", "succeeded", "--ids"]).lines().map(str::to_owned).collect();
+    let failed = ok(dir.path(), &["runs", "--outcome", "failed", "--ids"]).lines().next().unwrap().to_owned();
+    let path = dir.path().join("agentplane.redb");
+    {
+        use journal_core::testkit::TamperAccess;
+        let store = store_redb::RedbStore::open(&path).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        let run = journal_core::RunId::new(&failed).unwrap();
+        store.set_outcome_index(&tenant, &run, Some(journal_core::Outcome::Succeeded));
+    }
+    {
+        let runs: redb::TableDefinition<(&str, &str), RunsRow> = redb::TableDefinition::new("runs");
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(runs).unwrap();
+            let (seq, hash, sealed) = {
+                let row = table.get(("default", failed.as_str())).unwrap().unwrap();
+                let (seq, hash, sealed, outcome) = row.value();
+                assert_eq!(outcome, Some("failed"));
+                (seq, hash.to_vec(), sealed)
+            };
+            table.insert(("default", failed.as_str()), (seq, hash.as_slice(), sealed, Some("succeeded"))).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    assert_eq!(json(dir.path(), &["show", &failed, "--json"])["outcome"], "failed", "the chain says failed");
+    for page in [&[][..], &["--limit", "50"][..]] {
+        let args: Vec<&str> =
+            ["runs", "--outcome", "succeeded", "--json"].iter().copied().chain(page.iter().copied()).collect();
+        let rows = json_exit(dir.path(), &args, 1);
+        let row = rows.as_array().unwrap().iter().find(|row| row["run"] == failed.as_str()).unwrap();
+        assert_eq!(row["verified"], false, "{args:?}: {row}");
+        let problem = row["problem"].as_str().unwrap();
+        assert!(problem.contains("succeeded") && problem.contains("failed"), "{problem}");
+        for genuine in &succeeded {
+            let row = rows.as_array().unwrap().iter().find(|row| row["run"] == genuine.as_str()).unwrap();
+            assert_eq!(row["verified"], true, "{args:?}: {row}");
+        }
+        let args: Vec<&str> =
+            ["runs", "--outcome", "succeeded", "--ids"].iter().copied().chain(page.iter().copied()).collect();
+        let out = agentplane(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        let ids: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_owned).collect();
+        assert!(!ids.contains(&failed), "{args:?}: the failed run is printed as succeeded: {ids:?}");
+        assert_eq!(ids.len(), succeeded.len(), "{args:?}: {ids:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("{failed} UNVERIFIED")), "{}", text(&out));
+    }
+    let verify = agentplane(dir.path(), &["verify", "--json"]);
+    assert_eq!(verify.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    let codes: Vec<&str> = report["findings"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
+    assert!(codes.contains(&"outcome_index_mismatch"), "{report}");
+}
+
+/// A row of redb's `runs` table: head seq, head hash, sealed, outcome.
+type RunsRow<'a> = (u64, &'a [u8], bool, Option<&'a str>);

@@ -79,14 +79,22 @@ pub fn run_rows(
     outcome: Option<Outcome>,
     read: &dyn Fn(&RunId) -> Result<VerifiedRun, Failure>,
 ) -> Result<Vec<RunRow>, Failure> {
-    rows_of(store.runs(tenant, outcome)?, read)
+    rows_of(store.runs(tenant, outcome)?, outcome, read)
 }
 
-/// One row per run of `runs`, each read by `read`, as [`run_rows`].
-fn rows_of(runs: Vec<RunId>, read: &dyn Fn(&RunId) -> Result<VerifiedRun, Failure>) -> Result<Vec<RunRow>, Failure> {
+/// One row per run of `runs`, each read by `read`, as [`run_rows`]. The
+/// runs were listed under `outcome` by a derived index (the outcome index,
+/// or the runs table's outcome column for a page): a run whose verified
+/// chain did not conclude so is listed as unverified, with what the index
+/// claimed and what the chain says, never among the runs of that outcome.
+fn rows_of(
+    runs: Vec<RunId>,
+    outcome: Option<Outcome>,
+    read: &dyn Fn(&RunId) -> Result<VerifiedRun, Failure>,
+) -> Result<Vec<RunRow>, Failure> {
     let mut rows = Vec::new();
     for run in runs {
-        match read(&run) {
+        match read(&run).and_then(|verified| listed_as(&run, &verified, outcome).map(|()| verified)) {
             Ok(verified) => rows.push(RunRow::of(&run, &verified)),
             Err(Failure::Io(message)) => return Err(Failure::Io(message)),
             Err(problem) => rows.push(RunRow::Unverified(Problem {
@@ -98,6 +106,24 @@ fn rows_of(runs: Vec<RunId>, read: &dyn Fn(&RunId) -> Result<VerifiedRun, Failur
         }
     }
     Ok(rows)
+}
+
+/// Whether the verified chain of `run` concluded as the index that listed it
+/// under `outcome` says (R-RUN-3, R-AUD-8): the chain's last conclusion is
+/// the run's answer, the index only a claim about it.
+fn listed_as(run: &RunId, verified: &VerifiedRun, outcome: Option<Outcome>) -> Result<(), Failure> {
+    let Some(listed) = outcome else {
+        return Ok(());
+    };
+    let answer = verified.last_conclusion().map(|concluded| concluded.outcome);
+    if answer == Some(listed) {
+        return Ok(());
+    }
+    Err(Failure::Findings(format!(
+        "the store's outcome index lists run {run} as {listed}, but its verified chain's last conclusion is {}: \
+         the index does not hold to the chain (run `agentplane verify`)",
+        answer.map_or("none (running)", |o| o.as_str())
+    )))
 }
 
 /// The rows as a table.
@@ -135,13 +161,27 @@ pub fn runs(
         Some(page) => page.read(reader.store.as_ref(), &reader.tenant, outcome)?,
         None => reader.store.runs(&reader.tenant, outcome)?,
     };
-    if ids {
+    if ids && outcome.is_none() {
         for run in &listed {
             outln!("{run}");
         }
         return Ok(());
     }
-    let rows = rows_of(listed, &|run| reader.read(run))?;
+    let rows = rows_of(listed, outcome, &|run| reader.read(run))?;
+    if ids {
+        // Listed by outcome, an id is a claim about the run's answer: only
+        // the runs whose verified chain concluded so are printed, the
+        // others said on stderr (stdout stays ids alone, for scripts).
+        for row in &rows {
+            match row {
+                RunRow::Verified(figures) => outln!("{}", figures.run),
+                RunRow::Unverified(Problem { problem, run, .. }) => {
+                    eprintln!("{run} UNVERIFIED: {}", crate::output::one_line(problem));
+                }
+            }
+        }
+        return unverified(&rows);
+    }
     if json {
         print_json(&rows)?;
     } else {
