@@ -407,9 +407,14 @@ fn search_runs(
 ) -> Result<Vec<AdmittedRun>, PageError> {
     let store = app.plane.store.as_ref();
     let mut candidates: Vec<RunId> = RunId::new(search).ok().into_iter().collect();
+    // The run a key admits is derived from it: found whatever the
+    // idempotency index (derived data) says; the index's answer is a
+    // candidate too, held below to its verified admission.
+    candidates.extend(journal_core::Runtime::run_id_for(&log.tenant, search).ok());
     if let Some(run) = store.run_by_idempotency_key(&log.tenant, search)? {
         candidates.push(run);
     }
+    candidates.sort();
     candidates.dedup();
     let mut found = Vec::new();
     for run in candidates {
@@ -418,6 +423,8 @@ fn search_runs(
             Err(JournalError::NotFound { .. }) => continue,
             Err(err) => return Err(err.into()),
         };
+        // The filter reads the runs table's column, as the admission order
+        // does; each row is held to its verified chain when it is shown.
         if outcome.is_some() && stored.outcome != outcome {
             continue;
         }
@@ -430,6 +437,48 @@ fn search_runs(
     }
     found.sort_by(|a, b| b.cmp(a));
     Ok(found)
+}
+
+/// What the derived rows that put `admitted` on this page claim and its
+/// verified chain contradicts (R-AUD-8), in words; `None` when the chain
+/// agrees. The admission order's instant is the `at` of the run's
+/// `RunAdmitted`; a page filtered by outcome lists only runs whose last
+/// conclusion is that outcome; a search by idempotency key finds the run
+/// admitted under it. A row someone wrote behind the plane is shown as what
+/// it is, never as a run of that outcome, admitted then, or under that key.
+fn listing_contradicted(
+    admitted: &AdmittedRun,
+    verified: &journal_core::VerifiedRun,
+    outcome: Option<Outcome>,
+    search: Option<&str>,
+) -> Option<String> {
+    let mut said = Vec::new();
+    match verified.admission().and(verified.records.first()).map(|first| first.record.at) {
+        Some(at) if at == admitted.at => {}
+        Some(at) => {
+            said.push(format!("the store's admission order lists it at {}, its admission is at {at}", admitted.at))
+        }
+        None => said.push(format!("the store's admission order lists it at {}, but it has no admission", admitted.at)),
+    }
+    if let Some(listed) = outcome {
+        let answer = verified.last_conclusion().map(|concluded| concluded.outcome);
+        if answer != Some(listed) {
+            said.push(format!(
+                "the store lists it as {listed}, its last conclusion is {}",
+                answer.map_or("none", |o| o.as_str())
+            ));
+        }
+    }
+    if let Some(search) = search
+        && admitted.run.as_str() != search
+        && verified.idempotency_key() != Some(search)
+    {
+        said.push(format!(
+            "the store's idempotency index points key {search:?} at it, but its admission carries {}",
+            verified.idempotency_key().map_or_else(|| "no key".to_owned(), |key| format!("{key:?}"))
+        ));
+    }
+    (!said.is_empty()).then(|| format!("NOT as listed: {}", said.join("; ")))
 }
 
 fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
@@ -464,7 +513,10 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
                     let state = verified.records.last().map_or("empty", |_| {
                         journal_core::last_conclusion(&verified.records).map_or("running", |c| c.outcome.as_str())
                     });
-                    (state.to_owned(), "good", verified.records.len().to_string())
+                    match listing_contradicted(admitted, &verified, outcome, search) {
+                        Some(why) => (format!("{state}; {why}"), "bad", verified.records.len().to_string()),
+                        None => (state.to_owned(), "good", verified.records.len().to_string()),
+                    }
                 }
                 Err(err) => (format!("does not verify: {err}"), "bad", "?".to_owned()),
             };

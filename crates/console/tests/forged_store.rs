@@ -156,3 +156,70 @@ fn a_request_for_another_host_is_refused_on_localhost() {
         assert_eq!(response.status().as_u16(), 200, "{host}");
     }
 }
+
+/// The `<tr>` of the runs page that names `run`.
+fn row_of<'a>(page: &'a str, run: &journal_core::RunId) -> &'a str {
+    page.split("<tr>")
+        .find(|row| row.contains(&format!("<code>{run}</code>")))
+        .unwrap_or_else(|| panic!("{run}: {page}"))
+}
+
+/// R-AUD-8 (review 29): the runs page is built from derived rows someone
+/// with the store can write without a key: the admission order (the
+/// "admitted" column), the runs table's outcome column (the outcome filter)
+/// and the idempotency index (the search). A succeeded run listed at a
+/// forged instant, a failed run listed under `succeeded`, and a key pointed
+/// at a run not admitted under it were each shown as a good row of the
+/// verified chain. Each row is now held to its verified chain: what the
+/// chain contradicts is named in a bad row, and the search finds the run the
+/// key derives, whatever the index says.
+#[test]
+fn r_aud_8_the_runs_page_holds_every_listed_row_to_its_verified_chain() {
+    let (plane, runs) = demo();
+    let (ok, failed) = (&runs[0], &runs[1]);
+    let first = &plane.store.read_run(&plane.tenant, ok).unwrap().rows[0];
+    let genuine =
+        journal_core::AdmittedRun { at: journal_core::store::admitted_at_of(first).unwrap(), run: ok.clone() };
+    let forged = journal_core::AdmittedRun {
+        at: journal_core::At::from_unix_millis(genuine.at.unix_millis() - 86_400_000).unwrap(),
+        run: ok.clone(),
+    };
+    plane.store.set_admission(&plane.tenant, &genuine, false);
+    plane.store.set_admission(&plane.tenant, &forged, true);
+    plane.store.set_idempotency(&plane.tenant, "job-ok", failed);
+    {
+        use redb::ReadableTable as _;
+        let runs: redb::TableDefinition<(&str, &str), RunsRow> = redb::TableDefinition::new("runs");
+        // Shared, as every handle of the plane opens the file (the plane's is open).
+        let mut builder = redb::Builder::new();
+        builder.set_concurrency_mode(store_redb::CONCURRENCY);
+        let db = builder.open(plane.dir.path().join("plane.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(runs).unwrap();
+            let (seq, hash, sealed) = {
+                let row = table.get(("shop", failed.as_str())).unwrap().unwrap();
+                let (seq, hash, sealed, outcome) = row.value();
+                assert_eq!(outcome, Some("failed"));
+                (seq, hash.to_vec(), sealed)
+            };
+            table.insert(("shop", failed.as_str()), (seq, hash.as_slice(), sealed, Some("succeeded"))).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let console = plane.console(None);
+    let (status, page) = get(&format!("{}/runs", console.url()));
+    assert_eq!(status, 200, "{page}");
+    let row = row_of(&page, ok);
+    assert!(row.contains("class=\"bad\"") && row.contains("admission order"), "a forged instant shown as good: {row}");
+    let (_, listed) = get(&format!("{}/runs?outcome=succeeded", console.url()));
+    let row = row_of(&listed, failed);
+    assert!(row.contains("class=\"bad\"") && row.contains("last conclusion is failed"), "{row}");
+    let (_, found) = get(&format!("{}/runs?q=job-ok", console.url()));
+    let row = row_of(&found, failed);
+    assert!(row.contains("class=\"bad\"") && row.contains("idempotency index"), "{row}");
+    assert!(found.contains(&format!("<code>{ok}</code>")), "the run the key derives is found: {found}");
+}
+
+/// A row of redb's `runs` table: head seq, head hash, sealed, outcome.
+type RunsRow<'a> = (u64, &'a [u8], bool, Option<&'a str>);
