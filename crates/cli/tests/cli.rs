@@ -1153,5 +1153,90 @@ fn r_run_3_runs_by_outcome_lists_no_run_whose_chain_concluded_otherwise() {
     assert!(codes.contains(&"outcome_index_mismatch"), "{report}");
 }
 
+/// R-RUN-7, R-AUD-8 (review 29): someone with write access to the store and
+/// no key deletes a run's runs-table row and leaves its records. `cost`
+/// and `runs` listed the tenant's runs from that table, so `cost` summed one
+/// run fewer and printed the smaller figure as the tenant's spending, and
+/// `runs` left the run out, both exit 0, while the audit finds the run's
+/// records with no row. Both now read one snapshot of the records stored:
+/// `cost` refuses (exit 1, the run named), `runs` lists it UNVERIFIED.
+#[test]
+fn r_run_7_cost_does_not_leave_out_a_run_whose_runs_row_was_deleted() {
+    let dir = demo_dir();
+    let before = json(dir.path(), &["cost", "--json"]);
+    let runs = json(dir.path(), &["runs", "--json"]);
+    let spent = runs.as_array().unwrap().iter().max_by_key(|row| row["tokens"].as_u64().unwrap()).unwrap();
+    let run = spent["run"].as_str().unwrap().to_owned();
+    let alone = json(dir.path(), &["cost", &run, "--json"]);
+    assert!(alone["tokens"].as_u64().unwrap() > 0, "{alone}");
+    {
+        use journal_core::testkit::TamperAccess;
+        let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        store.delete_runs_row(&tenant, &journal_core::RunId::new(&run).unwrap());
+    }
+    let out = agentplane(dir.path(), &["cost", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "cost left the run out (the tenant spent {} tokens, the answer is below): {}",
+        before["tokens"],
+        text(&out)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&run) && stderr.contains("runs table has no row"), "{stderr}");
+    // `runs` agrees: the run is listed, UNVERIFIED, not left out.
+    let rows = json_exit(dir.path(), &["runs", "--json"], 1);
+    let row = rows.as_array().unwrap().iter().find(|row| row["run"] == run.as_str()).unwrap();
+    assert_eq!(row["verified"], false, "{row}");
+    let verify = agentplane(dir.path(), &["verify", "--json"]);
+    assert_eq!(verify.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    let codes: Vec<&str> = report["findings"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
+    assert!(codes.contains(&"run_row_missing"), "{report}");
+}
+
+/// R-RUN-3, R-RUN-7, R-AUD-8 (review 29), on PostgreSQL: the same two
+/// attacks made through SQL by someone who may write the database and holds
+/// no key. A failed run moved to `succeeded` in the outcome index and the
+/// runs table is not listed as succeeded (paged or not), and a run whose
+/// runs row is deleted is not left out of `cost`: both are refused, exit 1.
+#[test]
+fn r_run_7_reads_on_postgresql_hold_derived_rows_to_the_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init"]);
+    let url = point_at_a_fresh_database(plane);
+    ok(plane, &["demo"]);
+    let failed = ok(plane, &["runs", "--outcome", "failed", "--ids"]).lines().next().unwrap().to_owned();
+    let runs = json(plane, &["runs", "--json"]);
+    let spent = runs.as_array().unwrap().iter().max_by_key(|row| row["tokens"].as_u64().unwrap()).unwrap();
+    let spent = spent["run"].as_str().unwrap().to_owned();
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let moved = client
+        .execute(
+            "UPDATE outcome_index SET outcome = 'succeeded' WHERE tenant = 'default' AND run = $1 AND outcome = 'failed'",
+            &[&failed],
+        )
+        .unwrap();
+    assert_eq!(moved, 1);
+    client.execute("UPDATE runs SET outcome = 'succeeded' WHERE tenant = 'default' AND run = $1", &[&failed]).unwrap();
+    for page in [&[][..], &["--limit", "50"][..]] {
+        let args: Vec<&str> =
+            ["runs", "--outcome", "succeeded", "--json"].iter().copied().chain(page.iter().copied()).collect();
+        let rows = json_exit(plane, &args, 1);
+        let row = rows.as_array().unwrap().iter().find(|row| row["run"] == failed.as_str()).unwrap();
+        assert_eq!(row["verified"], false, "{args:?}: {row}");
+    }
+    client.execute("DELETE FROM runs WHERE tenant = 'default' AND run = $1", &[&spent]).unwrap();
+    let out = agentplane(plane, &["cost", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&spent) && stderr.contains("runs table has no row"), "{stderr}");
+    let rows = json_exit(plane, &["runs", "--json"], 1);
+    let row = rows.as_array().unwrap().iter().find(|row| row["run"] == spent.as_str()).unwrap();
+    assert_eq!(row["verified"], false, "{row}");
+}
+
 /// A row of redb's `runs` table: head seq, head hash, sealed, outcome.
 type RunsRow<'a> = (u64, &'a [u8], bool, Option<&'a str>);

@@ -10,7 +10,7 @@ use crate::ids::{RunId, TenantId};
 use crate::record::{Build, Outcome, Record, RecordBody, RunAdmitted, RunConcluded, RunForked, Verdict};
 use crate::seal::SealLeaf;
 use crate::signature::Signer;
-use crate::store::{AppendRequest, Conclusion, SealEntry, Store};
+use crate::store::{AppendRequest, Conclusion, RunRows, SealEntry, Store};
 
 /// A tenant's journal on a store, with the plane's optional record signer
 /// and the build that writes (named in every record, R-VER-4).
@@ -207,7 +207,14 @@ impl<'a> Journal<'a> {
 
     /// Reads and verifies a run: chain, signatures, shapes, head, and seal.
     pub fn read(&self, run: &RunId, check: ChainCheck<'_>) -> Result<VerifiedRun, JournalError> {
-        let stored = self.store.read_run(self.tenant, run)?;
+        self.verify(run, self.store.read_run(self.tenant, run)?, check)
+    }
+
+    /// Verifies a run as the store holds it ([`Store::read_run`]'s answer,
+    /// or a snapshot's [`TenantSnapshot::run_rows`](crate::snapshot::TenantSnapshot::run_rows)
+    /// of the records it streamed): chain, signatures, shapes, head, and seal,
+    /// as [`Journal::read`] does.
+    pub fn verify(&self, run: &RunId, stored: RunRows, check: ChainCheck<'_>) -> Result<VerifiedRun, JournalError> {
         let records = verify_run(run, &stored.rows, stored.head, check)?;
         if let Some(seal) = &stored.seal {
             let last = records.last().map(|r| ExpectedHead { seq: r.stored.seq, hash: r.stored.hash });

@@ -44,15 +44,22 @@ pub fn cost(
     }
     let reader = Reader::open(settings)?.signatures(verify_signatures);
     let run = run.map(run_id).transpose()?;
-    let runs = match &run {
-        Some(run) => vec![run.clone()],
-        None => reader.store.runs(&reader.tenant, None)?,
-    };
-    let mut counters = Counters::default();
-    for run in &runs {
+    let (runs, counters) = match &run {
         // A figure read from bytes nobody verified is not reported: the run's problem is.
-        counters.add(&cost_in(&reader.read(run)?, window));
-    }
+        Some(run) => (1, cost_in(&reader.read(run)?, window)),
+        // The tenant's: every run whose records are stored, read in one
+        // snapshot, so a run the runs table no longer lists is refused, not
+        // left out of the figure (R-RUN-7).
+        None => {
+            let (mut runs, mut counters) = (0, Counters::default());
+            reader.each_run(&mut |_, verified| {
+                counters.add(&cost_in(&verified?, window));
+                runs += 1;
+                Ok(())
+            })?;
+            (runs, counters)
+        }
+    };
     let mut scope = run.as_ref().map_or_else(|| format!("tenant {}", reader.tenant), |r| format!("run {r}"));
     if let Some(since) = window.since {
         scope.push_str(&format!(" since {since}"));
@@ -64,7 +71,7 @@ pub fn cost(
         return print_json(&CostRow {
             cost_micros: counters.cost_micros,
             effects: counters.effects,
-            runs: runs.len(),
+            runs,
             scope,
             since: window.since.map(|at| at.to_string()),
             steps: counters.steps,
@@ -75,8 +82,8 @@ pub fn cost(
     }
     outln!(
         "{scope}, {} run{}: {} tokens, {} cost micros, {} steps, {} effects, {} ms",
-        runs.len(),
-        if runs.len() == 1 { "" } else { "s" },
+        runs,
+        if runs == 1 { "" } else { "s" },
         counters.tokens,
         counters.cost_micros,
         counters.steps,

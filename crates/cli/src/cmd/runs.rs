@@ -94,18 +94,25 @@ fn rows_of(
 ) -> Result<Vec<RunRow>, Failure> {
     let mut rows = Vec::new();
     for run in runs {
-        match read(&run).and_then(|verified| listed_as(&run, &verified, outcome).map(|()| verified)) {
-            Ok(verified) => rows.push(RunRow::of(&run, &verified)),
-            Err(Failure::Io(message)) => return Err(Failure::Io(message)),
-            Err(problem) => rows.push(RunRow::Unverified(Problem {
-                class: problem.class(),
-                problem: problem.message(),
-                run: run.to_string(),
-                verified: false,
-            })),
-        }
+        let verified = read(&run).and_then(|verified| listed_as(&run, &verified, outcome).map(|()| verified));
+        rows.push(row_of(run, verified)?);
     }
     Ok(rows)
+}
+
+/// The row of `run` read as `verified`: its figures, or its problem. A
+/// storage failure is no run's problem: it stops the listing.
+fn row_of(run: RunId, verified: Result<VerifiedRun, Failure>) -> Result<RunRow, Failure> {
+    match verified {
+        Ok(verified) => Ok(RunRow::of(&run, &verified)),
+        Err(Failure::Io(message)) => Err(Failure::Io(message)),
+        Err(problem) => Ok(RunRow::Unverified(Problem {
+            class: problem.class(),
+            problem: problem.message(),
+            run: run.to_string(),
+            verified: false,
+        })),
+    }
 }
 
 /// Whether the verified chain of `run` concluded as the index that listed it
@@ -158,16 +165,20 @@ pub fn runs(
 ) -> Result<(), Failure> {
     let reader = Reader::open(settings)?.signatures(verify_signatures);
     let listed = match page {
-        Some(page) => page.read(reader.store.as_ref(), &reader.tenant, outcome)?,
-        None => reader.store.runs(&reader.tenant, outcome)?,
+        Some(page) => Some(page.read(reader.store.as_ref(), &reader.tenant, outcome)?),
+        None if outcome.is_some() || ids => Some(reader.store.runs(&reader.tenant, outcome)?),
+        None => None,
     };
-    if ids && outcome.is_none() {
-        for run in &listed {
+    if let (true, None, Some(listed)) = (ids, outcome, &listed) {
+        for run in listed {
             outln!("{run}");
         }
         return Ok(());
     }
-    let rows = rows_of(listed, outcome, &|run| reader.read(run))?;
+    let rows = match listed {
+        Some(listed) => rows_of(listed, outcome, &|run| reader.read(run))?,
+        None => every_run(&reader)?,
+    };
     if ids {
         // Listed by outcome, an id is a claim about the run's answer: only
         // the runs whose verified chain concluded so are printed, the
@@ -234,6 +245,30 @@ impl Page<'_> {
         }
         Ok(admitted.into_iter().map(|row| row.run).collect())
     }
+}
+
+/// A row for every run of the tenant, read in one snapshot: every run whose
+/// records are stored, so a run the runs table no longer lists is shown
+/// UNVERIFIED (as `cost` refuses it), never left out (R-AUD-8).
+fn every_run(reader: &Reader) -> Result<Vec<RunRow>, Failure> {
+    let mut rows = Vec::new();
+    let mut stopped = None;
+    let read = reader.each_run(&mut |run, verified| match row_of(run, verified.map_err(Failure::from)) {
+        Ok(row) => {
+            rows.push(row);
+            Ok(())
+        }
+        Err(failure) => {
+            let err = journal_core::JournalError::Io(journal_core::StorageError::message(failure.message()));
+            stopped = Some(failure);
+            Err(err)
+        }
+    });
+    if let Some(failure) = stopped {
+        return Err(failure);
+    }
+    read?;
+    Ok(rows)
 }
 
 /// Exit 1 when a row is unverified (3 when every one is build skew: this
