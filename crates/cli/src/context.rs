@@ -142,7 +142,9 @@ impl Plane {
     pub fn read(&self, run: &RunId) -> Result<VerifiedRun, Failure> {
         let verifier = self.keys.record_verifier()?;
         let upcasters = reader_upcasters();
-        Ok(self.journal().read(run, self.check(&upcasters, &verifier))?)
+        let verified = self.journal().read(run, self.check(&upcasters, &verifier))?;
+        verified.bound_to(&self.tenant, run)?;
+        Ok(verified)
     }
 }
 
@@ -187,7 +189,9 @@ impl Reader {
         let upcasters = reader_upcasters();
         let verifier = self.verifier.as_ref().map(|v| v as &dyn Verifier);
         let check = ChainCheck { upcasters: &upcasters, verifier, options: VerifyOptions::default() };
-        Journal::new(self.store.as_ref(), &self.tenant, &self.origin).verify(run, stored, check)
+        let verified = Journal::new(self.store.as_ref(), &self.tenant, &self.origin).verify(run, stored, check)?;
+        verified.bound_to(&self.tenant, run)?;
+        Ok(verified)
     }
 
     /// Every run the store holds for the tenant, read in one snapshot and

@@ -1238,5 +1238,71 @@ fn r_run_7_reads_on_postgresql_hold_derived_rows_to_the_chain() {
     assert_eq!(row["verified"], false, "{row}");
 }
 
+/// R-COVER-4, R-RUN-7 (review 29): someone with write access to the store
+/// and no key copies a run of tenant `shop` (its records, signed by the
+/// plane's record key, which signs for every tenant) into tenant `search`,
+/// with a runs row. The chain verifies, so `cost` of `search` counted the
+/// run's tokens as `search`'s spending, and `runs` and `show` read it as a
+/// verified run of `search`, while the audit of `search` finds it bound to
+/// another tenant. Every read of a run now holds its admission to the tenant
+/// read and to the id the tenant and its key give, as the audit does.
+#[test]
+fn r_cover_4_reads_refuse_a_run_copied_in_from_another_tenant() {
+    use redb::ReadableTable as _;
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop", "--tenant-name", "search"]);
+    ok(plane, &["--tenant", "shop", "demo"]);
+    ok(plane, &["--tenant", "search", "demo"]);
+    let before = json(plane, &["--tenant", "search", "cost", "--json"]);
+    let runs = json(plane, &["--tenant", "shop", "runs", "--json"]);
+    let spent = runs.as_array().unwrap().iter().max_by_key(|row| row["tokens"].as_u64().unwrap()).unwrap();
+    let run = spent["run"].as_str().unwrap().to_owned();
+    let path = plane.join("agentplane.redb");
+    let head = {
+        use journal_core::testkit::TamperAccess;
+        let store = store_redb::RedbStore::open(&path).unwrap();
+        let (shop, search) =
+            (journal_core::TenantId::new("shop").unwrap(), journal_core::TenantId::new("search").unwrap());
+        let id = journal_core::RunId::new(&run).unwrap();
+        let stored = journal_core::Store::read_run(&store, &shop, &id).unwrap();
+        for row in stored.rows {
+            store.overwrite_row(&search, &id, row);
+        }
+        stored.head.unwrap()
+    };
+    {
+        let runs: redb::TableDefinition<(&str, &str), RunsRow> = redb::TableDefinition::new("runs");
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(runs).unwrap();
+            assert!(table.get(("search", run.as_str())).unwrap().is_none());
+            table.insert(("search", run.as_str()), (head.seq, head.hash.as_bytes().as_slice(), false, None)).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let out = agentplane(plane, &["--tenant", "search", "cost", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "search's cost counted shop's run (it was {} tokens): {}",
+        before["tokens"],
+        text(&out)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tenant"), "{}", text(&out));
+    let rows = json_exit(plane, &["--tenant", "search", "runs", "--json"], 1);
+    let row = rows.as_array().unwrap().iter().find(|row| row["run"] == run.as_str()).unwrap();
+    assert_eq!(row["verified"], false, "{row}");
+    fails(plane, &["--tenant", "search", "show", &run], 1);
+    fails(plane, &["--tenant", "search", "cost", &run], 1);
+    ok(plane, &["--tenant", "shop", "show", &run]);
+    let verify = agentplane(plane, &["--tenant", "search", "verify", "--json"]);
+    assert_eq!(verify.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    let codes: Vec<&str> = report["findings"].as_array().unwrap().iter().filter_map(|f| f["code"].as_str()).collect();
+    assert!(codes.contains(&"tenant_mismatch"), "{report}");
+}
+
 /// A row of redb's `runs` table: head seq, head hash, sealed, outcome.
 type RunsRow<'a> = (u64, &'a [u8], bool, Option<&'a str>);

@@ -156,6 +156,15 @@ fn check<'a>(app: &'a App) -> ChainCheck<'a> {
     }
 }
 
+/// A run of the tenant, its chain verified and its admission held to the
+/// tenant and the run id (R-COVER-4): a run copied in from another tenant
+/// is not shown as this one's.
+fn read_bound(journal: &Journal<'_>, run: &RunId, app: &App) -> Result<journal_core::VerifiedRun, JournalError> {
+    let verified = journal.read(run, check(app))?;
+    verified.bound_to(journal.tenant, run)?;
+    Ok(verified)
+}
+
 fn short(hash: &str) -> String {
     hash.chars().take(12).collect()
 }
@@ -508,7 +517,7 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
         .iter()
         .map(|admitted| {
             let run = &admitted.run;
-            let (state, class, steps) = match journal.read(run, check(app)) {
+            let (state, class, steps) = match read_bound(&journal, run, app) {
                 Ok(verified) => {
                     let state = verified.records.last().map_or("empty", |_| {
                         journal_core::last_conclusion(&verified.records).map_or("running", |c| c.outcome.as_str())
@@ -630,7 +639,7 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
     let log = tenant_of(app, Some(tenant))?;
     let run = RunId::new(run).map_err(|err| PageError::bad(err.to_string()))?;
     let store = app.plane.store.as_ref();
-    let verified = match Journal::new(store, &log.tenant, &log.origin).read(&run, check(app)) {
+    let verified = match read_bound(&Journal::new(store, &log.tenant, &log.origin), &run, app) {
         Ok(verified) => verified,
         Err(JournalError::NotFound { .. }) => return Err(PageError::missing(format!("no run {run}"))),
         Err(err) => return Ok(layout(run.as_str(), unverified_run(app, log, &run, &err)?)),
@@ -930,7 +939,7 @@ fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), Pag
     let log = tenant_of(app, Some(tenant))?;
     let run = RunId::new(run).map_err(|err| PageError::bad(err.to_string()))?;
     let store = app.plane.store.as_ref();
-    let verified = match Journal::new(store, &log.tenant, &log.origin).read(&run, check(app)) {
+    let verified = match read_bound(&Journal::new(store, &log.tenant, &log.origin), &run, app) {
         Ok(verified) => verified,
         Err(JournalError::NotFound { .. }) => return Err(PageError::missing(format!("no run {run}"))),
         Err(err) => return Err(PageError::conflict(format!("this run's chain does not verify: {err}"))),
@@ -1049,7 +1058,7 @@ fn render_diff(app: &App, query: &DiffQuery) -> Result<Markup, PageError> {
     let journal = Journal::new(app.plane.store.as_ref(), &log.tenant, &log.origin);
     let read = |name: &str| -> Result<Vec<VerifiedRecord>, PageError> {
         let run = RunId::new(name).map_err(|err| PageError::bad(err.to_string()))?;
-        Ok(journal.read(&run, check(app))?.records)
+        Ok(read_bound(&journal, &run, app)?.records)
     };
     let (left, right) = (read(a)?, read(b)?);
     let length = left.len().max(right.len()).min(MAX_RECORDS_SHOWN);

@@ -221,5 +221,47 @@ fn r_aud_8_the_runs_page_holds_every_listed_row_to_its_verified_chain() {
     assert!(found.contains(&format!("<code>{ok}</code>")), "the run the key derives is found: {found}");
 }
 
+/// R-COVER-4 (review 29): a run of tenant `shop` copied into tenant
+/// `search` behind the plane (its records, which the plane's one record key
+/// signed, and a runs row) was shown on `search`'s run page as a verified
+/// run of `search`; the audit of `search` finds it bound to another tenant.
+/// The page now says it is not a run of `search`.
+#[test]
+fn r_cover_4_a_run_copied_in_from_another_tenant_is_not_shown_as_its_run() {
+    use redb::ReadableTable as _;
+    let (plane, runs) = demo();
+    let search = journal_core::TenantId::new("search").unwrap();
+    let stored = plane.store.read_run(&plane.tenant, &runs[0]).unwrap();
+    for row in stored.rows {
+        plane.store.overwrite_row(&search, &runs[0], row);
+    }
+    let head = stored.head.unwrap();
+    {
+        let table: redb::TableDefinition<(&str, &str), RunsRow> = redb::TableDefinition::new("runs");
+        let mut builder = redb::Builder::new();
+        builder.set_concurrency_mode(store_redb::CONCURRENCY);
+        let db = builder.open(plane.dir.path().join("plane.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(table).unwrap();
+            assert!(table.get(("search", runs[0].as_str())).unwrap().is_none());
+            let row = (head.seq, head.hash.as_bytes().as_slice(), false, None);
+            table.insert(("search", runs[0].as_str()), row).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let mut view = plane.view();
+    view.tenants.push(console::TenantLog {
+        tenant: search,
+        origin: journal_core::Origin::new("console.test/plane/search").unwrap(),
+    });
+    let options = console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), ..Default::default() };
+    let console = console::Console::start(view, options).unwrap();
+    let (_, page) = get(&format!("{}/run/search/{}", console.url(), runs[0]));
+    assert!(page.contains("is not a run of tenant search"), "another tenant's run shown as search's: {page}");
+    let (_, genuine) = get(&format!("{}/run/shop/{}", console.url(), runs[0]));
+    assert!(!genuine.contains("is not a run of tenant"), "{genuine}");
+}
+
 /// A row of redb's `runs` table: head seq, head hash, sealed, outcome.
 type RunsRow<'a> = (u64, &'a [u8], bool, Option<&'a str>);

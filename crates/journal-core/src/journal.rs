@@ -110,6 +110,30 @@ impl VerifiedRun {
         admission(&self.records)
     }
 
+    /// Holds the run's admission to the tenant read (R-COVER-4): its
+    /// `RunAdmitted` names `tenant`. A run copied in from another tenant
+    /// verifies as a chain (one plane's record key signs for all its
+    /// tenants, and the records name the run, not the tenant's store), so a
+    /// read that does not hold it here counts, lists and shows another
+    /// tenant's run as this one's. A chain with no admission (a direct
+    /// `Journal` writer's) names no tenant to hold it to. The audit holds
+    /// the run id to the one the tenant and its key give as well; a read
+    /// does not, so a journal written directly under ids of its own (a
+    /// library user's, this crate's tests') stays readable.
+    pub fn bound_to(&self, tenant: &TenantId, run: &RunId) -> Result<(), JournalError> {
+        match self.admission() {
+            Some(admitted) if admitted.tenant != tenant.as_str() => Err(JournalError::StoreDamage {
+                tenant: tenant.clone(),
+                detail: format!(
+                    "run {run} is not a run of tenant {tenant}: its admission names tenant {:?} (copied in from \
+                     another tenant behind the plane; run `agentplane verify`)",
+                    admitted.tenant
+                ),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// The idempotency key the run was admitted under.
     pub fn idempotency_key(&self) -> Option<&str> {
         self.admission().map(|admitted| admitted.idempotency_key.as_str())
