@@ -2,12 +2,11 @@
 //! the plane's private keys) for the commands that sign, the [`Reader`]
 //! (the store read-only, the record key when at hand) for the ones that read.
 
-use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
 use journal_core::{
     Build, ChainCheck, Ed25519Verifier, Journal, JournalError, LogView, Origin, RunId, RunRows, Runtime,
-    RuntimeBuilder, SnapshotSink, Store, StoredRecord, TenantId, Upcasters, VerifiedRun, Verifier, VerifyOptions,
+    RuntimeBuilder, Store, TenantId, Upcasters, VerifiedRun, Verifier, VerifyOptions,
 };
 
 use crate::backend::{open_existing, open_for_signing, open_or_create};
@@ -17,7 +16,6 @@ use crate::high_water::FileHighWater;
 use crate::keys::PlaneKeys;
 use journal_core::log::{HighWater, HighWaterMark};
 use journal_core::runtime::ask_witnesses;
-use journal_core::snapshot::TenantSnapshot;
 
 /// This binary, named as the writer of every record it appends (R-VER-4).
 pub fn cli_build() -> &'static Build {
@@ -195,71 +193,27 @@ impl Reader {
     }
 
     /// Every run the store holds for the tenant, read in one snapshot and
-    /// handed to `each` in run order, verified or with why not: each run
-    /// whose records are stored, whether or not the runs table lists it (a
-    /// run whose runs row is gone is `StoreDamage`, never left out), then
-    /// each runs row with no record behind it (its empty chain fails). The
-    /// runs table is derived data: a reading of the whole tenant (`cost`,
-    /// `runs`) is one of the records. An error `each` returns stops the read.
+    /// handed to `each` verified as [`Reader::verify`] verifies, or with why
+    /// not ([`Journal::each_run`]: a run the runs table no longer lists is
+    /// handed over too, never left out). An error `each` returns stops the read.
     pub fn each_run(
         &self,
         each: &mut dyn FnMut(RunId, Result<VerifiedRun, JournalError>) -> Result<(), JournalError>,
     ) -> Result<(), JournalError> {
-        let mut sink = EachRun { reader: self, tables: None, seen: BTreeSet::new(), each };
-        self.store.snapshot_streamed(&self.tenant, &mut sink)?;
-        let tables = sink.tables.take().ok_or_else(|| snapshot_broken("no tables"))?;
-        for (run, _) in tables.runs.iter().filter(|(run, stored)| stored.head.is_some() && !sink.seen.contains(*run)) {
-            let verified = tables.run_rows(run, Vec::new()).and_then(|stored| self.verify(run, stored));
-            (sink.each)(run.clone(), verified)?;
-        }
-        Ok(())
+        let upcasters = reader_upcasters();
+        let verifier = self.verifier.as_ref().map(|v| v as &dyn Verifier);
+        let check = ChainCheck { upcasters: &upcasters, verifier, options: VerifyOptions::default() };
+        let journal = Journal::new(self.store.as_ref(), &self.tenant, &self.origin);
+        journal.each_run(check, &mut |run, verified| {
+            let verified = verified.and_then(|verified| verified.bound_to(&self.tenant, &run).map(|()| verified));
+            each(run, verified)
+        })
     }
 
     /// The tenant's log, as one view (R-LOG-7).
     pub fn log(&self) -> Result<LogView<'_>, Failure> {
         Ok(LogView::open(self.store.as_ref(), &self.tenant)?)
     }
-}
-
-/// Where [`Reader::each_run`] reads the snapshot's runs.
-struct EachRun<'a, 'b> {
-    reader: &'a Reader,
-    /// The snapshot's tables (its runs rows), handed over before any record.
-    tables: Option<TenantSnapshot>,
-    /// The runs whose records were handed over.
-    seen: BTreeSet<RunId>,
-    each: &'b mut dyn FnMut(RunId, Result<VerifiedRun, JournalError>) -> Result<(), JournalError>,
-}
-
-impl SnapshotSink for EachRun<'_, '_> {
-    fn tables(&mut self, tables: TenantSnapshot) -> Result<(), JournalError> {
-        self.tables = Some(tables);
-        Ok(())
-    }
-
-    fn run_records(&mut self, run: RunId, rows: Vec<StoredRecord>) -> Result<(), JournalError> {
-        let tables = self.tables.as_ref().ok_or_else(|| snapshot_broken("a run's records before the tables"))?;
-        let verified = if tables.runs.get(&run).is_some_and(|stored| stored.head.is_some()) {
-            tables.run_rows(&run, rows).and_then(|stored| self.reader.verify(&run, stored))
-        } else {
-            Err(JournalError::StoreDamage {
-                tenant: self.reader.tenant.clone(),
-                detail: format!(
-                    "{} records of run {run} are stored, but the runs table has no row for it (run `agentplane verify`)",
-                    rows.len()
-                ),
-            })
-        };
-        self.seen.insert(run.clone());
-        (self.each)(run, verified)
-    }
-}
-
-/// A snapshot stream that broke its order: the backend's fault, not the journal's.
-fn snapshot_broken(what: &str) -> JournalError {
-    JournalError::Io(journal_core::StorageError::message(format!(
-        "the store's snapshot stream broke its order: {what}"
-    )))
 }
 
 /// The largest checkpoint file read: a note's text and its signature block,

@@ -1245,7 +1245,7 @@ fn r_run_7_reads_on_postgresql_hold_derived_rows_to_the_chain() {
 /// run's tokens as `search`'s spending, and `runs` and `show` read it as a
 /// verified run of `search`, while the audit of `search` finds it bound to
 /// another tenant. Every read of a run now holds its admission to the tenant
-/// read and to the id the tenant and its key give, as the audit does.
+/// read, as the audit does.
 #[test]
 fn r_cover_4_reads_refuse_a_run_copied_in_from_another_tenant() {
     use redb::ReadableTable as _;

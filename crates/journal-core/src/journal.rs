@@ -1,6 +1,8 @@
 //! Writing and reading one tenant's journal through a [`Store`]: records are
 //! encoded once, chained, signed, and appended; reads verify before they parse.
 
+use std::collections::BTreeSet;
+
 use witness::Origin;
 
 use crate::chain::{ChainCheck, ChainHash, ExpectedHead, StoredRecord, VerifiedRecord, verify_run};
@@ -10,7 +12,8 @@ use crate::ids::{RunId, TenantId};
 use crate::record::{Build, Outcome, Record, RecordBody, RunAdmitted, RunConcluded, RunForked, Verdict};
 use crate::seal::SealLeaf;
 use crate::signature::Signer;
-use crate::store::{AppendRequest, Conclusion, RunRows, SealEntry, Store};
+use crate::snapshot::TenantSnapshot;
+use crate::store::{AppendRequest, Conclusion, RunRows, SealEntry, SnapshotSink, Store};
 
 /// A tenant's journal on a store, with the plane's optional record signer
 /// and the build that writes (named in every record, R-VER-4).
@@ -234,6 +237,31 @@ impl<'a> Journal<'a> {
         self.verify(run, self.store.read_run(self.tenant, run)?, check)
     }
 
+    /// Every run the store holds for the tenant, read in one snapshot
+    /// ([`Store::snapshot_streamed`]) and handed to `each` verified by
+    /// `check` as [`Journal::read`] verifies, or with why not: first each run
+    /// whose records are stored, whether or not the runs table lists it (a
+    /// run whose runs row is gone is [`JournalError::StoreDamage`], never
+    /// left out), then each runs row with no record behind it (its empty
+    /// chain does not reach the head the row records). The runs table is
+    /// derived data: a reading of the whole tenant (the tenant's cost, its
+    /// listing, a regression replay of every run) is a reading of the
+    /// records. An error `each` returns stops the read and is the answer.
+    pub fn each_run(
+        &self,
+        check: ChainCheck<'_>,
+        each: &mut dyn FnMut(RunId, Result<VerifiedRun, JournalError>) -> Result<(), JournalError>,
+    ) -> Result<(), JournalError> {
+        let mut sink = EachRun { journal: self, check, tables: None, seen: BTreeSet::new(), each };
+        self.store.snapshot_streamed(self.tenant, &mut sink)?;
+        let tables = sink.tables.take().ok_or_else(|| snapshot_broken("no tables"))?;
+        for (run, _) in tables.runs.iter().filter(|(run, stored)| stored.head.is_some() && !sink.seen.contains(*run)) {
+            let verified = tables.run_rows(run, Vec::new()).and_then(|stored| self.verify(run, stored, check));
+            (sink.each)(run.clone(), verified)?;
+        }
+        Ok(())
+    }
+
     /// Verifies a run as the store holds it ([`Store::read_run`]'s answer,
     /// or a snapshot's [`TenantSnapshot::run_rows`](crate::snapshot::TenantSnapshot::run_rows)
     /// of the records it streamed): chain, signatures, shapes, head, and seal,
@@ -254,4 +282,47 @@ impl<'a> Journal<'a> {
         }
         Ok(VerifiedRun { records, head: stored.head, seal: stored.seal, outcome: stored.outcome })
     }
+}
+
+/// Where [`Journal::each_run`] reads the snapshot's runs.
+struct EachRun<'j, 'c, 'e> {
+    journal: &'j Journal<'j>,
+    check: ChainCheck<'c>,
+    /// The snapshot's tables (its runs rows), handed over before any record.
+    tables: Option<TenantSnapshot>,
+    /// The runs whose records were handed over.
+    seen: BTreeSet<RunId>,
+    each: &'e mut dyn FnMut(RunId, Result<VerifiedRun, JournalError>) -> Result<(), JournalError>,
+}
+
+impl SnapshotSink for EachRun<'_, '_, '_> {
+    fn tables(&mut self, tables: TenantSnapshot) -> Result<(), JournalError> {
+        self.tables = Some(tables);
+        Ok(())
+    }
+
+    fn run_records(&mut self, run: RunId, rows: Vec<StoredRecord>) -> Result<(), JournalError> {
+        let tables = self.tables.as_ref().ok_or_else(|| snapshot_broken("a run's records before the tables"))?;
+        let verified = if tables.runs.get(&run).is_some_and(|stored| stored.head.is_some()) {
+            tables.run_rows(&run, rows).and_then(|stored| self.journal.verify(&run, stored, self.check))
+        } else {
+            Err(JournalError::StoreDamage {
+                tenant: self.journal.tenant.clone(),
+                detail: format!(
+                    "{} records of run {run} are stored, but the runs table has no row for it (run `agentplane \
+                     verify`)",
+                    rows.len()
+                ),
+            })
+        };
+        self.seen.insert(run.clone());
+        (self.each)(run, verified)
+    }
+}
+
+/// A snapshot stream that broke its order: the backend's fault, not the journal's.
+fn snapshot_broken(what: &str) -> JournalError {
+    JournalError::Io(crate::error::StorageError::message(format!(
+        "the store's snapshot stream broke its order: {what}"
+    )))
 }

@@ -520,8 +520,10 @@ pub fn replay_export(
 /// whose verified last conclusion is one of `outcomes` (every run when empty)
 /// through `agent`, and fails with every divergence, named by run and seq.
 /// The outcome is read from each run's verified chain, not from the store's
-/// outcome index, so an edited index cannot hide a run from the test. Each
-/// chain is checked before its replay; a run that does not verify is a failure.
+/// outcome index, and the runs are those whose records are stored, read in
+/// one snapshot, not the runs table's list, so an edited index or a deleted
+/// runs row cannot hide a run from the test. Each chain is checked before
+/// its replay; a run that does not verify is a failure.
 pub fn replay_store<A>(
     journal: &crate::journal::Journal<'_>,
     check: crate::chain::ChainCheck<'_>,
@@ -532,37 +534,42 @@ pub fn replay_store<A>(
 where
     A: Fn(&mut Replaying) -> Result<(), RuntimeError>,
 {
-    let runs = journal.store.runs(journal.tenant, None).map_err(|err| format!("listing the runs: {err}"))?;
     let mut reports = Vec::new();
     let mut problems = Vec::new();
-    for run in runs {
-        let verified = match journal.read(&run, check) {
-            Ok(verified) => verified,
-            Err(err) => {
-                problems.push(format!("run {run} does not verify: {err}"));
-                continue;
-            }
-        };
-        let outcome = verified.last_conclusion().map(|c| c.outcome);
-        if !outcomes.is_empty() && !outcome.is_some_and(|o| outcomes.contains(&o)) {
-            continue;
-        }
-        let served = match verified.forked_from() {
-            Some(forked) => match crate::run_state::fork_seed(|source| journal.read(source, check), &run, forked) {
-                Ok(served) => served,
+    // Every run whose records are stored, read in one snapshot: a run the
+    // runs table (derived data) no longer lists is a failure, never a run
+    // the test silently skips.
+    journal
+        .each_run(check, &mut |run, verified| {
+            let verified = match verified {
+                Ok(verified) => verified,
                 Err(err) => {
-                    problems.push(format!("run {run} is a fork whose source does not serve it: {err}"));
-                    continue;
+                    problems.push(format!("run {run} does not verify: {err}"));
+                    return Ok(());
                 }
-            },
-            None => RunState::default(),
-        };
-        let report = replay_served(&run, &verified.records, &served, plan, &agent);
-        if let Some((seq, divergence)) = &report.divergence {
-            problems.push(format!("run {run} diverges at seq {seq}: {divergence}"));
-        }
-        reports.push(report);
-    }
+            };
+            let outcome = verified.last_conclusion().map(|c| c.outcome);
+            if !outcomes.is_empty() && !outcome.is_some_and(|o| outcomes.contains(&o)) {
+                return Ok(());
+            }
+            let served = match verified.forked_from() {
+                Some(forked) => match crate::run_state::fork_seed(|source| journal.read(source, check), &run, forked) {
+                    Ok(served) => served,
+                    Err(err) => {
+                        problems.push(format!("run {run} is a fork whose source does not serve it: {err}"));
+                        return Ok(());
+                    }
+                },
+                None => RunState::default(),
+            };
+            let report = replay_served(&run, &verified.records, &served, plan, &agent);
+            if let Some((seq, divergence)) = &report.divergence {
+                problems.push(format!("run {run} diverges at seq {seq}: {divergence}"));
+            }
+            reports.push(report);
+            Ok(())
+        })
+        .map_err(|err| format!("reading the runs: {err}"))?;
     if problems.is_empty() { Ok(reports) } else { Err(problems.join("\n")) }
 }
 

@@ -61,3 +61,41 @@ fn replaying_a_redb_store_changes_neither_its_bytes_nor_its_counters() {
     assert_eq!(store.log_counters(&tenant).unwrap(), counters);
     assert!(std::fs::read(&path).unwrap() == before, "the redb file's bytes changed during a replay");
 }
+
+/// R-RUN-7, R-AUD-8 (review 29): the regression harness over a redb file
+/// where someone with write access and no key deleted one run's runs-table
+/// row and left its records. `replay_store` listed the runs from that table,
+/// so it replayed one run fewer and answered `Ok` with no word of the run
+/// left out: a changed agent that diverges on it passed. It now replays
+/// every run whose records are stored, read in one snapshot, and the run
+/// whose row is gone is a failure that names it.
+#[test]
+fn r_run_7_replaying_a_store_does_not_skip_a_run_whose_runs_row_was_deleted() {
+    use journal_core::testkit::TamperAccess as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new("replay.test/plane").unwrap();
+    let plan = vec!["research".to_owned()];
+    let mut ids = Vec::new();
+    {
+        let store: Arc<dyn Store> = Arc::new(RedbStore::create(&path).unwrap());
+        let runtime = RuntimeBuilder::new(store).tenant(tenant.clone(), origin.clone(), None).build().unwrap();
+        for n in 0..3 {
+            let request =
+                AdmitRequest { idempotency_key: format!("job-{n}"), plan: plan.clone(), budget: Budget::default() };
+            let Admission::New(mut run) = runtime.admit(&tenant, request).unwrap() else { panic!() };
+            ids.push(run.run().clone());
+            agent(&mut *run, false).unwrap();
+        }
+    }
+    let store = RedbStore::open(&path).unwrap();
+    store.delete_runs_row(&tenant, &ids[1]);
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    let journal = Journal::new(&store, &tenant, &origin);
+    let answer = replay_store(&journal, check, &[], &plan, |r| agent(r, false));
+    let failure = answer.expect_err("a run of the store was left out of the regression test");
+    assert!(failure.contains(ids[1].as_str()) && failure.contains("runs table has no row"), "{failure}");
+    assert_eq!(failure.lines().count(), 1, "the other runs replay as recorded: {failure}");
+}
