@@ -1304,5 +1304,28 @@ fn r_cover_4_reads_refuse_a_run_copied_in_from_another_tenant() {
     assert!(codes.contains(&"tenant_mismatch"), "{report}");
 }
 
+/// R-RUN-2, R-AUD-8 (review 29): someone with write access and no key
+/// removes a sealed run's row from the store's seal lookup (redb's
+/// `seal_by_run`), its seal leaf left in the log. `runs` listed the run as
+/// verified and not sealed (SEALED `-`, `sealed: false`), exit 0, while its
+/// verified chain's last conclusion seals it and `show` says so. `runs` now
+/// holds the seal lookup to the chain: the row is UNVERIFIED, exit 1.
+#[test]
+fn r_run_2_runs_does_not_list_a_sealed_run_as_open_when_its_seal_lookup_is_gone() {
+    let dir = demo_dir();
+    let run = sealed_run(dir.path());
+    {
+        use journal_core::testkit::TamperAccess;
+        let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        store.hide_seal_of(&tenant, &journal_core::RunId::new(&run).unwrap());
+    }
+    assert_eq!(json(dir.path(), &["show", &run, "--json"])["outcome"], "succeeded");
+    let rows = json_exit(dir.path(), &["runs", "--json"], 1);
+    let row = rows.as_array().unwrap().iter().find(|row| row["run"] == run.as_str()).unwrap();
+    assert_eq!(row["verified"], false, "a sealed run listed as open: {row}");
+    assert!(row["problem"].as_str().unwrap().contains("seal"), "{row}");
+}
+
 /// A row of redb's `runs` table: head seq, head hash, sealed, outcome.
 type RunsRow<'a> = (u64, &'a [u8], bool, Option<&'a str>);

@@ -703,7 +703,7 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
                 }
             }
             h2 { "proof" }
-            (proof_section(app, log, &run, verified.seal.is_some(), records)?)
+            (proof_section(app, log, &run, verified.sealed(), records)?)
             h2 { "records" }
             (records_table(app, records))
         },
@@ -851,6 +851,14 @@ fn proof_section(
     };
     let (kind, index, tree, leaf, path, failed, entry) = match covered {
         Ok(covered) => covered,
+        // The chain decides whether the run is sealed, never the store's
+        // seal lookup (derived data): a sealed run is not shown as open.
+        Err(JournalError::NotSealed { .. } | JournalError::NotFound { .. }) if sealed => {
+            return Ok(html! { p class="bad finding" {
+                "its last conclusion seals this run, but the store finds no seal of it in the log: the store's seal \
+                 lookup does not hold to the chain (" code { "agentplane verify" } ")"
+            } });
+        }
         Err(JournalError::NotSealed { .. } | JournalError::NotFound { .. }) => {
             return Ok(
                 html! { p class="warn" { "no leaf of the log covers this run yet: it moved after the last checkpoint (" code { "agentplane checkpoint" } ")" } },

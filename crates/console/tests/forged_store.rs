@@ -263,5 +263,22 @@ fn r_cover_4_a_run_copied_in_from_another_tenant_is_not_shown_as_its_run() {
     assert!(!genuine.contains("is not a run of tenant"), "{genuine}");
 }
 
+/// R-RUN-2, R-AUD-8 (review 29): a sealed run's row removed from the
+/// store's seal lookup (its seal leaf left in the log) was shown on its page
+/// as a run "no leaf of the log covers yet: it moved after the last
+/// checkpoint", a warning about an open run, while its verified chain's last
+/// conclusion seals it. The page now says the seal lookup contradicts the
+/// chain.
+#[test]
+fn r_run_2_a_sealed_run_whose_seal_lookup_is_gone_is_not_shown_as_an_open_run() {
+    let (plane, runs) = demo();
+    plane.store.hide_seal_of(&plane.tenant, &runs[0]);
+    let console = plane.console(None);
+    let (status, page) = get(&format!("{}/run/shop/{}", console.url(), runs[0]));
+    assert_eq!(status, 200, "{page}");
+    assert!(!page.contains("it moved after the last checkpoint"), "a sealed run shown as an open one: {page}");
+    assert!(page.contains("finds no seal of it"), "{page}");
+}
+
 /// A row of redb's `runs` table: head seq, head hash, sealed, outcome.
 type RunsRow<'a> = (u64, &'a [u8], bool, Option<&'a str>);

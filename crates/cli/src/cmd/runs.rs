@@ -104,6 +104,19 @@ fn rows_of(
 /// storage failure is no run's problem: it stops the listing.
 fn row_of(run: RunId, verified: Result<VerifiedRun, Failure>) -> Result<RunRow, Failure> {
     match verified {
+        // The store's seal lookup is derived data: a run whose verified
+        // chain seals it and of which the store finds no seal is not listed
+        // as open (R-RUN-2), nor its position as unknown.
+        Ok(verified) if verified.seal.is_none() && verified.sealed() => Ok(RunRow::Unverified(Problem {
+            class: Class::Findings,
+            problem: format!(
+                "its last conclusion ({}) seals it, but the store finds no seal of it in the log: the store's seal \
+                 lookup does not hold to the chain (run `agentplane verify`)",
+                verified.last_conclusion().map_or("none", |concluded| concluded.outcome.as_str())
+            ),
+            run: run.to_string(),
+            verified: false,
+        })),
         Ok(verified) => Ok(RunRow::of(&run, &verified)),
         Err(Failure::Io(message)) => Err(Failure::Io(message)),
         Err(problem) => Ok(RunRow::Unverified(Problem {
