@@ -117,13 +117,19 @@ fn first_run(plane: &Path, outcome: &str) -> journal_core::RunId {
     journal_core::RunId::new(ids.lines().next().unwrap_or_else(|| panic!("the demo makes a {outcome} run"))).unwrap()
 }
 
-/// `resume` with each answer it takes, on `exhausted`, `withheld` (with
+/// The first `exhausted`, `withheld` and `quarantined` runs of tenant
+/// `shop`, as `runs --outcome` lists them (read before the store is
+/// tampered with: a run whose conclusion was cut away is no longer listed
+/// under the outcome its index row still names).
+fn stopped_runs(plane: &Path) -> [journal_core::RunId; 3] {
+    ["exhausted", "withheld", "quarantined"].map(|outcome| first_run(plane, outcome))
+}
+
+/// `resume` with each answer it takes, on the `exhausted`, `withheld` (with
 /// `lift`) and `quarantined` runs of a store the plane must not go on with:
 /// each exits 1 saying `why`, and no run gained a record.
-fn resume_appends_nothing(plane: &Path, why: &str, lift: bool) {
-    let exhausted = first_run(plane, "exhausted");
-    let withheld = first_run(plane, "withheld");
-    let quarantined = first_run(plane, "quarantined");
+fn resume_appends_nothing(plane: &Path, runs: [journal_core::RunId; 3], why: &str, lift: bool) {
+    let [exhausted, withheld, quarantined] = runs;
     let effect = ok(plane, &["--tenant", "shop", "show", quarantined.as_str(), "--json"]);
     let effect: serde_json::Value = serde_json::from_str(&effect).unwrap();
     let effect = effect["records"]
@@ -164,7 +170,7 @@ fn r_run_5_resume_on_a_store_older_than_the_mark_appends_no_answer() {
     std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
     ok(plane, &["demo"]);
     std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
-    resume_appends_nothing(plane, "older than what the plane signed", true);
+    resume_appends_nothing(plane, stopped_runs(plane), "older than what the plane signed", true);
 }
 
 /// R-RUN-5, R-COVER-2: runs cut back behind the plane after a checkpoint
@@ -181,22 +187,22 @@ fn r_cover_2_resume_of_a_cut_back_run_appends_no_answer() {
     ok(plane, &["init", "--tenant-name", "shop"]);
     ok(plane, &["demo"]);
     ok(plane, &["--tenant", "shop", "checkpoint"]);
+    let runs = stopped_runs(plane);
     {
         let store = store_redb::RedbStore::open(&plane.join("agentplane.redb")).unwrap();
         let tenant = journal_core::TenantId::new("shop").unwrap();
         // Their conclusions cut away: the exhausted run takes a raised
         // ceiling, the quarantined one's effect is still in doubt.
-        for outcome in ["exhausted", "quarantined"] {
-            let run = first_run(plane, outcome);
-            let rows = store.read_run(&tenant, &run).unwrap().rows;
+        for run in [&runs[0], &runs[2]] {
+            let rows = store.read_run(&tenant, run).unwrap().rows;
             let keep = rows.len() - 1;
-            store.delete_record(&tenant, &run, rows[keep].seq);
+            store.delete_record(&tenant, run, rows[keep].seq);
             store.set_runs_head(
                 &tenant,
-                &run,
+                run,
                 journal_core::ExpectedHead { seq: rows[keep - 1].seq, hash: rows[keep - 1].hash },
             );
         }
     }
-    resume_appends_nothing(plane, "cut back", false);
+    resume_appends_nothing(plane, runs, "cut back", false);
 }
