@@ -104,7 +104,9 @@ pub enum Command {
         /// Only runs whose answer is this outcome.
         #[arg(long, value_enum)]
         outcome: Option<OutcomeArg>,
-        /// Print the run ids alone, one a line, for scripts.
+        /// Print the run ids alone, one a line, for scripts (with --outcome,
+        /// only the runs whose verified chain concluded so; the others on
+        /// stderr, exit 1).
         #[arg(long, conflicts_with = "json")]
         ids: bool,
         /// Only a page: the newest N runs by admission, newest first (read in
