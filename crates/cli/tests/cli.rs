@@ -1327,5 +1327,28 @@ fn r_run_2_runs_does_not_list_a_sealed_run_as_open_when_its_seal_lookup_is_gone(
     assert!(row["problem"].as_str().unwrap().contains("seal"), "{row}");
 }
 
+/// R-RUN-2, R-LOG-2 (review 29): with a sealed run's row removed from the
+/// store's seal lookup (its seal leaf left in the log), `prove` and `export`
+/// answered from the lookup alone that the run is not sealed (or not
+/// covered), while its verified chain's last conclusion seals it and `show`
+/// says so. Both now hold the lookup to the chain and name the
+/// contradiction (exit 1), as the audit does.
+#[test]
+fn r_run_2_prove_and_export_do_not_call_a_sealed_run_unsealed_when_its_seal_lookup_is_gone() {
+    let dir = demo_dir();
+    let run = sealed_run(dir.path());
+    {
+        use journal_core::testkit::TamperAccess;
+        let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        store.hide_seal_of(&tenant, &journal_core::RunId::new(&run).unwrap());
+    }
+    for args in [vec!["prove", run.as_str()], vec!["export", run.as_str(), "-o", "run.export"]] {
+        let out = agentplane(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains("finds no seal of it"), "{args:?}: {}", text(&out));
+    }
+}
+
 /// A row of redb's `runs` table: head seq, head hash, sealed, outcome.
 type RunsRow<'a> = (u64, &'a [u8], bool, Option<&'a str>);

@@ -952,6 +952,7 @@ fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), Pag
         Err(JournalError::NotFound { .. }) => return Err(PageError::missing(format!("no run {run}"))),
         Err(err) => return Err(PageError::conflict(format!("this run's chain does not verify: {err}"))),
     };
+    verified.seal_found(&log.tenant, &run).map_err(|err| PageError::conflict(err.to_string()))?;
     if app.plane.log_keys.is_empty() {
         return Err(PageError::conflict(
             "no log key given: the console cannot verify the checkpoint an export carries",

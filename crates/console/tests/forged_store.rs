@@ -267,8 +267,8 @@ fn r_cover_4_a_run_copied_in_from_another_tenant_is_not_shown_as_its_run() {
 /// store's seal lookup (its seal leaf left in the log) was shown on its page
 /// as a run "no leaf of the log covers yet: it moved after the last
 /// checkpoint", a warning about an open run, while its verified chain's last
-/// conclusion seals it. The page now says the seal lookup contradicts the
-/// chain.
+/// conclusion seals it, and its export was refused as "not covered yet".
+/// The page and the export now say the seal lookup contradicts the chain.
 #[test]
 fn r_run_2_a_sealed_run_whose_seal_lookup_is_gone_is_not_shown_as_an_open_run() {
     let (plane, runs) = demo();
@@ -278,6 +278,9 @@ fn r_run_2_a_sealed_run_whose_seal_lookup_is_gone_is_not_shown_as_an_open_run() 
     assert_eq!(status, 200, "{page}");
     assert!(!page.contains("it moved after the last checkpoint"), "a sealed run shown as an open one: {page}");
     assert!(page.contains("finds no seal of it"), "{page}");
+    let (status, export) = get(&format!("{}/run/shop/{}/export", console.url(), runs[0]));
+    assert_eq!(status, 409, "{export}");
+    assert!(export.contains("finds no seal of it"), "the export answered from the lookup alone: {export}");
 }
 
 /// A row of redb's `runs` table: head seq, head hash, sealed, outcome.

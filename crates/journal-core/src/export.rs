@@ -709,6 +709,9 @@ pub fn export_run(
 ) -> Result<RunExport, JournalError> {
     let journal = crate::journal::Journal::new(store, tenant, origin);
     let mut verified = journal.read(run, check)?;
+    // Sealed or open is the chain's to say: a sealed run the seal lookup
+    // lost is not exported as an open run's prefix (nothing is signed).
+    verified.seal_found(tenant, run)?;
     let (view, signed) = crate::log::sign_current_head(store, tenant, origin, key, high_water)?;
     let (text, covers, cosigned) = if verified.seal.is_some() {
         let inclusion = view.inclusion(run)?;

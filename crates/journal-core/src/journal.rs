@@ -108,6 +108,26 @@ impl VerifiedRun {
         self.seal.is_some() || self.last_conclusion().is_some_and(|concluded| concluded.outcome.seals())
     }
 
+    /// Holds the store's seal lookup to the chain (R-RUN-2): a run whose
+    /// verified chain seals it and of which the store finds no seal is
+    /// damage ([`JournalError::StoreDamage`]), never a run that is "not
+    /// sealed" or "not covered yet". A read that proves, exports or shows
+    /// the run's place in the log asks this before it answers from the
+    /// lookup.
+    pub fn seal_found(&self, tenant: &TenantId, run: &RunId) -> Result<(), JournalError> {
+        if self.seal.is_some() || !self.sealed() {
+            return Ok(());
+        }
+        Err(JournalError::StoreDamage {
+            tenant: tenant.clone(),
+            detail: format!(
+                "run {run}: its last conclusion ({}) seals it, but the store finds no seal of it in the log: the \
+                 store's seal lookup does not hold to the chain (run `agentplane verify`)",
+                self.last_conclusion().map_or("none", |concluded| concluded.outcome.as_str())
+            ),
+        })
+    }
+
     /// The run's admission (its seq-1 `RunAdmitted`).
     pub fn admission(&self) -> Option<&RunAdmitted> {
         admission(&self.records)

@@ -114,7 +114,17 @@ fn head_inclusion(proven: journal_core::HeadInclusion, run: &journal_core::RunId
 pub fn inclusion(settings: &Settings, run: &str, json: bool) -> Result<(), Failure> {
     let reader = Reader::open(settings)?;
     let run = run_id(run)?;
-    let inclusion = match reader.log()?.prove_run(&run)? {
+    let proof = match reader.log()?.prove_run(&run) {
+        // The store's seal lookup says the run is not sealed: the chain
+        // decides (R-RUN-2), so a sealed run the lookup lost is damage,
+        // never a run with "no place in the log yet".
+        Err(journal_core::JournalError::NotSealed { .. }) => {
+            reader.read(&run)?.seal_found(&reader.tenant, &run)?;
+            return Err(journal_core::JournalError::NotSealed { tenant: reader.tenant.clone(), run }.into());
+        }
+        proof => proof?,
+    };
+    let inclusion = match proof {
         journal_core::RunProof::Seal(inclusion) => inclusion,
         journal_core::RunProof::Head(head) => return head_inclusion(head, &run, json),
     };
