@@ -59,13 +59,15 @@ pub(crate) fn path_for(state: &Path) -> PathBuf {
     PathBuf::from(path)
 }
 
-/// The mark on disk: where it is, its slots' size, and the counter of its
-/// newest slot.
+/// The mark on disk: where it is, its slots' size, the counter of its
+/// newest slot and which slot that is (0 or 1): the next write goes to the
+/// other, never over the newest.
 #[derive(Debug)]
 pub(crate) struct MarkFile {
     path: PathBuf,
     slot_bytes: u64,
     counter: u64,
+    newest: u64,
 }
 
 /// Reads the mark: what it holds and the file to write it again, `None`
@@ -90,10 +92,14 @@ pub(crate) fn read(path: &Path) -> Result<Option<(Held, MarkFile)>, String> {
     }
     let slot_bytes = len / 2;
     let (first, second) = bytes.split_at(bytes.len() / 2);
-    let newest = [slot(first), slot(second)].into_iter().flatten().max_by_key(|(counter, _)| *counter);
-    let Some((counter, content)) = newest else { return Err(damaged()) };
+    let newest = [slot(first), slot(second)]
+        .into_iter()
+        .zip(0u64..)
+        .filter_map(|(slot, at)| slot.map(|(counter, content)| (counter, content, at)))
+        .max_by_key(|(counter, ..)| *counter);
+    let Some((counter, content, newest)) = newest else { return Err(damaged()) };
     let held = decode(content).ok_or_else(damaged)?;
-    Ok(Some((held, MarkFile { path: path.to_owned(), slot_bytes, counter })))
+    Ok(Some((held, MarkFile { path: path.to_owned(), slot_bytes, counter, newest })))
 }
 
 /// A slot's content: for each origin, its length (u32 LE) and bytes, the
@@ -188,7 +194,7 @@ impl MarkFile {
         std::fs::rename(&aside, path)?;
         let dir = path.parent().filter(|dir| !dir.as_os_str().is_empty()).unwrap_or(Path::new("."));
         std::fs::File::open(dir)?.sync_all()?;
-        Ok(Self { path: path.to_owned(), slot_bytes, counter })
+        Ok(Self { path: path.to_owned(), slot_bytes, counter, newest: 0 })
     }
 
     /// Replaces what the mark holds with `held`, durably, in the slot the
@@ -215,9 +221,13 @@ impl MarkFile {
             *self = Self::create_after(&self.path, held, self.counter)?;
             return Ok(());
         }
-        file.write_all_at(&slot, (counter % 2) * self.slot_bytes)?;
+        // The slot the newest does not occupy (not the counter's parity: the
+        // file is made with its one slot first, whatever its counter).
+        let other = 1 - self.newest;
+        file.write_all_at(&slot, other * self.slot_bytes)?;
         file.sync_data()?;
         self.counter = counter;
+        self.newest = other;
         Ok(())
     }
 }
@@ -245,18 +255,58 @@ mod tests {
         mark.write(&held(8)).unwrap();
         mark.write(&held(9)).unwrap();
         assert_eq!(read(&path).unwrap().unwrap().0, held(9));
-        // The newest slot (counter 3, slot 1) torn: its last content byte changed.
+        // The newest slot (counter 3) torn: one content byte changed.
         let mut bytes = std::fs::read(&path).unwrap();
-        let at = mark.slot_bytes as usize + HEADER_BYTES + 2;
+        let slot_bytes = mark.slot_bytes as usize;
+        let at = mark.newest as usize * slot_bytes + HEADER_BYTES + 2;
         bytes[at] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
         assert_eq!(read(&path).unwrap().unwrap().0, held(8));
         // Both slots damaged: refused, never read as empty.
-        bytes[HEADER_BYTES + 2] ^= 1;
+        bytes[(1 - mark.newest as usize) * slot_bytes + HEADER_BYTES + 2] ^= 1;
         std::fs::write(&path, &bytes).unwrap();
         assert!(read(&path).unwrap_err().contains("damaged"));
         std::fs::write(&path, b"").unwrap();
         assert!(read(&path).unwrap_err().contains("damaged"));
+    }
+
+    /// R-WIT-6, attack: a crash tears the first write after the mark was
+    /// made (at the first start, or when it outgrew its slots). The mark was
+    /// made with its one slot at the front and the next write went by the
+    /// counter's parity to that same slot, overwriting the only slot holding
+    /// every checkpoint answered: torn, neither slot read and the witness
+    /// refused to start after an honest crash (its remedy, removing the mark,
+    /// lets the state it had not flushed be trusted). A write goes to the
+    /// slot the newest does not occupy.
+    #[test]
+    fn r_wit_6_a_torn_first_write_after_the_mark_is_made_leaves_the_slot_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.highwater");
+        let many: Held = (0..200u64).map(|n| (format!("example.com/log-{n}"), latest(n))).collect();
+        // Made at a first start, and made again when the mark outgrew its slots.
+        for made_after in [None, Some(many)] {
+            let mut mark = MarkFile::create(&path, &held(5)).unwrap();
+            if let Some(many) = &made_after {
+                mark.write(&held(6)).unwrap();
+                mark.write(many).unwrap();
+            }
+            let before = read(&path).unwrap().unwrap().0;
+            let pristine = std::fs::read(&path).unwrap();
+            mark.write(&held(8)).unwrap();
+            assert_eq!(read(&path).unwrap().unwrap().0, held(8));
+            // The write just made, torn: each byte it changed put back.
+            let written = std::fs::read(&path).unwrap();
+            let changed: Vec<usize> = (0..written.len()).filter(|&at| written[at] != pristine[at]).collect();
+            let mut torn = written.clone();
+            torn[changed[0]] = pristine[changed[0]];
+            std::fs::write(&path, &torn).unwrap();
+            let after_crash = read(&path);
+            assert!(
+                matches!(&after_crash, Ok(Some((held, _))) if *held == before),
+                "made again: {}: {after_crash:?}",
+                made_after.is_some()
+            );
+        }
     }
 
     /// Held trees that outgrow the slots make the file again, larger.
