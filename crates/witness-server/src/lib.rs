@@ -267,7 +267,8 @@ struct Shared {
 const STATE_FLUSH_EVERY: u64 = 1024;
 
 /// The trees the state holds, the mark on disk, and whether it holds them
-/// too (false after a failed write of the mark, until one succeeds).
+/// too (false after a failed write of the mark, until one succeeds). The
+/// monitor endpoint serves from here while it does.
 struct Marked {
     held: highwater::Held,
     file: highwater::MarkFile,
@@ -899,15 +900,18 @@ impl Shared {
         let Some(log) = self.config.logs.iter().find(|log| origin_hash(&log.origin) == hash) else {
             return Answer::text(404, "unknown origin\n");
         };
-        let read = || -> Result<Option<String>, redb::Error> {
-            let txn = self.db.begin_read()?;
-            let table = txn.open_table(LATEST)?;
-            Ok(table.get(log.origin.as_str())?.map(|entry| entry.value().2.to_owned()))
-        };
-        match read() {
-            Ok(Some(note)) => Answer::text(200, note),
-            Ok(None) => Answer::text(404, "nothing cosigned for this origin\n"),
-            Err(err) => Answer::text(500, format!("state: {err}\n")),
+        // Served from what the high-water mark holds, never from the state:
+        // a state commit is seen by readers before the mark holding it is
+        // written (or when its write failed, answered 500), and a note served
+        // then is a cosignature that a crash lets the witness contradict.
+        // The lock waits out a mark write under way.
+        let marked = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !marked.written {
+            return Answer::text(503, "state: the high-water mark cannot be written\n");
+        }
+        match marked.held.get(log.origin.as_str()) {
+            Some(latest) => Answer::text(200, latest.note.clone()),
+            None => Answer::text(404, "nothing cosigned for this origin\n"),
         }
     }
 

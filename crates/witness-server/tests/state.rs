@@ -276,3 +276,42 @@ fn r_wit_6_no_cosignature_leaves_before_the_high_water_mark_holds_its_tree() {
     server.shutdown();
     assert_eq!(witness_server::high_water_mark(&state).unwrap().unwrap()[ORIGIN].size, 8);
 }
+
+/// R-WIT-6, attack: the high-water mark cannot be written (a full or failing
+/// disk; here its path taken by a directory), so the submission of size 8 is
+/// answered 500, but the state's unflushed commit already held its cosigned
+/// note and the monitor endpoint served it: a cosignature of size 8 left the
+/// witness while nothing durable held it. After a crash the witness starts
+/// on its mark (size 5, as the failed write left the disk) and cosigns a fork
+/// of size 8: two roots for one size, both cosigned by this witness. The
+/// monitor serves only what the mark holds.
+#[test]
+fn r_wit_6_the_monitor_serves_no_cosigned_note_the_high_water_mark_does_not_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("witness.redb");
+    let mark = dir.path().join("witness.redb.highwater");
+    let (mut honest, _) = honest_and_fork(5, 5);
+    let (child, url) = spawn_binary(dir.path(), &honest, &state).unwrap();
+    assert!(cosigns(&url, &honest));
+    let written = std::fs::read(&mark).unwrap();
+    std::fs::remove_file(&mark).unwrap();
+    std::fs::create_dir(&mark).unwrap();
+    honest.grow_to(8, u64::MAX);
+    assert!(!cosigns(&url, &honest), "cosigned while the mark could not be written");
+    let reader = witness::WitnessReader::new(&url, vec![trusted(&cosigner(7, WITNESS))]).unwrap();
+    let served = reader.latest_signed(&honest.origin, &[honest.key.verifier_key()]);
+    let leaked = matches!(&served, Ok(cosigned) if cosigned.checkpoint.tree().size == 8);
+    // The crash, and the mark as the failed write left it on disk.
+    child.kill();
+    std::fs::remove_dir(&mark).unwrap();
+    std::fs::write(&mark, &written).unwrap();
+    let (_, fork) = honest_and_fork(8, 5);
+    let (child, url) = spawn_binary(dir.path(), &honest, &state).unwrap();
+    let fork_cosigned = cosigns(&url, &fork);
+    child.kill();
+    assert!(
+        !leaked,
+        "the monitor served a cosigned size-8 note the mark did not hold (a fork of it was then cosigned: \
+         {fork_cosigned}): {served:?}"
+    );
+}
