@@ -627,3 +627,60 @@ fn r_ops_1_a_connection_past_the_cap_is_closed_at_once() {
     let served = (0..1000).find_map(|_| client.get(console.url()).send().ok().filter(|r| r.status().as_u16() == 200));
     assert!(served.is_some(), "the console serves again once the stalled connections are gone");
 }
+
+/// R-AUD-8, R-OPS-1, a console beside a busy plane: the runs page filtered
+/// by outcome lists the exhausted runs from the store's index, and before it
+/// reads the listed run's chain the operator raises its ceiling and resumes
+/// it, and it succeeds. The index moved with the chain (it lists the run as
+/// succeeded now): nothing behind the plane wrote it, and the page must not
+/// say the store lists it "NOT as listed". (On main it did: a row marked bad
+/// on a healthy plane.) A run whose index still contradicts its chain when
+/// read is still named (`forged_store.rs`).
+#[test]
+fn r_aud_8_a_run_that_moves_on_while_the_runs_page_by_outcome_is_drawn_is_no_false_alarm() {
+    use journal_core::testkit_faults::{RoutedStore, StoreCall};
+    use journal_core::{Admission, AdmitRequest, Budget, Counters, Dimension, EffectResult};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (plane, _) = demo();
+    let plane: &'static Plane = Box::leak(Box::new(plane));
+    let budget = Budget { tokens: Some(50), ..Budget::default() };
+    let request = AdmitRequest { idempotency_key: "job-exhausted".into(), plan: vec!["work".into()], budget };
+    let Admission::New(mut handle) = plane.runtime.admit(&plane.tenant, request).unwrap() else { panic!("a new run") };
+    let charged = || journal_core::runtime::EffectOutput {
+        result: EffectResult::Ok { output: "ok".into() },
+        charged: Counters { tokens: 40, ..Counters::default() },
+    };
+    handle.start_step("work").unwrap();
+    handle.effect("ek:a", "work", charged).unwrap();
+    assert!(handle.effect("ek:b", "work", charged).is_err(), "the budget is spent");
+    let run = handle.run().clone();
+    drop(handle);
+    let before = plane.console(None);
+    let (status, listed) = get(&format!("{}/runs?outcome=exhausted", before.url()));
+    assert_eq!(status, 200, "{listed}");
+    assert!(listed.contains(run.as_str()), "the run is exhausted: {listed}");
+    let (listing, moved) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+    let store: Arc<dyn Store> = {
+        let (listing, moved, run) = (Arc::clone(&listing), Arc::clone(&moved), run.clone());
+        let inner = Arc::clone(&plane.store) as Arc<dyn Store>;
+        Arc::new(RoutedStore::new(Box::new(move |call| {
+            match call {
+                StoreCall::Admissions => listing.store(true, Ordering::SeqCst),
+                // The page reads the chain of the run it listed: the run moved on meanwhile.
+                StoreCall::ReadRun if listing.load(Ordering::SeqCst) && !moved.swap(true, Ordering::SeqCst) => {
+                    plane.runtime.raise_ceiling(&plane.tenant, &run, Dimension::Tokens, Some(500)).unwrap();
+                    let mut resumed = plane.runtime.resume(&plane.tenant, &run).unwrap();
+                    resumed.finish_step("work").unwrap();
+                    resumed.succeed("done").unwrap();
+                }
+                _ => {}
+            }
+            Arc::clone(&inner)
+        })))
+    };
+    let console = plane.console_over(store);
+    let (status, page) = get(&format!("{}/runs?outcome=exhausted", console.url()));
+    assert_eq!(status, 200, "{page}");
+    assert!(moved.load(Ordering::SeqCst), "the run moved on while the page was drawn");
+    assert!(!page.contains("NOT as listed"), "a false alarm on a healthy plane: {page}");
+}

@@ -128,6 +128,26 @@ impl VerifiedRun {
         })
     }
 
+    /// Whether a listing of the run under `listed`, taken from a derived
+    /// index (the outcome index, the runs table's outcome column) before
+    /// the chain was read, was only overtaken by the plane (R-RUN-3,
+    /// R-AUD-8): the chain concluded `listed` once and has concluded
+    /// otherwise since (a resume on a live plane), and the outcome index
+    /// read with the chain holds that newer answer. Such a run is no longer
+    /// of that outcome, and nothing contradicts its chain: a reader leaves it
+    /// out of the listing, or shows its answer now, never calls the index
+    /// forged. An index that still contradicts the chain as read, or a
+    /// listing under an outcome the chain never concluded, is no such run.
+    pub fn moved_on_from(&self, listed: Outcome) -> bool {
+        let answer = self.last_conclusion().map(|concluded| concluded.outcome);
+        answer != Some(listed)
+            && self.outcome == answer
+            && self
+                .records
+                .iter()
+                .any(|r| matches!(&r.record.body, RecordBody::RunConcluded(concluded) if concluded.outcome == listed))
+    }
+
     /// The run's admission (its seq-1 `RunAdmitted`).
     pub fn admission(&self) -> Option<&RunAdmitted> {
         admission(&self.records)

@@ -94,7 +94,14 @@ fn rows_of(
 ) -> Result<Vec<RunRow>, Failure> {
     let mut rows = Vec::new();
     for run in runs {
-        let verified = read(&run).and_then(|verified| listed_as(&run, &verified, outcome).map(|()| verified));
+        let verified = match read(&run) {
+            // Resumed and concluded again since the index listed it (a live
+            // plane), its index with it: no longer of that outcome, and no
+            // contradiction of its chain.
+            Ok(verified) if outcome.is_some_and(|listed| verified.moved_on_from(listed)) => continue,
+            read => read,
+        };
+        let verified = verified.and_then(|verified| listed_as(&run, &verified, outcome).map(|()| verified));
         rows.push(row_of(run, verified)?);
     }
     Ok(rows)
