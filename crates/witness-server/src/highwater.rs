@@ -171,6 +171,18 @@ fn encode(counter: u64, held: &Held) -> std::io::Result<Vec<u8>> {
     Ok(slot)
 }
 
+/// The size of each slot of a mark whose newest slot takes `needed` bytes:
+/// room to grow (twice what is needed, in whole pages), but never a file
+/// larger than `limit`, the most [`read`] takes back at start (a mark the
+/// witness wrote and then refused to start on). `None` when even the
+/// slots `needed` asks for exceed it.
+fn slot_bytes_for(needed: u64, limit: u64) -> Option<u64> {
+    let largest = limit / 2 / PAGE * PAGE;
+    let roomy = needed.checked_mul(2)?.div_ceil(PAGE).max(1).checked_mul(PAGE)?;
+    let slot_bytes = roomy.min(largest);
+    (needed <= slot_bytes).then_some(slot_bytes)
+}
+
 impl MarkFile {
     /// Makes the mark at `path` holding `held`: written aside, flushed,
     /// renamed over whatever is there, the directory flushed.
@@ -181,8 +193,13 @@ impl MarkFile {
     fn create_after(path: &Path, held: &Held, counter: u64) -> std::io::Result<Self> {
         let counter = counter + 1;
         let slot = encode(counter, held)?;
-        // Room to grow: twice what is held now, in whole pages.
-        let slot_bytes = (2 * slot.len() as u64).div_ceil(PAGE).max(1) * PAGE;
+        let slot_bytes = slot_bytes_for(slot.len() as u64, MAX_MARK_BYTES).ok_or_else(|| {
+            std::io::Error::other(format!(
+                "the high-water mark would hold {} bytes, more than the {MAX_MARK_BYTES} a start reads back: \
+                 serve fewer logs from this witness",
+                2 * slot.len()
+            ))
+        })?;
         let mut aside = path.as_os_str().to_owned();
         aside.push(".new");
         let aside = PathBuf::from(aside);
@@ -307,6 +324,23 @@ mod tests {
                 made_after.is_some()
             );
         }
+    }
+
+    /// A mark is never made larger than a start reads back: the slots stop
+    /// growing at the limit, and content that would not fit even then is
+    /// refused (the write fails, its answers are 500s) rather than written
+    /// into a file the next start refuses.
+    #[test]
+    fn r_wit_6_a_mark_is_never_made_larger_than_a_start_reads() {
+        let limit = 64 * PAGE;
+        assert_eq!(slot_bytes_for(100, limit), Some(PAGE));
+        assert_eq!(slot_bytes_for(10 * PAGE, limit), Some(20 * PAGE));
+        assert_eq!(slot_bytes_for(20 * PAGE, limit), Some(32 * PAGE), "capped at half the limit");
+        assert_eq!(slot_bytes_for(32 * PAGE, limit), Some(32 * PAGE));
+        assert_eq!(slot_bytes_for(32 * PAGE + 1, limit), None);
+        assert_eq!(slot_bytes_for(u64::MAX, limit), None);
+        let (largest, max) = (slot_bytes_for(MAX_MARK_BYTES / 2, MAX_MARK_BYTES), MAX_MARK_BYTES / 2);
+        assert!(largest.is_some_and(|slot| 2 * slot <= MAX_MARK_BYTES) && largest == Some(max));
     }
 
     /// Held trees that outgrow the slots make the file again, larger.
