@@ -118,16 +118,10 @@ pub enum Command {
         /// (MILLIS:RUN, as printed for the next page).
         #[arg(long, value_name = "CURSOR", requires = "limit")]
         before: Option<String>,
-        /// Read through chain verification alone, skipping the records'
-        /// signatures, which are otherwise verified with the plane's record
-        /// key whenever its key file is at hand, as `show` does. Faster, but a
-        /// record rewritten with its chain rebuilt and its signature no longer
-        /// verifying is then read as any other, where `show` refuses it.
-        #[arg(long, conflicts_with = "verify_signatures")]
-        skip_signatures: bool,
-        /// Verify the records' signatures: the default (kept so that
-        /// scripts passing it still run).
-        #[arg(long, hide = true)]
+        /// Also verify every record's signature with the plane's record key
+        /// (Ed25519 on every record: `verify` is the full check). Without it
+        /// the figures are read through chain verification alone.
+        #[arg(long)]
         verify_signatures: bool,
         /// JSON output.
         #[arg(long)]
@@ -196,16 +190,10 @@ pub enum Command {
         /// Count only records written before this instant (same forms as --since).
         #[arg(long)]
         until: Option<String>,
-        /// Read through chain verification alone, skipping the records'
-        /// signatures, which are otherwise verified with the plane's record
-        /// key whenever its key file is at hand, as `show` does. Faster, but a
-        /// record rewritten with its chain rebuilt and its signature no longer
-        /// verifying is then read as any other, where `show` refuses it.
-        #[arg(long, conflicts_with = "verify_signatures")]
-        skip_signatures: bool,
-        /// Verify the records' signatures: the default (kept so that
-        /// scripts passing it still run).
-        #[arg(long, hide = true)]
+        /// Also verify every record's signature with the plane's record key
+        /// (Ed25519 on every record: `verify` is the full check). Without it
+        /// the figures are read through chain verification alone.
+        #[arg(long)]
         verify_signatures: bool,
         /// JSON output.
         #[arg(long)]
