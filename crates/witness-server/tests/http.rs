@@ -572,27 +572,23 @@ fn r_wit_4_a_cosigned_tree_the_log_never_signed_is_refused_when_read_with_the_lo
     assert!(!err.is_integrity(), "a lying witness, not a log that lost history: {err:?}");
 }
 
-/// R-OPS-1, R-WIT-3 (noticed by review 20): every refused request was logged
-/// at warn, one line each, so any client could flood the operator's log
-/// (and disk) with garbage requests. The binary logs at most
-/// `REFUSALS_LOGGED_PER_WINDOW` refusals one by one per window and counts
-/// the rest, saying how many with the first refusal after the window.
-#[test]
-fn r_ops_1_a_flood_of_garbage_requests_does_not_flood_the_witness_log() {
+/// A witness binary serving `plane`'s log with a key made by its `keygen`
+/// under `name`, its stderr (at `RUST_LOG=info`) going to
+/// `dir/stderr.log`: the child, the URL it printed, and the verifier key.
+fn spawn_logged_witness(dir: &std::path::Path, name: &str, plane: &Plane) -> (std::process::Child, String, String) {
     use std::io::BufRead as _;
-    let dir = tempfile::tempdir().unwrap();
-    let key_file = dir.path().join("w.key");
+    let key_file = dir.join("w.key");
     let keygen = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
-        .args(["keygen", "--name", "witness.test/flooded", "--out"])
+        .args(["keygen", "--name", name, "--out"])
         .arg(&key_file)
         .output()
         .unwrap();
     assert!(keygen.status.success(), "{}", String::from_utf8_lossy(&keygen.stderr));
-    let log = std::fs::File::create(dir.path().join("stderr.log")).unwrap();
-    let plane = Plane::new(1);
+    let vkey = String::from_utf8(keygen.stdout).unwrap().trim().to_owned();
+    let log = std::fs::File::create(dir.join("stderr.log")).unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
         .args(["serve", "--listen", "127.0.0.1:0", "--state"])
-        .arg(dir.path().join("w.redb"))
+        .arg(dir.join("w.redb"))
         .arg("--key-file")
         .arg(&key_file)
         .arg("--log")
@@ -605,6 +601,19 @@ fn r_ops_1_a_flood_of_garbage_requests_does_not_flood_the_witness_log() {
     let mut line = String::new();
     std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    (child, url, vkey)
+}
+
+/// R-OPS-1, R-WIT-3 (noticed by review 20): every refused request was logged
+/// at warn, one line each, so any client could flood the operator's log
+/// (and disk) with garbage requests. The binary logs at most
+/// `REFUSALS_LOGGED_PER_WINDOW` refusals one by one per window and counts
+/// the rest, saying how many with the first refusal after the window.
+#[test]
+fn r_ops_1_a_flood_of_garbage_requests_does_not_flood_the_witness_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = Plane::new(1);
+    let (mut child, url, _) = spawn_logged_witness(dir.path(), "witness.test/flooded", &plane);
     let client = reqwest::blocking::Client::new();
     let started = std::time::Instant::now();
     let sent = 3 * witness_server::REFUSALS_LOGGED_PER_WINDOW;
@@ -636,32 +645,11 @@ fn r_ops_1_a_flood_of_garbage_requests_does_not_flood_the_witness_log() {
 /// length.
 #[test]
 fn r_ops_1_a_refused_request_with_a_huge_method_or_path_logs_a_bounded_line() {
-    use std::io::{BufRead as _, Read as _, Write as _};
+    use std::io::{Read as _, Write as _};
     let dir = tempfile::tempdir().unwrap();
-    let key_file = dir.path().join("w.key");
-    let keygen = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
-        .args(["keygen", "--name", "witness.test/long", "--out"])
-        .arg(&key_file)
-        .output()
-        .unwrap();
-    assert!(keygen.status.success(), "{}", String::from_utf8_lossy(&keygen.stderr));
-    let log = std::fs::File::create(dir.path().join("stderr.log")).unwrap();
     let plane = Plane::new(1);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--state"])
-        .arg(dir.path().join("w.redb"))
-        .arg("--key-file")
-        .arg(&key_file)
-        .arg("--log")
-        .arg(format!("{}={}", plane.origin, plane.key.verifier_key()))
-        .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.trim().rsplit(' ').next().unwrap().trim_start_matches("http://").to_owned();
+    let (mut child, url, _) = spawn_logged_witness(dir.path(), "witness.test/long", &plane);
+    let addr = url.trim_start_matches("http://").to_owned();
     let long_method = "M".repeat(300_000);
     let long_path = format!("/{}", "p".repeat(60_000));
     for request_line in [format!("{long_method} /x HTTP/1.1"), format!("GET {long_path} HTTP/1.1")] {
@@ -696,33 +684,9 @@ fn r_ops_1_a_refused_request_with_a_huge_method_or_path_logs_a_bounded_line() {
 /// are refused 422 and logged with the other refusals, within their limit.
 #[test]
 fn r_wit_6_a_replayed_checkpoint_with_a_forged_proof_raises_no_integrity_alarm() {
-    use std::io::BufRead as _;
     let dir = tempfile::tempdir().unwrap();
-    let key_file = dir.path().join("w.key");
-    let keygen = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
-        .args(["keygen", "--name", "witness.test/alarm", "--out"])
-        .arg(&key_file)
-        .output()
-        .unwrap();
-    assert!(keygen.status.success(), "{}", String::from_utf8_lossy(&keygen.stderr));
-    let vkey = String::from_utf8(keygen.stdout).unwrap().trim().to_owned();
-    let log = std::fs::File::create(dir.path().join("stderr.log")).unwrap();
     let mut honest = Plane::new(1);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--state"])
-        .arg(dir.path().join("w.redb"))
-        .arg("--key-file")
-        .arg(&key_file)
-        .arg("--log")
-        .arg(format!("{}={}", honest.origin, honest.key.verifier_key()))
-        .env("RUST_LOG", "info")
-        .stdout(std::process::Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.trim().rsplit(' ').next().unwrap().to_owned();
+    let (mut child, url, vkey) = spawn_logged_witness(dir.path(), "witness.test/alarm", &honest);
     let client = HttpWitness::new(&url, vec![witness::TrustedWitness::parse(&vkey).unwrap()]).unwrap();
     honest.grow_to(5, u64::MAX);
     client.add_checkpoint(&honest.signed(), &honest.log).unwrap();

@@ -232,13 +232,10 @@ fn witness_binary(args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
     (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-/// A private key given by mistake where a log's public key is wanted
-/// (`--log ORIGIN=VKEY`, or the whole `--log` argument) is refused without
-/// being echoed: no secret ever reaches standard error or a log.
-#[test]
-fn a_private_key_given_as_a_log_key_is_refused_and_never_echoed() {
-    let dir = tempfile::tempdir().unwrap();
-    let key_file = dir.path().join("w.key");
+/// A key made by the binary's `keygen` in `dir`: its file, its text
+/// (`PRIVATE+KEY+...`) and the base64 of its seed, which no error may show.
+fn made_key(dir: &std::path::Path) -> (std::path::PathBuf, String, String) {
+    let key_file = dir.join("w.key");
     let (code, _) = witness_binary(&[
         "keygen".as_ref(),
         "--name".as_ref(),
@@ -249,6 +246,16 @@ fn a_private_key_given_as_a_log_key_is_refused_and_never_echoed() {
     assert_eq!(code, Some(0));
     let skey = std::fs::read_to_string(&key_file).unwrap().trim().to_owned();
     let seed = skey.splitn(5, '+').nth(4).unwrap().to_owned();
+    (key_file, skey, seed)
+}
+
+/// A private key given by mistake where a log's public key is wanted
+/// (`--log ORIGIN=VKEY`, or the whole `--log` argument) is refused without
+/// being echoed: no secret ever reaches standard error or a log.
+#[test]
+fn a_private_key_given_as_a_log_key_is_refused_and_never_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key_file, skey, seed) = made_key(dir.path());
     assert!(seed.len() > 40, "the base64 of the seed: {skey}");
     let state = dir.path().join("w.redb");
     // The last: base64 padding, split at its `=`, would make the key the "origin".
@@ -313,17 +320,7 @@ fn a_configuration_file_past_its_bound_is_refused_unread() {
 #[test]
 fn r_ops_1_a_private_key_given_for_a_key_file_or_in_a_configuration_is_never_echoed() {
     let dir = tempfile::tempdir().unwrap();
-    let key_file = dir.path().join("w.key");
-    let (code, _) = witness_binary(&[
-        "keygen".as_ref(),
-        "--name".as_ref(),
-        "w.test/x".as_ref(),
-        "--out".as_ref(),
-        key_file.as_os_str(),
-    ]);
-    assert_eq!(code, Some(0));
-    let skey = std::fs::read_to_string(&key_file).unwrap().trim().to_owned();
-    let seed = skey.splitn(5, '+').nth(4).unwrap().to_owned();
+    let (_, skey, seed) = made_key(dir.path());
     let state = dir.path().join("w.redb");
     let plane = Plane::new(1);
     let log = format!("{ORIGIN}={}", plane.key.verifier_key());
