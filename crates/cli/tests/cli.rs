@@ -126,6 +126,12 @@ fn r_log_2_prove_json_verifies_against_the_checkpoint() {
     let shown = json(dir.path(), &["show", &failed, "--json"]);
     let records = shown["records"].as_array().unwrap();
     assert_eq!(head["head_seq"].as_u64().unwrap(), records.len() as u64, "the head is its last record");
+    // The text dates the head by its heads leaf, not by the size of the tree
+    // the proof is against (the run may have moved on after the leaf; noticed
+    // by review 29).
+    let text = ok(dir.path(), &["prove", &failed]);
+    let index = head["index"].as_u64().unwrap();
+    assert!(text.contains(&format!("when heads leaf {index} was written (the log then had {index} leaves)")), "{text}");
     assert_eq!(agentplane(dir.path(), &["prove", "run-not-there"]).status.code(), Some(2));
 }
 

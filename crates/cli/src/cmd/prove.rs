@@ -90,11 +90,16 @@ fn head_inclusion(proven: journal_core::HeadInclusion, run: &journal_core::RunId
         return print_json(&row);
     }
     warn_if_walked(proven.source);
+    // The leaf says where the run was when the leaf was written (the log
+    // then had `index` leaves), not where it is at the tree's size now: the
+    // run may have moved on since, in a leaf the log does not hold yet.
     outln!(
-        "run {run} is not sealed: it had record {} (hash {}) when the log had {} leaves",
+        "run {run} is not sealed: it had record {} (hash {}) when heads leaf {} was written (the log then had {} \
+         leaves)",
         row.head_seq,
         row.head_hash,
-        row.size
+        row.index,
+        row.index
     );
     outln!("  (a head, not a complete history: only a seal says that)");
     outln!("heads leaf {} of {}", row.index, row.size);
