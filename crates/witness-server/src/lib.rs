@@ -328,11 +328,19 @@ fn open_state(path: &Path) -> Result<Database, ServerError> {
             return builder.create(path).map_err(|err| state_error(path, err));
         }
         Err(err) => return Err(state_error(path, err)),
+        // The high-water mark holds every checkpoint answered: the state is
+        // made anew and brought forward to it (see `check_high_water`), as a
+        // deleted one is.
+        Ok(meta) if meta.len() == 0 && highwater::path_for(path).exists() => {
+            tracing::warn!(target: LOG_TARGET, "the state file is empty: made anew, to be brought forward to its high-water mark");
+            return builder.create(path).map_err(|err| state_error(path, err));
+        }
         Ok(meta) if meta.len() == 0 => {
             return Err(state_error(
                 path,
                 format!(
-                    "the file is empty: it held what this witness cosigned and lost it (truncated); \
+                    "the file is empty and no high-water mark is beside it: it held what this witness cosigned \
+                     and lost it (truncated); \
                      {DAMAGED_STATE_REMEDY}; only a witness that has never cosigned may delete the empty file \
                      to start afresh"
                 ),

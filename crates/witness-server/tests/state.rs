@@ -112,21 +112,30 @@ fn spawn_binary(dir: &Path, plane: &Plane, state: &Path) -> Result<(Running, Str
 /// (truncated to zero bytes by a copy gone wrong, a `> witness.redb`, a
 /// filesystem after a crash). The database opened an empty file as a new
 /// one, so the witness started with no memory and cosigned, by trust on
-/// first use, a fork of the checkpoint it had cosigned. It refuses to start
-/// instead, saying what happened and what to do.
+/// first use, a fork of the checkpoint it had cosigned. With its high-water
+/// mark beside it the state is made anew and brought forward to the mark
+/// (the fork refused, the honest log cosigned); with the mark gone too it
+/// refuses to start, saying what happened and what to do.
 #[test]
-fn r_wit_6_a_state_file_emptied_behind_the_witness_is_refused_not_started_afresh() {
+fn r_wit_6_a_state_file_emptied_behind_the_witness_is_never_started_afresh() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("witness.redb");
-    let (honest, fork) = honest_and_fork(5, 2);
+    let (mut honest, fork) = honest_and_fork(5, 2);
     let server = try_start(&honest, &state).unwrap();
     assert!(cosigns(&server.url(), &honest));
     server.shutdown();
     std::fs::OpenOptions::new().write(true).open(&state).unwrap().set_len(0).unwrap();
+    let server = try_start(&honest, &state).unwrap();
+    assert!(!cosigns(&server.url(), &fork), "the fork of the checkpoint cosigned before was cosigned");
+    honest.grow_to(8, u64::MAX);
+    assert!(cosigns(&server.url(), &honest), "the honest log's growth");
+    server.shutdown();
+    std::fs::OpenOptions::new().write(true).open(&state).unwrap().set_len(0).unwrap();
+    std::fs::remove_file(dir.path().join("witness.redb.highwater")).unwrap();
     match try_start(&honest, &state) {
         Ok(server) => {
             let forked = cosigns(&server.url(), &fork);
-            panic!("a witness started on an emptied state (and the fork was cosigned: {forked})");
+            panic!("a witness started on an emptied state with no mark (and the fork was cosigned: {forked})");
         }
         Err(err) => {
             let message = err.to_string();
