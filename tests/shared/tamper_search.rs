@@ -38,8 +38,8 @@ use journal_core::heads::HeadsLeaf;
 use journal_core::testkit::{MemoryHighWater, TamperAccess};
 use journal_core::{
     Admission, AdmitRequest, Budget, ChainCheck, ChainHash, Counters, EffectOutput, EffectResult, ExpectedHead,
-    Outcome, RunId, Runtime, RuntimeBuilder, SealLeaf, Store, StoredRecord, TenantId, Upcasters, Verdict,
-    VerifyOptions,
+    Outcome, RunId, RunStatus, Runtime, RuntimeBuilder, RuntimeError, SealLeaf, Store, StoredRecord, TenantId,
+    Upcasters, Verdict, VerifyOptions,
 };
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -237,10 +237,17 @@ impl<S: Store + TamperAccess + 'static> Plane<S> {
                             result: EffectResult::Err { error: "503".into() },
                             charged: Counters::default(),
                         });
-                        assert!(failed.is_err());
+                        assert!(
+                            matches!(failed, Err(RuntimeError::Stopped { status: RunStatus::Failed { .. }, .. })),
+                            "{failed:?}"
+                        );
                     }
                     Ending::Exhausted => {
-                        assert!(run.effect("ek:over", "work", || ok("over")).is_err());
+                        let over = run.effect("ek:over", "work", || ok("over"));
+                        assert!(
+                            matches!(over, Err(RuntimeError::Stopped { status: RunStatus::Exhausted { .. }, .. })),
+                            "{over:?}"
+                        );
                     }
                     Ending::Withheld => {
                         drop(run);

@@ -652,7 +652,14 @@ fn r_aud_8_a_run_that_moves_on_while_the_runs_page_by_outcome_is_drawn_is_no_fal
     };
     handle.start_step("work").unwrap();
     handle.effect("ek:a", "work", charged).unwrap();
-    assert!(handle.effect("ek:b", "work", charged).is_err(), "the budget is spent");
+    let spent = handle.effect("ek:b", "work", charged);
+    assert!(
+        matches!(
+            spent,
+            Err(journal_core::RuntimeError::Stopped { status: journal_core::RunStatus::Exhausted { .. }, .. })
+        ),
+        "the budget is spent: {spent:?}"
+    );
     let run = handle.run().clone();
     drop(handle);
     let before = plane.console(None);

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use journal_core::runtime::RuntimeError;
 use journal_core::testkit_faults::{FaultyStore, Strike, WriteCall};
 use journal_core::{
-    Admission, AdmitRequest, Budget, Counters, Dimension, DoubtAnswer, EffectOutput, EffectResult, MemoryStore, Origin,
-    RunHandle, RunId, RunStatus, Runtime, RuntimeBuilder, Store, TenantId, Verdict,
+    Admission, AdmitRequest, Budget, Counters, Dimension, DoubtAnswer, EffectOutput, EffectResult, JournalError,
+    MemoryStore, Origin, RunHandle, RunId, RunStatus, Runtime, RuntimeBuilder, Store, TenantId, Verdict,
 };
 
 fn tenant() -> TenantId {
@@ -273,7 +273,11 @@ fn an_interrupted_fork(pay: &AtomicU32) -> (Runtime, RunId, u64, RunId) {
     let source = drive(&runtime);
     let at = runtime.store().read_run(&tenant(), &source).unwrap().head.unwrap().seq;
     let request = AdmitRequest { idempotency_key: "fork".into(), plan: vec!["work".into()], budget: Budget::default() };
-    assert!(runtime.fork(&tenant(), &source, at, request).is_err(), "the RunForked write failed");
+    let failed = runtime.fork(&tenant(), &source, at, request).err();
+    assert!(
+        matches!(failed, Some(RuntimeError::Journal(JournalError::Io(_)))),
+        "the RunForked write failed: {failed:?}"
+    );
     let run = Runtime::run_id_for(&tenant(), "fork").unwrap();
     (runtime, source, at, run)
 }
