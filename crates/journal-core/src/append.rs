@@ -226,6 +226,22 @@ pub fn write_batch(txn: &mut impl AppendTxn, batch: &[&AppendRequest]) -> Result
     Ok(replies)
 }
 
+/// Whether `request` is a plain append: to a run that exists (it expects a
+/// head), with no idempotency key and no conclusion, and passing every check
+/// of [`append_one`] that reads nothing from the store, given the head it
+/// expects. Such an append writes only its record and moves its run's head.
+/// A backend may write plain appends of distinct runs in one statement that
+/// holds each run's stored row to the head its append expects, unsealed (the
+/// only reads [`append_one`] makes of it), writing each record only where
+/// its run's row moved; an append that statement did not write goes to
+/// [`write_batch`], which answers it.
+pub fn is_plain_append(request: &AppendRequest) -> bool {
+    request.expected_head.is_some()
+        && request.idempotency_key.is_none()
+        && request.conclusion.is_none()
+        && check_append(request, request.expected_head, false).is_ok()
+}
+
 /// Checks an append against the run's stored head and sealed flag.
 fn check_append(request: &AppendRequest, head: Option<ExpectedHead>, sealed: bool) -> Result<(), JournalError> {
     if sealed {

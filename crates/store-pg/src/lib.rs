@@ -5,7 +5,7 @@ mod schema;
 #[cfg(feature = "testkit")]
 pub mod testkit;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use journal_core::append::{AppendFailure, AppendTxn, RunHead, append_heads, stored_run_id as run_id, write_batch};
 use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
@@ -300,6 +300,7 @@ struct Statements {
     upsert_run: postgres::Statement,
     insert_record_and_upsert_run: postgres::Statement,
     write_buffered: postgres::Statement,
+    write_plain: postgres::Statement,
     lock_runs: postgres::Statement,
     upsert_idempotency: postgres::Statement,
     insert_admission: postgres::Statement,
@@ -365,6 +366,34 @@ impl Statements {
                        ORDER BY tenant, run, seq DESC) AS last
                  WHERE runs.tenant = last.tenant AND runs.run = last.run",
             )?,
+            // A batch's plain appends of distinct runs, in one statement
+            // that is its own transaction (see `write_plain`): each run's row
+            // moves only from the head its append expects, unsealed, and
+            // each record is written only where its run's row moved. The
+            // record's sealed-run trigger reads the statement's snapshot, in
+            // which the run was unsealed; the update waits for a row another
+            // writer holds and checks its newest version.
+            write_plain: prepare(
+                "WITH batch AS (
+                     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bytea[], $5::bigint[], $6::text[],
+                                          $7::text[], $8::bytea[], $9::bytea[], $10::smallint[], $11::integer[],
+                                          $12::bytea[])
+                         AS b(tenant, run, expected_seq, expected_hash, seq, kind, effect_key, hash, bytes, encoding,
+                              key_ref, signature)),
+                 moved AS (
+                     UPDATE runs SET head_seq = batch.seq, head_hash = batch.hash, covered = false
+                     FROM batch
+                     WHERE runs.tenant = batch.tenant AND runs.run = batch.run AND runs.head_seq = batch.expected_seq
+                         AND runs.head_hash = batch.expected_hash AND NOT runs.sealed
+                     RETURNING runs.tenant, runs.run),
+                 record AS (
+                     INSERT INTO records (tenant, run, seq, kind, effect_key, hash, bytes, encoding, key_ref, signature)
+                     SELECT batch.tenant, batch.run, batch.seq, batch.kind, batch.effect_key, batch.hash, batch.bytes,
+                            batch.encoding, batch.key_ref, batch.signature
+                     FROM batch JOIN moved ON moved.tenant = batch.tenant AND moved.run = batch.run
+                     RETURNING tenant, run)
+                 SELECT tenant, run FROM record",
+            )?,
             // The rows of a batch's runs, locked in one round trip and in run
             // order, so two batches take the runs they share in one order.
             lock_runs: prepare(
@@ -414,10 +443,162 @@ fn admission_of_row(tenant: &TenantId, millis: i64, run: &str) -> Result<Admitte
 /// whose records disagree with its runs table), its transaction is rolled
 /// back and the batch rewritten with a savepoint for every append, so each
 /// caller still gets its own answer.
+///
+/// The batch's plain appends of runs it appends to once (most of a busy
+/// plane's) go first, in one statement that is its own transaction
+/// ([`write_plain`]): one round trip where the transaction takes four. The
+/// others, and any plain one that statement did not write, go to the
+/// transaction. Appends to distinct runs commute, so the split keeps each
+/// run's order.
 fn commit_batch(client: &mut Client, statements: &Statements, batch: &[&AppendRequest]) -> BatchReplies {
     if let Err(err) = intern_keys(client, statements, batch) {
         return fail_all(batch, err);
     }
+    let mut appends_per_run: HashMap<(&str, &str), usize> = HashMap::new();
+    for request in batch {
+        *appends_per_run.entry((request.tenant.as_str(), request.run.as_str())).or_default() += 1;
+    }
+    let plain: Vec<&AppendRequest> = batch
+        .iter()
+        .copied()
+        .filter(|request| {
+            appends_per_run.get(&(request.tenant.as_str(), request.run.as_str())) == Some(&1)
+                && journal_core::append::is_plain_append(request)
+        })
+        .collect();
+    let mut answered: HashMap<(&str, &str), Result<Option<u64>, JournalError>> = HashMap::new();
+    match write_plain(client, statements, &plain) {
+        PlainWrite::Written(written) => {
+            for request in &plain {
+                if written.contains(&(request.tenant.as_str().to_owned(), request.run.as_str().to_owned())) {
+                    answered.insert((request.tenant.as_str(), request.run.as_str()), Ok(None));
+                }
+            }
+        }
+        PlainWrite::NotWritten => {}
+        PlainWrite::Unknown(err) => {
+            for request in &plain {
+                answered.insert((request.tenant.as_str(), request.run.as_str()), Err(err.clone()));
+            }
+        }
+    }
+    let rest: Vec<&AppendRequest> = batch
+        .iter()
+        .copied()
+        .filter(|request| !answered.contains_key(&(request.tenant.as_str(), request.run.as_str())))
+        .collect();
+    let mut rest_replies =
+        if rest.is_empty() { Vec::new() } else { commit_in_transaction(client, statements, &rest) }.into_iter();
+    batch
+        .iter()
+        .map(|request| match answered.remove(&(request.tenant.as_str(), request.run.as_str())) {
+            Some(reply) => reply,
+            None => rest_replies.next().unwrap_or_else(|| Err(machinery("an append of the batch went unanswered"))),
+        })
+        .collect()
+}
+
+/// What [`write_plain`] did.
+enum PlainWrite {
+    /// Committed: the `(tenant, run)` of each append written.
+    Written(HashSet<(String, String)>),
+    /// Nothing was written (the statement failed on the server and rolled
+    /// back, or a value does not fit a column): the transaction answers.
+    NotWritten,
+    /// The connection failed with the statement sent: it may have
+    /// committed, so these appends are answered with the error, as a
+    /// failed commit is.
+    Unknown(JournalError),
+}
+
+/// Writes plain appends of distinct runs
+/// ([`journal_core::append::is_plain_append`]) in one statement outside any
+/// transaction, so it commits on its own: one round trip for them all.
+fn write_plain(client: &mut Client, statements: &Statements, plain: &[&AppendRequest]) -> PlainWrite {
+    if plain.is_empty() {
+        return PlainWrite::NotWritten;
+    }
+    let Ok(columns) = PlainColumns::of(statements, plain) else { return PlainWrite::NotWritten };
+    let params: [&(dyn postgres::types::ToSql + Sync); 12] = [
+        &columns.tenants,
+        &columns.runs,
+        &columns.expected_seqs,
+        &columns.expected_hashes,
+        &columns.seqs,
+        &columns.kinds,
+        &columns.effect_keys,
+        &columns.hashes,
+        &columns.bytes,
+        &columns.encodings,
+        &columns.key_refs,
+        &columns.signatures,
+    ];
+    match client.query(&statements.write_plain, &params) {
+        Ok(rows) => PlainWrite::Written(
+            rows.iter()
+                .filter_map(|row| Some((row.try_get::<_, String>(0).ok()?, row.try_get::<_, String>(1).ok()?)))
+                .collect(),
+        ),
+        Err(err) if err.as_db_error().is_some() => PlainWrite::NotWritten,
+        Err(err) => PlainWrite::Unknown(pg("writing the batch's plain appends", err)),
+    }
+}
+
+/// The parameters of [`Statements::write_plain`], a column each.
+struct PlainColumns<'r> {
+    tenants: Vec<&'r str>,
+    runs: Vec<&'r str>,
+    expected_seqs: Vec<i64>,
+    expected_hashes: Vec<&'r [u8]>,
+    seqs: Vec<i64>,
+    kinds: Vec<&'r str>,
+    effect_keys: Vec<Option<&'r str>>,
+    hashes: Vec<&'r [u8]>,
+    bytes: Vec<&'r [u8]>,
+    encodings: Vec<i16>,
+    key_refs: Vec<Option<i32>>,
+    signatures: Vec<Option<&'r [u8]>>,
+}
+
+impl<'r> PlainColumns<'r> {
+    fn of(statements: &Statements, plain: &[&'r AppendRequest]) -> Result<Self, JournalError> {
+        let mut columns = Self {
+            tenants: Vec::with_capacity(plain.len()),
+            runs: Vec::with_capacity(plain.len()),
+            expected_seqs: Vec::with_capacity(plain.len()),
+            expected_hashes: Vec::with_capacity(plain.len()),
+            seqs: Vec::with_capacity(plain.len()),
+            kinds: Vec::with_capacity(plain.len()),
+            effect_keys: Vec::with_capacity(plain.len()),
+            hashes: Vec::with_capacity(plain.len()),
+            bytes: Vec::with_capacity(plain.len()),
+            encodings: Vec::with_capacity(plain.len()),
+            key_refs: Vec::with_capacity(plain.len()),
+            signatures: Vec::with_capacity(plain.len()),
+        };
+        for request in plain {
+            let row = &request.row;
+            let expected = request.expected_head.as_ref().ok_or_else(|| machinery("a plain append expects no head"))?;
+            let (bytes, encoding) = stored_bytes(request);
+            columns.tenants.push(request.tenant.as_str());
+            columns.runs.push(request.run.as_str());
+            columns.expected_seqs.push(to_i64(expected.seq)?);
+            columns.expected_hashes.push(expected.hash.as_bytes().as_slice());
+            columns.seqs.push(to_i64(row.seq)?);
+            columns.kinds.push(row.kind.as_str());
+            columns.effect_keys.push(row.effect_key.as_deref());
+            columns.hashes.push(row.hash.as_bytes().as_slice());
+            columns.bytes.push(bytes);
+            columns.encodings.push(encoding);
+            columns.key_refs.push(key_ref(statements, request)?);
+            columns.signatures.push(row.signature.as_ref().map(|s| s.signature.as_slice()));
+        }
+        Ok(columns)
+    }
+}
+
+/// Writes appends in one transaction (see [`commit_batch`]).
+fn commit_in_transaction(client: &mut Client, statements: &Statements, batch: &[&AppendRequest]) -> BatchReplies {
     match commit_batch_once(client, statements, batch, false) {
         Err(Retry::WithSavepoints) => match commit_batch_once(client, statements, batch, true) {
             Ok(replies) => replies,

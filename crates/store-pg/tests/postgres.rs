@@ -124,6 +124,108 @@ fn concurrent_appenders_share_commits() {
     }
 }
 
+/// R-STORE-3 (issue 25): plain appends go to the database in one statement
+/// of their own, which moves a run's row only from the head its append
+/// expects. Two stores on one database (two planes' writers) race appends
+/// to the same runs from stale heads: every append either commits once or
+/// is refused as a conflict, and every run stays one chain whose stored head
+/// is its last row (no fork, no record without its head, no head without its
+/// record).
+#[test]
+fn r_store_3_racing_writers_of_plain_appends_never_fork_a_run() {
+    use journal_core::chain::ChainHash;
+    let url = store_pg::testkit::fresh_database();
+    let stores = [PgStore::open(&url).unwrap(), PgStore::open(&url).unwrap()];
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let runs: Vec<journal_core::RunId> =
+        (0..4).map(|n| journal_core::RunId::new(&format!("run-{n}")).unwrap()).collect();
+    let first = Journal::new(&stores[0], &tenant, &origin);
+    for run in &runs {
+        let body = journal_core::RecordBody::PlanFrozen(journal_core::record::PlanFrozen { steps: vec![] });
+        first.append(run, None, None, body).unwrap();
+    }
+    let committed = std::sync::atomic::AtomicUsize::new(0);
+    let conflicts = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for thread in 0..8 {
+            let (store, tenant, origin, runs) = (&stores[thread % 2], &tenant, &origin, &runs);
+            let (committed, conflicts) = (&committed, &conflicts);
+            scope.spawn(move || {
+                let journal = Journal::new(store, tenant, origin);
+                for i in 0..40 {
+                    let run = &runs[(thread + i) % runs.len()];
+                    let head = store.read_run(tenant, run).unwrap().head;
+                    let body = journal_core::RecordBody::StepStarted(journal_core::record::StepMark {
+                        step: format!("{thread}/{i}"),
+                    });
+                    match journal.append(run, head, None, body) {
+                        Ok(_) => committed.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+                        Err(JournalError::Conflict { .. }) => {
+                            conflicts.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                        }
+                        Err(other) => panic!("an append of {run} failed: {other}"),
+                    };
+                }
+            });
+        }
+    });
+    let committed = committed.into_inner();
+    assert_eq!(committed + conflicts.into_inner(), 8 * 40, "every append answered once");
+    let mut stored = 0;
+    for run in &runs {
+        let read = stores[1].read_run(&tenant, run).unwrap();
+        let mut prev = ChainHash::GENESIS;
+        for (at, row) in read.rows.iter().enumerate() {
+            assert_eq!(row.seq, at as u64 + 1, "{run}: seqs follow each other");
+            assert_eq!(row.prev_hash, prev, "{run} seq {}: linked to the row before", row.seq);
+            assert_eq!(ChainHash::link(&prev, &row.bytes), row.hash, "{run} seq {}", row.seq);
+            prev = row.hash;
+        }
+        let last = read.rows.last().unwrap();
+        assert_eq!(read.head.map(|h| (h.seq, h.hash)), Some((last.seq, last.hash)), "{run}: the head is the last row");
+        stored += read.rows.len() - 1;
+    }
+    assert_eq!(stored, committed, "every committed append is stored once, and nothing else");
+}
+
+/// R-STORE-3: the one statement of plain appends holds each run's row to
+/// the head its append expects, not only to the records' primary key. A
+/// runs row moved back behind the plane (its head at seq 1 while seq 2 is
+/// stored), or sealed behind it, refuses the append the row no longer
+/// agrees with, and nothing is written.
+#[test]
+fn r_store_3_a_plain_append_is_held_to_its_runs_row() {
+    let store = PgStore::temporary().unwrap();
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let journal = Journal::new(&store, &tenant, &origin);
+    let run = journal_core::RunId::new("run-1").unwrap();
+    let step = |name: &str| journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: name.into() });
+    let first = journal.append(&run, None, None, step("a")).unwrap().head;
+    let second = journal.append(&run, Some(first), None, step("b")).unwrap().head;
+    let mut raw = store.raw();
+    raw.execute(
+        "UPDATE runs SET head_seq = 1, head_hash = $3 WHERE tenant = $1 AND run = $2",
+        &[&tenant.as_str(), &run.as_str(), &first.hash.as_bytes().as_slice()],
+    )
+    .unwrap();
+    // Seq 3 is not stored: only the runs row can refuse it.
+    let refused = journal.append(&run, Some(second), None, step("c"));
+    assert!(matches!(refused, Err(JournalError::Conflict { expected_seq: 2, found_seq: 1, .. })), "{refused:?}");
+    raw.execute(
+        "UPDATE runs SET head_seq = 2, head_hash = $3, sealed = true WHERE tenant = $1 AND run = $2",
+        &[&tenant.as_str(), &run.as_str(), &second.hash.as_bytes().as_slice()],
+    )
+    .unwrap();
+    let refused = journal.append(&run, Some(second), None, step("c"));
+    assert!(matches!(refused, Err(JournalError::Sealed { .. })), "{refused:?}");
+    let stored = raw
+        .query_one("SELECT count(*) FROM records WHERE tenant = $1 AND run = $2", &[&tenant.as_str(), &run.as_str()])
+        .unwrap();
+    assert_eq!(stored.get::<_, i64>(0), 2, "nothing was written");
+}
+
 #[test]
 fn a_backend_killed_mid_append_is_a_typed_retryable_error_and_loses_nothing() {
     let store = Arc::new(PgStore::temporary().unwrap());
