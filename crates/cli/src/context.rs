@@ -168,8 +168,9 @@ impl Reader {
     }
 
     /// Whether reads also verify signatures (when the record key is at
-    /// hand); without, they verify the chain alone, which is what the
-    /// figures of `runs` and `cost` need to be the chain's.
+    /// hand, the default of every read command, so `runs`, `cost` and
+    /// `show` agree about a record); without, they verify the chain alone
+    /// (`--skip-signatures`).
     pub fn signatures(self, verify: bool) -> Self {
         if verify { self } else { Self { verifier: None, ..self } }
     }

@@ -947,32 +947,44 @@ fn fork_records_its_provenance_and_show_prints_it() {
     assert_eq!(agentplane(dir.path(), &["fork", &source, "--at", "999"]).status.code(), Some(2), "no such record");
 }
 
-/// `cost` and `runs` read through chain verification alone (cheap: no
-/// Ed25519 per record); `--verify-signatures` adds the signatures, and then
-/// a signature changed beside an intact chain is refused as tamper.
+/// R-SIG-2, R-AUD-8: `cost` and `runs` verify every record's signature by
+/// default, as `show` does, so the three never disagree about a record: a
+/// signature changed beside an intact chain is refused as tamper by each
+/// (exit 1). `--skip-signatures` reads through the chain alone;
+/// `--verify-signatures`, from when that was not the default, is still taken.
 #[test]
-fn cost_and_runs_verify_signatures_only_when_asked() {
+fn cost_runs_and_show_agree_about_a_signature_changed_beside_its_chain() {
     let dir = demo_dir();
-    {
+    let run = {
         use journal_core::testkit::TamperAccess;
         let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
         let tenant = journal_core::TenantId::new("default").unwrap();
         let answered = journal_core::Store::runs(&store, &tenant, Some(journal_core::Outcome::Succeeded)).unwrap();
-        let run = &answered[0];
-        let rows = journal_core::Store::read_run(&store, &tenant, run).unwrap().rows;
+        let run = answered[0].clone();
+        let rows = journal_core::Store::read_run(&store, &tenant, &run).unwrap().rows;
         let mut first = rows[0].clone();
         let signature = first.signature.as_mut().expect("the demo signs its records");
         signature.signature[0] ^= 1;
-        store.overwrite_row(&tenant, run, first);
+        store.overwrite_row(&tenant, &run, first);
+        run
+    };
+    let shown = agentplane(dir.path(), &["show", run.as_str()]);
+    assert_eq!(shown.status.code(), Some(1), "{}", String::from_utf8_lossy(&shown.stdout));
+    for command in [&["cost"][..], &["cost", "--verify-signatures"][..], &["cost", run.as_str()][..]] {
+        let out = agentplane(dir.path(), command);
+        assert_eq!(out.status.code(), Some(1), "{command:?}: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("signature"), "{command:?} names the signature");
     }
-    for command in [&["cost", "--json"][..], &["runs", "--json"][..]] {
+    for command in [&["runs", "--json"][..], &["runs", "--json", "--limit", "50"][..]] {
+        let runs = json_exit(dir.path(), command, 1);
+        assert!(runs.to_string().contains("signature"), "{command:?}: the run is marked: {runs}");
+    }
+    for command in [&["cost", "--json", "--skip-signatures"][..], &["runs", "--json", "--skip-signatures"][..]] {
         let out = agentplane(dir.path(), command);
         assert_eq!(out.status.code(), Some(0), "{command:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let out = agentplane(dir.path(), &["cost", "--verify-signatures"]);
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
-    let runs = json_exit(dir.path(), &["runs", "--json", "--verify-signatures"], 1);
-    assert!(runs.to_string().contains("signature"), "the run with the changed signature is marked: {runs}");
+    let both = agentplane(dir.path(), &["cost", "--skip-signatures", "--verify-signatures"]);
+    assert_eq!(both.status.code(), Some(2), "the two flags contradict each other");
 }
 
 /// A reader that closes the pipe before the output is written

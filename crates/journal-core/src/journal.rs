@@ -11,7 +11,7 @@ use crate::error::{JournalError, TamperKind};
 use crate::ids::{RunId, TenantId};
 use crate::record::{Build, Outcome, Record, RecordBody, RunAdmitted, RunConcluded, RunForked, Verdict};
 use crate::seal::SealLeaf;
-use crate::signature::Signer;
+use crate::signature::{Prechecked, SignedHash, Signer, Verifier, signed_hashes};
 use crate::snapshot::TenantSnapshot;
 use crate::store::{AppendRequest, Conclusion, RunRows, SealEntry, SnapshotSink, Store};
 
@@ -292,8 +292,17 @@ impl<'a> Journal<'a> {
         check: ChainCheck<'_>,
         each: &mut dyn FnMut(RunId, Result<VerifiedRun, JournalError>) -> Result<(), JournalError>,
     ) -> Result<(), JournalError> {
-        let mut sink = EachRun { journal: self, check, tables: None, seen: BTreeSet::new(), each };
+        let mut sink = EachRun {
+            journal: self,
+            check,
+            tables: None,
+            seen: BTreeSet::new(),
+            pending: Vec::new(),
+            pending_signatures: 0,
+            each,
+        };
         self.store.snapshot_streamed(self.tenant, &mut sink)?;
+        sink.verify_pending()?;
         let tables = sink.tables.take().ok_or_else(|| snapshot_broken("no tables"))?;
         for (run, _) in tables.runs.iter().filter(|(run, stored)| stored.head.is_some() && !sink.seen.contains(*run)) {
             let verified = tables.run_rows(run, Vec::new()).and_then(|stored| self.verify(run, stored, check));
@@ -307,8 +316,40 @@ impl<'a> Journal<'a> {
     /// of the records it streamed): chain, signatures, shapes, head, and seal,
     /// as [`Journal::read`] does.
     pub fn verify(&self, run: &RunId, stored: RunRows, check: ChainCheck<'_>) -> Result<VerifiedRun, JournalError> {
+        let records = match check.verifier {
+            // The run's signatures in one batch, not one at a time.
+            Some(verifier) => {
+                let signed = signed_hashes(&stored.rows);
+                let prechecked = Prechecked::new(verifier, &signed);
+                verify_run(run, &stored.rows, stored.head, ChainCheck { verifier: Some(&prechecked), ..check })?
+            }
+            None => verify_run(run, &stored.rows, stored.head, check)?,
+        };
+        self.with_seal_checked(run, records, stored.head, stored.seal, stored.outcome)
+    }
+
+    /// [`Journal::verify`] with `check` as given: its verifier has the
+    /// signatures checked already ([`Prechecked`]).
+    fn verify_prechecked(
+        &self,
+        run: &RunId,
+        stored: &RunRows,
+        check: ChainCheck<'_>,
+    ) -> Result<VerifiedRun, JournalError> {
         let records = verify_run(run, &stored.rows, stored.head, check)?;
-        if let Some(seal) = &stored.seal {
+        self.with_seal_checked(run, records, stored.head, stored.seal.clone(), stored.outcome)
+    }
+
+    /// A run's verified records with its seal held to them.
+    fn with_seal_checked(
+        &self,
+        run: &RunId,
+        records: Vec<VerifiedRecord>,
+        head: Option<ExpectedHead>,
+        seal: Option<SealEntry>,
+        outcome: Option<Outcome>,
+    ) -> Result<VerifiedRun, JournalError> {
+        if let Some(seal) = &seal {
             let last = records.last().map(|r| ExpectedHead { seq: r.stored.seq, hash: r.stored.hash });
             let expected = SealLeaf::of_verified_chain(self.origin, run, &records);
             if !expected.is_some_and(|leaf| leaf.matches(&seal.leaf_bytes)) {
@@ -320,9 +361,14 @@ impl<'a> Journal<'a> {
                 });
             }
         }
-        Ok(VerifiedRun { records, head: stored.head, seal: stored.seal, outcome: stored.outcome })
+        Ok(VerifiedRun { records, head, seal, outcome })
     }
 }
+
+/// How many signatures [`Journal::each_run`] checks at once, over every
+/// core ([`Prechecked`]): enough for a batch of the verifier's best size on
+/// each core of a large machine, a few hundred runs held at a time.
+const SIGNATURES_AT_ONCE: usize = 8 * 1024;
 
 /// Where [`Journal::each_run`] reads the snapshot's runs.
 struct EachRun<'j, 'c, 'e> {
@@ -332,7 +378,36 @@ struct EachRun<'j, 'c, 'e> {
     tables: Option<TenantSnapshot>,
     /// The runs whose records were handed over.
     seen: BTreeSet<RunId>,
+    /// Runs read and not yet verified (only with a verifier): their
+    /// signatures are checked together.
+    pending: Vec<(RunId, Result<RunRows, JournalError>)>,
+    /// The signatures `pending` holds.
+    pending_signatures: usize,
     each: &'e mut dyn FnMut(RunId, Result<VerifiedRun, JournalError>) -> Result<(), JournalError>,
+}
+
+impl EachRun<'_, '_, '_> {
+    /// Verifies the pending runs, their signatures checked together, and
+    /// hands each over in the order it was read.
+    fn verify_pending(&mut self) -> Result<(), JournalError> {
+        let pending = std::mem::take(&mut self.pending);
+        self.pending_signatures = 0;
+        let signed: Vec<SignedHash<'_>> = pending
+            .iter()
+            .filter_map(|(_, stored)| stored.as_ref().ok())
+            .flat_map(|s| signed_hashes(&s.rows))
+            .collect();
+        let prechecked = self.check.verifier.map(|verifier| Prechecked::new(verifier, &signed));
+        let check = ChainCheck { verifier: prechecked.as_ref().map(|p| p as &dyn Verifier), ..self.check };
+        for (run, stored) in &pending {
+            let verified = match stored {
+                Ok(stored) => self.journal.verify_prechecked(run, stored, check),
+                Err(err) => Err(err.clone()),
+            };
+            (self.each)(run.clone(), verified)?;
+        }
+        Ok(())
+    }
 }
 
 impl SnapshotSink for EachRun<'_, '_, '_> {
@@ -343,8 +418,8 @@ impl SnapshotSink for EachRun<'_, '_, '_> {
 
     fn run_records(&mut self, run: RunId, rows: Vec<StoredRecord>) -> Result<(), JournalError> {
         let tables = self.tables.as_ref().ok_or_else(|| snapshot_broken("a run's records before the tables"))?;
-        let verified = if tables.runs.get(&run).is_some_and(|stored| stored.head.is_some()) {
-            tables.run_rows(&run, rows).and_then(|stored| self.journal.verify(&run, stored, self.check))
+        let stored = if tables.runs.get(&run).is_some_and(|stored| stored.head.is_some()) {
+            tables.run_rows(&run, rows)
         } else {
             Err(JournalError::StoreDamage {
                 tenant: self.journal.tenant.clone(),
@@ -356,7 +431,13 @@ impl SnapshotSink for EachRun<'_, '_, '_> {
             })
         };
         self.seen.insert(run.clone());
-        (self.each)(run, verified)
+        if self.check.verifier.is_none() {
+            let verified = stored.and_then(|stored| self.journal.verify(&run, stored, self.check));
+            return (self.each)(run, verified);
+        }
+        self.pending_signatures += stored.as_ref().map_or(0, |stored| stored.rows.len());
+        self.pending.push((run, stored));
+        if self.pending_signatures >= SIGNATURES_AT_ONCE { self.verify_pending() } else { Ok(()) }
     }
 }
 

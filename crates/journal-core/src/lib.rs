@@ -55,7 +55,7 @@ pub use runtime::{
 pub use seal::SealLeaf;
 #[cfg(feature = "signing")]
 pub use signature::{Ed25519Signer, Ed25519Verifier};
-pub use signature::{KeySignature, SignatureCheck, SignedHash, Signer, Verifier, VerifyOptions};
+pub use signature::{KeySignature, Prechecked, SignatureCheck, SignedHash, Signer, Verifier, VerifyOptions};
 pub use snapshot::{CollectSnapshot, RecordsInRunOrder, SnapshotRun, TenantSnapshot, stream_snapshot};
 pub use store::{AdmittedRun, AppendRequest, Conclusion, LogCounters, RunRows, SealEntry, SnapshotSink, Store};
 pub use version::{Upcaster, Upcasters};

@@ -75,6 +75,84 @@ pub trait Verifier: Send + Sync {
     }
 }
 
+/// Signatures checked ahead of a read, in batches ([`Verifier::verify_many`])
+/// spread over every core, then answered by lookup as the read asks for each
+/// one; a signature not among them is asked of the verifier it wraps. A
+/// reading of many runs (a tenant's cost, its listing) costs what the
+/// audit's batched check costs, not one Ed25519 verification per record on
+/// one core.
+pub struct Prechecked<'a> {
+    verifier: &'a dyn Verifier,
+    answers: std::collections::HashMap<&'a ChainHash, Vec<(SignedHash<'a>, SignatureCheck)>>,
+}
+
+/// Fewer signatures than this a thread are checked on the caller's thread
+/// alone: a batch of 1024 is the verifier's best (`cargo xtask bench --only
+/// audit`), and a thread costs more than it saves below it.
+const PER_THREAD: usize = 1024;
+
+impl<'a> Prechecked<'a> {
+    /// Checks `items` with `verifier`.
+    pub fn new(verifier: &'a dyn Verifier, items: &[SignedHash<'a>]) -> Self {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(items.len() / PER_THREAD)
+            .max(1);
+        let checks: Vec<SignatureCheck> = if threads == 1 {
+            verifier.verify_many(items)
+        } else {
+            let chunk = items.len().div_ceil(threads);
+            std::thread::scope(|scope| {
+                let workers: Vec<_> =
+                    items.chunks(chunk).map(|part| scope.spawn(move || verifier.verify_many(part))).collect();
+                // A worker that panicked answers nothing: its signatures are
+                // then asked one by one, as they would be without this.
+                workers
+                    .into_iter()
+                    .zip(items.chunks(chunk))
+                    .flat_map(|(worker, part)| {
+                        worker.join().unwrap_or_else(|_| part.iter().map(|item| single(verifier, item)).collect())
+                    })
+                    .collect()
+            })
+        };
+        let mut answers: std::collections::HashMap<&'a ChainHash, Vec<(SignedHash<'a>, SignatureCheck)>> =
+            std::collections::HashMap::with_capacity(items.len());
+        for (item, check) in items.iter().zip(checks) {
+            answers.entry(item.hash).or_default().push((*item, check));
+        }
+        Self { verifier, answers }
+    }
+}
+
+fn single(verifier: &dyn Verifier, item: &SignedHash<'_>) -> SignatureCheck {
+    verifier.verify(item.key_id, item.hash, item.signature)
+}
+
+impl Verifier for Prechecked<'_> {
+    fn verify(&self, key_id: &str, hash: &ChainHash, signature: &[u8]) -> SignatureCheck {
+        self.answers
+            .get(hash)
+            .and_then(|checked| {
+                checked.iter().find(|(item, _)| item.key_id == key_id && item.signature == signature).map(|(_, c)| *c)
+            })
+            .unwrap_or_else(|| self.verifier.verify(key_id, hash, signature))
+    }
+}
+
+/// The signatures of `rows`, in order, as [`Prechecked::new`] takes them.
+pub fn signed_hashes(rows: &[crate::chain::StoredRecord]) -> Vec<SignedHash<'_>> {
+    rows.iter()
+        .filter_map(|row| {
+            row.signature.as_ref().map(|signature| SignedHash {
+                key_id: &signature.key_id,
+                hash: &row.hash,
+                signature: &signature.signature,
+            })
+        })
+        .collect()
+}
+
 /// Lenient (resume my own history) or strict (prove this to me).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct VerifyOptions {

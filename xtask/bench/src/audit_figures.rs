@@ -15,7 +15,7 @@ use journal_core::{
 use sha2::{Digest, Sha256};
 
 use crate::append::{Backend, Location, fresh_store, record_signer, tenant};
-use crate::measure::{Figure, Unit, alternate, each_in_a_thread, for_each_on_64_threads, rate};
+use crate::measure::{Figure, Unit, alternate, alternate_three, each_in_a_thread, for_each_on_64_threads, rate};
 
 /// Fills `store` with `runs` sealed, signed runs (admitted, one step of three
 /// charged effects, succeeded), on 64 appenders.
@@ -310,7 +310,7 @@ pub fn postgres_bytes(url: &str) -> Result<u64> {
 
 /// `agentplane cost` for the whole tenant against `agentplane runs`, both
 /// the real binary on a plane made by `agentplane init`.
-pub fn cost_figure(agentplane: &Path, rounds: usize, runs: usize) -> Result<Figure> {
+pub fn cost_figures(agentplane: &Path, rounds: usize, runs: usize) -> Result<Vec<Figure>> {
     let dir = tempfile::tempdir()?;
     let status = Command::new(agentplane).arg("init").current_dir(dir.path()).output()?;
     if !status.status.success() {
@@ -331,17 +331,34 @@ pub fn cost_figure(agentplane: &Path, rounds: usize, runs: usize) -> Result<Figu
         }
         Ok(())
     };
-    let (cost, list) =
-        alternate(rounds, || rate(1, || command(&["cost", "--json"])), || rate(1, || command(&["runs", "--json"])))?;
-    Ok(Figure {
-        name: format!("`agentplane cost` for a tenant of {runs} runs"),
-        ours: 1e9 / cost,
-        baseline_name: "`agentplane runs` on the same plane".into(),
-        baseline: 1e9 / list,
-        unit: Unit::Nanos,
-        bar: Some(0.5),
+    // Both read every signature, as they do by default (each in batches
+    // over every core, as `show` and the audit check them).
+    let (cost, list, chain_alone) = alternate_three(
         rounds,
-    })
+        || rate(1, || command(&["cost", "--json"])),
+        || rate(1, || command(&["runs", "--json"])),
+        || rate(1, || command(&["cost", "--json", "--skip-signatures"])),
+    )?;
+    Ok(vec![
+        Figure {
+            name: format!("`agentplane cost` for a tenant of {runs} runs"),
+            ours: 1e9 / cost,
+            baseline_name: "`agentplane runs` on the same plane".into(),
+            baseline: 1e9 / list,
+            unit: Unit::Nanos,
+            bar: Some(0.5),
+            rounds,
+        },
+        Figure {
+            name: format!("`agentplane cost` for a tenant of {runs} runs, every signature verified (the default)"),
+            ours: 1e9 / cost,
+            baseline_name: "`agentplane cost --skip-signatures` (the chain alone)".into(),
+            baseline: 1e9 / chain_alone,
+            unit: Unit::Nanos,
+            bar: None,
+            rounds,
+        },
+    ])
 }
 
 /// The record signer of a plane's key file (`record <key id> <base64 seed>`).

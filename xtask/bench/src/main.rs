@@ -160,7 +160,7 @@ fn run() -> Result<()> {
         add(witness_figures::ml_dsa_figures(rounds, options.quick)?);
     }
     if let Some(agentplane) = options.agentplane.as_ref().filter(|_| options.wants("cost")) {
-        add(vec![audit_figures::cost_figure(agentplane, rounds, runs)?]);
+        add(audit_figures::cost_figures(agentplane, rounds, runs)?);
     }
     if options.wants("scale") {
         add(scale_figures::figures(Backend::Redb, rounds, options.quick)?);

@@ -25,7 +25,7 @@ struct CostRow {
     wall_millis: u64,
 }
 
-/// `agentplane cost [RUN] [--since AT] [--until AT] [--verify-signatures] [--json]`.
+/// `agentplane cost [RUN] [--since AT] [--until AT] [--skip-signatures] [--json]`.
 pub fn cost(
     settings: &Settings,
     run: Option<&str>,

@@ -44,9 +44,9 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         Command::Keygen => keys::keygen(cli),
         Command::Keys { witness_config, print, json } => keys::keys(cli, *witness_config, *print, *json),
         Command::Demo => demo::run(cli, &flags),
-        Command::Runs { outcome, ids, limit, before, verify_signatures, json } => {
+        Command::Runs { outcome, ids, limit, before, skip_signatures, verify_signatures: _, json } => {
             let page = limit.map(|limit| runs::Page { limit, before: before.as_deref() });
-            runs::runs(cli, outcome.map(|o| o.outcome()), page, *ids, *verify_signatures, *json)
+            runs::runs(cli, outcome.map(|o| o.outcome()), page, *ids, !*skip_signatures, *json)
         }
         Command::Show { run, json } => show::show(cli, run, *json),
         Command::Verify { require_signature, assert_complete, json } => {
@@ -59,12 +59,12 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
             (None, Some(old)) => prove::consistency(cli, *old, *json),
             _ => Err(Failure::Usage("give a RUN, or --consistency OLD_SIZE".into())),
         },
-        Command::Cost { run, since, until, verify_signatures, json } => {
+        Command::Cost { run, since, until, skip_signatures, verify_signatures: _, json } => {
             let window = journal_core::TimeWindow {
                 since: since.as_deref().map(|t| instant("--since", t)).transpose()?,
                 until: until.as_deref().map(|t| instant("--until", t)).transpose()?,
             };
-            cost::cost(cli, run.as_deref(), window, *verify_signatures, *json)
+            cost::cost(cli, run.as_deref(), window, !*skip_signatures, *json)
         }
         Command::Diff { a, b, json } => diff::diff(cli, a, b, *json),
         Command::Fork { run, at, key } => fork::fork(cli, run, *at, key.as_deref()),

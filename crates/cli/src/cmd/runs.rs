@@ -174,7 +174,7 @@ pub fn print_table(rows: &[RunRow]) {
     }
 }
 
-/// `agentplane runs [--outcome OUTCOME] [--limit N [--before CURSOR]] [--ids | --json] [--verify-signatures]`.
+/// `agentplane runs [--outcome OUTCOME] [--limit N [--before CURSOR]] [--ids | --json] [--skip-signatures]`.
 pub fn runs(
     settings: &Settings,
     outcome: Option<Outcome>,
