@@ -367,12 +367,17 @@ impl Statements {
                  WHERE runs.tenant = last.tenant AND runs.run = last.run",
             )?,
             // A batch's plain appends of distinct runs, in one statement
-            // that is its own transaction (see `write_plain`): each run's row
-            // moves only from the head its append expects, unsealed, and
-            // each record is written only where its run's row moved. The
-            // record's sealed-run trigger reads the statement's snapshot, in
-            // which the run was unsealed; the update waits for a row another
-            // writer holds and checks its newest version.
+            // that is its own transaction (see `write_plain`). Each run's row
+            // is held to the head its append expects, unsealed, and locked
+            // in run order, as `lock_runs` locks (two writers' batches that
+            // share runs take them in one order: none holds one run's row
+            // while it waits for a run before it, which is a deadlock whose
+            // victim may be a batch's transaction); `FOR UPDATE` rechecks
+            // the newest version of a row another writer moved. The records
+            // are written first and the rows moved from them, as
+            // `write_buffered` does, so no row moves without its record; a
+            // statement that moved fewer rows than it locked (a record the
+            // database did not write) fails, and nothing of it commits.
             write_plain: prepare(
                 "WITH batch AS (
                      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bytea[], $5::bigint[], $6::text[],
@@ -380,19 +385,27 @@ impl Statements {
                                           $12::bytea[])
                          AS b(tenant, run, expected_seq, expected_hash, seq, kind, effect_key, hash, bytes, encoding,
                               key_ref, signature)),
-                 moved AS (
-                     UPDATE runs SET head_seq = batch.seq, head_hash = batch.hash, covered = false
-                     FROM batch
-                     WHERE runs.tenant = batch.tenant AND runs.run = batch.run AND runs.head_seq = batch.expected_seq
-                         AND runs.head_hash = batch.expected_hash AND NOT runs.sealed
-                     RETURNING runs.tenant, runs.run),
+                 locked AS MATERIALIZED (
+                     SELECT batch.* FROM batch JOIN runs ON runs.tenant = batch.tenant AND runs.run = batch.run
+                     WHERE runs.head_seq = batch.expected_seq AND runs.head_hash = batch.expected_hash
+                         AND NOT runs.sealed
+                     ORDER BY runs.tenant, runs.run
+                     FOR UPDATE OF runs),
                  record AS (
                      INSERT INTO records (tenant, run, seq, kind, effect_key, hash, bytes, encoding, key_ref, signature)
-                     SELECT batch.tenant, batch.run, batch.seq, batch.kind, batch.effect_key, batch.hash, batch.bytes,
-                            batch.encoding, batch.key_ref, batch.signature
-                     FROM batch JOIN moved ON moved.tenant = batch.tenant AND moved.run = batch.run
-                     RETURNING tenant, run)
-                 SELECT tenant, run FROM record",
+                     SELECT tenant, run, seq, kind, effect_key, hash, bytes, encoding, key_ref, signature FROM locked
+                     RETURNING tenant, run, seq, hash),
+                 moved AS (
+                     UPDATE runs SET head_seq = record.seq, head_hash = record.hash, covered = false
+                     FROM record
+                     WHERE runs.tenant = record.tenant AND runs.run = record.run
+                     RETURNING runs.tenant, runs.run)
+                 SELECT tenant, run FROM moved
+                 UNION ALL
+                 SELECT NULL, NULL
+                 WHERE CASE WHEN (SELECT count(*) FROM moved) = (SELECT count(*) FROM locked) THEN false
+                       ELSE ('agentplane: plain appends moved ' || (SELECT count(*) FROM moved) || ' runs rows of '
+                             || (SELECT count(*) FROM locked))::integer IS NULL END",
             )?,
             // The rows of a batch's runs, locked in one round trip and in run
             // order, so two batches take the runs they share in one order.

@@ -226,6 +226,111 @@ fn r_store_3_a_plain_append_is_held_to_its_runs_row() {
     assert_eq!(stored.get::<_, i64>(0), 2, "nothing was written");
 }
 
+/// R-STORE-3: no runs row moves without its record, in the one statement of
+/// plain appends as in the transaction. A record the database does not
+/// write (a trigger behind the plane skips the insert) leaves its run's
+/// row at the head whose record is stored, however the append is answered:
+/// the next append is never linked to a head with no record.
+#[test]
+fn r_store_3_a_plain_append_never_moves_a_runs_row_without_its_record() {
+    let store = PgStore::temporary().unwrap();
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let journal = Journal::new(&store, &tenant, &origin);
+    let run = journal_core::RunId::new("run-1").unwrap();
+    let step = |name: &str| journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: name.into() });
+    let first = journal.append(&run, None, None, step("a")).unwrap().head;
+    let second = journal.append(&run, Some(first), None, step("b")).unwrap().head;
+    let mut raw = store.raw();
+    raw.batch_execute(
+        "CREATE FUNCTION skip_record() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+         CREATE TRIGGER records_skipped BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION skip_record();",
+    )
+    .unwrap();
+    let answer = journal.append(&run, Some(second), None, step("c"));
+    let row = raw
+        .query_one(
+            "SELECT head_seq, (SELECT max(seq) FROM records WHERE tenant = $1 AND run = $2) FROM runs
+             WHERE tenant = $1 AND run = $2",
+            &[&tenant.as_str(), &run.as_str()],
+        )
+        .unwrap();
+    let (head, stored): (i64, i64) = (row.get(0), row.get(1));
+    assert_eq!(head, stored, "the runs row's head has its record ({answer:?})");
+}
+
+/// R-STORE-3: the one statement of plain appends takes its runs' rows in
+/// run order, as a batch's transaction does (`lock_runs`): it never holds a
+/// run's row while it waits for a run before it. Otherwise two writers'
+/// batches that share runs deadlock, and when the victim is a batch's
+/// transaction every append of that batch fails. Here another session holds
+/// `run-a`; the plane's batch of plain appends to `run-b` and `run-a` waits
+/// for it, and must not hold `run-b` meanwhile.
+#[test]
+fn r_store_3_plain_appends_take_their_runs_rows_in_run_order() {
+    let url = store_pg::testkit::fresh_database();
+    let store = PgStore::open(&url).unwrap();
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let journal = Journal::new(&store, &tenant, &origin);
+    let step = |name: &str| journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: name.into() });
+    let [a, b, c] = ["run-a", "run-b", "run-c"].map(|name| journal_core::RunId::new(name).unwrap());
+    let mut heads = std::collections::HashMap::new();
+    for run in [&a, &b, &c, &a] {
+        let head = journal.append(run, heads.get(run).copied(), None, step("s")).unwrap().head;
+        heads.insert(run.clone(), head);
+    }
+    let session = || postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let hold = |client: &mut postgres::Client, run: &str| {
+        client.batch_execute("BEGIN").unwrap();
+        client.execute("SELECT 1 FROM runs WHERE run = $1 FOR UPDATE", &[&run]).unwrap();
+    };
+    let (mut holds_c, mut holds_a, mut probe) = (session(), session(), session());
+    let waiting = |probe: &mut postgres::Client| -> i64 {
+        probe
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    let wait_for = |probe: &mut postgres::Client, count: i64| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while waiting(probe) != count {
+            assert!(std::time::Instant::now() < deadline, "no session came to wait");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    hold(&mut holds_c, "run-c");
+    hold(&mut holds_a, "run-a");
+    let held_b = std::thread::scope(|scope| {
+        let append = |run: &journal_core::RunId| {
+            let (journal, head) = (&journal, heads[run]);
+            let run = run.clone();
+            scope.spawn(move || journal.append(&run, Some(head), None, step("t")).map(|_| ()))
+        };
+        // The first batch waits for run-c: the next two appends queue behind it, into one batch.
+        let first = append(&c);
+        wait_for(&mut probe, 1);
+        let second = append(&b);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let third = append(&a);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        holds_c.batch_execute("COMMIT").unwrap();
+        first.join().unwrap().unwrap();
+        // The batch of run-b and run-a now waits for run-a.
+        wait_for(&mut probe, 1);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let held_b = probe.execute("SELECT 1 FROM runs WHERE run = 'run-b' FOR UPDATE NOWAIT", &[]);
+        holds_a.batch_execute("COMMIT").unwrap();
+        second.join().unwrap().unwrap();
+        third.join().unwrap().unwrap();
+        held_b
+    });
+    assert!(held_b.is_ok(), "the plane held run-b while it waited for run-a: {held_b:?}");
+}
+
 #[test]
 fn a_backend_killed_mid_append_is_a_typed_retryable_error_and_loses_nothing() {
     let store = Arc::new(PgStore::temporary().unwrap());
