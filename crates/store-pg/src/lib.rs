@@ -377,7 +377,10 @@ impl Statements {
             // are written first and the rows moved from them, as
             // `write_buffered` does, so no row moves without its record; a
             // statement that moved fewer rows than it locked (a record the
-            // database did not write) fails, and nothing of it commits.
+            // database did not write) fails, and nothing of it commits. A
+            // row naming no outcome this build knows (`$13`: every outcome's
+            // name) is not taken: the transaction refuses it as damage, as
+            // it reads every row it locks.
             write_plain: prepare(
                 "WITH batch AS (
                      SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bytea[], $5::bigint[], $6::text[],
@@ -388,7 +391,7 @@ impl Statements {
                  locked AS MATERIALIZED (
                      SELECT batch.* FROM batch JOIN runs ON runs.tenant = batch.tenant AND runs.run = batch.run
                      WHERE runs.head_seq = batch.expected_seq AND runs.head_hash = batch.expected_hash
-                         AND NOT runs.sealed
+                         AND NOT runs.sealed AND (runs.outcome IS NULL OR runs.outcome = ANY($13::text[]))
                      ORDER BY runs.tenant, runs.run
                      FOR UPDATE OF runs),
                  record AS (
@@ -532,7 +535,8 @@ fn write_plain(client: &mut Client, statements: &Statements, plain: &[&AppendReq
         return PlainWrite::NotWritten;
     }
     let Ok(columns) = PlainColumns::of(statements, plain) else { return PlainWrite::NotWritten };
-    let params: [&(dyn postgres::types::ToSql + Sync); 12] = [
+    let outcomes: Vec<&str> = Outcome::ALL.iter().map(|outcome| outcome.as_str()).collect();
+    let params: [&(dyn postgres::types::ToSql + Sync); 13] = [
         &columns.tenants,
         &columns.runs,
         &columns.expected_seqs,
@@ -545,6 +549,7 @@ fn write_plain(client: &mut Client, statements: &Statements, plain: &[&AppendReq
         &columns.encodings,
         &columns.key_refs,
         &columns.signatures,
+        &outcomes,
     ];
     match client.query(&statements.write_plain, &params) {
         Ok(rows) => PlainWrite::Written(
@@ -1240,7 +1245,25 @@ impl PgAppend<'_, '_> {
             let outcome = row.outcome.map(|o| o.as_str());
             let mut params = record.list().to_vec();
             params.extend([&row.sealed as &(dyn postgres::types::ToSql + Sync), &outcome]);
-            return self.run(request, "inserting the record", |s| &s.insert_record_and_upsert_run, &params);
+            let written = self.txn.execute(&self.statements.insert_record_and_upsert_run, &params);
+            self.failed_unisolated |= written.is_err() && !self.in_savepoint;
+            return match written.map_err(|err| classify(request, "inserting the record", err))? {
+                1 => Ok(()),
+                // The database kept neither the record nor its run's row: a
+                // trigger or rule behind the plane skipped the write. The
+                // append did not happen, and neither may the batch.
+                written => {
+                    self.failed_unisolated |= !self.in_savepoint;
+                    Err(AppendFailure::Broken(damaged(
+                        &request.tenant,
+                        format!(
+                            "the database wrote {written} rows for the record of run {} seq {} where it takes one \
+                             (a trigger or rule on `records` or `runs` behind the plane?)",
+                            request.run, request.row.seq
+                        ),
+                    )))
+                }
+            };
         }
         let params: [&(dyn postgres::types::ToSql + Sync); 6] = [
             &request.tenant.as_str(),

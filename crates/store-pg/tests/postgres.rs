@@ -257,6 +257,14 @@ fn r_store_3_a_plain_append_never_moves_a_runs_row_without_its_record() {
         .unwrap();
     let (head, stored): (i64, i64) = (row.get(0), row.get(1));
     assert_eq!(head, stored, "the runs row's head has its record ({answer:?})");
+    assert!(
+        matches!(&answer, Err(JournalError::StoreDamage { detail, .. }) if detail.contains("trigger or rule")),
+        "an append whose record the database skipped did not happen: {answer:?}"
+    );
+    let new_run = journal_core::RunId::new("run-2").unwrap();
+    let created = journal.append(&new_run, None, None, step("a"));
+    assert!(matches!(created, Err(JournalError::StoreDamage { .. })), "nor did a new run's first: {created:?}");
+    assert!(matches!(store.read_run(&tenant, &new_run), Err(JournalError::NotFound { .. })), "nothing of it stored");
 }
 
 /// R-STORE-3: the one statement of plain appends takes its runs' rows in
@@ -329,6 +337,35 @@ fn r_store_3_plain_appends_take_their_runs_rows_in_run_order() {
         held_b
     });
     assert!(held_b.is_ok(), "the plane held run-b while it waited for run-a: {held_b:?}");
+}
+
+/// R-STORE-3, R-AUD-2: a runs row naming an outcome no build writes (forged
+/// behind the plane) is damage to a plain append too, as it is to every
+/// append a batch's transaction reads its row for: refused, nothing written.
+#[test]
+fn r_store_3_a_plain_append_to_a_run_whose_row_names_no_outcome_is_refused_as_damage() {
+    let store = PgStore::temporary().unwrap();
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let journal = Journal::new(&store, &tenant, &origin);
+    let run = journal_core::RunId::new("run-1").unwrap();
+    let step = |name: &str| journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: name.into() });
+    let first = journal.append(&run, None, None, step("a")).unwrap().head;
+    let mut raw = store.raw();
+    raw.execute(
+        "UPDATE runs SET outcome = 'paid-out' WHERE tenant = $1 AND run = $2",
+        &[&tenant.as_str(), &run.as_str()],
+    )
+    .unwrap();
+    let refused = journal.append(&run, Some(first), None, step("b"));
+    assert!(
+        matches!(&refused, Err(JournalError::StoreDamage { detail, .. }) if detail.contains("paid-out")),
+        "{refused:?}"
+    );
+    let stored = raw
+        .query_one("SELECT count(*) FROM records WHERE tenant = $1 AND run = $2", &[&tenant.as_str(), &run.as_str()])
+        .unwrap();
+    assert_eq!(stored.get::<_, i64>(0), 1, "nothing was written");
 }
 
 #[test]
