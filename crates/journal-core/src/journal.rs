@@ -299,6 +299,7 @@ impl<'a> Journal<'a> {
             seen: BTreeSet::new(),
             pending: Vec::new(),
             pending_signatures: 0,
+            pending_bytes: 0,
             each,
         };
         self.store.snapshot_streamed(self.tenant, &mut sink)?;
@@ -369,6 +370,10 @@ impl<'a> Journal<'a> {
 /// core ([`Prechecked`]): enough for a batch of the verifier's best size on
 /// each core of a large machine, a few hundred runs held at a time.
 const SIGNATURES_AT_ONCE: usize = 8 * 1024;
+/// The most record bytes [`Journal::each_run`] holds waiting for their
+/// signatures' check: records may be large, and a window of them must not
+/// grow with them.
+const BYTES_AT_ONCE: usize = 64 << 20;
 
 /// Where [`Journal::each_run`] reads the snapshot's runs.
 struct EachRun<'j, 'c, 'e> {
@@ -383,6 +388,8 @@ struct EachRun<'j, 'c, 'e> {
     pending: Vec<(RunId, Result<RunRows, JournalError>)>,
     /// The signatures `pending` holds.
     pending_signatures: usize,
+    /// The record bytes `pending` holds.
+    pending_bytes: usize,
     each: &'e mut dyn FnMut(RunId, Result<VerifiedRun, JournalError>) -> Result<(), JournalError>,
 }
 
@@ -392,6 +399,7 @@ impl EachRun<'_, '_, '_> {
     fn verify_pending(&mut self) -> Result<(), JournalError> {
         let pending = std::mem::take(&mut self.pending);
         self.pending_signatures = 0;
+        self.pending_bytes = 0;
         let signed: Vec<SignedHash<'_>> = pending
             .iter()
             .filter_map(|(_, stored)| stored.as_ref().ok())
@@ -435,9 +443,16 @@ impl SnapshotSink for EachRun<'_, '_, '_> {
             let verified = stored.and_then(|stored| self.journal.verify(&run, stored, self.check));
             return (self.each)(run, verified);
         }
-        self.pending_signatures += stored.as_ref().map_or(0, |stored| stored.rows.len());
+        if let Ok(stored) = &stored {
+            self.pending_signatures += stored.rows.len();
+            self.pending_bytes += stored.rows.iter().map(|row| row.bytes.len()).sum::<usize>();
+        }
         self.pending.push((run, stored));
-        if self.pending_signatures >= SIGNATURES_AT_ONCE { self.verify_pending() } else { Ok(()) }
+        if self.pending_signatures >= SIGNATURES_AT_ONCE || self.pending_bytes >= BYTES_AT_ONCE {
+            self.verify_pending()
+        } else {
+            Ok(())
+        }
     }
 }
 

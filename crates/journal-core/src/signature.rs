@@ -98,13 +98,19 @@ impl<'a> Prechecked<'a> {
             .map_or(1, std::num::NonZeroUsize::get)
             .min(items.len() / PER_THREAD)
             .max(1);
+        // A verifier that answers a part with another count of answers
+        // breaks its contract: its answers are not matched to signatures by
+        // position, and that part is checked one by one.
+        let answer_part = |part: &[SignedHash<'a>]| {
+            let answers = verifier.verify_many(part);
+            if answers.len() == part.len() { answers } else { part.iter().map(|item| single(verifier, item)).collect() }
+        };
         let checks: Vec<SignatureCheck> = if threads == 1 {
-            verifier.verify_many(items)
+            answer_part(items)
         } else {
             let chunk = items.len().div_ceil(threads);
             std::thread::scope(|scope| {
-                let workers: Vec<_> =
-                    items.chunks(chunk).map(|part| scope.spawn(move || verifier.verify_many(part))).collect();
+                let workers: Vec<_> = items.chunks(chunk).map(|part| scope.spawn(move || answer_part(part))).collect();
                 // A worker that panicked answers nothing: its signatures are
                 // then asked one by one, as they would be without this.
                 workers

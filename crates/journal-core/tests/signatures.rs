@@ -280,3 +280,32 @@ fn r_sig_2_a_tenant_read_checks_signatures_together_and_names_the_one_changed() 
     }
     assert!(unsigned.iter().all(|(_, answer)| matches!(answer, Ok(12))), "the chain alone does not see it");
 }
+
+/// R-SIG-2: signatures checked ahead ([`journal_core::Prechecked`]) are
+/// matched to their answers by position, so a verifier whose `verify_many`
+/// answers a count other than it was asked (a broken contract: here the
+/// first answer is dropped, and every later one shifts onto the signature
+/// before it) is not believed: every signature is then answered as it is
+/// checked alone, the changed one invalid.
+#[test]
+fn r_sig_2_a_verifier_answering_the_wrong_count_is_not_matched_by_position() {
+    struct DropsTheFirst(Ed25519Verifier);
+    impl Verifier for DropsTheFirst {
+        fn verify(&self, key_id: &str, hash: &ChainHash, signature: &[u8]) -> SignatureCheck {
+            self.0.verify(key_id, hash, signature)
+        }
+        fn verify_many(&self, items: &[journal_core::SignedHash<'_>]) -> Vec<SignatureCheck> {
+            self.0.verify_many(items).into_iter().skip(1).collect()
+        }
+    }
+    let signer = Ed25519Signer::from_seed(SPIFFE, [6; 32]);
+    let (_, mut rows) = signed_run(Some(&signer), 6);
+    rows[2].signature.as_mut().unwrap().signature[0] ^= 1;
+    let verifier = DropsTheFirst(verifier(&signer));
+    let items = journal_core::signature::signed_hashes(&rows);
+    let prechecked = journal_core::Prechecked::new(&verifier, &items);
+    for (at, item) in items.iter().enumerate() {
+        let expected = if at == 2 { SignatureCheck::Invalid } else { SignatureCheck::Valid };
+        assert_eq!(prechecked.verify(item.key_id, item.hash, item.signature), expected, "signature {at}");
+    }
+}
