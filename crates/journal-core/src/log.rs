@@ -792,13 +792,31 @@ pub fn sign_current_head<'a>(
     key: &LogKey,
     high_water: Option<&dyn HighWater>,
 ) -> Result<(LogView<'a>, SignedCheckpoint), JournalError> {
+    sign_current_head_asking(store, tenant, origin, key, high_water, &|_| Ok(()))
+}
+
+/// [`sign_current_head`] for a signer that asked the witnesses what they
+/// hold before it began (the sweep): `ask_again` runs on every fresh view
+/// after the first one signing tried, before that view is checked or
+/// signed. Another signer got further meanwhile, and what the witnesses
+/// hold may have grown with it; asked again, it binds the new signature as
+/// it bound the first (the log may have been replaced meanwhile by another
+/// history that extends all this plane signed, but not what they cosigned).
+pub fn sign_current_head_asking<'a>(
+    store: &'a dyn Store,
+    tenant: &'a TenantId,
+    origin: &Origin,
+    key: &LogKey,
+    high_water: Option<&dyn HighWater>,
+    ask_again: &dyn Fn(&LogView<'a>) -> Result<(), JournalError>,
+) -> Result<(LogView<'a>, SignedCheckpoint), JournalError> {
     // Refused before anything is written: a store the plane must not sign
     // from (restored, cut back) gets no heads leaf either.
-    on_a_fresh_view(store, tenant, |view| refusal(store, view, origin, key, high_water).map(|_| ()))?;
+    on_a_fresh_view(store, tenant, &|_| Ok(()), |view| refusal(store, view, origin, key, high_water).map(|_| ()))?;
     // Open runs enter the log before it is signed (issue 20): the checkpoint
     // then commits to every run's head, not only to the sealed ones.
     store.append_heads(tenant, origin)?;
-    on_a_fresh_view(store, tenant, |view| sign_head(store, view, origin, key, high_water))
+    on_a_fresh_view(store, tenant, ask_again, |view| sign_head(store, view, origin, key, high_water))
 }
 
 /// How many times a signature is tried again after another signer recorded
@@ -806,16 +824,19 @@ pub fn sign_current_head<'a>(
 const SIGNING_CONFLICT_ATTEMPTS: u32 = 16;
 
 /// Runs `act` on the tenant's log as it is now, again on a fresh view when
-/// another process of the plane got further meanwhile (a few times at most).
+/// another process of the plane got further meanwhile (a few times at most),
+/// each fresh view first given to `ask_again`.
 fn on_a_fresh_view<'a, T>(
     store: &'a dyn Store,
     tenant: &'a TenantId,
+    ask_again: &dyn Fn(&LogView<'a>) -> Result<(), JournalError>,
     mut act: impl FnMut(&LogView<'a>) -> Result<T, JournalError>,
 ) -> Result<(LogView<'a>, T), JournalError> {
     let (mut attempts, mut conflicts) = (0, 0);
     loop {
         let view = LogView::open(store, tenant)?;
-        match act(&view) {
+        let done = if attempts + conflicts == 0 { act(&view) } else { ask_again(&view).and_then(|()| act(&view)) };
+        match done {
             Ok(done) => return Ok((view, done)),
             // Two signers in step (the sweep and a `checkpoint`, two plane
             // processes) can keep each other's view stale attempt after

@@ -14,7 +14,7 @@ use witness::Origin;
 use super::{Runtime, RuntimeError};
 use crate::error::JournalError;
 use crate::ids::TenantId;
-use crate::log::{HighWater, HighWaterMark, LogView, Raised, sign_current_head};
+use crate::log::{HighWater, HighWaterMark, LogView, Raised, sign_current_head_asking};
 use crate::store::SignedTree;
 
 /// How the plane learns what one witness holds for an origin before it
@@ -464,8 +464,19 @@ impl Runtime {
     /// round: the tree, its signed note, and the outcome; or why the plane
     /// refused to sign.
     fn round(&self, config: &super::TenantConfig, log_key: &witness::LogKey) -> Result<Round, RuntimeError> {
-        let signing =
-            sign_current_head(self.store.as_ref(), &config.tenant, &config.origin, log_key, self.high_water.as_deref());
+        // The witnesses were asked before the round: asked again should
+        // signing start over on a fresh view.
+        let ask_again = |view: &LogView<'_>| {
+            ask_witnesses(view, &config.origin, &self.probes, self.high_water.as_deref()).map(drop)
+        };
+        let signing = sign_current_head_asking(
+            self.store.as_ref(),
+            &config.tenant,
+            &config.origin,
+            log_key,
+            self.high_water.as_deref(),
+            &ask_again,
+        );
         let (view, signed) = match signing {
             Ok(signed) => signed,
             Err(JournalError::WouldSignRollback { reason, .. }) => return Ok(Err(reason)),
@@ -563,10 +574,29 @@ impl Runtime {
         drop(view);
         let mut round = self.round(config, log_key)?;
         // Another instance had the witnesses cosign more of this log: sign the
-        // log as it is now and hold the round again, once.
+        // log as it is now and hold the round again, once. The witnesses
+        // hold more than they did when asked, so they are asked again first:
+        // what they hold now binds the new signature, as it bound the first
+        // (the log may have been replaced meanwhile by another history that
+        // extends all this plane signed, but not what they cosigned).
         if let Ok((_, outcome)) = &round
             && has_stale(outcome)
         {
+            let view = LogView::open(self.store.as_ref(), tenant)?;
+            match ask_witnesses(&view, &config.origin, &self.probes, self.high_water.as_deref()) {
+                Ok(_) => {}
+                Err(JournalError::WouldSignRollback { reason, .. }) => {
+                    let tree = view.head()?.tree;
+                    integrity(tenant, tree, &format!("the plane refused to sign its own log: {reason}"));
+                    return Ok(SweepReport {
+                        tenant: tenant.clone(),
+                        tree,
+                        outcome: SweepOutcome::RefusedToSign { reason },
+                    });
+                }
+                Err(err) => return Err(err.into()),
+            }
+            drop(view);
             round = self.round(config, log_key)?;
         }
         let tree = match &round {
