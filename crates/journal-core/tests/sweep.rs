@@ -604,6 +604,88 @@ fn r_wit_9_a_round_recorded_by_another_process_after_the_view_is_no_alarm() {
     assert!(!report.needs_attention(), "a healthy plane raised an alarm: {report:?}");
 }
 
+/// A store that is `honest` until the plane first records a signature
+/// through it: then `meanwhile` runs (another process gets the witness
+/// further, the fork parts), that record still goes to `honest`, and every
+/// later call goes to `fork`. The flag says whether it parted.
+fn parts_at_the_first_signature(
+    honest: &Arc<MemoryStore>,
+    fork: &Arc<MemoryStore>,
+    meanwhile: impl Fn() + Send + Sync + 'static,
+) -> (Arc<dyn Store>, Arc<std::sync::atomic::AtomicBool>) {
+    use journal_core::testkit_faults::{RoutedStore, StoreCall};
+    use std::sync::atomic::Ordering::SeqCst;
+    let parted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (honest, fork, flag) = (Arc::clone(honest), Arc::clone(fork), Arc::clone(&parted));
+    let store = RoutedStore::new(Box::new(move |call| {
+        if call == StoreCall::RecordSignedCheckpoint && !flag.load(SeqCst) {
+            meanwhile();
+            flag.store(true, SeqCst);
+            return Arc::clone(&honest) as Arc<dyn Store>;
+        }
+        if flag.load(SeqCst) { Arc::clone(&fork) as Arc<dyn Store> } else { Arc::clone(&honest) as Arc<dyn Store> }
+    }));
+    (Arc::new(store), parted)
+}
+
+/// Process A of the plane on `store`: its own witness client (it last saw
+/// the witness at nothing), a probe reading the witness over HTTP, and a
+/// mark of its own.
+fn asking_process(store: Arc<dyn Store>, ws: &Witnesses, log_key: &LogKey, tenant: &TenantId) -> Runtime {
+    let url = ws.clients[0].endpoint().to_owned();
+    let client: Arc<dyn Witness + Send + Sync> = Arc::new(HttpWitness::new(&url, ws.keys.clone()).unwrap());
+    RuntimeBuilder::new(store)
+        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+        .witnesses(vec![client], WitnessQuorum::of(1))
+        .witness_keys(ws.keys.clone())
+        .witness_probes(vec![Arc::new(ReadsTheWitness {
+            reader: witness::WitnessReader::new(&url, ws.keys.clone()).unwrap(),
+            log_key: log_key.verifier_key(),
+            first: std::sync::Mutex::new(None),
+        })])
+        .high_water(Arc::new(journal_core::testkit::MemoryHighWater::default()))
+        .build()
+        .unwrap()
+}
+
+/// A runtime writing `store` with a clock that reads the same in every
+/// runtime made here: two of them write the same records (lockstep).
+fn lockstep_writer(
+    store: &Arc<MemoryStore>,
+    ws: Option<&Witnesses>,
+    log_key: &LogKey,
+    tenant: &TenantId,
+) -> &'static Runtime {
+    let start = journal_core::At::from_unix_millis(1_780_000_000_000).unwrap();
+    let builder = RuntimeBuilder::new(Arc::clone(store) as Arc<dyn Store>)
+        .clock(Arc::new(journal_core::SteppingClock::new(start, 10)))
+        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+        .high_water(Arc::new(journal_core::testkit::MemoryHighWater::default()));
+    let builder = match ws {
+        Some(ws) => builder.witnesses(ws.clients.clone(), WitnessQuorum::of(1)).witness_keys(ws.keys.clone()),
+        None => builder,
+    };
+    Box::leak(Box::new(builder.build().unwrap()))
+}
+
+/// The sweep refused, and the plane never signed `fork`'s head, which is of
+/// the size the witness cosigned (`witnessed`) with another root.
+fn assert_the_fork_was_not_signed(
+    fork: &MemoryStore,
+    witnessed: tlog::Tree,
+    tenant: &TenantId,
+    report: &journal_core::SweepReport,
+) {
+    let fork_tree = journal_core::LogView::open(fork, tenant).unwrap().head().unwrap().tree;
+    assert_eq!(fork_tree.size, witnessed.size, "the fork is of the size the witness cosigned");
+    assert_ne!(fork_tree.root, witnessed.root);
+    assert!(
+        fork.signed_checkpoints(tenant).unwrap().iter().all(|signed| signed.tree != fork_tree),
+        "the plane signed a tree that does not extend what the witness cosigned: {report:?}"
+    );
+    assert!(matches!(&report.outcome, SweepOutcome::RefusedToSign { .. }), "{report:?}");
+}
+
 /// R-PLANE-2, R-WIT-8 (a signature tried again): process A signs its log;
 /// before it records that signature, process B, on the same store but with a
 /// mark of its own (restored from a backup, or a second folder), seals a run
@@ -616,86 +698,30 @@ fn r_wit_9_a_round_recorded_by_another_process_after_the_view_is_no_alarm() {
 /// sent it (the witness refused it as a fork).
 #[test]
 fn r_plane_2_a_signature_tried_again_is_held_to_what_the_witnesses_hold_then() {
-    use journal_core::testkit_faults::{RoutedStore, StoreCall};
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     let tenant = TenantId::new("t").unwrap();
-    let origin = journal_core::Origin::new(ORIGIN).unwrap();
     let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
     let ws = witnesses(1, &log_key);
-    let url = ws.clients[0].endpoint().to_owned();
-    let start = journal_core::At::from_unix_millis(1_780_000_000_000).unwrap();
-    // The honest store and a fork written in lockstep with it (the same
-    // clock readings, so the same records) until they part.
-    let honest = Arc::new(MemoryStore::new());
-    let fork = Arc::new(MemoryStore::new());
-    let b: &'static Runtime = Box::leak(Box::new(
-        RuntimeBuilder::new(Arc::clone(&honest) as Arc<dyn Store>)
-            .clock(Arc::new(journal_core::SteppingClock::new(start, 10)))
-            .tenant(tenant.clone(), origin.clone(), Some(log_key.clone()))
-            .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
-            .witness_keys(ws.keys.clone())
-            .high_water(Arc::new(journal_core::testkit::MemoryHighWater::default()))
-            .build()
-            .unwrap(),
-    ));
-    let forger: &'static Runtime = Box::leak(Box::new(
-        RuntimeBuilder::new(Arc::clone(&fork) as Arc<dyn Store>)
-            .clock(Arc::new(journal_core::SteppingClock::new(start, 10)))
-            .tenant(tenant.clone(), origin.clone(), None)
-            .build()
-            .unwrap(),
-    ));
+    // The honest store and a fork written in lockstep with it until they part.
+    let (honest, fork) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+    let (b, forger) =
+        (lockstep_writer(&honest, Some(&ws), &log_key, &tenant), lockstep_writer(&fork, None, &log_key, &tenant));
     assert_eq!(seal(b, &tenant, "first"), seal(forger, &tenant, "first"));
     let report = b.sweep(&tenant).unwrap();
     assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "{report:?}");
     assert_eq!(seal(b, &tenant, "a's own"), seal(forger, &tenant, "a's own"));
-
-    // A's store: the honest one until B has swept; the fork from then on.
-    let parted = Arc::new(AtomicBool::new(false));
-    let store: Arc<dyn Store> = {
-        let (honest, fork, parted, tenant) =
-            (Arc::clone(&honest), Arc::clone(&fork), Arc::clone(&parted), tenant.clone());
-        Arc::new(RoutedStore::new(Box::new(move |call| {
-            if call == StoreCall::RecordSignedCheckpoint && !parted.load(SeqCst) {
-                // A has signed its view: B seals another run and has the
-                // witness cosign the larger log first; the fork parts there.
-                seal(b, &tenant, "b's next");
-                seal(forger, &tenant, "b's next, forged");
-                let report = b.sweep(&tenant).unwrap();
-                assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "b: {report:?}");
-                parted.store(true, SeqCst);
-                return Arc::clone(&honest) as Arc<dyn Store>;
-            }
-            if parted.load(SeqCst) {
-                Arc::clone(&fork) as Arc<dyn Store>
-            } else {
-                Arc::clone(&honest) as Arc<dyn Store>
-            }
-        })))
-    };
-    let a_client: Arc<dyn Witness + Send + Sync> = Arc::new(HttpWitness::new(&url, ws.keys.clone()).unwrap());
-    let a = RuntimeBuilder::new(store)
-        .tenant(tenant.clone(), origin.clone(), Some(log_key.clone()))
-        .witnesses(vec![a_client], WitnessQuorum::of(1))
-        .witness_keys(ws.keys.clone())
-        .witness_probes(vec![Arc::new(ReadsTheWitness {
-            reader: witness::WitnessReader::new(&url, ws.keys.clone()).unwrap(),
-            log_key: log_key.verifier_key(),
-            first: std::sync::Mutex::new(None),
-        })])
-        .high_water(Arc::new(journal_core::testkit::MemoryHighWater::default()))
-        .build()
-        .unwrap();
-    let report = a.sweep(&tenant).unwrap();
-    let honest_size = journal_core::LogView::open(honest.as_ref(), &tenant).unwrap().size();
-    assert!(parted.load(SeqCst), "B swept while A's first round was under way");
-    let fork_tree = journal_core::LogView::open(fork.as_ref(), &tenant).unwrap().head().unwrap().tree;
-    assert_eq!(fork_tree.size, honest_size, "the fork is of the size the witness cosigned");
-    assert!(
-        fork.signed_checkpoints(&tenant).unwrap().iter().all(|signed| signed.tree != fork_tree),
-        "the plane signed the fork after a stale answer without asking the witness again: {report:?}"
-    );
-    assert!(matches!(&report.outcome, SweepOutcome::RefusedToSign { .. }), "{report:?}");
+    let b_tenant = tenant.clone();
+    let (store, parted) = parts_at_the_first_signature(&honest, &fork, move || {
+        // A has signed its view: B seals another run and has the witness
+        // cosign the larger log first; the fork parts there.
+        seal(b, &b_tenant, "b's next");
+        seal(forger, &b_tenant, "b's next, forged");
+        let report = b.sweep(&b_tenant).unwrap();
+        assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "b: {report:?}");
+    });
+    let report = asking_process(store, &ws, &log_key, &tenant).sweep(&tenant).unwrap();
+    assert!(parted.load(std::sync::atomic::Ordering::SeqCst), "B swept while A's first round was under way");
+    let witnessed = journal_core::LogView::open(honest.as_ref(), &tenant).unwrap().head().unwrap().tree;
+    assert_the_fork_was_not_signed(&fork, witnessed, &tenant, &report);
 }
 
 /// R-PLANE-2, R-WIT-8 (a stale answer): process A signs its log, records it,
@@ -708,31 +734,16 @@ fn r_plane_2_a_signature_tried_again_is_held_to_what_the_witnesses_hold_then() {
 /// the second round signed the fork and sent it.
 #[test]
 fn r_plane_2_a_stale_answer_is_asked_again_before_the_plane_signs_afresh() {
-    use journal_core::testkit_faults::{RoutedStore, StoreCall};
-    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
     let tenant = TenantId::new("t").unwrap();
-    let origin = journal_core::Origin::new(ORIGIN).unwrap();
     let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
     let ws = witnesses(1, &log_key);
-    let url = ws.clients[0].endpoint().to_owned();
-    let start = journal_core::At::from_unix_millis(1_780_000_000_000).unwrap();
-    // Three stores written in lockstep (the same clock readings, so the same
-    // records): A's, B's copy, and a fork that parts at the third run.
-    let writer = |store: &Arc<MemoryStore>, witnessed: bool| -> &'static Runtime {
-        let builder = RuntimeBuilder::new(Arc::clone(store) as Arc<dyn Store>)
-            .clock(Arc::new(journal_core::SteppingClock::new(start, 10)))
-            .tenant(tenant.clone(), origin.clone(), Some(log_key.clone()))
-            .high_water(Arc::new(journal_core::testkit::MemoryHighWater::default()));
-        let builder = if witnessed {
-            builder.witnesses(ws.clients.clone(), WitnessQuorum::of(1)).witness_keys(ws.keys.clone())
-        } else {
-            builder
-        };
-        Box::leak(Box::new(builder.build().unwrap()))
-    };
+    // Three stores written in lockstep: A's, B's copy, and a fork that parts
+    // at the third run.
     let (honest, copy, fork) =
         (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
-    let (plane, b, forger) = (writer(&honest, false), writer(&copy, true), writer(&fork, false));
+    let plane = lockstep_writer(&honest, None, &log_key, &tenant);
+    let b = lockstep_writer(&copy, Some(&ws), &log_key, &tenant);
+    let forger = lockstep_writer(&fork, None, &log_key, &tenant);
     for key in ["first", "a's own"] {
         let run = seal(b, &tenant, key);
         assert_eq!(seal(plane, &tenant, key), run);
@@ -742,52 +753,18 @@ fn r_plane_2_a_stale_answer_is_asked_again_before_the_plane_signs_afresh() {
             assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "{report:?}");
         }
     }
-
-    let parted = Arc::new(AtomicBool::new(false));
-    let store: Arc<dyn Store> = {
-        let (honest, fork, parted, tenant) =
-            (Arc::clone(&honest), Arc::clone(&fork), Arc::clone(&parted), tenant.clone());
-        Arc::new(RoutedStore::new(Box::new(move |call| {
-            if call == StoreCall::RecordSignedCheckpoint && !parted.load(SeqCst) {
-                // A has signed its view: B, on its copy, seals the run the
-                // plane seals too and has the witness cosign the larger log;
-                // the fork parts there.
-                assert_eq!(seal(b, &tenant, "next"), seal(plane, &tenant, "next"));
-                seal(forger, &tenant, "next, forged");
-                let report = b.sweep(&tenant).unwrap();
-                assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "b: {report:?}");
-                parted.store(true, SeqCst);
-                return Arc::clone(&honest) as Arc<dyn Store>;
-            }
-            if parted.load(SeqCst) {
-                Arc::clone(&fork) as Arc<dyn Store>
-            } else {
-                Arc::clone(&honest) as Arc<dyn Store>
-            }
-        })))
-    };
-    let a_client: Arc<dyn Witness + Send + Sync> = Arc::new(HttpWitness::new(&url, ws.keys.clone()).unwrap());
-    let a = RuntimeBuilder::new(store)
-        .tenant(tenant.clone(), origin.clone(), Some(log_key.clone()))
-        .witnesses(vec![a_client], WitnessQuorum::of(1))
-        .witness_keys(ws.keys.clone())
-        .witness_probes(vec![Arc::new(ReadsTheWitness {
-            reader: witness::WitnessReader::new(&url, ws.keys.clone()).unwrap(),
-            log_key: log_key.verifier_key(),
-            first: std::sync::Mutex::new(None),
-        })])
-        .high_water(Arc::new(journal_core::testkit::MemoryHighWater::default()))
-        .build()
-        .unwrap();
-    let report = a.sweep(&tenant).unwrap();
-    assert!(parted.load(SeqCst), "B swept while A's first round was under way");
-    let fork_tree = journal_core::LogView::open(fork.as_ref(), &tenant).unwrap().head().unwrap().tree;
+    let b_tenant = tenant.clone();
+    let (store, parted) = parts_at_the_first_signature(&honest, &fork, move || {
+        // A has signed its view: B, on its copy, seals the run the plane
+        // seals too and has the witness cosign the larger log; the fork
+        // parts there.
+        assert_eq!(seal(b, &b_tenant, "next"), seal(plane, &b_tenant, "next"));
+        seal(forger, &b_tenant, "next, forged");
+        let report = b.sweep(&b_tenant).unwrap();
+        assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "b: {report:?}");
+    });
+    let report = asking_process(store, &ws, &log_key, &tenant).sweep(&tenant).unwrap();
+    assert!(parted.load(std::sync::atomic::Ordering::SeqCst), "B swept while A's first round was under way");
     let witnessed = journal_core::LogView::open(copy.as_ref(), &tenant).unwrap().head().unwrap().tree;
-    assert_eq!(fork_tree.size, witnessed.size, "the fork is of the size the witness cosigned");
-    assert_ne!(fork_tree.root, witnessed.root);
-    assert!(
-        fork.signed_checkpoints(&tenant).unwrap().iter().all(|signed| signed.tree != fork_tree),
-        "the plane signed the fork after a stale answer without asking the witness again: {report:?}"
-    );
-    assert!(matches!(&report.outcome, SweepOutcome::RefusedToSign { .. }), "{report:?}");
+    assert_the_fork_was_not_signed(&fork, witnessed, &tenant, &report);
 }
