@@ -28,6 +28,18 @@ fn seal_runs(store: &Arc<PgStore>, tenant: &TenantId, keys: std::ops::Range<u32>
     .collect()
 }
 
+/// A step's start: the body of an ordinary (plain) append.
+fn step(name: &str) -> journal_core::RecordBody {
+    journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: name.into() })
+}
+
+/// How many records of `run` the database holds, read with SQL.
+fn records_stored(raw: &mut postgres::Client, tenant: &TenantId, run: &journal_core::RunId) -> i64 {
+    raw.query_one("SELECT count(*) FROM records WHERE tenant = $1 AND run = $2", &[&tenant.as_str(), &run.as_str()])
+        .unwrap()
+        .get(0)
+}
+
 #[test]
 fn r_run_2_the_database_refuses_a_row_for_a_sealed_run_even_from_raw_sql() {
     let store = Arc::new(PgStore::temporary().unwrap());
@@ -201,7 +213,6 @@ fn r_store_3_a_plain_append_is_held_to_its_runs_row() {
     let origin = Origin::new(ORIGIN).unwrap();
     let journal = Journal::new(&store, &tenant, &origin);
     let run = journal_core::RunId::new("run-1").unwrap();
-    let step = |name: &str| journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: name.into() });
     let first = journal.append(&run, None, None, step("a")).unwrap().head;
     let second = journal.append(&run, Some(first), None, step("b")).unwrap().head;
     let mut raw = store.raw();
@@ -220,10 +231,7 @@ fn r_store_3_a_plain_append_is_held_to_its_runs_row() {
     .unwrap();
     let refused = journal.append(&run, Some(second), None, step("c"));
     assert!(matches!(refused, Err(JournalError::Sealed { .. })), "{refused:?}");
-    let stored = raw
-        .query_one("SELECT count(*) FROM records WHERE tenant = $1 AND run = $2", &[&tenant.as_str(), &run.as_str()])
-        .unwrap();
-    assert_eq!(stored.get::<_, i64>(0), 2, "nothing was written");
+    assert_eq!(records_stored(&mut raw, &tenant, &run), 2, "nothing was written");
 }
 
 /// R-STORE-3: no runs row moves without its record, in the one statement of
@@ -238,7 +246,6 @@ fn r_store_3_a_plain_append_never_moves_a_runs_row_without_its_record() {
     let origin = Origin::new(ORIGIN).unwrap();
     let journal = Journal::new(&store, &tenant, &origin);
     let run = journal_core::RunId::new("run-1").unwrap();
-    let step = |name: &str| journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: name.into() });
     let first = journal.append(&run, None, None, step("a")).unwrap().head;
     let second = journal.append(&run, Some(first), None, step("b")).unwrap().head;
     let mut raw = store.raw();
@@ -281,7 +288,6 @@ fn r_store_3_plain_appends_take_their_runs_rows_in_run_order() {
     let tenant = TenantId::new("t").unwrap();
     let origin = Origin::new(ORIGIN).unwrap();
     let journal = Journal::new(&store, &tenant, &origin);
-    let step = |name: &str| journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: name.into() });
     let [a, b, c] = ["run-a", "run-b", "run-c"].map(|name| journal_core::RunId::new(name).unwrap());
     let mut heads = std::collections::HashMap::new();
     for run in [&a, &b, &c, &a] {
@@ -349,7 +355,6 @@ fn r_store_3_a_plain_append_to_a_run_whose_row_names_no_outcome_is_refused_as_da
     let origin = Origin::new(ORIGIN).unwrap();
     let journal = Journal::new(&store, &tenant, &origin);
     let run = journal_core::RunId::new("run-1").unwrap();
-    let step = |name: &str| journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: name.into() });
     let first = journal.append(&run, None, None, step("a")).unwrap().head;
     let mut raw = store.raw();
     raw.execute(
@@ -362,10 +367,7 @@ fn r_store_3_a_plain_append_to_a_run_whose_row_names_no_outcome_is_refused_as_da
         matches!(&refused, Err(JournalError::StoreDamage { detail, .. }) if detail.contains("paid-out")),
         "{refused:?}"
     );
-    let stored = raw
-        .query_one("SELECT count(*) FROM records WHERE tenant = $1 AND run = $2", &[&tenant.as_str(), &run.as_str()])
-        .unwrap();
-    assert_eq!(stored.get::<_, i64>(0), 1, "nothing was written");
+    assert_eq!(records_stored(&mut raw, &tenant, &run), 1, "nothing was written");
 }
 
 #[test]
