@@ -552,11 +552,16 @@ fn write_plain(client: &mut Client, statements: &Statements, plain: &[&AppendReq
         &outcomes,
     ];
     match client.query(&statements.write_plain, &params) {
-        Ok(rows) => PlainWrite::Written(
-            rows.iter()
-                .filter_map(|row| Some((row.try_get::<_, String>(0).ok()?, row.try_get::<_, String>(1).ok()?)))
-                .collect(),
-        ),
+        // Committed: a row this build cannot read leaves which appends were
+        // written unknown, and they are answered as after a lost commit.
+        Ok(rows) => rows
+            .iter()
+            .map(|row| Ok((row.try_get::<_, String>(0)?, row.try_get::<_, String>(1)?)))
+            .collect::<Result<HashSet<_>, postgres::Error>>()
+            .map_or_else(
+                |err| PlainWrite::Unknown(pg("reading which plain appends were written", err)),
+                PlainWrite::Written,
+            ),
         Err(err) if err.as_db_error().is_some() => PlainWrite::NotWritten,
         Err(err) => PlainWrite::Unknown(pg("writing the batch's plain appends", err)),
     }
