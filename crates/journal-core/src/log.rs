@@ -811,12 +811,22 @@ pub fn sign_current_head_asking<'a>(
     ask_again: &dyn Fn(&LogView<'a>) -> Result<(), JournalError>,
 ) -> Result<(LogView<'a>, SignedCheckpoint), JournalError> {
     // Refused before anything is written: a store the plane must not sign
-    // from (restored, cut back) gets no heads leaf either.
-    on_a_fresh_view(store, tenant, &|_| Ok(()), |view| refusal(store, view, origin, key, high_water).map(|_| ()))?;
+    // from (restored, cut back) gets no heads leaf either. A check that
+    // started over on a fresh view (another signer got further) is a
+    // signing that started over too: the witnesses are asked again before
+    // the first signature, not only before a second one.
+    let started_over = std::cell::Cell::new(false);
+    let note_start_over = |_: &LogView<'a>| {
+        started_over.set(true);
+        Ok(())
+    };
+    on_a_fresh_view(store, tenant, false, &note_start_over, |view| {
+        refusal(store, view, origin, key, high_water).map(|_| ())
+    })?;
     // Open runs enter the log before it is signed (issue 20): the checkpoint
     // then commits to every run's head, not only to the sealed ones.
     store.append_heads(tenant, origin)?;
-    on_a_fresh_view(store, tenant, ask_again, |view| sign_head(store, view, origin, key, high_water))
+    on_a_fresh_view(store, tenant, started_over.get(), ask_again, |view| sign_head(store, view, origin, key, high_water))
 }
 
 /// How many times a signature is tried again after another signer recorded
@@ -825,17 +835,23 @@ const SIGNING_CONFLICT_ATTEMPTS: u32 = 16;
 
 /// Runs `act` on the tenant's log as it is now, again on a fresh view when
 /// another process of the plane got further meanwhile (a few times at most),
-/// each fresh view first given to `ask_again`.
+/// each fresh view first given to `ask_again` (the first one too when
+/// `ask_first`: the caller already started over once).
 fn on_a_fresh_view<'a, T>(
     store: &'a dyn Store,
     tenant: &'a TenantId,
+    ask_first: bool,
     ask_again: &dyn Fn(&LogView<'a>) -> Result<(), JournalError>,
     mut act: impl FnMut(&LogView<'a>) -> Result<T, JournalError>,
 ) -> Result<(LogView<'a>, T), JournalError> {
     let (mut attempts, mut conflicts) = (0, 0);
     loop {
         let view = LogView::open(store, tenant)?;
-        let done = if attempts + conflicts == 0 { act(&view) } else { ask_again(&view).and_then(|()| act(&view)) };
+        let done = if attempts + conflicts == 0 && !ask_first {
+            act(&view)
+        } else {
+            ask_again(&view).and_then(|()| act(&view))
+        };
         match done {
             Ok(done) => return Ok((view, done)),
             // Two signers in step (the sweep and a `checkpoint`, two plane

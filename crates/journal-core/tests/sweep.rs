@@ -613,12 +613,22 @@ fn parts_at_the_first_signature(
     fork: &Arc<MemoryStore>,
     meanwhile: impl Fn() + Send + Sync + 'static,
 ) -> (Arc<dyn Store>, Arc<std::sync::atomic::AtomicBool>) {
-    use journal_core::testkit_faults::{RoutedStore, StoreCall};
+    parts_at_the_first(journal_core::testkit_faults::StoreCall::RecordSignedCheckpoint, honest, fork, meanwhile)
+}
+
+/// [`parts_at_the_first_signature`], parting at the first call `at` instead.
+fn parts_at_the_first(
+    at: journal_core::testkit_faults::StoreCall,
+    honest: &Arc<MemoryStore>,
+    fork: &Arc<MemoryStore>,
+    meanwhile: impl Fn() + Send + Sync + 'static,
+) -> (Arc<dyn Store>, Arc<std::sync::atomic::AtomicBool>) {
+    use journal_core::testkit_faults::RoutedStore;
     use std::sync::atomic::Ordering::SeqCst;
     let parted = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (honest, fork, flag) = (Arc::clone(honest), Arc::clone(fork), Arc::clone(&parted));
     let store = RoutedStore::new(Box::new(move |call| {
-        if call == StoreCall::RecordSignedCheckpoint && !flag.load(SeqCst) {
+        if call == at && !flag.load(SeqCst) {
             meanwhile();
             flag.store(true, SeqCst);
             return Arc::clone(&honest) as Arc<dyn Store>;
@@ -766,5 +776,45 @@ fn r_plane_2_a_stale_answer_is_asked_again_before_the_plane_signs_afresh() {
     let report = asking_process(store, &ws, &log_key, &tenant).sweep(&tenant).unwrap();
     assert!(parted.load(std::sync::atomic::Ordering::SeqCst), "B swept while A's first round was under way");
     let witnessed = journal_core::LogView::open(copy.as_ref(), &tenant).unwrap().head().unwrap().tree;
+    assert_the_fork_was_not_signed(&fork, witnessed, &tenant, &report);
+}
+
+/// R-PLANE-2, R-WIT-8 (a check tried again before the first signature):
+/// process A asked the witness, then checks its view before it appends
+/// the heads leaves; while it reads the store's record of the last
+/// signature, process B (same store, a mark of its own) seals a run and has
+/// the witness cosign the larger tree, so A's check finds its view stale and
+/// starts over on a fresh one: another signer got further. Meanwhile
+/// whoever writes the database puts another history of that size in place,
+/// extending all A signed but not what the witness cosigned. The signature
+/// that follows is the first A tries, but it comes after a fresh view that
+/// another signer's progress forced: the witness must be asked again before
+/// it, as after any view signing starts over on. (On main: the plane signed
+/// the fork and sent it; the witness refused it as a fork.)
+#[test]
+fn r_plane_2_a_check_started_over_before_the_first_signature_is_held_to_what_the_witnesses_hold_then() {
+    let tenant = TenantId::new("t").unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(1, &log_key);
+    let (honest, fork) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
+    let (b, forger) =
+        (lockstep_writer(&honest, Some(&ws), &log_key, &tenant), lockstep_writer(&fork, None, &log_key, &tenant));
+    assert_eq!(seal(b, &tenant, "first"), seal(forger, &tenant, "first"));
+    let report = b.sweep(&tenant).unwrap();
+    assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "{report:?}");
+    assert_eq!(seal(b, &tenant, "a's own"), seal(forger, &tenant, "a's own"));
+    let b_tenant = tenant.clone();
+    let (store, parted) =
+        parts_at_the_first(journal_core::testkit_faults::StoreCall::LastSignedCheckpoint, &honest, &fork, move || {
+            // A is checking its view: B seals another run and has the
+            // witness cosign the larger log first; the fork parts there.
+            seal(b, &b_tenant, "b's next");
+            seal(forger, &b_tenant, "b's next, forged");
+            let report = b.sweep(&b_tenant).unwrap();
+            assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "b: {report:?}");
+        });
+    let report = asking_process(store, &ws, &log_key, &tenant).sweep(&tenant).unwrap();
+    assert!(parted.load(std::sync::atomic::Ordering::SeqCst), "B swept while A checked its view");
+    let witnessed = journal_core::LogView::open(honest.as_ref(), &tenant).unwrap().head().unwrap().tree;
     assert_the_fork_was_not_signed(&fork, witnessed, &tenant, &report);
 }
