@@ -707,12 +707,31 @@ pub fn export_run(
     check: ChainCheck<'_>,
     high_water: Option<&dyn crate::log::HighWater>,
 ) -> Result<RunExport, JournalError> {
+    export_run_asking(store, tenant, origin, key, run, check, high_water, &|_| Ok(()))
+}
+
+/// [`export_run`] for a plane that asked its witnesses what they hold
+/// before it began: its signature is made by
+/// [`crate::log::sign_current_head_asking`], which asks them again
+/// (`ask_again`) on every fresh view signing starts over on (another signer
+/// got further), as `checkpoint` and the sweep do.
+#[allow(clippy::too_many_arguments)]
+pub fn export_run_asking<'a>(
+    store: &'a dyn crate::store::Store,
+    tenant: &'a crate::ids::TenantId,
+    origin: &Origin,
+    key: &witness::LogKey,
+    run: &RunId,
+    check: ChainCheck<'_>,
+    high_water: Option<&dyn crate::log::HighWater>,
+    ask_again: &dyn Fn(&crate::log::LogView<'a>) -> Result<(), JournalError>,
+) -> Result<RunExport, JournalError> {
     let journal = crate::journal::Journal::new(store, tenant, origin);
     let mut verified = journal.read(run, check)?;
     // Sealed or open is the chain's to say: a sealed run the seal lookup
     // lost is not exported as an open run's prefix (nothing is signed).
     verified.seal_found(tenant, run)?;
-    let (view, signed) = crate::log::sign_current_head(store, tenant, origin, key, high_water)?;
+    let (view, signed) = crate::log::sign_current_head_asking(store, tenant, origin, key, high_water, ask_again)?;
     let (text, covers, cosigned) = if verified.seal.is_some() {
         let inclusion = view.inclusion(run)?;
         let cosigned = crate::checkpoints::cosigned_inclusion(store, &view, inclusion.index, &inclusion.leaf)?;

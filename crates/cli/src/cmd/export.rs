@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use journal_core::export::{ExportCovers, ExportError, VerifiedExport, export_run};
+use journal_core::export::{ExportCovers, ExportError, VerifiedExport, export_run_asking};
 use journal_core::{ChainCheck, Ed25519Verifier, VerifyOptions};
 use serde::Serialize;
 
@@ -26,8 +26,32 @@ pub fn export(settings: &Settings, run: &str, output: &Path, force: bool) -> Res
     let verifier = plane.keys.record_verifier()?;
     let upcasters = reader_upcasters();
     let check = plane.check(&upcasters, &verifier);
-    let mark = Some(plane.signing_mark()?);
-    let exported = export_run(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log, &run, check, mark)?;
+    let mark = plane.signing_mark()?;
+    // Asked again should signing start over on a fresh view (another signer
+    // got further), as `checkpoint` asks: what they hold then binds that
+    // signature.
+    let probes = if plane.witnesses.is_empty() {
+        Vec::new()
+    } else {
+        crate::high_water::probes(&plane.witnesses, &[plane.log.verifier_key()])?
+    };
+    let ask_again = |view: &journal_core::LogView<'_>| {
+        if probes.is_empty() {
+            Ok(())
+        } else {
+            journal_core::runtime::ask_witnesses(view, &plane.origin, &probes, Some(mark)).map(drop)
+        }
+    };
+    let exported = export_run_asking(
+        plane.store.as_ref(),
+        &plane.tenant,
+        &plane.origin,
+        &plane.log,
+        &run,
+        check,
+        Some(mark),
+        &ask_again,
+    )?;
     if exported.cosigned.is_none() {
         eprintln!("note: no witness quorum has cosigned a checkpoint holding this run yet (`agentplane sweep`)");
     }
