@@ -826,7 +826,9 @@ pub fn sign_current_head_asking<'a>(
     // Open runs enter the log before it is signed (issue 20): the checkpoint
     // then commits to every run's head, not only to the sealed ones.
     store.append_heads(tenant, origin)?;
-    on_a_fresh_view(store, tenant, started_over.get(), ask_again, |view| sign_head(store, view, origin, key, high_water))
+    on_a_fresh_view(store, tenant, started_over.get(), ask_again, |view| {
+        sign_head(store, view, origin, key, high_water)
+    })
 }
 
 /// How many times a signature is tried again after another signer recorded

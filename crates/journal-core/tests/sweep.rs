@@ -642,20 +642,54 @@ fn parts_at_the_first(
 /// the witness at nothing), a probe reading the witness over HTTP, and a
 /// mark of its own.
 fn asking_process(store: Arc<dyn Store>, ws: &Witnesses, log_key: &LogKey, tenant: &TenantId) -> Runtime {
+    asking_process_whose_probe_answers(store, ws, log_key, tenant, usize::MAX)
+}
+
+/// [`asking_process`] whose probe answers `answers` times, then fails as an
+/// unreachable witness does.
+fn asking_process_whose_probe_answers(
+    store: Arc<dyn Store>,
+    ws: &Witnesses,
+    log_key: &LogKey,
+    tenant: &TenantId,
+    answers: usize,
+) -> Runtime {
     let url = ws.clients[0].endpoint().to_owned();
     let client: Arc<dyn Witness + Send + Sync> = Arc::new(HttpWitness::new(&url, ws.keys.clone()).unwrap());
     RuntimeBuilder::new(store)
         .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
         .witnesses(vec![client], WitnessQuorum::of(1))
         .witness_keys(ws.keys.clone())
-        .witness_probes(vec![Arc::new(ReadsTheWitness {
-            reader: witness::WitnessReader::new(&url, ws.keys.clone()).unwrap(),
-            log_key: log_key.verifier_key(),
-            first: std::sync::Mutex::new(None),
+        .witness_probes(vec![Arc::new(AnswersSoManyTimes {
+            probe: ReadsTheWitness {
+                reader: witness::WitnessReader::new(&url, ws.keys.clone()).unwrap(),
+                log_key: log_key.verifier_key(),
+                first: std::sync::Mutex::new(None),
+            },
+            left: std::sync::atomic::AtomicUsize::new(answers),
         })])
         .high_water(Arc::new(journal_core::testkit::MemoryHighWater::default()))
         .build()
         .unwrap()
+}
+
+/// A probe that answers `left` more times, then is unreachable.
+struct AnswersSoManyTimes {
+    probe: ReadsTheWitness,
+    left: std::sync::atomic::AtomicUsize,
+}
+
+impl journal_core::runtime::WitnessProbe for AnswersSoManyTimes {
+    fn endpoint(&self) -> &str {
+        self.probe.endpoint()
+    }
+    fn latest(&self, origin: &journal_core::Origin) -> Result<Option<tlog::Tree>, witness::WitnessError> {
+        use std::sync::atomic::Ordering::SeqCst;
+        if self.left.fetch_update(SeqCst, SeqCst, |left| left.checked_sub(1)).is_err() {
+            return Err(witness::WitnessError::Unavailable { witness: self.endpoint().to_owned(), status: 503 });
+        }
+        self.probe.latest(origin)
+    }
 }
 
 /// A runtime writing `store` with a clock that reads the same in every
@@ -744,6 +778,35 @@ fn r_plane_2_a_signature_tried_again_is_held_to_what_the_witnesses_hold_then() {
 /// the second round signed the fork and sent it.
 #[test]
 fn r_plane_2_a_stale_answer_is_asked_again_before_the_plane_signs_afresh() {
+    let (report, fork, witnessed, tenant) = a_stale_answer_and_a_fork(usize::MAX);
+    assert_the_fork_was_not_signed(&fork, witnessed, &tenant, &report);
+}
+
+/// R-PLANE-2, R-WIT-8: the stale answer of the test above, and the witness
+/// then cannot be asked what it holds (unreachable, hostile, or serving no
+/// monitor endpoint). A new signature could not be held to what it answered
+/// stale about: the plane does not sign afresh, and the first round's
+/// answer stands (a shortfall, reported; no integrity alarm). Before, the
+/// unanswered ask passed and the plane signed the fork.
+#[test]
+fn r_plane_2_a_stale_witness_that_cannot_be_asked_again_is_not_signed_past() {
+    let (report, fork, witnessed, tenant) = a_stale_answer_and_a_fork(1);
+    let fork_tree = journal_core::LogView::open(fork.as_ref(), &tenant).unwrap().head().unwrap().tree;
+    assert_eq!((fork_tree.size, witnessed.size == fork_tree.size), (witnessed.size, true));
+    assert!(
+        fork.signed_checkpoints(&tenant).unwrap().iter().all(|signed| signed.tree != fork_tree),
+        "the plane signed afresh past a stale witness it could not ask: {report:?}"
+    );
+    assert!(
+        matches!(&report.outcome, SweepOutcome::Round(QuorumOutcome::Shortfall { .. })),
+        "the first round's answer stands: {report:?}"
+    );
+}
+
+/// Process A sweeps; its witness answers stale (see
+/// [`r_plane_2_a_stale_answer_is_asked_again_before_the_plane_signs_afresh`])
+/// and the store is a fork from then on. A's probe answers `answers` times.
+fn a_stale_answer_and_a_fork(answers: usize) -> (journal_core::SweepReport, Arc<MemoryStore>, tlog::Tree, TenantId) {
     let tenant = TenantId::new("t").unwrap();
     let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
     let ws = witnesses(1, &log_key);
@@ -773,10 +836,10 @@ fn r_plane_2_a_stale_answer_is_asked_again_before_the_plane_signs_afresh() {
         let report = b.sweep(&b_tenant).unwrap();
         assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "b: {report:?}");
     });
-    let report = asking_process(store, &ws, &log_key, &tenant).sweep(&tenant).unwrap();
+    let report = asking_process_whose_probe_answers(store, &ws, &log_key, &tenant, answers).sweep(&tenant).unwrap();
     assert!(parted.load(std::sync::atomic::Ordering::SeqCst), "B swept while A's first round was under way");
     let witnessed = journal_core::LogView::open(copy.as_ref(), &tenant).unwrap().head().unwrap().tree;
-    assert_the_fork_was_not_signed(&fork, witnessed, &tenant, &report);
+    (report, fork, witnessed, tenant)
 }
 
 /// R-PLANE-2, R-WIT-8 (a check tried again before the first signature):

@@ -579,12 +579,28 @@ impl Runtime {
         // what they hold now binds the new signature, as it bound the first
         // (the log may have been replaced meanwhile by another history that
         // extends all this plane signed, but not what they cosigned).
+        // A witness that cannot be asked again (unreachable, or serving no
+        // monitor endpoint) may hold the larger tree it answered stale
+        // about, and a new signature would not be held to it: the first
+        // round's answer stands, and the next sweep asks again.
         if let Ok((_, outcome)) = &round
             && has_stale(outcome)
         {
             let view = LogView::open(self.store.as_ref(), tenant)?;
             match ask_witnesses(&view, &config.origin, &self.probes, self.high_water.as_deref()) {
-                Ok(_) => {}
+                Ok(views) if views.failures.is_empty() => {}
+                Ok(views) => {
+                    for (witness, err) in &views.failures {
+                        tracing::warn!(
+                            tenant = %tenant,
+                            witness = %witness,
+                            "a witness answered stale and cannot be asked what it holds ({err}): not signing afresh \
+                             until it can"
+                        );
+                    }
+                    drop(view);
+                    return self.finish_round(config, head.tree, round);
+                }
                 Err(JournalError::WouldSignRollback { reason, .. }) => {
                     let tree = view.head()?.tree;
                     integrity(tenant, tree, &format!("the plane refused to sign its own log: {reason}"));
@@ -599,9 +615,22 @@ impl Runtime {
             drop(view);
             round = self.round(config, log_key)?;
         }
+        self.finish_round(config, head.tree, round)
+    }
+
+    /// Keeps a round that met the bar, reports one that did not, and
+    /// raises the alarm for a round the plane refused to sign (`head`: the
+    /// tree it would have signed).
+    fn finish_round(
+        &self,
+        config: &super::TenantConfig,
+        head: Tree,
+        round: Round,
+    ) -> Result<SweepReport, RuntimeError> {
+        let tenant = &config.tenant;
         let tree = match &round {
             Ok((signed, _)) => signed.checkpoint().tree(),
-            Err(_) => head.tree,
+            Err(_) => head,
         };
         let report = |outcome| SweepReport { tenant: tenant.clone(), tree, outcome };
         let (signed, outcome) = match round {
