@@ -57,6 +57,29 @@ impl Plane {
         Ok(Self { store, tenant: settings.tenant_id()?, origin, log, keys, high_water, witnesses })
     }
 
+    /// What a signing asks the configured witnesses again on each fresh
+    /// view it starts over on (`journal_core::log::sign_current_head_asking`):
+    /// nothing when none is configured.
+    pub fn ask_again<'p>(
+        &'p self,
+        mark: &'p dyn HighWater,
+    ) -> Result<impl Fn(&LogView<'_>) -> Result<(), journal_core::JournalError> + 'p, Failure> {
+        let probes = if self.witnesses.is_empty() {
+            Vec::new()
+        } else {
+            crate::high_water::probes(&self.witnesses, &[self.log.verifier_key()])?
+        };
+        Ok(
+            move |view: &LogView<'_>| {
+                if probes.is_empty() {
+                    Ok(())
+                } else {
+                    ask_witnesses(view, &self.origin, &probes, Some(mark)).map(drop)
+                }
+            },
+        )
+    }
+
     /// The high-water mark every signature of this plane is held to, once
     /// the configured witnesses were asked what they hold (R-PLANE-2): a
     /// store put back from a backup together with the mark beside the key

@@ -985,6 +985,19 @@ fn cost_runs_and_show_agree_about_a_signature_changed_beside_its_chain() {
     }
     let both = agentplane(dir.path(), &["cost", "--skip-signatures", "--verify-signatures"]);
     assert_eq!(both.status.code(), Some(2), "the two flags contradict each other");
+    // With no key file at hand the reads verify the chain alone, as `show`
+    // does; asked by name to verify signatures they cannot, they refuse.
+    let keyless = ["--keys", "no-such.key"];
+    for command in [&["cost", "--verify-signatures"][..], &["runs", "--verify-signatures"][..]] {
+        let out = agentplane(dir.path(), &[command, &keyless[..]].concat());
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{command:?} without a key file: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stderr).contains("no-such.key"), "names the missing file");
+    }
 }
 
 /// A reader that closes the pipe before the output is written

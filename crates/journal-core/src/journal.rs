@@ -370,10 +370,17 @@ impl<'a> Journal<'a> {
 /// core ([`Prechecked`]): enough for a batch of the verifier's best size on
 /// each core of a large machine, a few hundred runs held at a time.
 const SIGNATURES_AT_ONCE: usize = 8 * 1024;
-/// The most record bytes [`Journal::each_run`] holds waiting for their
-/// signatures' check: records may be large, and a window of them must not
-/// grow with them.
+/// The most bytes of rows [`Journal::each_run`] holds waiting for their
+/// signatures' check, every column counted: rows may be large, and a window
+/// of them must not grow with them.
 const BYTES_AT_ONCE: usize = 64 << 20;
+
+/// What a row read from the store holds in memory, every column counted
+/// (a hostile store may make any of them large).
+fn held_bytes(row: &StoredRecord) -> usize {
+    let signature = row.signature.as_ref().map_or(0, |s| s.key_id.len() + s.signature.len());
+    row.bytes.len() + row.kind.len() + row.effect_key.as_ref().map_or(0, String::len) + signature + 2 * 32 + 8
+}
 
 /// Where [`Journal::each_run`] reads the snapshot's runs.
 struct EachRun<'j, 'c, 'e> {
@@ -388,7 +395,7 @@ struct EachRun<'j, 'c, 'e> {
     pending: Vec<(RunId, Result<RunRows, JournalError>)>,
     /// The signatures `pending` holds.
     pending_signatures: usize,
-    /// The record bytes `pending` holds.
+    /// The bytes of the rows `pending` holds ([`held_bytes`]).
     pending_bytes: usize,
     each: &'e mut dyn FnMut(RunId, Result<VerifiedRun, JournalError>) -> Result<(), JournalError>,
 }
@@ -445,7 +452,7 @@ impl SnapshotSink for EachRun<'_, '_, '_> {
         }
         if let Ok(stored) = &stored {
             self.pending_signatures += stored.rows.len();
-            self.pending_bytes += stored.rows.iter().map(|row| row.bytes.len()).sum::<usize>();
+            self.pending_bytes += stored.rows.iter().map(held_bytes).sum::<usize>();
         }
         self.pending.push((run, stored));
         if self.pending_signatures >= SIGNATURES_AT_ONCE || self.pending_bytes >= BYTES_AT_ONCE {

@@ -1,10 +1,8 @@
 //! `agentplane checkpoint`: the log's head signed now, or the latest
 //! checkpoint a witness quorum cosigned.
 
-use journal_core::LogView;
 use journal_core::checkpoints::{CosignedCheckpoint, cosigned_of};
 use journal_core::log::sign_current_head_asking;
-use journal_core::runtime::ask_witnesses;
 use journal_core::runtime::verify_cosigned_rows;
 use serde::Serialize;
 
@@ -36,14 +34,7 @@ impl CheckpointRow {
 /// got further meanwhile): what they hold then binds that signature.
 pub fn sign(plane: &Plane) -> Result<witness::SignedCheckpoint, Failure> {
     let mark = plane.signing_mark()?;
-    let probes = if plane.witnesses.is_empty() {
-        Vec::new()
-    } else {
-        crate::high_water::probes(&plane.witnesses, &[plane.log.verifier_key()])?
-    };
-    let ask_again = |view: &LogView<'_>| {
-        if probes.is_empty() { Ok(()) } else { ask_witnesses(view, &plane.origin, &probes, Some(mark)).map(drop) }
-    };
+    let ask_again = plane.ask_again(mark)?;
     let (_, signed) = sign_current_head_asking(
         plane.store.as_ref(),
         &plane.tenant,

@@ -30,18 +30,7 @@ pub fn export(settings: &Settings, run: &str, output: &Path, force: bool) -> Res
     // Asked again should signing start over on a fresh view (another signer
     // got further), as `checkpoint` asks: what they hold then binds that
     // signature.
-    let probes = if plane.witnesses.is_empty() {
-        Vec::new()
-    } else {
-        crate::high_water::probes(&plane.witnesses, &[plane.log.verifier_key()])?
-    };
-    let ask_again = |view: &journal_core::LogView<'_>| {
-        if probes.is_empty() {
-            Ok(())
-        } else {
-            journal_core::runtime::ask_witnesses(view, &plane.origin, &probes, Some(mark)).map(drop)
-        }
-    };
+    let ask_again = plane.ask_again(mark)?;
     let exported = export_run_asking(
         plane.store.as_ref(),
         &plane.tenant,

@@ -44,9 +44,10 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         Command::Keygen => keys::keygen(cli),
         Command::Keys { witness_config, print, json } => keys::keys(cli, *witness_config, *print, *json),
         Command::Demo => demo::run(cli, &flags),
-        Command::Runs { outcome, ids, limit, before, skip_signatures, verify_signatures: _, json } => {
+        Command::Runs { outcome, ids, limit, before, skip_signatures, verify_signatures, json } => {
             let page = limit.map(|limit| runs::Page { limit, before: before.as_deref() });
-            runs::runs(cli, outcome.map(|o| o.outcome()), page, *ids, !*skip_signatures, *json)
+            let signatures = signatures_read(cli, *skip_signatures, *verify_signatures)?;
+            runs::runs(cli, outcome.map(|o| o.outcome()), page, *ids, signatures, *json)
         }
         Command::Show { run, json } => show::show(cli, run, *json),
         Command::Verify { require_signature, assert_complete, json } => {
@@ -59,12 +60,13 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
             (None, Some(old)) => prove::consistency(cli, *old, *json),
             _ => Err(Failure::Usage("give a RUN, or --consistency OLD_SIZE".into())),
         },
-        Command::Cost { run, since, until, skip_signatures, verify_signatures: _, json } => {
+        Command::Cost { run, since, until, skip_signatures, verify_signatures, json } => {
             let window = journal_core::TimeWindow {
                 since: since.as_deref().map(|t| instant("--since", t)).transpose()?,
                 until: until.as_deref().map(|t| instant("--until", t)).transpose()?,
             };
-            cost::cost(cli, run.as_deref(), window, !*skip_signatures, *json)
+            let signatures = signatures_read(cli, *skip_signatures, *verify_signatures)?;
+            cost::cost(cli, run.as_deref(), window, signatures, *json)
         }
         Command::Diff { a, b, json } => diff::diff(cli, a, b, *json),
         Command::Fork { run, at, key } => fork::fork(cli, run, *at, key.as_deref()),
@@ -90,4 +92,19 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         Command::Console { listen, token_file } => console::console(cli, *listen, token_file.as_deref()),
         Command::Migrate => maintenance::migrate(cli),
     }
+}
+
+/// Whether `runs` and `cost` verify signatures: unless skipped, whenever the
+/// plane's key file is at hand, as `show` does. Asked for by name
+/// (`--verify-signatures`) with no key file to verify them with, the command
+/// is refused rather than read through the chain alone.
+fn signatures_read(cli: &Settings, skip: bool, asked: bool) -> Result<bool, Failure> {
+    if asked && crate::keys::PlaneKeys::read_if_present(&cli.keys)?.is_none() {
+        return Err(Failure::Usage(format!(
+            "--verify-signatures: {} is missing, and the records' signatures are verified with the plane's record key \
+             it holds; run beside the key file (or give --keys), or read the chain alone with --skip-signatures",
+            cli.keys.display()
+        )));
+    }
+    Ok(!skip)
 }
