@@ -742,30 +742,10 @@ fn assert_the_fork_was_not_signed(
 /// sent it (the witness refused it as a fork).
 #[test]
 fn r_plane_2_a_signature_tried_again_is_held_to_what_the_witnesses_hold_then() {
-    let tenant = TenantId::new("t").unwrap();
-    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
-    let ws = witnesses(1, &log_key);
-    // The honest store and a fork written in lockstep with it until they part.
-    let (honest, fork) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
-    let (b, forger) =
-        (lockstep_writer(&honest, Some(&ws), &log_key, &tenant), lockstep_writer(&fork, None, &log_key, &tenant));
-    assert_eq!(seal(b, &tenant, "first"), seal(forger, &tenant, "first"));
-    let report = b.sweep(&tenant).unwrap();
-    assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "{report:?}");
-    assert_eq!(seal(b, &tenant, "a's own"), seal(forger, &tenant, "a's own"));
-    let b_tenant = tenant.clone();
-    let (store, parted) = parts_at_the_first_signature(&honest, &fork, move || {
-        // A has signed its view: B seals another run and has the witness
-        // cosign the larger log first; the fork parts there.
-        seal(b, &b_tenant, "b's next");
-        seal(forger, &b_tenant, "b's next, forged");
-        let report = b.sweep(&b_tenant).unwrap();
-        assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "b: {report:?}");
-    });
-    let report = asking_process(store, &ws, &log_key, &tenant).sweep(&tenant).unwrap();
-    assert!(parted.load(std::sync::atomic::Ordering::SeqCst), "B swept while A's first round was under way");
-    let witnessed = journal_core::LogView::open(honest.as_ref(), &tenant).unwrap().head().unwrap().tree;
-    assert_the_fork_was_not_signed(&fork, witnessed, &tenant, &report);
+    b_sweeps_and_the_store_forks_at(
+        journal_core::testkit_faults::StoreCall::RecordSignedCheckpoint,
+        "B swept while A's first round was under way",
+    );
 }
 
 /// R-PLANE-2, R-WIT-8 (a stale answer): process A signs its log, records it,
@@ -856,9 +836,21 @@ fn a_stale_answer_and_a_fork(answers: usize) -> (journal_core::SweepReport, Arc<
 /// the fork and sent it; the witness refused it as a fork.)
 #[test]
 fn r_plane_2_a_check_started_over_before_the_first_signature_is_held_to_what_the_witnesses_hold_then() {
+    b_sweeps_and_the_store_forks_at(
+        journal_core::testkit_faults::StoreCall::LastSignedCheckpoint,
+        "B swept while A checked its view",
+    );
+}
+
+/// The two tests above: B (the same store, a mark of its own) seals a run
+/// and has the witness cosign the larger log when A first makes the store
+/// call `at`; whoever writes the database puts a fork of that size in place
+/// from then on. A's sweep must not sign the fork.
+fn b_sweeps_and_the_store_forks_at(at: journal_core::testkit_faults::StoreCall, parted_when: &str) {
     let tenant = TenantId::new("t").unwrap();
     let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
     let ws = witnesses(1, &log_key);
+    // The honest store and a fork written in lockstep with it until they part.
     let (honest, fork) = (Arc::new(MemoryStore::new()), Arc::new(MemoryStore::new()));
     let (b, forger) =
         (lockstep_writer(&honest, Some(&ws), &log_key, &tenant), lockstep_writer(&fork, None, &log_key, &tenant));
@@ -867,17 +859,16 @@ fn r_plane_2_a_check_started_over_before_the_first_signature_is_held_to_what_the
     assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "{report:?}");
     assert_eq!(seal(b, &tenant, "a's own"), seal(forger, &tenant, "a's own"));
     let b_tenant = tenant.clone();
-    let (store, parted) =
-        parts_at_the_first(journal_core::testkit_faults::StoreCall::LastSignedCheckpoint, &honest, &fork, move || {
-            // A is checking its view: B seals another run and has the
-            // witness cosign the larger log first; the fork parts there.
-            seal(b, &b_tenant, "b's next");
-            seal(forger, &b_tenant, "b's next, forged");
-            let report = b.sweep(&b_tenant).unwrap();
-            assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "b: {report:?}");
-        });
+    let (store, parted) = parts_at_the_first(at, &honest, &fork, move || {
+        // B seals another run and has the witness cosign the larger log
+        // first; the fork parts there.
+        seal(b, &b_tenant, "b's next");
+        seal(forger, &b_tenant, "b's next, forged");
+        let report = b.sweep(&b_tenant).unwrap();
+        assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "b: {report:?}");
+    });
     let report = asking_process(store, &ws, &log_key, &tenant).sweep(&tenant).unwrap();
-    assert!(parted.load(std::sync::atomic::Ordering::SeqCst), "B swept while A checked its view");
+    assert!(parted.load(std::sync::atomic::Ordering::SeqCst), "{parted_when}");
     let witnessed = journal_core::LogView::open(honest.as_ref(), &tenant).unwrap().head().unwrap().tree;
     assert_the_fork_was_not_signed(&fork, witnessed, &tenant, &report);
 }
