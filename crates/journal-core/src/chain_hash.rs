@@ -44,11 +44,9 @@ impl ChainHash {
 }
 
 impl fmt::Display for ChainHash {
+    /// Lowercase hex, spelled as the log's hashes are.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for byte in self.0 {
-            write!(f, "{byte:02x}")?;
-        }
-        Ok(())
+        fmt::Display::fmt(&tlog::NodeHash::from_hash_bytes(self.0), f)
     }
 }
 
