@@ -334,6 +334,20 @@ impl<'sink> RecordsInRunOrder<'sink> {
         Self { sink, current: None }
     }
 
+    /// The id of the run a row names: the current run's when it names that
+    /// one (a run's records come together, so its id is read once a run,
+    /// not once a record), else `read(name)`.
+    pub fn run_named(
+        &self,
+        name: &str,
+        read: impl FnOnce(&str) -> Result<RunId, JournalError>,
+    ) -> Result<RunId, JournalError> {
+        match &self.current {
+            Some((run, _)) if run.as_str() == name => Ok(run.clone()),
+            _ => read(name),
+        }
+    }
+
     /// The next record read; a run's records must come together, in seq order.
     pub fn push(&mut self, run: RunId, row: StoredRecord) -> Result<(), JournalError> {
         match &mut self.current {

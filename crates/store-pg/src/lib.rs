@@ -1469,7 +1469,7 @@ fn read_snapshot(conn: &mut Client, tenant: &TenantId, sink: &mut dyn SnapshotSi
     let mut in_order = RecordsInRunOrder::new(sink);
     let mut before: Option<(RunId, ChainHash)> = None;
     while let Some(row) = rows.next().map_err(fail("reading records"))? {
-        let run = run_id(tenant, column(tenant, &row, 0)?)?;
+        let run = in_order.run_named(column(tenant, &row, 0)?, |name| run_id(tenant, name))?;
         let linked = before.take().filter(|(last, _)| *last == run).map_or(ChainHash::GENESIS, |(_, hash)| hash);
         match stored_record(tenant, &run, &row, 1, linked, &keys) {
             Ok(record) => {

@@ -915,19 +915,13 @@ fn read_snapshot(
     sink.tables(read_tables(txn, tenant)?)?;
     let Some(records) = open_if_there(txn, layout.records())? else { return Ok(()) };
     let mut in_order = RecordsInRunOrder::new(sink);
-    // A run's rows come together: its id is read once, not once a record.
-    let mut current: Option<RunId> = None;
     for entry in records.range((t, "", 0)..).map_err(io)? {
         let (key, value) = entry.map_err(io)?;
         let (kt, run, seq) = key.value();
         if kt != t {
             break;
         }
-        let run = match current.take() {
-            Some(same) if same.as_str() == run => same,
-            _ => run_id(tenant, run)?,
-        };
-        current = Some(run.clone());
+        let run = in_order.run_named(run, |name| run_id(tenant, name))?;
         match row_of(layout, tenant, &run, seq, value.value()) {
             Ok(row) => in_order.push(run, row)?,
             // Bytes that do not decode are handed on as no bytes, which no
