@@ -127,6 +127,11 @@ pub enum Command {
         /// Signatures are verified by default; accepted for older scripts.
         #[arg(long, hide = true, conflicts_with = "skip_signatures")]
         verify_signatures: bool,
+        /// Refuse what no trusted key vouches for: a record that is unsigned,
+        /// or signed by a key id this plane does not trust, fails its run
+        /// (exit 1) instead of being read and counted. Needs the key file.
+        #[arg(long, conflicts_with = "skip_signatures")]
+        require_signature: bool,
         /// JSON output.
         #[arg(long)]
         json: bool,
@@ -203,6 +208,11 @@ pub enum Command {
         /// Signatures are verified by default; accepted for older scripts.
         #[arg(long, hide = true, conflicts_with = "skip_signatures")]
         verify_signatures: bool,
+        /// Refuse what no trusted key vouches for: a record that is unsigned,
+        /// or signed by a key id this plane does not trust, fails its run
+        /// (exit 1) instead of being read and counted. Needs the key file.
+        #[arg(long, conflicts_with = "skip_signatures")]
+        require_signature: bool,
         /// JSON output.
         #[arg(long)]
         json: bool,

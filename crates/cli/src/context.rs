@@ -177,6 +177,23 @@ pub struct Reader {
     pub tenant: TenantId,
     pub origin: Origin,
     pub verifier: Option<Ed25519Verifier>,
+    /// Strict or lenient (R-SIG-3): whether a record no trusted key signed
+    /// fails its run.
+    pub options: VerifyOptions,
+}
+
+/// How a read command treats the records' signatures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignatureRead {
+    /// The chain alone (`--skip-signatures`).
+    Skip,
+    /// Every signature verified with the plane's record key when its key
+    /// file is at hand; a record that is unsigned, or signed by a key id this
+    /// plane does not trust, is read (R-SIG-3's lenient default), and said.
+    Verify,
+    /// As [`SignatureRead::Verify`], and such a record fails its run
+    /// (`--require-signature`, R-SIG-3 strict).
+    Require,
 }
 
 impl Reader {
@@ -187,15 +204,24 @@ impl Reader {
         let origin = settings.origin(keys.as_ref())?;
         let verifier = keys.as_ref().map(PlaneKeys::record_verifier).transpose()?;
         let store = open_existing(&settings.store)?;
-        Ok(Self { store, tenant: settings.tenant_id()?, origin, verifier })
+        Ok(Self { store, tenant: settings.tenant_id()?, origin, verifier, options: VerifyOptions::default() })
     }
 
-    /// Whether reads also verify signatures (when the record key is at
-    /// hand, the default of every read command, so `runs`, `cost` and
-    /// `show` agree about a record); without, they verify the chain alone
-    /// (`--skip-signatures`).
-    pub fn signatures(self, verify: bool) -> Self {
-        if verify { self } else { Self { verifier: None, ..self } }
+    /// How reads treat signatures: verified when the record key is at hand
+    /// (the default of every read command, so `runs`, `cost` and `show`
+    /// agree about a record), required, or skipped (the chain alone).
+    pub fn signatures(self, read: SignatureRead) -> Self {
+        match read {
+            SignatureRead::Skip => Self { verifier: None, ..self },
+            SignatureRead::Verify => self,
+            SignatureRead::Require => Self { options: VerifyOptions { require_signature: true }, ..self },
+        }
+    }
+
+    /// Whether `key_id` names a key this reader trusts (`false` when it
+    /// verifies no signature at all).
+    pub fn trusts(&self, key_id: &str) -> bool {
+        self.verifier.as_ref().is_some_and(|verifier| verifier.trusts(key_id))
     }
 
     /// A run, its chain verified from the stored bytes (and its signatures,
@@ -210,7 +236,7 @@ impl Reader {
     pub fn verify(&self, run: &RunId, stored: RunRows) -> Result<VerifiedRun, JournalError> {
         let upcasters = reader_upcasters();
         let verifier = self.verifier.as_ref().map(|v| v as &dyn Verifier);
-        let check = ChainCheck { upcasters: &upcasters, verifier, options: VerifyOptions::default() };
+        let check = ChainCheck { upcasters: &upcasters, verifier, options: self.options };
         let verified = Journal::new(self.store.as_ref(), &self.tenant, &self.origin).verify(run, stored, check)?;
         verified.bound_to(&self.tenant, run)?;
         Ok(verified)
@@ -226,7 +252,7 @@ impl Reader {
     ) -> Result<(), JournalError> {
         let upcasters = reader_upcasters();
         let verifier = self.verifier.as_ref().map(|v| v as &dyn Verifier);
-        let check = ChainCheck { upcasters: &upcasters, verifier, options: VerifyOptions::default() };
+        let check = ChainCheck { upcasters: &upcasters, verifier, options: self.options };
         let journal = Journal::new(self.store.as_ref(), &self.tenant, &self.origin);
         journal.each_run(check, &mut |run, verified| {
             let verified = verified.and_then(|verified| verified.bound_to(&self.tenant, &run).map(|()| verified));

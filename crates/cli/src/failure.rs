@@ -104,6 +104,12 @@ impl Failure {
 
 impl From<journal_core::JournalError> for Failure {
     fn from(err: journal_core::JournalError) -> Self {
+        // A record no trusted key vouches for, read strictly
+        // (`--require-signature`), is a finding about what the store holds,
+        // as the audit's, not a mistake in the command.
+        if matches!(err, journal_core::JournalError::Unsigned { .. }) {
+            return Self::Findings(err.to_string());
+        }
         match err.class() {
             journal_core::ErrorClass::Tamper => Self::Findings(err.to_string()),
             journal_core::ErrorClass::BuildSkew => Self::BuildSkew(err.to_string()),

@@ -1000,6 +1000,67 @@ fn cost_runs_and_show_agree_about_a_signature_changed_beside_its_chain() {
     }
 }
 
+/// R-SIG-3: a read is lenient by default and strict on demand, and what its
+/// figure rests on is said. A forger with the store file and no key strips
+/// one record's signature and signs another under a key id of its own, both
+/// beside intact chains: `cost` still counts them (the lenient read), but
+/// says how many of the records it counted no key of the plane vouches for;
+/// `--require-signature` refuses them, in `cost` and `runs` alike (exit 1).
+#[test]
+fn r_sig_3_cost_says_what_no_trusted_key_vouches_for_and_refuses_it_on_demand() {
+    let dir = demo_dir();
+    let run = {
+        use journal_core::Signer as _;
+        use journal_core::testkit::TamperAccess;
+        let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        let answered = journal_core::Store::runs(&store, &tenant, Some(journal_core::Outcome::Succeeded)).unwrap();
+        let run = answered[0].clone();
+        let rows = journal_core::Store::read_run(&store, &tenant, &run).unwrap().rows;
+        let mut stripped = rows[0].clone();
+        stripped.signature = None;
+        store.overwrite_row(&tenant, &run, stripped);
+        let intruder = journal_core::Ed25519Signer::from_seed("spiffe://intruder.test/forger", [9; 32]);
+        let mut resigned = rows[1].clone();
+        resigned.signature = Some(intruder.sign(&resigned.hash));
+        store.overwrite_row(&tenant, &run, resigned);
+        run
+    };
+    for command in [&["cost", "--json"][..], &["cost", run.as_str(), "--json"][..]] {
+        let counted = json_exit(dir.path(), command, 0);
+        assert_eq!(counted["signatures"], "checked", "{command:?}: {counted}");
+        assert_eq!(
+            (counted["unsigned"].as_u64(), counted["untrusted"].as_u64()),
+            (Some(1), Some(1)),
+            "{command:?}: the two records no trusted key vouches for are counted, and said: {counted}"
+        );
+    }
+    let text = agentplane(dir.path(), &["cost"]);
+    assert_eq!(text.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&text.stdout).contains("NOT all vouched for"), "the text says it too");
+    for command in [&["cost", "--require-signature"][..], &["cost", run.as_str(), "--require-signature"][..]] {
+        let out = agentplane(dir.path(), command);
+        assert_eq!(out.status.code(), Some(1), "{command:?}: {}", String::from_utf8_lossy(&out.stdout));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(run.as_str()), "{command:?} names the run");
+    }
+    let listed = json_exit(dir.path(), &["runs", "--json", "--require-signature"], 1);
+    let row = listed.as_array().unwrap().iter().find(|row| row["run"] == run.as_str()).unwrap();
+    assert_eq!(row["verified"], false, "strict, the run is not listed as verified: {row}");
+    let lenient = json_exit(dir.path(), &["runs", "--json"], 0);
+    assert!(lenient.as_array().unwrap().iter().all(|row| row["verified"] == true), "lenient, it is: {lenient}");
+    let chain_alone = json_exit(dir.path(), &["cost", "--json", "--skip-signatures"], 0);
+    assert_eq!(
+        (&chain_alone["signatures"], &chain_alone["unsigned"]),
+        (&serde_json::json!("not checked"), &serde_json::Value::Null),
+        "unchecked is never read as vouched for: {chain_alone}"
+    );
+    let both = agentplane(dir.path(), &["cost", "--skip-signatures", "--require-signature"]);
+    assert_eq!(both.status.code(), Some(2), "the two flags contradict each other");
+    let keyless = agentplane(dir.path(), &["runs", "--require-signature", "--keys", "no-such.key"]);
+    assert_eq!(keyless.status.code(), Some(2), "strict needs the key: {}", String::from_utf8_lossy(&keyless.stderr));
+    assert!(String::from_utf8_lossy(&keyless.stderr).contains("--require-signature"), "names the flag");
+}
+
 /// A reader that closes the pipe before the output is written
 /// (`agentplane show RUN --json | head -1`) ends the command quietly: no
 /// panic, exit 0.

@@ -146,7 +146,20 @@ fn r_ux_2_each_command_s_json_has_its_documented_schema_and_hex_hashes() {
     let cost = json(dir, &["cost", "--json"]);
     assert_fields(
         &cost,
-        &["cost_micros", "effects", "runs", "scope", "since", "steps", "tokens", "until", "wall_millis"],
+        &[
+            "cost_micros",
+            "effects",
+            "runs",
+            "scope",
+            "signatures",
+            "since",
+            "steps",
+            "tokens",
+            "unsigned",
+            "until",
+            "untrusted",
+            "wall_millis",
+        ],
         "cost",
     );
 

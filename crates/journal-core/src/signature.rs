@@ -240,6 +240,11 @@ mod ed25519 {
             self.keys.insert(key_id.to_owned(), key);
             Ok(())
         }
+
+        /// Whether a key is trusted under `key_id`.
+        pub fn trusts(&self, key_id: &str) -> bool {
+            self.keys.contains_key(key_id)
+        }
     }
 
     impl Verifier for Ed25519Verifier {

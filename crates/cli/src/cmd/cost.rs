@@ -2,12 +2,12 @@
 //! time on each record; every figure read through chain verification.
 
 use journal_core::runtime::cost_in;
-use journal_core::{Counters, TimeWindow};
+use journal_core::{Counters, TimeWindow, VerifiedRun};
 use serde::Serialize;
 
 use crate::args::run_id;
 use crate::config::Settings;
-use crate::context::Reader;
+use crate::context::{Reader, SignatureRead};
 use crate::failure::Failure;
 use crate::output::print_json;
 
@@ -18,19 +18,50 @@ struct CostRow {
     effects: u64,
     runs: usize,
     scope: String,
+    /// `checked` (every signature verified with the plane's record key) or
+    /// `not checked` (no key file at hand, or `--skip-signatures`).
+    signatures: &'static str,
     since: Option<String>,
     steps: u64,
     tokens: u64,
+    /// Of the records counted, how many carry no signature: `null` when
+    /// signatures were not checked.
+    unsigned: Option<u64>,
     until: Option<String>,
+    /// Of the records counted, how many are signed by a key id this plane
+    /// does not trust (nothing about them was checked): `null` when
+    /// signatures were not checked.
+    untrusted: Option<u64>,
     wall_millis: u64,
 }
 
-/// `agentplane cost [RUN] [--since AT] [--until AT] [--skip-signatures] [--json]`.
+/// Of the records a figure counts, those no trusted key vouches for
+/// (R-SIG-3's lenient read accepts them): a figure a forger with the store
+/// and no key could have written into, said beside the figure.
+#[derive(Debug, Clone, Copy, Default)]
+struct Unvouched {
+    unsigned: u64,
+    untrusted: u64,
+}
+
+impl Unvouched {
+    fn add(&mut self, reader: &Reader, verified: &VerifiedRun, window: TimeWindow) {
+        for record in verified.records.iter().filter(|record| window.contains(record.record.at)) {
+            match &record.stored.signature {
+                None => self.unsigned += 1,
+                Some(signature) if !reader.trusts(&signature.key_id) => self.untrusted += 1,
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+/// `agentplane cost [RUN] [--since AT] [--until AT] [--skip-signatures | --require-signature] [--json]`.
 pub fn cost(
     settings: &Settings,
     run: Option<&str>,
     window: TimeWindow,
-    verify_signatures: bool,
+    signatures: SignatureRead,
     json: bool,
 ) -> Result<(), Failure> {
     // A window that holds no instant counts nothing: the flags are wrong, not the spending nil.
@@ -42,24 +73,32 @@ pub fn cost(
              before --until, so it holds none (were the two swapped?)"
         )));
     }
-    let reader = Reader::open(settings)?.signatures(verify_signatures);
+    let reader = Reader::open(settings)?.signatures(signatures);
     let run = run.map(run_id).transpose()?;
+    let mut unvouched = Unvouched::default();
     let (runs, counters) = match &run {
         // A figure read from bytes nobody verified is not reported: the run's problem is.
-        Some(run) => (1, cost_in(&reader.read(run)?, window)),
+        Some(run) => {
+            let verified = reader.read(run)?;
+            unvouched.add(&reader, &verified, window);
+            (1, cost_in(&verified, window))
+        }
         // The tenant's: every run whose records are stored, read in one
         // snapshot, so a run the runs table no longer lists is refused, not
         // left out of the figure (R-RUN-7).
         None => {
             let (mut runs, mut counters) = (0, Counters::default());
             reader.each_run(&mut |_, verified| {
-                counters.add(&cost_in(&verified?, window));
+                let verified = verified?;
+                unvouched.add(&reader, &verified, window);
+                counters.add(&cost_in(&verified, window));
                 runs += 1;
                 Ok(())
             })?;
             (runs, counters)
         }
     };
+    let checked = reader.verifier.is_some();
     let mut scope = run.as_ref().map_or_else(|| format!("tenant {}", reader.tenant), |r| format!("run {r}"));
     if let Some(since) = window.since {
         scope.push_str(&format!(" since {since}"));
@@ -73,10 +112,13 @@ pub fn cost(
             effects: counters.effects,
             runs,
             scope,
+            signatures: if checked { "checked" } else { "not checked" },
             since: window.since.map(|at| at.to_string()),
             steps: counters.steps,
             tokens: counters.tokens,
+            unsigned: checked.then_some(unvouched.unsigned),
             until: window.until.map(|at| at.to_string()),
+            untrusted: checked.then_some(unvouched.untrusted),
             wall_millis: counters.wall_millis,
         });
     }
@@ -90,5 +132,14 @@ pub fn cost(
         counters.effects,
         counters.wall_millis
     );
+    if checked && unvouched.unsigned + unvouched.untrusted > 0 {
+        outln!(
+            "NOT all vouched for: of the records counted, {} are unsigned and {} signed by a key id this plane does not \
+             trust; no key of the plane vouches for their figures (`cost --require-signature` refuses them, `agentplane \
+             audit --require-signature` names them)",
+            unvouched.unsigned,
+            unvouched.untrusted
+        );
+    }
     Ok(())
 }

@@ -20,6 +20,7 @@ mod sweep;
 
 use crate::args::{Cli, Command, instant};
 use crate::config::Settings;
+use crate::context::SignatureRead;
 use crate::failure::Failure;
 
 /// Runs the command the flags name.
@@ -44,9 +45,9 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         Command::Keygen => keys::keygen(cli),
         Command::Keys { witness_config, print, json } => keys::keys(cli, *witness_config, *print, *json),
         Command::Demo => demo::run(cli, &flags),
-        Command::Runs { outcome, ids, limit, before, skip_signatures, verify_signatures, json } => {
+        Command::Runs { outcome, ids, limit, before, skip_signatures, verify_signatures, require_signature, json } => {
             let page = limit.map(|limit| runs::Page { limit, before: before.as_deref() });
-            let signatures = signatures_read(cli, *skip_signatures, *verify_signatures)?;
+            let signatures = signatures_read(cli, *skip_signatures, *verify_signatures, *require_signature)?;
             runs::runs(cli, outcome.map(|o| o.outcome()), page, *ids, signatures, *json)
         }
         Command::Show { run, json } => show::show(cli, run, *json),
@@ -60,12 +61,12 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
             (None, Some(old)) => prove::consistency(cli, *old, *json),
             _ => Err(Failure::Usage("give a RUN, or --consistency OLD_SIZE".into())),
         },
-        Command::Cost { run, since, until, skip_signatures, verify_signatures, json } => {
+        Command::Cost { run, since, until, skip_signatures, verify_signatures, require_signature, json } => {
             let window = journal_core::TimeWindow {
                 since: since.as_deref().map(|t| instant("--since", t)).transpose()?,
                 until: until.as_deref().map(|t| instant("--until", t)).transpose()?,
             };
-            let signatures = signatures_read(cli, *skip_signatures, *verify_signatures)?;
+            let signatures = signatures_read(cli, *skip_signatures, *verify_signatures, *require_signature)?;
             cost::cost(cli, run.as_deref(), window, signatures, *json)
         }
         Command::Diff { a, b, json } => diff::diff(cli, a, b, *json),
@@ -98,13 +99,18 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
 /// plane's key file is at hand, as `show` does. Asked for by name
 /// (`--verify-signatures`) with no key file to verify them with, the command
 /// is refused rather than read through the chain alone.
-fn signatures_read(cli: &Settings, skip: bool, asked: bool) -> Result<bool, Failure> {
-    if asked && crate::keys::PlaneKeys::read_if_present(&cli.keys)?.is_none() {
+fn signatures_read(cli: &Settings, skip: bool, asked: bool, required: bool) -> Result<SignatureRead, Failure> {
+    let flag = if required { "--require-signature" } else { "--verify-signatures" };
+    if (asked || required) && crate::keys::PlaneKeys::read_if_present(&cli.keys)?.is_none() {
         return Err(Failure::Usage(format!(
-            "--verify-signatures: {} is missing, and the records' signatures are verified with the plane's record key \
-             it holds; run beside the key file (or give --keys), or read the chain alone with --skip-signatures",
+            "{flag}: {} is missing, and the records' signatures are verified with the plane's record key it holds; run \
+             beside the key file (or give --keys), or read the chain alone with --skip-signatures",
             cli.keys.display()
         )));
     }
-    Ok(!skip)
+    Ok(match (skip, required) {
+        (true, _) => SignatureRead::Skip,
+        (false, true) => SignatureRead::Require,
+        (false, false) => SignatureRead::Verify,
+    })
 }

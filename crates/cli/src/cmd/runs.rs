@@ -7,7 +7,7 @@ use journal_core::{AdmittedRun, Outcome, RunId, TimeWindow, VerifiedRun};
 use serde::Serialize;
 
 use crate::config::Settings;
-use crate::context::Reader;
+use crate::context::{Reader, SignatureRead};
 use crate::failure::{Class, Failure};
 use crate::output::print_json;
 
@@ -174,16 +174,16 @@ pub fn print_table(rows: &[RunRow]) {
     }
 }
 
-/// `agentplane runs [--outcome OUTCOME] [--limit N [--before CURSOR]] [--ids | --json] [--skip-signatures]`.
+/// `agentplane runs [--outcome OUTCOME] [--limit N [--before CURSOR]] [--ids | --json] [--skip-signatures | --require-signature]`.
 pub fn runs(
     settings: &Settings,
     outcome: Option<Outcome>,
     page: Option<Page<'_>>,
     ids: bool,
-    verify_signatures: bool,
+    signatures: SignatureRead,
     json: bool,
 ) -> Result<(), Failure> {
-    let reader = Reader::open(settings)?.signatures(verify_signatures);
+    let reader = Reader::open(settings)?.signatures(signatures);
     let listed = match page {
         Some(page) => Some(page.read(reader.store.as_ref(), &reader.tenant, outcome)?),
         None if outcome.is_some() || ids => Some(reader.store.runs(&reader.tenant, outcome)?),
