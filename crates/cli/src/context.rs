@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use journal_core::{
     Build, ChainCheck, Ed25519Verifier, Journal, JournalError, LogView, Origin, RunId, RunRows, Runtime,
-    RuntimeBuilder, Store, TenantId, Upcasters, VerifiedRun, Verifier, VerifyOptions,
+    RuntimeBuilder, Store, TenantId, TimeWindow, Upcasters, VerifiedRun, Verifier, VerifyOptions,
 };
 
 use crate::backend::{open_existing, open_for_signing, open_or_create};
@@ -263,6 +263,43 @@ impl Reader {
     /// The tenant's log, as one view (R-LOG-7).
     pub fn log(&self) -> Result<LogView<'_>, Failure> {
         Ok(LogView::open(self.store.as_ref(), &self.tenant)?)
+    }
+}
+
+/// Records no trusted key vouches for, among those a command read (R-SIG-3's
+/// lenient read accepts them): what a forger with the store and no key could
+/// have written, said beside the figures that count them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unvouched {
+    /// Records with no signature.
+    pub unsigned: u64,
+    /// Records signed by a key id the reader does not trust.
+    pub untrusted: u64,
+}
+
+impl Unvouched {
+    /// Counts the records of `verified` written within `window`.
+    pub fn add(&mut self, reader: &Reader, verified: &VerifiedRun, window: TimeWindow) {
+        for record in verified.records.iter().filter(|record| window.contains(record.record.at)) {
+            match &record.stored.signature {
+                None => self.unsigned += 1,
+                Some(signature) if !reader.trusts(&signature.key_id) => self.untrusted += 1,
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// The line that says so (`None` when every record is vouched for):
+    /// `which` names the records, `command` the one to run strictly.
+    pub fn said(&self, which: &str, command: &str) -> Option<String> {
+        (self.unsigned + self.untrusted > 0).then(|| {
+            format!(
+                "NOT all vouched for: {which}, {} unsigned and {} signed by a key id this plane does not trust; no \
+                 key of the plane vouches for them (`{command} --require-signature` refuses them, `agentplane audit \
+                 --require-signature` names them)",
+                self.unsigned, self.untrusted
+            )
+        })
     }
 }
 

@@ -1048,6 +1048,15 @@ fn r_sig_3_cost_says_what_no_trusted_key_vouches_for_and_refuses_it_on_demand() 
     assert_eq!(row["verified"], false, "strict, the run is not listed as verified: {row}");
     let lenient = json_exit(dir.path(), &["runs", "--json"], 0);
     assert!(lenient.as_array().unwrap().iter().all(|row| row["verified"] == true), "lenient, it is: {lenient}");
+    for command in [&["runs"][..], &["runs", "--limit", "50"][..], &["runs", "--outcome", "succeeded"][..]] {
+        let out = agentplane(dir.path(), command);
+        assert_eq!(out.status.code(), Some(0), "{command:?}");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("NOT all vouched for") && said.contains("1 unsigned and 1 signed"),
+            "{command:?}: {said}"
+        );
+    }
     let chain_alone = json_exit(dir.path(), &["cost", "--json", "--skip-signatures"], 0);
     assert_eq!(
         (&chain_alone["signatures"], &chain_alone["unsigned"]),

@@ -2,12 +2,12 @@
 //! time on each record; every figure read through chain verification.
 
 use journal_core::runtime::cost_in;
-use journal_core::{Counters, TimeWindow, VerifiedRun};
+use journal_core::{Counters, TimeWindow};
 use serde::Serialize;
 
 use crate::args::run_id;
 use crate::config::Settings;
-use crate::context::{Reader, SignatureRead};
+use crate::context::{Reader, SignatureRead, Unvouched};
 use crate::failure::Failure;
 use crate::output::print_json;
 
@@ -33,27 +33,6 @@ struct CostRow {
     /// signatures were not checked.
     untrusted: Option<u64>,
     wall_millis: u64,
-}
-
-/// Of the records a figure counts, those no trusted key vouches for
-/// (R-SIG-3's lenient read accepts them): a figure a forger with the store
-/// and no key could have written into, said beside the figure.
-#[derive(Debug, Clone, Copy, Default)]
-struct Unvouched {
-    unsigned: u64,
-    untrusted: u64,
-}
-
-impl Unvouched {
-    fn add(&mut self, reader: &Reader, verified: &VerifiedRun, window: TimeWindow) {
-        for record in verified.records.iter().filter(|record| window.contains(record.record.at)) {
-            match &record.stored.signature {
-                None => self.unsigned += 1,
-                Some(signature) if !reader.trusts(&signature.key_id) => self.untrusted += 1,
-                Some(_) => {}
-            }
-        }
-    }
 }
 
 /// `agentplane cost [RUN] [--since AT] [--until AT] [--skip-signatures | --require-signature] [--json]`.
@@ -132,14 +111,8 @@ pub fn cost(
         counters.effects,
         counters.wall_millis
     );
-    if checked && unvouched.unsigned + unvouched.untrusted > 0 {
-        outln!(
-            "NOT all vouched for: of the records counted, {} are unsigned and {} signed by a key id this plane does not \
-             trust; no key of the plane vouches for their figures (`cost --require-signature` refuses them, `agentplane \
-             audit --require-signature` names them)",
-            unvouched.unsigned,
-            unvouched.untrusted
-        );
+    if checked && let Some(said) = unvouched.said("of the records counted", "cost") {
+        outln!("{said}");
     }
     Ok(())
 }

@@ -7,7 +7,7 @@ use journal_core::{AdmittedRun, Outcome, RunId, TimeWindow, VerifiedRun};
 use serde::Serialize;
 
 use crate::config::Settings;
-use crate::context::{Reader, SignatureRead};
+use crate::context::{Reader, SignatureRead, Unvouched};
 use crate::failure::{Class, Failure};
 use crate::output::print_json;
 
@@ -195,10 +195,22 @@ pub fn runs(
         }
         return Ok(());
     }
-    let rows = match listed {
-        Some(listed) => rows_of(listed, outcome, &|run| reader.read(run))?,
-        None => every_run(&reader)?,
+    let unvouched = std::cell::Cell::new(Unvouched::default());
+    let tally = |verified: &VerifiedRun| {
+        let mut counted = unvouched.get();
+        counted.add(&reader, verified, TimeWindow::ALL);
+        unvouched.set(counted);
     };
+    let rows = match listed {
+        Some(listed) => rows_of(listed, outcome, &|run| reader.read(run).inspect(|verified| tally(verified)))?,
+        None => every_run(&reader, &tally)?,
+    };
+    if reader.verifier.is_some()
+        && let Some(said) = unvouched.get().said("of the records of the runs read", "runs")
+    {
+        // On stderr: stdout stays the listing (or ids, or JSON) alone.
+        eprintln!("{said}");
+    }
     if ids {
         // Listed by outcome, an id is a claim about the run's answer: only
         // the runs whose verified chain concluded so are printed, the
@@ -270,20 +282,21 @@ impl Page<'_> {
 /// A row for every run of the tenant, read in one snapshot: every run whose
 /// records are stored, so a run the runs table no longer lists is shown
 /// UNVERIFIED (as `cost` refuses it), never left out (R-AUD-8).
-fn every_run(reader: &Reader) -> Result<Vec<RunRow>, Failure> {
+fn every_run(reader: &Reader, tally: &dyn Fn(&VerifiedRun)) -> Result<Vec<RunRow>, Failure> {
     let mut rows = Vec::new();
     let mut stopped = None;
-    let read = reader.each_run(&mut |run, verified| match row_of(run, verified.map_err(Failure::from)) {
-        Ok(row) => {
-            rows.push(row);
-            Ok(())
-        }
-        Err(failure) => {
-            let err = journal_core::JournalError::Io(journal_core::StorageError::message(failure.message()));
-            stopped = Some(failure);
-            Err(err)
-        }
-    });
+    let read =
+        reader.each_run(&mut |run, verified| match row_of(run, verified.inspect(tally).map_err(Failure::from)) {
+            Ok(row) => {
+                rows.push(row);
+                Ok(())
+            }
+            Err(failure) => {
+                let err = journal_core::JournalError::Io(journal_core::StorageError::message(failure.message()));
+                stopped = Some(failure);
+                Err(err)
+            }
+        });
     if let Some(failure) = stopped {
         return Err(failure);
     }
