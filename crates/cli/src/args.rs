@@ -105,8 +105,9 @@ pub enum Command {
         #[arg(long, value_enum)]
         outcome: Option<OutcomeArg>,
         /// Print the run ids alone, one a line, for scripts (with --outcome,
-        /// only the runs whose verified chain concluded so; the others on
-        /// stderr, exit 1).
+        /// only the runs whose verified chain concluded so, with
+        /// --require-signature only those a trusted key vouches for; the
+        /// others on stderr, exit 1).
         #[arg(long, conflicts_with = "json")]
         ids: bool,
         /// Only a page: the newest N runs by admission, newest first (read in

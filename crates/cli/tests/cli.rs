@@ -1000,6 +1000,27 @@ fn cost_runs_and_show_agree_about_a_signature_changed_beside_its_chain() {
     }
 }
 
+/// What a forger with the store file and no key does to a succeeded run of
+/// the demo in `dir`: strips its first record's signature and signs its
+/// second under a key id of its own, both beside intact chains. The run.
+fn strip_one_signature_and_sign_another_as_an_intruder(dir: &Path) -> journal_core::RunId {
+    use journal_core::Signer as _;
+    use journal_core::testkit::TamperAccess;
+    let store = store_redb::RedbStore::open(&dir.join("agentplane.redb")).unwrap();
+    let tenant = journal_core::TenantId::new("default").unwrap();
+    let answered = journal_core::Store::runs(&store, &tenant, Some(journal_core::Outcome::Succeeded)).unwrap();
+    let run = answered[0].clone();
+    let rows = journal_core::Store::read_run(&store, &tenant, &run).unwrap().rows;
+    let mut stripped = rows[0].clone();
+    stripped.signature = None;
+    store.overwrite_row(&tenant, &run, stripped);
+    let intruder = journal_core::Ed25519Signer::from_seed("spiffe://intruder.test/forger", [9; 32]);
+    let mut resigned = rows[1].clone();
+    resigned.signature = Some(intruder.sign(&resigned.hash));
+    store.overwrite_row(&tenant, &run, resigned);
+    run
+}
+
 /// R-SIG-3: a read is lenient by default and strict on demand, and what its
 /// figure rests on is said. A forger with the store file and no key strips
 /// one record's signature and signs another under a key id of its own, both
@@ -1009,23 +1030,7 @@ fn cost_runs_and_show_agree_about_a_signature_changed_beside_its_chain() {
 #[test]
 fn r_sig_3_cost_says_what_no_trusted_key_vouches_for_and_refuses_it_on_demand() {
     let dir = demo_dir();
-    let run = {
-        use journal_core::Signer as _;
-        use journal_core::testkit::TamperAccess;
-        let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
-        let tenant = journal_core::TenantId::new("default").unwrap();
-        let answered = journal_core::Store::runs(&store, &tenant, Some(journal_core::Outcome::Succeeded)).unwrap();
-        let run = answered[0].clone();
-        let rows = journal_core::Store::read_run(&store, &tenant, &run).unwrap().rows;
-        let mut stripped = rows[0].clone();
-        stripped.signature = None;
-        store.overwrite_row(&tenant, &run, stripped);
-        let intruder = journal_core::Ed25519Signer::from_seed("spiffe://intruder.test/forger", [9; 32]);
-        let mut resigned = rows[1].clone();
-        resigned.signature = Some(intruder.sign(&resigned.hash));
-        store.overwrite_row(&tenant, &run, resigned);
-        run
-    };
+    let run = strip_one_signature_and_sign_another_as_an_intruder(dir.path());
     for command in [&["cost", "--json"][..], &["cost", run.as_str(), "--json"][..]] {
         let counted = json_exit(dir.path(), command, 0);
         assert_eq!(counted["signatures"], "checked", "{command:?}: {counted}");
@@ -1068,6 +1073,31 @@ fn r_sig_3_cost_says_what_no_trusted_key_vouches_for_and_refuses_it_on_demand() 
     let keyless = agentplane(dir.path(), &["runs", "--require-signature", "--keys", "no-such.key"]);
     assert_eq!(keyless.status.code(), Some(2), "strict needs the key: {}", String::from_utf8_lossy(&keyless.stderr));
     assert!(String::from_utf8_lossy(&keyless.stderr).contains("--require-signature"), "names the flag");
+}
+
+/// R-SIG-3 on every path of `runs`: `--ids` alone lists the ids without
+/// reading a chain, and a strict read asked for by name is never skipped.
+/// With `--require-signature`, `--ids` (a page of them too) prints only the
+/// runs a trusted key vouches for, the others on stderr, exit 1, as `--ids
+/// --outcome` does; without it, it prints every id, as it always has.
+#[test]
+fn r_sig_3_runs_ids_refuses_on_demand_what_no_trusted_key_vouches_for() {
+    let dir = demo_dir();
+    let run = strip_one_signature_and_sign_another_as_an_intruder(dir.path());
+    let lenient = ok(dir.path(), &["runs", "--ids"]);
+    assert!(lenient.lines().any(|line| line == run.as_str()), "lenient, the id is listed: {lenient}");
+    for command in [
+        &["runs", "--ids", "--require-signature"][..],
+        &["runs", "--ids", "--limit", "50", "--require-signature"][..],
+        &["runs", "--ids", "--outcome", "succeeded", "--require-signature"][..],
+    ] {
+        let out = agentplane(dir.path(), command);
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{command:?}: {stdout}{stderr}");
+        assert!(!stdout.lines().any(|line| line == run.as_str()), "{command:?}: not among the ids: {stdout}");
+        assert!(!stdout.trim().is_empty(), "{command:?}: the runs a trusted key vouches for are still listed");
+        assert!(stderr.contains(run.as_str()), "{command:?}: said on stderr: {stderr}");
+    }
 }
 
 /// A reader that closes the pipe before the output is written

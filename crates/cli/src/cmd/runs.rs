@@ -184,12 +184,15 @@ pub fn runs(
     json: bool,
 ) -> Result<(), Failure> {
     let reader = Reader::open(settings)?.signatures(signatures);
+    // Strict on demand (R-SIG-3): the ids are then those of the runs a
+    // trusted key vouches for, read as every other listing reads them.
+    let strict = signatures == SignatureRead::Require;
     let listed = match page {
         Some(page) => Some(page.read(reader.store.as_ref(), &reader.tenant, outcome)?),
-        None if outcome.is_some() || ids => Some(reader.store.runs(&reader.tenant, outcome)?),
+        None if outcome.is_some() || (ids && !strict) => Some(reader.store.runs(&reader.tenant, outcome)?),
         None => None,
     };
-    if let (true, None, Some(listed)) = (ids, outcome, &listed) {
+    if let (true, None, false, Some(listed)) = (ids, outcome, strict, &listed) {
         for run in listed {
             outln!("{run}");
         }
@@ -212,9 +215,10 @@ pub fn runs(
         eprintln!("{said}");
     }
     if ids {
-        // Listed by outcome, an id is a claim about the run's answer: only
-        // the runs whose verified chain concluded so are printed, the
-        // others said on stderr (stdout stays ids alone, for scripts).
+        // Listed by outcome, an id is a claim about the run's answer (and
+        // read strictly, about its signatures): only the runs whose verified
+        // chain holds to it are printed, the others said on stderr (stdout
+        // stays ids alone, for scripts).
         for row in &rows {
             match row {
                 RunRow::Verified(figures) => outln!("{}", figures.run),
