@@ -1051,6 +1051,12 @@ fn r_sig_3_cost_says_what_no_trusted_key_vouches_for_and_refuses_it_on_demand() 
     let listed = json_exit(dir.path(), &["runs", "--json", "--require-signature"], 1);
     let row = listed.as_array().unwrap().iter().find(|row| row["run"] == run.as_str()).unwrap();
     assert_eq!(row["verified"], false, "strict, the run is not listed as verified: {row}");
+    let strict = agentplane(dir.path(), &["runs", "--require-signature"]);
+    assert!(
+        String::from_utf8_lossy(&strict.stderr).contains("agentplane verify --require-signature"),
+        "the findings are pointed at the audit that counts them: {}",
+        String::from_utf8_lossy(&strict.stderr)
+    );
     let lenient = json_exit(dir.path(), &["runs", "--json"], 0);
     assert!(lenient.as_array().unwrap().iter().all(|row| row["verified"] == true), "lenient, it is: {lenient}");
     for command in [&["runs"][..], &["runs", "--limit", "50"][..], &["runs", "--outcome", "succeeded"][..]] {

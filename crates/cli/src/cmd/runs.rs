@@ -227,14 +227,14 @@ pub fn runs(
                 }
             }
         }
-        return unverified(&rows);
+        return unverified(&rows, signatures);
     }
     if json {
         print_json(&rows)?;
     } else {
         print_table(&rows);
     }
-    unverified(&rows)
+    unverified(&rows, signatures)
 }
 
 /// `--limit N [--before CURSOR]`: a page of the admission order.
@@ -310,7 +310,7 @@ fn every_run(reader: &Reader, tally: &dyn Fn(&VerifiedRun)) -> Result<Vec<RunRow
 
 /// Exit 1 when a row is unverified (3 when every one is build skew: this
 /// binary cannot read them, the history may be intact).
-fn unverified(rows: &[RunRow]) -> Result<(), Failure> {
+fn unverified(rows: &[RunRow], signatures: SignatureRead) -> Result<(), Failure> {
     let classes: Vec<Class> = rows
         .iter()
         .filter_map(|row| match row {
@@ -325,6 +325,13 @@ fn unverified(rows: &[RunRow]) -> Result<(), Failure> {
     if classes.iter().all(|class| *class == Class::BuildSkew) {
         Err(Failure::BuildSkew(format!("{message}: this binary cannot read them; the remedy names the build that can")))
     } else {
-        Err(Failure::Findings(format!("{message}: run `agentplane verify` for the findings")))
+        // Read strictly, the findings include records no trusted key
+        // vouches for, which only the strict audit counts as findings.
+        let verify = if signatures == SignatureRead::Require {
+            "agentplane verify --require-signature"
+        } else {
+            "agentplane verify"
+        };
+        Err(Failure::Findings(format!("{message}: run `{verify}` for the findings")))
     }
 }
