@@ -95,9 +95,10 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
     }
 }
 
-/// Whether `runs` and `cost` verify signatures: unless skipped, whenever the
-/// plane's key file is at hand, as `show` does. Asked for by name
-/// (`--verify-signatures`) with no key file to verify them with, the command
+/// How `runs` and `cost` read signatures: unless skipped, verified whenever
+/// the plane's key file is at hand, as `show` does, and required with
+/// `--require-signature`. Asked for by name (`--verify-signatures`,
+/// `--require-signature`) with no key file to verify them with, the command
 /// is refused rather than read through the chain alone.
 fn signatures_read(cli: &Settings, skip: bool, asked: bool, required: bool) -> Result<SignatureRead, Failure> {
     let flag = if required { "--require-signature" } else { "--verify-signatures" };
