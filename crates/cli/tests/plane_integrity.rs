@@ -581,6 +581,29 @@ fn json_of(dir: &Path, args: &[&str]) -> Value {
 /// number of tries, naming the witness and the origin.
 #[test]
 fn r_wit_2_a_witness_answering_500_is_reported_after_three_tries() {
+    let (problem, served) = sweep_against_a_witness_answering_500(b"");
+    assert!(problem.contains("fails for origin agentplane.local/plane/shop"), "{problem}");
+    assert!(problem.contains("is the log configured there"), "{problem}");
+    // The probe (one GET) and three submissions, not more.
+    assert!(served <= 4, "{served}");
+}
+
+/// A witness that says why it fails (its state cannot be written: the disk
+/// is full) is quoted to its operator, not second-guessed as a log it is
+/// not configured for.
+#[test]
+fn r_wit_2_a_witness_saying_why_it_answers_500_is_quoted() {
+    let said = b"state: writing the high-water mark: No space left on device (os error 28)\n";
+    let (problem, served) = sweep_against_a_witness_answering_500(said);
+    assert!(problem.contains("fails for origin agentplane.local/plane/shop"), "{problem}");
+    assert!(problem.contains("No space left on device"), "the witness's words reach its operator: {problem}");
+    assert!(!problem.contains("is the log configured there"), "no guess over what the witness said: {problem}");
+    assert!(served <= 4, "{served}");
+}
+
+/// A plane whose one witness answers every request with 500 and `body`,
+/// swept once: the sweep's problem for it, and how many requests it served.
+fn sweep_against_a_witness_answering_500(body: &'static [u8]) -> (String, u32) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     let served = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
@@ -591,8 +614,12 @@ fn r_wit_2_a_witness_answering_500_is_reported_after_three_tries() {
             let mut buf = [0u8; 65536];
             let _ = stream.read(&mut buf);
             count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let _ = stream
-                .write_all(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            let head = format!(
+                "HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: \
+                 close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(&[head.as_bytes(), body].concat());
         }
     });
     let dir = tempfile::tempdir().unwrap();
@@ -605,14 +632,7 @@ fn r_wit_2_a_witness_answering_500_is_reported_after_three_tries() {
     let (code, report, stderr) = sweep(plane);
     assert_eq!(code, Some(1), "{report} {stderr}");
     let problem = report["problems"][0]["error"].as_str().unwrap_or_default().to_owned();
-    assert!(problem.contains("fails for origin agentplane.local/plane/shop"), "{report}");
-    assert!(problem.contains("is the log configured there"), "{report}");
-    // The probe (one GET) and three submissions, not more.
-    assert!(
-        served.load(std::sync::atomic::Ordering::SeqCst) <= 4,
-        "{}",
-        served.load(std::sync::atomic::Ordering::SeqCst)
-    );
+    (problem, served.load(std::sync::atomic::Ordering::SeqCst))
 }
 
 /// Attacker review (session 17), R-PLANE-2, R-AUD-2: `agentplane verify`

@@ -686,7 +686,11 @@ impl journal_core::runtime::WitnessProbe for AnswersSoManyTimes {
     fn latest(&self, origin: &journal_core::Origin) -> Result<Option<tlog::Tree>, witness::WitnessError> {
         use std::sync::atomic::Ordering::SeqCst;
         if self.left.fetch_update(SeqCst, SeqCst, |left| left.checked_sub(1)).is_err() {
-            return Err(witness::WitnessError::Unavailable { witness: self.endpoint().to_owned(), status: 503 });
+            return Err(witness::WitnessError::Unavailable {
+                witness: self.endpoint().to_owned(),
+                status: 503,
+                said: String::new(),
+            });
         }
         self.probe.latest(origin)
     }

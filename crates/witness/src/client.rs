@@ -226,14 +226,22 @@ impl HttpWitness {
         loop {
             tries += 1;
             match self.attempt_once(signed, request) {
-                Err(WitnessError::Unavailable { status, .. }) if is_server_error(status) => {
+                Err(WitnessError::Unavailable { status, said, .. }) if is_server_error(status) => {
                     if tries >= SERVER_ERROR_TRIES {
+                        // A bodiless 500 is transparency-dev/witness's answer
+                        // for a log it is not configured for; a witness that
+                        // says why it fails (its state cannot be written: a
+                        // full disk) is quoted, not second-guessed.
+                        let why = if said.is_empty() {
+                            "is the log configured there (its origin and log key)?".to_owned()
+                        } else {
+                            format!("the last answer said {said:?}: see to that at the witness")
+                        };
                         return Err(WitnessError::BadAnswer {
                             witness: self.shown.clone(),
                             status,
                             reason: format!(
-                                "witness {} fails for origin {} ({tries} answers of {status} in a row): is the log \
-                                 configured there (its origin and log key)?",
+                                "witness {} fails for origin {} ({tries} answers of {status} in a row): {why}",
                                 self.shown,
                                 signed.checkpoint().origin()
                             ),
@@ -297,7 +305,9 @@ impl HttpWitness {
             422 => {
                 Err(WitnessError::Inconsistent { witness: witness.to_owned(), old_size: request.old_size, new_size })
             }
-            429 | 500..=599 => Err(WitnessError::Unavailable { witness: witness.to_owned(), status }),
+            429 | 500..=599 => {
+                Err(WitnessError::Unavailable { witness: witness.to_owned(), status, said: snippet(&body) })
+            }
             _ => Err(WitnessError::BadAnswer { witness: witness.to_owned(), status, reason: snippet(&body) }),
         }
     }
@@ -476,7 +486,7 @@ impl WitnessReader {
                 });
             }
             429 | 500..=599 => {
-                return Err(WitnessError::Unavailable { witness: witness.to_owned(), status });
+                return Err(WitnessError::Unavailable { witness: witness.to_owned(), status, said: snippet(&body) });
             }
             _ => return Err(bad(&snippet(&body))),
         }

@@ -318,12 +318,17 @@ pub enum WitnessError {
         witness_size: u64,
     },
     /// The witness is rate limiting or failing (429, 5xx): try later.
-    #[error("witness {witness} is unavailable ({status}); try again later")]
+    #[error("witness {witness} is unavailable ({status}{}); try again later", quoted(said))]
     Unavailable {
         /// The witness URL.
         witness: String,
         /// The HTTP status.
         status: u16,
+        /// The start of what its answer said (control characters escaped),
+        /// empty for an answer with no body: a witness that cannot write
+        /// its state says so, and its operator must hear it rather than a
+        /// guess.
+        said: String,
     },
     /// A transport failure or timeout: try later.
     #[error("cannot reach witness {witness}: {reason}")]
@@ -435,4 +440,9 @@ impl<E: std::fmt::Display> From<ProveError<E>> for HistoryError {
             ProveError::Reader(reader) => Self::Store { reason: reader.to_string() },
         }
     }
+}
+
+/// `said` as the end of a parenthesis: `: "said"`, or nothing for an empty answer.
+fn quoted(said: &str) -> String {
+    if said.is_empty() { String::new() } else { format!(": {said:?}") }
 }
