@@ -251,7 +251,11 @@ pub enum ServerError {
 
 struct Shared {
     config: WitnessConfig,
-    db: Database,
+    /// The state, used by the one commit leader; `None` after an I/O error
+    /// latched it (a full disk), until it is opened again.
+    db: std::sync::Mutex<Option<Database>>,
+    /// Where the state is, to open it again after an I/O error.
+    state_path: std::path::PathBuf,
     limits: ServerLimits,
     cosigning: commit::GroupCommit<Submission>,
     refusals: RefusalLog,
@@ -452,6 +456,25 @@ fn check_high_water(db: &Database, state_path: &Path, mark: &Path) -> Result<Mar
     Ok(Marked { held, file, written: true })
 }
 
+/// Opens the state at `state_path` and holds it to its high-water mark:
+/// what a start does, and what a witness whose state an I/O error latched
+/// (redb refuses every later write until it is opened again) does before
+/// its next commit, so a disk that filled and was given room again is
+/// served again without a restart.
+fn open_checked(state_path: &Path) -> Result<(Database, Marked), ServerError> {
+    let db = open_state(state_path)?;
+    let txn = db.begin_write().map_err(|err| state_error(state_path, err))?;
+    txn.open_table(LATEST).map_err(|err| state_error(state_path, err))?;
+    txn.commit().map_err(|err| state_error(state_path, err))?;
+    let marked = check_high_water(&db, state_path, &highwater::path_for(state_path))?;
+    Ok((db, marked))
+}
+
+/// Whether `err` leaves the state unusable until it is opened again.
+fn latches(err: &redb::Error) -> bool {
+    matches!(err, redb::Error::Io(_) | redb::Error::PreviousIo)
+}
+
 /// What the high-water mark beside the state at `state_path` holds: the
 /// latest tree cosigned for each origin (`None` when there is no mark). For
 /// an operator's check of a state and its mark before a restore.
@@ -518,12 +541,7 @@ impl WitnessServer {
             }
         }
         let limits = limits.effective()?;
-        let db = open_state(state_path)?;
-        let txn = db.begin_write().map_err(|err| state_error(state_path, err))?;
-        txn.open_table(LATEST).map_err(|err| state_error(state_path, err))?;
-        txn.commit().map_err(|err| state_error(state_path, err))?;
-        let mark = highwater::path_for(state_path);
-        let marked = check_high_water(&db, state_path, &mark)?;
+        let (db, marked) = open_checked(state_path)?;
 
         let listen_error = |reason: String| ServerError::Listen { addr: listen.to_owned(), reason };
         let listener = std::net::TcpListener::bind(listen).map_err(|err| listen_error(err.to_string()))?;
@@ -545,7 +563,8 @@ impl WitnessServer {
         );
         let shared = Arc::new(Shared {
             config,
-            db,
+            db: std::sync::Mutex::new(Some(db)),
+            state_path: state_path.to_owned(),
             limits,
             cosigning: commit::GroupCommit::new(),
             refusals: RefusalLog::default(),
@@ -953,8 +972,25 @@ impl Shared {
     /// submission of the batch gets a 500 (an answer computed from state that
     /// never became durable is not given).
     fn store_batch(&self, batch: &[Submission]) -> Vec<Answer> {
+        let mut db = self.db.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if db.is_none() {
+            match open_checked(&self.state_path) {
+                Ok((reopened, marked)) => {
+                    tracing::warn!(target: LOG_TARGET, "the state was opened again after an I/O error, and held to its high-water mark");
+                    *self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = marked;
+                    *db = Some(reopened);
+                }
+                Err(err) => {
+                    let answer = format!("state: opening it again after an I/O error: {err}\n");
+                    return batch.iter().map(|_| Answer::text(500, answer.clone())).collect();
+                }
+            }
+        }
+        let Some(open) = db.as_ref() else {
+            return batch.iter().map(|_| Answer::text(500, "state: not open\n")).collect();
+        };
         let stored = || -> Result<Vec<(Answer, Option<String>)>, redb::Error> {
-            let mut txn = self.db.begin_write()?;
+            let mut txn = open.begin_write()?;
             // The state is the working copy: the high-water mark, flushed
             // below before any answer leaves, is what makes a cosigned
             // checkpoint durable, so the state is flushed only now and then
@@ -980,8 +1016,17 @@ impl Shared {
         };
         let answers = match stored() {
             Ok(answers) => answers,
-            Err(err) => return batch.iter().map(|_| Answer::text(500, format!("state: {err}\n"))).collect(),
+            Err(err) => {
+                if latches(&err) {
+                    // Closed now, opened again before the next commit: held
+                    // to the mark then, as at a start.
+                    tracing::error!(target: LOG_TARGET, "writing the state: {err}; it is opened again before the next commit");
+                    *db = None;
+                }
+                return batch.iter().map(|_| Answer::text(500, format!("state: {err}\n"))).collect();
+            }
         };
+        drop(db);
         // Durable before the cosignature leaves: the high-water mark holds
         // every checkpoint answered 200. (A batch that moved no tree, all
         // 409s or the same trees again, writes none.)
@@ -1024,7 +1069,9 @@ impl Shared {
     /// Flushes the state (at shutdown): its commits since the last flush are
     /// in the high-water mark already, so a failure here loses nothing.
     fn flush_state(&self) {
-        let flushed = || -> Result<(), redb::Error> { Ok(self.db.begin_write()?.commit()?) };
+        let db = self.db.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(open) = db.as_ref() else { return };
+        let flushed = || -> Result<(), redb::Error> { Ok(open.begin_write()?.commit()?) };
         if let Err(err) = flushed() {
             tracing::warn!(target: LOG_TARGET, "flushing the state at shutdown: {err} (the high-water mark holds it)");
         }

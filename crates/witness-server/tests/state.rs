@@ -63,6 +63,19 @@ fn damage_stored_root(state: &Path, plane: &Plane) {
 struct Running(Child);
 
 impl Running {
+    /// Sets the largest file it may write (`prlimit`'s soft limit; `None`:
+    /// no limit): a write past it fails as on a full disk.
+    fn limit_file_size(&self, bytes: Option<u64>) {
+        let limit = bytes.map_or_else(|| "unlimited".to_owned(), |bytes| bytes.to_string());
+        let status = Command::new("prlimit")
+            .arg("--pid")
+            .arg(self.0.id().to_string())
+            .arg(format!("--fsize={limit}:"))
+            .status()
+            .unwrap();
+        assert!(status.success(), "prlimit");
+    }
+
     /// Kills it now, as a crash does.
     fn kill(mut self) {
         self.0.kill().unwrap();
@@ -80,12 +93,30 @@ impl Drop for Running {
 /// The witness binary serving `plane` on `state`: the process and its URL,
 /// or its exit code and standard error when it does not start.
 fn spawn_binary(dir: &Path, plane: &Plane, state: &Path) -> Result<(Running, String), (Option<i32>, String)> {
+    spawn_binary_from(Command::new(env!("CARGO_BIN_EXE_agentplane-witness")), dir, plane, state)
+}
+
+/// [`spawn_binary`], the process started with SIGXFSZ ignored, so that a
+/// write past its file size limit fails (`EFBIG`) instead of killing it: a
+/// full disk, made and ended with [`Running::limit_file_size`].
+fn spawn_binary_on_a_disk_that_can_fill(dir: &Path, plane: &Plane, state: &Path) -> (Running, String) {
+    let mut bash = Command::new("bash");
+    bash.arg("-c").arg(r#"trap "" XFSZ; exec "$0" "$@""#).arg(env!("CARGO_BIN_EXE_agentplane-witness"));
+    spawn_binary_from(bash, dir, plane, state).unwrap()
+}
+
+fn spawn_binary_from(
+    mut command: Command,
+    dir: &Path,
+    plane: &Plane,
+    state: &Path,
+) -> Result<(Running, String), (Option<i32>, String)> {
     let key_file = dir.join("w.key");
     if !key_file.exists() {
         let skey = SignerKey::from_seed(WITNESS, ALG_COSIGNATURE_V1, [7; 32]).unwrap().to_skey();
         std::fs::write(&key_file, format!("{skey}\n")).unwrap();
     }
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+    let mut child = command
         .args(["serve", "--listen", "127.0.0.1:0", "--state"])
         .arg(state)
         .arg("--key-file")
@@ -196,6 +227,46 @@ fn r_wit_6_a_witness_killed_after_answering_remembers_what_it_cosigned() {
     assert!(!cosigns(&url, &fork), "the fork of the size-8 checkpoint answered before the kill was cosigned");
     assert!(cosigns(&url, &honest));
     honest.grow_to(9, u64::MAX);
+    assert!(cosigns(&url, &honest));
+    child.kill();
+}
+
+/// R-WIT-6, a witness operator's full disk: a write of the state fails
+/// (`ENOSPC`, here `EFBIG` past a file size limit) and the database latches
+/// the error, refusing every later write until it is opened again. The
+/// witness answered 500 to every submission from then on, until restarted,
+/// however much room the operator made. Now it opens its state again before
+/// its next commit, held to its high-water mark as at a start: once there is
+/// room it cosigns again, and still never a fork of what it cosigned.
+#[test]
+fn r_wit_6_a_witness_whose_disk_filled_serves_again_once_there_is_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("witness.redb");
+    let (mut honest, _) = honest_and_fork(5, 5);
+    let (child, url) = spawn_binary_on_a_disk_that_can_fill(dir.path(), &honest, &state);
+    assert!(cosigns(&url, &honest));
+    // Room for the high-water mark, none for the state's pages: the state
+    // is written through to its file every 1,024 commits (the mark holds
+    // each answer in between), so the disk is found full within as many.
+    let mark = std::fs::metadata(dir.path().join("witness.redb.highwater")).unwrap().len();
+    child.limit_file_size(Some(mark));
+    let mut refused = None;
+    let submitting = client(&url);
+    for size in 6..1_200 {
+        honest.grow_to(size, u64::MAX);
+        if let Err(err) = submitting.add_checkpoint(&honest.signed(), &honest.log) {
+            refused = Some((size, err.to_string()));
+            break;
+        }
+    }
+    let (full_at, said) = refused.expect("the state's write past the limit fails");
+    assert!(said.contains("state"), "the witness says its state cannot be written: {said}");
+    assert!(!cosigns(&url, &honest), "still full, still refused");
+    child.limit_file_size(None);
+    assert!(cosigns(&url, &honest), "with room again, the witness serves again without a restart");
+    let (_, fork) = honest_and_fork(full_at, full_at - 1);
+    assert!(!cosigns(&url, &fork), "a fork of the checkpoint it cosigned is refused");
+    honest.grow_to(full_at + 1, u64::MAX);
     assert!(cosigns(&url, &honest));
     child.kill();
 }
