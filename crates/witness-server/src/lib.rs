@@ -369,9 +369,18 @@ fn open_state(path: &Path) -> Result<Database, ServerError> {
 /// every origin, the later of the two is taken, the state brought forward to
 /// the mark where it is behind (an older copy put back, a lost file, a crash
 /// before the state was flushed) and the restore logged; two roots for one
-/// size are damage, refused. Then writes the mark from the result, which is
+/// size are damage, refused. `remembered` is held to as the mark is: what a
+/// running witness held when an I/O error closed its state (empty at a
+/// start), which includes every checkpoint it answered 200 even when the
+/// mark on disk no longer does (removed, or an older copy put back, while
+/// the state was closed). Then writes the mark from the result, which is
 /// returned.
-fn check_high_water(db: &Database, state_path: &Path, mark: &Path) -> Result<Marked, ServerError> {
+fn check_high_water(
+    db: &Database,
+    state_path: &Path,
+    mark: &Path,
+    remembered: &highwater::Held,
+) -> Result<Marked, ServerError> {
     let read = || -> Result<highwater::Held, redb::Error> {
         let txn = db.begin_read()?;
         let table = txn.open_table(LATEST)?;
@@ -396,24 +405,49 @@ fn check_high_water(db: &Database, state_path: &Path, mark: &Path) -> Result<Mar
             format!("{err}; remove the mark only if the state file is known to hold the latest checkpoints cosigned"),
         )
     })?;
-    let mut forward = Vec::new();
-    for (origin, latest) in marked.iter().flat_map(|(marked, _)| marked) {
-        let stored = held.get(origin).map(|stored| stored.tree);
+    // The mark first, then what the running witness held (`remembered`),
+    // each against the state as brought forward so far.
+    let mut forward = highwater::Held::new();
+    let on_disk = marked.as_ref().map(|(marked, _)| marked);
+    for (remembering, origin, latest) in on_disk
+        .into_iter()
+        .flatten()
+        .map(|(origin, latest)| (false, origin, latest))
+        .chain(remembered.iter().map(|(origin, latest)| (true, origin, latest)))
+    {
+        let stored = forward.get(origin).or_else(|| held.get(origin)).map(|stored| stored.tree);
         match stored {
             Some(stored) if stored.size > latest.tree.size => {}
             Some(stored) if stored.size == latest.tree.size && stored.root == latest.tree.root => {}
             Some(stored) if stored.size == latest.tree.size => {
+                let which = if remembering {
+                    format!(
+                        "the file or its high-water mark {} and what this witness held when it closed the state",
+                        mark.display()
+                    )
+                } else {
+                    format!("the file and its high-water mark {}", mark.display())
+                };
                 return Err(state_error(
                     state_path,
                     format!(
-                        "the file and its high-water mark {} hold two roots for size {} of {origin} ({} and {}): one \
-                         of them is damaged; {DAMAGED_STATE_REMEDY}",
-                        mark.display(),
-                        stored.size,
-                        stored.root,
-                        latest.tree.root
+                        "{which} hold two roots for size {} of {origin} ({} and {}): one of them is damaged; \
+                         {DAMAGED_STATE_REMEDY}",
+                        stored.size, stored.root, latest.tree.root
                     ),
                 ));
+            }
+            _ if remembering => {
+                tracing::warn!(
+                    target: LOG_TARGET,
+                    origin = origin.as_str(),
+                    state_size = stored.map_or(0, |tree| tree.size),
+                    cosigned_size = latest.tree.size,
+                    "the state and its high-water mark were behind what this witness held when it closed the state \
+                     (their last writes failed, or the mark was removed or an older copy put back while it was \
+                     closed): brought forward to the checkpoint last cosigned"
+                );
+                forward.insert(origin.clone(), latest.clone());
             }
             _ => {
                 tracing::warn!(
@@ -424,7 +458,7 @@ fn check_high_water(db: &Database, state_path: &Path, mark: &Path) -> Result<Mar
                     "the state was behind its high-water mark (an older copy of the file put back, the file lost, or \
                      a crash before it was flushed): brought forward to the checkpoint last cosigned"
                 );
-                forward.push((origin.clone(), latest.clone()));
+                forward.insert(origin.clone(), latest.clone());
             }
         }
     }
@@ -460,13 +494,14 @@ fn check_high_water(db: &Database, state_path: &Path, mark: &Path) -> Result<Mar
 /// what a start does, and what a witness whose state an I/O error latched
 /// (redb refuses every later write until it is opened again) does before
 /// its next commit, so a disk that filled and was given room again is
-/// served again without a restart.
-fn open_checked(state_path: &Path) -> Result<(Database, Marked), ServerError> {
+/// served again without a restart. Held to `remembered` too (see
+/// [`check_high_water`]).
+fn open_checked(state_path: &Path, remembered: &highwater::Held) -> Result<(Database, Marked), ServerError> {
     let db = open_state(state_path)?;
     let txn = db.begin_write().map_err(|err| state_error(state_path, err))?;
     txn.open_table(LATEST).map_err(|err| state_error(state_path, err))?;
     txn.commit().map_err(|err| state_error(state_path, err))?;
-    let marked = check_high_water(&db, state_path, &highwater::path_for(state_path))?;
+    let marked = check_high_water(&db, state_path, &highwater::path_for(state_path), remembered)?;
     Ok((db, marked))
 }
 
@@ -541,7 +576,7 @@ impl WitnessServer {
             }
         }
         let limits = limits.effective()?;
-        let (db, marked) = open_checked(state_path)?;
+        let (db, marked) = open_checked(state_path, &highwater::Held::new())?;
 
         let listen_error = |reason: String| ServerError::Listen { addr: listen.to_owned(), reason };
         let listener = std::net::TcpListener::bind(listen).map_err(|err| listen_error(err.to_string()))?;
@@ -974,7 +1009,10 @@ impl Shared {
     fn store_batch(&self, batch: &[Submission]) -> Vec<Answer> {
         let mut db = self.db.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if db.is_none() {
-            match open_checked(&self.state_path) {
+            // Everything answered 200 is in what the witness holds, whatever
+            // became of the mark on disk while the state was closed.
+            let remembered = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner).held.clone();
+            match open_checked(&self.state_path, &remembered) {
                 Ok((reopened, marked)) => {
                     tracing::warn!(target: LOG_TARGET, "the state was opened again after an I/O error, and held to its high-water mark");
                     *self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = marked;

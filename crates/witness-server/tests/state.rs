@@ -238,6 +238,26 @@ fn r_wit_6_a_witness_killed_after_answering_remembers_what_it_cosigned() {
     child.kill();
 }
 
+/// Cosigns `honest` on the witness `child` serving `state`, fills its disk
+/// (room for the high-water mark, none for the state's pages) and submits
+/// the log's growth until a submission is refused: the size refused and
+/// what the client said. The state is written through to its file every
+/// 1,024 commits (the mark holds each answer in between), so the disk is
+/// found full within as many.
+fn fill_the_disk(child: &Running, url: &str, state: &Path, honest: &mut Plane) -> (u64, String) {
+    assert!(cosigns(url, honest));
+    let mark = std::fs::metadata(state.with_extension("redb.highwater")).unwrap();
+    child.limit_file_size(Some(mark.len()));
+    let submitting = client(url);
+    for size in honest.log.size() + 1..1_200 {
+        honest.grow_to(size, u64::MAX);
+        if let Err(err) = submitting.add_checkpoint(&honest.signed(), &honest.log) {
+            return (size, err.to_string());
+        }
+    }
+    panic!("the state's write past the limit never failed");
+}
+
 /// R-WIT-6, a witness operator's full disk: a write of the state fails
 /// (`ENOSPC`, here `EFBIG` past a file size limit) and the database latches
 /// the error, refusing every later write until it is opened again. The
@@ -251,22 +271,7 @@ fn r_wit_6_a_witness_whose_disk_filled_serves_again_once_there_is_room() {
     let state = dir.path().join("witness.redb");
     let (mut honest, _) = honest_and_fork(5, 5);
     let (child, url) = spawn_binary_on_a_disk_that_can_fill(dir.path(), &honest, &state);
-    assert!(cosigns(&url, &honest));
-    // Room for the high-water mark, none for the state's pages: the state
-    // is written through to its file every 1,024 commits (the mark holds
-    // each answer in between), so the disk is found full within as many.
-    let mark = std::fs::metadata(dir.path().join("witness.redb.highwater")).unwrap().len();
-    child.limit_file_size(Some(mark));
-    let mut refused = None;
-    let submitting = client(&url);
-    for size in 6..1_200 {
-        honest.grow_to(size, u64::MAX);
-        if let Err(err) = submitting.add_checkpoint(&honest.signed(), &honest.log) {
-            refused = Some((size, err.to_string()));
-            break;
-        }
-    }
-    let (full_at, said) = refused.expect("the state's write past the limit fails");
+    let (full_at, said) = fill_the_disk(&child, &url, &state, &mut honest);
     assert!(said.contains("state"), "the witness says its state cannot be written: {said}");
     assert!(!cosigns(&url, &honest), "still full, still refused");
     child.limit_file_size(None);
@@ -282,6 +287,31 @@ fn r_wit_6_a_witness_whose_disk_filled_serves_again_once_there_is_room() {
     assert!(refuses_as_a_fork(&url, &fork), "a fork of the checkpoint it cosigned");
     honest.grow_to(full_at + 1, u64::MAX);
     assert!(cosigns(&url, &honest));
+    child.kill();
+}
+
+/// R-WIT-6, a full disk and its operator: the state's write failed and it
+/// was closed, and while it was (the witness answering 500), the
+/// high-water mark beside it was removed to make room (or put back from an
+/// older copy). The state was opened again held to what was on disk, and a
+/// state closed on a full disk holds none of the commits since its last
+/// flush: the running witness, which knew what it had answered 200, forgot
+/// it, and cosigned a fork of it. The state opened again is held to what
+/// the witness held too.
+#[test]
+fn r_wit_6_a_witness_whose_mark_was_removed_while_its_disk_was_full_remembers_what_it_cosigned() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("witness.redb");
+    let (mut honest, _) = honest_and_fork(5, 5);
+    let (child, url) = spawn_binary_on_a_disk_that_can_fill(dir.path(), &honest, &state);
+    let (full_at, _) = fill_the_disk(&child, &url, &state, &mut honest);
+    std::fs::remove_file(dir.path().join("witness.redb.highwater")).unwrap();
+    child.limit_file_size(None);
+    let (_, fork) = honest_and_fork(full_at - 1, full_at - 2);
+    assert!(refuses_as_a_fork(&url, &fork), "a fork of the checkpoint answered 200 before the disk filled");
+    assert!(cosigns(&url, &honest), "with room again, the witness serves again without a restart");
+    let marked = witness_server::high_water_mark(&state).unwrap().unwrap();
+    assert_eq!(marked[ORIGIN].size, full_at, "the mark is made again, holding what was cosigned");
     child.kill();
 }
 
