@@ -1019,7 +1019,13 @@ impl Shared {
                     *db = Some(reopened);
                 }
                 Err(err) => {
-                    let answer = format!("state: opening it again after an I/O error: {err}\n");
+                    // Why, but not where: anyone who replays a log's
+                    // checkpoint gets this answer, and the state's directory
+                    // (a home, a user name) is the operator's business.
+                    let state = self.state_path.display().to_string();
+                    let name = self.state_path.file_name().unwrap_or_default().to_string_lossy();
+                    let why = err.to_string().replace(&state, &name);
+                    let answer = format!("state: opening it again after an I/O error: {why}\n");
                     return batch.iter().map(|_| Answer::text(500, answer.clone())).collect();
                 }
             }

@@ -273,6 +273,11 @@ fn r_wit_6_a_witness_whose_disk_filled_serves_again_once_there_is_room() {
     let (child, url) = spawn_binary_on_a_disk_that_can_fill(dir.path(), &honest, &state);
     let (full_at, said) = fill_the_disk(&child, &url, &state, &mut honest);
     assert!(said.contains("state"), "the witness says its state cannot be written: {said}");
+    // Says why, to anyone who submits (a log's public checkpoint replayed
+    // will do), but not where its files are on the witness's machine.
+    assert!(said.contains("witness.redb"), "{said}");
+    let dir_shown = dir.path().display().to_string();
+    assert!(!said.contains(&dir_shown), "the witness's directory {dir_shown} in its answer: {said}");
     assert!(!cosigns(&url, &honest), "still full, still refused");
     child.limit_file_size(None);
     // The first submission with room again opens the state again: a fork of
