@@ -408,6 +408,8 @@ fn check_high_water(
     // The mark first, then what the running witness held (`remembered`),
     // each against the state as brought forward so far.
     let mut forward = highwater::Held::new();
+    // Origin -> whether what the witness held (not the mark) moved it last.
+    let mut behind = std::collections::BTreeMap::new();
     let on_disk = marked.as_ref().map(|(marked, _)| marked);
     for (remembering, origin, latest) in on_disk
         .into_iter()
@@ -437,28 +439,9 @@ fn check_high_water(
                     ),
                 ));
             }
-            _ if remembering => {
-                tracing::warn!(
-                    target: LOG_TARGET,
-                    origin = origin.as_str(),
-                    state_size = stored.map_or(0, |tree| tree.size),
-                    cosigned_size = latest.tree.size,
-                    "the state and its high-water mark were behind what this witness held when it closed the state \
-                     (their last writes failed, or the mark was removed or an older copy put back while it was \
-                     closed): brought forward to the checkpoint last cosigned"
-                );
-                forward.insert(origin.clone(), latest.clone());
-            }
             _ => {
-                tracing::warn!(
-                    target: LOG_TARGET,
-                    origin = origin.as_str(),
-                    state_size = stored.map_or(0, |tree| tree.size),
-                    cosigned_size = latest.tree.size,
-                    "the state was behind its high-water mark (an older copy of the file put back, the file lost, or \
-                     a crash before it was flushed): brought forward to the checkpoint last cosigned"
-                );
                 forward.insert(origin.clone(), latest.clone());
+                behind.insert(origin.clone(), remembering);
             }
         }
     }
@@ -476,6 +459,32 @@ fn check_high_water(
             Ok(())
         };
         bring_forward().map_err(|err| state_error(state_path, err))?;
+        // Logged once brought forward: a reopen that fails (the disk still
+        // full) is tried again by each submission, and logs nothing here.
+        for (origin, remembering) in behind {
+            let state_size = held.get(&origin).map_or(0, |stored| stored.tree.size);
+            let cosigned_size = forward.get(&origin).map_or(0, |latest| latest.tree.size);
+            if remembering {
+                tracing::warn!(
+                    target: LOG_TARGET,
+                    origin = origin.as_str(),
+                    state_size,
+                    cosigned_size,
+                    "the state and its high-water mark were behind what this witness held when it closed the state \
+                     (their last writes failed, or the mark was removed or an older copy put back while it was \
+                     closed): brought forward to the checkpoint last cosigned"
+                );
+            } else {
+                tracing::warn!(
+                    target: LOG_TARGET,
+                    origin = origin.as_str(),
+                    state_size,
+                    cosigned_size,
+                    "the state was behind its high-water mark (an older copy of the file put back, the file lost, or \
+                     a crash before it was flushed): brought forward to the checkpoint last cosigned"
+                );
+            }
+        }
         held.extend(forward);
     }
     let writing =

@@ -88,6 +88,15 @@ impl Running {
         self.0.kill().unwrap();
         self.0.wait().unwrap();
     }
+
+    /// Kills it now, and what it wrote to standard error.
+    fn kill_for_stderr(mut self) -> String {
+        self.0.kill().unwrap();
+        self.0.wait().unwrap();
+        let mut stderr = String::new();
+        self.0.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+        stderr
+    }
 }
 
 impl Drop for Running {
@@ -292,7 +301,13 @@ fn r_wit_6_a_witness_whose_disk_filled_serves_again_once_there_is_room() {
     assert!(refuses_as_a_fork(&url, &fork), "a fork of the checkpoint it cosigned");
     honest.grow_to(full_at + 1, u64::MAX);
     assert!(cosigns(&url, &honest));
-    child.kill();
+    // Each submission while the disk was full tried to open the state
+    // again, and anyone can submit (a log's checkpoint replayed): the log
+    // says the state was brought forward once, when it was, not once a
+    // try for every log.
+    let stderr = child.kill_for_stderr();
+    let brought = stderr.lines().filter(|line| line.contains("brought forward")).count();
+    assert_eq!(brought, 1, "{stderr}");
 }
 
 /// R-WIT-6, a full disk and its operator: the state's write failed and it
