@@ -232,10 +232,11 @@ impl HttpWitness {
                         // for a log it is not configured for; a witness that
                         // says why it fails (its state cannot be written: a
                         // full disk) is quoted, not second-guessed.
-                        let why = if said.is_empty() {
+                        let why = if said.trim().is_empty() {
                             "is the log configured there (its origin and log key)?".to_owned()
                         } else {
-                            format!("the last answer said {said:?}: see to that at the witness")
+                            // `said` is escaped already (`snippet`).
+                            format!("the last answer said \"{said}\": see to that at the witness")
                         };
                         return Err(WitnessError::BadAnswer {
                             witness: self.shown.clone(),

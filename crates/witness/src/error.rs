@@ -444,5 +444,6 @@ impl<E: std::fmt::Display> From<ProveError<E>> for HistoryError {
 
 /// `said` as the end of a parenthesis: `: "said"`, or nothing for an empty answer.
 fn quoted(said: &str) -> String {
-    if said.is_empty() { String::new() } else { format!(": {said:?}") }
+    // Escaped already, where it was read: quoted here, not escaped again.
+    if said.trim().is_empty() { String::new() } else { format!(": \"{said}\"") }
 }
