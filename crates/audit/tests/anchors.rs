@@ -85,11 +85,11 @@ fn r_aud_9_a_lying_witness_whose_cosignature_does_not_verify_fails_the_audit() {
     let line = cosigner().cosign(&other, 1_700_000_000).unwrap();
     let url = http::canned(200, signed.cosigned_note([&line]));
     assert_fails_unless_allowed(&plane, &url, "does not verify", Duration::from_secs(5));
-    // A 5xx is unavailable too.
+    // A 5xx is unavailable too, and what it said is quoted.
     assert_fails_unless_allowed(
         &plane,
         &http::canned(503, "busy\n".into()),
-        "unavailable (503)",
+        "unavailable (503: \"busy",
         Duration::from_secs(5),
     );
 }
