@@ -294,19 +294,26 @@ fn r_ux_3_hostile_answers_give_typed_errors_within_the_timeout() {
 /// the operator's terminal (`agentplane sweep` prints each witness's error
 /// as a line), and a newline let the witness forge lines of the sweep's
 /// output and of any log kept of it ("tenant default: met ..."). The error
-/// still quotes the body, with every control character escaped.
+/// still quotes the body, with every control character escaped; so does a
+/// 5xx's, which the error quotes too, and so are the line separators and
+/// the marks that turn text right to left.
 #[test]
 fn r_ux_3_a_hostile_witness_answer_puts_no_control_character_in_an_error() {
     let mut plane = Plane::new(1);
     plane.grow_to(4, u64::MAX);
     let signed = plane.signed();
     let key = cosigner(7, "witness.test/w1");
-    let body =
-        "bad\n2026-01-01T00:00:00Z tenant default: met at size 9\u{1b}]0;owned\u{7}\u{1b}[2K\r\u{202e}teem\u{2069}";
+    let body = "bad\n2026-01-01T00:00:00Z tenant default: met at size 9\u{1b}]0;owned\u{7}\u{1b}[2K\r\u{202e}teem\u{2069}\
+         \u{2028}forged line\u{2029}\u{200f}\u{200e}\u{61c}";
     let body = body.as_bytes();
-    // Control characters, and bidirectional overrides that reorder what follows.
-    let hostile = |c: char| c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    for status in ["400 Bad Request", "418 I'm a teapot"] {
+    // Control characters, bidirectional overrides and marks that reorder
+    // what follows, and the line and paragraph separators.
+    let hostile = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
+            || matches!(c, '\u{2028}' | '\u{2029}')
+    };
+    for status in ["400 Bad Request", "418 I'm a teapot", "500 Internal Server Error", "503 Service Unavailable"] {
         let url = misbehaving_server(Misbehaviour::Raw(http_response(status, "text/plain", body)));
         let client = HttpWitness::with_timeout(&url, vec![trusted(&key)], Duration::from_secs(5)).unwrap();
         let shown = client.add_checkpoint(&signed, &plane.log).unwrap_err().to_string();
