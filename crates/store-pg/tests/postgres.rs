@@ -33,6 +33,13 @@ fn step(name: &str) -> journal_core::RecordBody {
     journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: name.into() })
 }
 
+/// A fresh database, and the tenant, origin and run id its one-run tests
+/// append to.
+fn fresh_run() -> (PgStore, TenantId, Origin, journal_core::RunId) {
+    let store = PgStore::temporary().unwrap();
+    (store, TenantId::new("t").unwrap(), Origin::new(ORIGIN).unwrap(), journal_core::RunId::new("run-1").unwrap())
+}
+
 /// How many records of `run` the database holds, read with SQL.
 fn records_stored(raw: &mut postgres::Client, tenant: &TenantId, run: &journal_core::RunId) -> i64 {
     raw.query_one("SELECT count(*) FROM records WHERE tenant = $1 AND run = $2", &[&tenant.as_str(), &run.as_str()])
@@ -208,11 +215,8 @@ fn r_store_3_racing_writers_of_plain_appends_never_fork_a_run() {
 /// agrees with, and nothing is written.
 #[test]
 fn r_store_3_a_plain_append_is_held_to_its_runs_row() {
-    let store = PgStore::temporary().unwrap();
-    let tenant = TenantId::new("t").unwrap();
-    let origin = Origin::new(ORIGIN).unwrap();
+    let (store, tenant, origin, run) = fresh_run();
     let journal = Journal::new(&store, &tenant, &origin);
-    let run = journal_core::RunId::new("run-1").unwrap();
     let first = journal.append(&run, None, None, step("a")).unwrap().head;
     let second = journal.append(&run, Some(first), None, step("b")).unwrap().head;
     let mut raw = store.raw();
@@ -241,11 +245,8 @@ fn r_store_3_a_plain_append_is_held_to_its_runs_row() {
 /// the next append is never linked to a head with no record.
 #[test]
 fn r_store_3_a_plain_append_never_moves_a_runs_row_without_its_record() {
-    let store = PgStore::temporary().unwrap();
-    let tenant = TenantId::new("t").unwrap();
-    let origin = Origin::new(ORIGIN).unwrap();
+    let (store, tenant, origin, run) = fresh_run();
     let journal = Journal::new(&store, &tenant, &origin);
-    let run = journal_core::RunId::new("run-1").unwrap();
     let first = journal.append(&run, None, None, step("a")).unwrap().head;
     let second = journal.append(&run, Some(first), None, step("b")).unwrap().head;
     let mut raw = store.raw();
@@ -350,11 +351,8 @@ fn r_store_3_plain_appends_take_their_runs_rows_in_run_order() {
 /// append a batch's transaction reads its row for: refused, nothing written.
 #[test]
 fn r_store_3_a_plain_append_to_a_run_whose_row_names_no_outcome_is_refused_as_damage() {
-    let store = PgStore::temporary().unwrap();
-    let tenant = TenantId::new("t").unwrap();
-    let origin = Origin::new(ORIGIN).unwrap();
+    let (store, tenant, origin, run) = fresh_run();
     let journal = Journal::new(&store, &tenant, &origin);
-    let run = journal_core::RunId::new("run-1").unwrap();
     let first = journal.append(&run, None, None, step("a")).unwrap().head;
     let mut raw = store.raw();
     raw.execute(
