@@ -603,12 +603,8 @@ impl Runtime {
                 }
                 Err(JournalError::WouldSignRollback { reason, .. }) => {
                     let tree = view.head()?.tree;
-                    integrity(tenant, tree, &format!("the plane refused to sign its own log: {reason}"));
-                    return Ok(SweepReport {
-                        tenant: tenant.clone(),
-                        tree,
-                        outcome: SweepOutcome::RefusedToSign { reason },
-                    });
+                    drop(view);
+                    return self.finish_round(config, tree, Err(reason));
                 }
                 Err(err) => return Err(err.into()),
             }
