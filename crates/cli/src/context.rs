@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use journal_core::{
     Build, ChainCheck, Ed25519Verifier, Journal, JournalError, LogView, Origin, RunId, RunRows, Runtime,
-    RuntimeBuilder, Store, TenantId, TimeWindow, Upcasters, VerifiedRun, Verifier, VerifyOptions,
+    RuntimeBuilder, Store, TenantId, TimeWindow, Unvouched, Upcasters, VerifiedRun, Verifier, VerifyOptions,
 };
 
 use crate::backend::{open_existing, open_for_signing, open_or_create};
@@ -218,12 +218,6 @@ impl Reader {
         }
     }
 
-    /// Whether `key_id` names a key this reader trusts (`false` when it
-    /// verifies no signature at all).
-    pub fn trusts(&self, key_id: &str) -> bool {
-        self.verifier.as_ref().is_some_and(|verifier| verifier.trusts(key_id))
-    }
-
     /// A run, its chain verified from the stored bytes (and its signatures,
     /// when the plane's record key is at hand).
     pub fn read(&self, run: &RunId) -> Result<VerifiedRun, Failure> {
@@ -266,41 +260,26 @@ impl Reader {
     }
 }
 
-/// Records no trusted key vouches for, among those a command read (R-SIG-3's
-/// lenient read accepts them): what a forger with the store and no key could
-/// have written, said beside the figures that count them.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Unvouched {
-    /// Records with no signature.
-    pub unsigned: u64,
-    /// Records signed by a key id the reader does not trust.
-    pub untrusted: u64,
+/// What no trusted key vouches for among the records of `verified` written
+/// within `window`; `None` when `reader` checks no signature (without the
+/// key file, or `--skip-signatures`): then nothing is known of them.
+pub fn unvouched(reader: &Reader, verified: &VerifiedRun, window: TimeWindow) -> Option<Unvouched> {
+    let verifier = reader.verifier.as_ref()?;
+    Some(Unvouched::count(verified.records.iter().filter(|record| window.contains(record.record.at)), verifier))
 }
 
-impl Unvouched {
-    /// Counts the records of `verified` written within `window`.
-    pub fn add(&mut self, reader: &Reader, verified: &VerifiedRun, window: TimeWindow) {
-        for record in verified.records.iter().filter(|record| window.contains(record.record.at)) {
-            match &record.stored.signature {
-                None => self.unsigned += 1,
-                Some(signature) if !reader.trusts(&signature.key_id) => self.untrusted += 1,
-                Some(_) => {}
-            }
-        }
-    }
-
-    /// The line that says so (`None` when every record is vouched for):
-    /// `which` names the records, `command` the one to run strictly.
-    pub fn said(&self, which: &str, command: &str) -> Option<String> {
-        (self.unsigned + self.untrusted > 0).then(|| {
-            format!(
-                "NOT all vouched for: {which}, {} unsigned and {} signed by a key id this plane does not trust; no \
-                 key of the plane vouches for them (`{command} --require-signature` refuses them, `agentplane audit \
-                 --require-signature` names them)",
-                self.unsigned, self.untrusted
-            )
-        })
-    }
+/// The line that says what no trusted key vouches for (`None` when a
+/// trusted key vouches for every record): `which` names the records,
+/// `command` the one to run strictly.
+pub fn unvouched_said(counted: Unvouched, which: &str, command: &str) -> Option<String> {
+    (!counted.is_none()).then(|| {
+        format!(
+            "NOT all vouched for: {which}, {} unsigned and {} signed by a key id this plane does not trust; no key of \
+             the plane vouches for them (`{command} --require-signature` refuses them, `agentplane audit \
+             --require-signature` names them)",
+            counted.unsigned, counted.untrusted
+        )
+    })
 }
 
 /// The largest checkpoint file read: a note's text and its signature block,

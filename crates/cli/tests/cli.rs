@@ -1059,6 +1059,20 @@ fn r_sig_3_cost_says_what_no_trusted_key_vouches_for_and_refuses_it_on_demand() 
     );
     let lenient = json_exit(dir.path(), &["runs", "--json"], 0);
     assert!(lenient.as_array().unwrap().iter().all(|row| row["verified"] == true), "lenient, it is: {lenient}");
+    // Each row says what no trusted key vouches for in its run, so a script
+    // reading `verified: true` can tell a vouched-for run from a forged one.
+    for row in lenient.as_array().unwrap() {
+        let counts = (row["unsigned"].as_u64(), row["untrusted"].as_u64());
+        let expected = if row["run"] == run.as_str() { (Some(1), Some(1)) } else { (Some(0), Some(0)) };
+        assert_eq!(counts, expected, "each row counts its own run's records: {row}");
+    }
+    let unchecked = json_exit(dir.path(), &["runs", "--json", "--skip-signatures"], 0);
+    let row = unchecked.as_array().unwrap().iter().find(|row| row["run"] == run.as_str()).unwrap();
+    assert_eq!(
+        (&row["unsigned"], &row["untrusted"]),
+        (&serde_json::Value::Null, &serde_json::Value::Null),
+        "unchecked is never read as vouched for: {row}"
+    );
     for command in [&["runs"][..], &["runs", "--limit", "50"][..], &["runs", "--outcome", "succeeded"][..]] {
         let out = agentplane(dir.path(), command);
         assert_eq!(out.status.code(), Some(0), "{command:?}");

@@ -68,7 +68,11 @@ fn r_ux_2_each_command_s_json_has_its_documented_schema_and_hex_hashes() {
 
     let runs = json(dir, &["runs", "--json"]);
     for row in runs.as_array().unwrap() {
-        assert_fields(row, &["outcome", "position", "records", "run", "sealed", "tokens", "verified"], "runs row");
+        assert_fields(
+            row,
+            &["outcome", "position", "records", "run", "sealed", "tokens", "unsigned", "untrusted", "verified"],
+            "runs row",
+        );
     }
 
     let shown = json(dir, &["show", &sealed, "--json"]);

@@ -12,7 +12,7 @@ use journal_core::checkpoints::{cosigned_inclusion, latest_cosigned};
 use journal_core::export::{ExportProof, write_export};
 use journal_core::{
     AdmittedRun, ChainCheck, Journal, JournalError, LogView, Outcome, RecordBody, RunId, RunState, SignatureCheck,
-    SignedHash, VerifiedRecord, VerifyOptions,
+    SignedHash, Unvouched, VerifiedRecord, VerifyOptions,
 };
 use maud::{DOCTYPE, Markup, html};
 use serde::Deserialize;
@@ -525,9 +525,25 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
                     let state = verified.records.last().map_or("empty", |_| {
                         journal_core::last_conclusion(&verified.records).map_or("running", |c| c.outcome.as_str())
                     });
-                    match listing_contradicted(admitted, &verified, outcome, search) {
-                        Some(why) => (format!("{state}; {why}"), "bad", verified.records.len().to_string()),
-                        None => (state.to_owned(), "good", verified.records.len().to_string()),
+                    let unvouched = app
+                        .plane
+                        .record_verifier
+                        .as_ref()
+                        .map(|verifier| Unvouched::count(&verified.records, verifier.as_ref()))
+                        .filter(|counted| !counted.is_none());
+                    let records = verified.records.len().to_string();
+                    match (listing_contradicted(admitted, &verified, outcome, search), unvouched) {
+                        (Some(why), _) => (format!("{state}; {why}"), "bad", records),
+                        (None, Some(counted)) => (
+                            format!(
+                                "{state}; NOT all vouched for: {} unsigned and {} signed by a key id this plane does \
+                                 not trust",
+                                counted.unsigned, counted.untrusted
+                            ),
+                            "warn",
+                            records,
+                        ),
+                        (None, None) => (state.to_owned(), "good", records),
                     }
                 }
                 Err(err) => (format!("does not verify: {err}"), "bad", "?".to_owned()),
@@ -662,10 +678,7 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
         ("wall (ms)", used.wall_millis, budget.wall_millis),
     ];
     let outcome = journal_core::last_conclusion(records).map_or("running", |c| c.outcome.as_str());
-    let signatures = match app.plane.record_verifier {
-        Some(_) => "signatures verified with the plane's record keys",
-        None => "signatures not checked (no record key given)",
-    };
+    let signatures = signatures_said(app, records);
     Ok(layout(
         run.as_str(),
         html! {
@@ -711,6 +724,26 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
             (records_table(app, records))
         },
     ))
+}
+
+/// What the signatures of a run read leniently say (R-SIG-3): a record
+/// unsigned, or signed under a key id the plane does not trust, reads as
+/// verified beside an intact chain, so the page says how many no key of the
+/// plane vouches for rather than calling them verified.
+fn signatures_said(app: &App, records: &[VerifiedRecord]) -> Markup {
+    let Some(verifier) = &app.plane.record_verifier else {
+        return html! { "signatures not checked (no record key given)" };
+    };
+    let counted = Unvouched::count(records, verifier.as_ref());
+    if counted.is_none() {
+        return html! { "signatures verified with the plane's record keys" };
+    }
+    html! {
+        span class="warn" {
+            "NOT all vouched for: " (counted.unsigned) " unsigned and " (counted.untrusted)
+            " signed by a key id this plane does not trust (no key of the plane vouches for them)"
+        }
+    }
 }
 
 /// A run whose chain does not verify: the finding, in red, and its rows as

@@ -11,8 +11,11 @@ use journal_core::store::SignedTree;
 use journal_core::testkit::TamperAccess;
 use journal_core::{ChainHash, KeySignature, LogView, Store};
 
-/// R-SIG-3: a record signed by a key id the console does not trust is
-/// accepted by the lenient read, but it is not "verified".
+/// R-SIG-3: a record signed by a key id the console does not trust, and
+/// one whose signature was stripped, are accepted by the lenient read, but
+/// neither is "verified": not in the records table, not in the run page's
+/// summary (which said "signatures verified with the plane's record keys"
+/// over them), not on the runs page (a good row).
 #[test]
 fn r_sig_3_a_signature_by_an_untrusted_key_is_not_shown_as_verified() {
     let (plane, runs) = demo();
@@ -20,6 +23,9 @@ fn r_sig_3_a_signature_by_an_untrusted_key_is_not_shown_as_verified() {
     let mut row = rows[1].clone();
     row.signature = Some(KeySignature { key_id: "spiffe://attacker.example/agent".into(), signature: vec![0; 64] });
     plane.store.overwrite_row(&plane.tenant, &runs[0], row);
+    let mut stripped = rows[2].clone();
+    stripped.signature = None;
+    plane.store.overwrite_row(&plane.tenant, &runs[0], stripped);
     let console = plane.console(None);
     let (status, page) = get(&format!("{}/run/shop/{}", console.url(), runs[0]));
     assert_eq!(status, 200, "{page}");
@@ -29,6 +35,17 @@ fn r_sig_3_a_signature_by_an_untrusted_key_is_not_shown_as_verified() {
     );
     assert!(page.contains("spiffe://attacker.example/agent"), "the key id is still shown: {page}");
     assert!(page.contains("verified: <code>spiffe://console.test/agent</code>"), "{page}");
+    assert!(!page.contains("signatures verified with the plane"), "the summary vouches for them: {page}");
+    assert!(
+        page.contains("NOT all vouched for: 1 unsigned and 1 signed by a key id this plane does not trust"),
+        "the summary says what no key vouches for: {page}"
+    );
+    let (_, untouched) = get(&format!("{}/run/shop/{}", console.url(), runs[1]));
+    assert!(untouched.contains("signatures verified with the plane"), "an untouched run still is: {untouched}");
+    let (_, listing) = get(&format!("{}/runs", console.url()));
+    let row = row_of(&listing, &runs[0]);
+    assert!(row.contains("class=\"warn\"") && row.contains("NOT all vouched for"), "a good row: {row}");
+    assert!(row_of(&listing, &runs[1]).contains("class=\"good\""), "{listing}");
 }
 
 /// R-COVER-2: an open run rewritten below the head a signed heads leaf holds

@@ -56,6 +56,46 @@ pub struct VerifiedRecord {
     pub record: Record,
 }
 
+/// Records a lenient read accepted (R-SIG-3) that no trusted key vouches
+/// for: what a forger with the store and no key could have written beside
+/// an intact chain. Counted without checking a signature again: a record
+/// that was read is unsigned, signed under a key id the verifier does not
+/// trust, or signed validly by a key it trusts (a signature that does not
+/// verify under a trusted key fails the read).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Unvouched {
+    /// Records with no signature.
+    pub unsigned: u64,
+    /// Records signed under a key id the verifier does not trust.
+    pub untrusted: u64,
+}
+
+impl Unvouched {
+    /// Counts `records`, each of them read through `verifier`.
+    pub fn count<'r>(records: impl IntoIterator<Item = &'r VerifiedRecord>, verifier: &dyn Verifier) -> Self {
+        let mut counted = Self::default();
+        for record in records {
+            match &record.stored.signature {
+                None => counted.unsigned += 1,
+                Some(signature) if !verifier.trusts(&signature.key_id) => counted.untrusted += 1,
+                Some(_) => {}
+            }
+        }
+        counted
+    }
+
+    /// Both counts of `self` and `other`.
+    #[must_use]
+    pub fn plus(self, other: Self) -> Self {
+        Self { unsigned: self.unsigned + other.unsigned, untrusted: self.untrusted + other.untrusted }
+    }
+
+    /// Whether a trusted key vouches for every record counted.
+    pub fn is_none(&self) -> bool {
+        self.unsigned == 0 && self.untrusted == 0
+    }
+}
+
 /// What the caller knows of the run's head from elsewhere (the runs table, a
 /// seal), to catch a truncated tail that the chain alone cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -34,8 +34,8 @@ pub mod version;
 pub mod writer;
 
 pub use chain::{
-    ChainCheck, ChainHash, ExpectedHead, StoredRecord, VerifiedRecord, verify_links, verify_run, verify_run_owned,
-    verify_run_owned_or_back,
+    ChainCheck, ChainHash, ExpectedHead, StoredRecord, Unvouched, VerifiedRecord, verify_links, verify_run,
+    verify_run_owned, verify_run_owned_or_back,
 };
 pub use clock::{At, Clock, SteppingClock, SystemClock};
 pub use error::{BuildSkew, ErrorClass, JournalError, StorageError, TamperKind};

@@ -66,6 +66,12 @@ pub trait Verifier: Send + Sync {
     /// Checks `signature` over `hash` by the key `key_id`.
     fn verify(&self, key_id: &str, hash: &ChainHash, signature: &[u8]) -> SignatureCheck;
 
+    /// Whether a key is trusted under `key_id`: `false` when every signature
+    /// under it is [`SignatureCheck::UnknownKey`], which a lenient read
+    /// accepts (R-SIG-3). A reader says what no trusted key vouches for
+    /// without checking a signature again.
+    fn trusts(&self, key_id: &str) -> bool;
+
     /// Checks many signatures, one answer each, in order. The default checks
     /// them one by one; a verifier may batch, but must answer each exactly as
     /// [`Verifier::verify`] would for every signature its key's holder did
@@ -143,6 +149,10 @@ impl Verifier for Prechecked<'_> {
                 checked.iter().find(|(item, _)| item.key_id == key_id && item.signature == signature).map(|(_, c)| *c)
             })
             .unwrap_or_else(|| self.verifier.verify(key_id, hash, signature))
+    }
+
+    fn trusts(&self, key_id: &str) -> bool {
+        self.verifier.trusts(key_id)
     }
 }
 
@@ -240,11 +250,6 @@ mod ed25519 {
             self.keys.insert(key_id.to_owned(), key);
             Ok(())
         }
-
-        /// Whether a key is trusted under `key_id`.
-        pub fn trusts(&self, key_id: &str) -> bool {
-            self.keys.contains_key(key_id)
-        }
     }
 
     impl Verifier for Ed25519Verifier {
@@ -256,6 +261,10 @@ mod ed25519 {
                 Ok(signature) if key.verify(hash.as_bytes(), &signature).is_ok() => SignatureCheck::Valid,
                 _ => SignatureCheck::Invalid,
             }
+        }
+
+        fn trusts(&self, key_id: &str) -> bool {
+            self.keys.contains_key(key_id)
         }
 
         /// Batch verification, folded by key: a batch that verifies answers

@@ -294,6 +294,9 @@ fn r_sig_2_a_verifier_answering_the_wrong_count_is_not_matched_by_position() {
         fn verify(&self, key_id: &str, hash: &ChainHash, signature: &[u8]) -> SignatureCheck {
             self.0.verify(key_id, hash, signature)
         }
+        fn trusts(&self, key_id: &str) -> bool {
+            self.0.trusts(key_id)
+        }
         fn verify_many(&self, items: &[journal_core::SignedHash<'_>]) -> Vec<SignatureCheck> {
             self.0.verify_many(items).into_iter().skip(1).collect()
         }

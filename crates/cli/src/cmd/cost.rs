@@ -2,12 +2,12 @@
 //! time on each record; every figure read through chain verification.
 
 use journal_core::runtime::cost_in;
-use journal_core::{Counters, TimeWindow};
+use journal_core::{Counters, TimeWindow, Unvouched};
 use serde::Serialize;
 
 use crate::args::run_id;
 use crate::config::Settings;
-use crate::context::{Reader, SignatureRead, Unvouched};
+use crate::context::{Reader, SignatureRead, unvouched, unvouched_said};
 use crate::failure::Failure;
 use crate::output::print_json;
 
@@ -54,12 +54,12 @@ pub fn cost(
     }
     let reader = Reader::open(settings)?.signatures(signatures);
     let run = run.map(run_id).transpose()?;
-    let mut unvouched = Unvouched::default();
+    let mut counted = Unvouched::default();
     let (runs, counters) = match &run {
         // A figure read from bytes nobody verified is not reported: the run's problem is.
         Some(run) => {
             let verified = reader.read(run)?;
-            unvouched.add(&reader, &verified, window);
+            counted = counted.plus(unvouched(&reader, &verified, window).unwrap_or_default());
             (1, cost_in(&verified, window))
         }
         // The tenant's: every run whose records are stored, read in one
@@ -69,7 +69,7 @@ pub fn cost(
             let (mut runs, mut counters) = (0, Counters::default());
             reader.each_run(&mut |_, verified| {
                 let verified = verified?;
-                unvouched.add(&reader, &verified, window);
+                counted = counted.plus(unvouched(&reader, &verified, window).unwrap_or_default());
                 counters.add(&cost_in(&verified, window));
                 runs += 1;
                 Ok(())
@@ -95,9 +95,9 @@ pub fn cost(
             since: window.since.map(|at| at.to_string()),
             steps: counters.steps,
             tokens: counters.tokens,
-            unsigned: checked.then_some(unvouched.unsigned),
+            unsigned: checked.then_some(counted.unsigned),
             until: window.until.map(|at| at.to_string()),
-            untrusted: checked.then_some(unvouched.untrusted),
+            untrusted: checked.then_some(counted.untrusted),
             wall_millis: counters.wall_millis,
         });
     }
@@ -111,7 +111,7 @@ pub fn cost(
         counters.effects,
         counters.wall_millis
     );
-    if checked && let Some(said) = unvouched.said("of the records counted", "cost") {
+    if checked && let Some(said) = unvouched_said(counted, "of the records counted", "cost") {
         outln!("{said}");
     }
     Ok(())

@@ -203,7 +203,7 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
     let id = admit_id(&runtime, &plane, &key("abandoned"))?;
     runtime.abandon(t, &id, "superseded")?;
 
-    print_table(&run_rows(plane.store.as_ref(), &plane.tenant, None, &|run| plane.read(run))?);
+    print_table(&run_rows(plane.store.as_ref(), &plane.tenant, None, &|run| plane.read(run), &|_| None)?);
     outln!();
     outln!("log verifier key:");
     outln!("{}", plane.log.verifier_key());

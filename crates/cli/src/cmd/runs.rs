@@ -3,11 +3,11 @@
 //! problem and no figures.
 
 use journal_core::runtime::cost_in;
-use journal_core::{AdmittedRun, Outcome, RunId, TimeWindow, VerifiedRun};
+use journal_core::{AdmittedRun, Outcome, RunId, TimeWindow, Unvouched, VerifiedRun};
 use serde::Serialize;
 
 use crate::config::Settings;
-use crate::context::{Reader, SignatureRead, Unvouched};
+use crate::context::{Reader, SignatureRead, unvouched, unvouched_said};
 use crate::failure::{Class, Failure};
 use crate::output::print_json;
 
@@ -38,7 +38,14 @@ pub struct Figures {
     pub sealed: bool,
     /// Tokens charged, by the chain's records.
     pub tokens: u64,
-    /// Always `true`.
+    /// How many of its records carry no signature; `None` (null) when
+    /// signatures were not checked.
+    pub unsigned: Option<u64>,
+    /// How many of its records are signed by a key id the reader does not
+    /// trust; `None` (null) when signatures were not checked.
+    pub untrusted: Option<u64>,
+    /// Always `true`: its chain verified. Whether a trusted key vouches for
+    /// every record is `unsigned` and `untrusted` (R-SIG-3's lenient read).
     pub verified: bool,
 }
 
@@ -57,7 +64,7 @@ pub struct Problem {
 }
 
 impl RunRow {
-    fn of(run: &RunId, verified: &VerifiedRun) -> Self {
+    fn of(run: &RunId, verified: &VerifiedRun, vouched: Option<Unvouched>) -> Self {
         Self::Verified(Figures {
             outcome: verified.last_conclusion().map(|c| c.outcome.as_str()),
             position: verified.seal.as_ref().map(|s| s.position),
@@ -65,21 +72,29 @@ impl RunRow {
             run: run.to_string(),
             sealed: verified.seal.is_some(),
             tokens: cost_in(verified, TimeWindow::ALL).tokens,
+            unsigned: vouched.map(|counted| counted.unsigned),
+            untrusted: vouched.map(|counted| counted.untrusted),
             verified: true,
         })
     }
 }
 
+/// What no trusted key vouches for in a run read: `None` when the reader
+/// checks no signature.
+pub type Vouched<'a> = &'a dyn Fn(&VerifiedRun) -> Option<Unvouched>;
+
 /// One row per run whose answer is `outcome` (every run when `None`), each
-/// read by `read`. A storage failure stops the listing; any other failure
-/// to read a run is that run's problem.
+/// read by `read`, its records no trusted key vouches for counted by
+/// `vouched`. A storage failure stops the listing; any other failure to read
+/// a run is that run's problem.
 pub fn run_rows(
     store: &dyn journal_core::Store,
     tenant: &journal_core::TenantId,
     outcome: Option<Outcome>,
     read: &dyn Fn(&RunId) -> Result<VerifiedRun, Failure>,
+    vouched: Vouched<'_>,
 ) -> Result<Vec<RunRow>, Failure> {
-    rows_of(store.runs(tenant, outcome)?, outcome, read)
+    rows_of(store.runs(tenant, outcome)?, outcome, read, vouched)
 }
 
 /// One row per run of `runs`, each read by `read`, as [`run_rows`]. The
@@ -91,6 +106,7 @@ fn rows_of(
     runs: Vec<RunId>,
     outcome: Option<Outcome>,
     read: &dyn Fn(&RunId) -> Result<VerifiedRun, Failure>,
+    vouched: Vouched<'_>,
 ) -> Result<Vec<RunRow>, Failure> {
     let mut rows = Vec::new();
     for run in runs {
@@ -102,14 +118,14 @@ fn rows_of(
             read => read,
         };
         let verified = verified.and_then(|verified| listed_as(&run, &verified, outcome).map(|()| verified));
-        rows.push(row_of(run, verified)?);
+        rows.push(row_of(run, verified, vouched)?);
     }
     Ok(rows)
 }
 
 /// The row of `run` read as `verified`: its figures, or its problem. A
 /// storage failure is no run's problem: it stops the listing.
-fn row_of(run: RunId, verified: Result<VerifiedRun, Failure>) -> Result<RunRow, Failure> {
+fn row_of(run: RunId, verified: Result<VerifiedRun, Failure>, vouched: Vouched<'_>) -> Result<RunRow, Failure> {
     match verified {
         // The store's seal lookup is derived data: a run whose verified
         // chain seals it and of which the store finds no seal is not listed
@@ -124,7 +140,7 @@ fn row_of(run: RunId, verified: Result<VerifiedRun, Failure>) -> Result<RunRow, 
             run: run.to_string(),
             verified: false,
         })),
-        Ok(verified) => Ok(RunRow::of(&run, &verified)),
+        Ok(verified) => Ok(RunRow::of(&run, &verified, vouched(&verified))),
         Err(Failure::Io(message)) => Err(Failure::Io(message)),
         Err(problem) => Ok(RunRow::Unverified(Problem {
             class: problem.class(),
@@ -198,18 +214,22 @@ pub fn runs(
         }
         return Ok(());
     }
-    let unvouched = std::cell::Cell::new(Unvouched::default());
-    let tally = |verified: &VerifiedRun| {
-        let mut counted = unvouched.get();
-        counted.add(&reader, verified, TimeWindow::ALL);
-        unvouched.set(counted);
-    };
+    let vouched = |verified: &VerifiedRun| unvouched(&reader, verified, TimeWindow::ALL);
     let rows = match listed {
-        Some(listed) => rows_of(listed, outcome, &|run| reader.read(run).inspect(|verified| tally(verified)))?,
-        None => every_run(&reader, &tally)?,
+        Some(listed) => rows_of(listed, outcome, &|run| reader.read(run), &vouched)?,
+        None => every_run(&reader, &vouched)?,
     };
+    let total = rows
+        .iter()
+        .filter_map(|row| match row {
+            RunRow::Verified(figures) => {
+                Some(Unvouched { unsigned: figures.unsigned.unwrap_or(0), untrusted: figures.untrusted.unwrap_or(0) })
+            }
+            RunRow::Unverified(_) => None,
+        })
+        .fold(Unvouched::default(), Unvouched::plus);
     if reader.verifier.is_some()
-        && let Some(said) = unvouched.get().said("of the records of the runs read", "runs")
+        && let Some(said) = unvouched_said(total, "of the records of the runs read", "runs")
     {
         // On stderr: stdout stays the listing (or ids, or JSON) alone.
         eprintln!("{said}");
@@ -286,21 +306,20 @@ impl Page<'_> {
 /// A row for every run of the tenant, read in one snapshot: every run whose
 /// records are stored, so a run the runs table no longer lists is shown
 /// UNVERIFIED (as `cost` refuses it), never left out (R-AUD-8).
-fn every_run(reader: &Reader, tally: &dyn Fn(&VerifiedRun)) -> Result<Vec<RunRow>, Failure> {
+fn every_run(reader: &Reader, vouched: Vouched<'_>) -> Result<Vec<RunRow>, Failure> {
     let mut rows = Vec::new();
     let mut stopped = None;
-    let read =
-        reader.each_run(&mut |run, verified| match row_of(run, verified.inspect(tally).map_err(Failure::from)) {
-            Ok(row) => {
-                rows.push(row);
-                Ok(())
-            }
-            Err(failure) => {
-                let err = journal_core::JournalError::Io(journal_core::StorageError::message(failure.message()));
-                stopped = Some(failure);
-                Err(err)
-            }
-        });
+    let read = reader.each_run(&mut |run, verified| match row_of(run, verified.map_err(Failure::from), vouched) {
+        Ok(row) => {
+            rows.push(row);
+            Ok(())
+        }
+        Err(failure) => {
+            let err = journal_core::JournalError::Io(journal_core::StorageError::message(failure.message()));
+            stopped = Some(failure);
+            Err(err)
+        }
+    });
     if let Some(failure) = stopped {
         return Err(failure);
     }
