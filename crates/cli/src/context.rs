@@ -270,13 +270,14 @@ pub fn unvouched(reader: &Reader, verified: &VerifiedRun, window: TimeWindow) ->
 
 /// The line that says what no trusted key vouches for (`None` when a
 /// trusted key vouches for every record): `which` names the records,
-/// `command` the one to run strictly.
+/// `command` the one to run strictly; a command reading the plane points at
+/// the audit too.
 pub fn unvouched_said(counted: Unvouched, which: &str, command: &str) -> Option<String> {
+    let audit = if command == "verify-export" { "" } else { ", `agentplane audit --require-signature` names them" };
     (!counted.is_none()).then(|| {
         format!(
-            "NOT all vouched for: {which}, {} unsigned and {} signed by a key id this plane does not trust; no key of \
-             the plane vouches for them (`{command} --require-signature` refuses them, `agentplane audit \
-             --require-signature` names them)",
+            "NOT all vouched for: {which}, {} unsigned and {} signed by a key id not trusted here; no trusted key \
+             vouches for them (`{command} --require-signature` refuses them{audit})",
             counted.unsigned, counted.untrusted
         )
     })

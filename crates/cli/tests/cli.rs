@@ -1095,6 +1095,44 @@ fn r_sig_3_cost_says_what_no_trusted_key_vouches_for_and_refuses_it_on_demand() 
     assert!(String::from_utf8_lossy(&keyless.stderr).contains("--require-signature"), "names the flag");
 }
 
+/// R-SIG-3 offline: an export of a run a forger re-signed (one record's
+/// signature stripped, another's made under a key id of its own) verifies
+/// against the log key, leniently, as the chain and the checkpoint hold; but
+/// `verify-export --record-key` says how many records no trusted key vouches
+/// for (it said "signatures by trusted keys verified" over them), and
+/// `--require-signature` refuses them.
+#[test]
+fn r_sig_3_verify_export_says_what_no_trusted_record_key_vouches_for() {
+    let dir = demo_dir();
+    let run = strip_one_signature_and_sign_another_as_an_intruder(dir.path());
+    ok(dir.path(), &["export", run.as_str(), "-o", "run.export"]);
+    let log_key = ok(dir.path(), &["keys", "--print", "log-key"]).trim().to_owned();
+    let record_key = ok(dir.path(), &["keys", "--print", "record-key"]).trim().to_owned();
+    let base = ["verify-export", "run.export", "--log-key", log_key.as_str()];
+    let with_key = [&base[..], &["--record-key", record_key.as_str()]].concat();
+    let counted = json_exit(dir.path(), &[&with_key[..], &["--json"]].concat(), 0);
+    assert_eq!(
+        (counted["unsigned"].as_u64(), counted["untrusted"].as_u64()),
+        (Some(1), Some(1)),
+        "the two records no trusted key vouches for are counted: {counted}"
+    );
+    let text = ok(dir.path(), &with_key);
+    assert!(text.contains("NOT all vouched for") && text.contains("1 unsigned and 1 signed"), "{text}");
+    let unchecked = json_exit(dir.path(), &[&base[..], &["--json"]].concat(), 0);
+    assert_eq!(unchecked["unsigned"], Value::Null, "without a record key nothing is known of them: {unchecked}");
+    let strict = agentplane(dir.path(), &[&with_key[..], &["--require-signature"]].concat());
+    assert_eq!(strict.status.code(), Some(1), "{}", String::from_utf8_lossy(&strict.stderr));
+    let cancelled = ok(dir.path(), &["runs", "--outcome", "cancelled", "--ids"]);
+    let genuine = cancelled.lines().next().unwrap();
+    ok(dir.path(), &["export", genuine, "-o", "genuine.export"]);
+    let vouched = json_exit(
+        dir.path(),
+        &["verify-export", "genuine.export", "--log-key", &log_key, "--record-key", &record_key, "--json"],
+        0,
+    );
+    assert_eq!((vouched["unsigned"].as_u64(), vouched["untrusted"].as_u64()), (Some(0), Some(0)), "{vouched}");
+}
+
 /// R-SIG-3 on every path of `runs`: `--ids` alone lists the ids without
 /// reading a chain, and a strict read asked for by name is never skipped.
 /// With `--require-signature`, `--ids` (a page of them too) prints only the

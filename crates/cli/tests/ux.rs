@@ -189,6 +189,8 @@ fn r_ux_2_each_command_s_json_has_its_documented_schema_and_hex_hashes() {
             "records",
             "run",
             "size",
+            "unsigned",
+            "untrusted",
             "valid",
         ],
         "verify-export",

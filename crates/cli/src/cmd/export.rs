@@ -6,12 +6,12 @@
 use std::path::Path;
 
 use journal_core::export::{ExportCovers, ExportError, VerifiedExport, export_run_asking};
-use journal_core::{ChainCheck, Ed25519Verifier, VerifyOptions};
+use journal_core::{ChainCheck, Ed25519Verifier, Unvouched, VerifyOptions};
 use serde::Serialize;
 
 use crate::args::{key_error, record_key, run_id};
 use crate::config::Settings;
-use crate::context::{Plane, reader_upcasters};
+use crate::context::{Plane, reader_upcasters, unvouched_said};
 use crate::failure::Failure;
 use crate::output::{FailureRow, print_json, written};
 
@@ -151,7 +151,7 @@ impl Trust<'_> {
         } else if self.require_signature {
             "every record signed by a trusted key"
         } else {
-            "signatures by trusted keys verified; unsigned records accepted"
+            "signatures by trusted keys verified; unsigned records and records under key ids not trusted here accepted"
         }
     }
 }
@@ -159,7 +159,7 @@ impl Trust<'_> {
 /// `verify-export --json` of a valid export. Fields in alphabetical order,
 /// as the JSON has always been printed.
 #[derive(Debug, Serialize)]
-struct Valid<'a> {
+struct ValidRow<'a> {
     cosignatures: Option<usize>,
     cosigned_size: Option<u64>,
     /// `"seal"` (a sealed run, complete) or `"head"` (an open run's head: a prefix).
@@ -171,6 +171,11 @@ struct Valid<'a> {
     records: u64,
     run: &'a str,
     size: u64,
+    /// Records with no signature; null without `--record-key`.
+    unsigned: Option<u64>,
+    /// Records signed under a key id no `--record-key` names; null without
+    /// `--record-key`.
+    untrusted: Option<u64>,
     valid: bool,
 }
 
@@ -184,10 +189,15 @@ struct Invalid {
     valid: bool,
 }
 
+/// What [`verified`] found of a valid export: the export, how many trusted
+/// witnesses cosigned it (`None` when none were given), and what no trusted
+/// record key vouches for (`None` without `--record-key`).
+type Valid = (VerifiedExport, Option<usize>, Option<Unvouched>);
+
 /// The export in `file` verified with the trusted log and record keys, then
 /// its cosigned checkpoint held to the trusted witnesses when any are given
 /// (with how many of them cosigned); the outer error is the flags' or the file's.
-fn verified(file: &Path, trust: &Trust<'_>) -> Result<Result<(VerifiedExport, Option<usize>), ExportError>, Failure> {
+fn verified(file: &Path, trust: &Trust<'_>) -> Result<Result<Valid, ExportError>, Failure> {
     if trust.require_signature && trust.record_keys.is_empty() {
         return Err(Failure::Usage(
             "--require-signature needs the record key to check with: give --record-key KEY_ID=BASE64 \
@@ -224,7 +234,8 @@ fn verified(file: &Path, trust: &Trust<'_>) -> Result<Result<(VerifiedExport, Op
             Some(quorum) => Some(verified.cosignatures(&trusted, quorum)?),
             None => None,
         };
-        Ok((verified, cosignatures))
+        let unvouched = (!trust.record_keys.is_empty()).then(|| Unvouched::count(&verified.chain, &verifier));
+        Ok((verified, cosignatures, unvouched))
     }))
 }
 
@@ -234,7 +245,9 @@ fn verified(file: &Path, trust: &Trust<'_>) -> Result<Result<(VerifiedExport, Op
 pub fn verify_export(file: &Path, trust: &Trust<'_>, json: bool) -> Result<(), Failure> {
     let result = verified(file, trust).and_then(|verified| verified.map_err(Failure::Export));
     match result {
-        Ok((verified, cosignatures)) => print_valid(&verified, cosignatures, trust.record_check(), json),
+        Ok((verified, cosignatures, unvouched)) => {
+            print_valid(&verified, cosignatures, (trust.record_check(), unvouched), json)
+        }
         Err(failure) => {
             if json {
                 print_json(&Invalid { failure: FailureRow::of(&failure), valid: false })?;
@@ -247,11 +260,11 @@ pub fn verify_export(file: &Path, trust: &Trust<'_>, json: bool) -> Result<(), F
 fn print_valid(
     verified: &VerifiedExport,
     cosignatures: Option<usize>,
-    record_check: &'static str,
+    (record_check, unvouched): (&'static str, Option<Unvouched>),
     json: bool,
 ) -> Result<(), Failure> {
     if json {
-        return print_json(&Valid {
+        return print_json(&ValidRow {
             cosignatures,
             covers: verified.covers.as_str(),
             cosigned_size: verified.cosigned.as_ref().map(|c| c.tree.size),
@@ -262,6 +275,8 @@ fn print_valid(
             records: verified.records,
             run: verified.run.as_str(),
             size: verified.tree.size,
+            unsigned: unvouched.map(|counted| counted.unsigned),
+            untrusted: unvouched.map(|counted| counted.untrusted),
             valid: true,
         });
     }
@@ -291,6 +306,11 @@ fn print_valid(
         ),
     }
     outln!("record signatures: {record_check}");
+    if let Some(said) =
+        unvouched.and_then(|counted| unvouched_said(counted, "of the exported records", "verify-export"))
+    {
+        outln!("{said}");
+    }
     outln!("witnesses: {witness_check}");
     Ok(())
 }
