@@ -79,6 +79,13 @@ pub enum LastAuditError {
         /// Why.
         source: std::io::Error,
     },
+    /// Not a regular file (a FIFO, a device): never opened, since opening a
+    /// FIFO waits for a writer and a device may never end.
+    #[error("{path} is not a regular file: not a verdict this build wrote")]
+    NotAFile {
+        /// The file.
+        path: PathBuf,
+    },
     /// Larger than [`MAX_LAST_AUDIT_BYTES`].
     #[error("{path} is larger than {MAX_LAST_AUDIT_BYTES} bytes: not a verdict this build wrote")]
     TooLarge {
@@ -127,15 +134,24 @@ pub fn record(folder: &Path, verdict: &LastAudit) -> Result<PathBuf, LastAuditEr
 pub fn read(folder: &Path, tenant: &str) -> Result<Option<LastAudit>, LastAuditError> {
     let path = path_for(folder, tenant);
     let io = |source| LastAuditError::Io { path: path.clone(), source };
-    let size = match std::fs::metadata(&path) {
-        Ok(meta) => meta.len(),
+    match std::fs::metadata(&path) {
+        // Opening a FIFO would wait for a writer; a device may never end.
+        Ok(meta) if !meta.is_file() => return Err(LastAuditError::NotAFile { path }),
+        Ok(meta) if meta.len() > MAX_LAST_AUDIT_BYTES => return Err(LastAuditError::TooLarge { path }),
+        Ok(_) => {}
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(io(err)),
-    };
-    if size > MAX_LAST_AUDIT_BYTES {
+    }
+    // Bounded again as it is read: the file may have grown since.
+    let mut text = Vec::new();
+    std::fs::File::open(&path)
+        .and_then(|file| {
+            std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_LAST_AUDIT_BYTES + 1), &mut text)
+        })
+        .map_err(io)?;
+    if text.len() as u64 > MAX_LAST_AUDIT_BYTES {
         return Err(LastAuditError::TooLarge { path });
     }
-    let text = std::fs::read(&path).map_err(io)?;
     let verdict: LastAudit = serde_json::from_slice(&text)
         .map_err(|err| LastAuditError::Unreadable { path: path.clone(), reason: err.to_string() })?;
     if verdict.format != LAST_AUDIT_FORMAT {
@@ -190,5 +206,34 @@ mod tests {
         assert!(matches!(read(dir.path(), "../shop"), Err(LastAuditError::TooLarge { .. })));
         std::fs::write(&path, br#"{"format":"agentplane-last-audit/v1"}"#).unwrap();
         assert!(matches!(read(dir.path(), "../shop"), Err(LastAuditError::Unreadable { .. })));
+    }
+
+    /// R-UX-3, R-OPS-1 (review 36): whoever can write the plane's folder
+    /// put a FIFO or a link to `/dev/zero` where the verdict goes. The size
+    /// was asked of the path (0 for both) and the file then read whole: the
+    /// plane page waited for a writer forever, or read `/dev/zero` until
+    /// memory ran out. Only a regular file is read, and only to the bound.
+    #[cfg(unix)]
+    #[test]
+    fn r_ux_3_a_verdict_that_is_no_regular_file_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path_for(dir.path(), "shop");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let made = std::process::Command::new("mkfifo").arg(&path).status().unwrap();
+        assert!(made.success());
+        // A writer that fills the FIFO past the bound: a read that waits for
+        // it and takes it all, as before, is no refusal.
+        let fifo = path.clone();
+        std::thread::spawn(move || {
+            let mut writer = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+            let _ = std::io::Write::write_all(&mut writer, &vec![b' '; 2 << 20]);
+        });
+        let refused = read(dir.path(), "shop");
+        assert!(matches!(&refused, Err(LastAuditError::NotAFile { .. })), "{refused:?}");
+
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        let refused = read(dir.path(), "shop");
+        assert!(matches!(&refused, Err(LastAuditError::NotAFile { .. })), "{refused:?}");
     }
 }
