@@ -86,6 +86,13 @@ pub enum LastAuditError {
         /// The file.
         path: PathBuf,
     },
+    /// The `audits` folder is a link or not a folder: a verdict is written
+    /// only into the plane's own folder, never where a link points.
+    #[error("{path} is not a folder (a link, or a file): the verdict is written only into a real folder there")]
+    NotAFolder {
+        /// The path.
+        path: PathBuf,
+    },
     /// Larger than [`MAX_LAST_AUDIT_BYTES`].
     #[error("{path} is larger than {MAX_LAST_AUDIT_BYTES} bytes: not a verdict this build wrote")]
     TooLarge {
@@ -112,7 +119,9 @@ pub fn path_for(folder: &Path, tenant: &str) -> PathBuf {
 }
 
 /// Writes `verdict` under `folder`, replacing the one before in one rename
-/// (a reader sees the old file or the new one, never half of one).
+/// (a reader sees the old file or the new one, never half of one). A link
+/// left in the folder is never written through: `audits` must be a folder,
+/// and the temporary file is created anew.
 pub fn record(folder: &Path, verdict: &LastAudit) -> Result<PathBuf, LastAuditError> {
     let path = path_for(folder, &verdict.tenant);
     let io = |path: &Path| {
@@ -120,11 +129,30 @@ pub fn record(folder: &Path, verdict: &LastAudit) -> Result<PathBuf, LastAuditEr
         move |source| LastAuditError::Io { path, source }
     };
     let dir = folder.join(LAST_AUDIT_DIR);
-    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    // Whoever wrote the plane's folder may not be who audits it: a link
+    // there is never followed, to a folder or to a file.
+    match std::fs::symlink_metadata(&dir) {
+        Ok(meta) if !meta.is_dir() => return Err(LastAuditError::NotAFolder { path: dir }),
+        Ok(_) => {}
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => std::fs::create_dir(&dir).map_err(io(&dir))?,
+        Err(err) => return Err(io(&dir)(err)),
+    }
     let text = serde_json::to_string_pretty(verdict)
         .map_err(|err| LastAuditError::Unreadable { path: path.clone(), reason: err.to_string() })?;
     let temporary = path.with_extension("json.tmp");
-    std::fs::write(&temporary, text.as_bytes()).map_err(io(&temporary))?;
+    // Removing a link removes the link; the file is then created anew
+    // (create_new follows no link), never opened through one.
+    if let Err(err) = std::fs::remove_file(&temporary)
+        && err.kind() != std::io::ErrorKind::NotFound
+    {
+        return Err(io(&temporary)(err));
+    }
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temporary)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, text.as_bytes()))
+        .map_err(io(&temporary))?;
     std::fs::rename(&temporary, &path).map_err(io(&path))?;
     Ok(path)
 }
@@ -235,5 +263,52 @@ mod tests {
         std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
         let refused = read(dir.path(), "shop");
         assert!(matches!(&refused, Err(LastAuditError::NotAFile { .. })), "{refused:?}");
+    }
+
+    /// R-UX-3 (review 36): an auditor runs `agentplane audit` in a folder
+    /// the operator wrote. A link the operator left at the temporary name
+    /// (`audits/TENANT.json.tmp`) was followed, so the audit overwrote the
+    /// file it pointed at (the auditor's saved checkpoint, say) with its
+    /// verdict; a linked `audits` folder put the verdict, under a name the
+    /// operator's configuration chooses, in any folder. The verdict is
+    /// written only into a real `audits` folder, through a file it creates.
+    #[cfg(unix)]
+    #[test]
+    fn r_ux_3_a_verdict_is_never_written_through_a_link_left_in_the_plane_s_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let victim = elsewhere.path().join("saved.note");
+        std::fs::write(&victim, b"the auditor's anchor\n").unwrap();
+        let verdict = LastAudit {
+            format: LAST_AUDIT_FORMAT.to_owned(),
+            at: "2026-12-02T15:00:00.000Z".to_owned(),
+            command: "audit".to_owned(),
+            tenant: "saved".to_owned(),
+            origin: "example.test/plane/saved".to_owned(),
+            verdict: verdict_for(0, 0).to_owned(),
+            findings: 0,
+            classes: Vec::new(),
+            not_checked: Vec::new(),
+            anchors: 1,
+            log_size: 7,
+            log_root: "ab".repeat(32),
+        };
+
+        let path = path_for(dir.path(), "saved");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&victim, path.with_extension("json.tmp")).unwrap();
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        let written = record(dir.path(), &verdict);
+        assert!(written.is_ok(), "{written:?}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the auditor's anchor\n", "the linked file is untouched");
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file(), "the verdict is a file of its own");
+        assert_eq!(read(dir.path(), "saved").unwrap(), Some(verdict.clone()));
+
+        let linked = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), linked.path().join(LAST_AUDIT_DIR)).unwrap();
+        let refused = record(linked.path(), &verdict);
+        assert!(matches!(&refused, Err(LastAuditError::NotAFolder { .. })), "{refused:?}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the auditor's anchor\n", "the linked file is untouched");
+        assert!(!elsewhere.path().join("saved.json").exists(), "nothing written in the folder linked");
     }
 }
