@@ -665,7 +665,8 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
     };
     let records = &verified.records;
     let state = RunState::of(records);
-    let bars = timeline::bars(records);
+    // The timeline draws the records the page shows, as the table lists them.
+    let bars = timeline::bars(records.get(..MAX_RECORDS_SHOWN).unwrap_or(records));
     let conclusions: Vec<&VerifiedRecord> =
         records.iter().filter(|r| matches!(r.record.body, RecordBody::RunConcluded(_))).collect();
     let budget = state.budget();
@@ -696,6 +697,7 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
                     " at seq " (fork.at_seq) " (hash " code { (short(&fork.source_hash)) } ")" }
             }
             h2 { "timeline" }
+            @if records.len() > MAX_RECORDS_SHOWN { p class="warn" { "of the first " (MAX_RECORDS_SHOWN) " records of " (records.len()) } }
             @if bars.is_empty() { p { "no steps or effects" } } @else { (timeline::svg(&bars)) }
             h2 { "budget" }
             table class="budget" {

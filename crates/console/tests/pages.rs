@@ -691,3 +691,38 @@ fn r_aud_8_a_run_that_moves_on_while_the_runs_page_by_outcome_is_drawn_is_no_fal
     assert!(moved.load(Ordering::SeqCst), "the run moved on while the page was drawn");
     assert!(!page.contains("NOT as listed"), "a false alarm on a healthy plane: {page}");
 }
+
+/// R-OPS-1 (review 36): a run page shows at most 5,000 records, and its
+/// timeline drew a bar for every step and effect of the whole run: a run
+/// of a million records (anyone who can write the store can make one) was
+/// a page of a million SVG rows, each effect's end matched by a scan of
+/// every bar before it. The timeline draws the records the page shows.
+#[test]
+fn r_ops_1_a_run_page_draws_the_timeline_of_the_records_it_shows_only() {
+    use journal_core::runtime::EffectOutput;
+    use journal_core::{Admission, AdmitRequest, Counters, EffectResult, MemoryStore, RuntimeBuilder};
+    let store = Arc::new(MemoryStore::new());
+    let plane = Plane::new();
+    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(plane.tenant.clone(), plane.origin.clone(), None)
+        .build()
+        .unwrap();
+    let request =
+        AdmitRequest { idempotency_key: "job-long".into(), plan: vec!["work".into()], budget: Default::default() };
+    let Admission::New(mut run) = runtime.admit(&plane.tenant, request).unwrap() else { panic!("a new run") };
+    run.start_step("work").unwrap();
+    let effects = 2_600;
+    for i in 0..effects {
+        let output = || EffectOutput { result: EffectResult::Ok { output: "ok".into() }, charged: Counters::default() };
+        run.effect(&format!("ek:{i}"), "work", output).unwrap();
+    }
+    let id = run.run().clone();
+    let console = plane.console_over(store);
+    let (status, page) = get(&format!("{}/run/shop/{id}", console.url()));
+    assert_eq!(status, 200, "{}", &page[..page.len().min(2_000)]);
+    assert!(page.contains("the first 5000 records of"), "the page says it is cut");
+    // Each bar begins with a record of the page: at most one a record pair
+    // (an effect's start and end) past the step's.
+    let bars = page.matches("<rect class=\"bar").count();
+    assert!(bars <= 1 + 5_000 / 2, "{bars} bars for the 5,000 records shown, of a run of {effects} effects");
+}
