@@ -140,7 +140,10 @@ pub fn redact(text: &str) -> String {
     while let Some(start) = rest.find("://") {
         let (before, from_scheme) = rest.split_at(start + 3);
         out.push_str(before);
-        let end = from_scheme.find(|c: char| c.is_whitespace() || c == '"' || c == '\'').unwrap_or(from_scheme.len());
+        // A URL ends at white space, never at a quote: a password may hold
+        // `'` (or `\"`, as a configuration file escapes it), and a quote
+        // closing the URL is left inside the host part, which is shown.
+        let end = from_scheme.find(char::is_whitespace).unwrap_or(from_scheme.len());
         let (url, after) = from_scheme.split_at(end);
         out.push_str(&redact_one_url(url));
         rest = after;
@@ -354,6 +357,26 @@ mod tests {
         }
         assert!(!redact("postgresql://admin:p@ss@h/db").contains("p@ss"));
         assert_eq!(redact("postgres://admin:Se/cret@h:5/db"), "postgres://admin:***@h:5/db");
+    }
+
+    /// R-OPS-1 (review 36): a URL was taken to end at a quote, so a
+    /// password holding `'` (legal in a URL's userinfo, and PostgreSQL's
+    /// parser reads it) or `\"` (as a configuration file escapes it) was
+    /// shown from the quote on, `@host` and all: `agentplane --config` of a
+    /// configuration whose store line does not parse printed it whole.
+    #[test]
+    fn r_ops_1_a_password_holding_a_quote_is_redacted_whole() {
+        for (text, secret) in [
+            ("postgres://admin:it's2@h/db", "it's2"),
+            ("  1 | store = \"postgres://admin:it's2@localhost/db", "it's2"),
+            ("  1 | store = \"postgres://admin:hun\\\"ter2@localhost/db\"", "ter2"),
+            ("the store 'postgresql://admin:o'hara@h/db' is unreachable", "hara"),
+        ] {
+            let shown = redact(text);
+            assert!(!shown.contains(secret), "{shown}");
+            assert!(shown.contains("admin:***@"), "{shown}");
+        }
+        assert_eq!(redact("\"postgres://u:pw@h/db\" is not"), "\"postgres://u:***@h/db\" is not");
     }
 
     #[test]
