@@ -354,6 +354,55 @@ fn r_wit_9_kept_cosigned_rows_are_read_by_size_and_a_fork_is_an_alarm() {
     ));
 }
 
+/// R-WIT-9 over a plane's life (issue 25's scale): the sweep remembers the
+/// kept cosigned rows it verified, so a round verifies the rows added since,
+/// not every row the plane kept (one a round, for months). What it trusts is
+/// never a row it verified under other bytes or other keys: a remembered row
+/// rewritten behind the plane (a forged note, another tree) is verified
+/// again and is an alarm, and another quorum or witness list verifies every
+/// row afresh.
+#[test]
+fn r_wit_9_remembered_cosigned_rows_are_verified_again_once_rewritten() {
+    use journal_core::runtime::{CosignedRowsError, RememberedStandings, verify_cosigned_rows_remembering};
+    use journal_core::store::SignedTree;
+    let origin = journal_core::Origin::new(ORIGIN).unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let verifier = log_key.verifier_key();
+    let row = |size: u64, root: u8| {
+        let tree = tlog::Tree::new(size, tlog::RootHash::from_hash_bytes([root; 32]));
+        SignedTree {
+            tree,
+            note: journal_core::log::sign_checkpoint(&origin, tree, &log_key).unwrap().note().to_owned(),
+        }
+    };
+    let remembered = RememberedStandings::default();
+    let mut rows = vec![row(2, 2), row(5, 5), row(3, 3)];
+    let verify = |rows: &[SignedTree], quorum: usize| {
+        verify_cosigned_rows_remembering(rows, &origin, &verifier, &[], quorum, &remembered)
+    };
+    assert_eq!(verify(&rows, 0).unwrap().map(|(_, tree)| tree.size), Some(5));
+    assert_eq!(remembered.len(), 3, "each row verified is remembered");
+    rows.push(row(7, 7));
+    assert_eq!(verify(&rows, 0).unwrap().map(|(_, tree)| tree.size), Some(7), "a row added since is read");
+    assert_eq!(remembered.len(), 4);
+
+    // The largest row rewritten in place: its tree claims more, its note is the genuine one of size 7.
+    let mut grown = rows.clone();
+    grown[3].tree = tlog::Tree::new(9, grown[3].tree.root);
+    assert!(
+        matches!(verify(&grown, 0), Err(CosignedRowsError::DoesNotVerify { number: 4, size: 9, .. })),
+        "a remembered row rewritten is verified again"
+    );
+    let mut forged = rows.clone();
+    forged[1].note = "forged".into();
+    assert!(matches!(verify(&forged, 0), Err(CosignedRowsError::DoesNotVerify { number: 2, size: 5, .. })));
+    assert_eq!(remembered.len(), 4, "what did not verify is not remembered");
+
+    // Another quorum: every row is held to it afresh (none is witnessed by 1 with no witness keys).
+    assert_eq!(verify(&rows, 1).unwrap(), None);
+    assert_eq!(verify(&rows, 0).unwrap().map(|(_, tree)| tree.size), Some(7));
+}
+
 /// A witness that answers what it holds: the tree given.
 struct Holds(tlog::Tree);
 

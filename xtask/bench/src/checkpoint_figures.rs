@@ -100,7 +100,23 @@ pub fn figures(backend: Backend, rounds: usize, quick: bool) -> Result<Vec<Figur
             sign_nanos(store.as_ref())
         },
     )?;
+    let kept = if quick { 50 } else { 2_000 };
+    let (remembered, first) = kept_cosigned_rows(backend, rounds, kept)?;
     Ok(vec![
+        Figure {
+            name: format!(
+                "the sweep's check of the kept cosigned rows on {}, {kept} rows kept (a log signature and a witness's \
+                 cosignature each), in a round after the first",
+                backend.name()
+            ),
+            ours: remembered,
+            baseline_name: "the same rows in the first round (every row verified: each round, before session 28)"
+                .into(),
+            baseline: first,
+            unit: Unit::Nanos,
+            bar: None,
+            rounds,
+        },
         Figure {
             name: format!("checkpoint signed on {}, {moved_all} open runs moved (heads leaf first)", backend.name()),
             ours,
@@ -120,4 +136,47 @@ pub fn figures(backend: Backend, rounds: usize, quick: bool) -> Result<Vec<Figur
             rounds,
         },
     ])
+}
+
+/// Nanoseconds for the sweep's check of `kept` cosigned rows (each the
+/// plane's signed checkpoint and one witness's cosignature), read from the
+/// store and verified (issue 21) as a round does: with the rows remembered
+/// from an earlier round, against a first round's (every row verified).
+fn kept_cosigned_rows(backend: Backend, rounds: usize, kept: usize) -> Result<(f64, f64)> {
+    use journal_core::runtime::{RememberedStandings, verify_cosigned_rows_remembering};
+    use journal_core::store::SignedTree;
+    let (store, _location) = fresh_store(backend)?;
+    let (tenant, origin) = tenant()?;
+    let key = log_key(&origin)?;
+    let cosigner = witness::Cosigner::new(
+        SignerKey::from_seed("bench.witness/w", witness::ALG_COSIGNATURE_V1, [5; 32])
+            .map_err(|err| anyhow!("{err}"))?,
+    )
+    .map_err(|err| anyhow!("{err}"))?;
+    let witness_keys = vec![witness::TrustedWitness::new(cosigner.verifier_key()).map_err(|err| anyhow!("{err}"))?];
+    for size in 1..=kept as u64 {
+        let tree = tlog::Tree::new(
+            size,
+            tlog::RootHash::from_hash_bytes(*ChainHash::link(&ChainHash::GENESIS, &size.to_be_bytes()).as_bytes()),
+        );
+        let signed = journal_core::log::sign_checkpoint(&origin, tree, &key)?;
+        let cosignature =
+            cosigner.cosign(&signed.checkpoint().to_text(), 1_700_000_000 + size).map_err(|err| anyhow!("{err}"))?;
+        store.record_cosigned_checkpoint(&tenant, SignedTree { tree, note: signed.cosigned_note([&cosignature]) })?;
+    }
+    let verifier = key.verifier_key();
+    let check = |remembered: &RememberedStandings| -> Result<f64> {
+        let start = Instant::now();
+        let rows = store.cosigned_checkpoints(&tenant)?;
+        let newest = verify_cosigned_rows_remembering(&rows, &origin, &verifier, &witness_keys, 1, remembered)
+            .map_err(|err| anyhow!("{err}"))?;
+        let nanos = start.elapsed().as_nanos() as f64;
+        if newest.map(|(_, tree)| tree.size) != Some(kept as u64) {
+            bail!("the kept rows' newest is {newest:?}, not size {kept}");
+        }
+        Ok(nanos)
+    };
+    let warm = RememberedStandings::default();
+    check(&warm)?;
+    alternate(rounds, || check(&warm), || check(&RememberedStandings::default()))
 }

@@ -261,6 +261,7 @@ impl RuntimeBuilder {
             last_probe: std::sync::Mutex::new(std::collections::HashMap::new()),
             extends_mark: std::sync::Mutex::new(std::collections::HashSet::new()),
             covered: std::sync::Mutex::new(std::collections::HashMap::new()),
+            cosigned_verified: super::RememberedStandings::default(),
         })
     }
 }

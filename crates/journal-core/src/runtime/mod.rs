@@ -24,8 +24,8 @@ pub use crate::run_state::{RunStatus, TimeWindow, charge, cost_in};
 pub use builder::{BuildError, RuntimeBuilder};
 pub use handle::{Admission, EffectOutput, RunHandle};
 pub use sweep::{
-    CosignedRowsError, CosignedStanding, SweepOutcome, SweepReport, WitnessProbe, WitnessViews, ask_witnesses,
-    verify_cosigned_note, verify_cosigned_rows,
+    CosignedRowsError, CosignedStanding, RememberedStandings, SweepOutcome, SweepReport, WitnessProbe, WitnessViews,
+    ask_witnesses, verify_cosigned_note, verify_cosigned_rows, verify_cosigned_rows_remembering,
 };
 
 use crate::chain::ChainCheck;
@@ -126,6 +126,9 @@ pub struct Runtime {
     /// Each tenant's covered heads, read from its log's leaves once and
     /// brought up to date before each use.
     covered: std::sync::Mutex<std::collections::HashMap<TenantId, CoveredHeads>>,
+    /// The kept cosigned rows this runtime verified: each is verified once
+    /// (again only if rewritten), not once a round.
+    cosigned_verified: RememberedStandings,
 }
 
 impl Runtime {

@@ -252,11 +252,105 @@ pub fn verify_cosigned_rows(
     witness_keys: &[witness::TrustedWitness],
     quorum: usize,
 ) -> Result<Option<(usize, Tree)>, CosignedRowsError> {
+    verify_cosigned_rows_remembering(rows, origin, log_key, witness_keys, quorum, &RememberedStandings::default())
+}
+
+/// The standings of the cosigned rows a process has verified, each under
+/// the digest of what was verified: its tree and its note, with the origin,
+/// the log key, the trusted witness keys and the quorum it was held to. A
+/// plane that sweeps for months keeps a row a round: verified afresh every
+/// round, the round's cost grew with the plane's age (a row is one log
+/// signature and a cosignature a witness). Remembered, a row is verified
+/// once; a row rewritten since (a forged note, another tree) has another
+/// digest and is verified again, so nothing a round trusts was verified
+/// under other bytes or other keys.
+#[derive(Debug, Default)]
+pub struct RememberedStandings {
+    verified: std::sync::Mutex<Standings>,
+}
+
+/// What [`RememberedStandings`] holds.
+#[derive(Debug, Default)]
+struct Standings {
+    /// The digest of the keys and quorum the standings were verified under.
+    held_under: Option<[u8; 32]>,
+    /// The standings by each row's digest.
+    by_row: std::collections::HashMap<[u8; 32], CosignedStanding>,
+}
+
+/// The most rows remembered: past it the memory is emptied and rows are
+/// verified afresh (about 50 MB at the bound).
+const MAX_REMEMBERED_ROWS: usize = 1 << 20;
+
+impl RememberedStandings {
+    /// How many rows are remembered as verified.
+    pub fn len(&self) -> usize {
+        self.verified.lock().unwrap_or_else(std::sync::PoisonError::into_inner).by_row.len()
+    }
+
+    /// Whether no row is remembered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The digest of what every row is held to.
+    fn context(
+        origin: &Origin,
+        log_key: &witness::VerifierKey,
+        witness_keys: &[witness::TrustedWitness],
+        quorum: usize,
+    ) -> [u8; 32] {
+        use sha2::{Digest as _, Sha256};
+        let mut digest = Sha256::new();
+        let keys = witness_keys.iter().map(|key| key.verifier_key().to_string());
+        for part in [origin.as_str().to_owned(), log_key.to_string(), quorum.to_string()].into_iter().chain(keys) {
+            digest.update((part.len() as u64).to_be_bytes());
+            digest.update(part.as_bytes());
+        }
+        digest.finalize().into()
+    }
+
+    /// The digest of one row as verified.
+    fn row(row: &SignedTree) -> [u8; 32] {
+        use sha2::{Digest as _, Sha256};
+        let mut digest = Sha256::new();
+        digest.update(row.tree.size.to_be_bytes());
+        digest.update(row.tree.root.as_bytes());
+        digest.update(row.note.as_bytes());
+        digest.finalize().into()
+    }
+}
+
+/// [`verify_cosigned_rows`], verifying only the rows `remembered` does not
+/// hold verified under the same keys and quorum, and remembering those.
+pub fn verify_cosigned_rows_remembering(
+    rows: &[crate::store::SignedTree],
+    origin: &Origin,
+    log_key: &witness::VerifierKey,
+    witness_keys: &[witness::TrustedWitness],
+    quorum: usize,
+    remembered: &RememberedStandings,
+) -> Result<Option<(usize, Tree)>, CosignedRowsError> {
+    let context = RememberedStandings::context(origin, log_key, witness_keys, quorum);
+    let mut memory = remembered.verified.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let Standings { held_under, by_row: standings } = &mut *memory;
+    if *held_under != Some(context) || standings.len() > MAX_REMEMBERED_ROWS {
+        standings.clear();
+        *held_under = Some(context);
+    }
     let mut by_size: std::collections::BTreeMap<u64, (usize, Tree)> = std::collections::BTreeMap::new();
     let mut newest: Option<(usize, Tree)> = None;
     for (i, row) in rows.iter().enumerate() {
-        let standing = verify_cosigned_note(&row.note, row.tree, origin, log_key, witness_keys, quorum)
-            .map_err(|why| CosignedRowsError::DoesNotVerify { number: i + 1, size: row.tree.size, why })?;
+        let digest = RememberedStandings::row(row);
+        let standing = match standings.get(&digest) {
+            Some(standing) => *standing,
+            None => {
+                let standing = verify_cosigned_note(&row.note, row.tree, origin, log_key, witness_keys, quorum)
+                    .map_err(|why| CosignedRowsError::DoesNotVerify { number: i + 1, size: row.tree.size, why })?;
+                standings.insert(digest, standing);
+                standing
+            }
+        };
         if let Some((first, tree)) = by_size.insert(row.tree.size, (i, row.tree))
             && tree.root != row.tree.root
         {
@@ -392,7 +486,9 @@ fn integrity(tenant: &TenantId, tree: tlog::Tree, what: &str) {
 
 impl Runtime {
     /// Verifies every cosigned note the store keeps for the tenant (issue
-    /// 21); the tree of the last one, or why the rows cannot be trusted.
+    /// 21), each once in this runtime's life unless it was rewritten since
+    /// ([`RememberedStandings`]); the tree of the last one, or why the rows
+    /// cannot be trusted.
     fn verified_cosigned(
         &self,
         config: &super::TenantConfig,
@@ -400,8 +496,15 @@ impl Runtime {
     ) -> Result<Option<Tree>, String> {
         let rows = self.store.cosigned_checkpoints(&config.tenant).map_err(|err| err.to_string())?;
         let needed = if self.witness_keys.is_empty() { 0 } else { self.quorum.needed() };
-        let newest = verify_cosigned_rows(&rows, &config.origin, &log_key.verifier_key(), &self.witness_keys, needed)
-            .map_err(|err| {
+        let newest = verify_cosigned_rows_remembering(
+            &rows,
+            &config.origin,
+            &log_key.verifier_key(),
+            &self.witness_keys,
+            needed,
+            &self.cosigned_verified,
+        )
+        .map_err(|err| {
             format!(
                 "{err}: the store was written behind the plane's back; nothing was signed or sent (run \
                      `agentplane verify`)"
