@@ -136,6 +136,38 @@ pub fn shown(text: &str) -> String {
 /// up, or a crash, never leaves a half-written file at `path` to be read, or
 /// to refuse the next try.
 pub fn write_new(path: &std::path::Path, bytes: &[u8], private: bool) -> std::io::Result<()> {
+    let (dir, file) = written_aside(path, bytes, private, None)?;
+    file.persist_noclobber(path).map_err(|err| err.error)?;
+    sync_dir(dir)
+}
+
+/// Replaces the file at `path` (a link is followed: the file it names is
+/// replaced, the link kept) whole, or not at all: the bytes go to a
+/// temporary file beside it, with its permissions, synced, then renamed
+/// over it, and the directory synced. A disk that fills up, or a crash,
+/// leaves the file as it was, never half of the new one. Where nothing is
+/// there yet, the file is made as [`write_new`] makes it.
+pub fn write_replacing(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    let (target, permissions) = match std::fs::metadata(path) {
+        Ok(meta) => (std::fs::canonicalize(path)?, Some(meta.permissions())),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => (path.to_path_buf(), None),
+        Err(err) => return Err(err),
+    };
+    let (dir, file) = written_aside(&target, bytes, false, permissions)?;
+    file.persist(&target).map_err(|err| err.error)?;
+    sync_dir(dir)
+}
+
+/// `bytes` in a temporary file in the directory of `path`, synced, and that
+/// directory. The file is made with mode 0600 when `private`, else as the
+/// umask gives a new file, then given `keep` when there are permissions to
+/// keep (those of the file it replaces).
+fn written_aside<'a>(
+    path: &'a std::path::Path,
+    bytes: &[u8],
+    private: bool,
+    keep: Option<std::fs::Permissions>,
+) -> std::io::Result<(&'a std::path::Path, tempfile::NamedTempFile)> {
     let dir = match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir,
         _ => std::path::Path::new("."),
@@ -147,10 +179,19 @@ pub fn write_new(path: &std::path::Path, bytes: &[u8], private: bool) -> std::io
     #[cfg(not(unix))]
     let _ = private;
     let mut file = builder.tempfile_in(dir)?;
+    if let Some(keep) = keep {
+        file.as_file().set_permissions(keep)?;
+    }
     std::io::Write::write_all(&mut file, bytes)?;
     file.as_file().sync_all()?;
-    file.persist_noclobber(path).map_err(|err| err.error)?;
+    Ok((dir, file))
+}
+
+/// Makes the names just linked or renamed in `dir` durable.
+fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
     #[cfg(unix)]
     std::fs::File::open(dir)?.sync_all()?;
+    #[cfg(not(unix))]
+    let _ = dir;
     Ok(())
 }

@@ -79,6 +79,46 @@ fn r_sig_4_keygen_refuses_a_postgresql_store_that_holds_runs() {
     assert!(!dir.path().join("fresh.highwater").exists());
 }
 
+/// R-UX-3: `export --force` on a disk that fills up while the export is
+/// written fails (exit 2) and leaves the file it would have replaced as it
+/// was; `export` to a new file leaves no half-written export to be read, or
+/// to refuse the next try. Before, the old file was truncated first and the
+/// new export cut at the limit: the export kept there was lost. The store is
+/// a PostgreSQL database, so the only files the command writes are the
+/// export and the small high-water mark (`cargo xtask with-pg cargo test -p
+/// agentplane-cli --test maintenance`).
+#[test]
+fn r_ux_3_export_on_a_full_disk_keeps_the_file_it_would_replace() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["init"]);
+    point_at_a_fresh_database(dir.path());
+    ok(dir.path(), &["demo"]);
+    let run = ok(dir.path(), &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
+    let whole = ok(dir.path(), &["export", &run, "-o", "-"]);
+    assert!(whole.len() > 2048, "an export larger than the limit: {} bytes", whole.len());
+    let kept = dir.path().join("kept.export");
+    std::fs::write(&kept, "an export kept from before").unwrap();
+    let listing = || {
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        names
+    };
+    let before = listing();
+    let out = agentplane_on_a_full_disk(dir.path(), &["export", &run, "-o", "kept.export", "--force"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), "an export kept from before", "{}", text(&out));
+    let out = agentplane_on_a_full_disk(dir.path(), &["export", &run, "-o", "new.export"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert_eq!(listing(), before, "a failed export left a file behind: {}", text(&out));
+    ok(dir.path(), &["export", &run, "-o", "new.export"]);
+    ok(dir.path(), &["export", &run, "-o", "kept.export", "--force"]);
+    for name in ["new.export", "kept.export"] {
+        let written = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert_eq!(written.lines().count(), whole.lines().count(), "{name}");
+    }
+}
+
 /// R-UX-3, R-OPS-1: `compact` beside a process that shares the file (a
 /// plane, its sweep, a reader) changes nothing and says why truly: compact
 /// needs the file to itself, and which process has it open; not that the

@@ -64,24 +64,25 @@ pub fn export(settings: &Settings, run: &str, output: &Path, force: bool) -> Res
     Ok(())
 }
 
-/// Writes `bytes` to `path`: a new file, or with `force` over an existing one.
+/// Writes `bytes` to `path` whole or not at all (R-UX-3): a new file, or
+/// with `force` in place of the file there, which a full disk or a crash
+/// leaves as it was (never truncated first). A terminal, a pipe or a device
+/// holds nothing to keep: it is written through.
 fn write_new(path: &Path, bytes: &[u8], force: bool) -> Result<(), Failure> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true);
-    if force {
-        options.create(true).truncate(true);
-    } else {
-        options.create_new(true);
-    }
-    let mut file = options.open(path).map_err(|err| match err.kind() {
+    let written = match std::fs::metadata(path) {
+        Ok(meta) if force && !meta.is_file() => std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut file| std::io::Write::write_all(&mut file, bytes)),
+        _ if force => crate::output::write_replacing(path, bytes),
+        _ => crate::output::write_new(path, bytes, false),
+    };
+    written.map_err(|err| match err.kind() {
         std::io::ErrorKind::AlreadyExists => {
             Failure::Usage(format!("{} exists: give --force to overwrite it", path.display()))
         }
         _ => Failure::Io(format!("writing {}: {err}", path.display())),
-    })?;
-    std::io::Write::write_all(&mut file, bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(|err| Failure::Io(format!("writing {}: {err}", path.display())))
+    })
 }
 
 /// The most `verify-export` reads: 1 GiB (real exports are far smaller).
