@@ -274,7 +274,7 @@ pub enum Command {
         /// The file to write (`-`: standard output).
         #[arg(short, long)]
         output: PathBuf,
-        /// Overwrite the file if it exists.
+        /// Overwrite the file if it exists (an earlier export, never one of the plane's own files).
         #[arg(long)]
         force: bool,
     },

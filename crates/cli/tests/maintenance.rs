@@ -119,6 +119,34 @@ fn r_ux_3_export_on_a_full_disk_keeps_the_file_it_would_replace() {
     }
 }
 
+/// R-UX-3: `export --force` replaces an earlier export, never one of the
+/// plane's own files, named directly or through a link (a mistyped or
+/// completed name): the store, the key file, the high-water mark and the
+/// configuration are refused (exit 2) and left byte for byte as they were.
+/// Before, `export RUN -o agentplane.redb --force` wrote the export over the
+/// store it had just read from, and exited 0: every run was gone, and so
+/// were the plane's keys with `-o agentplane.key`.
+#[test]
+fn r_ux_3_export_force_never_replaces_the_plane_s_own_files() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["init"]);
+    ok(dir.path(), &["demo"]);
+    let run = ok(dir.path(), &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink("agentplane.key", dir.path().join("link.export")).unwrap();
+    for name in ["agentplane.redb", "agentplane.key", "agentplane.highwater", "agentplane.toml", "link.export"] {
+        if !dir.path().join(name).exists() {
+            continue;
+        }
+        let before = std::fs::read(dir.path().join(name)).unwrap();
+        let said = fails(dir.path(), &["export", &run, "-o", name, "--force"], 2);
+        assert!(said.contains("the plane's"), "{name}: {said}");
+        assert!(std::fs::read(dir.path().join(name)).unwrap() == before, "{name} was written over");
+    }
+    assert!(ok(dir.path(), &["verify"]).contains("clean"));
+    ok(dir.path(), &["export", &run, "-o", "run.export", "--force"]);
+}
+
 /// R-UX-3, R-OPS-1: `compact` beside a process that shares the file (a
 /// plane, its sweep, a reader) changes nothing and says why truly: compact
 /// needs the file to itself, and which process has it open; not that the

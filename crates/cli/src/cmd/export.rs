@@ -21,6 +21,7 @@ pub fn export(settings: &Settings, run: &str, output: &Path, force: bool) -> Res
     if !force && output != Path::new("-") && output.exists() {
         return Err(Failure::Usage(format!("{} exists: give --force to overwrite it", output.display())));
     }
+    refuse_a_plane_file(settings, output)?;
     let plane = Plane::open(settings, false)?;
     let run = run_id(run)?;
     let verifier = plane.keys.record_verifier()?;
@@ -60,6 +61,31 @@ pub fn export(settings: &Settings, run: &str, output: &Path, force: bool) -> Res
              history) to {to}",
             exported.records
         ),
+    }
+    Ok(())
+}
+
+/// Refuses an output that is one of the plane's own files, named directly
+/// or through a link: `--force` replaces an earlier export, never the
+/// store, the key file, its high-water mark or the configuration (a
+/// mistyped or completed name would lose every run, or the plane's keys).
+fn refuse_a_plane_file(settings: &Settings, output: &Path) -> Result<(), Failure> {
+    // Nothing there yet is nothing of the plane's.
+    let Ok(target) = std::fs::canonicalize(output) else { return Ok(()) };
+    let mark = crate::high_water::path_beside(&settings.keys);
+    let plane_files = [
+        (Some(settings.store.as_path()), "store"),
+        (Some(settings.keys.as_path()), "key file"),
+        (Some(mark.as_path()), "high-water mark"),
+        (settings.config_path.as_deref(), "configuration"),
+    ];
+    for (file, what) in plane_files {
+        if file.and_then(|file| std::fs::canonicalize(file).ok()).is_some_and(|file| file == target) {
+            return Err(Failure::Usage(format!(
+                "{} is the plane's {what}: an export never replaces it (give -o another file)",
+                output.display()
+            )));
+        }
     }
     Ok(())
 }
