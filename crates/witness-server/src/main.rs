@@ -416,14 +416,25 @@ impl StopSignals {
     }
 }
 
-fn write_secret(path: &PathBuf, contents: &str) -> Result<(), String> {
+/// Writes a new secret file whole, or nothing (R-UX-3): to a temporary file
+/// beside `path` (mode 0600), synced, then linked in place, refusing an
+/// existing file, and the directory synced. A disk that fills up, or a
+/// crash, never leaves an empty or half-written key at `path`, which the
+/// next `keygen` would refuse as existing and `serve` could not read.
+fn write_secret(path: &Path, contents: &str) -> Result<(), String> {
     use std::io::Write as _;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
+    let writing = |err: std::io::Error| format!("writing {}: {err}", path.display());
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    // tempfile makes its files with mode 0600.
+    let mut file = tempfile::Builder::new().prefix(".agentplane-witness-key-").tempfile_in(dir).map_err(writing)?;
+    writeln!(file, "{contents}").and_then(|()| file.as_file().sync_all()).map_err(writing)?;
+    file.persist_noclobber(path).map_err(|err| format!("creating {}: {}", path.display(), err.error))?;
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(path).map_err(|err| format!("creating {}: {err}", path.display()))?;
-    writeln!(file, "{contents}").map_err(|err| format!("writing {}: {err}", path.display()))
+    std::fs::File::open(dir).and_then(|dir| dir.sync_all()).map_err(writing)?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -497,6 +497,41 @@ fn the_witness_binary_has_help() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("agentplane-witness:"));
 }
 
+/// R-UX-3: `keygen` on a disk that fills up while the key is written fails
+/// and leaves no key file behind (whole or not at all, as the plane's
+/// `keygen` writes its key): the same `keygen` succeeds once there is room,
+/// and its key reads. Before, an empty key file was left at `--out` (an
+/// exclusive create, then the write that failed), which the next `keygen`
+/// refused as existing and `serve` could not read.
+#[cfg(unix)]
+#[test]
+fn r_ux_3_keygen_on_a_full_disk_leaves_no_half_written_key_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("w.key");
+    // Every file the witness writes is limited to 0 bytes (SIGXFSZ ignored):
+    // a write fails as on a full disk.
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(r#"trap "" XFSZ; ulimit -f 0; exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["keygen", "--name", "witness.test/full", "--out"])
+        .arg(&key_file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|entry| entry.unwrap().file_name()).collect();
+    assert!(left.is_empty(), "a failed keygen left {left:?}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["keygen", "--name", "witness.test/full", "--out"])
+        .arg(&key_file)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let skey = std::fs::read_to_string(&key_file).unwrap();
+    let key = witness::SignerKey::parse(skey.trim()).unwrap();
+    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), key.verifier_key().to_string());
+}
+
 #[test]
 fn a_bodiless_409_at_equal_size_is_the_v1_fork_answer() {
     // transparency-dev/witness follows tlog-witness v1.0.0: same size, other
