@@ -88,7 +88,7 @@ pub fn open_existing(path: &Path) -> Result<Arc<dyn Store>, Failure> {
     }
     let (store, opening) = RedbStore::open_read_only_or_repaired_copy(path).map_err(redb_failure)?;
     if opening == ReadOnlyOpening::RepairedCopy {
-        eprintln!(
+        errln!(
             "agentplane: {} was not closed cleanly (a crash) and needs a repair; reading a repaired private copy, \
              the file itself untouched. `agentplane repair` repairs it in place.",
             path.display()

@@ -96,7 +96,7 @@ impl Plane {
             journal_core::log::HighWaterError::Io { .. } => Failure::Io(err.to_string()),
         })?;
         if let HighWaterMark::Lost { reason } = &mark {
-            eprintln!(
+            errln!(
                 "agentplane: the plane's record of its last signature is lost ({reason}): it cannot tell by itself \
                  whether this store is older than what it signed"
             );
@@ -117,7 +117,7 @@ impl Plane {
                     self.origin
                 )));
             }
-            eprintln!(
+            errln!(
                 "agentplane: asking the {} configured witnesses what they hold before signing",
                 self.witnesses.len()
             );

@@ -31,6 +31,14 @@ macro_rules! out {
     };
 }
 
+/// `eprintln!` that never panics: a line standard error cannot take (a full
+/// disk, a closed pipe) is dropped; the exit code still says what happened.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{}\n", format_args!($($arg)*)));
+    }};
+}
+
 mod args;
 mod backend;
 mod cmd;
@@ -50,7 +58,14 @@ fn main() -> ExitCode {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     // Plain text when stderr is a file or a pipe: colour only on a terminal.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
+    // A log line that cannot be written is dropped: tracing-subscriber's own
+    // report of it would panic on the same full disk or closed pipe.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .log_internal_errors(false)
+        .init();
     // The plane flags are checked against the command before `--json` is
     // known, so a misplaced one is reported as text.
     let (json, lines, result) = match usage::parse() {
@@ -65,7 +80,7 @@ fn main() -> ExitCode {
             }
             // No password of a store URL is ever printed, whatever the message
             // quotes, and no control character of what it quotes.
-            eprintln!("agentplane: {}", output::printable(&store_pg::redact(&failure.message())));
+            errln!("agentplane: {}", output::printable(&store_pg::redact(&failure.message())));
             ExitCode::from(failure.exit_code())
         }
     }

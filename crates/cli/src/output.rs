@@ -70,7 +70,7 @@ pub fn written(result: std::io::Result<()>) {
         if err.kind() == std::io::ErrorKind::BrokenPipe {
             std::process::exit(0);
         }
-        eprintln!("agentplane: writing to standard output: {err}");
+        errln!("agentplane: writing to standard output: {err}");
         std::process::exit(2);
     }
 }

@@ -1179,6 +1179,24 @@ fn a_closed_pipe_ends_a_command_quietly() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
 }
 
+/// R-UX-3: standard error that cannot take a line (a full disk) is no
+/// panic: a refused command still exits with its class's code (2 here), and
+/// a warning the log cannot write is dropped. Before, `eprintln!` and the
+/// log's own report of the failed write panicked: exit 101.
+#[cfg(unix)]
+#[test]
+fn r_ux_3_a_command_whose_standard_error_fails_exits_with_its_code_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
+        .args(["runs"])
+        .current_dir(dir.path())
+        .env("RUST_LOG", "debug")
+        .stderr(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "no plane here: a usage failure, whose message could not be written");
+}
+
 /// `agentplane compact` gives free pages back without touching a record:
 /// the file does not grow, every run reads the same and `verify` is clean.
 #[test]

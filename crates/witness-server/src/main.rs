@@ -199,26 +199,50 @@ fn main() -> ExitCode {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Plain text when the log goes to a file or a pipe: colour only on a terminal.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).init();
+    // A log line that cannot be written is dropped: tracing-subscriber's own
+    // report of it would panic on the same full disk or closed pipe.
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .log_internal_errors(false)
+        .init();
     // No argument of any command is a private key: one given by mistake (for
     // a key file's path, or stray) is refused here, before the argument
     // parser or a file error could quote it.
     if std::env::args_os().skip(1).any(|arg| looks_private(&arg.to_string_lossy())) {
-        eprintln!(
+        complain(
             "agentplane-witness: an argument is neither a path nor a public key: this is a private key \
              (PRIVATE+KEY+..., not shown here); give the witness its key as a file (--key-file FILE, written by \
              keygen), each log its public verifier key (--log ORIGIN=NAME+KEYID+BASE64), and keep private keys off \
-             command lines"
+             command lines",
         );
         return ExitCode::from(2);
     }
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("agentplane-witness: {message}");
+            complain(&format!("agentplane-witness: {message}"));
             ExitCode::from(2)
         }
     }
+}
+
+/// A line on standard output, flushed. `println!` panics when the output
+/// cannot take it (a closed pipe, a full disk): the witness answers with
+/// its exit code instead.
+fn say(line: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{line}")?;
+    out.flush()
+}
+
+/// A line on standard error; one that cannot be written is dropped, the
+/// exit code still says what happened (`eprintln!` would panic, exit 101).
+fn complain(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
 fn add_log(logs: &mut Vec<LogConfig>, origin: &str, vkey: &str, what: &str) -> Result<(), String> {
@@ -308,8 +332,14 @@ fn run(cli: Cli) -> Result<(), String> {
             };
             let key = SignerKey::generate(&name, algorithm).map_err(|err| err.to_string())?;
             write_secret(&out, &key.to_skey())?;
-            println!("{}", key.verifier_key());
-            Ok(())
+            say(&key.verifier_key().to_string()).map_err(|err| {
+                format!(
+                    "wrote {}, but could not print its verifier key ({err}); `agentplane-witness serve --key-file {}` \
+                     prints it when it starts",
+                    out.display(),
+                    out.display()
+                )
+            })
         }
         Command::Serve { config, listen, state, key_files, logs, limits } => {
             let mut file = config.as_deref().map(read_config).transpose()?.unwrap_or_default();
@@ -358,7 +388,11 @@ fn run(cli: Cli) -> Result<(), String> {
             let signals = StopSignals::install()?;
             let server = WitnessServer::start_with(config, &state, &listen, limits).map_err(|err| err.to_string())?;
             // One line, the URL last (tests and scripts take the last word).
-            println!("agentplane-witness {} listening on {}", vkeys.join(" "), server.url());
+            let listening = format!("agentplane-witness {} listening on {}", vkeys.join(" "), server.url());
+            if say(&listening).is_err() {
+                // Nobody reads standard output: the log says it instead.
+                tracing::info!(target: "agentplane.witness", "{listening}");
+            }
             signals.wait()?;
             tracing::info!(target: "agentplane.witness", "stopping: finishing the requests in flight");
             server.shutdown();

@@ -532,6 +532,35 @@ fn r_ux_3_keygen_on_a_full_disk_leaves_no_half_written_key_file() {
     assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), key.verifier_key().to_string());
 }
 
+/// R-UX-3: the witness's own output failing (standard error on a full disk,
+/// standard output closed) is no panic: a refusal still exits 2 and keygen
+/// says where the key went. Before, `eprintln!` panicked: exit 101.
+#[cfg(unix)]
+#[test]
+fn r_ux_3_a_witness_whose_output_fails_exits_with_its_code_not_a_panic() {
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["serve", "--key-file", "/nonexistent/w.key", "--state", "/nonexistent/w.redb"])
+        .stdout(full())
+        .stderr(full())
+        .status()
+        .unwrap();
+    assert_eq!(refused.code(), Some(2), "a refusal whose message cannot be written");
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("w.key");
+    let keygen = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["keygen", "--name", "witness.test/out", "--out"])
+        .arg(&key_file)
+        .stdout(full())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&keygen.stderr);
+    assert_eq!(keygen.status.code(), Some(2), "{said}");
+    assert!(said.contains("could not print its verifier key") && said.contains("w.key"), "{said}");
+    assert!(witness::SignerKey::parse(std::fs::read_to_string(&key_file).unwrap().trim()).is_ok(), "the key is kept");
+}
+
 #[test]
 fn a_bodiless_409_at_equal_size_is_the_v1_fork_answer() {
     // transparency-dev/witness follows tlog-witness v1.0.0: same size, other

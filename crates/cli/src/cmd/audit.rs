@@ -366,7 +366,7 @@ fn keep_verdict(cli: &Settings, command: &str, inputs: &AuditInputs, report: &Au
         log_root: report.log_root.clone(),
     };
     if let Err(err) = console::last_audit::record(&folder, &verdict) {
-        eprintln!("note: the verdict was not kept for the console: {err}");
+        errln!("note: the verdict was not kept for the console: {err}");
     }
 }
 

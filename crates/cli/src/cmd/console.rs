@@ -67,7 +67,7 @@ pub fn console(settings: &Settings, listen: SocketAddr, token_file: Option<&Path
             console::ConsoleError::Bind { .. } => Failure::Io(err.to_string()),
             other => Failure::Usage(other.to_string()),
         })?;
-    eprintln!("agentplane console: serving {} (read-only; Ctrl-C stops it)", served.url());
+    errln!("agentplane console: serving {} (read-only; Ctrl-C stops it)", served.url());
     served.wait();
     Ok(())
 }

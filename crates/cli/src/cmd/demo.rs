@@ -153,7 +153,7 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
     let t = &plane.tenant;
     let batch = plane.store.runs(t, None)?.len() / 8 + 1;
     let key = |name: &str| format!("demo-{batch}-{name}");
-    eprintln!(
+    errln!(
         "demo: admitting 9 sample runs (set {batch}) for tenant {} in {}",
         plane.tenant,
         crate::backend::display(&cli.store)
@@ -210,7 +210,7 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
     outln!();
     outln!("signed checkpoint:");
     out!("{}", sign(&plane)?.note());
-    eprintln!(
+    errln!(
         "the plane is {}: its configuration {}, keys {}, store {}",
         settings
             .config_path
@@ -223,7 +223,7 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
         crate::backend::display(&settings.store)
     );
     if settings.config_path.as_deref().and_then(|p| p.parent()) == Some(std::path::Path::new(DEMO_DIR)) {
-        eprintln!("run the other commands in the plane's folder: `cd {DEMO_DIR}`, then `agentplane runs`");
+        errln!("run the other commands in the plane's folder: `cd {DEMO_DIR}`, then `agentplane runs`");
     }
     Ok(())
 }

@@ -43,7 +43,7 @@ pub fn export(settings: &Settings, run: &str, output: &Path, force: bool) -> Res
         &ask_again,
     )?;
     if exported.cosigned.is_none() {
-        eprintln!("note: no witness quorum has cosigned a checkpoint holding this run yet (`agentplane sweep`)");
+        errln!("note: no witness quorum has cosigned a checkpoint holding this run yet (`agentplane sweep`)");
     }
     if output == Path::new("-") {
         out!("{}", exported.text);
@@ -54,9 +54,9 @@ pub fn export(settings: &Settings, run: &str, output: &Path, force: bool) -> Res
     let to = if output == Path::new("-") { "standard output".to_owned() } else { output.display().to_string() };
     match exported.covers {
         ExportCovers::Seal => {
-            eprintln!("exported sealed run {run} ({} records) to {to}", exported.records);
+            errln!("exported sealed run {run} ({} records) to {to}", exported.records);
         }
-        ExportCovers::Head { seq, .. } => eprintln!(
+        ExportCovers::Head { seq, .. } => errln!(
             "exported open run {run} ({} records, its head at seq {seq} proven in the log: a prefix, not a complete \
              history) to {to}",
             exported.records

@@ -39,19 +39,19 @@ pub fn resume(settings: &Settings, run: &str, raise: &[String], lift: bool, answ
     for spec in raise {
         let (dimension, ceiling) = ceiling(spec)?;
         runtime.raise_ceiling(t, &run, dimension, ceiling)?;
-        eprintln!("raised the {dimension} ceiling of run {run}");
+        errln!("raised the {dimension} ceiling of run {run}");
     }
     if lift {
         runtime.lift(t, &run, "lifted with agentplane resume")?;
-        eprintln!("lifted the withholding of run {run}");
+        errln!("lifted the withholding of run {run}");
     }
     for spec in answers {
         let (effect, answer) = doubt_answer(spec)?;
         runtime.answer_doubt(t, &run, effect, answer)?;
-        eprintln!("answered the doubt on effect {effect} of run {run}");
+        errln!("answered the doubt on effect {effect} of run {run}");
     }
     let Some(kind) = demo_kind(&plane, &run)? else {
-        eprintln!(
+        errln!(
             "run {run} is not run by the demo's agent code: it continues when its own code resumes it (the answers \
              above are recorded)"
         );

@@ -42,7 +42,7 @@ pub fn init(
     }
     let (config, keys) =
         init_plane(std::path::Path::new("."), files, tenants, origin_base, entries, quorum, sweep_every)?;
-    eprintln!(
+    errln!(
         "wrote {DEFAULT_CONFIG} and {} (keep it secret); the store will be {}",
         files.keys.display(),
         crate::backend::display(&files.store)

@@ -38,7 +38,7 @@ pub fn keygen(cli: &Settings) -> Result<(), Failure> {
     let origin = Origin::new(origin).map_err(|err| Failure::Usage(format!("--origin: {err}")))?;
     let keys = PlaneKeys::generate(&[origin])?;
     keys.write(&cli.keys)?;
-    eprintln!("wrote {}; the record key id is {}", cli.keys.display(), keys.record.key_id());
+    errln!("wrote {}; the record key id is {}", cli.keys.display(), keys.record.key_id());
     for origin in keys.origins() {
         outln!("{}", keys.log_for(&origin)?.verifier_key());
     }

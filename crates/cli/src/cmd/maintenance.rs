@@ -8,7 +8,7 @@ use crate::failure::Failure;
 /// `agentplane repair`: repairs, in place, a store a crash left.
 pub fn repair(cli: &Settings) -> Result<(), Failure> {
     backend::repair(&cli.store)?;
-    eprintln!("{} opens cleanly", cli.store.display());
+    errln!("{} opens cleanly", cli.store.display());
     Ok(())
 }
 
@@ -25,11 +25,11 @@ pub fn migrate(cli: &Settings) -> Result<(), Failure> {
     let store = backend::display(&cli.store);
     match backend::migrate(&cli.store)? {
         backend::Migrated::Schema(Some((from, to))) => {
-            eprintln!("{store}: schema migrated from version {from} to {to}")
+            errln!("{store}: schema migrated from version {from} to {to}")
         }
-        backend::Migrated::Schema(None) => eprintln!("{store}: the schema is this build's already"),
+        backend::Migrated::Schema(None) => errln!("{store}: the schema is this build's already"),
         backend::Migrated::Layout(migration) => match migration.backup {
-            Some(backup) => eprintln!(
+            Some(backup) => errln!(
                 "{store}: storage layout migrated from {} to {} ({} bytes before, {} after); the file as it was is \
                  kept in {} (a build of layout {} opens it): delete it once you no longer need the way back",
                 migration.from,
@@ -39,7 +39,7 @@ pub fn migrate(cli: &Settings) -> Result<(), Failure> {
                 backup.display(),
                 migration.from
             ),
-            None => eprintln!("{store}: the storage layout is this build's already ({})", migration.to),
+            None => errln!("{store}: the storage layout is this build's already ({})", migration.to),
         },
     }
     Ok(())

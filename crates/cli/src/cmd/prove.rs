@@ -38,7 +38,7 @@ struct ConsistencyRow {
 
 fn warn_if_walked(source: LogSource) {
     if source.has_holes() {
-        eprintln!("warning: the log's positions have holes (a sealed run was removed); this proof is from the walk");
+        errln!("warning: the log's positions have holes (a sealed run was removed); this proof is from the walk");
     }
 }
 

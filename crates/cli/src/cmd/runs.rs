@@ -232,7 +232,7 @@ pub fn runs(
         && let Some(said) = unvouched_said(total, "of the records of the runs read", "runs")
     {
         // On stderr: stdout stays the listing (or ids, or JSON) alone.
-        eprintln!("{said}");
+        errln!("{said}");
     }
     if ids {
         // Listed by outcome, an id is a claim about the run's answer (and
@@ -243,7 +243,7 @@ pub fn runs(
             match row {
                 RunRow::Verified(figures) => outln!("{}", figures.run),
                 RunRow::Unverified(Problem { problem, run, .. }) => {
-                    eprintln!("{run} UNVERIFIED: {}", crate::output::one_line(problem));
+                    errln!("{run} UNVERIFIED: {}", crate::output::one_line(problem));
                 }
             }
         }
@@ -293,7 +293,7 @@ impl Page<'_> {
             if let Some(last) = admitted.last() {
                 let outcome = outcome.map_or_else(String::new, |o| format!(" --outcome {}", o.as_str()));
                 // The tenant named: run as printed, it pages this tenant, not the configuration's first.
-                eprintln!(
+                errln!(
                     "next page: agentplane runs --tenant {tenant} --limit {limit}{outcome} --before {}",
                     last.cursor()
                 );

@@ -257,7 +257,7 @@ pub fn sweep(
         while !signals.block_on(stopped_within(every))? {
             causes = round(&runtime, settings, only, json, &mut last, timed)?;
         }
-        eprintln!("agentplane: sweep stopped by a signal");
+        errln!("agentplane: sweep stopped by a signal");
     }
     if causes.is_empty() {
         Ok(())
