@@ -326,11 +326,13 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
 }
 
 /// The request's path and query without its `token=` parameter: where a
-/// visit with `?token=` is sent on. Always a path of this console (a path
-/// starting `//` would name another host).
+/// visit with `?token=` is sent on. Always a path of this console: a path
+/// starting `//` would name another host, and so would `/\`, which a
+/// browser reads as `//`.
 fn without_token(uri: &axum::http::Uri) -> String {
     let path = uri.path();
-    let path = if path.starts_with('/') && !path.starts_with("//") { path } else { "/" };
+    let another_host = path.starts_with("//") || path.starts_with("/\\");
+    let path = if path.starts_with('/') && !another_host { path } else { "/" };
     let kept: Vec<&str> = uri
         .query()
         .unwrap_or_default()
