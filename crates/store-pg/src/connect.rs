@@ -139,18 +139,26 @@ pub fn redact(text: &str) -> String {
     let mut rest = text;
     while let Some(start) = rest.find("://") {
         let (before, from_scheme) = rest.split_at(start + 3);
-        out.push_str(before);
+        out.push_str(&redact_key_value(before, KEY_VALUE_END));
         // A URL ends at white space, never at a quote: a password may hold
         // `'` (or `\"`, as a configuration file escapes it), and a quote
         // closing the URL is left inside the host part, which is shown.
         let end = from_scheme.find(char::is_whitespace).unwrap_or(from_scheme.len());
         let (url, after) = from_scheme.split_at(end);
-        out.push_str(&redact_one_url(url));
+        out.push_str(&redact_key_value(&redact_one_url(url), QUERY_END));
         rest = after;
     }
-    out.push_str(rest);
-    redact_key_value(&out)
+    out.push_str(&redact_key_value(rest, KEY_VALUE_END));
+    out
 }
+
+/// Where an unquoted `password=` value ends in a key-value string: at
+/// white space only, as libpq reads it (a `"` or `&` is part of it).
+const KEY_VALUE_END: &[char] = &[];
+
+/// Where a `password=` query parameter of a URL ends: at the next
+/// parameter, or the URL's end.
+const QUERY_END: &[char] = &['&', '#'];
 
 /// The part of one URL after `scheme://`. The userinfo ends at the URL's
 /// last `@`, not at the first `/` or `?`: a password typed with an
@@ -167,9 +175,9 @@ fn redact_one_url(url: &str) -> String {
     }
 }
 
-/// `password=secret` (a key-value string or a query parameter) with the
-/// value replaced by `***`.
-fn redact_key_value(text: &str) -> String {
+/// `password=secret` (a key-value string, or a query parameter) with the
+/// value, up to white space or a character of `ends`, replaced by `***`.
+fn redact_key_value(text: &str, ends: &[char]) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(found) = rest.find("password=") {
@@ -186,7 +194,7 @@ fn redact_key_value(text: &str) -> String {
             });
             close.map_or(value.len(), |(i, _)| i + 2)
         } else {
-            value.find(|c: char| c.is_whitespace() || c == '&' || c == '"').unwrap_or(value.len())
+            value.find(|c: char| c.is_whitespace() || ends.contains(&c)).unwrap_or(value.len())
         };
         if end > 0 {
             out.push_str("***");
@@ -377,6 +385,13 @@ mod tests {
             assert!(shown.contains("admin:***@"), "{shown}");
         }
         assert_eq!(redact("\"postgres://u:pw@h/db\" is not"), "\"postgres://u:***@h/db\" is not");
+        // In a key-value string only white space ends an unquoted value (review 36's note).
+        for (text, secret) in
+            [("host=h password=hun\"ter2 dbname=d", "ter2"), ("  1 | store = \"host=h password=a&b=c\"", "b=c")]
+        {
+            let shown = redact(text);
+            assert!(!shown.contains(secret) && shown.contains("password=***"), "{shown}");
+        }
     }
 
     #[test]
