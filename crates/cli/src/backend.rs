@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use journal_core::Store;
+use journal_core::{JournalError, Store};
 use store_redb::{ReadOnlyOpening, RedbStore};
 
 use crate::failure::Failure;
@@ -65,11 +65,26 @@ fn redacted(failure: Failure) -> Failure {
 /// A redb file that would not open: held by another process (said as such,
 /// with who and what to do), or not a readable store.
 fn redb_failure(err: store_redb::OpenError) -> Failure {
+    redb_upkeep_failure(err, None)
+}
+
+/// [`redb_failure`] for `agentplane COMMAND` (repair, compact, migrate),
+/// which may fail half way for want of space or permission in a file that
+/// opened: then it says that, not that the file is unreadable, which would
+/// send an operator after a store that reads as it did.
+fn redb_upkeep_failure(err: store_redb::OpenError, command: Option<&str>) -> Failure {
     match err {
         held @ (store_redb::OpenError::Held { .. } | store_redb::OpenError::InUse { .. }) => {
             Failure::Io(held.to_string())
         }
         newer @ store_redb::OpenError::NewerLayout { .. } => Failure::BuildSkew(newer.to_string()),
+        store_redb::OpenError::Journal(err @ JournalError::Io(_)) if let Some(command) = command => {
+            Failure::Io(format!(
+                "{err}; `agentplane {command}` did not finish: it changes the store only by whole commits (a \
+                 migration writes a copy beside it), so the store reads as it did; free space or a permission is the \
+                 usual cause (`agentplane verify` reads it)"
+            ))
+        }
         store_redb::OpenError::Journal(err) => {
             Failure::Io(format!("{err}; the file is not a readable agentplane store (it was left untouched)"))
         }
@@ -138,7 +153,7 @@ pub fn repair(path: &Path) -> Result<(), Failure> {
     if !path.is_file() {
         return Err(no_store(path));
     }
-    drop(RedbStore::open(path).map_err(redb_failure)?);
+    drop(RedbStore::open(path).map_err(|err| redb_upkeep_failure(err, Some("repair")))?);
     Ok(())
 }
 
@@ -153,7 +168,7 @@ pub fn compact(path: &Path) -> Result<(u64, u64), Failure> {
     if !path.is_file() {
         return Err(no_store(path));
     }
-    RedbStore::compact(path).map_err(redb_failure)
+    RedbStore::compact(path).map_err(|err| redb_upkeep_failure(err, Some("compact")))
 }
 
 /// What `agentplane migrate` did to a store.
@@ -172,7 +187,7 @@ pub fn migrate(path: &Path) -> Result<Migrated, Failure> {
         if !path.is_file() {
             return Err(no_store(path));
         }
-        return RedbStore::migrate(path).map(Migrated::Layout).map_err(redb_failure);
+        return RedbStore::migrate(path).map(Migrated::Layout).map_err(|err| redb_upkeep_failure(err, Some("migrate")));
     };
     Ok(Migrated::Schema(store_pg::PgStore::open(url).map_err(pg_failure)?.migrated()))
 }

@@ -88,6 +88,33 @@ fn r_store_3_a_plane_of_the_previous_layout_reads_audits_and_is_filled_by_its_fi
     assert!(!verified.contains("NOT CHECKED the admission order"), "{verified}");
 }
 
+/// R-STORE-3, R-UX-3 (review 35's note): a migration that runs out of room
+/// (every file it writes limited to 8 KiB, SIGXFSZ ignored) exits 2 and
+/// says it did not finish, not that the file is unreadable (which sent an
+/// operator after a store that reads as it did); the store reads as before
+/// and migrates once there is room.
+#[cfg(unix)]
+#[test]
+fn r_store_3_a_migration_out_of_room_says_so_and_the_store_reads_as_before() {
+    let (_root, plane) = copy_of(LAYOUT_1_FIXTURE);
+    let listed = ok(&plane, &["runs", "--json"]);
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(r#"trap "" XFSZ; ulimit -f 8; exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_agentplane"))
+        .arg("migrate")
+        .current_dir(&plane)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(said.contains("`agentplane migrate` did not finish"), "{said}");
+    assert!(!said.contains("not a readable agentplane store"), "{said}");
+    assert_eq!(ok(&plane, &["runs", "--json"]), listed, "the store reads as it did");
+    let migrated = agentplane(&plane, &["migrate"]);
+    assert!(String::from_utf8_lossy(&migrated.stderr).contains("migrated from 1 to 2"), "once there is room");
+}
+
 /// Issue 25 (R-STORE-3): `agentplane migrate` moves a plane of storage
 /// layout 1 (each record's bytes as written; the fixtures of the two last
 /// builds that wrote it) to layout 2 (compressed). Before it, this build
