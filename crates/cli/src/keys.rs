@@ -48,22 +48,34 @@ impl PlaneKeys {
     /// Reads the key file when there is one: read commands use it for the
     /// origin and the record key, and need none.
     pub fn read_if_present(path: &Path) -> Result<Option<Self>, Failure> {
-        if path.exists() { Self::read(path).map(Some) } else { Ok(None) }
+        if !path.exists() {
+            return Ok(None);
+        }
+        Self::read_because(
+            path,
+            "A reading command takes the origin and the record key that checks signatures from it: make it readable \
+             to this user, or point --keys at the plane's key file",
+        )
+        .map(Some)
     }
 
     /// Reads a key file.
     pub fn read(path: &Path) -> Result<Self, Failure> {
+        Self::read_because(
+            path,
+            "This command signs with the plane's private keys: run it on the plane, beside its key file. To check a \
+             plane from outside, use `agentplane audit`, which needs only the public keys (`agentplane keys` prints \
+             them on the plane); never make new keys for an existing store",
+        )
+    }
+
+    /// Reads a key file; `why` says, when it cannot be read, what the
+    /// command needs it for and what to do.
+    fn read_because(path: &Path, why: &str) -> Result<Self, Failure> {
         let text = crate::context::read_at_most(path, MAX_KEY_FILE_BYTES).and_then(|bytes| {
             String::from_utf8(bytes).map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidData, err))
         });
-        let text = text.map_err(|err| {
-            Failure::Usage(format!(
-                "reading key file {}: {err}. This command signs with the plane's private keys: run it on the plane, \
-                 beside its key file. To check a plane from outside, use `agentplane audit`, which needs only the \
-                 public keys (`agentplane keys` prints them on the plane); never make new keys for an existing store",
-                path.display()
-            ))
-        })?;
+        let text = text.map_err(|err| Failure::Usage(format!("reading key file {}: {err}. {why}", path.display())))?;
         let bad = |what: &str| Failure::Usage(format!("key file {}: {what}", path.display()));
         let mut logs = Vec::new();
         let mut record = None;

@@ -561,6 +561,22 @@ fn a_key_of_the_wrong_kind_is_named_and_a_secret_never_echoed() {
     assert!(stderr.len() < 1_000 && stderr.contains("100000 bytes"), "{}", stderr.len());
 }
 
+/// R-UX-3 (review 36's note): a key file a reading command cannot read is
+/// refused with what a reading command needs it for, not with the signing
+/// commands' advice ("This command signs with the plane's private keys"),
+/// which `runs` does not do; a signing command keeps its advice.
+#[test]
+fn an_unreadable_key_file_is_explained_for_the_command_that_reads_it() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    std::fs::create_dir(dir.join("keys-dir")).unwrap();
+    let read = fails(dir, &["runs", "--keys", "keys-dir"], 2);
+    assert!(read.contains("reading key file keys-dir") && read.contains("A reading command takes"), "{read}");
+    assert!(!read.contains("signs with"), "{read}");
+    let signing = fails(dir, &["checkpoint", "--keys", "keys-dir"], 2);
+    assert!(signing.contains("signs with the plane's private keys"), "{signing}");
+}
+
 /// `show` is a timeline that lines up for any number of records: at 120
 /// records and more every column starts where its header does (seq 9, 10
 /// and 100 alike), and a finished effect says how long it took.
