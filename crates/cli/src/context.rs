@@ -270,17 +270,20 @@ pub fn unvouched(reader: &Reader, verified: &VerifiedRun, window: TimeWindow) ->
 
 /// The line that says what no trusted key vouches for (`None` when a
 /// trusted key vouches for every record): `which` names the records,
-/// `command` the one to run strictly; a command reading the plane points at
-/// the audit too.
-pub fn unvouched_said(counted: Unvouched, which: &str, command: &str) -> Option<String> {
-    let audit = if command == "verify-export" { "" } else { ", `agentplane audit --require-signature` names them" };
+/// `remedy` what refuses or names them.
+pub fn unvouched_said(counted: Unvouched, which: &str, remedy: &str) -> Option<String> {
     (!counted.is_none()).then(|| {
         format!(
             "NOT all vouched for: {which}, {} unsigned and {} signed by a key id not trusted here; no trusted key \
-             vouches for them (`{command} --require-signature` refuses them{audit})",
+             vouches for them ({remedy})",
             counted.unsigned, counted.untrusted
         )
     })
+}
+
+/// The remedy [`unvouched_said`] names for a command reading the plane.
+pub fn strictly(command: &str) -> String {
+    format!("`{command} --require-signature` refuses them, `agentplane audit --require-signature` names them")
 }
 
 /// The largest checkpoint file read: a note's text and its signature block,

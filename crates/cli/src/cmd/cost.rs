@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::args::run_id;
 use crate::config::Settings;
-use crate::context::{Reader, SignatureRead, unvouched, unvouched_said};
+use crate::context::{Reader, SignatureRead, strictly, unvouched, unvouched_said};
 use crate::failure::Failure;
 use crate::output::print_json;
 
@@ -111,7 +111,7 @@ pub fn cost(
         counters.effects,
         counters.wall_millis
     );
-    if checked && let Some(said) = unvouched_said(counted, "of the records counted", "cost") {
+    if checked && let Some(said) = unvouched_said(counted, "of the records counted", &strictly("cost")) {
         outln!("{said}");
     }
     Ok(())

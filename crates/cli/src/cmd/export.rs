@@ -333,9 +333,9 @@ fn print_valid(
         ),
     }
     outln!("record signatures: {record_check}");
-    if let Some(said) =
-        unvouched.and_then(|counted| unvouched_said(counted, "of the exported records", "verify-export"))
-    {
+    if let Some(said) = unvouched.and_then(|counted| {
+        unvouched_said(counted, "of the exported records", "`verify-export --require-signature` refuses them")
+    }) {
         outln!("{said}");
     }
     outln!("witnesses: {witness_check}");

@@ -7,7 +7,7 @@ use journal_core::{AdmittedRun, Outcome, RunId, TimeWindow, Unvouched, VerifiedR
 use serde::Serialize;
 
 use crate::config::Settings;
-use crate::context::{Reader, SignatureRead, unvouched, unvouched_said};
+use crate::context::{Reader, SignatureRead, strictly, unvouched, unvouched_said};
 use crate::failure::{Class, Failure};
 use crate::output::print_json;
 
@@ -229,7 +229,7 @@ pub fn runs(
         })
         .fold(Unvouched::default(), Unvouched::plus);
     if reader.verifier.is_some()
-        && let Some(said) = unvouched_said(total, "of the records of the runs read", "runs")
+        && let Some(said) = unvouched_said(total, "of the records of the runs read", &strictly("runs"))
     {
         // On stderr: stdout stays the listing (or ids, or JSON) alone.
         errln!("{said}");
