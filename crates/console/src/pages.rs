@@ -534,15 +534,7 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
                     let records = verified.records.len().to_string();
                     match (listing_contradicted(admitted, &verified, outcome, search), unvouched) {
                         (Some(why), _) => (format!("{state}; {why}"), "bad", records),
-                        (None, Some(counted)) => (
-                            format!(
-                                "{state}; NOT all vouched for: {} unsigned and {} signed by a key id this plane does \
-                                 not trust",
-                                counted.unsigned, counted.untrusted
-                            ),
-                            "warn",
-                            records,
-                        ),
+                        (None, Some(counted)) => (format!("{state}; {}", unvouched_words(counted)), "warn", records),
                         (None, None) => (state.to_owned(), "good", records),
                     }
                 }
@@ -740,12 +732,15 @@ fn signatures_said(app: &App, records: &[VerifiedRecord]) -> Markup {
     if counted.is_none() {
         return html! { "signatures verified with the plane's record keys" };
     }
-    html! {
-        span class="warn" {
-            "NOT all vouched for: " (counted.unsigned) " unsigned and " (counted.untrusted)
-            " signed by a key id this plane does not trust (no key of the plane vouches for them)"
-        }
-    }
+    html! { span class="warn" { (unvouched_words(counted)) " (no key of the plane vouches for them)" } }
+}
+
+/// What no trusted key vouches for, in words.
+fn unvouched_words(counted: Unvouched) -> String {
+    format!(
+        "NOT all vouched for: {} unsigned and {} signed by a key id this plane does not trust",
+        counted.unsigned, counted.untrusted
+    )
 }
 
 /// A run whose chain does not verify: the finding, in red, and its rows as
