@@ -154,7 +154,18 @@ impl FileHighWater {
         let mut temporary = self.path.clone().into_os_string();
         temporary.push(".new");
         let temporary = PathBuf::from(temporary);
-        let mut file = std::fs::File::create(&temporary).map_err(|err| io(&temporary, &err))?;
+        // A link left at the temporary name is removed, never written
+        // through: the file is created anew (review 35's note).
+        if let Err(err) = std::fs::remove_file(&temporary)
+            && err.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(io(&temporary, &err));
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temporary)
+            .map_err(|err| io(&temporary, &err))?;
         file.write_all(body.as_bytes()).map_err(|err| io(&temporary, &err))?;
         file.sync_all().map_err(|err| io(&temporary, &err))?;
         drop(file);
@@ -305,5 +316,26 @@ mod tests {
         assert_eq!(file.raise(&origin, &lost, tree(5, 1)).unwrap(), Raised::Raised, "already says it");
         assert_eq!(file.raise(&origin, &signed, tree(7, 5)).unwrap(), Raised::Raised);
         assert_eq!(file.last(&origin).unwrap(), HighWaterMark::Signed(tree(7, 5)));
+    }
+
+    /// R-LOG-2 (review 35's note): a link planted at the mark's temporary
+    /// name (`agentplane.highwater.new`) is never written through: the file
+    /// it points at is untouched, and the mark is a file of its own.
+    #[cfg(unix)]
+    #[test]
+    fn a_link_at_the_mark_s_temporary_name_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let origin = Origin::new("example.com/plane").unwrap();
+        let path = dir.path().join("agentplane.highwater");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("agentplane.highwater.new")).unwrap();
+        let file = FileHighWater::at(path.clone());
+        let tree = Tree::new(5, RootHash::from_hash_bytes([1; 32]));
+        let lost = file.last(&origin).unwrap();
+        assert_eq!(file.raise(&origin, &lost, tree).unwrap(), Raised::Raised);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file(), "the mark is a file of its own");
+        assert_eq!(file.last(&origin).unwrap(), HighWaterMark::Signed(tree));
     }
 }

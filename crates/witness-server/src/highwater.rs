@@ -204,7 +204,14 @@ impl MarkFile {
         let mut aside = path.as_os_str().to_owned();
         aside.push(".new");
         let aside = PathBuf::from(aside);
-        let mut file = std::fs::File::create(&aside)?;
+        // A link left at the temporary name is removed, never written
+        // through: the file is created anew (review 35's note).
+        if let Err(err) = std::fs::remove_file(&aside)
+            && err.kind() != std::io::ErrorKind::NotFound
+        {
+            return Err(err);
+        }
+        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&aside)?;
         file.write_all(&slot)?;
         file.set_len(2 * slot_bytes)?;
         file.sync_all()?;
@@ -261,6 +268,22 @@ mod tests {
 
     fn held(size: u64) -> Held {
         Held::from([("example.com/log".to_owned(), latest(size))])
+    }
+
+    /// R-WIT-6 (review 35's note): a link planted at the mark's temporary
+    /// name is never written through when the mark is made.
+    #[cfg(unix)]
+    #[test]
+    fn r_wit_6_a_link_at_the_mark_s_temporary_name_is_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.highwater");
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        std::os::unix::fs::symlink(&victim, dir.path().join("state.highwater.new")).unwrap();
+        MarkFile::create(&path, &held(5)).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert!(std::fs::symlink_metadata(&path).unwrap().is_file(), "the mark is a file of its own");
+        assert_eq!(read(&path).unwrap().unwrap().0, held(5));
     }
 
     /// A write torn by a crash damages its slot only: the mark reads as the
