@@ -137,28 +137,50 @@ impl From<OpenError> for JournalError {
 pub fn redact(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(start) = rest.find("://") {
-        let (before, from_scheme) = rest.split_at(start + 3);
-        out.push_str(&redact_key_value(before, KEY_VALUE_END));
-        // A URL ends at white space, never at a quote: a password may hold
-        // `'` (or `\"`, as a configuration file escapes it), and a quote
-        // closing the URL is left inside the host part, which is shown.
-        let end = from_scheme.find(char::is_whitespace).unwrap_or(from_scheme.len());
-        let (url, after) = from_scheme.split_at(end);
-        out.push_str(&redact_key_value(&redact_one_url(url), QUERY_END));
-        rest = after;
+    loop {
+        let url = rest.find("://");
+        match rest.find(PASSWORD) {
+            // A key-value password before any URL: hidden whole, a `://`
+            // inside it too (never read as the start of a URL).
+            Some(found) if url.is_none_or(|start| found < start) => {
+                let value_start = found + PASSWORD.len();
+                out.push_str(&rest[..value_start]);
+                let value = &rest[value_start..];
+                let end = password_end(value, KEY_VALUE_END);
+                if end > 0 {
+                    out.push_str("***");
+                }
+                rest = &value[end..];
+            }
+            _ => {
+                let Some(start) = url else { break };
+                let (before, from_scheme) = rest.split_at(start + 3);
+                out.push_str(before);
+                // A URL ends at white space, never at a quote: a password may hold
+                // `'` (or `\"`, as a configuration file escapes it), and a quote
+                // closing the URL is left inside the host part, which is shown.
+                let end = from_scheme.find(char::is_whitespace).unwrap_or(from_scheme.len());
+                let (url, after) = from_scheme.split_at(end);
+                out.push_str(&redact_key_value(&redact_one_url(url), QUERY_END));
+                rest = after;
+            }
+        }
     }
-    out.push_str(&redact_key_value(rest, KEY_VALUE_END));
+    out.push_str(rest);
     out
 }
+
+/// What a password follows, in a key-value string or a URL's query.
+const PASSWORD: &str = "password=";
 
 /// Where an unquoted `password=` value ends in a key-value string: at
 /// white space only, as libpq reads it (a `"` or `&` is part of it).
 const KEY_VALUE_END: &[char] = &[];
 
 /// Where a `password=` query parameter of a URL ends: at the next
-/// parameter, or the URL's end.
-const QUERY_END: &[char] = &['&', '#'];
+/// parameter, or the URL's end (PostgreSQL's URL parser knows no fragment:
+/// a `#` is part of the value).
+const QUERY_END: &[char] = &['&'];
 
 /// The part of one URL after `scheme://`. The userinfo ends at the URL's
 /// last `@`, not at the first `/` or `?`: a password typed with an
@@ -175,27 +197,16 @@ fn redact_one_url(url: &str) -> String {
     }
 }
 
-/// `password=secret` (a key-value string, or a query parameter) with the
-/// value, up to white space or a character of `ends`, replaced by `***`.
+/// `password=secret` (a URL's query parameter) with the value, up to white
+/// space or a character of `ends`, replaced by `***`.
 fn redact_key_value(text: &str, ends: &[char]) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(found) = rest.find("password=") {
-        let value_start = found + "password=".len();
+    while let Some(found) = rest.find(PASSWORD) {
+        let value_start = found + PASSWORD.len();
         out.push_str(&rest[..value_start]);
         let value = &rest[value_start..];
-        let end = if let Some(quoted) = value.strip_prefix('\'') {
-            // A quoted key-value password: up to the closing quote, escapes skipped.
-            let mut escaped = false;
-            let close = quoted.char_indices().find(|&(_, c)| {
-                let closes = c == '\'' && !escaped;
-                escaped = c == '\\' && !escaped;
-                closes
-            });
-            close.map_or(value.len(), |(i, _)| i + 2)
-        } else {
-            value.find(|c: char| c.is_whitespace() || ends.contains(&c)).unwrap_or(value.len())
-        };
+        let end = password_end(value, ends);
         if end > 0 {
             out.push_str("***");
         }
@@ -203,6 +214,23 @@ fn redact_key_value(text: &str, ends: &[char]) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Where the password `value` starts ends: a quoted one at its closing
+/// quote (escapes skipped), another at white space or a character of `ends`.
+fn password_end(value: &str, ends: &[char]) -> usize {
+    if let Some(quoted) = value.strip_prefix('\'') {
+        // A quoted key-value password: up to the closing quote, escapes skipped.
+        let mut escaped = false;
+        let close = quoted.char_indices().find(|&(_, c)| {
+            let closes = c == '\'' && !escaped;
+            escaped = c == '\\' && !escaped;
+            closes
+        });
+        close.map_or(value.len(), |(i, _)| i + 2)
+    } else {
+        value.find(|c: char| c.is_whitespace() || ends.contains(&c)).unwrap_or(value.len())
+    }
 }
 
 /// Parses the store URL and fills in what the URL leaves out: the password
@@ -392,6 +420,30 @@ mod tests {
             let shown = redact(text);
             assert!(!shown.contains(secret) && shown.contains("password=***"), "{shown}");
         }
+    }
+
+    /// R-OPS-1 (review 37): review 36 split the text at every `://` and
+    /// redacted what came before it on its own, so a key-value password
+    /// holding `://` was hidden only up to it and shown from there on; and
+    /// it ended a URL's `password=` parameter at `#`, which PostgreSQL's URL
+    /// parser reads as part of the value (it knows no fragment). Both were
+    /// hidden whole before.
+    #[test]
+    fn r_ops_1_a_password_holding_a_scheme_or_a_hash_is_redacted_whole() {
+        for (text, secret) in [
+            ("host=h password=ab://s3cr3t dbname=d", "s3cr3t"),
+            ("host=h password='a b://s3cr3t' dbname=d", "s3cr3t"),
+            ("  1 | store = \"host=h password=x://s3cr3t@h\"", "s3cr3t"),
+            ("postgres://u@h/db?password=ab#s3cr3t&sslmode=disable", "s3cr3t"),
+            ("postgres://u@h/db?password=ab#s3cr3t", "s3cr3t"),
+        ] {
+            let shown = redact(text);
+            assert!(!shown.contains(secret) && shown.contains("password=***"), "{shown}");
+        }
+        assert_eq!(
+            redact("host=h password=ab://cd postgres://u:pw@h/db?password=x&sslmode=disable"),
+            "host=h password=*** postgres://u:***@h/db?password=***&sslmode=disable"
+        );
     }
 
     #[test]
