@@ -403,6 +403,46 @@ fn r_wit_9_remembered_cosigned_rows_are_verified_again_once_rewritten() {
     assert_eq!(verify(&rows, 0).unwrap().map(|(_, tree)| tree.size), Some(7));
 }
 
+/// R-WIT-9 on a plane of several tenants (review 37): one runtime sweeps
+/// every tenant each round, each with its own origin and log key. The
+/// memory was emptied whenever a call held its rows to other keys than the
+/// call before, so with two tenants every round verified every row of both
+/// afresh, as before the memory existed (`sweep --every` verified a row
+/// once only on a plane of one tenant). Each tenant's rows are remembered
+/// under its own keys, and a row verified under one tenant's keys is never
+/// taken as verified under another's.
+#[test]
+fn r_wit_9_the_cosigned_rows_of_each_tenant_are_remembered_beside_the_others() {
+    use journal_core::runtime::{CosignedRowsError, RememberedStandings, verify_cosigned_rows_remembering};
+    use journal_core::store::SignedTree;
+    let tenant = |origin: &str, seed: u8| {
+        let log_key = LogKey::new(SignerKey::from_seed(origin, ALG_ED25519, [seed; 32]).unwrap()).unwrap();
+        let origin = journal_core::Origin::new(origin).unwrap();
+        let rows: Vec<SignedTree> = (1..=3u8)
+            .map(|size| {
+                let tree = tlog::Tree::new(u64::from(size), tlog::RootHash::from_hash_bytes([size; 32]));
+                let note = journal_core::log::sign_checkpoint(&origin, tree, &log_key).unwrap().note().to_owned();
+                SignedTree { tree, note }
+            })
+            .collect();
+        (origin, log_key.verifier_key(), rows)
+    };
+    let (shop, shop_key, shop_rows) = tenant("sweep.test/shop", 1);
+    let (bank, bank_key, bank_rows) = tenant("sweep.test/bank", 2);
+    let remembered = RememberedStandings::default();
+    let verify =
+        |rows: &[SignedTree], origin, key| verify_cosigned_rows_remembering(rows, origin, key, &[], 0, &remembered);
+    for round in 0..3 {
+        assert_eq!(verify(&shop_rows, &shop, &shop_key).unwrap().map(|(_, tree)| tree.size), Some(3));
+        assert_eq!(verify(&bank_rows, &bank, &bank_key).unwrap().map(|(_, tree)| tree.size), Some(3));
+        assert_eq!(remembered.len(), 6, "round {round}: both tenants' rows are remembered, none verified again");
+    }
+    // The shop's rows held to the bank's origin and key: verified, and refused.
+    assert!(matches!(verify(&shop_rows, &bank, &bank_key), Err(CosignedRowsError::DoesNotVerify { number: 1, .. })));
+    assert!(matches!(verify(&shop_rows, &shop, &bank_key), Err(CosignedRowsError::DoesNotVerify { number: 1, .. })));
+    assert_eq!(remembered.len(), 6);
+}
+
 /// A witness that answers what it holds: the tree given.
 struct Holds(tlog::Tree);
 

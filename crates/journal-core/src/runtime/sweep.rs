@@ -272,9 +272,9 @@ pub struct RememberedStandings {
 /// What [`RememberedStandings`] holds.
 #[derive(Debug, Default)]
 struct Standings {
-    /// The digest of the keys and quorum the standings were verified under.
-    held_under: Option<[u8; 32]>,
-    /// The standings by each row's digest.
+    /// The standings by the digest of each row with the keys and quorum it
+    /// was verified under: a runtime sweeps several tenants, each with its
+    /// own origin and log key, and remembers the rows of each.
     by_row: std::collections::HashMap<[u8; 32], CosignedStanding>,
 }
 
@@ -310,10 +310,11 @@ impl RememberedStandings {
         digest.finalize().into()
     }
 
-    /// The digest of one row as verified.
-    fn row(row: &SignedTree) -> [u8; 32] {
+    /// The digest of one row as verified under `context`.
+    fn row(context: &[u8; 32], row: &SignedTree) -> [u8; 32] {
         use sha2::{Digest as _, Sha256};
         let mut digest = Sha256::new();
+        digest.update(context);
         digest.update(row.tree.size.to_be_bytes());
         digest.update(row.tree.root.as_bytes());
         digest.update(row.note.as_bytes());
@@ -333,15 +334,14 @@ pub fn verify_cosigned_rows_remembering(
 ) -> Result<Option<(usize, Tree)>, CosignedRowsError> {
     let context = RememberedStandings::context(origin, log_key, witness_keys, quorum);
     let mut memory = remembered.verified.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    let Standings { held_under, by_row: standings } = &mut *memory;
-    if *held_under != Some(context) || standings.len() > MAX_REMEMBERED_ROWS {
+    let standings = &mut memory.by_row;
+    if standings.len() > MAX_REMEMBERED_ROWS {
         standings.clear();
-        *held_under = Some(context);
     }
     let mut by_size: std::collections::BTreeMap<u64, (usize, Tree)> = std::collections::BTreeMap::new();
     let mut newest: Option<(usize, Tree)> = None;
     for (i, row) in rows.iter().enumerate() {
-        let digest = RememberedStandings::row(row);
+        let digest = RememberedStandings::row(&context, row);
         let standing = match standings.get(&digest) {
             Some(standing) => *standing,
             None => {
