@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use journal_core::{JournalError, Store};
+use journal_core::Store;
 use store_redb::{ReadOnlyOpening, RedbStore};
 
 use crate::failure::Failure;
@@ -78,7 +78,10 @@ fn redb_upkeep_failure(err: store_redb::OpenError, command: Option<&str>) -> Fai
             Failure::Io(held.to_string())
         }
         newer @ store_redb::OpenError::NewerLayout { .. } => Failure::BuildSkew(newer.to_string()),
-        store_redb::OpenError::Journal(err @ JournalError::Io(_)) if let Some(command) = command => {
+        store_redb::OpenError::Journal(err)
+            if let Some(command) = command
+                && store_redb::refused_a_write(&err) =>
+        {
             Failure::Io(format!(
                 "{err}; `agentplane {command}` did not finish: it changes the store only by whole commits (a \
                  migration writes a copy beside it), so the store reads as it did; free space or a permission is the \

@@ -147,6 +147,36 @@ fn r_ux_3_export_force_never_replaces_the_plane_s_own_files() {
     ok(dir.path(), &["export", &run, "-o", "run.export", "--force"]);
 }
 
+/// R-UX-3 (review 37): `repair`, `compact` and `migrate` of a file that is
+/// no agentplane store (a text file, another program's redb database) say
+/// so and leave it untouched, as they did before review 35's note was
+/// answered: not that the command "did not finish", with free space or a
+/// permission as the usual cause and `agentplane verify` to read the store,
+/// which sends the operator after a disk that is not full.
+#[test]
+fn r_ux_3_upkeep_of_a_file_that_is_no_store_says_so_not_that_it_ran_out_of_room() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.redb"), "not a store\n").unwrap();
+    {
+        let other = redb::Database::create(dir.path().join("other.redb")).unwrap();
+        let txn = other.begin_write().unwrap();
+        txn.open_table(redb::TableDefinition::<&str, &str>::new("theirs")).unwrap().insert("a", "b").unwrap();
+        txn.commit().unwrap();
+    }
+    // Another program's database: `compact` gives it its free pages back and
+    // `migrate` finds no layout 1 to move, as they would of a store's.
+    for (file, commands) in [("notes.redb", &["repair", "compact", "migrate"][..]), ("other.redb", &["repair"])] {
+        let before = std::fs::read(dir.path().join(file)).unwrap();
+        for &command in commands {
+            let said = fails(dir.path(), &["--store", file, command], 2);
+            assert!(!said.contains("did not finish") && !said.contains("free space"), "{file} {command}: {said}");
+            assert!(said.contains("not a readable agentplane store") || said.contains("another program"), "{said}");
+        }
+        // (The text file byte for byte: `repair` opens a redb database for writing.)
+        assert!(file != "notes.redb" || std::fs::read(dir.path().join(file)).unwrap() == before, "{file} was written");
+    }
+}
+
 /// R-UX-3, R-OPS-1: `compact` beside a process that shares the file (a
 /// plane, its sweep, a reader) changes nothing and says why truly: compact
 /// needs the file to itself, and which process has it open; not that the

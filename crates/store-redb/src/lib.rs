@@ -259,6 +259,34 @@ pub enum OpenError {
     Journal(#[from] JournalError),
 }
 
+/// Whether the file system refused a write (no room, a file size limit, a
+/// quota, a permission, a read-only file system): what stops an upkeep half
+/// way in a file that is a store, as against a file that is none (another
+/// program's, or no redb database at all).
+pub fn refused_a_write(err: &JournalError) -> bool {
+    use std::io::ErrorKind;
+    let JournalError::Io(storage) = err else { return false };
+    let mut cause = std::error::Error::source(storage);
+    while let Some(err) = cause {
+        let io = match err.downcast_ref::<redb::Error>() {
+            Some(redb::Error::Io(io)) => Some(io),
+            _ => err.downcast_ref::<std::io::Error>(),
+        };
+        if let Some(io) = io {
+            return matches!(
+                io.kind(),
+                ErrorKind::StorageFull
+                    | ErrorKind::FileTooLarge
+                    | ErrorKind::QuotaExceeded
+                    | ErrorKind::PermissionDenied
+                    | ErrorKind::ReadOnlyFilesystem
+            );
+        }
+        cause = err.source();
+    }
+    false
+}
+
 impl From<OpenError> for JournalError {
     fn from(err: OpenError) -> Self {
         match err {
