@@ -23,7 +23,9 @@ pub fn postgres_url(store: &Path) -> Option<&str> {
 
 /// The refusal for a store file that is not there (never created by a read).
 pub fn no_store(path: &Path) -> Failure {
-    Failure::Usage(format!("no store at {} (run `agentplane demo` to make one, or pass --store)", path.display()))
+    // Redacted: a connection string given where a path or URL goes (a
+    // key-value `host=... password=...`) is echoed here.
+    Failure::Usage(format!("no store at {} (run `agentplane demo` to make one, or pass --store)", display(path)))
 }
 
 /// Opens a PostgreSQL store for a command that writes: the schema is made

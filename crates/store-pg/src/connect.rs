@@ -139,11 +139,10 @@ pub fn redact(text: &str) -> String {
     let mut rest = text;
     loop {
         let url = rest.find("://");
-        match rest.find(PASSWORD) {
+        match next_password(rest) {
             // A key-value password before any URL: hidden whole, a `://`
             // inside it too (never read as the start of a URL).
-            Some(found) if url.is_none_or(|start| found < start) => {
-                let value_start = found + PASSWORD.len();
+            Some((found, value_start)) if url.is_none_or(|start| found < start) => {
                 out.push_str(&rest[..value_start]);
                 let value = &rest[value_start..];
                 let end = password_end(value, KEY_VALUE_END);
@@ -170,8 +169,29 @@ pub fn redact(text: &str) -> String {
     out
 }
 
-/// What a password follows, in a key-value string or a URL's query.
-const PASSWORD: &str = "password=";
+/// The key a password follows, in a key-value string or a URL's query.
+const PASSWORD: &str = "password";
+
+/// The first `password=` of `text`, in any case and with white space
+/// around the `=` (as a key-value string may spell it): where the key
+/// starts, and where its value starts.
+fn next_password(text: &str) -> Option<(usize, usize)> {
+    // ASCII lowercasing keeps every byte where it was.
+    let lowered = text.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(at) = lowered.get(from..).and_then(|tail| tail.find(PASSWORD)) {
+        let found = from + at;
+        let after_key = found + PASSWORD.len();
+        let tail = text.get(after_key..).unwrap_or_default();
+        let spaced = tail.len() - tail.trim_start().len();
+        if let Some(value) = tail.get(spaced..).and_then(|rest| rest.strip_prefix('=')) {
+            let value_start = text.len() - value.trim_start().len();
+            return Some((found, value_start));
+        }
+        from = after_key;
+    }
+    None
+}
 
 /// Where an unquoted `password=` value ends in a key-value string: at
 /// white space only, as libpq reads it (a `"` or `&` is part of it).
@@ -202,8 +222,7 @@ fn redact_one_url(url: &str) -> String {
 fn redact_key_value(text: &str, ends: &[char]) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(found) = rest.find(PASSWORD) {
-        let value_start = found + PASSWORD.len();
+    while let Some((_, value_start)) = next_password(rest) {
         out.push_str(&rest[..value_start]);
         let value = &rest[value_start..];
         let end = password_end(value, ends);
@@ -229,7 +248,15 @@ fn password_end(value: &str, ends: &[char]) -> usize {
         });
         close.map_or(value.len(), |(i, _)| i + 2)
     } else {
-        value.find(|c: char| c.is_whitespace() || ends.contains(&c)).unwrap_or(value.len())
+        // Unquoted, a backslash escapes the character after it (libpq reads
+        // `a\ b` as `a b`): an escaped space does not end the value.
+        let mut escaped = false;
+        let end = value.char_indices().find(|&(_, c)| {
+            let ends_here = !escaped && (c.is_whitespace() || ends.contains(&c));
+            escaped = c == '\\' && !escaped;
+            ends_here
+        });
+        end.map_or(value.len(), |(i, _)| i)
     }
 }
 
@@ -439,6 +466,16 @@ mod tests {
         ] {
             let shown = redact(text);
             assert!(!shown.contains(secret) && shown.contains("password=***"), "{shown}");
+        }
+        // As a key-value string may spell it (review 37's note): white space
+        // around the `=`, another case, an escaped space inside the value.
+        for (text, secret) in [
+            ("host=h password = hunter2secret dbname=d", "hunter2secret"),
+            ("host=h PASSWORD=hunter2secret dbname=d", "hunter2secret"),
+            ("host=h password=a\\ s3cr3t dbname=d", "s3cr3t"),
+        ] {
+            let shown = redact(text);
+            assert!(!shown.contains(secret) && shown.contains("***") && shown.contains("dbname=d"), "{shown}");
         }
         assert_eq!(
             redact("host=h password=ab://cd postgres://u:pw@h/db?password=x&sslmode=disable"),

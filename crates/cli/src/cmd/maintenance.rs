@@ -8,14 +8,14 @@ use crate::failure::Failure;
 /// `agentplane repair`: repairs, in place, a store a crash left.
 pub fn repair(cli: &Settings) -> Result<(), Failure> {
     backend::repair(&cli.store)?;
-    errln!("{} opens cleanly", cli.store.display());
+    errln!("{} opens cleanly", backend::display(&cli.store));
     Ok(())
 }
 
 /// `agentplane compact`: gives a redb file's free pages back.
 pub fn compact(cli: &Settings) -> Result<(), Failure> {
     let (before, after) = backend::compact(&cli.store)?;
-    outln!("{}: {before} bytes before, {after} after", cli.store.display());
+    outln!("{}: {before} bytes before, {after} after", backend::display(&cli.store));
     Ok(())
 }
 
