@@ -134,7 +134,18 @@ fn r_ux_3_export_force_never_replaces_the_plane_s_own_files() {
     let run = ok(dir.path(), &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
     #[cfg(unix)]
     std::os::unix::fs::symlink("agentplane.key", dir.path().join("link.export")).unwrap();
-    for name in ["agentplane.redb", "agentplane.key", "agentplane.highwater", "agentplane.toml", "link.export"] {
+    // The way back a migration keeps (review 37's note), and the mark's lock.
+    std::fs::write(dir.path().join("agentplane.redb.layout1"), "the store as it was").unwrap();
+    assert!(dir.path().join("agentplane.highwater.lock").exists(), "the demo signed: its mark's lock is there");
+    for name in [
+        "agentplane.redb",
+        "agentplane.key",
+        "agentplane.highwater",
+        "agentplane.highwater.lock",
+        "agentplane.redb.layout1",
+        "agentplane.toml",
+        "link.export",
+    ] {
         if !dir.path().join(name).exists() {
             continue;
         }

@@ -73,10 +73,19 @@ fn refuse_a_plane_file(settings: &Settings, output: &Path) -> Result<(), Failure
     // Nothing there yet is nothing of the plane's.
     let Ok(target) = std::fs::canonicalize(output) else { return Ok(()) };
     let mark = crate::high_water::path_beside(&settings.keys);
+    let beside = |path: &Path, suffix: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        std::path::PathBuf::from(name)
+    };
+    let mark_lock = beside(&mark, ".lock");
+    let way_back = store_redb::RedbStore::backup_path(&settings.store);
     let plane_files = [
         (Some(settings.store.as_path()), "store"),
         (Some(settings.keys.as_path()), "key file"),
         (Some(mark.as_path()), "high-water mark"),
+        (Some(mark_lock.as_path()), "high-water mark's lock"),
+        (Some(way_back.as_path()), "store as it was before `agentplane migrate` (its only way back)"),
         (settings.config_path.as_deref(), "configuration"),
     ];
     for (file, what) in plane_files {
