@@ -456,6 +456,9 @@ impl RedbStore {
     /// processes may have it open for writing and reading meanwhile
     /// ([`CONCURRENCY`]).
     pub fn open(path: &Path) -> Result<Self, OpenError> {
+        if path.is_file() {
+            refuse_what_is_not_ours_to_write(path)?;
+        }
         let db = shared().open(path).map_err(|err| opening(path, err))?;
         Self::start(db, path)
     }
@@ -558,7 +561,7 @@ impl RedbStore {
     /// before and after.
     pub fn compact(path: &Path) -> Result<(u64, u64), OpenError> {
         let before = file_size(path)?;
-        refuse_a_newer_layout(path)?;
+        refuse_what_is_not_ours_to_write(path)?;
         let mut db = Database::open(path).map_err(|err| opening_alone("compacting", path, err))?;
         // A newer layout's tables are that build's to rewrite (R-STORE-3).
         Layout::named(Some(path), named_layout(&db.begin_read().map_err(io)?)?)?;
@@ -582,7 +585,7 @@ impl RedbStore {
     /// alone.
     pub fn migrate(path: &Path) -> Result<Migration, OpenError> {
         let before = file_size(path)?;
-        refuse_a_newer_layout(path)?;
+        refuse_what_is_not_ours_to_write(path)?;
         let mut db = Database::open(path).map_err(|err| opening_alone("migrating", path, err))?;
         let from = {
             let txn = db.begin_read().map_err(io)?;
@@ -695,18 +698,25 @@ fn holds_layout_1_records(tables: impl Iterator<Item = redb::UntypedTableHandle>
     records && !compressed
 }
 
-/// Refuses a file of a newer layout through a read-only opening, before
-/// `compact` or `migrate` opens it alone: an opening for writing rewrites
+/// Refuses a file of a newer layout, or another program's database, through
+/// a read-only opening, before a writer, `compact` or `migrate` opens it for
+/// writing: an opening for writing rewrites
 /// the file's header even when nothing is committed, and a newer build's
 /// file is left byte for byte as it was. (A file that needs a repair cannot
 /// be opened read-only: it is checked again once opened alone.)
-fn refuse_a_newer_layout(path: &Path) -> Result<(), OpenError> {
+fn refuse_what_is_not_ours_to_write(path: &Path) -> Result<(), OpenError> {
     let db = match shared_read_only().open_read_only(path) {
         Ok(db) => db,
         Err(redb::DatabaseError::RepairAborted) => return Ok(()),
         Err(err) => return Err(opening(path, err)),
     };
     let txn = db.begin_read().map_err(io)?;
+    // Nor is another program's database this build's to write, repair or
+    // compact (review 37's note): refused before it is opened for writing,
+    // which rewrites its header.
+    if another_programs(txn.list_tables().map_err(io)?) {
+        return Err(another_program(path));
+    }
     Layout::named(Some(path), named_layout(&txn)?).map(drop)
 }
 
@@ -1100,6 +1110,24 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
     Ok(snapshot)
 }
 
+/// Whether a file's tables are another program's: it holds tables, and none
+/// of the runs and records tables every writer of every build made at its
+/// first opening.
+fn another_programs(tables: impl Iterator<Item = redb::UntypedTableHandle>) -> bool {
+    let ours = [redb::TableHandle::name(&RUNS), redb::TableHandle::name(&RECORDS), redb::TableHandle::name(&RECORDS_Z)];
+    let mut tables = tables.peekable();
+    tables.peek().is_some() && !tables.any(|table| ours.contains(&redb::TableHandle::name(&table)))
+}
+
+/// The refusal of another program's redb database.
+fn another_program(path: &Path) -> OpenError {
+    OpenError::Journal(JournalError::Io(StorageError::message(format!(
+        "{} is a redb database of another program (it holds tables, none of them agentplane's): it was left \
+         untouched; give agentplane a file of its own",
+        path.display()
+    ))))
+}
+
 /// The layout of the file a writer opens: the one its bookkeeping names,
 /// layout 1 for a file with a `records` table and no name (written before
 /// layouts were named), and for a new file this build's, made here.
@@ -1108,14 +1136,8 @@ fn settle_layout(txn: &WriteTransaction, path: &Path) -> Result<Layout, OpenErro
     // first opening: a file holding tables but none of those is another
     // program's database, which gets none of ours (the transaction is
     // dropped, nothing written).
-    let ours = [redb::TableHandle::name(&RUNS), redb::TableHandle::name(&RECORDS), redb::TableHandle::name(&RECORDS_Z)];
-    let mut tables = txn.list_tables().map_err(io)?.peekable();
-    if tables.peek().is_some() && !tables.any(|table| ours.contains(&redb::TableHandle::name(&table))) {
-        return Err(OpenError::Journal(JournalError::Io(StorageError::message(format!(
-            "{} is a redb database of another program (it holds tables, none of them agentplane's): it was left \
-             untouched; give agentplane a file of its own",
-            path.display()
-        )))));
+    if another_programs(txn.list_tables().map_err(io)?) {
+        return Err(another_program(path));
     }
     let mut meta = txn.open_table(META).map_err(io)?;
     let named = meta.get(LAYOUT_KEY).map_err(io)?.map(|value| value.value());
