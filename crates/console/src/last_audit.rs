@@ -162,21 +162,28 @@ pub fn record(folder: &Path, verdict: &LastAudit) -> Result<PathBuf, LastAuditEr
 pub fn read(folder: &Path, tenant: &str) -> Result<Option<LastAudit>, LastAuditError> {
     let path = path_for(folder, tenant);
     let io = |source| LastAuditError::Io { path: path.clone(), source };
-    match std::fs::metadata(&path) {
-        // Opening a FIFO would wait for a writer; a device may never end.
+    // Opened without waiting (a FIFO would wait for a writer), then what
+    // was opened is checked, not the path: a file swapped in between is the
+    // one refused.
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = match options.open(&path) {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) => return Err(io(err)),
+    };
+    match file.metadata() {
+        // A FIFO never ends while a writer writes; a device may never end.
         Ok(meta) if !meta.is_file() => return Err(LastAuditError::NotAFile { path }),
         Ok(meta) if meta.len() > MAX_LAST_AUDIT_BYTES => return Err(LastAuditError::TooLarge { path }),
         Ok(_) => {}
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(io(err)),
     }
     // Bounded again as it is read: the file may have grown since.
     let mut text = Vec::new();
-    std::fs::File::open(&path)
-        .and_then(|file| {
-            std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_LAST_AUDIT_BYTES + 1), &mut text)
-        })
-        .map_err(io)?;
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, MAX_LAST_AUDIT_BYTES + 1), &mut text).map_err(io)?;
     if text.len() as u64 > MAX_LAST_AUDIT_BYTES {
         return Err(LastAuditError::TooLarge { path });
     }
@@ -257,6 +264,17 @@ mod tests {
             let _ = std::io::Write::write_all(&mut writer, &vec![b' '; 2 << 20]);
         });
         let refused = read(dir.path(), "shop");
+        assert!(matches!(&refused, Err(LastAuditError::NotAFile { .. })), "{refused:?}");
+
+        // A FIFO no writer ever opens (swapped in after any check of the
+        // path): the opening itself must not wait. Guarded by a deadline,
+        // which only a read that waits forever reaches.
+        std::fs::remove_file(&path).unwrap();
+        assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+        let (answer, answered) = std::sync::mpsc::channel();
+        let folder = dir.path().to_owned();
+        std::thread::spawn(move || answer.send(read(&folder, "shop")).unwrap());
+        let refused = answered.recv_timeout(std::time::Duration::from_secs(60)).unwrap();
         assert!(matches!(&refused, Err(LastAuditError::NotAFile { .. })), "{refused:?}");
 
         std::fs::remove_file(&path).unwrap();
