@@ -143,13 +143,7 @@ pub fn redact(text: &str) -> String {
             // A key-value password before any URL: hidden whole, a `://`
             // inside it too (never read as the start of a URL).
             Some((found, value_start)) if url.is_none_or(|start| found < start) => {
-                out.push_str(&rest[..value_start]);
-                let value = &rest[value_start..];
-                let end = password_end(value, KEY_VALUE_END);
-                if end > 0 {
-                    out.push_str("***");
-                }
-                rest = &value[end..];
+                rest = hide_value(&mut out, rest, value_start, KEY_VALUE_END);
             }
             _ => {
                 let Some(start) = url else { break };
@@ -223,16 +217,22 @@ fn redact_key_value(text: &str, ends: &[char]) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some((_, value_start)) = next_password(rest) {
-        out.push_str(&rest[..value_start]);
-        let value = &rest[value_start..];
-        let end = password_end(value, ends);
-        if end > 0 {
-            out.push_str("***");
-        }
-        rest = &value[end..];
+        rest = hide_value(&mut out, rest, value_start, ends);
     }
     out.push_str(rest);
     out
+}
+
+/// Writes `text` up to the password value at `value_start`, then `***` for
+/// the value (up to [`password_end`]); what follows the value.
+fn hide_value<'t>(out: &mut String, text: &'t str, value_start: usize, ends: &[char]) -> &'t str {
+    let (before, value) = text.split_at(value_start);
+    out.push_str(before);
+    let end = password_end(value, ends);
+    if end > 0 {
+        out.push_str("***");
+    }
+    value.get(end..).unwrap_or_default()
 }
 
 /// Where the password `value` starts ends: a quoted one at its closing
