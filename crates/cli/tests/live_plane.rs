@@ -407,10 +407,13 @@ fn init_keeps_a_configuration_holding_a_store_password_private() {
     let url = store_pg::testkit::fresh_database();
     let with_password = url.replacen("postgres://postgres@", "postgres://postgres:hunter2@", 1);
     assert_ne!(with_password, url, "the test URL names its user");
-    for (store, private) in [(with_password.as_str(), true), (url.as_str(), false)] {
+    // Typed with white space, which PostgreSQL's URL parser reads as part of
+    // it (review 38: printed whole, and the file kept the umask's mode).
+    let spaced = url.replacen("postgres://postgres@", "postgres://postgres:hunter2 spaced@", 1);
+    for (store, private) in [(with_password.as_str(), true), (spaced.as_str(), true), (url.as_str(), false)] {
         let dir = tempfile::tempdir().unwrap();
         let printed = ok(dir.path(), &["init", "--store", store]);
-        assert!(!printed.contains("hunter2"), "{printed}");
+        assert!(!printed.contains("hunter2") && !printed.contains("spaced"), "{printed}");
         let mode = std::fs::metadata(dir.path().join("agentplane.toml")).unwrap().permissions().mode() & 0o777;
         if private {
             assert_eq!(mode, 0o600, "a configuration holding a password is its owner's alone");

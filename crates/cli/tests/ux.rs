@@ -564,6 +564,10 @@ fn a_key_of_the_wrong_kind_is_named_and_a_secret_never_echoed() {
     let stderr =
         fails(dir.path(), &["--store", "host=db user=u password = hunter2secret", "--origin", "a.test/b", "runs"], 2);
     assert!(stderr.contains("no store at") && !stderr.contains("hunter2secret"), "{stderr}");
+    // Nor a password PostgreSQL's URL parser reads past white space (review 38).
+    let url = "postgres://u:hunter2 secret@127.0.0.1:1/db?sslmode=bogus";
+    let stderr = fails(dir.path(), &["--store", url, "--origin", "a.test/b", "runs"], 2);
+    assert!(stderr.contains("u:***@") && !stderr.contains("secret"), "{stderr}");
 }
 
 /// R-UX-3 (review 36's note): a key file a reading command cannot read is

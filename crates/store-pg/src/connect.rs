@@ -143,24 +143,69 @@ pub fn redact(text: &str) -> String {
             // A key-value password before any URL: hidden whole, a `://`
             // inside it too (never read as the start of a URL).
             Some((found, value_start)) if url.is_none_or(|start| found < start) => {
-                rest = hide_value(&mut out, rest, value_start, KEY_VALUE_END);
+                rest = hide_value(&mut out, rest, value_start);
             }
             _ => {
                 let Some(start) = url else { break };
                 let (before, from_scheme) = rest.split_at(start + 3);
                 out.push_str(before);
-                // A URL ends at white space, never at a quote: a password may hold
-                // `'` (or `\"`, as a configuration file escapes it), and a quote
-                // closing the URL is left inside the host part, which is shown.
-                let end = from_scheme.find(char::is_whitespace).unwrap_or(from_scheme.len());
-                let (url, after) = from_scheme.split_at(end);
-                out.push_str(&redact_key_value(&redact_one_url(url), QUERY_END));
+                let (url, after) = from_scheme.split_at(url_end(before, from_scheme));
+                out.push_str(&redact_query(&redact_one_url(url)));
                 rest = after;
             }
         }
     }
     out.push_str(rest);
     out
+}
+
+/// Where a URL that starts `from_scheme` ends in a text. At white space,
+/// never at a quote: a password may hold `'` (or `\"`, as a configuration
+/// file escapes it), and a quote closing the URL is left inside the host
+/// part, which is shown. But PostgreSQL's URL parser reads a URL to the end
+/// of its text, white space and all (review 38): the user info ends at the
+/// text's first `@`, so a user or password typed with white space reaches
+/// past it to that `@`; and a `password=` parameter ends at `&` only, so
+/// one the URL ends in reaches past it to the next `&`, else as far as it
+/// may reach (which hides more than it must). Neither reaches past its line
+/// or into the next URL on it, which is redacted on its own: a password
+/// holding white space and a line break or a `://` is not looked for.
+fn url_end(before: &str, from_scheme: &str) -> usize {
+    let to_white_space = |from: usize| {
+        from_scheme.get(from..).and_then(|tail| tail.find(char::is_whitespace)).map_or(from_scheme.len(), |i| from + i)
+    };
+    let mut end = to_white_space(0);
+    if !(before.ends_with("postgres://") || before.ends_with("postgresql://")) {
+        return end;
+    }
+    // As far as a password holding white space may reach: its line's end,
+    // or the white space before the next URL on the line.
+    let line = from_scheme.find('\n').unwrap_or(from_scheme.len());
+    let reach = match from_scheme[..line].find("://") {
+        Some(next) => from_scheme[..next].rfind(char::is_whitespace).unwrap_or(next),
+        None => line,
+    };
+    if end < reach
+        && !from_scheme[..end].contains('@')
+        && let Some(at) = from_scheme[..reach].find('@')
+        && from_scheme[..at].contains(':')
+    {
+        end = to_white_space(at);
+    }
+    let mut unended = false;
+    let mut url = &from_scheme[..end];
+    while let Some((_, value_start)) = next_query_password(url) {
+        let value = &url[value_start..];
+        unended = !value.contains('&');
+        url = value;
+    }
+    if unended && end < reach {
+        end = match from_scheme[end..reach].find('&') {
+            Some(amp) => to_white_space(end + amp),
+            None => reach,
+        };
+    }
+    end
 }
 
 /// The key a password follows, in a key-value string or a URL's query.
@@ -170,10 +215,15 @@ const PASSWORD: &str = "password";
 /// around the `=` (as a key-value string may spell it): where the key
 /// starts, and where its value starts.
 fn next_password(text: &str) -> Option<(usize, usize)> {
-    // ASCII lowercasing keeps every byte where it was.
-    let lowered = text.to_ascii_lowercase();
+    // Compared byte by byte, in ASCII's cases, from where the last look
+    // ended (each call reads only up to what it finds: the loops that call
+    // it go over a text once).
+    let bytes = text.as_bytes();
     let mut from = 0;
-    while let Some(at) = lowered.get(from..).and_then(|tail| tail.find(PASSWORD)) {
+    while let Some(at) = bytes
+        .get(from..)
+        .and_then(|tail| tail.windows(PASSWORD.len()).position(|word| word.eq_ignore_ascii_case(PASSWORD.as_bytes())))
+    {
         let found = from + at;
         let after_key = found + PASSWORD.len();
         let tail = text.get(after_key..).unwrap_or_default();
@@ -187,14 +237,53 @@ fn next_password(text: &str) -> Option<(usize, usize)> {
     None
 }
 
-/// Where an unquoted `password=` value ends in a key-value string: at
-/// white space only, as libpq reads it (a `"` or `&` is part of it).
-const KEY_VALUE_END: &[char] = &[];
+/// The first password parameter of a URL's `text`: a `password=` as
+/// [`next_password`] finds it, or a key PostgreSQL's URL parser
+/// percent-decodes to `password` (`pass%77ord=`; review 38).
+fn next_query_password(text: &str) -> Option<(usize, usize)> {
+    let plain = next_password(text);
+    // Only a key before the plain one counts; a key ends at its
+    // parameter's first `=`.
+    let before = plain.map_or(text.len(), |(found, _)| found);
+    let mut key_start = Some(0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '?' | '&' if i >= before => break,
+            '?' | '&' => key_start = Some(i + 1),
+            '=' => {
+                let Some(start) = key_start.take() else { continue };
+                let key = &text[start..i];
+                if key.contains('%') && percent_decoded(key).eq_ignore_ascii_case(PASSWORD.as_bytes()) {
+                    return Some((start, i + 1));
+                }
+            }
+            _ => {}
+        }
+    }
+    plain
+}
 
-/// Where a `password=` query parameter of a URL ends: at the next
-/// parameter, or the URL's end (PostgreSQL's URL parser knows no fragment:
-/// a `#` is part of the value).
-const QUERY_END: &[char] = &['&'];
+/// `text` with each `%` and two hex digits decoded to the byte they name
+/// (another `%` is kept, as PostgreSQL's URL parser keeps it).
+fn percent_decoded(text: &str) -> Vec<u8> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&byte) = bytes.get(i) {
+        let hex = bytes.get(i + 1..i + 3).filter(|hex| hex.iter().all(u8::is_ascii_hexdigit));
+        match hex.and_then(|hex| u8::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()) {
+            Some(decoded) if byte == b'%' => {
+                out.push(decoded);
+                i += 3;
+            }
+            _ => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    out
+}
 
 /// The part of one URL after `scheme://`. The userinfo ends at the URL's
 /// last `@`, not at the first `/` or `?`: a password typed with an
@@ -211,33 +300,41 @@ fn redact_one_url(url: &str) -> String {
     }
 }
 
-/// `password=secret` (a URL's query parameter) with the value, up to white
-/// space or a character of `ends`, replaced by `***`.
-fn redact_key_value(text: &str, ends: &[char]) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some((_, value_start)) = next_password(rest) {
-        rest = hide_value(&mut out, rest, value_start, ends);
+/// A URL with the value of each password parameter replaced by `***`: up
+/// to the next `&` or the URL's end, as PostgreSQL's URL parser reads it
+/// (white space, a quote, a backslash and a `#` are part of the value).
+fn redact_query(url: &str) -> String {
+    let mut out = String::with_capacity(url.len());
+    let mut rest = url;
+    while let Some((_, value_start)) = next_query_password(rest) {
+        let (before, value) = rest.split_at(value_start);
+        out.push_str(before);
+        let end = value.find('&').unwrap_or(value.len());
+        if end > 0 {
+            out.push_str("***");
+        }
+        rest = &value[end..];
     }
     out.push_str(rest);
     out
 }
 
-/// Writes `text` up to the password value at `value_start`, then `***` for
-/// the value (up to [`password_end`]); what follows the value.
-fn hide_value<'t>(out: &mut String, text: &'t str, value_start: usize, ends: &[char]) -> &'t str {
+/// Writes `text` up to the key-value password at `value_start`, then `***`
+/// for the value (up to [`password_end`]); what follows the value.
+fn hide_value<'t>(out: &mut String, text: &'t str, value_start: usize) -> &'t str {
     let (before, value) = text.split_at(value_start);
     out.push_str(before);
-    let end = password_end(value, ends);
+    let end = password_end(value);
     if end > 0 {
         out.push_str("***");
     }
     value.get(end..).unwrap_or_default()
 }
 
-/// Where the password `value` starts ends: a quoted one at its closing
-/// quote (escapes skipped), another at white space or a character of `ends`.
-fn password_end(value: &str, ends: &[char]) -> usize {
+/// Where the key-value password `value` starts ends: a quoted one at its
+/// closing quote (escapes skipped), another at white space only, as libpq
+/// reads it (a `"` or `&` is part of it).
+fn password_end(value: &str) -> usize {
     if let Some(quoted) = value.strip_prefix('\'') {
         // A quoted key-value password: up to the closing quote, escapes skipped.
         let mut escaped = false;
@@ -252,7 +349,7 @@ fn password_end(value: &str, ends: &[char]) -> usize {
         // `a\ b` as `a b`): an escaped space does not end the value.
         let mut escaped = false;
         let end = value.char_indices().find(|&(_, c)| {
-            let ends_here = !escaped && (c.is_whitespace() || ends.contains(&c));
+            let ends_here = !escaped && c.is_whitespace();
             escaped = c == '\\' && !escaped;
             ends_here
         });
