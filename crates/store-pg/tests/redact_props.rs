@@ -101,6 +101,10 @@ proptest! {
         after in prop::sample::select(vec!["", " ", "\u{3000}"]),
         message in 0u8..3,
     ) {
+        // What `redact` does not look for (documented at `url_end`): a URL's
+        // password holding white space and a `://`, which would read as the
+        // next URL on its line.
+        prop_assume!(how % 5 < 2 || !(secret.contains("://") && secret.contains(char::is_whitespace)));
         let Some(text) = spelled(&secret, how, (before, after)) else { return Ok(()) };
         // Only what the parser takes for the whole password is a case.
         let read = read_password(&text);
