@@ -10,6 +10,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{Html, IntoResponse, Response};
 use journal_core::checkpoints::{cosigned_inclusion, latest_cosigned};
 use journal_core::export::{ExportProof, write_export};
+use journal_core::store::CheckpointRows;
 use journal_core::{
     AdmittedRun, ChainCheck, Journal, JournalError, LogView, Outcome, RecordBody, RunId, RunState, SignatureCheck,
     SignedHash, Unvouched, VerifiedRecord, VerifyOptions,
@@ -992,8 +993,7 @@ fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), Pag
         ));
     }
     let signed = store
-        .signed_checkpoints(&log.tenant)?
-        .pop()
+        .last_signed_checkpoint(&log.tenant)?
         .ok_or_else(|| PageError::conflict("no signed checkpoint yet: `agentplane checkpoint` signs one"))?;
     let verifiers: Vec<&dyn NoteVerifier> = app.plane.log_keys.iter().map(|key| key as &dyn NoteVerifier).collect();
     let (checkpoint, _) = SignedCheckpoint::open(signed.note.as_bytes(), &verifiers)
@@ -1165,8 +1165,7 @@ fn render_log(app: &App, query: &LogQuery) -> Result<Markup, PageError> {
     let store = app.plane.store.as_ref();
     let view = LogView::open(store, &log.tenant)?;
     let head = view.head()?.tree;
-    let signed = store.signed_checkpoints(&log.tenant)?;
-    let cosigned = store.cosigned_checkpoints(&log.tenant)?;
+    let newest = store.newest_checkpoints(&log.tenant, CheckpointRows::Signed, LOG_PAGE_CHECKPOINTS)?;
     let consistency = match (query.from, query.to) {
         (Some(from), Some(to)) => Some(match view.consistency(from, to) {
             Ok(proof) => match proof.new.extends(&proof.old, &proof.proof) {
@@ -1181,9 +1180,8 @@ fn render_log(app: &App, query: &LogQuery) -> Result<Markup, PageError> {
     };
     // The chart draws what a note vouches for, at the size the note signs: a
     // kept row whose note does not verify is counted apart, never drawn.
-    // Only the newest rows are verified and shown: a page load stays bounded
-    // on a plane that has signed for years.
-    let newest = signed.get(signed.len().saturating_sub(LOG_PAGE_CHECKPOINTS)..).unwrap_or_default();
+    // Only the newest rows are read, verified and shown: a page load stays
+    // bounded on a plane that has signed for years.
     let statuses: Vec<NoteStatus> = newest.iter().map(|s| note_status(app, log, &s.note, Some(s.tree))).collect();
     let drawn: Vec<u64> = statuses
         .iter()
@@ -1203,8 +1201,8 @@ fn render_log(app: &App, query: &LogQuery) -> Result<Markup, PageError> {
             p { "origin " code { (log.origin) } " · " (head.size) " leaves · root " code { (head.root) } }
             h2 { "checkpoints over time" }
             p {
-                (signed.len()) " signed and " (cosigned.len()) " cosigned checkpoint rows kept; the newest " (newest.len())
-                " signed rows read: " (drawn.len()) " verified"
+                "the newest " (newest.len()) " signed checkpoint rows kept read (at most " (LOG_PAGE_CHECKPOINTS) "): "
+                (drawn.len()) " verified"
             }
             @if no_log_key {
                 p class="warn" { "no log key given: no kept checkpoint can be verified, so none is drawn" }

@@ -738,3 +738,52 @@ fn r_ops_1_a_run_page_draws_the_timeline_of_the_records_it_shows_only() {
     let bars = page.matches("<rect class=\"bar").count();
     assert!(bars <= 1 + 5_000 / 2, "{bars} bars for the 5,000 records shown, of a run of {effects} effects");
 }
+
+/// R-LOG-2, issue 25 (reads flat however old the plane): a plane keeps a
+/// checkpoint row a signing and a cosigned row a witnessing round, so after
+/// a year of rounds every page that read all of them (the run page and the
+/// export for a run's cosigned inclusion, the plane page for the latest
+/// cosigned checkpoint, the log page for its chart) read tens of thousands
+/// of rows per load. Each now reads the newest rows only
+/// (`Store::newest_checkpoints`), and the pages still show a run's cosigned
+/// inclusion and the log's checkpoints.
+#[test]
+fn r_log_2_no_page_reads_every_kept_checkpoint_row() {
+    use journal_core::testkit_faults::{RoutedStore, StoreCall};
+    use std::sync::Mutex;
+    let (plane, runs) = demo();
+    let last = plane.store.last_signed_checkpoint(&plane.tenant).unwrap().unwrap();
+    plane.store.record_cosigned_checkpoint(&plane.tenant, last).unwrap();
+    let full_reads = Arc::new(Mutex::new(Vec::new()));
+    let store: Arc<dyn Store> = {
+        let (full_reads, inner) = (Arc::clone(&full_reads), Arc::clone(&plane.store) as Arc<dyn Store>);
+        Arc::new(RoutedStore::new(Box::new(move |call| {
+            if matches!(call, StoreCall::SignedCheckpoints | StoreCall::CosignedCheckpoints) {
+                full_reads.lock().unwrap().push(call);
+            }
+            Arc::clone(&inner)
+        })))
+    };
+    let console = plane.console_over(store);
+    let (sealed, open) = (&runs[0], &runs[1]);
+    let pages = [
+        String::new(),
+        "/runs?tenant=shop".into(),
+        format!("/run/shop/{sealed}"),
+        format!("/run/shop/{sealed}/export"),
+        format!("/run/shop/{open}"),
+        format!("/run/shop/{open}/export"),
+        "/log?tenant=shop".into(),
+    ];
+    for page in &pages {
+        let (status, body) = get(&format!("{}{page}", console.url()));
+        assert_eq!(status, 200, "{page}: {body}");
+        if page == &format!("/run/shop/{sealed}") {
+            assert!(body.contains("cosigned"), "the run's cosigned inclusion is still shown: {body}");
+        }
+        if page.starts_with("/log") {
+            assert!(body.contains("signed checkpoint rows kept read"), "{body}");
+        }
+    }
+    assert_eq!(*full_reads.lock().unwrap(), Vec::<StoreCall>::new(), "no page reads every kept row");
+}

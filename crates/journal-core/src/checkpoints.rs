@@ -11,7 +11,7 @@ use crate::error::JournalError;
 use crate::export::CosignedInclusion;
 use crate::ids::TenantId;
 use crate::log::LogView;
-use crate::store::Store;
+use crate::store::{CheckpointRows, Store};
 
 /// The latest checkpoint a witness quorum cosigned for a tenant's log, as
 /// the store keeps it.
@@ -29,15 +29,24 @@ fn damaged(tenant: &TenantId, detail: String) -> JournalError {
     JournalError::StoreDamage { tenant: tenant.clone(), detail }
 }
 
+/// How many of the newest cosigned rows (in the order they were recorded)
+/// [`latest_cosigned`] and [`cosigned_inclusion`] read: enough for two
+/// instances of a plane recording their rounds as they finish, while a plane
+/// that has kept a row a round for years is read in the same time as a new
+/// one. A row older than these is never the latest (the log only grows, and
+/// each round cosigns it as it is then).
+pub const NEWEST_COSIGNED_READ: usize = 256;
+
 /// The latest checkpoint a witness quorum cosigned for the tenant's log:
-/// the kept row of the largest tree, whatever order the rows were recorded
-/// in (two instances of a plane record their rounds as they finish); `None`
-/// before the first round that met its quorum. A kept note whose checkpoint
-/// does not parse, or is not of the tree kept beside it, is
+/// the kept row of the largest tree among the newest
+/// [`NEWEST_COSIGNED_READ`], whatever order they were recorded in (two
+/// instances of a plane record their rounds as they finish); `None` before
+/// the first round that met its quorum. A kept note whose checkpoint does
+/// not parse, or is not of the tree kept beside it, is
 /// [`JournalError::StoreDamage`]. Not verified: a reader verifies the note
 /// with the keys it trusts (`runtime::verify_cosigned_rows`).
 pub fn latest_cosigned(store: &dyn Store, tenant: &TenantId) -> Result<Option<CosignedCheckpoint>, JournalError> {
-    let rows = store.cosigned_checkpoints(tenant)?;
+    let rows = store.newest_checkpoints(tenant, CheckpointRows::Cosigned, NEWEST_COSIGNED_READ)?;
     let latest = rows.iter().enumerate().max_by_key(|(i, row)| (row.tree.size, *i)).map(|(_, row)| row);
     latest.map(|row| cosigned_of(tenant, row)).transpose()
 }
@@ -62,7 +71,8 @@ pub fn cosigned_of(tenant: &TenantId, row: &crate::store::SignedTree) -> Result<
 /// The latest checkpoint a witness quorum cosigned that holds the leaf
 /// `leaf` at `index` of `view` (a run's seal leaf, or the heads leaf holding
 /// an open run's head), with the leaf's inclusion proof in it; `None` when
-/// no cosigned checkpoint holds the leaf yet. The proof is
+/// none of the newest [`NEWEST_COSIGNED_READ`] cosigned rows holds the leaf
+/// yet (an older row is of a smaller tree than the newest). The proof is
 /// checked against the cosigned tree: a cosigned checkpoint the view's log
 /// does not extend is [`JournalError::StoreDamage`].
 pub fn cosigned_inclusion(
@@ -73,7 +83,7 @@ pub fn cosigned_inclusion(
 ) -> Result<Option<CosignedInclusion>, JournalError> {
     let tenant = view.tenant();
     let holding = store
-        .cosigned_checkpoints(tenant)?
+        .newest_checkpoints(tenant, CheckpointRows::Cosigned, NEWEST_COSIGNED_READ)?
         .into_iter()
         .rev()
         .find(|cosigned| cosigned.tree.size > index && cosigned.tree.size <= view.size());

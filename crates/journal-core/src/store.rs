@@ -119,6 +119,15 @@ pub struct SignedTree {
     pub note: String,
 }
 
+/// Which checkpoint rows a store keeps ([`Store::newest_checkpoints`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckpointRows {
+    /// The checkpoints this plane signed ([`Store::signed_checkpoints`]).
+    Signed,
+    /// The checkpoints a witness quorum cosigned ([`Store::cosigned_checkpoints`]).
+    Cosigned,
+}
+
 /// A journal store. Every method is atomic; `append` is durable when it returns.
 pub trait Store: Send + Sync {
     /// Appends one row in one transaction ([`crate::append::append_one`]
@@ -214,6 +223,25 @@ pub trait Store: Send + Sync {
 
     /// Records a met round's cosigned checkpoint, durably.
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError>;
+
+    /// The newest `limit` rows of [`Store::signed_checkpoints`] or
+    /// [`Store::cosigned_checkpoints`] (in the order they were recorded),
+    /// oldest first: what a page or an export reads, so its cost does not
+    /// grow with the rows a plane has kept over the years (a row a witnessing
+    /// round). The default reads them all (O(rows)); a backend reads its last
+    /// keys (O(limit)).
+    fn newest_checkpoints(
+        &self,
+        tenant: &TenantId,
+        kind: CheckpointRows,
+        limit: usize,
+    ) -> Result<Vec<SignedTree>, JournalError> {
+        let mut rows = match kind {
+            CheckpointRows::Signed => self.signed_checkpoints(tenant)?,
+            CheckpointRows::Cosigned => self.cosigned_checkpoints(tenant)?,
+        };
+        Ok(rows.split_off(rows.len().saturating_sub(limit)))
+    }
 
     /// Appends heads leaves for the tenant's runs whose head moved since the
     /// last one, in one transaction ([`crate::append::append_heads`]): what

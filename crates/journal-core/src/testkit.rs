@@ -300,6 +300,47 @@ pub fn signed_checkpoints_are_kept_in_order(store: &dyn Store) {
     assert_eq!(store.last_signed_checkpoint(&other).expect("per tenant"), None);
 }
 
+/// A page's or an export's read of the newest checkpoint rows is the tail
+/// of what the store keeps, in the order recorded, of its tenant only,
+/// whatever the limit (R-LOG-2: what they show is what was recorded).
+pub fn newest_checkpoints_are_the_last_kept_rows(store: &dyn Store) {
+    use crate::store::{CheckpointRows, SignedTree};
+    let tenant = tenant();
+    let other = TenantId::new("tenant-b").expect("id");
+    let row = |size: u64, what: &str| SignedTree {
+        tree: Tree::new(size, tlog::RootHash::from_hash_bytes([size as u8; 32])),
+        note: format!("{what} {size}\n"),
+    };
+    for kind in [CheckpointRows::Signed, CheckpointRows::Cosigned] {
+        assert!(store.newest_checkpoints(&tenant, kind, 3).expect("none yet").is_empty(), "{kind:?}");
+    }
+    for (place, sizes) in [(&other, [2u64, 4, 6, 8, 10]), (&tenant, [1, 3, 5, 7, 9])] {
+        let mut last = None;
+        for size in sizes {
+            store.record_signed_checkpoint(place, last, row(size, "signed")).expect("signed");
+            last = Some(row(size, "signed").tree);
+        }
+        // Recorded as rounds finish: not in order of size.
+        for size in [sizes[0], sizes[2], sizes[1], sizes[4], sizes[3]] {
+            store.record_cosigned_checkpoint(place, row(size, "cosigned")).expect("cosigned");
+        }
+    }
+    for kind in [CheckpointRows::Signed, CheckpointRows::Cosigned] {
+        for place in [&tenant, &other] {
+            let all = match kind {
+                CheckpointRows::Signed => store.signed_checkpoints(place),
+                CheckpointRows::Cosigned => store.cosigned_checkpoints(place),
+            }
+            .expect("all");
+            assert_eq!(all.len(), 5, "{kind:?}");
+            for limit in [0, 1, 3, 5, 9] {
+                let newest = store.newest_checkpoints(place, kind, limit).expect("newest");
+                assert_eq!(newest, all[all.len().saturating_sub(limit)..], "{kind:?}, the newest {limit}");
+            }
+        }
+    }
+}
+
 /// R-RUN-3: several conclusions in one chain; the last is the answer and the index moves.
 pub fn outcome_index_follows_the_last_conclusion(store: &dyn Store) {
     let tenant = tenant();
@@ -721,6 +762,10 @@ macro_rules! conformance_tests {
         #[test]
         fn conformance_signed_checkpoints_are_kept_in_order() {
             $crate::testkit::signed_checkpoints_are_kept_in_order(&$make);
+        }
+        #[test]
+        fn conformance_r_log_2_newest_checkpoints_are_the_last_kept_rows() {
+            $crate::testkit::newest_checkpoints_are_the_last_kept_rows(&$make);
         }
         #[test]
         fn conformance_r_run_3_outcome_index_follows_the_last_conclusion() {

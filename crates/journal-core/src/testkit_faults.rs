@@ -158,6 +158,14 @@ impl Store for FaultyStore {
     fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
         self.inner.cosigned_checkpoints(tenant)
     }
+    fn newest_checkpoints(
+        &self,
+        tenant: &TenantId,
+        kind: crate::store::CheckpointRows,
+        limit: usize,
+    ) -> Result<Vec<SignedTree>, JournalError> {
+        self.inner.newest_checkpoints(tenant, kind, limit)
+    }
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {
         self.write(WriteCall::CosignedCheckpoint, || self.inner.record_cosigned_checkpoint(tenant, cosigned))
     }
@@ -211,6 +219,7 @@ pub enum StoreCall {
     LastSignedCheckpoint,
     RecordSignedCheckpoint,
     CosignedCheckpoints,
+    NewestCheckpoints,
     RecordCosignedCheckpoint,
     AppendHeads,
     HeadsEntries,
@@ -302,6 +311,14 @@ impl Store for RoutedStore {
     }
     fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
         self.to(StoreCall::CosignedCheckpoints).cosigned_checkpoints(tenant)
+    }
+    fn newest_checkpoints(
+        &self,
+        tenant: &TenantId,
+        kind: crate::store::CheckpointRows,
+        limit: usize,
+    ) -> Result<Vec<SignedTree>, JournalError> {
+        self.to(StoreCall::NewestCheckpoints).newest_checkpoints(tenant, kind, limit)
     }
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {
         self.to(StoreCall::RecordCosignedCheckpoint).record_cosigned_checkpoint(tenant, cosigned)

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use journal_core::append::{AppendFailure, AppendTxn, RunHead, append_heads, stored_run_id as run_id, write_batch};
 use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::heads::HeadEntry;
-use journal_core::store::{AdmittedRun, SignedTree, stored_chain_hash};
+use journal_core::store::{AdmittedRun, CheckpointRows, SignedTree, stored_chain_hash};
 use journal_core::{
     AppendRequest, ChainHash, CollectSnapshot, ExpectedHead, JournalError, LogCounters, Outcome, RecordsInRunOrder,
     RunId, RunRows, SealEntry, SnapshotSink, StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
@@ -172,6 +172,16 @@ impl PgStore {
         let query = format!("SELECT size, root, note FROM {table} WHERE tenant = $1 ORDER BY n");
         let rows = conn.query(query.as_str(), &[&tenant.as_str()]).map_err(|err| pg(table, err))?;
         rows.iter().map(|row| signed_tree(tenant, table, row)).collect()
+    }
+
+    /// The newest `limit` rows of `table`, oldest first: read backwards
+    /// along its key, so O(limit).
+    fn read_newest_trees(&self, table: &str, tenant: &TenantId, limit: usize) -> Result<Vec<SignedTree>, JournalError> {
+        let mut conn = self.conn()?;
+        let query = format!("SELECT size, root, note FROM {table} WHERE tenant = $1 ORDER BY n DESC LIMIT $2");
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = conn.query(query.as_str(), &[&tenant.as_str(), &limit]).map_err(|err| pg(table, err))?;
+        rows.iter().rev().map(|row| signed_tree(tenant, table, row)).collect()
     }
 }
 
@@ -1891,6 +1901,19 @@ impl Store for PgStore {
 
     fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
         self.read_trees("cosigned_checkpoints", tenant)
+    }
+
+    fn newest_checkpoints(
+        &self,
+        tenant: &TenantId,
+        kind: CheckpointRows,
+        limit: usize,
+    ) -> Result<Vec<SignedTree>, JournalError> {
+        let table = match kind {
+            CheckpointRows::Signed => "signed_checkpoints",
+            CheckpointRows::Cosigned => "cosigned_checkpoints",
+        };
+        self.read_newest_trees(table, tenant, limit)
     }
 
     fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {

@@ -11,7 +11,7 @@ use journal_core::append::{AppendFailure, AppendTxn, RunHead, append_heads, stor
 use journal_core::encoding;
 use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::heads::{HEADS_LEAF_RUN, HeadEntry};
-use journal_core::store::{AdmittedRun, SignedTree, stored_chain_hash};
+use journal_core::store::{AdmittedRun, CheckpointRows, SignedTree, stored_chain_hash};
 use journal_core::{
     AppendRequest, CollectSnapshot, ExpectedHead, JournalError, LogCounters, Outcome, RecordsInRunOrder, RunId,
     RunRows, SealEntry, SnapshotSink, StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
@@ -681,6 +681,27 @@ fn read_trees(
         let (_, value) = entry.map_err(io)?;
         out.push(signed_tree(t, value.value())?);
     }
+    Ok(out)
+}
+
+/// The newest `limit` of a tenant's checkpoints kept in `definition`,
+/// oldest first: its last keys, read from the end.
+fn read_newest_trees(
+    txn: &ReadTransaction,
+    definition: TableDefinition<(&str, u64), (u64, &[u8], &str)>,
+    tenant: &TenantId,
+    limit: usize,
+) -> Result<Vec<SignedTree>, JournalError> {
+    let Some(table) = open_if_there(txn, definition)? else {
+        return Ok(Vec::new());
+    };
+    let t = tenant.as_str();
+    let mut out = Vec::new();
+    for entry in table.range((t, 0)..=(t, u64::MAX)).map_err(io)?.rev().take(limit) {
+        let (_, value) = entry.map_err(io)?;
+        out.push(signed_tree(t, value.value())?);
+    }
+    out.reverse();
     Ok(out)
 }
 
@@ -1784,6 +1805,19 @@ impl Store for RedbStore {
 
     fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
         self.read_trees(COSIGNED, tenant)
+    }
+
+    fn newest_checkpoints(
+        &self,
+        tenant: &TenantId,
+        kind: CheckpointRows,
+        limit: usize,
+    ) -> Result<Vec<SignedTree>, JournalError> {
+        let definition = match kind {
+            CheckpointRows::Signed => SIGNED,
+            CheckpointRows::Cosigned => COSIGNED,
+        };
+        read_newest_trees(&self.read_txn()?, definition, tenant, limit)
     }
 
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {

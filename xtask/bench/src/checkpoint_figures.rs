@@ -102,7 +102,21 @@ pub fn figures(backend: Backend, rounds: usize, quick: bool) -> Result<Vec<Figur
     )?;
     let kept = if quick { 50 } else { 2_000 };
     let (remembered, first) = kept_cosigned_rows(backend, rounds, kept)?;
+    let (old_plane, young_plane) = (if quick { 300 } else { 20_000 }, 20);
+    let (old, young) = export_beside_kept_rows(backend, rounds, old_plane, young_plane)?;
     Ok(vec![
+        Figure {
+            name: format!(
+                "`export` of a sealed run (its cosigned inclusion found) on {}, {old_plane} cosigned rows kept",
+                backend.name()
+            ),
+            ours: old,
+            baseline_name: format!("the same with {young_plane} rows kept"),
+            baseline: young,
+            unit: Unit::Nanos,
+            bar: None,
+            rounds,
+        },
         Figure {
             name: format!(
                 "the sweep's check of the kept cosigned rows on {}, {kept} rows kept (a log signature and a witness's \
@@ -179,4 +193,39 @@ fn kept_cosigned_rows(backend: Backend, rounds: usize, kept: usize) -> Result<(f
     let warm = RememberedStandings::default();
     check(&warm)?;
     alternate(rounds, || check(&warm), || check(&RememberedStandings::default()))
+}
+
+/// Nanoseconds for `export` of a sealed run on a plane that kept `old`
+/// cosigned rows (a witnessing round's each, all holding the run), against
+/// the same plane with `young` kept: an export reads the newest rows only
+/// (`Store::newest_checkpoints`), so a plane's age does not slow it.
+fn export_beside_kept_rows(backend: Backend, rounds: usize, old: usize, young: usize) -> Result<(f64, f64)> {
+    let (tenant, origin) = tenant()?;
+    let key = log_key(&origin)?;
+    let plane = |kept: usize| -> Result<(Arc<dyn Store>, crate::append::Location, RunId)> {
+        let (store, location) = fresh_store(backend)?;
+        let runtime = RuntimeBuilder::new(Arc::clone(&store)).tenant(tenant.clone(), origin.clone(), None).build()?;
+        crate::append::run_of_steps(&runtime, &tenant, "sealed", 2)?;
+        let run = store.runs(&tenant, None)?.into_iter().next().ok_or_else(|| anyhow!("no run was admitted"))?;
+        let (_, signed) = journal_core::log::sign_current_head(store.as_ref(), &tenant, &origin, &key, None)?;
+        let row = journal_core::store::SignedTree { tree: signed.checkpoint().tree(), note: signed.note().to_owned() };
+        for _ in 0..kept {
+            store.record_cosigned_checkpoint(&tenant, row.clone())?;
+        }
+        Ok((store, location, run))
+    };
+    let (old_store, _old_location, old_run) = plane(old)?;
+    let (young_store, _young_location, young_run) = plane(young)?;
+    let upcasters = journal_core::Upcasters::builtin();
+    let check = journal_core::ChainCheck { upcasters: &upcasters, verifier: None, options: Default::default() };
+    let export = |store: &Arc<dyn Store>, run: &RunId| -> Result<f64> {
+        let start = Instant::now();
+        let export = journal_core::export::export_run(store.as_ref(), &tenant, &origin, &key, run, check, None)?;
+        let nanos = start.elapsed().as_nanos() as f64;
+        if std::hint::black_box(export).cosigned.is_none() {
+            bail!("the export carries no cosigned inclusion");
+        }
+        Ok(nanos)
+    };
+    alternate(rounds, || export(&old_store, &old_run), || export(&young_store, &young_run))
 }
