@@ -503,3 +503,41 @@ fn r_run_5_an_interrupted_fork_held_and_lifted_is_still_served_from_its_source()
     let rows = runtime.store().read_run(&tenant(), &run).unwrap().rows;
     assert!(rows.iter().any(|row| row.kind == "RunForked"), "the fork records its provenance");
 }
+
+/// R-RUN-5 (review 40): a person's answer to a doubt answers the stop it was
+/// given for, never an effect a resume has started since. A quarantined run
+/// is answered "did not happen" and resumed; while the resumed worker
+/// performs the effect again, the same answer comes a second time (the
+/// command run twice: a retry, a second operator). That second answer found
+/// the effect open again (the live worker's start) and was recorded against
+/// it: the worker's end was then refused as a conflict, and the next resume
+/// performed the effect a second time. The second answer is refused (the
+/// run is not stopped waiting for it), the worker's end is recorded, and
+/// the effect is performed once.
+#[test]
+fn r_run_5_an_answer_given_twice_never_answers_the_effect_a_resume_is_performing() {
+    let (runtime, run) = crashed_mid_effect("answered-twice");
+    let t = tenant();
+    let quarantined = runtime.resume(&t, &run).err();
+    assert!(
+        matches!(quarantined, Some(RuntimeError::Stopped { status: RunStatus::Quarantined { .. }, .. })),
+        "{quarantined:?}"
+    );
+    runtime.answer_doubt(&t, &run, "ek:pay", DoubtAnswer::DidNotHappen).unwrap();
+    let ran = AtomicU32::new(0);
+    let second = std::cell::RefCell::new(None);
+    let mut resumed = runtime.resume(&t, &run).unwrap();
+    let paid = resumed.effect("ek:pay", "work", || {
+        // The same answer again, while the resumed worker pays.
+        *second.borrow_mut() = Some(runtime.answer_doubt(&t, &run, "ek:pay", DoubtAnswer::DidNotHappen));
+        counted(&ran, 1)()
+    });
+    // Whatever the worker was told, no later resume pays again.
+    if let Ok(mut again) = runtime.resume(&t, &run) {
+        let _ = again.effect("ek:pay", "work", counted(&ran, 1));
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "the payment was performed twice");
+    let second = second.into_inner();
+    assert!(matches!(second, Some(Err(RuntimeError::NotApplicable { .. }))), "the second answer: {second:?}");
+    assert_eq!(paid.unwrap(), EffectResult::Ok { output: "1 tokens".into() }, "the worker's end is recorded");
+}

@@ -490,6 +490,23 @@ impl Runtime {
         effect_key: Option<String>,
         body: RecordBody,
     ) -> Result<(), RuntimeError> {
+        self.append_to_if(tenant, run, effect_key, body, |_| Ok(()))
+    }
+
+    /// [`Self::append_to`] when `applies` accepts the run's state as read for
+    /// the append (why not, else): the check and the append are of one read,
+    /// the record appended after the head that read found, so a record
+    /// another process appended meanwhile (a resume that answered the same
+    /// stop and performs the effect again) makes it a conflict, never an
+    /// answer to something the check did not see.
+    fn append_to_if(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        effect_key: Option<String>,
+        body: RecordBody,
+        applies: impl FnOnce(&RunState) -> Result<(), String>,
+    ) -> Result<(), RuntimeError> {
         let config = self.tenant(tenant)?;
         // An answer (a raised ceiling, a lifted withholding, a doubt
         // answered, a conclusion) is held to what resume is held to: never
@@ -502,6 +519,8 @@ impl Runtime {
         if verified.sealed() {
             return Err(JournalError::Sealed { run: run.clone() }.into());
         }
+        applies(&RunState::of(&verified.records))
+            .map_err(|reason| RuntimeError::NotApplicable { run: run.clone(), reason })?;
         self.journal(config).append(run, verified.head, effect_key, body)?;
         Ok(())
     }
@@ -524,12 +543,11 @@ impl Runtime {
 
     /// Lifts a withholding; a resume then continues the run.
     pub fn lift(&self, tenant: &TenantId, run: &RunId, note: &str) -> Result<(), RuntimeError> {
-        let state = RunState::of(&self.read(self.tenant(tenant)?, run)?.records);
-        let withheld = state.standing().is_some_and(|c| c.outcome == Outcome::Withheld);
-        if !withheld {
-            return Err(RuntimeError::NotApplicable { run: run.clone(), reason: "it is not withheld".into() });
-        }
-        self.append_to(tenant, run, None, RecordBody::WithholdingLifted(WithholdingLifted { note: note.to_owned() }))
+        let lifted = RecordBody::WithholdingLifted(WithholdingLifted { note: note.to_owned() });
+        self.append_to_if(tenant, run, None, lifted, |state| {
+            let withheld = state.standing().is_some_and(|c| c.outcome == Outcome::Withheld);
+            if withheld { Ok(()) } else { Err("it is not withheld".into()) }
+        })
     }
 
     /// Cancels a run: it concludes `cancelled` and seals.
@@ -543,7 +561,11 @@ impl Runtime {
     }
 
     /// A person's answer to a doubt: the effect happened with a result (read
-    /// back from now on), or did not (it may be performed again).
+    /// back from now on), or did not (it may be performed again). It answers
+    /// a run stopped for it, quarantined or withheld: an effect started since
+    /// the stop was answered is a resume performing it, not a doubt (the same
+    /// answer given twice would otherwise say "did not happen" of the
+    /// performance it allowed, and the next resume perform it again).
     pub fn answer_doubt(
         &self,
         tenant: &TenantId,
@@ -551,14 +573,22 @@ impl Runtime {
         effect_key: &str,
         answer: DoubtAnswer,
     ) -> Result<(), RuntimeError> {
-        let verified = self.read(self.tenant(tenant)?, run)?;
-        if !RunState::of(&verified.records).in_doubt().iter().any(|open| open == effect_key) {
-            return Err(RuntimeError::NotApplicable {
-                run: run.clone(),
-                reason: format!("effect {effect_key} is not in doubt"),
-            });
-        }
-        self.append_to(tenant, run, Some(effect_key.to_owned()), RecordBody::DoubtAnswered(DoubtAnswered { answer }))
+        let answered = RecordBody::DoubtAnswered(DoubtAnswered { answer });
+        self.append_to_if(tenant, run, Some(effect_key.to_owned()), answered, |state| {
+            if !state.in_doubt().iter().any(|open| open == effect_key) {
+                return Err(format!("effect {effect_key} is not in doubt"));
+            }
+            let stopped =
+                state.standing().is_some_and(|c| matches!(c.outcome, Outcome::Quarantined | Outcome::Withheld));
+            if stopped {
+                Ok(())
+            } else {
+                Err(format!(
+                    "it is not stopped waiting for an answer: its effect {effect_key} was started after its last stop \
+                     was answered, by a resume that may be performing it now (resume the run: a doubt quarantines it)"
+                ))
+            }
+        })
     }
 
     /// Appends a conclusion to a run not being driven here.
