@@ -1559,3 +1559,25 @@ fn r_run_2_prove_and_export_do_not_call_a_sealed_run_unsealed_when_its_seal_look
 
 /// A row of redb's `runs` table: head seq, head hash, sealed, outcome.
 type RunsRow<'a> = (u64, &'a [u8], bool, Option<&'a str>);
+
+/// R-UX-1 (review 40): `agentplane demo` killed part way (Ctrl-C, a kill)
+/// leaves its set of sample runs partly admitted, and the next demo still
+/// runs. It numbered its set from the count of runs (one set of nine in
+/// every eight runs), so a set left with one run admitted (the state made
+/// here: ten runs, `demo-2-answered` among them, as a demo killed after its
+/// first admission leaves) was picked again and refused as already
+/// admitted, every time after: the plane's demo could never run again. The
+/// next set is the one after the largest set admitted.
+#[test]
+fn r_ux_1_a_demo_killed_part_way_does_not_stop_every_later_demo() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path().join("agentplane-demo");
+    ok(dir.path(), &["demo"]);
+    let run = json(&plane, &["runs", "--outcome", "succeeded", "--json"])[0]["run"].as_str().unwrap().to_owned();
+    // What a demo killed after its first admission leaves: set 2 begun.
+    ok(&plane, &["fork", &run, "--at", "1", "--key", "demo-2-answered"]);
+    let again = ok(dir.path(), &["demo"]);
+    assert!(again.contains("succeeded"), "{again}");
+    let runs = json(&plane, &["runs", "--json"]);
+    assert_eq!(runs.as_array().unwrap().len(), 19, "nine sample runs more");
+}

@@ -96,16 +96,22 @@ fn expect_stop<T>(result: Result<T, RuntimeError>) -> Result<(), Failure> {
     }
 }
 
-/// Whether every run of the store was admitted by a demo.
-fn only_demo_runs(plane: &Plane) -> Result<bool, Failure> {
+/// The number of the next set of sample runs, after the largest set a demo
+/// admitted (a demo killed part way leaves its set partly admitted: a
+/// number counted from the runs picked it again, refused as admitted every
+/// time after); `None` when a run of the store was not admitted by a demo.
+fn next_demo_set(plane: &Plane) -> Result<Option<u64>, Failure> {
+    let mut largest = 0;
     for run in plane.store.runs(&plane.tenant, None)? {
         let rows = plane.store.read_run(&plane.tenant, &run)?.rows;
         let key = rows.first().and_then(journal_core::store::idempotency_key_of);
-        if !key.is_some_and(|key| key.starts_with("demo-")) {
-            return Ok(false);
-        }
+        let Some(rest) = key.as_deref().and_then(|key| key.strip_prefix("demo-")) else {
+            return Ok(None);
+        };
+        let set = rest.split_once('-').and_then(|(set, _)| set.parse::<u64>().ok()).unwrap_or(0);
+        largest = largest.max(set);
     }
-    Ok(true)
+    Ok(Some(largest.saturating_add(1)))
 }
 
 pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
@@ -142,16 +148,15 @@ pub fn run(settings: &Settings, cli: &Cli) -> Result<(), Failure> {
         settings
     };
     let plane = Plane::open(settings, true)?;
-    if !only_demo_runs(&plane)? {
+    let Some(batch) = next_demo_set(&plane)? else {
         return Err(Failure::Usage(format!(
             "{} holds runs the demo did not make: the demo writes only to a plane of its own (run it without --store or --config)",
             crate::backend::display(&settings.store)
         )));
-    }
+    };
     let cli = settings;
     let runtime = plane.runtime()?;
     let t = &plane.tenant;
-    let batch = plane.store.runs(t, None)?.len() / 8 + 1;
     let key = |name: &str| format!("demo-{batch}-{name}");
     errln!(
         "demo: admitting 9 sample runs (set {batch}) for tenant {} in {}",
