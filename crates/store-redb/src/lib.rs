@@ -1834,7 +1834,7 @@ impl Store for RedbStore {
                 .next_back()
                 .transpose()
                 .map_err(io)?
-                .map_or(0, |(key, _)| key.value().1 + 1);
+                .map_or(Ok(0), |(key, _)| next_checkpoint_number(t, "cosigned", key.value().1))?;
             table
                 .insert(
                     (t, next),
@@ -1918,7 +1918,9 @@ impl Store for RedbStore {
             let (next, last_tree) = {
                 let last = table.range((t, 0)..=(t, u64::MAX)).map_err(io)?.next_back().transpose().map_err(io)?;
                 match last {
-                    Some((key, value)) => (key.value().1 + 1, Some(signed_tree(t, value.value())?.tree)),
+                    Some((key, value)) => {
+                        (next_checkpoint_number(t, "signed", key.value().1)?, Some(signed_tree(t, value.value())?.tree))
+                    }
                     None => (0, None),
                 }
             };
@@ -1929,6 +1931,22 @@ impl Store for RedbStore {
         }
         txn.commit().map_err(io)
     }
+}
+
+/// The number after the tenant's last `which` checkpoint, `last`: the
+/// largest number is a row written behind the plane (no plane signs 2^64
+/// times), damage, never an overflow (a panic, or a wrap to 0 that
+/// overwrote the first checkpoint the plane recorded).
+fn next_checkpoint_number(tenant: &str, which: &str, last: u64) -> Result<u64, JournalError> {
+    last.checked_add(1).ok_or_else(|| {
+        damaged(
+            tenant,
+            format!(
+                "the last {which} checkpoint is numbered {last}, the largest number: no plane signs that often, so \
+                 the row was written behind the plane (run `agentplane audit` against a checkpoint you saved)"
+            ),
+        )
+    })
 }
 
 fn signed_tree(tenant: &str, (size, root, note): (u64, &[u8], &str)) -> Result<SignedTree, JournalError> {

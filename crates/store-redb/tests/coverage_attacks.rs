@@ -1028,3 +1028,61 @@ fn drop_the_marks_and_all_that_came_with_them(txn: &redb::WriteTransaction) {
 fn r_run_2_a_sealed_run_with_its_seal_lookup_cleared_takes_no_record() {
     shared::a_sealed_run_with_its_seal_lookup_cleared_takes_no_record(RedbStore::temporary().unwrap());
 }
+
+/// R-LOG-5 (review 39), as the PostgreSQL test of session 18 shows it with
+/// SQL: a `signed_checkpoints` or `cosigned_checkpoints` row written
+/// straight into the file under the largest number (a copy of the last
+/// one, so the plane's own check of the previous tree passes) made the
+/// next signing add one to it: a panic in a debug build, and in a release
+/// build a wrap to 0 that overwrote the first checkpoint the plane ever
+/// recorded. It is damage now; nothing is recorded and no row changes.
+#[test]
+fn r_log_5_a_checkpoint_numbered_the_largest_u64_is_damage_not_an_overflow() {
+    use journal_core::JournalError;
+    use journal_core::store::SignedTree;
+    use redb::ReadableTable as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plane.redb");
+    let plane = shared::Plane::on(RedbStore::create(&path).unwrap());
+    plane.run("a", true);
+    let first = plane.sign();
+    let cosigned = SignedTree { tree: first.checkpoint().tree(), note: first.note().to_owned() };
+    plane.store.record_cosigned_checkpoint(&plane.tenant, cosigned.clone()).unwrap();
+    drop(plane);
+    type Trees = redb::TableDefinition<'static, (&'static str, u64), (u64, &'static [u8], &'static str)>;
+    for name in ["signed_checkpoints", "cosigned_checkpoints"] {
+        forge(&path, |txn| {
+            let mut table = txn.open_table(Trees::new(name)).unwrap();
+            let (size, root, note) = {
+                let row = table.get(("t", 0)).unwrap().unwrap();
+                let (size, root, note) = row.value();
+                (size, root.to_vec(), note.to_owned())
+            };
+            table.insert(("t", u64::MAX), (size, root.as_slice(), note.as_str())).unwrap();
+        });
+    }
+    let plane = shared::Plane::on(RedbStore::open(&path).unwrap());
+    let signed_before = plane.store.signed_checkpoints(&plane.tenant).unwrap();
+    let cosigned_before = plane.store.cosigned_checkpoints(&plane.tenant).unwrap();
+    assert_eq!((signed_before.len(), cosigned_before.len()), (2, 2));
+    plane.run("b", true);
+    let signed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.key, None)
+            .map(drop)
+    }));
+    let Ok(signed) = signed else { panic!("signing panicked") };
+    assert!(
+        matches!(&signed, Err(JournalError::StoreDamage { detail, .. }) if detail.contains("numbered")),
+        "{signed:?}"
+    );
+    let recorded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        plane.store.record_cosigned_checkpoint(&plane.tenant, cosigned)
+    }));
+    let Ok(recorded) = recorded else { panic!("recording a cosigned checkpoint panicked") };
+    assert!(
+        matches!(&recorded, Err(JournalError::StoreDamage { detail, .. }) if detail.contains("numbered")),
+        "{recorded:?}"
+    );
+    assert_eq!(plane.store.signed_checkpoints(&plane.tenant).unwrap(), signed_before, "no signed row changed");
+    assert_eq!(plane.store.cosigned_checkpoints(&plane.tenant).unwrap(), cosigned_before, "no cosigned row changed");
+}
