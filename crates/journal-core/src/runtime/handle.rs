@@ -76,7 +76,7 @@ impl Runtime {
             // quarantined once the hold is lifted, never in its place.
             return Err(handle.stopped());
         }
-        if let Some(key) = handle.state.in_doubt().first().cloned() {
+        if let Some(key) = handle.state.in_doubt().first().map(|key| (*key).to_owned()) {
             let already = handle.state.standing().is_some_and(|c| c.outcome == Outcome::Quarantined);
             if !already {
                 handle.conclude(
@@ -262,7 +262,7 @@ impl RunHandle<'_> {
         });
         let state = RunState::of(&fresh.records);
         let held = state.standing().is_some_and(|c| c.outcome == Outcome::Withheld);
-        let open = state.in_doubt().iter().any(|key| key == effect_key);
+        let open = state.is_in_doubt(effect_key);
         let (Some(head), true) = (fresh.head, extends_ours && (held || operators_only) && open && !fresh.sealed())
         else {
             return Err(conflict);

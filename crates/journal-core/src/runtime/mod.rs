@@ -575,7 +575,7 @@ impl Runtime {
     ) -> Result<(), RuntimeError> {
         let answered = RecordBody::DoubtAnswered(DoubtAnswered { answer });
         self.append_to_if(tenant, run, Some(effect_key.to_owned()), answered, |state| {
-            if !state.in_doubt().iter().any(|open| open == effect_key) {
+            if !state.is_in_doubt(effect_key) {
                 return Err(format!("effect {effect_key} is not in doubt"));
             }
             let stopped =
