@@ -1581,3 +1581,78 @@ fn r_ux_1_a_demo_killed_part_way_does_not_stop_every_later_demo() {
     let runs = json(&plane, &["runs", "--json"]);
     assert_eq!(runs.as_array().unwrap().len(), 19, "nine sample runs more");
 }
+
+/// R-OPS-1 (review 39): `show` prints a run's timeline in time linear in
+/// its records whatever they say. Each step's end was matched to its start
+/// by a scan of every record before it, so a run written straight into the
+/// file (an unsigned chain that links passes a lenient read) of steps
+/// finished and never started made `show` take time in the square of its
+/// length: 300,000 such records held it for minutes. The console's
+/// timeline had the same scan (review 36); `show` prints every record, so
+/// it matches ends to starts in one pass.
+#[test]
+fn r_ops_1_show_prints_a_long_forged_run_in_linear_time() {
+    use journal_core::record::StepMark;
+    use journal_core::{At, Build, ChainHash, Record, RecordBody, RunId};
+    const RECORDS: u64 = 300_000;
+    let dir = demo_dir();
+    let run = RunId::new("run-forged-long").unwrap();
+    let at = At::from_unix_millis(1_767_225_600_000).unwrap();
+    {
+        type Value<'a> = (&'a str, Option<&'a str>, &'a [u8], &'a [u8], &'a [u8], Option<&'a str>, Option<&'a [u8]>);
+        let records: redb::TableDefinition<(&str, &str, u64), Value> = redb::TableDefinition::new("records_z");
+        let runs: redb::TableDefinition<(&str, &str), RunsRow> = redb::TableDefinition::new("runs");
+        let db = redb::Database::open(dir.path().join("agentplane.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut table = txn.open_table(records).unwrap();
+            let mut prev = ChainHash::GENESIS;
+            for seq in 1..=RECORDS {
+                let record = Record {
+                    run: run.clone(),
+                    seq,
+                    at,
+                    effect_key: None,
+                    build: Build::current(),
+                    body: RecordBody::StepFinished(StepMark { step: format!("s{seq}") }),
+                };
+                let bytes = record.encode().unwrap();
+                let hash = ChainHash::link(&prev, &bytes);
+                // Tag 0: the bytes as written.
+                let stored = [&[0u8][..], &bytes].concat();
+                let row = (record.kind().as_str(), None, prev.as_bytes().as_slice(), hash.as_bytes().as_slice());
+                table
+                    .insert(("default", run.as_str(), seq), (row.0, row.1, row.2, row.3, &stored[..], None, None))
+                    .unwrap();
+                prev = hash;
+            }
+            let mut runs = txn.open_table(runs).unwrap();
+            runs.insert(("default", run.as_str()), (RECORDS, prev.as_bytes().as_slice(), false, None)).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let (out, err) = (tempfile::NamedTempFile::new().unwrap(), tempfile::NamedTempFile::new().unwrap());
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
+        .current_dir(dir.path())
+        .args(["show", run.as_str()])
+        .stdout(out.reopen().unwrap())
+        .stderr(err.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("show of a run of {RECORDS} records took over two minutes");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    eprintln!("show took {:?}", started.elapsed());
+    assert!(status.success(), "{status}: {}", std::fs::read_to_string(err.path()).unwrap());
+    let shown = std::fs::read_to_string(out.path()).unwrap();
+    assert_eq!(shown.lines().count() as u64, 2 + RECORDS, "a heading, the columns, then every record");
+}

@@ -111,38 +111,58 @@ struct Line {
     took: Option<i64>,
 }
 
-fn line_of(records: &[VerifiedRecord], index: usize) -> Line {
+/// For each record, the one that opened what it ends: a step's end, the
+/// latest start of that step before it; an effect's end, the latest effect
+/// start before it when that is of its effect. One pass over the run, so a
+/// run of any shape is matched in time linear in its length (a scan back
+/// from each end made one of ends with no start quadratic; review 39).
+fn openers(records: &[VerifiedRecord]) -> Vec<Option<&VerifiedRecord>> {
+    use journal_core::RecordBody;
+    let mut steps: std::collections::HashMap<&str, &VerifiedRecord> = std::collections::HashMap::new();
+    let mut effect: Option<&VerifiedRecord> = None;
+    records
+        .iter()
+        .map(|verified| {
+            let record = &verified.record;
+            match &record.body {
+                RecordBody::StepStarted(step) => {
+                    steps.insert(step.step.as_str(), verified);
+                    None
+                }
+                RecordBody::EffectStarted(_) => {
+                    effect = Some(verified);
+                    None
+                }
+                RecordBody::StepFinished(step) => steps.get(step.step.as_str()).copied(),
+                RecordBody::EffectDone(_) => effect.filter(|o| o.record.effect_key == record.effect_key),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The line of `verified`, whose step or effect `opened` started.
+fn line_of(verified: &VerifiedRecord, opened: Option<&VerifiedRecord>) -> Line {
     use journal_core::{EffectResult, RecordBody};
-    let Some(record) = records.get(index).map(|r| &r.record) else {
-        return Line { what: String::new(), result: String::new(), tone: None, took: None };
-    };
-    let opened_by = |matches: &dyn Fn(&RecordBody) -> bool| {
-        records.get(..index).and_then(|before| before.iter().rev().find(|r| matches(&r.record.body)))
-    };
-    let since = |opened: Option<&VerifiedRecord>| opened.map(|o| record.at.unix_millis() - o.record.at.unix_millis());
+    let record = &verified.record;
+    let took = opened.map(|o| record.at.unix_millis() - o.record.at.unix_millis());
     let key = record.effect_key.clone().unwrap_or_default();
     let plain = |what: String, result: String| Line { what, result, tone: None, took: None };
     match &record.body {
         RecordBody::RunAdmitted(admitted) => plain(String::new(), format!("key {}", admitted.idempotency_key)),
         RecordBody::PlanFrozen(plan) => plain(String::new(), format!("plan: {}", plan.steps.join(", "))),
         RecordBody::StepStarted(step) => plain(format!("step {}", step.step), "started".into()),
-        RecordBody::StepFinished(step) => Line {
-            what: format!("step {}", step.step),
-            result: "finished".into(),
-            tone: Some(true),
-            took: since(opened_by(&|b| matches!(b, RecordBody::StepStarted(s) if s.step == step.step))),
-        },
+        RecordBody::StepFinished(step) => {
+            Line { what: format!("step {}", step.step), result: "finished".into(), tone: Some(true), took }
+        }
         RecordBody::EffectStarted(started) => plain(key, format!("started (step {})", started.step)),
         RecordBody::EffectDone(done) => {
-            let effect = record.effect_key.clone();
-            let opened = opened_by(&|b| matches!(b, RecordBody::EffectStarted(_)));
-            let opened = opened.filter(|o| o.record.effect_key == effect);
             let tokens = done.charged.tokens;
             let (result, ok) = match &done.result {
                 EffectResult::Ok { output } => (format!("ok: {} ({tokens} tokens)", cut(output, 40)), true),
                 EffectResult::Err { error } => (format!("error: {}", cut(error, 40)), false),
             };
-            Line { what: key, result, tone: Some(ok), took: since(opened) }
+            Line { what: key, result, tone: Some(ok), took }
         }
         RecordBody::RunConcluded(concluded) => {
             use journal_core::Outcome;
@@ -171,8 +191,8 @@ fn print_timeline(records: &[VerifiedRecord], rows: &[RecordRow]) {
     let admitted = records.first().map_or(0, |r| r.record.at.unix_millis());
     let header = ["SEQ", "AT (UTC)", "+T", "KIND", "ABOUT", "TOOK", "RESULT", "HASH", "SIGNED BY"];
     let mut table: Vec<([String; 9], Option<bool>)> = Vec::new();
-    for (index, (record, row)) in records.iter().zip(rows).enumerate() {
-        let line = line_of(records, index);
+    for ((record, row), opened) in records.iter().zip(rows).zip(openers(records)) {
+        let line = line_of(record, opened);
         table.push((
             [
                 row.seq.to_string(),
