@@ -1582,22 +1582,22 @@ fn r_ux_1_a_demo_killed_part_way_does_not_stop_every_later_demo() {
     assert_eq!(runs.as_array().unwrap().len(), 19, "nine sample runs more");
 }
 
-/// R-OPS-1 (review 39): `show` prints a run's timeline in time linear in
-/// its records whatever they say. Each step's end was matched to its start
-/// by a scan of every record before it, so a run written straight into the
-/// file (an unsigned chain that links passes a lenient read) of steps
-/// finished and never started made `show` take time in the square of its
-/// length: 300,000 such records held it for minutes. The console's
-/// timeline had the same scan (review 36); `show` prints every record, so
-/// it matches ends to starts in one pass.
+/// R-OPS-1 (review 39): `show` matched each step's end to its start by a
+/// scan of every record before it, so a run written straight into the file
+/// (an unsigned chain that links passes a lenient read) of steps finished
+/// and never started made `show` take time in the square of its length
+/// (300,000 such records: past two minutes; 13.5 s in a debug build once
+/// matched in one pass, measured once by review 39: no test asserts a
+/// time). This holds the one pass to the same answers on such a run: each
+/// end timed from its start, an end with no start untimed.
 #[test]
-fn r_ops_1_show_prints_a_long_forged_run_in_linear_time() {
+fn r_ops_1_show_matches_each_end_to_its_start_in_a_forged_run() {
     use journal_core::record::StepMark;
     use journal_core::{At, Build, ChainHash, Record, RecordBody, RunId};
-    const RECORDS: u64 = 300_000;
+    const RECORDS: u64 = 3_000;
     let dir = demo_dir();
     let run = RunId::new("run-forged-long").unwrap();
-    let at = At::from_unix_millis(1_767_225_600_000).unwrap();
+    let at = |seq: u64| At::from_unix_millis(1_767_225_600_000 + 1_000 * seq as i64).unwrap();
     {
         type Value<'a> = (&'a str, Option<&'a str>, &'a [u8], &'a [u8], &'a [u8], Option<&'a str>, Option<&'a [u8]>);
         let records: redb::TableDefinition<(&str, &str, u64), Value> = redb::TableDefinition::new("records_z");
@@ -1611,10 +1611,18 @@ fn r_ops_1_show_prints_a_long_forged_run_in_linear_time() {
                 let record = Record {
                     run: run.clone(),
                     seq,
-                    at,
+                    at: at(seq),
                     effect_key: None,
                     build: Build::current(),
-                    body: RecordBody::StepFinished(StepMark { step: format!("s{seq}") }),
+                    // Odd: a step started; even: a step finished, of the start
+                    // before it when seq is a multiple of four, never started else.
+                    body: if seq % 2 == 1 {
+                        RecordBody::StepStarted(StepMark { step: format!("s{seq}") })
+                    } else if seq % 4 == 0 {
+                        RecordBody::StepFinished(StepMark { step: format!("s{}", seq - 1) })
+                    } else {
+                        RecordBody::StepFinished(StepMark { step: format!("never-{seq}") })
+                    },
                 };
                 let bytes = record.encode().unwrap();
                 let hash = ChainHash::link(&prev, &bytes);
@@ -1631,28 +1639,16 @@ fn r_ops_1_show_prints_a_long_forged_run_in_linear_time() {
         }
         txn.commit().unwrap();
     }
-    let (out, err) = (tempfile::NamedTempFile::new().unwrap(), tempfile::NamedTempFile::new().unwrap());
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
-        .current_dir(dir.path())
-        .args(["show", run.as_str()])
-        .stdout(out.reopen().unwrap())
-        .stderr(err.reopen().unwrap())
-        .spawn()
-        .unwrap();
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > std::time::Duration::from_secs(120) {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            panic!("show of a run of {RECORDS} records took over two minutes");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
-    eprintln!("show took {:?}", started.elapsed());
-    assert!(status.success(), "{status}: {}", std::fs::read_to_string(err.path()).unwrap());
-    let shown = std::fs::read_to_string(out.path()).unwrap();
+    let shown = agentplane(dir.path(), &["show", run.as_str()]);
+    assert!(shown.status.success(), "{}", text(&shown));
+    let shown = String::from_utf8(shown.stdout).unwrap();
     assert_eq!(shown.lines().count() as u64, 2 + RECORDS, "a heading, the columns, then every record");
+    // A step's end is timed from its start (a second before); an end with
+    // no start is not timed.
+    let timed = shown.lines().filter(|line| line.contains("step s") && line.contains("finished")).count() as u64;
+    assert_eq!(timed, RECORDS / 4);
+    for line in shown.lines().filter(|line| line.contains("finished")) {
+        let took_one_second = line.split_whitespace().any(|cell| cell == "1.0s");
+        assert_eq!(took_one_second, line.contains("step s"), "{line}");
+    }
 }

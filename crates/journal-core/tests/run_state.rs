@@ -197,19 +197,20 @@ fn a_verified_run_names_its_admission_plan_and_fork() {
     assert_eq!(forked.idempotency_key(), Some("fork"));
 }
 
-/// R-OPS-1 (review 39): the fold is linear in the run's records whatever
-/// they say. Anyone who can write the store can put in a run whose chain
-/// links (unsigned records pass a lenient read) and whose effects are all
-/// started before any ends: each end was matched by a scan of every effect
-/// still open (`Vec::retain`), so the fold of such a run, which `show`,
-/// `cost`, `resume`, a redelivered admission and the console's run page all
-/// make, took time in the square of its length (200,000 starts and their
-/// ends: minutes). It folds in a moment now, with the same answers.
+/// R-OPS-1 (review 39): anyone who can write the store can put in a run
+/// whose chain links (unsigned records pass a lenient read) and whose
+/// effects are all started before any ends. Each end was matched by a scan
+/// of every effect still open (`Vec::retain`), so the fold of such a run,
+/// which `show`, `cost`, `resume`, a redelivered admission and the console's
+/// run page all make, took time in the square of its length: 200,000
+/// starts and their ends took over a minute; keyed by start order and by
+/// key, about a second (measured once by review 39: no test asserts a
+/// time). This holds the keyed fold to the answers of such a run.
 #[test]
-fn r_ops_1_a_run_of_many_open_effects_folds_in_linear_time() {
+fn r_ops_1_a_run_of_many_effects_open_at_once_folds_to_the_right_answers() {
     use journal_core::record::{Build, EffectDone, EffectStarted};
     use journal_core::{At, Record, RecordBody};
-    const EFFECTS: usize = 200_000;
+    const EFFECTS: usize = 20_000;
     let run = RunId::new("run-open-effects").unwrap();
     let at = At::from_unix_millis(1_767_225_600_000).unwrap();
     let record = |seq: usize, key: usize, body: RecordBody| Record {
@@ -228,23 +229,11 @@ fn r_ops_1_a_run_of_many_open_effects_folds_in_linear_time() {
         })
     };
     let mut records: Vec<Record> = (0..EFFECTS).map(|key| record(key + 1, key, started())).collect();
-    // Every end but the last effect's, so one stays in doubt.
-    records.extend((0..EFFECTS - 1).map(|key| record(EFFECTS + key + 1, key, done(key))));
-    let (answer, answered) = std::sync::mpsc::channel();
-    let started_at = std::time::Instant::now();
-    std::thread::spawn(move || {
-        let state = RunState::fold(&records);
-        let _ = answer.send((
-            state.in_doubt().iter().map(|key| key.to_string()).collect::<Vec<_>>(),
-            state.counters().effects,
-            state.done("ek:7").cloned(),
-        ));
-    });
-    let Ok((in_doubt, effects, seventh)) = answered.recv_timeout(std::time::Duration::from_secs(60)) else {
-        panic!("the fold of {} records took over a minute", 2 * EFFECTS - 1)
-    };
-    assert_eq!(in_doubt, [format!("ek:{}", EFFECTS - 1)]);
-    assert_eq!(effects, EFFECTS as u64 - 1);
-    assert_eq!(seventh, Some(EffectResult::Ok { output: "7".into() }));
-    eprintln!("folded in {:?}", started_at.elapsed());
+    // Every end but the last effect's, in reverse order, so one stays in doubt.
+    records.extend((0..EFFECTS - 1).rev().enumerate().map(|(n, key)| record(EFFECTS + n + 1, key, done(key))));
+    let state = RunState::fold(&records);
+    assert_eq!(state.in_doubt(), [format!("ek:{}", EFFECTS - 1)]);
+    assert!(state.is_in_doubt(&format!("ek:{}", EFFECTS - 1)) && !state.is_in_doubt("ek:7"));
+    assert_eq!(state.counters().effects, EFFECTS as u64 - 1);
+    assert_eq!(state.done("ek:7").cloned(), Some(EffectResult::Ok { output: "7".into() }));
 }
