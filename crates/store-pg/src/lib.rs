@@ -1993,10 +1993,22 @@ impl Store for PgStore {
         let t = tenant.as_str();
         txn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 2))", &[&t])
             .map_err(|err| pg("the tenant's checkpoint lock", err))?;
-        let next = txn
-            .query_one("SELECT coalesce(max(n) + 1, 0) FROM cosigned_checkpoints WHERE tenant = $1", &[&t])
+        let last = txn
+            .query_one("SELECT max(n) FROM cosigned_checkpoints WHERE tenant = $1", &[&t])
             .map_err(|err| pg("recording a cosigned checkpoint", err))?;
-        let next: i64 = column(tenant, &next, 0)?;
+        // A row numbered the largest bigint (written behind the plane) is
+        // damage, not an overflow the server reports as a failed statement.
+        let next = match column::<Option<i64>>(tenant, &last, 0)? {
+            None => 0,
+            Some(last) => last.checked_add(1).ok_or_else(|| {
+                damaged(
+                    tenant,
+                    "the last cosigned checkpoint is numbered the largest bigint: a row written behind the plane; \
+                     run `agentplane verify`"
+                        .into(),
+                )
+            })?,
+        };
         txn.execute(
             "INSERT INTO cosigned_checkpoints (tenant, n, size, root, note) VALUES ($1, $2, $3, $4, $5)",
             &[&t, &next, &to_i64(cosigned.tree.size)?, &cosigned.tree.root.as_bytes().as_slice(), &cosigned.note],

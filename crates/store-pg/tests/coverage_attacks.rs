@@ -336,6 +336,25 @@ fn r_log_5_a_signed_checkpoint_numbered_the_largest_bigint_is_damage_not_an_over
     assert!(matches!(signed, Err(journal_core::JournalError::StoreDamage { .. })), "{signed:?}");
 }
 
+/// R-LOG-5 (review 39's note), with SQL: a cosigned checkpoint row numbered
+/// the largest bigint made the next round's `max(n) + 1` fail in the server
+/// ("bigint out of range"), reported as an I/O failure (exit 2, a sweep that
+/// retries it every round) where it is damage. Nothing is recorded.
+#[test]
+fn r_log_5_a_cosigned_checkpoint_numbered_the_largest_bigint_is_damage() {
+    use journal_core::Store as _;
+    let plane = shared::Plane::on(PgStore::temporary().unwrap());
+    plane.run("a", true);
+    let signed = plane.sign();
+    let row = journal_core::store::SignedTree { tree: signed.checkpoint().tree(), note: signed.note().to_owned() };
+    plane.store.record_cosigned_checkpoint(&plane.tenant, row.clone()).unwrap();
+    let moved = plane.store.raw().execute("UPDATE cosigned_checkpoints SET n = $1", &[&i64::MAX]).unwrap();
+    assert_eq!(moved, 1);
+    let recorded = plane.store.record_cosigned_checkpoint(&plane.tenant, row.clone());
+    assert!(matches!(recorded, Err(journal_core::JournalError::StoreDamage { .. })), "{recorded:?}");
+    assert_eq!(plane.store.cosigned_checkpoints(&plane.tenant).unwrap(), vec![row], "nothing was recorded");
+}
+
 /// R-SIG-3, R-CHAIN-5: one of a signed row's two signature columns cleared
 /// with SQL ([`shared::a_half_signature_pair_is_a_malformed_row`]); or the
 /// row's key reference pointed at no `signing_keys` row (the key's row
