@@ -1254,6 +1254,78 @@ fn r_wit_8_sweep_every_is_quiet_until_something_changes() {
     assert!(!stdout.contains("search"), "--tenant shop sweeps shop alone:\n{stdout}");
 }
 
+/// R-WIT-8 (review 40's note): `sweep --every` is the plane's witnessing
+/// for months; a round that failed (here its key file being replaced, as a
+/// store unreachable for a moment would) ended the whole sweep, and the log
+/// stayed unwitnessed until someone restarted it. The failure is now said
+/// on its own JSON line with its time and class, and the next round, once
+/// the cause is gone, meets the quorum again.
+#[test]
+fn r_wit_8_sweep_every_goes_on_after_a_round_that_failed() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    let witnesses = start_witnesses(plane, &["shop"], 1);
+    let mut config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    config = config.replace("quorum = 0", "quorum = 1");
+    config.push_str(&format!(
+        "\n[[witness]]\nurl = \"{}\"\nkey = \"{}\"\n",
+        witnesses.servers[0].url(),
+        witnesses.vkeys[0]
+    ));
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    ok(plane, &["demo"]);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
+        .current_dir(plane)
+        .args(["sweep", "--every", "100ms", "--probe-every", "1h", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (line, lines) = std::sync::mpsc::channel::<Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for text in std::io::BufReader::new(stdout).lines() {
+            let Ok(text) = text else { return };
+            if line.send(serde_json::from_str(&text).unwrap()).is_err() {
+                return;
+            }
+        }
+    });
+    // The next line the sweep prints (none once it has exited: the channel closes).
+    let next = || lines.recv().ok();
+    let first = next().expect("the first round's line");
+    assert_eq!(first["outcome"], "met", "{first}");
+    let key = plane.join("agentplane.key");
+    let aside = plane.join("agentplane.key.aside");
+    std::fs::rename(&key, &aside).unwrap();
+    let failed = loop {
+        let line = next().expect("the sweep goes on after a round that failed; it exited");
+        if line.get("class").is_some() {
+            break line;
+        }
+    };
+    let fields: Vec<&String> = failed.as_object().unwrap().keys().collect();
+    assert_eq!(fields, ["at", "class", "code", "message"], "the schema the CLI README gives: {failed}");
+    assert!(failed["at"].as_str().unwrap().parse::<jiff::Timestamp>().is_ok(), "{failed}");
+    assert!(failed["message"].as_str().unwrap().contains("agentplane.key"), "{failed}");
+    std::fs::rename(&aside, &key).unwrap();
+    ok(plane, &["demo"]);
+    let met = loop {
+        let line = next().expect("the sweep goes on");
+        if line["outcome"] == "met" {
+            break line;
+        }
+    };
+    assert!(met["size"].as_u64().unwrap() > first["size"].as_u64().unwrap(), "{met}");
+    let killed = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "the last round met: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("the sweep goes on"));
+}
+
 /// R-LOG-4, R-AUD-8 (an attacker review, session 16): the store's seal index
 /// pointed at another run's seal made `prove` print that run's leaf under the
 /// name asked. `prove` now holds the leaf to the run it names: exit 1, the

@@ -14,7 +14,7 @@ use crate::context::cli_build;
 use crate::failure::Failure;
 use crate::high_water::{FileHighWater, probes};
 use crate::keys::PlaneKeys;
-use crate::output::print_json_line;
+use crate::output::{FailureRow, print_json_line, printable};
 
 /// `sweep --json`: one JSON Lines object per tenant and round. Fields in
 /// alphabetical order, as the JSON has always been printed.
@@ -196,9 +196,60 @@ fn now() -> String {
     jiff::Timestamp::now().round(jiff::Unit::Second).map_or_else(|_| String::new(), |t| t.to_string())
 }
 
+/// `sweep --every --json`: a round (or one tenant's part of it) that
+/// failed, and the sweep goes on: the failure's JSON with the time.
+#[derive(Debug, Serialize)]
+struct FailedRoundRow<'a> {
+    at: &'a str,
+    #[serde(flatten)]
+    failure: FailureRow,
+}
+
+/// What one round came to: the causes of the tenants' rounds that need
+/// attention, and the failures (a tenant's round that could not be held,
+/// or the round's own set-up), in the order they happened.
+#[derive(Default)]
+struct RoundResult {
+    causes: Vec<String>,
+    failures: Vec<Failure>,
+}
+
+/// Says a round's failure with its time: a JSON line on stdout with
+/// `--json` (the stream says it where it happened), and on stderr when
+/// `on_stderr` (the command's own exit says the first of a one-shot sweep).
+/// Under `--every` (`goes_on`), the sweep goes on and tries again next round.
+fn say_failed(failure: &Failure, json: bool, on_stderr: bool, goes_on: bool) {
+    let at = now();
+    if json {
+        // A line that cannot be printed is said on stderr anyway.
+        let _ = print_json_line(&FailedRoundRow { at: &at, failure: FailureRow::of(failure) });
+    }
+    if on_stderr {
+        let then = if goes_on { ", the sweep goes on" } else { "" };
+        errln!(
+            "{at} agentplane: a round failed ({}){then}: {}",
+            failure.class().as_str(),
+            printable(&store_pg::redact(&failure.message()))
+        );
+    }
+}
+
+/// A failure of one tenant's round, named as that tenant's.
+fn of_tenant(tenant: &str, failure: Failure) -> Failure {
+    let named = |message: String| format!("tenant {tenant}: {message}");
+    match failure {
+        Failure::Findings(message) => Failure::Findings(named(message)),
+        Failure::Usage(message) => Failure::Usage(named(message)),
+        Failure::Io(message) => Failure::Io(named(message)),
+        Failure::BuildSkew(message) => Failure::BuildSkew(named(message)),
+        other => other,
+    }
+}
+
 /// One round over every tenant. `last` holds what each tenant's previous
 /// round printed: under `--every`, a round that only repeats a skip is not
-/// printed again. Returns the causes of the rounds that need attention.
+/// printed again. A tenant's round that fails leaves the others to be
+/// swept; its failure is in the result.
 fn round(
     runtime: &Runtime,
     settings: &Settings,
@@ -206,27 +257,49 @@ fn round(
     json: bool,
     last: &mut BTreeMap<String, (&'static str, u64)>,
     timed: bool,
-) -> Result<Vec<String>, Failure> {
-    let keys = PlaneKeys::read(&settings.keys)?;
-    let mut causes = Vec::new();
-    for (tenant, _) in settings.tenants(Some(&keys))? {
+) -> RoundResult {
+    let mut result = RoundResult::default();
+    let tenants = PlaneKeys::read(&settings.keys).and_then(|keys| settings.tenants(Some(&keys)));
+    let tenants = match tenants {
+        Ok(tenants) => tenants,
+        Err(failure) => {
+            result.failures.push(failure);
+            return result;
+        }
+    };
+    for (tenant, _) in tenants {
         if only.is_some_and(|only| only != tenant.as_str()) {
             continue;
         }
-        let report = runtime.sweep(&tenant)?;
-        let seen = (Round::of(&report).outcome, report.tree.size);
-        let repeat = timed && seen.0 == "skipped" && last.get(tenant.as_str()) == Some(&seen);
-        let round = if repeat { Round::of(&report) } else { show(&report, json, timed)? };
-        last.insert(tenant.to_string(), seen);
+        let report = match runtime.sweep(&tenant).map_err(Failure::from).and_then(|report| {
+            let seen = (Round::of(&report).outcome, report.tree.size);
+            let repeat = timed && seen.0 == "skipped" && last.get(tenant.as_str()) == Some(&seen);
+            let round = if repeat { Round::of(&report) } else { show(&report, json, timed)? };
+            last.insert(tenant.to_string(), seen);
+            Ok((report, round))
+        }) {
+            Ok(report) => report,
+            Err(failure) => {
+                // Said again next time it is seen: what the round last said is forgotten.
+                last.remove(tenant.as_str());
+                result.failures.push(of_tenant(tenant.as_str(), failure));
+                continue;
+            }
+        };
+        let (report, round) = report;
         if report.needs_attention() {
-            causes.push(round.cause(&report));
+            result.causes.push(round.cause(&report));
         }
     }
-    Ok(causes)
+    result
 }
 
 /// `agentplane sweep [--every DURATION] [--probe-every DURATION]`.
-/// With `only` (`--tenant`), that tenant alone is swept.
+/// With `only` (`--tenant`), that tenant alone is swept. Under `--every`, a
+/// round that fails (a store unreachable for a moment, a key file being
+/// replaced) is said with its time and the next round tries again: a sweep
+/// that stopped at a passing failure would leave the log unwitnessed until
+/// someone restarted it. Its exit, after a signal, follows its last round.
 pub fn sweep(
     settings: &Settings,
     only: Option<&str>,
@@ -248,21 +321,34 @@ pub fn sweep(
     };
     let timed = every.is_some();
     let mut last = BTreeMap::new();
-    let mut causes = round(&runtime, settings, only, json, &mut last, timed)?;
+    let mut result = round(&runtime, settings, only, json, &mut last, timed);
     if let Some(every) = every {
         let signals = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|err| Failure::Io(err.to_string()))?;
-        while !signals.block_on(stopped_within(every))? {
-            causes = round(&runtime, settings, only, json, &mut last, timed)?;
+        loop {
+            for failure in &result.failures {
+                say_failed(failure, json, true, true);
+            }
+            if signals.block_on(stopped_within(every))? {
+                break;
+            }
+            result = round(&runtime, settings, only, json, &mut last, timed);
         }
         errln!("agentplane: sweep stopped by a signal");
+    } else {
+        for (n, failure) in result.failures.iter().enumerate() {
+            say_failed(failure, json, n > 0, false);
+        }
     }
-    if causes.is_empty() {
+    if let Some(failure) = result.failures.into_iter().next() {
+        return Err(failure);
+    }
+    if result.causes.is_empty() {
         Ok(())
     } else {
-        Err(Failure::Findings(format!("the sweep needs attention: {}", causes.join("; "))))
+        Err(Failure::Findings(format!("the sweep needs attention: {}", result.causes.join("; "))))
     }
 }
 
