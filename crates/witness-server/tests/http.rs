@@ -135,6 +135,57 @@ fn r_wit_6_a_witness_ahead_of_a_stale_checkpoint_is_stale_not_rollback() {
     other_instance.add_checkpoint(&plane.signed(), &plane.log).unwrap();
 }
 
+/// R-WIT-6 (review 40's note): two sweeps of one plane at once. This one's
+/// first attempt met the witness at a size the other had submitted, and
+/// before its second attempt the other submitted a larger checkpoint still,
+/// past this one. The log has reached that size (another instance submitted
+/// first): the checkpoint is stale and the sweep signs afresh, where the
+/// second 409 was a conflict "moved during the exchange" that made a healthy
+/// plane's round need attention.
+#[test]
+fn r_wit_6_a_witness_moved_past_the_checkpoint_between_attempts_is_stale() {
+    use tlog::{ConsistencyProof, RootHash};
+    use witness::{HistoryError, LogHistory};
+    let at = |size| {
+        let mut plane = Plane::new(1);
+        plane.grow_to(size, u64::MAX);
+        plane
+    };
+    let full = at(9);
+    let (_dir, server, key) = setup(&full);
+    let this = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
+    let other = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
+    this.add_checkpoint(&at(3).signed(), &full.log).unwrap();
+    other.add_checkpoint(&at(4).signed(), &full.log).unwrap();
+    /// The log, whose proof for this sweep's second attempt is asked while
+    /// the other sweep submits the whole log.
+    struct Racing<'a> {
+        full: &'a Plane,
+        other: &'a HttpWitness,
+        raced: std::cell::Cell<bool>,
+    }
+    impl LogHistory for Racing<'_> {
+        fn root_at(&self, size: u64) -> Result<RootHash, HistoryError> {
+            self.full.log.root_at(size)
+        }
+        fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, HistoryError> {
+            if old_size == 4 && !self.raced.replace(true) {
+                self.other.add_checkpoint(&self.full.signed(), &self.full.log).unwrap();
+            }
+            self.full.log.consistency_proof(old_size, new_size)
+        }
+        fn reached(&self, size: u64) -> Result<bool, HistoryError> {
+            self.full.log.reached(size)
+        }
+    }
+    let racing = Racing { full: &full, other: &other, raced: std::cell::Cell::new(false) };
+    let err = this.add_checkpoint(&at(7).signed(), &racing).unwrap_err();
+    assert!(racing.raced.get(), "the other sweep submitted between this one's two attempts");
+    assert_eq!(err, WitnessError::Stale { witness: server.url(), witness_size: 9, size: 7 });
+    assert!(!err.is_integrity() && err.is_retryable());
+    this.add_checkpoint(&full.signed(), &full.log).unwrap();
+}
+
 /// A quorum counts distinct witness identities: one witness reached through
 /// two clients is one cosigner.
 #[test]

@@ -372,6 +372,11 @@ impl Witness for HttpWitness {
             }
             Attempt::WitnessAt(size) => {
                 self.remember(origin, size);
+                // Another instance submitted past this checkpoint between
+                // the two attempts: stale (or a rollback), as on the first.
+                if size > new_size {
+                    return Err(self.ahead(size, new_size, history));
+                }
                 Err(WitnessError::Conflict { witness: self.shown.clone(), witness_size: size })
             }
         }
