@@ -107,6 +107,15 @@ impl RunState {
                 if let Some(key) = key {
                     self.open.end(key);
                     self.done.insert(key.clone(), done.result.clone());
+                    // The worker's end, recorded after a resume beside it
+                    // quarantined the run for this effect, settles that
+                    // doubt as a person's answer would (R-RUN-5).
+                    if self.standing().is_some_and(|last| {
+                        last.outcome == Outcome::Quarantined
+                            && matches!(&last.verdict, Verdict::Doubt { effect_key } if effect_key == key)
+                    }) {
+                        self.continue_after(Outcome::Quarantined);
+                    }
                 }
             }
             RecordBody::DoubtAnswered(answered) => {

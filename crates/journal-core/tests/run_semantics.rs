@@ -391,6 +391,47 @@ fn r_run_5_a_hold_while_an_effect_runs_keeps_the_effect_s_result() {
     resumed.succeed("done").unwrap();
 }
 
+/// R-RUN-5 (review 40's note): an operator takes a run for crashed and
+/// resumes it while its worker is inside an effect. The resume found the
+/// effect open and quarantined the run (a doubt); the worker's end then met
+/// that conclusion at the head and was refused, so the journal held in
+/// doubt an effect that had finished, and a person answering "did not
+/// happen" had it performed twice. The end is recorded after the quarantine
+/// (a fact about the world), which settles the doubt it was about; the
+/// worker is told the run is quarantined, no answer is asked for, and the
+/// next resume reads the result back.
+#[test]
+fn r_run_5_a_resume_beside_the_live_worker_keeps_the_effect_s_result() {
+    let runtime = runtime(Arc::new(MemoryStore::new()));
+    let ran = AtomicU32::new(0);
+    let mut run = admit(&runtime, "beside", Budget::default());
+    let id = run.run().clone();
+    run.start_step("work").unwrap();
+    let answer = run.effect("ek:pay", "work", || {
+        let beside = runtime.resume(&tenant(), &id).err();
+        assert!(
+            matches!(beside, Some(RuntimeError::Stopped { status: RunStatus::Quarantined { .. }, .. })),
+            "the resume beside the worker found its effect open: {beside:?}"
+        );
+        counted(&ran, 5)()
+    });
+    match answer {
+        Err(RuntimeError::Stopped { status: RunStatus::Quarantined { .. }, .. }) => {}
+        other => panic!("the worker is told the run is quarantined: {other:?}"),
+    }
+    let kinds: Vec<String> =
+        runtime.store().read_run(&tenant(), &id).unwrap().rows.into_iter().map(|r| r.kind).collect();
+    assert_eq!(kinds[kinds.len() - 3..], ["RunConcluded", "EffectDone", "Released"], "the end after the quarantine");
+    let answered = runtime.answer_doubt(&tenant(), &id, "ek:pay", DoubtAnswer::DidNotHappen);
+    assert!(matches!(answered, Err(RuntimeError::NotApplicable { .. })), "nothing to answer: {answered:?}");
+
+    let mut resumed = runtime.resume(&tenant(), &id).unwrap();
+    let again = resumed.effect("ek:pay", "work", counted(&ran, 5)).unwrap();
+    assert_eq!(again, EffectResult::Ok { output: "5 tokens".into() }, "the recorded result is read back");
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "performed once");
+    resumed.succeed("done").unwrap();
+}
+
 /// R-RUN-5 (noticed by review 22): the regression harness over a folder of
 /// exports replays a fork with the effects its source served it, read from
 /// the source's export beside it, as `replay_store` does from the store (it

@@ -230,12 +230,14 @@ impl RunHandle<'_> {
 
     /// An effect's end met another record at the head: an operator withheld
     /// the run while the effect ran (and may have raised a ceiling or lifted
-    /// the hold since). The end is a fact about the world, so it is recorded
-    /// after the operator's records: under a standing hold, with its
-    /// reservation released, and the worker is told the run is withheld
-    /// (once lifted, the run reads the result back instead of doubting it);
-    /// with the hold lifted, `Ok` and the effect goes on as if uninterrupted
-    /// (R-RUN-5). Anything else (the chain no longer holding this handle's
+    /// the hold since), or resumed it beside this worker and so quarantined
+    /// it for this effect's doubt. The end is a fact about the world, so it
+    /// is recorded after the operator's records: under a standing hold or
+    /// that quarantine (which the end settles, as an answer would), with its
+    /// reservation released, and the worker is told the run is stopped (once
+    /// lifted or resumed, the run reads the result back instead of doubting
+    /// it); with the hold lifted, `Ok` and the effect goes on as if
+    /// uninterrupted (R-RUN-5). Anything else (the chain no longer holding this handle's
     /// last record, a sealed run, another conclusion, the effect no longer
     /// open) answers the conflict.
     fn end_after_an_operator(
@@ -251,17 +253,26 @@ impl RunHandle<'_> {
             .and_then(|seq| seq.checked_sub(1))
             .and_then(|index| fresh.records.get(index))
             .is_some_and(|record| record.stored.hash == self.head.hash);
-        // Only an operator's hold, its lift and raised ceilings came after
-        // this handle's last record: nothing that answers or resumes the run.
+        // A resume beside this live worker (an operator who took the run
+        // for crashed) found this effect open and quarantined the run for it.
+        let quarantined_for_it = |concluded: &RunConcluded| {
+            concluded.outcome == Outcome::Quarantined
+                && matches!(&concluded.verdict, Verdict::Doubt { effect_key: key } if key == effect_key)
+        };
+        // Only an operator's hold, its lift and raised ceilings, or that
+        // quarantine, came after this handle's last record: nothing that
+        // answers or resumes the run.
         let operators_only = fresh.records.get(ours.unwrap_or(usize::MAX)..).is_some_and(|after| {
             after.iter().all(|record| match &record.record.body {
-                RecordBody::RunConcluded(concluded) => concluded.outcome == Outcome::Withheld,
+                RecordBody::RunConcluded(concluded) => {
+                    concluded.outcome == Outcome::Withheld || quarantined_for_it(concluded)
+                }
                 RecordBody::WithholdingLifted(_) | RecordBody::CeilingRaised(_) => true,
                 _ => false,
             })
         });
         let state = RunState::of(&fresh.records);
-        let held = state.standing().is_some_and(|c| c.outcome == Outcome::Withheld);
+        let held = state.standing().is_some_and(|c| c.outcome == Outcome::Withheld || quarantined_for_it(c));
         let open = state.is_in_doubt(effect_key);
         let (Some(head), true) = (fresh.head, extends_ours && (held || operators_only) && open && !fresh.sealed())
         else {
