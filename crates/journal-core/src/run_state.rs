@@ -246,7 +246,7 @@ pub fn fork_seed(
     let (mut run, mut forked) = (run.clone(), forked.clone());
     // Provenance cannot loop (each link names a chain hash its fork's own
     // record then commits to); the walk stops on a run seen anyway.
-    let mut seen = vec![run.clone()];
+    let mut seen = std::collections::BTreeSet::from([run.clone()]);
     loop {
         let source = RunId::new(&forked.source_run)?;
         let verified = read(&source)?;
@@ -269,7 +269,7 @@ pub fn fork_seed(
         match crate::journal::forked_from(prefix) {
             Some(next) if !seen.contains(&source) => {
                 forked = next.clone();
-                seen.push(source.clone());
+                seen.insert(source.clone());
                 run = source;
             }
             _ => return Ok(seed),
