@@ -281,6 +281,60 @@ fn r_sig_2_a_tenant_read_checks_signatures_together_and_names_the_one_changed() 
     assert!(unsigned.iter().all(|(_, answer)| matches!(answer, Ok(12))), "the chain alone does not see it");
 }
 
+/// R-SIG-2: a reading of the whole tenant verifies each window of runs on a
+/// thread of its own while it reads the next. Over four windows (26,400
+/// signatures) every run still comes in the order of the unsigned reading,
+/// each verified; an error `each` returns stops the read at that run, is
+/// the answer, and nothing waits for a window no one will take.
+#[test]
+fn r_sig_2_a_tenant_read_verifies_beside_the_reading_in_order_and_stops_at_an_error() {
+    let signer = Ed25519Signer::from_seed(SPIFFE, [5; 32]);
+    let store = MemoryStore::new();
+    let tenant = TenantId::new("t").unwrap();
+    let origin = journal_core::Origin::new("sig.test/plane").unwrap();
+    let journal = Journal { signer: Some(&signer), ..Journal::new(&store, &tenant, &origin) };
+    for n in 0..2_200 {
+        let run = RunId::new(&format!("run-{n:04}")).unwrap();
+        let mut head = None;
+        for i in 0..12 {
+            let body = RecordBody::StepStarted(StepMark { step: format!("step {i}") });
+            head = Some(journal.append(&run, head, None, body).unwrap().head);
+        }
+    }
+    let upcasters = Upcasters::builtin();
+    let verifier = verifier(&signer);
+    let check = |verifier: Option<&'static Ed25519Verifier>| ChainCheck {
+        upcasters: &upcasters,
+        verifier: verifier.map(|v| v as &dyn Verifier),
+        options: VerifyOptions::default(),
+    };
+    let verifier: &'static Ed25519Verifier = Box::leak(Box::new(verifier));
+    let mut unsigned = Vec::new();
+    journal
+        .each_run(check(None), &mut |run, verified| {
+            unsigned.push(run);
+            verified.map(drop)
+        })
+        .unwrap();
+    let mut signed = Vec::new();
+    journal
+        .each_run(check(Some(verifier)), &mut |run, verified| {
+            assert!(matches!(&verified, Ok(v) if v.records.len() == 12), "{run}: {:?}", verified.err());
+            signed.push(run);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(signed.len(), 2_200);
+    assert_eq!(signed, unsigned, "the same runs in the same order");
+    let mut called = 0;
+    let stopped = journal.each_run(check(Some(verifier)), &mut |run, _| {
+        called += 1;
+        if called == 1_500 { Err(JournalError::NotFound { tenant: tenant.clone(), run }) } else { Ok(()) }
+    });
+    assert!(matches!(&stopped, Err(JournalError::NotFound { run, .. }) if run.as_str() == "run-1499"), "{stopped:?}");
+    assert_eq!(called, 1_500, "nothing is handed on after the error");
+}
+
 /// R-SIG-2: signatures checked ahead ([`journal_core::Prechecked`]) are
 /// matched to their answers by position, so a verifier whose `verify_many`
 /// answers a count other than it was asked (a broken contract: here the
