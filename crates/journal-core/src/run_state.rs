@@ -8,7 +8,7 @@
 //! decides from and what a later read of its journal rebuilds cannot drift:
 //! they are one function over the same records.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::chain::VerifiedRecord;
 use crate::clock::At;
@@ -30,6 +30,8 @@ pub struct RunState {
     done: BTreeMap<String, EffectResult>,
     /// Effects started with no recorded end (and no answer), in start order.
     open: OpenEffects,
+    /// Effects a person answered a doubt of (R-RUN-5).
+    answered: BTreeSet<String>,
     last: Option<RunConcluded>,
     /// Whether the answer the last conclusion waits for came after it: a
     /// lift for a withholding, a doubt's answer for a quarantine.
@@ -48,6 +50,9 @@ struct OpenEffects {
     by_key: BTreeMap<String, Vec<u64>>,
     /// Starts so far: the next one's number.
     starts: u64,
+    /// The starts numbered below this one came before the last quarantine:
+    /// a resume found them in doubt.
+    found_before: u64,
 }
 
 impl OpenEffects {
@@ -64,13 +69,29 @@ impl OpenEffects {
             self.by_start.remove(&number);
         }
     }
+
+    /// A quarantine: every start so far was found in doubt.
+    fn found(&mut self) {
+        self.found_before = self.starts;
+    }
+
+    /// Whether every open start of `key` came before the last quarantine.
+    fn is_found(&self, key: &str) -> bool {
+        self.by_key.get(key).and_then(|numbers| numbers.last()).is_some_and(|last| *last < self.found_before)
+    }
+
+    /// The open starts in start order: each key, and whether a quarantine found it.
+    fn listed(&self) -> impl Iterator<Item = (&String, bool)> {
+        self.by_start.iter().map(|(number, key)| (key, *number < self.found_before))
+    }
 }
 
 /// Two states hold the same open effects when they list the same keys in
-/// the same order, however many starts each applied.
+/// the same order, each found in doubt by a quarantine or not, however many
+/// starts each applied.
 impl PartialEq for OpenEffects {
     fn eq(&self, other: &Self) -> bool {
-        self.by_start.values().eq(other.by_start.values())
+        self.listed().eq(other.listed())
     }
 }
 
@@ -121,6 +142,7 @@ impl RunState {
             RecordBody::DoubtAnswered(answered) => {
                 if let Some(key) = key {
                     self.open.end(key);
+                    self.answered.insert(key.clone());
                     if let DoubtAnswer::Happened { result } = &answered.answer {
                         self.done.insert(key.clone(), result.clone());
                     }
@@ -131,6 +153,9 @@ impl RunState {
             RecordBody::CeilingRaised(raised) => self.budget.set_ceiling(raised.dimension, raised.ceiling),
             RecordBody::WithholdingLifted(_) => self.continue_after(Outcome::Withheld),
             RecordBody::RunConcluded(concluded) => {
+                if concluded.outcome == Outcome::Quarantined {
+                    self.open.found();
+                }
                 self.last = Some(concluded.clone());
                 self.continued_after_last = false;
             }
@@ -188,6 +213,20 @@ impl RunState {
     /// Whether `effect_key` was started with no recorded end and no answer.
     pub fn is_in_doubt(&self, effect_key: &str) -> bool {
         self.open.by_key.contains_key(effect_key)
+    }
+
+    /// Whether `effect_key` is in doubt and a resume found it so: every
+    /// open start of it came before the run's last quarantine (R-RUN-5).
+    /// One started since is a resume's (or a worker's) performance, which
+    /// no resume has found in doubt yet.
+    pub fn is_found_in_doubt(&self, effect_key: &str) -> bool {
+        self.open.is_found(effect_key)
+    }
+
+    /// Whether a person has answered a doubt of `effect_key`: an open start
+    /// of it since is a performance that answer allowed.
+    pub fn was_answered(&self, effect_key: &str) -> bool {
+        self.answered.contains(effect_key)
     }
 
     /// The last conclusion applied: the run's answer (R-RUN-3), the one

@@ -582,3 +582,110 @@ fn r_run_5_an_answer_given_twice_never_answers_the_effect_a_resume_is_performing
     assert!(matches!(second, Some(Err(RuntimeError::NotApplicable { .. }))), "the second answer: {second:?}");
     assert_eq!(paid.unwrap(), EffectResult::Ok { output: "1 tokens".into() }, "the worker's end is recorded");
 }
+
+/// R-RUN-5 (review 41): every doubt a resume found is a person's to answer,
+/// however many the quarantine found. A worker whose first effect's closure
+/// panicked (the framework around it caught that and went on) and which
+/// then died in its second leaves two effects started with no end; the
+/// resume quarantines the run (naming the first) and a person answers both,
+/// as `agentplane resume RUN --answer A --answer B` does. The first answer
+/// continued the quarantine, and the second was refused as "not stopped
+/// waiting for an answer, started after its last stop was answered, by a
+/// resume that may be performing it", which no resume was: both effects
+/// were started before the quarantine. Both answers are recorded, and the
+/// next resume reads the one back and performs the other once.
+#[test]
+fn r_run_5_every_doubt_a_quarantine_found_is_answered() {
+    let runtime = runtime(Arc::new(MemoryStore::new()));
+    let t = tenant();
+    let mut run = admit(&runtime, "two-doubts", Budget::default());
+    let id = run.run().clone();
+    for key in ["ek:a", "ek:b"] {
+        let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run.effect(key, "work", || panic!("the worker died performing {key}"))
+        }));
+        assert!(died.is_err(), "{key}");
+    }
+    drop(run);
+    let quarantined = runtime.resume(&t, &id).err();
+    assert!(
+        matches!(quarantined, Some(RuntimeError::Stopped { status: RunStatus::Quarantined { .. }, .. })),
+        "{quarantined:?}"
+    );
+    let happened = DoubtAnswer::Happened { result: EffectResult::Ok { output: "a".into() } };
+    runtime.answer_doubt(&t, &id, "ek:a", happened).unwrap();
+    runtime.answer_doubt(&t, &id, "ek:b", DoubtAnswer::DidNotHappen).unwrap();
+    let ran = AtomicU32::new(0);
+    let mut resumed = runtime.resume(&t, &id).unwrap();
+    assert_eq!(
+        resumed.effect("ek:a", "work", || unreachable!("answered as happened")).unwrap(),
+        EffectResult::Ok { output: "a".into() }
+    );
+    resumed.effect("ek:b", "work", counted(&ran, 1)).unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+}
+
+/// R-RUN-5 (review 41): the same answer given twice never answers the
+/// effect a resume has started again since, an operator's hold between the
+/// two notwithstanding. A quarantined run is answered "did not happen" and
+/// resumed; while the resumed worker performs the effect again an operator
+/// withholds the run (an ordinary hold of a live run), and the same answer
+/// comes a second time (a retry). Taking any withheld run as stopped for
+/// its open effects, the second answer was recorded against the live
+/// worker's start: its end was refused as a conflict, and the resume after
+/// the lift performed the effect a second time. The second answer is
+/// refused, the worker's end is recorded under the hold, and after the
+/// lift the result is read back.
+#[test]
+fn r_run_5_an_answer_given_twice_under_a_hold_never_answers_the_effect_a_resume_is_performing() {
+    let (runtime, run) = crashed_mid_effect("answered-twice-held");
+    let t = tenant();
+    assert!(matches!(runtime.resume(&t, &run).err(), Some(RuntimeError::Stopped { .. })));
+    runtime.answer_doubt(&t, &run, "ek:pay", DoubtAnswer::DidNotHappen).unwrap();
+    let ran = AtomicU32::new(0);
+    let second = std::cell::RefCell::new(None);
+    let mut resumed = runtime.resume(&t, &run).unwrap();
+    let paid = resumed.effect("ek:pay", "work", || {
+        runtime.withhold(&t, &run, "held while it pays").unwrap();
+        *second.borrow_mut() = Some(runtime.answer_doubt(&t, &run, "ek:pay", DoubtAnswer::DidNotHappen));
+        counted(&ran, 1)()
+    });
+    drop(resumed);
+    let second = second.into_inner();
+    assert!(matches!(second, Some(Err(RuntimeError::NotApplicable { .. }))), "the second answer: {second:?}");
+    assert!(
+        matches!(paid, Err(RuntimeError::Stopped { status: RunStatus::Withheld { .. }, .. })),
+        "the worker's end is recorded under the hold: {paid:?}"
+    );
+    runtime.lift(&t, &run, "cleared").unwrap();
+    let mut again = runtime.resume(&t, &run).unwrap();
+    let read_back = again.effect("ek:pay", "work", counted(&ran, 1));
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "the payment was performed twice");
+    assert_eq!(read_back.unwrap(), EffectResult::Ok { output: "1 tokens".into() });
+}
+
+/// R-RUN-5 (review 41): a doubt a resume found is answered after the hold
+/// an operator put on the quarantined run is lifted, the order
+/// `agentplane resume RUN --lift --answer EFFECT=...` records them in. The
+/// lift continued the hold, and the answer was refused as "not stopped
+/// waiting for an answer": the lift was recorded and the doubt could not be
+/// answered with it. The answer is recorded and the resume after it reads
+/// the effect back.
+#[test]
+fn r_run_5_a_doubt_found_before_a_hold_is_answered_after_the_lift() {
+    let (runtime, run) = crashed_mid_effect("found-then-held");
+    let t = tenant();
+    assert!(matches!(
+        runtime.resume(&t, &run).err(),
+        Some(RuntimeError::Stopped { status: RunStatus::Quarantined { .. }, .. })
+    ));
+    runtime.withhold(&t, &run, "under investigation").unwrap();
+    runtime.lift(&t, &run, "cleared").unwrap();
+    let answer = DoubtAnswer::Happened { result: EffectResult::Ok { output: "paid".into() } };
+    runtime.answer_doubt(&t, &run, "ek:pay", answer).unwrap();
+    let mut resumed = runtime.resume(&t, &run).unwrap();
+    assert_eq!(
+        resumed.effect("ek:pay", "work", || unreachable!("answered as happened")).unwrap(),
+        EffectResult::Ok { output: "paid".into() }
+    );
+}

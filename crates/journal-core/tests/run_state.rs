@@ -237,3 +237,88 @@ fn r_ops_1_a_run_of_many_effects_open_at_once_folds_to_the_right_answers() {
     assert_eq!(state.counters().effects, EFFECTS as u64 - 1);
     assert_eq!(state.done("ek:7").cloned(), Some(EffectResult::Ok { output: "7".into() }));
 }
+
+/// R-RUN-5, R-OPS-1 (review 41): the keyed fold of open effects answers as
+/// the fold it replaced (a `Vec` of keys pushed at each start and retained
+/// at each end or answer, copied here) for any order of records: the same
+/// key started twice, an end with no start, a doubt answered then started
+/// again, a record with no effect key. And an open effect is found in
+/// doubt exactly when its last open start came before the last quarantine.
+mod fold_against_the_vec_it_replaced {
+    use journal_core::record::{Build, DoubtAnswered, EffectDone, EffectStarted, RunConcluded, WithholdingLifted};
+    use journal_core::{
+        At, Counters, DoubtAnswer, EffectResult, Outcome, Record, RecordBody, RunId, RunState, Verdict,
+    };
+    use proptest::prelude::*;
+
+    const KEYS: [Option<&str>; 4] = [Some("ek:a"), Some("ek:b"), Some("ek:c"), None];
+
+    fn body(kind: u8) -> RecordBody {
+        match kind {
+            0 | 1 => RecordBody::EffectStarted(EffectStarted { step: "work".into(), reserved: Counters::default() }),
+            2 => RecordBody::EffectDone(EffectDone {
+                result: EffectResult::Ok { output: "done".into() },
+                charged: Counters::default(),
+            }),
+            3 => RecordBody::DoubtAnswered(DoubtAnswered { answer: DoubtAnswer::DidNotHappen }),
+            4 => RecordBody::DoubtAnswered(DoubtAnswered {
+                answer: DoubtAnswer::Happened { result: EffectResult::Ok { output: "happened".into() } },
+            }),
+            5 => RecordBody::RunConcluded(RunConcluded {
+                outcome: Outcome::Quarantined,
+                verdict: Verdict::None,
+                reason: "doubt".into(),
+            }),
+            6 => RecordBody::RunConcluded(RunConcluded {
+                outcome: Outcome::Withheld,
+                verdict: Verdict::None,
+                reason: "hold".into(),
+            }),
+            _ => RecordBody::WithholdingLifted(WithholdingLifted { note: "lifted".into() }),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn r_run_5_the_keyed_fold_answers_as_the_vec_fold(ops in proptest::collection::vec((0u8..8, 0usize..4), 0..60)) {
+            let run = RunId::new("run-props").unwrap();
+            let at = At::from_unix_millis(1_767_225_600_000).unwrap();
+            let records: Vec<Record> = ops
+                .iter()
+                .enumerate()
+                .map(|(seq, (kind, key))| Record {
+                    run: run.clone(),
+                    seq: seq as u64 + 1,
+                    at,
+                    effect_key: KEYS[*key].map(str::to_owned),
+                    build: Build::current(),
+                    body: body(*kind),
+                })
+                .collect();
+            let mut state = RunState::default();
+            // The fold it replaced, and (start index) the last quarantine.
+            let mut open: Vec<(String, usize)> = Vec::new();
+            let mut quarantined_at = None;
+            for (index, record) in records.iter().enumerate() {
+                state.apply(record);
+                match (&record.body, &record.effect_key) {
+                    (RecordBody::EffectStarted(_), Some(key)) => open.push((key.clone(), index)),
+                    (RecordBody::EffectDone(_) | RecordBody::DoubtAnswered(_), Some(key)) => {
+                        open.retain(|(open, _)| open != key)
+                    }
+                    (RecordBody::RunConcluded(c), _) if c.outcome == Outcome::Quarantined => quarantined_at = Some(index),
+                    _ => {}
+                }
+                let keys: Vec<&str> = open.iter().map(|(key, _)| key.as_str()).collect();
+                prop_assert_eq!(state.in_doubt(), keys, "after record {}", index);
+                for key in KEYS.iter().flatten() {
+                    let starts: Vec<usize> = open.iter().filter(|(open, _)| open == key).map(|(_, at)| *at).collect();
+                    prop_assert_eq!(state.is_in_doubt(key), !starts.is_empty());
+                    let found = starts.last().is_some_and(|last| quarantined_at.is_some_and(|q| *last < q));
+                    prop_assert_eq!(state.is_found_in_doubt(key), found, "{} after record {}", key, index);
+                }
+            }
+            prop_assert_eq!(&state, &RunState::fold(&records));
+        }
+    }
+}
