@@ -17,6 +17,8 @@ fn issue_27_the_console_serves_the_plane_in_the_folder_and_needs_a_token_off_loc
     let dir = plane.as_path();
     let stderr = fails(dir, &["console", "--listen", "0.0.0.0:0"], 2);
     assert!(stderr.contains("without a token"), "{stderr}");
+    // R-UX-2: the refusal names the flag that exists (it said `--token`).
+    assert!(stderr.contains("--token-file FILE") && !stderr.contains("--token "), "{stderr}");
     std::fs::write(dir.join("token"), "short\n").unwrap();
     let stderr = fails(dir, &["console", "--listen", "0.0.0.0:0", "--token-file", "token"], 2);
     assert!(stderr.contains("at least 16"), "{stderr}");

@@ -97,7 +97,10 @@ impl Default for ConsoleOptions {
 pub enum ConsoleError {
     /// Binding off localhost without a token would show the plane to anyone
     /// who can reach the address.
-    #[error("refusing to listen on {listen} without a token: pass --token (or --token-file) to bind off localhost")]
+    #[error(
+        "refusing to listen on {listen} without a token: give one to bind off localhost (`agentplane console \
+         --token-file FILE`, a file holding at least 16 characters; `ConsoleOptions::token` from Rust)"
+    )]
     TokenRequired {
         /// The address asked for.
         listen: SocketAddr,
