@@ -294,8 +294,9 @@ pub enum Command {
         /// A witness key to trust for the export's cosigned checkpoint: a vkey (repeatable).
         #[arg(long = "witness-key", value_name = "VKEY")]
         witness_keys: Vec<String>,
-        /// How many distinct trusted witness keys must have cosigned, at least 1 (needs --witness-key).
-        /// One public key counts once, whatever names it is listed under.
+        /// How many distinct trusted witnesses must have cosigned, at least 1 (needs --witness-key).
+        /// A witness is a name with its keys: the keys of one name count once, and so does one
+        /// public key listed under two names.
         #[arg(long, value_parser = quorum)]
         quorum: Option<usize>,
         /// JSON output.

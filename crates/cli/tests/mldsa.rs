@@ -188,6 +188,13 @@ fn r_aud_10_one_witness_with_both_keys_is_one_witness_toward_a_quorum() {
     assert_eq!(both.status.code(), Some(0), "{}", text(&both));
     let verified: serde_json::Value = serde_json::from_slice(&both.stdout).unwrap();
     assert_eq!(verified["cosignatures"], 1, "two lines, one witness: {verified}");
+    // The text says witnesses too, as the JSON counts them (it said "1
+    // distinct trusted witness keys cosigned" of two keys' lines), and so
+    // does the help of --quorum.
+    let said = verify_export(plane, &log_key, &["--witness-key", &ed_vkey, "--witness-key", &ml_vkey]);
+    assert!(text(&said).contains("witnesses: 1 trusted witness cosigned"), "{}", text(&said));
+    let help = ok(plane, &["verify-export", "--help"]);
+    assert!(help.contains("distinct trusted witnesses") && !help.contains("witness keys must"), "{help}");
     let two = verify_export(plane, &log_key, &["--witness-key", &ed_vkey, "--witness-key", &ml_vkey, "--quorum", "2"]);
     assert_eq!(two.status.code(), Some(1), "one witness's two keys met a quorum of 2: {}", text(&two));
     // The same key twice is one cosigner: a quorum of 2 is not met by it.

@@ -318,7 +318,12 @@ fn print_valid(
     }
     let witness_check = cosignatures.map_or_else(
         || "not checked (no --witness-key)".to_owned(),
-        |count| format!("{count} distinct trusted witness keys cosigned a checkpoint holding the run"),
+        // Witnesses, as `cosignatures` counts them: one witness's two keys'
+        // lines are one (R-AUD-10).
+        |count| match count {
+            1 => "1 trusted witness cosigned a checkpoint holding the run".to_owned(),
+            count => format!("{count} distinct trusted witnesses cosigned a checkpoint holding the run"),
+        },
     );
     match verified.covers {
         ExportCovers::Seal => outln!(
