@@ -73,10 +73,10 @@ pub enum Command {
     /// Print the plane's public keys, in the forms `agentplane audit` takes, for an auditor.
     Keys {
         /// Print the `[[log]]` entries a witness's configuration needs for every tenant log.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["print", "json"])]
         witness_config: bool,
         /// Print one key alone, for scripts: the log key, the record key or the origin.
-        #[arg(long, value_enum)]
+        #[arg(long, value_enum, conflicts_with = "json")]
         print: Option<KeyPart>,
         /// JSON output.
         #[arg(long)]

@@ -993,3 +993,24 @@ fn r_run_5_resume_of_a_run_exhausted_past_its_ceiling_names_the_ceiling_it_needs
     assert!(!stderr.contains("above 150"), "told again what was just done: {stderr}");
     assert!(stderr.contains("raise that ceiling to 190 or more"), "{stderr}");
 }
+
+/// R-UX-2: `keys` prints one thing: `--witness-config`, `--print PART` or
+/// `--json`. Given two, it printed one and dropped the other without a
+/// word (`keys --print log-key --json` printed the bare key, not JSON); a
+/// flag given is never ignored, so two are a usage error (exit 2).
+#[test]
+fn r_ux_2_keys_refuses_two_outputs_rather_than_ignore_one() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    for args in [
+        &["keys", "--print", "log-key", "--json"][..],
+        &["keys", "--witness-config", "--json"][..],
+        &["keys", "--witness-config", "--print", "origin"][..],
+    ] {
+        let out = agentplane(dir, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out));
+    }
+    assert_eq!(json(dir, &["keys", "--json"])["tenant"], "default");
+    assert!(ok(dir, &["keys", "--print", "origin"]).starts_with("agentplane.local/plane/default"));
+}

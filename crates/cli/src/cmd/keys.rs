@@ -45,7 +45,7 @@ pub fn keygen(cli: &Settings) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `agentplane keys [--witness-config] [--print PART] [--json]`.
+/// `agentplane keys [--witness-config | --print PART | --json]`.
 pub fn keys(cli: &Settings, witness_config: bool, print: Option<KeyPart>, json: bool) -> Result<(), Failure> {
     let keys = PlaneKeys::read(&cli.keys)?;
     if witness_config {
