@@ -45,6 +45,14 @@ pub struct Settings {
     pub config_path: Option<PathBuf>,
     /// Whether the store came from `--store` or a configuration (not the default).
     pub store_chosen: bool,
+    /// The plane flags given on the command line that name this plane
+    /// (`--config`, `--store`, `--keys`, `--origin`), as a command line
+    /// spells them (a store URL's password as `***`): what a command this
+    /// one prints must repeat to work on the same plane.
+    named_by: Vec<String>,
+    /// Whether the tenant is the one a command picks when `--tenant` is not
+    /// given (the configuration's first, else `default`).
+    default_tenant: bool,
 }
 
 /// Where `agentplane demo` makes a plane of its own.
@@ -125,7 +133,53 @@ impl Settings {
         let configured_origin =
             plane.as_ref().and_then(|p| p.tenants.iter().find(|t| t.name == tenant)).map(|t| t.origin.clone());
         let origin = cli.origin.clone().or(configured_origin);
-        Ok(Self { store, keys, tenant, origin, plane, config_path, store_chosen })
+        let default_tenant = cli.tenant.is_none()
+            || Some(&tenant) == plane.as_ref().and_then(|p| p.tenants.first()).map(|t| &t.name)
+            || (plane.as_ref().is_none_or(|p| p.tenants.is_empty()) && tenant == "default");
+        let mut named_by = Vec::new();
+        for (flag, value) in [
+            ("--config", cli.config.as_deref().map(|p| p.display().to_string())),
+            ("--store", cli.store.as_deref().map(crate::backend::display)),
+            ("--keys", cli.keys.as_deref().map(|p| p.display().to_string())),
+            ("--origin", cli.origin.clone()),
+        ] {
+            if let Some(value) = value {
+                named_by.push(format!("{flag} {}", shell_word(&value)));
+            }
+        }
+        Ok(Self { store, keys, tenant, origin, plane, config_path, store_chosen, named_by, default_tenant })
+    }
+
+    /// The command line of `agentplane COMMAND` on this plane and tenant, as
+    /// a command prints it for the operator to run next: the plane flags this
+    /// one was given (`--config`, `--store`, `--keys`, `--origin`) and the
+    /// tenant when it is not the one picked without `--tenant`, so that run
+    /// as printed it works on what this one did (it named the configuration's
+    /// first tenant, or said "no plane in this folder", when run elsewhere).
+    pub fn command(&self, command: &str) -> String {
+        let mut line = String::from("agentplane");
+        for flag in &self.named_by {
+            line.push(' ');
+            line.push_str(flag);
+        }
+        if !self.default_tenant {
+            line.push_str(&format!(" --tenant {}", shell_word(&self.tenant)));
+        }
+        line.push(' ');
+        line.push_str(command);
+        line
+    }
+
+    /// [`Settings::command`] with `--tenant` always named, after the
+    /// command's name (`runs`' next page has always said it).
+    pub fn command_for_tenant(&self, command: &str) -> String {
+        let mut line = String::from("agentplane");
+        for flag in &self.named_by {
+            line.push(' ');
+            line.push_str(flag);
+        }
+        line.push_str(&format!(" {command} --tenant {}", shell_word(&self.tenant)));
+        line
     }
 
     /// The tenant the command is about.
@@ -238,6 +292,13 @@ impl Settings {
             None => Ok(vec![(self.tenant_id()?, self.origin(keys)?)]),
         }
     }
+}
+
+/// `text` as one word of a shell command line: as it is when it holds only
+/// characters no shell treats specially, else in single quotes.
+fn shell_word(text: &str) -> String {
+    let plain = !text.is_empty() && text.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./:@%+=,".contains(&b));
+    if plain { text.to_owned() } else { format!("'{}'", text.replace('\'', "'\\''")) }
 }
 
 /// The configuration of the plane whose store file `store` is:

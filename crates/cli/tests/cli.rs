@@ -188,7 +188,7 @@ fn runs_limit_pages_the_admission_order_newest_first() {
         let stderr = String::from_utf8(out.stderr).unwrap();
         match stderr
             .lines()
-            .find_map(|line| line.strip_prefix("next page: agentplane runs --tenant default --limit 2 --before "))
+            .find_map(|line| line.strip_prefix("next page: agentplane runs --tenant default --limit 2 --ids --before "))
         {
             Some(cursor) => before = Some(cursor.trim().to_owned()),
             None => break,
@@ -222,8 +222,8 @@ fn r_store_4_the_next_page_of_runs_is_of_the_tenant_paged() {
     assert!(out.status.success(), "{}", text(&out));
     let stderr = String::from_utf8(out.stderr).unwrap();
     let again = stderr.lines().find_map(|line| line.strip_prefix("next page: agentplane ")).unwrap();
-    let mut args: Vec<&str> = again.split_whitespace().collect();
-    args.push("--ids");
+    // As printed: `--ids` is repeated, as the page was asked for.
+    let args: Vec<&str> = again.split_whitespace().collect();
     let next: Vec<String> = ok(plane, &args).lines().map(str::to_owned).collect();
     assert_eq!(next.len(), 2, "{again}: {next:?}");
     assert!(next.iter().all(|run| search.contains(run)), "`{again}` lists tenant search's runs: {next:?}");

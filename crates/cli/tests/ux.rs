@@ -1014,3 +1014,93 @@ fn r_ux_2_keys_refuses_two_outputs_rather_than_ignore_one() {
     assert_eq!(json(dir, &["keys", "--json"])["tenant"], "default");
     assert!(ok(dir, &["keys", "--print", "origin"]).starts_with("agentplane.local/plane/default"));
 }
+
+/// The command a line of stderr names after `prefix`, up to `end` (or the
+/// line's end), split into arguments as a shell splits a plain command line.
+fn printed_command(stderr: &str, prefix: &str, end: &str) -> Vec<String> {
+    let line = stderr
+        .lines()
+        .find_map(|line| line.split_once(prefix).map(|(_, rest)| rest))
+        .unwrap_or_else(|| panic!("no `{prefix}` in: {stderr}"));
+    let command = line.split(end).next().unwrap();
+    let mut words: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
+    assert_eq!(words.first().map(String::as_str), Some("agentplane"), "{line}");
+    words.remove(0);
+    words
+}
+
+/// R-STORE-4, R-UX-2: the "next page" command `runs --limit` prints, run
+/// as printed, lists the next page of the same plane, printed as this page
+/// was. It named the tenant alone: a listing of a plane named by `--config`
+/// (or `--store`) printed a command that, run where it was, said "no plane
+/// in this folder", and one read with `--json` or `--ids` printed a
+/// command whose page came as a table.
+#[test]
+fn r_store_4_the_next_page_of_runs_run_as_printed_pages_the_same_plane_alike() {
+    let demo = Demo::new();
+    let root = demo.path().parent().unwrap();
+    let config = demo.path().join("agentplane.toml");
+    let config = config.to_str().unwrap();
+    let out = agentplane(root, &["--config", config, "runs", "--limit", "2", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let first: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    let next = printed_command(&stderr, "next page: ", "\n");
+    let args: Vec<&str> = next.iter().map(String::as_str).collect();
+    let page = json(root, &args);
+    let page = page.as_array().unwrap_or_else(|| panic!("`{}` printed a page as JSON: {page}", args.join(" ")));
+    assert_eq!(page.len(), 2, "{page:?}");
+    let seen: Vec<&Value> = first.as_array().unwrap().iter().map(|row| &row["run"]).collect();
+    assert!(page.iter().all(|row| !seen.contains(&&row["run"])), "the next page, not this one: {page:?}");
+
+    let store = demo.path().join("agentplane.redb");
+    let out =
+        agentplane(root, &["--store", store.to_str().unwrap(), "runs", "--limit", "2", "--ids", "--skip-signatures"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let next = printed_command(&String::from_utf8(out.stderr).unwrap(), "next page: ", "\n");
+    let args: Vec<&str> = next.iter().map(String::as_str).collect();
+    let page = ok(root, &args);
+    assert_eq!(page.lines().count(), 2, "`{}` printed ids: {page}", args.join(" "));
+    assert!(page.lines().all(|line| line.starts_with("run-")), "{page}");
+}
+
+/// R-RUN-5, R-STORE-4: the answer `resume` says a stopped run waits for is
+/// a command that, run as printed, gives it: on the plane named (`--config`)
+/// and for the run's tenant. It said `agentplane resume RUN --raise ...`,
+/// which for a run of tenant `search` answered "no run RUN in tenant shop"
+/// (the configuration's first), and away from the plane's folder "no plane".
+#[test]
+fn r_run_5_the_answer_resume_names_works_run_as_printed() {
+    let root = tempfile::tempdir().unwrap();
+    let plane = root.path().join("plane");
+    std::fs::create_dir(&plane).unwrap();
+    ok(&plane, &["init", "--tenant-name", "shop", "--tenant-name", "search"]);
+    ok(&plane, &["--tenant", "search", "demo"]);
+    let config = plane.join("agentplane.toml");
+    let config = config.to_str().unwrap();
+    let on = ["--config", config, "--tenant", "search"];
+    let listed = |outcome: &str| {
+        ok(root.path(), &[&on[..], &["runs", "--outcome", outcome, "--ids"]].concat()).trim().to_owned()
+    };
+    let exhausted = listed("exhausted");
+    let stderr = fails(root.path(), &[&on[..], &["resume", &exhausted]].concat(), 2);
+    let answer = printed_command(&stderr, "or more: ", " (or");
+    let answer: Vec<String> = answer.into_iter().map(|word| word.replace("=N", "=5")).collect();
+    let args: Vec<&str> = answer.iter().map(String::as_str).collect();
+    let out = ok(root.path(), &args);
+    assert!(out.contains("succeeded"), "`{}`: {out}", args.join(" "));
+
+    let withheld = listed("withheld");
+    let stderr = fails(root.path(), &[&on[..], &["resume", &withheld]].concat(), 2);
+    let answer = printed_command(&stderr, "once it may run on: ", "\n");
+    let args: Vec<&str> = answer.iter().map(String::as_str).collect();
+    assert!(ok(root.path(), &args).contains("succeeded"), "{}", args.join(" "));
+
+    // In the plane's folder, for its first tenant, the answer is as short as it was.
+    let shop = tempfile::tempdir().unwrap();
+    ok(shop.path(), &["demo"]);
+    let dir = shop.path().join("agentplane-demo");
+    let withheld = ok(&dir, &["runs", "--outcome", "withheld", "--ids"]).trim().to_owned();
+    let stderr = fails(&dir, &["resume", &withheld], 2);
+    assert!(stderr.contains(&format!("once it may run on: agentplane resume {withheld} --lift")), "{stderr}");
+}

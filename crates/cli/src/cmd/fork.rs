@@ -58,7 +58,7 @@ pub fn resume(settings: &Settings, run: &str, raise: &[String], lift: bool, answ
         return Ok(());
     };
     let mut handle = runtime.resume(t, &run).map_err(|err| match err {
-        RuntimeError::Stopped { run, status } => Failure::Usage(waits_for(&run, &status)),
+        RuntimeError::Stopped { run, status } => Failure::Usage(waits_for(settings, &run, &status)),
         other => other.into(),
     })?;
     let outcome = match super::demo::agent(&kind, &mut handle) {
@@ -73,26 +73,29 @@ pub fn resume(settings: &Settings, run: &str, raise: &[String], lift: bool, answ
 }
 
 /// Why a run cannot be run on, and the answer to give (the flag of
-/// `resume` that gives it), or that it is sealed.
-fn waits_for(run: &RunId, status: &RunStatus) -> String {
+/// `resume` that gives it, on the plane and tenant of `settings`), or that
+/// it is sealed.
+fn waits_for(settings: &Settings, run: &RunId, status: &RunStatus) -> String {
+    let resume = settings.command("resume");
+    let fork = settings.command("fork");
     match status {
         // The run goes on under a ceiling above the one crossed and not below
         // what it consumed: an effect's charge may have gone past it.
         RunStatus::Exhausted { verdict: Verdict::BudgetExceeded { dimension, ceiling, counters }, .. } => format!(
-            "run {run} is {status}; to run it on, raise that ceiling to {} or more: agentplane resume {run} --raise \
+            "run {run} is {status}; to run it on, raise that ceiling to {} or more: {resume} {run} --raise \
              {dimension}=N (or {dimension}=none)",
             ceiling.saturating_add(1).max(counters.get(*dimension))
         ),
         RunStatus::Withheld { .. } => {
-            format!("run {run} is {status}; once it may run on: agentplane resume {run} --lift")
+            format!("run {run} is {status}; once it may run on: {resume} {run} --lift")
         }
         RunStatus::Quarantined { verdict: Verdict::Doubt { effect_key }, .. } => format!(
-            "run {run} is {status}; once a person knows: agentplane resume {run} --answer {effect_key}=happened (or \
+            "run {run} is {status}; once a person knows: {resume} {run} --answer {effect_key}=happened (or \
              {effect_key}=not-happened)"
         ),
         RunStatus::Succeeded | RunStatus::Cancelled | RunStatus::Abandoned => format!(
-            "run {run} is sealed ({status}): its journal is closed and nothing resumes it (agentplane fork {run} --at \
-             SEQ starts a new run from it)"
+            "run {run} is sealed ({status}): its journal is closed and nothing resumes it ({fork} {run} --at SEQ \
+             starts a new run from it)"
         ),
         other => format!("run {run} is {other}"),
     }

@@ -46,8 +46,17 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         Command::Keys { witness_config, print, json } => keys::keys(cli, *witness_config, *print, *json),
         Command::Demo => demo::run(cli, &flags),
         Command::Runs { outcome, ids, limit, before, skip_signatures, verify_signatures, require_signature, json } => {
-            let page = limit.map(|limit| runs::Page { limit, before: before.as_deref() });
             let signatures = signatures_read(cli, *skip_signatures, *verify_signatures, *require_signature)?;
+            let flags = [
+                (*ids, " --ids"),
+                (*json, " --json"),
+                (signatures == SignatureRead::Skip, " --skip-signatures"),
+                (signatures == SignatureRead::Require, " --require-signature"),
+            ]
+            .iter()
+            .filter_map(|(given, flag)| given.then_some(*flag))
+            .collect::<String>();
+            let page = limit.map(|limit| runs::Page { limit, before: before.as_deref(), settings: cli, flags: &flags });
             runs::runs(cli, outcome.map(|o| o.outcome()), page, *ids, signatures, *json)
         }
         Command::Show { run, json } => show::show(cli, run, *json),

@@ -247,23 +247,28 @@ pub fn runs(
                 }
             }
         }
-        return unverified(&rows, signatures);
+        return unverified(settings, &rows, signatures);
     }
     if json {
         print_json(&rows)?;
     } else {
         print_table(&rows);
     }
-    unverified(&rows, signatures)
+    unverified(settings, &rows, signatures)
 }
 
 /// `--limit N [--before CURSOR]`: a page of the admission order.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Page<'a> {
     /// The most runs listed.
     pub limit: u32,
     /// The cursor the page starts below.
     pub before: Option<&'a str>,
+    /// The plane and tenant the page is of, for the next page's command.
+    pub settings: &'a Settings,
+    /// The flags of this listing the next page's command repeats (` --ids`,
+    /// ` --json`, ` --skip-signatures`, ` --require-signature`).
+    pub flags: &'a str,
 }
 
 impl Page<'_> {
@@ -292,9 +297,14 @@ impl Page<'_> {
             admitted.truncate(limit);
             if let Some(last) = admitted.last() {
                 let outcome = outcome.map_or_else(String::new, |o| format!(" --outcome {}", o.as_str()));
-                // The tenant named: run as printed, it pages this tenant, not the configuration's first.
+                // Run as printed, it pages this plane (the plane flags
+                // given), this tenant (not the configuration's first) and
+                // prints the page as this one did (`--ids`, `--json`, the
+                // signatures read alike).
                 errln!(
-                    "next page: agentplane runs --tenant {tenant} --limit {limit}{outcome} --before {}",
+                    "next page: {} --limit {limit}{outcome}{} --before {}",
+                    self.settings.command_for_tenant("runs"),
+                    self.flags,
                     last.cursor()
                 );
             }
@@ -329,7 +339,7 @@ fn every_run(reader: &Reader, vouched: Vouched<'_>) -> Result<Vec<RunRow>, Failu
 
 /// Exit 1 when a row is unverified (3 when every one is build skew: this
 /// binary cannot read them, the history may be intact).
-fn unverified(rows: &[RunRow], signatures: SignatureRead) -> Result<(), Failure> {
+fn unverified(settings: &Settings, rows: &[RunRow], signatures: SignatureRead) -> Result<(), Failure> {
     let classes: Vec<Class> = rows
         .iter()
         .filter_map(|row| match row {
@@ -346,11 +356,11 @@ fn unverified(rows: &[RunRow], signatures: SignatureRead) -> Result<(), Failure>
     } else {
         // Read strictly, the findings include records no trusted key
         // vouches for, which only the strict audit counts as findings.
-        let verify = if signatures == SignatureRead::Require {
-            "agentplane verify --require-signature"
+        let verify = settings.command(if signatures == SignatureRead::Require {
+            "verify --require-signature"
         } else {
-            "agentplane verify"
-        };
+            "verify"
+        });
         Err(Failure::Findings(format!("{message}: run `{verify}` for the findings")))
     }
 }
