@@ -179,7 +179,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Prove a sealed run's inclusion, or the log's consistency with an older size.
+    /// Prove a sealed run's inclusion (an open run: its head's, in the heads leaf that holds it), or
+    /// the log's consistency with an older size.
     Prove {
         /// The run (for an inclusion proof).
         run: Option<String>,
@@ -265,7 +266,8 @@ pub enum Command {
         #[arg(long, value_name = "EFFECT_KEY=ANSWER")]
         answer: Vec<String>,
     },
-    /// Export a sealed run to a self-contained file.
+    /// Export a run to a self-contained file: a sealed run with its seal, an open run with its head
+    /// proven (a prefix).
     ///
     /// An existing file is never overwritten without --force.
     Export {

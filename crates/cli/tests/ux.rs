@@ -994,27 +994,6 @@ fn r_run_5_resume_of_a_run_exhausted_past_its_ceiling_names_the_ceiling_it_needs
     assert!(stderr.contains("raise that ceiling to 190 or more"), "{stderr}");
 }
 
-/// R-UX-2: `keys` prints one thing: `--witness-config`, `--print PART` or
-/// `--json`. Given two, it printed one and dropped the other without a
-/// word (`keys --print log-key --json` printed the bare key, not JSON); a
-/// flag given is never ignored, so two are a usage error (exit 2).
-#[test]
-fn r_ux_2_keys_refuses_two_outputs_rather_than_ignore_one() {
-    let demo = Demo::new();
-    let dir = demo.path();
-    for args in [
-        &["keys", "--print", "log-key", "--json"][..],
-        &["keys", "--witness-config", "--json"][..],
-        &["keys", "--witness-config", "--print", "origin"][..],
-    ] {
-        let out = agentplane(dir, args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
-        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out));
-    }
-    assert_eq!(json(dir, &["keys", "--json"])["tenant"], "default");
-    assert!(ok(dir, &["keys", "--print", "origin"]).starts_with("agentplane.local/plane/default"));
-}
-
 /// The command a line of stderr names after `prefix`, up to `end` (or the
 /// line's end), split into arguments as a shell splits a plain command line.
 fn printed_command(stderr: &str, prefix: &str, end: &str) -> Vec<String> {
@@ -1103,4 +1082,45 @@ fn r_run_5_the_answer_resume_names_works_run_as_printed() {
     let withheld = ok(&dir, &["runs", "--outcome", "withheld", "--ids"]).trim().to_owned();
     let stderr = fails(&dir, &["resume", &withheld], 2);
     assert!(stderr.contains(&format!("once it may run on: agentplane resume {withheld} --lift")), "{stderr}");
+}
+
+/// R-LOG-4, R-UX-2: `prove` of an open run that no heads leaf holds yet
+/// says what puts it in the log: a checkpoint (the sweep, an export), after
+/// which `prove` gives its head's proof, as the CLI README says it does for
+/// an open run. It said "conclude it first", as if only a seal had a place
+/// in the log.
+#[test]
+fn r_log_4_prove_of_an_open_run_no_checkpoint_holds_names_the_checkpoint() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let sealed = demo.run("succeeded");
+    let fork = ok(dir, &["fork", &sealed, "--at", "2"]).trim().to_owned();
+    let stderr = fails(dir, &["prove", &fork], 2);
+    assert!(stderr.contains("agentplane checkpoint"), "{stderr}");
+    assert!(!stderr.contains("conclude it first"), "{stderr}");
+    ok(dir, &["checkpoint"]);
+    let head = json(dir, &["prove", &fork, "--json"]);
+    assert_eq!(head["kind"], "head", "{head}");
+    assert_eq!(head["run"], fork.as_str(), "{head}");
+}
+
+/// R-UX-2: `keys` prints one thing: `--witness-config`, `--print PART` or
+/// `--json`. Given two, it printed one and dropped the other without a
+/// word (`keys --print log-key --json` printed the bare key, not JSON); a
+/// flag given is never ignored, so two are a usage error (exit 2).
+#[test]
+fn r_ux_2_keys_refuses_two_outputs_rather_than_ignore_one() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    for args in [
+        &["keys", "--print", "log-key", "--json"][..],
+        &["keys", "--witness-config", "--json"][..],
+        &["keys", "--witness-config", "--print", "origin"][..],
+    ] {
+        let out = agentplane(dir, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out));
+    }
+    assert_eq!(json(dir, &["keys", "--json"])["tenant"], "default");
+    assert!(ok(dir, &["keys", "--print", "origin"]).starts_with("agentplane.local/plane/default"));
 }

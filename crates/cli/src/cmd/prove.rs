@@ -123,9 +123,15 @@ pub fn inclusion(settings: &Settings, run: &str, json: bool) -> Result<(), Failu
         // The store's seal lookup says the run is not sealed: the chain
         // decides (R-RUN-2), so a sealed run the lookup lost is damage,
         // never a run with "no place in the log yet".
+        // An open run no heads leaf holds yet: the next checkpoint enters
+        // its head (it need not be concluded to have a place in the log).
         Err(journal_core::JournalError::NotSealed { .. }) => {
             reader.read(&run)?.seal_found(&reader.tenant, &run)?;
-            return Err(journal_core::JournalError::NotSealed { tenant: reader.tenant.clone(), run }.into());
+            return Err(Failure::Usage(format!(
+                "run {run} of tenant {} is open, and no leaf of the log holds its head yet: a checkpoint enters                  it (`{}`, or the sweep, or an export of it), then `prove` gives its head's proof; a seal, once                  it concludes, proves its whole journal",
+                reader.tenant,
+                settings.command("checkpoint")
+            )));
         }
         proof => proof?,
     };
