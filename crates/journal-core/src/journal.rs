@@ -292,72 +292,24 @@ impl<'a> Journal<'a> {
         check: ChainCheck<'_>,
         each: &mut dyn FnMut(RunId, Result<VerifiedRun, JournalError>) -> Result<(), JournalError>,
     ) -> Result<(), JournalError> {
-        // With signatures to check, a window of runs is verified on a thread
-        // of its own while the next is read (the reading and the verifying
-        // took turns on one thread before: 2.1 s for `cost` of 20,000 runs).
-        let tables = std::thread::scope(|scope| {
-            let (windows, to_verify) = std::sync::mpsc::sync_channel::<Window>(1);
-            let (answers, verified) = std::sync::mpsc::sync_channel::<Answers>(1);
-            if check.verifier.is_some() {
-                let journal = *self;
-                scope.spawn(move || {
-                    for window in to_verify {
-                        if answers.send(journal.verify_window(window, check)).is_err() {
-                            return;
-                        }
-                    }
-                });
-            } else {
-                // Each run is verified as it is read: no answer will come.
-                drop(answers);
-            }
-            let mut sink = EachRun {
-                journal: self,
-                check,
-                tables: None,
-                seen: BTreeSet::new(),
-                pending: Vec::new(),
-                pending_signatures: 0,
-                pending_bytes: 0,
-                windows: Some(windows),
-                verified,
-                each,
-            };
-            self.store.snapshot_streamed(self.tenant, &mut sink)?;
-            sink.hand_over_pending()?;
-            // No window more: the verifier stops once it has answered the last.
-            drop(sink.windows.take());
-            while let Ok(answers) = sink.verified.recv() {
-                sink.each_of(answers)?;
-            }
-            let tables = sink.tables.take().ok_or_else(|| snapshot_broken("no tables"))?;
-            Ok::<_, JournalError>((tables, sink.seen))
-        });
-        let (tables, seen) = tables?;
-        for (run, _) in tables.runs.iter().filter(|(run, stored)| stored.head.is_some() && !seen.contains(*run)) {
+        let mut sink = EachRun {
+            journal: self,
+            check,
+            tables: None,
+            seen: BTreeSet::new(),
+            pending: Vec::new(),
+            pending_signatures: 0,
+            pending_bytes: 0,
+            each,
+        };
+        self.store.snapshot_streamed(self.tenant, &mut sink)?;
+        sink.verify_pending()?;
+        let tables = sink.tables.take().ok_or_else(|| snapshot_broken("no tables"))?;
+        for (run, _) in tables.runs.iter().filter(|(run, stored)| stored.head.is_some() && !sink.seen.contains(*run)) {
             let verified = tables.run_rows(run, Vec::new()).and_then(|stored| self.verify(run, stored, check));
-            each(run.clone(), verified)?;
+            (sink.each)(run.clone(), verified)?;
         }
         Ok(())
-    }
-
-    /// Verifies a window of runs read for [`Journal::each_run`], their
-    /// signatures checked together, in the order they were read.
-    fn verify_window(&self, window: Window, check: ChainCheck<'_>) -> Answers {
-        let signed: Vec<SignedHash<'_>> =
-            window.iter().filter_map(|(_, stored)| stored.as_ref().ok()).flat_map(|s| signed_hashes(&s.rows)).collect();
-        let prechecked = check.verifier.map(|verifier| Prechecked::new(verifier, &signed));
-        let check = ChainCheck { verifier: prechecked.as_ref().map(|p| p as &dyn Verifier), ..check };
-        window
-            .iter()
-            .map(|(run, stored)| {
-                let verified = match stored {
-                    Ok(stored) => self.verify_prechecked(run, stored, check),
-                    Err(err) => Err(err.clone()),
-                };
-                (run.clone(), verified)
-            })
-            .collect()
     }
 
     /// Verifies a run as the store holds it ([`Store::read_run`]'s answer,
@@ -418,11 +370,10 @@ impl<'a> Journal<'a> {
 /// core ([`Prechecked`]): enough for a batch of the verifier's best size on
 /// each core of a large machine, a few hundred runs held at a time.
 const SIGNATURES_AT_ONCE: usize = 8 * 1024;
-/// The most bytes of rows a window of [`Journal::each_run`] holds waiting
-/// for their signatures' check, every column counted: rows may be large,
-/// and a window of them must not grow with them. Three windows at most are
-/// held at once: one read, one waiting, one being verified.
-const BYTES_AT_ONCE: usize = 32 << 20;
+/// The most bytes of rows [`Journal::each_run`] holds waiting for their
+/// signatures' check, every column counted: rows may be large, and a window
+/// of them must not grow with them.
+const BYTES_AT_ONCE: usize = 64 << 20;
 
 /// What a row read from the store holds in memory, every column counted
 /// (a hostile store may make any of them large).
@@ -430,12 +381,6 @@ fn held_bytes(row: &StoredRecord) -> usize {
     let signature = row.signature.as_ref().map_or(0, |s| s.key_id.len() + s.signature.len());
     row.bytes.len() + row.kind.len() + row.effect_key.as_ref().map_or(0, String::len) + signature + 2 * 32 + 8
 }
-
-/// Runs read for [`Journal::each_run`] and not yet verified.
-type Window = Vec<(RunId, Result<RunRows, JournalError>)>;
-
-/// A window's runs verified, in the order they were read.
-type Answers = Vec<(RunId, Result<VerifiedRun, JournalError>)>;
 
 /// Where [`Journal::each_run`] reads the snapshot's runs.
 struct EachRun<'j, 'c, 'e> {
@@ -445,52 +390,38 @@ struct EachRun<'j, 'c, 'e> {
     tables: Option<TenantSnapshot>,
     /// The runs whose records were handed over.
     seen: BTreeSet<RunId>,
-    /// Runs read and not yet handed to the verifier (only with a verifier):
-    /// their signatures are checked together.
-    pending: Window,
+    /// Runs read and not yet verified (only with a verifier): their
+    /// signatures are checked together.
+    pending: Vec<(RunId, Result<RunRows, JournalError>)>,
     /// The signatures `pending` holds.
     pending_signatures: usize,
     /// The bytes of the rows `pending` holds ([`held_bytes`]).
     pending_bytes: usize,
-    /// To the thread that verifies windows (one waits while it verifies one).
-    windows: Option<std::sync::mpsc::SyncSender<Window>>,
-    /// Its answers, a window at a time, in the order the windows were sent.
-    verified: std::sync::mpsc::Receiver<Answers>,
     each: &'e mut dyn FnMut(RunId, Result<VerifiedRun, JournalError>) -> Result<(), JournalError>,
 }
 
 impl EachRun<'_, '_, '_> {
-    /// Hands the pending runs to the verifier, and each run it has answered
-    /// since to `each`: while the verifier is busy with a window and holds
-    /// another, the reading waits for its next answer.
-    fn hand_over_pending(&mut self) -> Result<(), JournalError> {
-        let mut window = std::mem::take(&mut self.pending);
+    /// Verifies the pending runs, their signatures checked together, and
+    /// hands each over in the order it was read.
+    fn verify_pending(&mut self) -> Result<(), JournalError> {
+        let pending = std::mem::take(&mut self.pending);
         self.pending_signatures = 0;
         self.pending_bytes = 0;
-        if window.is_empty() {
-            return Ok(());
-        }
-        let windows = self.windows.clone().ok_or_else(|| snapshot_broken("a run read after the last"))?;
-        loop {
-            match windows.try_send(window) {
-                Ok(()) => break,
-                Err(std::sync::mpsc::TrySendError::Full(back)) => {
-                    window = back;
-                    let answers = self.verified.recv().map_err(|_| verifier_stopped())?;
-                    self.each_of(answers)?;
-                }
-                Err(std::sync::mpsc::TrySendError::Disconnected(_)) => return Err(verifier_stopped()),
-            }
-        }
-        while let Ok(answers) = self.verified.try_recv() {
-            self.each_of(answers)?;
+        let signed: Vec<SignedHash<'_>> = pending
+            .iter()
+            .filter_map(|(_, stored)| stored.as_ref().ok())
+            .flat_map(|s| signed_hashes(&s.rows))
+            .collect();
+        let prechecked = self.check.verifier.map(|verifier| Prechecked::new(verifier, &signed));
+        let check = ChainCheck { verifier: prechecked.as_ref().map(|p| p as &dyn Verifier), ..self.check };
+        for (run, stored) in &pending {
+            let verified = match stored {
+                Ok(stored) => self.journal.verify_prechecked(run, stored, check),
+                Err(err) => Err(err.clone()),
+            };
+            (self.each)(run.clone(), verified)?;
         }
         Ok(())
-    }
-
-    /// Hands each verified run of a window to `each`, in order.
-    fn each_of(&mut self, answers: Answers) -> Result<(), JournalError> {
-        answers.into_iter().try_for_each(|(run, verified)| (self.each)(run, verified))
     }
 }
 
@@ -525,19 +456,11 @@ impl SnapshotSink for EachRun<'_, '_, '_> {
         }
         self.pending.push((run, stored));
         if self.pending_signatures >= SIGNATURES_AT_ONCE || self.pending_bytes >= BYTES_AT_ONCE {
-            self.hand_over_pending()
+            self.verify_pending()
         } else {
             Ok(())
         }
     }
-}
-
-/// The thread verifying [`Journal::each_run`]'s windows stopped without
-/// answering (it panicked): no run it held is called verified.
-fn verifier_stopped() -> JournalError {
-    JournalError::Io(crate::error::StorageError::message(
-        "the thread verifying the tenant's runs stopped before it answered",
-    ))
 }
 
 /// A snapshot stream that broke its order: the backend's fault, not the journal's.
