@@ -36,19 +36,24 @@ pub fn resume(settings: &Settings, run: &str, raise: &[String], lift: bool, answ
     let runtime = plane.runtime()?;
     let run = run_id(run)?;
     let t = &plane.tenant;
-    for spec in raise {
-        let (dimension, ceiling) = ceiling(spec)?;
+    // Every answer is read before anything is written: one spelt wrong
+    // leaves the run as it was.
+    let raise = raise.iter().map(|spec| ceiling(spec)).collect::<Result<Vec<_>, _>>()?;
+    let answers = answers.iter().map(|spec| doubt_answer(spec)).collect::<Result<Vec<_>, _>>()?;
+    for (dimension, ceiling) in raise {
         runtime.raise_ceiling(t, &run, dimension, ceiling)?;
         errln!("raised the {dimension} ceiling of run {run}");
+    }
+    // A doubt is answered before the hold is lifted: a worker that died
+    // inside an effect under a hold no resume has seen is answerable while
+    // the hold stands (R-RUN-5), not once it is lifted.
+    for (effect, answer) in answers {
+        runtime.answer_doubt(t, &run, effect, answer)?;
+        errln!("answered the doubt on effect {effect} of run {run}");
     }
     if lift {
         runtime.lift(t, &run, "lifted with agentplane resume")?;
         errln!("lifted the withholding of run {run}");
-    }
-    for spec in answers {
-        let (effect, answer) = doubt_answer(spec)?;
-        runtime.answer_doubt(t, &run, effect, answer)?;
-        errln!("answered the doubt on effect {effect} of run {run}");
     }
     let Some(kind) = demo_kind(&plane, &run)? else {
         errln!(
