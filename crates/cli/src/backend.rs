@@ -149,17 +149,20 @@ pub fn open_or_create(path: &Path) -> Result<Arc<dyn Store>, Failure> {
     }
 }
 
-/// Repairs, in place, a redb file a crash left; a PostgreSQL server
-/// recovers itself.
-pub fn repair(path: &Path) -> Result<(), Failure> {
-    if postgres_url(path).is_some() {
-        return Err(Failure::Usage("a PostgreSQL store needs no repair: the server recovers itself".into()));
+/// Repairs, in place, a redb file a crash left. A PostgreSQL server
+/// recovers its own store: it is opened read-only, so that a script run
+/// after every crash learns whether the store is there and this build's,
+/// and what there is to say about it is returned.
+pub fn repair(path: &Path) -> Result<Option<&'static str>, Failure> {
+    if let Some(url) = postgres_url(path) {
+        drop(open_postgres_read_only(url)?);
+        return Ok(Some("a PostgreSQL server recovers its own store after a crash: nothing to repair"));
     }
     if !path.is_file() {
         return Err(no_store(path));
     }
     drop(RedbStore::open(path).map_err(|err| redb_upkeep_failure(err, Some("repair")))?);
-    Ok(())
+    Ok(None)
 }
 
 /// Gives a redb file's free pages back to the file system; the file's size

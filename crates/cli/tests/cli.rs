@@ -824,6 +824,22 @@ fn r_wit_8_sweep_meets_skips_falls_short_and_refuses_a_rewrite() {
     assert!(last.contains("tenant search: refused_to_sign") && last.contains("plane:"), "{last}");
 }
 
+/// R-OPS-1 (review 42's note): `repair`, run by a script after every crash,
+/// failed (exit 2, "needs no repair") on a PostgreSQL store, which its
+/// server recovers itself. It opens the store read-only and succeeds, and
+/// still fails where there is no agentplane store to open.
+#[test]
+fn r_ops_1_repair_of_a_postgresql_store_succeeds_and_says_why_nothing_is_done() {
+    let url = store_pg::testkit::fresh_database();
+    let dir = tempfile::tempdir().unwrap();
+    let empty = agentplane(dir.path(), &["--store", &url, "repair"]);
+    assert_eq!(empty.status.code(), Some(2), "no store in a fresh database: {}", text(&empty));
+    ok(dir.path(), &["--store", &url, "migrate"]);
+    let out = agentplane(dir.path(), &["--store", &url, "repair"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("nothing to repair"), "{}", text(&out));
+}
+
 /// The whole command line on PostgreSQL (`--store postgres://...` or the
 /// store in agentplane.toml): demo, runs, verify, checkpoint, sweep against a
 /// witness, export, and an outside audit that finds a deletion made through SQL.
@@ -1324,6 +1340,56 @@ fn r_wit_8_sweep_every_goes_on_after_a_round_that_failed() {
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "the last round met: {}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the sweep goes on"));
+}
+
+/// R-RUN-5 (review 41's note): a worker crashed inside an effect and an
+/// operator withheld the run before any resume found the doubt. `resume RUN
+/// --lift --answer EK=...` recorded the lift first, and then the answer was
+/// refused (no hold stood, no quarantine had found the doubt): the lift was
+/// written, the answer was not. Every answer is now recorded before the
+/// lift, and an answer the command line spells wrong is refused before
+/// anything is written.
+#[test]
+fn r_run_5_resume_lift_and_answer_of_a_crash_under_a_hold_records_both() {
+    use journal_core::{Admission, AdmitRequest, Budget, RuntimeBuilder, Store};
+    let dir = demo_dir();
+    let plane = dir.path();
+    let keys = json(plane, &["keys", "--json"]);
+    let origin = journal_core::Origin::new(keys["origin"].as_str().unwrap()).unwrap();
+    let tenant = journal_core::TenantId::new("default").unwrap();
+    let run = {
+        let store = std::sync::Arc::new(store_redb::RedbStore::open(&plane.join("agentplane.redb")).unwrap());
+        let runtime = RuntimeBuilder::new(std::sync::Arc::clone(&store) as std::sync::Arc<dyn Store>)
+            .tenant(tenant.clone(), origin, None)
+            .build()
+            .unwrap();
+        let request =
+            AdmitRequest { idempotency_key: "crashed".into(), plan: vec!["work".into()], budget: Budget::default() };
+        let Admission::New(mut run) = runtime.admit(&tenant, request).unwrap() else { panic!("admitted twice") };
+        run.start_step("work").unwrap();
+        let id = run.run().clone();
+        // The worker dies inside the effect: its start is recorded, no end.
+        let crashed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = run.effect("ek:pay", "work", || panic!("the worker dies here"));
+        }));
+        assert!(crashed.is_err());
+        runtime.withhold(&tenant, &id, "an operator's hold").unwrap();
+        id.to_string()
+    };
+    let records = || json(plane, &["show", &run, "--json"])["records"].as_array().unwrap().len();
+    let before = records();
+    let refused = agentplane(plane, &["resume", &run, "--lift", "--answer", "ek:pay=perhaps"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert_eq!(records(), before, "a misspelt answer is refused before the lift is written");
+    let out = agentplane(plane, &["resume", &run, "--lift", "--answer", "ek:pay=not-happened"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let kinds: Vec<String> = json(plane, &["show", &run, "--json"])["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|record| record["kind"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds[before..], ["DoubtAnswered", "WithholdingLifted"], "both recorded, the answer first");
 }
 
 /// R-LOG-4, R-AUD-8 (an attacker review, session 16): the store's seal index

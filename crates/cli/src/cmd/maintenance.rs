@@ -7,8 +7,12 @@ use crate::failure::Failure;
 
 /// `agentplane repair`: repairs, in place, a store a crash left.
 pub fn repair(cli: &Settings) -> Result<(), Failure> {
-    backend::repair(&cli.store)?;
-    errln!("{} opens cleanly", backend::display(&cli.store));
+    let note = backend::repair(&cli.store)?;
+    errln!(
+        "{} opens cleanly{}",
+        backend::display(&cli.store),
+        note.map(|note| format!(" ({note})")).unwrap_or_default()
+    );
     Ok(())
 }
 

@@ -44,7 +44,9 @@ type Witnesses = (Vec<Arc<dyn Witness + Send + Sync>>, Vec<TrustedWitness>, Witn
 fn witnesses(settings: &Settings) -> Result<Witnesses, Failure> {
     let plane = settings.plane.as_ref().filter(|plane| !plane.witnesses.is_empty()).ok_or_else(|| {
         Failure::Usage(
-            "no witness configured: add [[witness]] url and key to agentplane.toml (agentplane init --witness URL=VKEY)"
+            "no witness configured: add a [[witness]] with its url and key (the witness's verifier key) to \
+             agentplane.toml, and set quorum to how many of them must cosign (a new plane: agentplane init --witness \
+             URL=VKEY --quorum N)"
                 .into(),
         )
     })?;
