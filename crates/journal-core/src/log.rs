@@ -513,6 +513,24 @@ pub fn older_than_mark(
     }))
 }
 
+/// Whether `tree` extends `older`, the consistency proof read from `view`
+/// only where the sizes need one (tlog's one rule). A proof the store failed
+/// to give (a connection dropped or ended by the server, a timeout: class
+/// I/O) is that failure, the outer `Err`: it says nothing of the log's
+/// history. Only a proof that does not verify, or damage met reading it, is
+/// a verdict on the log (the inner `Err`).
+pub(crate) fn extends_or_failed_read(
+    view: &LogView<'_>,
+    tree: Tree,
+    older: &Tree,
+) -> Result<Result<(), tlog::ExtendsError<JournalError>>, JournalError> {
+    match tree.extends_with(older, |old, new| view.consistency(old, new).map(|c| c.proof)) {
+        Ok(_) => Ok(Ok(())),
+        Err(tlog::ExtendsError::Prove(err)) if err.class() == crate::ErrorClass::Io => Err(err),
+        Err(err) => Ok(Err(err)),
+    }
+}
+
 fn refuses_to_extend(
     store: &dyn Store,
     view: &LogView<'_>,
@@ -530,7 +548,7 @@ fn refuses_to_extend(
         });
     }
     // The one rule (tlog's): a proof is computed only when the sizes need one.
-    let extends = head.extends_with(&last, |old, new| view.consistency(old, new).map(|c| c.proof));
+    let extends = extends_or_failed_read(view, head, &last)?;
     Ok(extends.err().map(|err| match err {
         tlog::ExtendsError::Verify(tlog::VerifyError::Shrinks { .. }) => {
             format!("the log has {} sealed runs; this plane signed {} before: the log shrank", head.size, last.size)

@@ -88,8 +88,7 @@ pub fn ask_witnesses(
     };
     let head = view.head()?.tree;
     for (witness, held) in &views.held {
-        let extends = head.extends_with(held, |old, new| view.consistency(old, new).map(|c| c.proof));
-        if let Err(err) = extends {
+        if let Err(err) = crate::log::extends_or_failed_read(view, head, held)? {
             let why = match err {
                 tlog::ExtendsError::Verify(tlog::VerifyError::Shrinks { .. }) => "it is smaller".to_owned(),
                 tlog::ExtendsError::Verify(tlog::VerifyError::SameSizeDifferentRoots { .. }) => {
@@ -658,7 +657,7 @@ impl Runtime {
                     head.tree.size, head.tree.root, met.size, met.root
                 ));
             }
-            if let Err(err) = head.tree.extends_with(&met, |old, new| view.consistency(old, new).map(|c| c.proof)) {
+            if let Err(err) = crate::log::extends_or_failed_read(&view, head.tree, &met)? {
                 return refused(format!(
                     "the log of {} does not extend the checkpoint of {} a quorum cosigned ({err}): its history was rewritten",
                     head.tree.size, met.size
