@@ -705,6 +705,25 @@ fn start_witnesses(dir: &Path, tenants: &[&str], count: u8) -> Witnesses {
     Witnesses { servers, vkeys, _state: state }
 }
 
+/// A new plane in `dir` of `tenants` (the first is the configuration's
+/// first), witnessed by one witness server whose cosignature is the quorum.
+fn plane_with_one_witness(dir: &Path, tenants: &[&str]) -> Witnesses {
+    let mut init = vec!["init"];
+    for tenant in tenants {
+        init.extend(["--tenant-name", tenant]);
+    }
+    ok(dir, &init);
+    let witnesses = start_witnesses(dir, tenants, 1);
+    let mut config = std::fs::read_to_string(dir.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
+    config.push_str(&format!(
+        "\n[[witness]]\nurl = \"{}\"\nkey = \"{}\"\n",
+        witnesses.servers[0].url(),
+        witnesses.vkeys[0]
+    ));
+    std::fs::write(dir.join("agentplane.toml"), config).unwrap();
+    witnesses
+}
+
 fn sweep_json(dir: &Path) -> (Option<i32>, Vec<Value>, String) {
     let out = agentplane(dir, &["sweep", "--json"]);
     let text = String::from_utf8(out.stdout).unwrap();
@@ -1236,16 +1255,7 @@ fn compact_keeps_every_record_and_the_plane_verifies() {
 fn r_wit_8_sweep_every_is_quiet_until_something_changes() {
     let dir = tempfile::tempdir().unwrap();
     let plane = dir.path();
-    ok(plane, &["init", "--tenant-name", "shop", "--tenant-name", "search"]);
-    let witnesses = start_witnesses(plane, &["shop", "search"], 1);
-    let mut config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
-    config = config.replace("quorum = 0", "quorum = 1");
-    config.push_str(&format!(
-        "\n[[witness]]\nurl = \"{}\"\nkey = \"{}\"\n",
-        witnesses.servers[0].url(),
-        witnesses.vkeys[0]
-    ));
-    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    let _witnesses = plane_with_one_witness(plane, &["shop", "search"]);
     ok(plane, &["--tenant", "shop", "demo"]);
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
         .current_dir(plane)
@@ -1281,16 +1291,7 @@ fn r_wit_8_sweep_every_goes_on_after_a_round_that_failed() {
     use std::io::BufRead as _;
     let dir = tempfile::tempdir().unwrap();
     let plane = dir.path();
-    ok(plane, &["init", "--tenant-name", "shop"]);
-    let witnesses = start_witnesses(plane, &["shop"], 1);
-    let mut config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
-    config = config.replace("quorum = 0", "quorum = 1");
-    config.push_str(&format!(
-        "\n[[witness]]\nurl = \"{}\"\nkey = \"{}\"\n",
-        witnesses.servers[0].url(),
-        witnesses.vkeys[0]
-    ));
-    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    let _witnesses = plane_with_one_witness(plane, &["shop"]);
     ok(plane, &["demo"]);
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
         .current_dir(plane)
@@ -1335,11 +1336,68 @@ fn r_wit_8_sweep_every_goes_on_after_a_round_that_failed() {
         }
     };
     assert!(met["size"].as_u64().unwrap() > first["size"].as_u64().unwrap(), "{met}");
-    let killed = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
-    assert!(killed.success());
-    let out = child.wait_with_output().unwrap();
+    let out = stopped_by_a_signal(child);
     assert_eq!(out.status.code(), Some(0), "the last round met: {}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("the sweep goes on"));
+}
+
+/// Sends SIGTERM to a `sweep --every` and waits for it to end. A sweep that
+/// does not end within two minutes (a signal it lost) is killed, and the
+/// test fails there rather than hang.
+fn stopped_by_a_signal(child: std::process::Child) -> std::process::Output {
+    let id = child.id();
+    let killed = std::process::Command::new("kill").arg("-TERM").arg(id.to_string()).status().unwrap();
+    assert!(killed.success());
+    let (ended, out) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = ended.send(child.wait_with_output());
+    });
+    match out.recv_timeout(std::time::Duration::from_secs(120)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = std::process::Command::new("kill").arg("-KILL").arg(id.to_string()).status();
+            panic!("the sweep did not stop on SIGTERM: it lost the signal");
+        }
+    }
+}
+
+/// R-WIT-8, R-OPS-1: a SIGTERM (a service manager stopping the plane) that
+/// came while a round of `sweep --every` ran was lost, and the sweep never
+/// stopped (found when this file's other `--every` test hung for 17
+/// minutes). The sweep listened for signals only while it waited between
+/// rounds; during a round no one listened, and the witness client's own
+/// runtime took the signal off tokio's pipe and handed it to no one (and
+/// before the first wait, the signal's default action ended the sweep in
+/// the middle of its round). With rounds back to back (every millisecond,
+/// 100 sweeps) a signal comes during a round in some: the sweep before this
+/// change failed each of three runs of this test. The sweep now listens from
+/// before its first round to its end, and stops once the round is done.
+#[test]
+fn r_wit_8_a_signal_that_comes_during_a_round_stops_the_sweep() {
+    use std::io::BufRead as _;
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let _witnesses = plane_with_one_witness(plane, &["shop"]);
+    ok(plane, &["demo"]);
+    for _ in 0..100 {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
+            .current_dir(plane)
+            .args(["sweep", "--every", "1ms", "--probe-every", "1ms", "--json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Its first round said: it is past its start, and rounds follow back to back.
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).unwrap();
+        assert!(first.contains("\"outcome\""), "{first}");
+        // Read on: a sweep whose output is closed ends at once (exit 0).
+        std::thread::spawn(move || std::io::copy(&mut stdout, &mut std::io::sink()));
+        let out = stopped_by_a_signal(child);
+        assert_eq!(out.status.code(), Some(0), "stopped cleanly: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("stopped by a signal"));
+    }
 }
 
 /// R-RUN-5 (review 41's note): a worker crashed inside an effect and an

@@ -323,17 +323,25 @@ pub fn sweep(
     };
     let timed = every.is_some();
     let mut last = BTreeMap::new();
+    // Under --every, a signal is listened for before the first round.
+    let waiting = match every {
+        Some(every) => {
+            let signals = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|err| Failure::Io(err.to_string()))?;
+            let stop = StopSignals::listen(&signals)?;
+            Some((every, signals, stop))
+        }
+        None => None,
+    };
     let mut result = round(&runtime, settings, only, json, &mut last, timed);
-    if let Some(every) = every {
-        let signals = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|err| Failure::Io(err.to_string()))?;
+    if let Some((every, signals, mut stop)) = waiting {
         loop {
             for failure in &result.failures {
                 say_failed(failure, json, true, true);
             }
-            if signals.block_on(stopped_within(every))? {
+            if signals.block_on(stop.stopped_within(every)) {
                 break;
             }
             result = round(&runtime, settings, only, json, &mut last, timed);
@@ -354,23 +362,49 @@ pub fn sweep(
     }
 }
 
-/// Waits `every`; true when SIGINT or SIGTERM came first.
-async fn stopped_within(every: std::time::Duration) -> Result<bool, Failure> {
+/// The signals that stop `sweep --every`, listened for from before its
+/// first round to its end: a signal that comes while a round runs is kept
+/// and stops the sweep once the round is done. (Listened for afresh at each
+/// wait, one that came during a round was taken by the listener already
+/// installed and then lost: the sweep never stopped.)
+struct StopSignals {
     #[cfg(unix)]
-    {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .map_err(|err| Failure::Io(err.to_string()))?;
-        tokio::select! {
-            _ = tokio::time::sleep(every) => Ok(false),
-            _ = tokio::signal::ctrl_c() => Ok(true),
-            _ = term.recv() => Ok(true),
+    terminate: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    /// Listens, in `runtime`'s context.
+    fn listen(runtime: &tokio::runtime::Runtime) -> Result<Self, Failure> {
+        let _context = runtime.enter();
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            let listen = |kind| signal(kind).map_err(|err| Failure::Io(format!("listening for signals: {err}")));
+            Ok(Self { terminate: listen(SignalKind::terminate())?, interrupt: listen(SignalKind::interrupt())? })
         }
+        #[cfg(not(unix))]
+        Ok(Self {})
     }
-    #[cfg(not(unix))]
-    {
-        tokio::select! {
-            _ = tokio::time::sleep(every) => Ok(false),
-            _ = tokio::signal::ctrl_c() => Ok(true),
+
+    /// Waits `every`; true when SIGINT or SIGTERM came first, or came
+    /// since the last wait.
+    async fn stopped_within(&mut self, every: std::time::Duration) -> bool {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = tokio::time::sleep(every) => false,
+                _ = self.terminate.recv() => true,
+                _ = self.interrupt.recv() => true,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            tokio::select! {
+                _ = tokio::time::sleep(every) => false,
+                _ = tokio::signal::ctrl_c() => true,
+            }
         }
     }
 }
