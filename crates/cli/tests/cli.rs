@@ -1265,9 +1265,7 @@ fn r_wit_8_sweep_every_is_quiet_until_something_changes() {
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(4_500));
-    let killed = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
-    assert!(killed.success());
-    let out = child.wait_with_output().unwrap();
+    let out = stopped_by_a_signal(child);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let stdout = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<&str> = stdout.lines().collect();
