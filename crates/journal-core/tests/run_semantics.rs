@@ -432,6 +432,92 @@ fn r_run_5_a_resume_beside_the_live_worker_keeps_the_effect_s_result() {
     resumed.succeed("done").unwrap();
 }
 
+/// R-RUN-5 (review 43): a resume beside the live worker finds two effects
+/// open, the first a closure that panicked (its framework caught that and
+/// went on) and the second the one the worker is performing, and
+/// quarantines the run naming the first. The worker's end met a quarantine
+/// that named another effect and was refused as a conflict: the finished
+/// effect's result was lost, it stood found in doubt, and a person
+/// answering "did not happen" had it performed twice. Any quarantine
+/// after the worker's last record found its effect, so the end is recorded
+/// after it; the quarantine still waits for the first effect's answer.
+#[test]
+fn r_run_5_a_resume_beside_the_live_worker_that_finds_two_doubts_keeps_the_second_s_result() {
+    let runtime = runtime(Arc::new(MemoryStore::new()));
+    let t = tenant();
+    let ran = AtomicU32::new(0);
+    let mut run = admit(&runtime, "beside-two", Budget::default());
+    let id = run.run().clone();
+    run.start_step("work").unwrap();
+    let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run.effect("ek:a", "work", || panic!("the closure of ek:a panicked"))
+    }));
+    assert!(died.is_err());
+    let answer = run.effect("ek:b", "work", || {
+        let beside = runtime.resume(&t, &id).err();
+        assert!(
+            matches!(beside, Some(RuntimeError::Stopped { status: RunStatus::Quarantined { .. }, .. })),
+            "the resume beside the worker found two effects open: {beside:?}"
+        );
+        counted(&ran, 5)()
+    });
+    assert!(
+        matches!(answer, Err(RuntimeError::Stopped { status: RunStatus::Quarantined { .. }, .. })),
+        "the worker is told the run is quarantined: {answer:?}"
+    );
+    let answered = runtime.answer_doubt(&t, &id, "ek:b", DoubtAnswer::DidNotHappen);
+    assert!(matches!(answered, Err(RuntimeError::NotApplicable { .. })), "ek:b has its end: {answered:?}");
+    assert!(matches!(runtime.resume(&t, &id).err(), Some(RuntimeError::Stopped { .. })), "ek:a is still in doubt");
+    runtime.answer_doubt(&t, &id, "ek:a", DoubtAnswer::DidNotHappen).unwrap();
+    let mut resumed = runtime.resume(&t, &id).unwrap();
+    let again = resumed.effect("ek:b", "work", counted(&ran, 5)).unwrap();
+    assert_eq!(again, EffectResult::Ok { output: "5 tokens".into() }, "the recorded result is read back");
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "ek:b performed once");
+    resumed.succeed("done").unwrap();
+}
+
+/// R-RUN-5 (review 43): a person's answer races the live worker's end. An
+/// operator withholds a run while its worker is inside an effect (an
+/// ordinary hold of a live run), and a person answers the open effect "did
+/// not happen" under the hold, which `answer_doubt` takes (a crash under a
+/// hold is answerable before any resume). The worker's end then met the
+/// answer at the head and was refused as a conflict, so the result was lost
+/// and the resume after the lift performed the effect a second time. The
+/// end is a fact about the world and nothing started the effect again since
+/// the answer: it is recorded after it, the worker is told the run is
+/// withheld, and after the lift the result is read back. The same holds
+/// when a resume beside the worker quarantined the run first.
+#[test]
+fn r_run_5_an_answer_that_did_not_happen_before_the_live_worker_s_end_keeps_its_result() {
+    for beside in [false, true] {
+        let runtime = runtime(Arc::new(MemoryStore::new()));
+        let t = tenant();
+        let ran = AtomicU32::new(0);
+        let mut run = admit(&runtime, &format!("answered-live-{beside}"), Budget::default());
+        let id = run.run().clone();
+        run.start_step("work").unwrap();
+        let answer = run.effect("ek:pay", "work", || {
+            if beside {
+                assert!(runtime.resume(&t, &id).is_err(), "the resume beside quarantines the run");
+            } else {
+                runtime.withhold(&t, &id, "an operator's hold").unwrap();
+            }
+            runtime.answer_doubt(&t, &id, "ek:pay", DoubtAnswer::DidNotHappen).unwrap();
+            counted(&ran, 5)()
+        });
+        assert!(matches!(answer, Err(RuntimeError::Stopped { .. })), "the worker is stopped ({beside}): {answer:?}");
+        if !beside {
+            runtime.lift(&t, &id, "go on").unwrap();
+        }
+        let mut resumed = runtime.resume(&t, &id).unwrap();
+        let again = resumed.effect("ek:pay", "work", counted(&ran, 5)).unwrap();
+        assert_eq!(again, EffectResult::Ok { output: "5 tokens".into() }, "the recorded result is read back");
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "performed once (beside: {beside})");
+        assert_eq!(runtime.cost(&t, &id).unwrap().tokens, 5, "charged once");
+        resumed.succeed("done").unwrap();
+    }
+}
+
 /// R-RUN-5 (noticed by review 22): the regression harness over a folder of
 /// exports replays a fork with the effects its source served it, read from
 /// the source's export beside it, as `replay_store` does from the store (it

@@ -6,8 +6,8 @@ use crate::chain::ExpectedHead;
 use crate::error::JournalError;
 use crate::ids::{RunId, TenantId};
 use crate::record::{
-    Counters, Dimension, EffectDone, EffectResult, EffectStarted, Holding, Outcome, PlanFrozen, RecordBody, Released,
-    RunConcluded, RunForked, StepMark, Verdict,
+    Counters, Dimension, DoubtAnswer, EffectDone, EffectResult, EffectStarted, Holding, Outcome, PlanFrozen,
+    RecordBody, Released, RunConcluded, RunForked, StepMark, Verdict,
 };
 use crate::run_state::RunState;
 
@@ -231,15 +231,20 @@ impl RunHandle<'_> {
     /// An effect's end met another record at the head: an operator withheld
     /// the run while the effect ran (and may have raised a ceiling or lifted
     /// the hold since), or resumed it beside this worker and so quarantined
-    /// it for this effect's doubt. The end is a fact about the world, so it
-    /// is recorded after the operator's records: under a standing hold or
-    /// that quarantine (which the end settles, as an answer would), with its
-    /// reservation released, and the worker is told the run is stopped (once
-    /// lifted or resumed, the run reads the result back instead of doubting
-    /// it); with the hold lifted, `Ok` and the effect goes on as if
-    /// uninterrupted (R-RUN-5). Anything else (the chain no longer holding this handle's
-    /// last record, a sealed run, another conclusion, the effect no longer
-    /// open) answers the conflict.
+    /// it (a quarantine after this handle's last record found this effect
+    /// open, whichever doubt its verdict names), or a person answered this
+    /// effect "did not happen" before its end came. The end is a fact about
+    /// the world, so it is recorded after those records while nothing has
+    /// started the effect again: under a standing hold or quarantine (which
+    /// the end settles, as an answer would, when the quarantine names this
+    /// effect), or after a quarantine or an answer, with its reservation
+    /// released, and the worker is told the run is stopped (once lifted,
+    /// answered or resumed, the run reads the result back instead of
+    /// doubting it or performing it again); with only a hold and its lift
+    /// between, `Ok` and the effect goes on as if uninterrupted (R-RUN-5).
+    /// Anything else (the chain no longer holding this handle's last record,
+    /// a sealed run, another conclusion, an answer that it happened, the
+    /// effect started again) answers the conflict.
     fn end_after_an_operator(
         &mut self,
         effect_key: &str,
@@ -253,36 +258,51 @@ impl RunHandle<'_> {
             .and_then(|seq| seq.checked_sub(1))
             .and_then(|index| fresh.records.get(index))
             .is_some_and(|record| record.stored.hash == self.head.hash);
-        // A resume beside this live worker (an operator who took the run
-        // for crashed) found this effect open and quarantined the run for it.
-        let quarantined_for_it = |concluded: &RunConcluded| {
-            concluded.outcome == Outcome::Quarantined
-                && matches!(&concluded.verdict, Verdict::Doubt { effect_key: key } if key == effect_key)
+        let after = fresh.records.get(ours.unwrap_or(usize::MAX)..);
+        // A person answered this effect "did not happen" while it ran.
+        let answered_not_happened = |record: &crate::chain::VerifiedRecord| {
+            matches!(&record.record.body, RecordBody::DoubtAnswered(answered) if answered.answer == DoubtAnswer::DidNotHappen)
+                && record.record.effect_key.as_deref() == Some(effect_key)
         };
-        // Only an operator's hold, its lift and raised ceilings, or that
-        // quarantine, came after this handle's last record: nothing that
-        // answers or resumes the run.
-        let operators_only = fresh.records.get(ours.unwrap_or(usize::MAX)..).is_some_and(|after| {
+        // Only an operator's hold, its lift and raised ceilings, a
+        // quarantine by a resume beside this live worker (any after this
+        // handle's last record found this effect open), or a person's
+        // answer that it did not happen, came after this handle's last
+        // record: nothing that performs the effect again.
+        let operators_only = after.is_some_and(|after| {
             after.iter().all(|record| match &record.record.body {
                 RecordBody::RunConcluded(concluded) => {
-                    concluded.outcome == Outcome::Withheld || quarantined_for_it(concluded)
+                    matches!(concluded.outcome, Outcome::Withheld | Outcome::Quarantined)
                 }
                 RecordBody::WithholdingLifted(_) | RecordBody::CeilingRaised(_) => true,
+                RecordBody::DoubtAnswered(_) => answered_not_happened(record),
+                _ => false,
+            })
+        });
+        // A quarantine or an answer came after this handle's last record:
+        // the run stopped for this worker, whatever stands now.
+        let interrupted = after.is_some_and(|after| {
+            after.iter().any(|record| match &record.record.body {
+                RecordBody::RunConcluded(concluded) => concluded.outcome == Outcome::Quarantined,
+                RecordBody::DoubtAnswered(_) => true,
                 _ => false,
             })
         });
         let state = RunState::of(&fresh.records);
-        let held = state.standing().is_some_and(|c| c.outcome == Outcome::Withheld || quarantined_for_it(c));
+        let held = state.standing().is_some_and(|c| {
+            c.outcome == Outcome::Withheld || (c.outcome == Outcome::Quarantined && state.is_found_in_doubt(effect_key))
+        });
         let open = state.is_in_doubt(effect_key);
-        let (Some(head), true) = (fresh.head, extends_ours && (held || operators_only) && open && !fresh.sealed())
-        else {
+        let answered = after.is_some_and(|after| after.iter().any(answered_not_happened));
+        let ends = (held && open) || (operators_only && (open || answered));
+        let (Some(head), true) = (fresh.head, extends_ours && ends && !fresh.sealed()) else {
             return Err(conflict);
         };
         let Ok(state) = self.runtime.state_of(&self.tenant, &self.run, &fresh) else { return Err(conflict) };
         (self.head, self.state) = (head, state);
         let key = Some(effect_key.to_owned());
         self.append(key.clone(), done)?;
-        if !held {
+        if !held && !interrupted {
             return Ok(());
         }
         let released = RecordBody::Released(Released { holding: Holding::Reservation, amount: reserved });
