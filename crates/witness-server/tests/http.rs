@@ -186,6 +186,58 @@ fn r_wit_6_a_witness_moved_past_the_checkpoint_between_attempts_is_stale() {
     this.add_checkpoint(&full.signed(), &full.log).unwrap();
 }
 
+/// R-WIT-6 (review 43): two sweeps of one plane at once, both signing the
+/// same tree (the likeliest race: one store, one size). This one's first
+/// attempt met the witness at an older size; before its second attempt the
+/// other sweep submitted this very size. The second 409 names the
+/// checkpoint's own size: the log has reached it, and the same checkpoint
+/// submitted from there is cosigned, so it is stale (the sweep signs
+/// afresh), where it was a conflict "moved during the exchange" that made a
+/// healthy plane's round need attention.
+#[test]
+fn r_wit_6_a_witness_moved_to_the_checkpoint_s_own_size_between_attempts_is_stale() {
+    use tlog::{ConsistencyProof, RootHash};
+    use witness::{HistoryError, LogHistory};
+    let at = |size| {
+        let mut plane = Plane::new(1);
+        plane.grow_to(size, u64::MAX);
+        plane
+    };
+    let full = at(9);
+    let (_dir, server, key) = setup(&full);
+    let this = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
+    let other = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
+    this.add_checkpoint(&at(3).signed(), &full.log).unwrap();
+    other.add_checkpoint(&at(4).signed(), &full.log).unwrap();
+    /// The log, whose proof for this sweep's second attempt is asked while
+    /// the other sweep submits the same checkpoint.
+    struct Racing<'a> {
+        full: &'a Plane,
+        other: &'a HttpWitness,
+        raced: std::cell::Cell<bool>,
+    }
+    impl LogHistory for Racing<'_> {
+        fn root_at(&self, size: u64) -> Result<RootHash, HistoryError> {
+            self.full.log.root_at(size)
+        }
+        fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, HistoryError> {
+            if old_size == 4 && !self.raced.replace(true) {
+                self.other.add_checkpoint(&self.full.signed(), &self.full.log).unwrap();
+            }
+            self.full.log.consistency_proof(old_size, new_size)
+        }
+        fn reached(&self, size: u64) -> Result<bool, HistoryError> {
+            self.full.log.reached(size)
+        }
+    }
+    let racing = Racing { full: &full, other: &other, raced: std::cell::Cell::new(false) };
+    let err = this.add_checkpoint(&full.signed(), &racing).unwrap_err();
+    assert!(racing.raced.get(), "the other sweep submitted between this one's two attempts");
+    assert_eq!(err, WitnessError::Stale { witness: server.url(), witness_size: 9, size: 9 });
+    assert!(!err.is_integrity() && err.is_retryable());
+    this.add_checkpoint(&full.signed(), &full.log).unwrap();
+}
+
 /// A quorum counts distinct witness identities: one witness reached through
 /// two clients is one cosigner.
 #[test]

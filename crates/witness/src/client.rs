@@ -372,9 +372,12 @@ impl Witness for HttpWitness {
             }
             Attempt::WitnessAt(size) => {
                 self.remember(origin, size);
-                // Another instance submitted past this checkpoint between
-                // the two attempts: stale (or a rollback), as on the first.
-                if size > new_size {
+                // Another instance submitted this checkpoint's size, or
+                // past it, between the two attempts: stale (or a rollback),
+                // as past it on the first; signed afresh, it is submitted
+                // from the witness's size, where an equal root is cosigned
+                // and another is a fork.
+                if size >= new_size {
                     return Err(self.ahead(size, new_size, history));
                 }
                 Err(WitnessError::Conflict { witness: self.shown.clone(), witness_size: size })
