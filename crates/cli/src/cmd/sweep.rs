@@ -348,11 +348,30 @@ pub fn sweep(
         }
         errln!("agentplane: sweep stopped by a signal");
     } else {
+        let exit = exit_index(&result);
         for (n, failure) in result.failures.iter().enumerate() {
-            say_failed(failure, json, n > 0, false);
+            say_failed(failure, json, Some(n) != exit, false);
         }
     }
-    if let Some(failure) = result.failures.into_iter().next() {
+    exit_of(result)
+}
+
+/// Which of a round's failures the sweep exits with, if one (the others
+/// are said on stderr). Findings come first: a tenant that needs attention
+/// (an integrity refusal, a shortfall) or whose round found damage is the
+/// exit (1) whatever another tenant's round failed of, never hidden behind
+/// a passing I/O failure (2); else the first failure (R-WIT-8).
+fn exit_index(result: &RoundResult) -> Option<usize> {
+    if !result.causes.is_empty() {
+        return None;
+    }
+    let findings = result.failures.iter().position(|failure| failure.class() == crate::failure::Class::Findings);
+    findings.or_else(|| (!result.failures.is_empty()).then_some(0))
+}
+
+/// The sweep's exit, as its last round came to.
+fn exit_of(result: RoundResult) -> Result<(), Failure> {
+    if let Some(failure) = exit_index(&result).and_then(|n| result.failures.into_iter().nth(n)) {
         return Err(failure);
     }
     if result.causes.is_empty() {
@@ -406,5 +425,44 @@ impl StopSignals {
                 _ = tokio::signal::ctrl_c() => true,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+    use crate::failure::Class;
+
+    /// R-WIT-8 (review 43): a round whose tenants came to different ends
+    /// exits as its findings say. One tenant's round failed of I/O (a store
+    /// unreachable for a moment) and another's needs attention (a witness
+    /// saw the log fork), or found damage (its mark lost): the exit was the
+    /// first failure's, 2 (usage or I/O), and its message named that failure
+    /// alone, so the integrity alarm a supervisor watches exit 1 for was
+    /// hidden behind a passing failure. Findings come first: exit 1, the
+    /// message naming the tenant that needs attention; the failure the exit
+    /// does not carry is said on stderr.
+    #[test]
+    fn r_wit_8_an_integrity_alarm_is_the_sweep_s_exit_whatever_another_tenant_s_round_failed_of() {
+        let io = || Failure::Io("tenant shop: the store is unreachable".into());
+        let attention =
+            RoundResult { causes: vec!["tenant lab: witness w saw the log fork".into()], failures: vec![io()] };
+        assert_eq!(exit_index(&attention), None, "the exit is the causes' findings, not the I/O failure");
+        let exit = exit_of(attention).unwrap_err();
+        assert_eq!(exit.class(), Class::Findings, "{exit}");
+        assert!(exit.message().contains("tenant lab: witness w saw the log fork"), "{exit}");
+
+        let damage = Failure::Findings("tenant lab: the plane's record of its last signature is lost".into());
+        let found = RoundResult { causes: Vec::new(), failures: vec![io(), damage] };
+        assert_eq!(exit_index(&found), Some(1), "the findings failure is the exit; the I/O one is said");
+        let exit = exit_of(found).unwrap_err();
+        assert_eq!(exit.class(), Class::Findings, "{exit}");
+        assert!(exit.message().contains("tenant lab"), "{exit}");
+
+        let passing = RoundResult { causes: Vec::new(), failures: vec![io()] };
+        assert_eq!(exit_of(passing).unwrap_err().class(), Class::Io, "a failure alone is the exit");
+        assert!(exit_of(RoundResult::default()).is_ok());
     }
 }
