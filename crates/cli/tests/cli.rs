@@ -1398,6 +1398,64 @@ fn r_wit_8_a_signal_that_comes_during_a_round_stops_the_sweep() {
     }
 }
 
+/// R-WIT-8 (review 43): `sweep --every`, stopped by a signal, exits as its
+/// last round came to, a signal that comes during a round included. The
+/// sweep listened for SIGINT and SIGTERM only while it waited between
+/// rounds: one that came during the first round killed it outright (no
+/// exit code, nothing said), and one during a later round was taken by the
+/// handler with no one listening and lost, so the sweep went on until it
+/// was killed. Here the round waits on a witness that has accepted the
+/// connection and not answered; the signal comes then, the witness drops
+/// the connection, and the sweep ends that round (a shortfall: exit 1).
+#[test]
+fn r_wit_8_sweep_every_stopped_during_a_round_exits_as_the_round_came_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    ok(plane, &["demo"]);
+    let witnesses = start_witnesses(plane, &["shop"], 1);
+    // A witness that takes the connection and says nothing until told.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let mut config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    config = config.replace("quorum = 0", "quorum = 1");
+    config.push_str(&format!("\n[[witness]]\nurl = \"{url}\"\nkey = \"{}\"\n", witnesses.vkeys[0]));
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
+        .current_dir(plane)
+        .args(["sweep", "--every", "1h", "--probe-every", "1h"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The round is under way once the sweep has connected to the witness.
+    let (held, _) = silent.accept().unwrap();
+    let killed = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
+    assert!(killed.success());
+    // The witness drops this connection and every later one: the round
+    // ends. Once the sweep has exited, one last connection of the test's
+    // own ends the witness.
+    drop(held);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let out = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for connection in silent.incoming() {
+                drop(connection);
+                if done.load(std::sync::atomic::Ordering::SeqCst) {
+                    return;
+                }
+            }
+        });
+        let out = child.wait_with_output().unwrap();
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        drop(std::net::TcpStream::connect(silent.local_addr().unwrap()));
+        out
+    });
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "the round fell short, and it was the last: {stderr}");
+    assert!(stderr.contains("sweep stopped by a signal"), "{stderr}");
+}
+
 /// R-RUN-5 (review 41's note): a worker crashed inside an effect and an
 /// operator withheld the run before any resume found the doubt. `resume RUN
 /// --lift --answer EK=...` recorded the lift first, and then the answer was
