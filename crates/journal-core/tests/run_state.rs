@@ -133,6 +133,43 @@ fn a_doubt_and_its_answer_are_the_same_state_live_and_read_back() {
     plane.holds(&resumed, "an answered doubt");
 }
 
+/// R-RUN-5 (review 43): a live worker's end recorded after a quarantine
+/// that named another doubt, or after a person's answer that the effect did
+/// not happen (under a hold, or after a resume beside it), leaves the
+/// handle's state the fold of what its journal holds, and the fold says
+/// the effect is done, with its result and its charge counted once.
+#[test]
+fn r_run_5_an_end_after_a_quarantine_or_an_answer_is_the_same_state_live_and_read_back() {
+    for case in ["two doubts", "held and answered", "beside and answered"] {
+        let plane = Plane::new();
+        let mut run = plane.admit(case, Budget::default());
+        let id = run.run().clone();
+        if case == "two doubts" {
+            let died = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run.effect("ek:a", "work", || panic!("the closure of ek:a panicked"))
+            }));
+            assert!(died.is_err());
+        }
+        let answer = run.effect("ek:pay", "work", || {
+            let (t, runtime) = (&plane.tenant, &plane.runtime);
+            match case {
+                "held and answered" => runtime.withhold(t, &id, "a hold").unwrap(),
+                _ => assert!(runtime.resume(t, &id).is_err(), "{case}: quarantined"),
+            }
+            if case != "two doubts" {
+                runtime.answer_doubt(t, &id, "ek:pay", DoubtAnswer::DidNotHappen).unwrap();
+            }
+            charged("paid", 7)
+        });
+        assert!(matches!(answer, Err(RuntimeError::Stopped { .. })), "{case}: {answer:?}");
+        plane.holds(&run, case);
+        let state = RunState::of(&plane.read(&id).records);
+        assert_eq!(state.done("ek:pay"), Some(&EffectResult::Ok { output: "paid".into() }), "{case}");
+        assert!(!state.is_in_doubt("ek:pay"), "{case}");
+        assert_eq!(state.counters().tokens, 7, "{case}");
+    }
+}
+
 #[test]
 fn the_fold_answers_what_last_conclusion_reads_on_every_prefix() {
     let plane = Plane::new();
