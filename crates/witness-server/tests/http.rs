@@ -238,6 +238,58 @@ fn r_wit_6_a_witness_moved_to_the_checkpoint_s_own_size_between_attempts_is_stal
     this.add_checkpoint(&full.signed(), &full.log).unwrap();
 }
 
+/// R-WIT-6 (review 43): two sweeps of one plane at once, the other a
+/// smaller tree behind this one (it signed before the log grew). This
+/// sweep's first attempt met the witness at an older size; before its
+/// second attempt the other submitted a size between that one and this
+/// checkpoint's. The witness moved forward during the exchange, never back:
+/// the checkpoint is submitted once more from the witness's new size and
+/// cosigned, where the second 409 was a conflict "moved during the
+/// exchange" that made a healthy plane's round need attention.
+#[test]
+fn r_wit_6_a_witness_moved_forward_short_of_the_checkpoint_between_attempts_is_asked_again() {
+    use tlog::{ConsistencyProof, RootHash};
+    use witness::{HistoryError, LogHistory};
+    let at = |size| {
+        let mut plane = Plane::new(1);
+        plane.grow_to(size, u64::MAX);
+        plane
+    };
+    let full = at(9);
+    let between = at(7);
+    let (_dir, server, key) = setup(&full);
+    let this = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
+    let other = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
+    this.add_checkpoint(&at(3).signed(), &full.log).unwrap();
+    other.add_checkpoint(&at(4).signed(), &full.log).unwrap();
+    /// The log, whose proof for this sweep's second attempt is asked while
+    /// the other sweep submits a tree between.
+    struct Racing<'a> {
+        full: &'a Plane,
+        between: &'a Plane,
+        other: &'a HttpWitness,
+        raced: std::cell::Cell<bool>,
+    }
+    impl LogHistory for Racing<'_> {
+        fn root_at(&self, size: u64) -> Result<RootHash, HistoryError> {
+            self.full.log.root_at(size)
+        }
+        fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, HistoryError> {
+            if old_size == 4 && !self.raced.replace(true) {
+                self.other.add_checkpoint(&self.between.signed(), &self.full.log).unwrap();
+            }
+            self.full.log.consistency_proof(old_size, new_size)
+        }
+        fn reached(&self, size: u64) -> Result<bool, HistoryError> {
+            self.full.log.reached(size)
+        }
+    }
+    let racing = Racing { full: &full, between: &between, other: &other, raced: std::cell::Cell::new(false) };
+    let cosigned = this.add_checkpoint(&full.signed(), &racing);
+    assert!(racing.raced.get(), "the other sweep submitted between this one's two attempts");
+    assert!(cosigned.is_ok(), "asked again from the witness's new size: {cosigned:?}");
+}
+
 /// A quorum counts distinct witness identities: one witness reached through
 /// two clients is one cosigner.
 #[test]

@@ -343,7 +343,9 @@ impl Witness for HttpWitness {
 
     /// Sends from the size this client last saw the witness at (0 at first);
     /// a 409 names the witness's size, and the request is rebuilt from it and
-    /// sent once more.
+    /// sent once more, and once again when a second 409 names a size the
+    /// witness moved forward to, short of the checkpoint (another instance
+    /// of the plane submitted between the attempts).
     fn add_checkpoint(
         &self,
         signed: &SignedCheckpoint,
@@ -365,10 +367,10 @@ impl Witness for HttpWitness {
                 build_request(signed, size, history)?
             }
         };
-        match self.attempt(signed, &second)? {
+        let third = match self.attempt(signed, &second)? {
             Attempt::Cosigned(cosigned) => {
                 self.remember(origin, new_size);
-                Ok(cosigned)
+                return Ok(cosigned);
             }
             Attempt::WitnessAt(size) => {
                 self.remember(origin, size);
@@ -377,6 +379,25 @@ impl Witness for HttpWitness {
                 // as past it on the first; signed afresh, it is submitted
                 // from the witness's size, where an equal root is cosigned
                 // and another is a fork.
+                if size >= new_size {
+                    return Err(self.ahead(size, new_size, history));
+                }
+                // Another instance submitted a smaller tree between the two
+                // attempts: the witness moved forward, short of this
+                // checkpoint, and is asked once more from there.
+                if size <= second.old_size {
+                    return Err(WitnessError::Conflict { witness: self.shown.clone(), witness_size: size });
+                }
+                build_request(signed, size, history)?
+            }
+        };
+        match self.attempt(signed, &third)? {
+            Attempt::Cosigned(cosigned) => {
+                self.remember(origin, new_size);
+                Ok(cosigned)
+            }
+            Attempt::WitnessAt(size) => {
+                self.remember(origin, size);
                 if size >= new_size {
                     return Err(self.ahead(size, new_size, history));
                 }
