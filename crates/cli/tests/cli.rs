@@ -1456,6 +1456,25 @@ fn r_wit_8_sweep_every_stopped_during_a_round_exits_as_the_round_came_to() {
     assert!(stderr.contains("sweep stopped by a signal"), "{stderr}");
 }
 
+/// R-RUN-5 (review 43's note): since `resume` records answers before it
+/// lifts a hold, `resume RUN --lift --answer EK=...` of a run that is not
+/// withheld wrote the answer and then had the lift refused (exit 2, half the
+/// command done). A hold that is not there is now refused before anything
+/// is written.
+#[test]
+fn r_run_5_resume_lift_of_a_run_not_withheld_writes_nothing() {
+    let dir = demo_dir();
+    let plane = dir.path();
+    let quarantined =
+        json(plane, &["runs", "--outcome", "quarantined", "--json"])[0]["run"].as_str().unwrap().to_owned();
+    let records = || json(plane, &["show", &quarantined, "--json"])["records"].as_array().unwrap().len();
+    let before = records();
+    let refused = agentplane(plane, &["resume", &quarantined, "--lift", "--answer", "ek:transfer=happened"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(text(&refused).contains("not withheld"), "{}", text(&refused));
+    assert_eq!(records(), before, "nothing was written");
+}
+
 /// R-RUN-5 (review 41's note): a worker crashed inside an effect and an
 /// operator withheld the run before any resume found the doubt. `resume RUN
 /// --lift --answer EK=...` recorded the lift first, and then the answer was

@@ -40,6 +40,16 @@ pub fn resume(settings: &Settings, run: &str, raise: &[String], lift: bool, answ
     // leaves the run as it was.
     let raise = raise.iter().map(|spec| ceiling(spec)).collect::<Result<Vec<_>, _>>()?;
     let answers = answers.iter().map(|spec| doubt_answer(spec)).collect::<Result<Vec<_>, _>>()?;
+    // A hold that is not there is refused before an answer is written (the
+    // runtime checks again when it lifts).
+    if lift {
+        let state = journal_core::RunState::of(&plane.read(&run)?.records);
+        if state.standing().is_none_or(|c| c.outcome != journal_core::Outcome::Withheld) {
+            return Err(Failure::Usage(format!(
+                "run {run} is not withheld: there is no hold to lift (drop --lift); nothing was written"
+            )));
+        }
+    }
     for (dimension, ceiling) in raise {
         runtime.raise_ceiling(t, &run, dimension, ceiling)?;
         errln!("raised the {dimension} ceiling of run {run}");
