@@ -1257,13 +1257,7 @@ fn r_wit_8_sweep_every_is_quiet_until_something_changes() {
     let plane = dir.path();
     let _witnesses = plane_with_one_witness(plane, &["shop", "search"]);
     ok(plane, &["--tenant", "shop", "demo"]);
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
-        .current_dir(plane)
-        .args(["sweep", "--tenant", "shop", "--every", "1s", "--probe-every", "1h"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawned(plane, &["sweep", "--tenant", "shop", "--every", "1s", "--probe-every", "1h"]);
     std::thread::sleep(std::time::Duration::from_millis(4_500));
     let out = stopped_by_a_signal(child);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
@@ -1291,13 +1285,7 @@ fn r_wit_8_sweep_every_goes_on_after_a_round_that_failed() {
     let plane = dir.path();
     let _witnesses = plane_with_one_witness(plane, &["shop"]);
     ok(plane, &["demo"]);
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
-        .current_dir(plane)
-        .args(["sweep", "--every", "100ms", "--probe-every", "1h", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawned(plane, &["sweep", "--every", "100ms", "--probe-every", "1h", "--json"]);
     let (line, lines) = std::sync::mpsc::channel::<Value>();
     let stdout = child.stdout.take().unwrap();
     std::thread::spawn(move || {
@@ -1339,6 +1327,17 @@ fn r_wit_8_sweep_every_goes_on_after_a_round_that_failed() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("the sweep goes on"));
 }
 
+/// The command started in `plane`, its output and errors piped to the test.
+fn spawned(plane: &Path, args: &[&str]) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
+        .current_dir(plane)
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// Sends SIGTERM to a `sweep --every` and waits for it to end. A sweep that
 /// does not end within two minutes (a signal it lost) is killed, and the
 /// test fails there rather than hang.
@@ -1378,13 +1377,7 @@ fn r_wit_8_a_signal_that_comes_during_a_round_stops_the_sweep() {
     let _witnesses = plane_with_one_witness(plane, &["shop"]);
     ok(plane, &["demo"]);
     for _ in 0..100 {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
-            .current_dir(plane)
-            .args(["sweep", "--every", "1ms", "--probe-every", "1ms", "--json"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawned(plane, &["sweep", "--every", "1ms", "--probe-every", "1ms", "--json"]);
         // Its first round said: it is past its start, and rounds follow back to back.
         let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         let mut first = String::new();
@@ -1421,13 +1414,7 @@ fn r_wit_8_sweep_every_stopped_during_a_round_exits_as_the_round_came_to() {
     config = config.replace("quorum = 0", "quorum = 1");
     config.push_str(&format!("\n[[witness]]\nurl = \"{url}\"\nkey = \"{}\"\n", witnesses.vkeys[0]));
     std::fs::write(plane.join("agentplane.toml"), config).unwrap();
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
-        .current_dir(plane)
-        .args(["sweep", "--every", "1h", "--probe-every", "1h"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawned(plane, &["sweep", "--every", "1h", "--probe-every", "1h"]);
     // The round is under way once the sweep has connected to the witness.
     let (held, _) = silent.accept().unwrap();
     let killed = std::process::Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();

@@ -357,6 +357,17 @@ fn r_run_5_a_fork_replays_to_a_match_with_the_code_that_drove_it() {
     assert!(replayed.is_ok(), "{}", replayed.err().unwrap_or_default());
 }
 
+/// The next resume of `run` reads `effect`'s recorded result (5 tokens)
+/// back rather than perform it again: performed once in all (`ran`); the
+/// run then succeeds.
+fn the_result_is_read_back(runtime: &Runtime, run: &RunId, effect: &str, ran: &AtomicU32) {
+    let mut resumed = runtime.resume(&tenant(), run).unwrap();
+    let again = resumed.effect(effect, "work", counted(ran, 5)).unwrap();
+    assert_eq!(again, EffectResult::Ok { output: "5 tokens".into() }, "the recorded result is read back");
+    assert_eq!(ran.load(Ordering::SeqCst), 1, "{effect} performed once");
+    resumed.succeed("done").unwrap();
+}
+
 /// R-RUN-5 (noticed by review 22): an operator withholds a run while its
 /// worker is inside an effect. The worker's `EffectDone` met the hold's
 /// record at the head (a `Conflict`), so the result the worker held was
@@ -384,11 +395,7 @@ fn r_run_5_a_hold_while_an_effect_runs_keeps_the_effect_s_result() {
     assert!(matches!(status, RunStatus::Withheld { .. }), "{status:?}");
 
     runtime.lift(&tenant(), &id, "go on").unwrap();
-    let mut resumed = runtime.resume(&tenant(), &id).unwrap();
-    let again = resumed.effect("ek:pay", "work", counted(&ran, 5)).unwrap();
-    assert_eq!(again, EffectResult::Ok { output: "5 tokens".into() }, "the recorded result is read back");
-    assert_eq!(ran.load(Ordering::SeqCst), 1, "performed once");
-    resumed.succeed("done").unwrap();
+    the_result_is_read_back(&runtime, &id, "ek:pay", &ran);
 }
 
 /// R-RUN-5 (review 40's note): an operator takes a run for crashed and
@@ -425,11 +432,7 @@ fn r_run_5_a_resume_beside_the_live_worker_keeps_the_effect_s_result() {
     let answered = runtime.answer_doubt(&tenant(), &id, "ek:pay", DoubtAnswer::DidNotHappen);
     assert!(matches!(answered, Err(RuntimeError::NotApplicable { .. })), "nothing to answer: {answered:?}");
 
-    let mut resumed = runtime.resume(&tenant(), &id).unwrap();
-    let again = resumed.effect("ek:pay", "work", counted(&ran, 5)).unwrap();
-    assert_eq!(again, EffectResult::Ok { output: "5 tokens".into() }, "the recorded result is read back");
-    assert_eq!(ran.load(Ordering::SeqCst), 1, "performed once");
-    resumed.succeed("done").unwrap();
+    the_result_is_read_back(&runtime, &id, "ek:pay", &ran);
 }
 
 /// R-RUN-5 (review 43): a resume beside the live worker finds two effects
@@ -469,11 +472,7 @@ fn r_run_5_a_resume_beside_the_live_worker_that_finds_two_doubts_keeps_the_secon
     assert!(matches!(answered, Err(RuntimeError::NotApplicable { .. })), "ek:b has its end: {answered:?}");
     assert!(matches!(runtime.resume(&t, &id).err(), Some(RuntimeError::Stopped { .. })), "ek:a is still in doubt");
     runtime.answer_doubt(&t, &id, "ek:a", DoubtAnswer::DidNotHappen).unwrap();
-    let mut resumed = runtime.resume(&t, &id).unwrap();
-    let again = resumed.effect("ek:b", "work", counted(&ran, 5)).unwrap();
-    assert_eq!(again, EffectResult::Ok { output: "5 tokens".into() }, "the recorded result is read back");
-    assert_eq!(ran.load(Ordering::SeqCst), 1, "ek:b performed once");
-    resumed.succeed("done").unwrap();
+    the_result_is_read_back(&runtime, &id, "ek:b", &ran);
 }
 
 /// R-RUN-5 (review 43): a person's answer races the live worker's end. An
@@ -509,12 +508,8 @@ fn r_run_5_an_answer_that_did_not_happen_before_the_live_worker_s_end_keeps_its_
         if !beside {
             runtime.lift(&t, &id, "go on").unwrap();
         }
-        let mut resumed = runtime.resume(&t, &id).unwrap();
-        let again = resumed.effect("ek:pay", "work", counted(&ran, 5)).unwrap();
-        assert_eq!(again, EffectResult::Ok { output: "5 tokens".into() }, "the recorded result is read back");
-        assert_eq!(ran.load(Ordering::SeqCst), 1, "performed once (beside: {beside})");
+        the_result_is_read_back(&runtime, &id, "ek:pay", &ran);
         assert_eq!(runtime.cost(&t, &id).unwrap().tokens, 5, "charged once");
-        resumed.succeed("done").unwrap();
     }
 }
 

@@ -135,6 +135,49 @@ fn r_wit_6_a_witness_ahead_of_a_stale_checkpoint_is_stale_not_rollback() {
     other_instance.add_checkpoint(&plane.signed(), &plane.log).unwrap();
 }
 
+/// The log of `size` leaves (the same leaves whatever the size).
+fn log_of(size: u64) -> Plane {
+    let mut plane = Plane::new(1);
+    plane.grow_to(size, u64::MAX);
+    plane
+}
+
+/// The whole log, whose proof for one sweep's second attempt (from size 4)
+/// is asked while the other sweep submits `submitted`: two sweeps of one
+/// plane racing at one witness.
+struct RacingLog<'a> {
+    full: &'a Plane,
+    submitted: &'a Plane,
+    other: &'a HttpWitness,
+    raced: std::cell::Cell<bool>,
+}
+
+impl witness::LogHistory for RacingLog<'_> {
+    fn root_at(&self, size: u64) -> Result<tlog::RootHash, witness::HistoryError> {
+        self.full.log.root_at(size)
+    }
+    fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<tlog::ConsistencyProof, witness::HistoryError> {
+        if old_size == 4 && !self.raced.replace(true) {
+            self.other.add_checkpoint(&self.submitted.signed(), &self.full.log).unwrap();
+        }
+        self.full.log.consistency_proof(old_size, new_size)
+    }
+    fn reached(&self, size: u64) -> Result<bool, witness::HistoryError> {
+        self.full.log.reached(size)
+    }
+}
+
+/// A witness of the log `full`, and two sweeps' clients of it: `this` last
+/// saw it at size 3, and `other` then moved it to 4.
+fn two_sweeps(full: &Plane) -> (tempfile::TempDir, witness_server::WitnessServer, HttpWitness, HttpWitness) {
+    let (dir, server, key) = setup(full);
+    let this = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
+    let other = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
+    this.add_checkpoint(&log_of(3).signed(), &full.log).unwrap();
+    other.add_checkpoint(&log_of(4).signed(), &full.log).unwrap();
+    (dir, server, this, other)
+}
+
 /// R-WIT-6 (review 40's note): two sweeps of one plane at once. This one's
 /// first attempt met the witness at a size the other had submitted, and
 /// before its second attempt the other submitted a larger checkpoint still,
@@ -144,42 +187,10 @@ fn r_wit_6_a_witness_ahead_of_a_stale_checkpoint_is_stale_not_rollback() {
 /// plane's round need attention.
 #[test]
 fn r_wit_6_a_witness_moved_past_the_checkpoint_between_attempts_is_stale() {
-    use tlog::{ConsistencyProof, RootHash};
-    use witness::{HistoryError, LogHistory};
-    let at = |size| {
-        let mut plane = Plane::new(1);
-        plane.grow_to(size, u64::MAX);
-        plane
-    };
-    let full = at(9);
-    let (_dir, server, key) = setup(&full);
-    let this = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
-    let other = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
-    this.add_checkpoint(&at(3).signed(), &full.log).unwrap();
-    other.add_checkpoint(&at(4).signed(), &full.log).unwrap();
-    /// The log, whose proof for this sweep's second attempt is asked while
-    /// the other sweep submits the whole log.
-    struct Racing<'a> {
-        full: &'a Plane,
-        other: &'a HttpWitness,
-        raced: std::cell::Cell<bool>,
-    }
-    impl LogHistory for Racing<'_> {
-        fn root_at(&self, size: u64) -> Result<RootHash, HistoryError> {
-            self.full.log.root_at(size)
-        }
-        fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, HistoryError> {
-            if old_size == 4 && !self.raced.replace(true) {
-                self.other.add_checkpoint(&self.full.signed(), &self.full.log).unwrap();
-            }
-            self.full.log.consistency_proof(old_size, new_size)
-        }
-        fn reached(&self, size: u64) -> Result<bool, HistoryError> {
-            self.full.log.reached(size)
-        }
-    }
-    let racing = Racing { full: &full, other: &other, raced: std::cell::Cell::new(false) };
-    let err = this.add_checkpoint(&at(7).signed(), &racing).unwrap_err();
+    let full = log_of(9);
+    let (_dir, server, this, other) = two_sweeps(&full);
+    let racing = RacingLog { full: &full, submitted: &full, other: &other, raced: std::cell::Cell::new(false) };
+    let err = this.add_checkpoint(&log_of(7).signed(), &racing).unwrap_err();
     assert!(racing.raced.get(), "the other sweep submitted between this one's two attempts");
     assert_eq!(err, WitnessError::Stale { witness: server.url(), witness_size: 9, size: 7 });
     assert!(!err.is_integrity() && err.is_retryable());
@@ -196,41 +207,9 @@ fn r_wit_6_a_witness_moved_past_the_checkpoint_between_attempts_is_stale() {
 /// healthy plane's round need attention.
 #[test]
 fn r_wit_6_a_witness_moved_to_the_checkpoint_s_own_size_between_attempts_is_stale() {
-    use tlog::{ConsistencyProof, RootHash};
-    use witness::{HistoryError, LogHistory};
-    let at = |size| {
-        let mut plane = Plane::new(1);
-        plane.grow_to(size, u64::MAX);
-        plane
-    };
-    let full = at(9);
-    let (_dir, server, key) = setup(&full);
-    let this = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
-    let other = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
-    this.add_checkpoint(&at(3).signed(), &full.log).unwrap();
-    other.add_checkpoint(&at(4).signed(), &full.log).unwrap();
-    /// The log, whose proof for this sweep's second attempt is asked while
-    /// the other sweep submits the same checkpoint.
-    struct Racing<'a> {
-        full: &'a Plane,
-        other: &'a HttpWitness,
-        raced: std::cell::Cell<bool>,
-    }
-    impl LogHistory for Racing<'_> {
-        fn root_at(&self, size: u64) -> Result<RootHash, HistoryError> {
-            self.full.log.root_at(size)
-        }
-        fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, HistoryError> {
-            if old_size == 4 && !self.raced.replace(true) {
-                self.other.add_checkpoint(&self.full.signed(), &self.full.log).unwrap();
-            }
-            self.full.log.consistency_proof(old_size, new_size)
-        }
-        fn reached(&self, size: u64) -> Result<bool, HistoryError> {
-            self.full.log.reached(size)
-        }
-    }
-    let racing = Racing { full: &full, other: &other, raced: std::cell::Cell::new(false) };
+    let full = log_of(9);
+    let (_dir, server, this, other) = two_sweeps(&full);
+    let racing = RacingLog { full: &full, submitted: &full, other: &other, raced: std::cell::Cell::new(false) };
     let err = this.add_checkpoint(&full.signed(), &racing).unwrap_err();
     assert!(racing.raced.get(), "the other sweep submitted between this one's two attempts");
     assert_eq!(err, WitnessError::Stale { witness: server.url(), witness_size: 9, size: 9 });
@@ -248,43 +227,10 @@ fn r_wit_6_a_witness_moved_to_the_checkpoint_s_own_size_between_attempts_is_stal
 /// exchange" that made a healthy plane's round need attention.
 #[test]
 fn r_wit_6_a_witness_moved_forward_short_of_the_checkpoint_between_attempts_is_asked_again() {
-    use tlog::{ConsistencyProof, RootHash};
-    use witness::{HistoryError, LogHistory};
-    let at = |size| {
-        let mut plane = Plane::new(1);
-        plane.grow_to(size, u64::MAX);
-        plane
-    };
-    let full = at(9);
-    let between = at(7);
-    let (_dir, server, key) = setup(&full);
-    let this = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
-    let other = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
-    this.add_checkpoint(&at(3).signed(), &full.log).unwrap();
-    other.add_checkpoint(&at(4).signed(), &full.log).unwrap();
-    /// The log, whose proof for this sweep's second attempt is asked while
-    /// the other sweep submits a tree between.
-    struct Racing<'a> {
-        full: &'a Plane,
-        between: &'a Plane,
-        other: &'a HttpWitness,
-        raced: std::cell::Cell<bool>,
-    }
-    impl LogHistory for Racing<'_> {
-        fn root_at(&self, size: u64) -> Result<RootHash, HistoryError> {
-            self.full.log.root_at(size)
-        }
-        fn consistency_proof(&self, old_size: u64, new_size: u64) -> Result<ConsistencyProof, HistoryError> {
-            if old_size == 4 && !self.raced.replace(true) {
-                self.other.add_checkpoint(&self.between.signed(), &self.full.log).unwrap();
-            }
-            self.full.log.consistency_proof(old_size, new_size)
-        }
-        fn reached(&self, size: u64) -> Result<bool, HistoryError> {
-            self.full.log.reached(size)
-        }
-    }
-    let racing = Racing { full: &full, between: &between, other: &other, raced: std::cell::Cell::new(false) };
+    let full = log_of(9);
+    let between = log_of(7);
+    let (_dir, _server, this, other) = two_sweeps(&full);
+    let racing = RacingLog { full: &full, submitted: &between, other: &other, raced: std::cell::Cell::new(false) };
     let cosigned = this.add_checkpoint(&full.signed(), &racing);
     assert!(racing.raced.get(), "the other sweep submitted between this one's two attempts");
     assert!(cosigned.is_ok(), "asked again from the witness's new size: {cosigned:?}");
