@@ -1462,6 +1462,37 @@ fn r_run_5_resume_lift_of_a_run_not_withheld_writes_nothing() {
     assert_eq!(records(), before, "nothing was written");
 }
 
+/// R-RUN-5 (session 29's note): `resume` with several answers wrote each as
+/// it came, so an answer the runtime refused (an effect not in doubt, or one
+/// effect answered twice) left the ceilings and answers before it written
+/// and the command failed half done. Every answer is now held to the run as
+/// it stands before anything is written.
+#[test]
+fn r_run_5_resume_with_one_answer_refused_writes_nothing() {
+    let dir = demo_dir();
+    let plane = dir.path();
+    let quarantined =
+        json(plane, &["runs", "--outcome", "quarantined", "--json"])[0]["run"].as_str().unwrap().to_owned();
+    let records = || json(plane, &["show", &quarantined, "--json"])["records"].as_array().unwrap().len();
+    let before = records();
+    for (answers, said) in [
+        (["ek:transfer=happened", "ek:never-started=happened"], "not in doubt"),
+        (["ek:transfer=happened", "ek:transfer=not-happened"], "twice"),
+    ] {
+        let mut args = vec!["resume", quarantined.as_str(), "--raise", "steps=100"];
+        for answer in answers {
+            args.extend(["--answer", answer]);
+        }
+        let refused = agentplane(plane, &args);
+        assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+        assert!(text(&refused).contains(said), "{}", text(&refused));
+        assert!(text(&refused).contains("nothing was written"), "{}", text(&refused));
+        assert_eq!(records(), before, "nothing was written: {answers:?}");
+    }
+    let answered = agentplane(plane, &["resume", &quarantined, "--answer", "ek:transfer=happened"]);
+    assert!(answered.status.success(), "{}", text(&answered));
+}
+
 /// R-RUN-5 (review 41's note): a worker crashed inside an effect and an
 /// operator withheld the run before any resume found the doubt. `resume RUN
 /// --lift --answer EK=...` recorded the lift first, and then the answer was

@@ -235,6 +235,31 @@ impl RunState {
         self.last.as_ref()
     }
 
+    /// Whether a person's answer to a doubt of `effect_key` applies to the
+    /// run as it stands (R-RUN-5), and why not: it answers a doubt a resume
+    /// found (the effect started before the run's last quarantine: every
+    /// effect that quarantine found, however many), or an effect open under
+    /// an operator's hold that no answer has allowed to be performed again.
+    /// An effect started again since its doubt was answered is a resume
+    /// performing it until a resume finds it in doubt, hold or not (the same
+    /// answer given twice would otherwise say "did not happen" of the
+    /// performance it allowed, and the next resume perform it again).
+    pub fn doubt_answerable(&self, effect_key: &str) -> Result<(), String> {
+        if !self.is_in_doubt(effect_key) {
+            return Err(format!("effect {effect_key} is not in doubt"));
+        }
+        let held = self.standing().is_some_and(|c| c.outcome == Outcome::Withheld);
+        if self.is_found_in_doubt(effect_key) || (held && !self.was_answered(effect_key)) {
+            return Ok(());
+        }
+        Err(format!(
+            "no resume has found its effect {effect_key} in doubt since it was started{}: a worker may be \
+             performing it now (resume the run{}: a doubt it finds quarantines it, to be answered then)",
+            if self.was_answered(effect_key) { " again after its doubt was answered" } else { "" },
+            if held { " once the hold is lifted" } else { "" }
+        ))
+    }
+
     /// The last conclusion while it stands: `None` once what it waits for
     /// came after it (a lift after a withholding, an answer after a
     /// quarantine), or when there is none.

@@ -40,14 +40,27 @@ pub fn resume(settings: &Settings, run: &str, raise: &[String], lift: bool, answ
     // leaves the run as it was.
     let raise = raise.iter().map(|spec| ceiling(spec)).collect::<Result<Vec<_>, _>>()?;
     let answers = answers.iter().map(|spec| doubt_answer(spec)).collect::<Result<Vec<_>, _>>()?;
-    // A hold that is not there is refused before an answer is written (the
-    // runtime checks again when it lifts).
-    if lift {
+    // A hold that is not there, or an answer that does not apply, is refused
+    // before anything is written: each is its own append, so one refused
+    // after the others would leave the command half done (the runtime
+    // checks each again as it appends).
+    if lift || !answers.is_empty() {
         let state = journal_core::RunState::of(&plane.read(&run)?.records);
-        if state.standing().is_none_or(|c| c.outcome != journal_core::Outcome::Withheld) {
+        if lift && state.standing().is_none_or(|c| c.outcome != journal_core::Outcome::Withheld) {
             return Err(Failure::Usage(format!(
                 "run {run} is not withheld: there is no hold to lift (drop --lift); nothing was written"
             )));
+        }
+        let mut answered = std::collections::BTreeSet::new();
+        for (effect, _) in &answers {
+            if !answered.insert(*effect) {
+                return Err(Failure::Usage(format!(
+                    "effect {effect} is answered twice: give one answer an effect; nothing was written"
+                )));
+            }
+            state
+                .doubt_answerable(effect)
+                .map_err(|why| Failure::Usage(format!("run {run}: {why}; nothing was written (drop that --answer)")))?;
         }
     }
     for (dimension, ceiling) in raise {

@@ -561,15 +561,8 @@ impl Runtime {
     }
 
     /// A person's answer to a doubt: the effect happened with a result (read
-    /// back from now on), or did not (it may be performed again). It answers
-    /// a doubt a resume found (the effect started before the run's last
-    /// quarantine: every effect that quarantine found, however many), or
-    /// an effect open under an operator's hold that no answer has allowed
-    /// to be performed again. An effect started again since its doubt was
-    /// answered is a resume performing it until a resume finds it in doubt,
-    /// hold or not (the same answer given twice would otherwise say "did
-    /// not happen" of the performance it allowed, and the next resume
-    /// perform it again).
+    /// back from now on), or did not (it may be performed again). Refused
+    /// where [`RunState::doubt_answerable`] says it does not apply.
     pub fn answer_doubt(
         &self,
         tenant: &TenantId,
@@ -579,20 +572,7 @@ impl Runtime {
     ) -> Result<(), RuntimeError> {
         let answered = RecordBody::DoubtAnswered(DoubtAnswered { answer });
         self.append_to_if(tenant, run, Some(effect_key.to_owned()), answered, |state| {
-            if !state.is_in_doubt(effect_key) {
-                return Err(format!("effect {effect_key} is not in doubt"));
-            }
-            let held = state.standing().is_some_and(|c| c.outcome == Outcome::Withheld);
-            if state.is_found_in_doubt(effect_key) || (held && !state.was_answered(effect_key)) {
-                Ok(())
-            } else {
-                Err(format!(
-                    "no resume has found its effect {effect_key} in doubt since it was started{}: a worker may be \
-                     performing it now (resume the run{}: a doubt it finds quarantines it, to be answered then)",
-                    if state.was_answered(effect_key) { " again after its doubt was answered" } else { "" },
-                    if held { " once the hold is lifted" } else { "" }
-                ))
-            }
+            state.doubt_answerable(effect_key)
         })
     }
 
