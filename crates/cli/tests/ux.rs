@@ -1084,6 +1084,25 @@ fn r_run_5_the_answer_resume_names_works_run_as_printed() {
     assert!(stderr.contains(&format!("once it may run on: agentplane resume {withheld} --lift")), "{stderr}");
 }
 
+/// R-UX-2 (session 29's note): the command `export` names when no witness
+/// quorum has cosigned the run yet is the sweep of the plane exported from,
+/// with the plane flags it was given: it said `agentplane sweep`, which run
+/// where the export was answered "no plane in this folder".
+#[test]
+fn r_ux_2_export_names_the_sweep_of_its_own_plane() {
+    let demo = Demo::new();
+    let sealed = demo.run("succeeded");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let config = demo.path().join("agentplane.toml");
+    let config = config.to_str().unwrap();
+    let output = elsewhere.path().join("run.json");
+    let exported =
+        agentplane(elsewhere.path(), &["--config", config, "export", &sealed, "-o", output.to_str().unwrap()]);
+    assert!(exported.status.success(), "{}", String::from_utf8_lossy(&exported.stderr));
+    let stderr = String::from_utf8_lossy(&exported.stderr);
+    assert!(stderr.contains(&format!("(`agentplane --config {config} sweep`)")), "{stderr}");
+}
+
 /// R-LOG-4, R-UX-2: `prove` of an open run that no heads leaf holds yet
 /// says what puts it in the log: a checkpoint (the sweep, an export), after
 /// which `prove` gives its head's proof, as the CLI README says it does for

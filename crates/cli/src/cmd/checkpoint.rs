@@ -81,8 +81,9 @@ fn verified_latest_cosigned(settings: &Settings, reader: &Reader) -> Result<Opti
         }
         Err(err) => {
             let message = format!(
-                "tenant {}: {err}: the store was written behind the plane's back (run `agentplane verify`)",
-                reader.tenant
+                "tenant {}: {err}: the store was written behind the plane's back (run `{}`)",
+                reader.tenant,
+                settings.command("verify")
             );
             tracing::error!(target: "agentplane.witness.integrity", tenant = %reader.tenant, "{message}");
             Err(Failure::Findings(message))
@@ -96,8 +97,9 @@ pub fn checkpoint(settings: &Settings, cosigned: bool, json: bool) -> Result<(),
         let reader = Reader::open(settings)?;
         let latest = verified_latest_cosigned(settings, &reader)?.ok_or_else(|| {
             Failure::Usage(format!(
-                "no quorum of the configured witnesses has cosigned tenant {}'s log yet: run `agentplane sweep`",
-                reader.tenant
+                "no quorum of the configured witnesses has cosigned tenant {}'s log yet: run `{}`",
+                reader.tenant,
+                settings.command("sweep")
             ))
         })?;
         CheckpointRow::of(&latest.checkpoint, latest.note)

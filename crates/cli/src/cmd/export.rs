@@ -43,7 +43,10 @@ pub fn export(settings: &Settings, run: &str, output: &Path, force: bool) -> Res
         &ask_again,
     )?;
     if exported.cosigned.is_none() {
-        errln!("note: no witness quorum has cosigned a checkpoint holding this run yet (`agentplane sweep`)");
+        errln!(
+            "note: no witness quorum has cosigned a checkpoint holding this run yet (`{}`)",
+            settings.command("sweep")
+        );
     }
     if output == Path::new("-") {
         out!("{}", exported.text);
