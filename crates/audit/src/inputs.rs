@@ -118,9 +118,11 @@ impl Anchor {
             } {
                 Ok(cosigned) => AnchorRead::Tree(cosigned.checkpoint.tree()),
                 // A definite answer that anchors nothing: not a failure.
-                Err(err @ (WitnessError::NoMonitorEndpoint { .. } | WitnessError::NothingCosigned { .. })) => {
-                    AnchorRead::Nothing(err.to_string())
-                }
+                Err(
+                    err @ (WitnessError::NoMonitorEndpoint { .. }
+                    | WitnessError::NothingCosigned { .. }
+                    | WitnessError::UnknownOrigin { .. }),
+                ) => AnchorRead::Nothing(err.to_string()),
                 // Unreachable, timed out, refused, or an answer that does
                 // not verify (a cosignature that fails is a lying witness).
                 Err(err) => AnchorRead::Unavailable(err.to_string()),

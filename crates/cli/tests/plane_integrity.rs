@@ -379,6 +379,63 @@ fn r_plane_2_a_lost_mark_is_never_rebuilt_while_a_witness_cannot_be_asked() {
     assert!(!plane.join("agentplane.highwater").exists(), "no mark was rebuilt from one witness's answer");
 }
 
+/// R-PLANE-2, R-WIT-6 (review 46): the mark lost and an older store put
+/// back, on a plane whose one witness cosigned the newer tree and was then
+/// restarted with the log left out of its configuration (its state still
+/// holds the tree). Its monitor endpoint answers 404 "unknown origin", which
+/// the plane read as "has cosigned nothing": every witness had answered, the
+/// mark was rebuilt from nothing, and the plane signed the older store's
+/// head, a smaller tree after the larger one the witness cosigned. A witness
+/// that does not know the origin cannot say what the plane signed: the mark
+/// is not rebuilt from it, and nothing is signed.
+#[test]
+fn r_plane_2_a_lost_mark_is_never_rebuilt_from_a_witness_that_does_not_know_the_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    back_up(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    let origin = "agentplane.local/plane/shop";
+    let held = witness_holds(&witness, origin);
+    let Witness { server, _state: state, .. } = witness;
+    let old_url = server.url();
+    server.shutdown();
+
+    // The same witness (its key and state), its configuration now naming another log only.
+    let keys = json(plane, &["--tenant", "shop", "keys", "--json"]);
+    let other = witness_server::LogConfig {
+        origin: "agentplane.local/plane/elsewhere".to_owned(),
+        keys: vec![witness::VerifierKey::parse(keys["log_key"].as_str().unwrap()).unwrap()],
+    };
+    let cosigner = witness::Cosigner::new(
+        witness::SignerKey::from_seed("integrity.test/w0", witness::ALG_COSIGNATURE_V1, [77; 32]).unwrap(),
+    )
+    .unwrap();
+    let config = witness_server::WitnessConfig {
+        extra_cosigners: Vec::new(),
+        cosigner,
+        logs: vec![other],
+        clock: std::sync::Arc::new(witness_server::SystemClock),
+    };
+    let server = witness_server::WitnessServer::start(config, &state.path().join("w.redb"), "127.0.0.1:0").unwrap();
+    assert_eq!(
+        witness_server::high_water_mark(&state.path().join("w.redb")).unwrap().unwrap().get(origin),
+        Some(&held),
+        "the witness still holds what it cosigned"
+    );
+    let config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap().replace(&old_url, &server.url());
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+
+    std::fs::remove_file(plane.join("agentplane.highwater")).unwrap();
+    put_back(plane);
+    let stderr = fails(plane, &["checkpoint"], 1);
+    assert!(stderr.contains("does not name this origin") && stderr.contains("nothing was signed"), "{stderr}");
+    assert!(!plane.join("agentplane.highwater").exists(), "no mark was rebuilt from an answer that says nothing");
+}
+
 /// R-PLANE-2, R-WIT-6 (attacker review 16): a witness without the monitor
 /// endpoint (litewitness, transparency-dev/witness) can never say what it
 /// holds, so a plane using one cannot rebuild a lost mark from it, and the

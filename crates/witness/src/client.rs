@@ -407,10 +407,16 @@ impl Witness for HttpWitness {
     }
 }
 
-/// The exact 404 bodies of our witness's monitor endpoint for an origin it
-/// has cosigned nothing for (`agentplane-witness`): every other 404 means the
-/// witness serves no monitor endpoint.
-const NOTHING_COSIGNED_BODIES: [&[u8]; 2] = [b"nothing cosigned for this origin\n", b"unknown origin\n"];
+/// The exact 404 body of our witness's monitor endpoint for an origin it
+/// watches and has cosigned nothing for (`agentplane-witness`).
+const NOTHING_COSIGNED_BODY: &[u8] = b"nothing cosigned for this origin\n";
+
+/// The exact 404 body of our witness's monitor endpoint for an origin its
+/// configuration does not name. Not "nothing cosigned": a witness whose
+/// configuration dropped the log still keeps what it cosigned for it, and
+/// says nothing of it (review 46). Every other 404 means the witness serves
+/// no monitor endpoint.
+const UNKNOWN_ORIGIN_BODY: &[u8] = b"unknown origin\n";
 
 /// Refuses an empty trust list, and one naming one public key twice.
 fn check_trust_list(trusted: &[TrustedWitness]) -> Result<(), WitnessError> {
@@ -510,8 +516,15 @@ impl WitnessReader {
             200 => {}
             // Our witness says why it has nothing; any other 404 (litewitness,
             // transparency-dev/witness) is a witness without the endpoint.
-            404 if NOTHING_COSIGNED_BODIES.contains(&body.as_slice()) => {
+            404 if body == NOTHING_COSIGNED_BODY => {
                 return Err(WitnessError::NothingCosigned { witness: witness.to_owned(), origin: origin.to_owned() });
+            }
+            // Our witness does not watch the origin (now): what it holds of
+            // it is unknown, never "nothing", or a plane rebuilding its lost
+            // high-water mark would take it for a witness that never
+            // cosigned, and sign below what it did.
+            404 if body == UNKNOWN_ORIGIN_BODY => {
+                return Err(WitnessError::UnknownOrigin { witness: witness.to_owned(), origin: origin.to_owned() });
             }
             404 => {
                 return Err(WitnessError::NoMonitorEndpoint {

@@ -134,21 +134,28 @@ pub fn ask_witnesses(
     if let seen @ HighWaterMark::Lost { reason } = &seen {
         // A witness that serves no monitor endpoint (litewitness,
         // transparency-dev/witness) can never be asked: the mark comes back
-        // from the operator, as with no witness at all.
-        let by_hand = if views
-            .failures
-            .iter()
-            .any(|(_, err)| matches!(err, witness::WitnessError::NoMonitorEndpoint { .. }))
-        {
-            format!(
-                ". A witness that serves no monitor endpoint can never say what it holds: put {} back from the copy \
-                 kept with the key file, or write the line `{origin} SIZE ROOT` of the newest checkpoint of this \
-                 origin you hold (a witness's cosigned note, a saved checkpoint), then sign again",
-                high_water.location()
+        // from the operator, as with no witness at all. Nor can one whose
+        // configuration no longer names the origin (its state still holds
+        // what it cosigned) until its operator names it again.
+        let failed = |what: fn(&witness::WitnessError) -> bool| views.failures.iter().any(|(_, err)| what(err));
+        let cannot_say = if failed(|err| matches!(err, witness::WitnessError::NoMonitorEndpoint { .. })) {
+            Some("A witness that serves no monitor endpoint can never say what it holds")
+        } else if failed(|err| matches!(err, witness::WitnessError::UnknownOrigin { .. })) {
+            Some(
+                "A witness whose configuration does not name this origin cannot say what it cosigned for it \
+                 (until its operator names the log there again)",
             )
         } else {
-            String::new()
+            None
         };
+        let by_hand = cannot_say.map_or_else(String::new, |cannot_say| {
+            format!(
+                ". {cannot_say}: put {} back from the copy kept with the key file, or write the line `{origin} SIZE \
+                 ROOT` of the newest checkpoint of this origin you hold (a witness's cosigned note, a saved \
+                 checkpoint; `{origin} never` if it never signed one, a tenant just added), then sign again",
+                high_water.location()
+            )
+        });
         if views.answered == 0 {
             return Err(refuse(format!(
                 "the plane's record of its last signature is lost ({reason}), and no witness could be asked what \
