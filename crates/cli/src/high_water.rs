@@ -128,9 +128,39 @@ impl FileHighWater {
         Ok(Some(entries))
     }
 
-    /// An exclusive lock on `<mark>.lock`, held until the file is dropped.
+    /// The file the mark's bytes are in: its path, or where a link there
+    /// points (followed to the end, whether that file exists or not). A
+    /// mark moved elsewhere with a link left in its place, or one file
+    /// shared through links by every process and host signing with the key,
+    /// is written there: renamed over the link, the new mark was a file of
+    /// this process alone, and the file linked to (which the others read)
+    /// kept the older tree (review 46).
+    fn target(&self) -> Result<PathBuf, HighWaterError> {
+        let mut path = self.path.clone();
+        // As many links as the system itself follows in one path.
+        for _ in 0..40 {
+            match std::fs::symlink_metadata(&path) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    let link = std::fs::read_link(&path).map_err(|err| io(&path, &err))?;
+                    // Relative to the link's folder; an absolute link replaces it.
+                    path = path.parent().map_or_else(|| link.clone(), |dir| dir.join(&link));
+                }
+                Ok(_) => return Ok(path),
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(path),
+                Err(err) => return Err(io(&path, &err)),
+            }
+        }
+        Err(HighWaterError::Damaged {
+            path: self.path.display().to_string(),
+            reason: "line 0: a loop of links: not the plane's".into(),
+        })
+    }
+
+    /// An exclusive lock on `<mark>.lock` (beside the file a link at the
+    /// mark's place points to, so that every process reaching the mark
+    /// through a link takes the one lock), held until the file is dropped.
     fn lock_file(&self) -> Result<std::fs::File, HighWaterError> {
-        let mut name = self.path.clone().into_os_string();
+        let mut name = self.target()?.into_os_string();
         name.push(".lock");
         let path = PathBuf::from(name);
         let file = std::fs::OpenOptions::new()
@@ -151,7 +181,8 @@ impl FileHighWater {
                 Entry::Signed(tree) => body.push_str(&format!("{origin} {} {}\n", tree.size, tree.root)),
             }
         }
-        let mut temporary = self.path.clone().into_os_string();
+        let target = self.target()?;
+        let mut temporary = target.clone().into_os_string();
         temporary.push(".new");
         let temporary = PathBuf::from(temporary);
         // A link left at the temporary name is removed, never written
@@ -169,8 +200,8 @@ impl FileHighWater {
         file.write_all(body.as_bytes()).map_err(|err| io(&temporary, &err))?;
         file.sync_all().map_err(|err| io(&temporary, &err))?;
         drop(file);
-        std::fs::rename(&temporary, &self.path).map_err(|err| io(&self.path, &err))?;
-        sync_dir(&self.path)
+        std::fs::rename(&temporary, &target).map_err(|err| io(&target, &err))?;
+        sync_dir(&target)
     }
 }
 
@@ -316,6 +347,46 @@ mod tests {
         assert_eq!(file.raise(&origin, &lost, tree(5, 1)).unwrap(), Raised::Raised, "already says it");
         assert_eq!(file.raise(&origin, &signed, tree(7, 5)).unwrap(), Raised::Raised);
         assert_eq!(file.last(&origin).unwrap(), HighWaterMark::Signed(tree(7, 5)));
+    }
+
+    /// R-PLANE-2 (review 46): a mark kept elsewhere through a link at its
+    /// place (moved to another disk, or one file shared by the processes
+    /// and hosts that sign with the key) is raised where the link points.
+    /// The write renamed its new file over the link: the link became a file
+    /// of this process's own, the file it pointed at kept the older tree,
+    /// and every other process reading the mark through it (or the link put
+    /// back) was held to that older tree, so a store put back from before
+    /// this signature was signed again, a fork.
+    #[cfg(unix)]
+    #[test]
+    fn r_plane_2_a_mark_kept_through_a_link_is_raised_where_the_link_points() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = tempfile::tempdir().unwrap();
+        let origin = Origin::new("example.com/plane").unwrap();
+        let tree = |size: u64, byte: u8| Tree::new(size, RootHash::from_hash_bytes([byte; 32]));
+        let kept = FileHighWater::at(shared.path().join("agentplane.highwater"));
+        let lost = kept.last(&origin).unwrap();
+        assert_eq!(kept.raise(&origin, &lost, tree(5, 1)).unwrap(), Raised::Raised);
+        let path = dir.path().join("agentplane.highwater");
+        std::os::unix::fs::symlink(shared.path().join("agentplane.highwater"), &path).unwrap();
+        let through_the_link = FileHighWater::at(path.clone());
+        let seen = through_the_link.last(&origin).unwrap();
+        assert_eq!(seen, HighWaterMark::Signed(tree(5, 1)));
+
+        assert_eq!(through_the_link.raise(&origin, &seen, tree(7, 2)).unwrap(), Raised::Raised);
+        assert_eq!(kept.last(&origin).unwrap(), HighWaterMark::Signed(tree(7, 2)), "the file linked to holds it");
+        assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_symlink(), "the link is still a link");
+        assert_eq!(through_the_link.last(&origin).unwrap(), HighWaterMark::Signed(tree(7, 2)));
+
+        // A link whose file is gone (a disk not mounted) is not replaced by a
+        // file of its own: the write fails, and nothing is signed.
+        let dangling = dir.path().join("dangling.highwater");
+        std::os::unix::fs::symlink(shared.path().join("gone").join("agentplane.highwater"), &dangling).unwrap();
+        let unmounted = FileHighWater::at(dangling.clone());
+        let lost = unmounted.last(&origin).unwrap();
+        assert!(matches!(lost, HighWaterMark::Lost { .. }));
+        assert!(matches!(unmounted.raise(&origin, &lost, tree(7, 2)), Err(HighWaterError::Io { .. })));
+        assert!(std::fs::symlink_metadata(&dangling).unwrap().file_type().is_symlink());
     }
 
     /// R-LOG-2 (review 35's note): a link planted at the mark's temporary

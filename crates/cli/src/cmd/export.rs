@@ -81,7 +81,8 @@ fn refuse_a_plane_file(settings: &Settings, output: &Path) -> Result<(), Failure
         name.push(suffix);
         std::path::PathBuf::from(name)
     };
-    let mark_lock = beside(&mark, ".lock");
+    // The lock is beside the file the mark is (through a link at its place).
+    let mark_lock = beside(&std::fs::canonicalize(&mark).unwrap_or_else(|_| mark.clone()), ".lock");
     let way_back = store_redb::RedbStore::backup_path(&settings.store);
     let plane_files = [
         (Some(settings.store.as_path()), "store"),
