@@ -229,3 +229,115 @@ fn r_plane_2_the_tree_signed_is_the_tree_checked_not_one_read_after_the_checks()
         "the mark was raised to a tree the plane never checked"
     );
 }
+
+/// A witness that answers what it holds: the tree given.
+struct Holds(tlog::Tree);
+
+impl journal_core::runtime::WitnessProbe for Holds {
+    fn endpoint(&self) -> &str {
+        "holds"
+    }
+    fn latest(&self, _: &Origin) -> Result<Option<tlog::Tree>, witness::WitnessError> {
+        Ok(Some(self.0))
+    }
+}
+
+/// R-PLANE-2 (review 46): a plane process whose mark is behind what a
+/// witness cosigned (another process of the plane signed it, with its own
+/// mark) asks the witness and raises its mark to the witness's tree, which
+/// binds the signature that follows. The proof that the witness's tree
+/// extends the mark is read from the store: when that read failed (a
+/// connection dropped) or gave nodes that do not prove it (whoever writes
+/// the database), the mark was left where it was and the ask answered as if
+/// all were well; the log put in place before the signature (another
+/// history, extending the mark but not the witness's tree) was signed and
+/// would be sent. Such a read is the store's failure or a refusal, and
+/// nothing is signed.
+#[test]
+fn r_plane_2_a_witness_tree_not_proven_to_extend_the_mark_is_never_left_unbound() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let honest = Arc::new(MemoryStore::new());
+    let fork = Arc::new(MemoryStore::new());
+    // One history of two runs, written alike to both stores.
+    for store in [&honest, &fork] {
+        let clock = journal_core::SteppingClock::new(journal_core::At::from_unix_millis(1_700_000_000_000).unwrap(), 1);
+        let journal = journal_core::Journal::new(store.as_ref(), &tenant, &origin).timed_by(&clock);
+        for run in ["run-0", "run-1"] {
+            journal_core::testkit::sample_run(
+                &journal,
+                &journal_core::RunId::new(run).unwrap(),
+                journal_core::Outcome::Succeeded,
+            )
+            .unwrap();
+        }
+    }
+    let mark = Mark::default();
+    let (_, signed) = sign_current_head(honest.as_ref(), &tenant, &origin, &log_key(), Some(&mark)).unwrap();
+    let marked = signed.checkpoint().tree();
+    let fork_at_mark = journal_core::LogView::open(fork.as_ref(), &tenant).unwrap().head().unwrap().tree;
+    assert_eq!(fork_at_mark, marked, "the fork shares the history the plane signed");
+    // Another process of the plane signs one more run, and a witness cosigns it.
+    let journal = journal_core::Journal::new(honest.as_ref(), &tenant, &origin);
+    journal_core::testkit::sample_run(
+        &journal,
+        &journal_core::RunId::new("run-2").unwrap(),
+        journal_core::Outcome::Succeeded,
+    )
+    .unwrap();
+    let (_, cosigned) =
+        sign_current_head(honest.as_ref(), &tenant, &origin, &log_key(), Some(&Mark::default())).unwrap();
+    let cosigned = cosigned.checkpoint().tree();
+    // The fork grows otherwise: it extends the mark, not the witness's tree.
+    let journal = journal_core::Journal::new(fork.as_ref(), &tenant, &origin);
+    for run in ["run-x", "run-y"] {
+        journal_core::testkit::sample_run(
+            &journal,
+            &journal_core::RunId::new(run).unwrap(),
+            journal_core::Outcome::Succeeded,
+        )
+        .unwrap();
+    }
+
+    // The second read of log nodes while the witness is asked is the proof
+    // from the mark to the witness's tree: answered from a store without
+    // them. Once asked, the log is the fork.
+    let (reads, asked) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+    let store = {
+        let (honest, fork, reads, asked) =
+            (Arc::clone(&honest), Arc::clone(&fork), Arc::clone(&reads), Arc::clone(&asked));
+        let nowhere: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        RoutedStore::new(Box::new(move |call| {
+            if asked.load(Ordering::SeqCst) {
+                return Arc::clone(&fork) as Arc<dyn Store>;
+            }
+            if call == StoreCall::ReadLogNodes && reads.fetch_add(1, Ordering::SeqCst) == 1 {
+                return Arc::clone(&nowhere);
+            }
+            Arc::clone(&honest) as Arc<dyn Store>
+        }))
+    };
+    let view = journal_core::LogView::open(&store, &tenant).unwrap();
+    let probes: Vec<Arc<dyn journal_core::runtime::WitnessProbe>> = vec![Arc::new(Holds(cosigned))];
+    let answer = journal_core::runtime::ask_witnesses(&view, &origin, &probes, Some(&mark)).map(drop);
+    drop(view);
+    assert!(reads.load(Ordering::SeqCst) >= 2, "the proof from the mark was read");
+    asked.store(true, Ordering::SeqCst);
+    // What the CLI does: sign only once the witnesses were asked.
+    let signed = match &answer {
+        Ok(()) => sign_current_head(&store, &tenant, &origin, &log_key(), Some(&mark)).map(|(_, signed)| signed),
+        Err(err) => Err(JournalError::InvalidRecord(format!("not signed: {err}"))),
+    };
+    assert!(
+        signed.is_err(),
+        "the plane signed {:?}, another history than size {} a witness cosigned",
+        signed.map(|signed| signed.checkpoint().tree()),
+        cosigned.size
+    );
+    assert!(
+        matches!(&answer, Err(JournalError::WouldSignRollback { reason, .. }) if reason.contains("holds size")),
+        "{answer:?}"
+    );
+}

@@ -105,21 +105,32 @@ pub fn ask_witnesses(
             )));
         }
     }
-    let largest = views.held.iter().map(|(_, tree)| *tree).max_by_key(|tree| tree.size);
+    let largest = views.held.iter().max_by_key(|(_, tree)| tree.size).cloned();
     let Some(high_water) = high_water else { return Ok(views) };
     let seen = high_water.last(origin).map_err(|err| crate::log::high_water_error(tenant, err))?;
     // A mark behind what a witness holds (another process of the plane
     // signed it, or the mark was put back from a backup) is raised to it
-    // now, when that tree extends the mark: the signature is held to the
-    // mark, and the log may be rewritten between this ask and the signature
-    // (a check of this view alone would then bind nothing).
-    let behind = match &seen {
-        HighWaterMark::Never => largest.filter(|tree| tree.size > 0),
-        HighWaterMark::Signed(mark) => largest.filter(|tree| {
-            tree.size > mark.size
-                && tree.extends_with(mark, |old, new| view.consistency(old, new).map(|c| c.proof)).is_ok()
-        }),
-        HighWaterMark::Lost { .. } => None,
+    // now: the signature is held to the mark, and the log may be rewritten
+    // between this ask and the signature (a check of this view alone would
+    // then bind nothing). So the tree must be proven to extend the mark: a
+    // proof the store failed to give is that failure, and one that does not
+    // verify is a refusal; either left the mark where it was, and the ask
+    // answered as if all were well (review 46).
+    let behind = match (&seen, largest.clone()) {
+        (HighWaterMark::Never, Some((_, tree))) if tree.size > 0 => Some(tree),
+        (HighWaterMark::Signed(mark), Some((witness, tree))) if tree.size > mark.size => {
+            if let Err(err) = crate::log::extends_or_failed_read(view, tree, mark)? {
+                return Err(refuse(format!(
+                    "witness {witness} holds size {} (root {}) of {origin}, and this store's log does not prove it \
+                     extends size {} (root {}), the checkpoint this plane signed last ({err}): a store other than \
+                     the one the plane signed from is in place, or its history was rewritten. Nothing was signed \
+                     or sent. Put the store the plane last signed from back in place, then run `agentplane verify`",
+                    tree.size, tree.root, mark.size, mark.root
+                )));
+            }
+            Some(tree)
+        }
+        _ => None,
     };
     if let Some(held) = behind {
         if let Raised::Moved(now) =
@@ -179,7 +190,7 @@ pub fn ask_witnesses(
                 high_water.location()
             )));
         }
-        let mark = largest.unwrap_or_else(|| Tree::new(0, tlog::RootHash::empty()));
+        let mark = largest.map_or_else(|| Tree::new(0, tlog::RootHash::empty()), |(_, tree)| tree);
         tracing::warn!(
             origin = %origin,
             size = mark.size,
