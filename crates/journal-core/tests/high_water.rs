@@ -341,3 +341,109 @@ fn r_plane_2_a_witness_tree_not_proven_to_extend_the_mark_is_never_left_unbound(
         "{answer:?}"
     );
 }
+
+/// A mark another process of the plane raises to `between` just before this
+/// one raises it (a `checkpoint` beside the sweep, each signing).
+struct RaisedMeanwhile {
+    mark: Mark,
+    between: std::sync::Mutex<Option<tlog::Tree>>,
+}
+
+impl journal_core::log::HighWater for RaisedMeanwhile {
+    fn last(&self, origin: &Origin) -> Result<journal_core::log::HighWaterMark, journal_core::log::HighWaterError> {
+        self.mark.last(origin)
+    }
+    fn raise(
+        &self,
+        origin: &Origin,
+        seen: &journal_core::log::HighWaterMark,
+        tree: tlog::Tree,
+    ) -> Result<journal_core::log::Raised, journal_core::log::HighWaterError> {
+        if let Some(between) = self.between.lock().unwrap().take() {
+            let now = self.mark.last(origin)?;
+            self.mark.raise(origin, &now, between)?;
+        }
+        self.mark.raise(origin, seen, tree)
+    }
+    fn location(&self) -> String {
+        "memory".into()
+    }
+}
+
+/// R-PLANE-2 (review 46): a plane process whose mark is behind what a
+/// witness cosigned asks the witness, and its raise of the mark to the
+/// witness's tree finds that another process of the plane raised the mark
+/// meanwhile, to a smaller tree. The ask ended there ("checked by the
+/// signing itself"): the signing was held to the other process's tree
+/// only, and the log put in place before it (another history, extending
+/// that tree but not the witness's) was signed. The witness's tree is
+/// raised over what the mark says now, and binds the signature.
+#[test]
+fn r_plane_2_a_mark_moved_while_the_witness_tree_is_raised_still_binds_it() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let honest = Arc::new(MemoryStore::new());
+    let fork = Arc::new(MemoryStore::new());
+    let start = journal_core::At::from_unix_millis(1_700_000_000_000).unwrap();
+    let clocks = [journal_core::SteppingClock::new(start, 1), journal_core::SteppingClock::new(start, 1)];
+    let sample = |store: &Arc<MemoryStore>, clock: &journal_core::SteppingClock, run: &str| {
+        let journal = journal_core::Journal::new(store.as_ref(), &tenant, &origin).timed_by(clock);
+        journal_core::testkit::sample_run(
+            &journal,
+            &journal_core::RunId::new(run).unwrap(),
+            journal_core::Outcome::Succeeded,
+        )
+        .unwrap();
+    };
+    // One history of three runs, written alike to both stores; this process
+    // signed it at two.
+    let mark = Mark::default();
+    for (store, clock) in [(&honest, &clocks[0]), (&fork, &clocks[1])] {
+        sample(store, clock, "run-0");
+        sample(store, clock, "run-1");
+    }
+    sign_current_head(honest.as_ref(), &tenant, &origin, &log_key(), Some(&mark)).unwrap();
+    for (store, clock) in [(&honest, &clocks[0]), (&fork, &clocks[1])] {
+        sample(store, clock, "run-2");
+    }
+    let between = journal_core::LogView::open(honest.as_ref(), &tenant).unwrap().head().unwrap().tree;
+    assert_eq!(journal_core::LogView::open(fork.as_ref(), &tenant).unwrap().head().unwrap().tree, between);
+    // Another process signs one more run, and a witness cosigns it; the fork grows otherwise.
+    sample(&honest, &clocks[0], "run-3");
+    let (_, cosigned) =
+        sign_current_head(honest.as_ref(), &tenant, &origin, &log_key(), Some(&Mark::default())).unwrap();
+    let cosigned = cosigned.checkpoint().tree();
+    sample(&fork, &clocks[1], "run-x");
+
+    let plane = RaisedMeanwhile { mark, between: std::sync::Mutex::new(Some(between)) };
+    let asked = Arc::new(AtomicBool::new(false));
+    let store = {
+        let (honest, fork, asked) = (Arc::clone(&honest), Arc::clone(&fork), Arc::clone(&asked));
+        RoutedStore::new(Box::new(move |_| {
+            if asked.load(Ordering::SeqCst) {
+                Arc::clone(&fork) as Arc<dyn Store>
+            } else {
+                Arc::clone(&honest) as Arc<dyn Store>
+            }
+        }))
+    };
+    let view = journal_core::LogView::open(&store, &tenant).unwrap();
+    let probes: Vec<Arc<dyn journal_core::runtime::WitnessProbe>> = vec![Arc::new(Holds(cosigned))];
+    let answer = journal_core::runtime::ask_witnesses(&view, &origin, &probes, Some(&plane)).map(drop);
+    drop(view);
+    asked.store(true, Ordering::SeqCst);
+    let signed = match &answer {
+        Ok(()) => sign_current_head(&store, &tenant, &origin, &log_key(), Some(&plane)).map(|(_, signed)| signed),
+        Err(err) => Err(JournalError::InvalidRecord(format!("not signed: {err}"))),
+    };
+    assert!(
+        signed.is_err(),
+        "the plane signed {:?}, another history than size {} a witness cosigned",
+        signed.map(|signed| signed.checkpoint().tree()),
+        cosigned.size
+    );
+    assert!(answer.is_ok(), "{answer:?}");
+    assert_eq!(plane.last(&origin).unwrap(), journal_core::log::HighWaterMark::Signed(cosigned));
+}

@@ -41,6 +41,11 @@ pub struct WitnessViews {
     pub failures: Vec<(String, witness::WitnessError)>,
 }
 
+/// How many times [`ask_witnesses`] raises the mark again after another
+/// process of the plane wrote it meanwhile, before it answers with the
+/// retryable [`JournalError::CheckpointConflict`].
+const MARK_MOVED_ATTEMPTS: u32 = 8;
+
 /// Before the plane signs `view`'s head for `origin`: asks every probe what
 /// its witness holds, and refuses ([`JournalError::WouldSignRollback`]) a
 /// head smaller than, or not extending, any of it. A high-water mark behind
@@ -107,106 +112,142 @@ pub fn ask_witnesses(
     }
     let largest = views.held.iter().max_by_key(|(_, tree)| tree.size).cloned();
     let Some(high_water) = high_water else { return Ok(views) };
-    let seen = high_water.last(origin).map_err(|err| crate::log::high_water_error(tenant, err))?;
-    // A mark behind what a witness holds (another process of the plane
-    // signed it, or the mark was put back from a backup) is raised to it
-    // now: the signature is held to the mark, and the log may be rewritten
-    // between this ask and the signature (a check of this view alone would
-    // then bind nothing). So the tree must be proven to extend the mark: a
-    // proof the store failed to give is that failure, and one that does not
-    // verify is a refusal; either left the mark where it was, and the ask
-    // answered as if all were well (review 46).
-    let behind = match (&seen, largest.clone()) {
-        (HighWaterMark::Never, Some((_, tree))) if tree.size > 0 => Some(tree),
-        (HighWaterMark::Signed(mark), Some((witness, tree))) if tree.size > mark.size => {
-            if let Err(err) = crate::log::extends_or_failed_read(view, tree, mark)? {
-                return Err(refuse(format!(
-                    "witness {witness} holds size {} (root {}) of {origin}, and this store's log does not prove it \
-                     extends size {} (root {}), the checkpoint this plane signed last ({err}): a store other than \
-                     the one the plane signed from is in place, or its history was rewritten. Nothing was signed \
-                     or sent. Put the store the plane last signed from back in place, then run `agentplane verify`",
-                    tree.size, tree.root, mark.size, mark.root
-                )));
-            }
-            Some(tree)
-        }
-        _ => None,
+    let mut seen = high_water.last(origin).map_err(|err| crate::log::high_water_error(tenant, err))?;
+    let mut moved = 0;
+    let conflict = |expected: u64, now: HighWaterMark| JournalError::CheckpointConflict {
+        tenant: tenant.clone(),
+        expected: Some(expected),
+        found: match now {
+            HighWaterMark::Signed(tree) => Some(tree.size),
+            _ => None,
+        },
     };
-    if let Some(held) = behind {
-        if let Raised::Moved(now) =
-            high_water.raise(origin, &seen, held).map_err(|err| crate::log::high_water_error(tenant, err))?
-        {
-            // Another process of the plane signed meanwhile: what the mark
-            // says now is checked by the signing itself.
-            tracing::info!(origin = %origin, ?now, "the plane's mark was written by another process meanwhile");
+    loop {
+        // A mark behind what a witness holds (another process of the plane
+        // signed it, or the mark was put back from a backup) is raised to it
+        // now: the signature is held to the mark, and the log may be rewritten
+        // between this ask and the signature (a check of this view alone would
+        // then bind nothing). So the tree must be proven to extend the mark: a
+        // proof the store failed to give is that failure, and one that does not
+        // verify is a refusal; either left the mark where it was, and the ask
+        // answered as if all were well (review 46).
+        while let Some(held) = match (&seen, largest.clone()) {
+            (HighWaterMark::Never, Some((_, tree))) if tree.size > 0 => Some(tree),
+            (HighWaterMark::Signed(mark), Some((witness, tree))) if tree.size > mark.size => {
+                if let Err(err) = crate::log::extends_or_failed_read(view, tree, mark)? {
+                    return Err(refuse(format!(
+                        "witness {witness} holds size {} (root {}) of {origin}, and this store's log does not \
+                         prove it extends size {} (root {}), the checkpoint this plane signed last ({err}): a \
+                         store other than the one the plane signed from is in place, or its history was rewritten. \
+                         Nothing was signed or sent. Put the store the plane last signed from back in place, then \
+                         run `agentplane verify`",
+                        tree.size, tree.root, mark.size, mark.root
+                    )));
+                }
+                Some(tree)
+            }
+            _ => None,
+        } {
+            match high_water.raise(origin, &seen, held).map_err(|err| crate::log::high_water_error(tenant, err))? {
+                Raised::Raised => return Ok(views),
+                // Another process of the plane wrote the mark meanwhile (it
+                // signed, or raised it to what a witness holds): the witness's
+                // tree is held to what the mark says now and raised over it.
+                // Left there, the signature that follows was held to the other
+                // process's tree alone, which may be smaller (review 46).
+                Raised::Moved(now) if moved < MARK_MOVED_ATTEMPTS => {
+                    tracing::info!(origin = %origin, ?now, "the plane's mark was written by another process meanwhile");
+                    seen = now;
+                    moved += 1;
+                }
+                Raised::Moved(now) => return Err(conflict(held.size, now)),
+            }
         }
-        return Ok(views);
+        let HighWaterMark::Lost { reason } = &seen else { return Ok(views) };
+        let mark = rebuilt_mark(&views, origin, probes.len(), high_water, reason, &refuse)?;
+        match high_water.raise(origin, &seen, mark).map_err(|err| crate::log::high_water_error(tenant, err))? {
+            Raised::Raised => return Ok(views),
+            // Another process of the plane wrote the mark meanwhile: the
+            // largest tree a witness holds is held to what it says now, and
+            // raised over it, as above.
+            Raised::Moved(now) if moved < MARK_MOVED_ATTEMPTS => {
+                tracing::info!(origin = %origin, ?now, "the plane's mark was written by another process meanwhile");
+                seen = now;
+                moved += 1;
+            }
+            Raised::Moved(now) => return Err(conflict(mark.size, now)),
+        }
     }
-    if let seen @ HighWaterMark::Lost { reason } = &seen {
-        // A witness that serves no monitor endpoint (litewitness,
-        // transparency-dev/witness) can never be asked: the mark comes back
-        // from the operator, as with no witness at all. Nor can one whose
-        // configuration no longer names the origin (its state still holds
-        // what it cosigned) until its operator names it again.
-        let failed = |what: fn(&witness::WitnessError) -> bool| views.failures.iter().any(|(_, err)| what(err));
-        let cannot_say = if failed(|err| matches!(err, witness::WitnessError::NoMonitorEndpoint { .. })) {
-            Some("A witness that serves no monitor endpoint can never say what it holds")
-        } else if failed(|err| matches!(err, witness::WitnessError::UnknownOrigin { .. })) {
-            Some(
-                "A witness whose configuration does not name this origin cannot say what it cosigned for it \
-                 (until its operator names the log there again)",
-            )
-        } else {
-            None
-        };
-        let by_hand = cannot_say.map_or_else(String::new, |cannot_say| {
-            format!(
-                ". {cannot_say}: put {} back from the copy kept with the key file, or write the line `{origin} SIZE \
-                 ROOT` of the newest checkpoint of this origin you hold (a witness's cosigned note, a saved \
-                 checkpoint; `{origin} never` if it never signed one, a tenant just added), then sign again",
-                high_water.location()
-            )
-        });
-        if views.answered == 0 {
-            return Err(refuse(format!(
-                "the plane's record of its last signature is lost ({reason}), and no witness could be asked what \
-                 it holds: nothing was signed. Make a witness reachable, or restore {} from a backup{by_hand}",
-                high_water.location()
-            )));
-        }
-        // A witness that could not be asked may hold a larger tree than all
-        // that answered: rebuilding the mark from their answers alone could
-        // sign a second root at a size it cosigned.
-        if !views.failures.is_empty() {
-            let unasked: Vec<String> =
-                views.failures.iter().map(|(witness, err)| format!("{witness} ({err})")).collect();
-            return Err(refuse(format!(
-                "the plane's record of its last signature is lost ({reason}), and {} of the {} configured witnesses \
-                 could not be asked what they hold: {}. One of them may hold more than those that answered, so \
-                 nothing was signed. Make every witness reachable, or restore {} from a backup{by_hand}",
-                views.failures.len(),
-                probes.len(),
-                unasked.join("; "),
-                high_water.location()
-            )));
-        }
-        let mark = largest.map_or_else(|| Tree::new(0, tlog::RootHash::empty()), |(_, tree)| tree);
-        tracing::warn!(
-            origin = %origin,
-            size = mark.size,
-            "the plane's record of its last signature was lost ({reason}); {} witnesses answered: it starts again \
+}
+
+/// The tree a lost mark of `origin` starts again from: the largest the
+/// witnesses hold (the empty tree when none holds one), once every one of
+/// the `configured` witnesses answered; else the refusal, saying how to give
+/// the mark back.
+fn rebuilt_mark(
+    views: &WitnessViews,
+    origin: &Origin,
+    configured: usize,
+    high_water: &dyn HighWater,
+    reason: &str,
+    refuse: &dyn Fn(String) -> JournalError,
+) -> Result<Tree, JournalError> {
+    // A witness that serves no monitor endpoint (litewitness,
+    // transparency-dev/witness) can never be asked: the mark comes back
+    // from the operator, as with no witness at all. Nor can one whose
+    // configuration no longer names the origin (its state still holds
+    // what it cosigned) until its operator names it again.
+    let failed = |what: fn(&witness::WitnessError) -> bool| views.failures.iter().any(|(_, err)| what(err));
+    let cannot_say = if failed(|err| matches!(err, witness::WitnessError::NoMonitorEndpoint { .. })) {
+        Some("A witness that serves no monitor endpoint can never say what it holds")
+    } else if failed(|err| matches!(err, witness::WitnessError::UnknownOrigin { .. })) {
+        Some(
+            "A witness whose configuration does not name this origin cannot say what it cosigned for it \
+             (until its operator names the log there again)",
+        )
+    } else {
+        None
+    };
+    let by_hand = cannot_say.map_or_else(String::new, |cannot_say| {
+        format!(
+            ". {cannot_say}: put {} back from the copy kept with the key file, or write the line `{origin} SIZE \
+             ROOT` of the newest checkpoint of this origin you hold (a witness's cosigned note, a saved \
+             checkpoint; `{origin} never` if it never signed one, a tenant just added), then sign again",
+            high_water.location()
+        )
+    });
+    if views.answered == 0 {
+        return Err(refuse(format!(
+            "the plane's record of its last signature is lost ({reason}), and no witness could be asked what \
+             it holds: nothing was signed. Make a witness reachable, or restore {} from a backup{by_hand}",
+            high_water.location()
+        )));
+    }
+    // A witness that could not be asked may hold a larger tree than all
+    // that answered: rebuilding the mark from their answers alone could
+    // sign a second root at a size it cosigned.
+    if !views.failures.is_empty() {
+        let unasked: Vec<String> = views.failures.iter().map(|(witness, err)| format!("{witness} ({err})")).collect();
+        return Err(refuse(format!(
+            "the plane's record of its last signature is lost ({reason}), and {} of the {} configured witnesses \
+             could not be asked what they hold: {}. One of them may hold more than those that answered, so \
+             nothing was signed. Make every witness reachable, or restore {} from a backup{by_hand}",
+            views.failures.len(),
+            configured,
+            unasked.join("; "),
+            high_water.location()
+        )));
+    }
+    let largest = views.held.iter().map(|(_, tree)| *tree).max_by_key(|tree| tree.size);
+    let mark = largest.unwrap_or_else(|| Tree::new(0, tlog::RootHash::empty()));
+    tracing::warn!(
+        origin = %origin,
+        size = mark.size,
+        "the plane's record of its last signature was lost ({reason}); {} witnesses answered: it starts again \
              from the largest tree they hold",
-            views.answered
-        );
-        if let Raised::Moved(now) =
-            high_water.raise(origin, seen, mark).map_err(|err| crate::log::high_water_error(tenant, err))?
-        {
-            // Another process of the plane wrote the mark meanwhile: what it
-            // says now is checked by the signing itself.
-            tracing::info!(origin = %origin, ?now, "the plane's mark was written by another process meanwhile");
-        }
-    }
-    Ok(views)
+        views.answered
+    );
+    Ok(mark)
 }
 
 /// Why the cosigned notes a store keeps for a tenant cannot be trusted:
