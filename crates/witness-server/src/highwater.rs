@@ -184,6 +184,26 @@ fn slot_bytes_for(needed: u64, limit: u64) -> Option<u64> {
     (needed <= slot_bytes).then_some(slot_bytes)
 }
 
+/// The file `path` names, following links to their end (whether that file
+/// exists or not); a loop of links is an error.
+fn through_links(path: &Path) -> std::io::Result<PathBuf> {
+    let mut path = path.to_owned();
+    // As many links as the system itself follows in one path.
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = std::fs::read_link(&path)?;
+                // Relative to the link's folder; an absolute link replaces it.
+                path = path.parent().map_or_else(|| link.clone(), |dir| dir.join(&link));
+            }
+            Ok(_) => return Ok(path),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(path),
+            Err(err) => return Err(err),
+        }
+    }
+    Err(std::io::Error::other(format!("{}: a loop of links", path.display())))
+}
+
 impl MarkFile {
     /// Makes the mark at `path` holding `held`: written aside, flushed,
     /// renamed over whatever is there, the directory flushed.
@@ -201,6 +221,11 @@ impl MarkFile {
                 2 * slot.len()
             ))
         })?;
+        // Made where a link at the mark's place points (a mark kept on
+        // another disk): renamed over the link, the file linked to would
+        // keep the older trees, and be read again once the link is put back
+        // (review 46). Writes into the slots go through the link already.
+        let path = &through_links(path)?;
         let mut aside = path.as_os_str().to_owned();
         aside.push(".new");
         let aside = PathBuf::from(aside);
@@ -365,6 +390,30 @@ mod tests {
         assert_eq!(slot_bytes_for(u64::MAX, limit), None);
         let (largest, max) = (slot_bytes_for(MAX_MARK_BYTES / 2, MAX_MARK_BYTES), MAX_MARK_BYTES / 2);
         assert!(largest.is_some_and(|slot| 2 * slot <= MAX_MARK_BYTES) && largest == Some(max));
+    }
+
+    /// R-WIT-6 (review 46): a mark kept on another disk through a link at
+    /// its place is made again where the link points when its trees outgrow
+    /// its slots. Renamed over the link, the mark became a file beside the
+    /// state while the file linked to kept the older trees; the link put
+    /// back (as configuration management does), the next start read them,
+    /// and a state behind after a crash was brought forward to them only.
+    #[cfg(unix)]
+    #[test]
+    fn r_wit_6_a_mark_kept_through_a_link_is_made_again_where_the_link_points() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let target = elsewhere.path().join("state.highwater");
+        MarkFile::create(&target, &held(1)).unwrap();
+        let path = dir.path().join("state.highwater");
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let (_, mut mark) = read(&path).unwrap().unwrap();
+        let many: Held = (0..200u64).map(|n| (format!("example.com/log-{n}"), latest(n))).collect();
+        mark.write(&many).unwrap();
+        assert!(std::fs::symlink_metadata(&path).unwrap().file_type().is_symlink(), "the link is still a link");
+        assert_eq!(read(&target).unwrap().unwrap().0, many, "the file linked to holds the trees");
+        mark.write(&held(2)).unwrap();
+        assert_eq!(read(&target).unwrap().unwrap().0, held(2));
     }
 
     /// Held trees that outgrow the slots make the file again, larger.
