@@ -50,11 +50,31 @@ struct RunAudit {
     /// record's chain hash, by seq. Still held to its seal and heads entries,
     /// which a newer writer never contradicts.
     skewed: Option<Vec<journal_core::ChainHash>>,
+    /// A run whose chain failed (not as build skew alone): the hash column
+    /// of each row it stores, by seq, which the seal and heads entries an
+    /// anchor covers are held to ([`stored_hashes`]).
+    broken: Option<StoredHashes>,
 }
 
 /// The chain hashes of runs this build cannot read, or whose records no
 /// runs row lists, from their links alone.
 type Skewed = BTreeMap<RunId, Vec<journal_core::ChainHash>>;
+
+/// A run's stored rows' hash columns, by seq.
+type StoredHashes = BTreeMap<u64, journal_core::ChainHash>;
+
+/// The runs whose chain failed, with the rows they still store (R-COVER-2):
+/// a record broken behind the store (a column edited, a record deleted or
+/// rewritten) is a finding of its own, naming that record, and must not
+/// hide a cut of the covered records after it. A covered record no longer
+/// stored at all is a cut whatever the chain's state; one still stored
+/// under its hash, its bytes changed, is the chain's finding.
+type Broken = BTreeMap<RunId, StoredHashes>;
+
+/// The hash column of each of `rows`, by seq.
+fn stored_hashes(rows: &[StoredRecord]) -> StoredHashes {
+    rows.iter().map(|row| (row.seq, row.hash)).collect()
+}
 
 /// Audits one tenant of `store` with what the auditor holds (R-AUD-1..5).
 pub fn audit(store: &dyn Store, inputs: &AuditInputs) -> Result<AuditReport, AuditError> {
@@ -91,6 +111,7 @@ pub fn audit_with_progress(
     let (mut unsigned, mut untrusted) = (0, 0);
     let mut facts: BTreeMap<RunId, RunFacts> = BTreeMap::new();
     let mut skewed = Skewed::new();
+    let mut broken = Broken::new();
     for (run, audit) in audits {
         report.findings.extend(audit.findings);
         report.checked.records += audit.records;
@@ -103,21 +124,24 @@ pub fn audit_with_progress(
             facts.insert(run, run_facts);
         } else if let Some(hashes) = audit.skewed {
             skewed.insert(run, hashes);
+        } else if let Some(prefix) = audit.broken {
+            broken.insert(run, prefix);
         }
     }
     let store: &dyn Store = &snapshot;
     check_rows_without_runs(&snapshot, &mut report);
-    link_rows_without_runs(&snapshot, &mut skewed, &mut report)?;
+    link_rows_without_runs(&snapshot, &mut skewed, &mut broken, &mut report)?;
     check_outcome_listing(&snapshot, &facts, &mut report);
     check_idempotency_rows(&snapshot, &inputs.tenant, &facts, &mut report);
     check_admission_order(&snapshot, &facts, &mut report);
     check_fork_provenance(store, inputs, &facts, &skewed, &mut report);
     let LogChecked { rebuilt, heads_leaves, sealed, contradicted, logged_seals } =
-        check_log(&snapshot, inputs, &facts, &skewed, &mut report)?;
+        check_log(&snapshot, inputs, &facts, (&skewed, &broken), &mut report)?;
     check_seal_index(&snapshot, &sealed, &mut report);
     let anchored = check_anchors(inputs, anchor_reads, &rebuilt, &mut report);
     check_contradicted_seals(contradicted, &anchored, &mut report);
-    let (covered, held_leaves) = check_heads(&snapshot, inputs, &facts, &skewed, &heads_leaves, &anchored, &mut report);
+    let (covered, held_leaves) =
+        check_heads(&snapshot, inputs, &facts, (&skewed, &broken), &heads_leaves, &anchored, &mut report);
     let newest_entries = newest_verified_entries(&snapshot, &held_leaves);
     check_heads_index(&snapshot, &newest_entries, &mut report);
     check_moved_marks(&snapshot, &logged_seals, &facts, &skewed, &newest_entries, &mut report);
@@ -500,7 +524,10 @@ fn read_chain(
                         audit.derived += 1;
                         audit.findings.extend(runs_head_finding(run, stored.head, head));
                     }
-                    Err(err) => audit.findings.push(finding_of(run, err)?),
+                    Err(err) => {
+                        audit.findings.push(finding_of(run, err)?);
+                        audit.broken = Some(stored_hashes(&rows));
+                    }
                 }
                 // Signatures are over the chain hash, whatever the version.
                 let signed: Vec<SignedHash<'_>> = rows
@@ -520,6 +547,10 @@ fn read_chain(
                     })
                     .collect();
                 check_signatures(run, rows.iter(), &checks, strict, &mut audit);
+            } else {
+                // A cut of what an anchor covers must not hide behind a
+                // record broken below it (R-COVER-2).
+                audit.broken = Some(stored_hashes(&rows));
             }
             Ok(Err(audit))
         }
@@ -785,6 +816,7 @@ fn check_rows_without_runs(snapshot: &TenantSnapshot, report: &mut AuditReport) 
 fn link_rows_without_runs(
     snapshot: &TenantSnapshot,
     skewed: &mut Skewed,
+    broken: &mut Broken,
     report: &mut AuditReport,
 ) -> Result<(), AuditError> {
     for (run, stored) in snapshot.runs.iter().filter(|(_, stored)| stored.head.is_none()) {
@@ -792,7 +824,10 @@ fn link_rows_without_runs(
             Ok(()) => {
                 skewed.insert(run.clone(), stored.rows.iter().map(|row| row.hash).collect());
             }
-            Err(err) => report.findings.push(finding_of(run, err)?),
+            Err(err) => {
+                report.findings.push(finding_of(run, err)?);
+                broken.insert(run.clone(), stored_hashes(&stored.rows));
+            }
         }
     }
     Ok(())
@@ -919,7 +954,7 @@ fn check_log(
     snapshot: &TenantSnapshot,
     inputs: &AuditInputs,
     facts: &BTreeMap<RunId, RunFacts>,
-    skewed: &Skewed,
+    (skewed, broken): (&Skewed, &Broken),
     report: &mut AuditReport,
 ) -> Result<LogChecked, AuditError> {
     let store: &dyn Store = snapshot;
@@ -1007,11 +1042,11 @@ fn check_log(
                     contradicted.push(ContradictedSeal {
                         rank: rank as u64,
                         position: seal.position,
+                        now: SealNow::of_chain(hashes, &leaf),
                         leaf,
-                        now: Some(hashes.clone()),
-                        otherwise: otherwise.unwrap_or_else(|| {
+                        otherwise: Some(otherwise.unwrap_or_else(|| {
                             Finding::new(FindingCode::SealLeafMismatch, SEAL_LEAF_MISMATCH).run(&seal.run)
-                        }),
+                        })),
                     });
                     continue;
                 }
@@ -1020,7 +1055,23 @@ fn check_log(
                 }
                 continue;
             }
-            // Its chain failed (already a finding), or it has no journal at all.
+            // Its chain failed (already a finding): the seal is still held to
+            // the rows it stores, and a cut below it named under an anchor
+            // (R-COVER-2); under none, the chain's finding speaks.
+            if let Some((stored, leaf)) = broken.get(&seal.run).zip(claimed.clone()) {
+                let now = SealNow::of_stored(stored, &leaf);
+                if !matches!(now, SealNow::Appended { now } if now == leaf.record_count) {
+                    contradicted.push(ContradictedSeal {
+                        rank: rank as u64,
+                        position: seal.position,
+                        leaf,
+                        now,
+                        otherwise: None,
+                    });
+                    continue;
+                }
+            }
+            // Or it has no journal at all.
             if store.read_run(tenant, &seal.run).is_err() {
                 let otherwise = Finding::new(
                     FindingCode::SealWithoutRun,
@@ -1033,8 +1084,8 @@ fn check_log(
                         rank: rank as u64,
                         position: seal.position,
                         leaf,
-                        now: None,
-                        otherwise,
+                        now: SealNow::Gone,
+                        otherwise: Some(otherwise),
                     }),
                     None => steps.push(SealStep::Found(otherwise)),
                 }
@@ -1050,9 +1101,9 @@ fn check_log(
             contradicted.push(ContradictedSeal {
                 rank: rank as u64,
                 position: seal.position,
+                now: SealNow::of_chain(&run_facts.hashes, &leaf),
                 leaf,
-                now: Some(run_facts.hashes.clone()),
-                otherwise: otherwise.run(&seal.run),
+                otherwise: Some(otherwise.run(&seal.run)),
             });
             continue;
         }
@@ -1174,14 +1225,53 @@ fn not_sealing(position: u64) -> String {
 /// the leaf is the one the plane signed: its run's history was cut or
 /// rewritten, named as a heads entry's would be (a deletion or tamper of
 /// what the anchor holds), never as derived data. Under none, the leaf may
-/// be the forgery: `otherwise` says what the seal row alone shows.
+/// be the forgery: `otherwise` says what the seal row alone shows (`None`:
+/// nothing beyond the run's broken chain, a finding already).
 struct ContradictedSeal {
     rank: u64,
     position: u64,
     leaf: SealLeaf,
-    /// The run's verified chain hashes, by seq; `None`: the run is gone.
-    now: Option<Vec<journal_core::ChainHash>>,
-    otherwise: Finding,
+    /// What the run still has of the sealed head.
+    now: SealNow,
+    otherwise: Option<Finding>,
+}
+
+/// What a run's history has now of the head a seal leaf seals it at.
+enum SealNow {
+    /// The run is gone.
+    Gone,
+    /// No record at the sealed seq: the history ends before it, at `now`.
+    Cut { now: u64 },
+    /// The sealed head, and the history ends at `now` (past it: records
+    /// were appended after the seal).
+    Appended { now: u64 },
+    /// Another record at the sealed seq.
+    Rewritten,
+}
+
+impl SealNow {
+    /// Of a chain whose links verified: its hashes by seq.
+    fn of_chain(hashes: &[journal_core::ChainHash], leaf: &SealLeaf) -> Self {
+        let now = hashes.len() as u64;
+        if now < leaf.record_count {
+            Self::Cut { now }
+        } else if chain_holds(hashes, leaf) {
+            Self::Appended { now }
+        } else {
+            Self::Rewritten
+        }
+    }
+
+    /// Of a run whose chain failed: the rows it stores, by seq.
+    fn of_stored(stored: &StoredHashes, leaf: &SealLeaf) -> Self {
+        match stored.get(&leaf.record_count) {
+            None => Self::Cut { now: stored.range(..leaf.record_count).next_back().map_or(0, |(seq, _)| *seq) },
+            Some(hash) if *hash == leaf.head => {
+                Self::Appended { now: stored.keys().next_back().copied().unwrap_or(leaf.record_count) }
+            }
+            Some(_) => Self::Rewritten,
+        }
+    }
 }
 
 /// Whether a verified chain ends at the head a seal leaf seals it at: it
@@ -1207,33 +1297,31 @@ fn chain_holds(hashes: &[journal_core::ChainHash], leaf: &SealLeaf) -> bool {
 fn check_contradicted_seals(contradicted: Vec<ContradictedSeal>, anchored: &Anchored, report: &mut AuditReport) {
     for seal in contradicted {
         let Some(anchor) = covering(anchored, seal.rank) else {
-            report.findings.push(seal.otherwise);
+            report.findings.extend(seal.otherwise);
             continue;
         };
         let seq = seal.leaf.record_count;
-        let finding = match &seal.now {
-            None => Finding::new(
+        let finding = match seal.now {
+            SealNow::Gone => Finding::new(
                 FindingCode::HeadCutBack,
                 format!("the log's position {} seals it at seq {seq}, but the run is gone", seal.position),
             ),
-            Some(hashes) if (hashes.len() as u64) < seq => Finding::new(
+            SealNow::Cut { now } => Finding::new(
                 FindingCode::HeadCutBack,
                 format!(
-                    "the log's position {} seals it at seq {seq}, but its journal now ends at seq {}",
-                    seal.position,
-                    hashes.len()
+                    "the log's position {} seals it at seq {seq}, but its journal now ends at seq {now}",
+                    seal.position
                 ),
             ),
-            Some(hashes) if chain_holds(hashes, &seal.leaf) => Finding::new(
+            SealNow::Appended { now } => Finding::new(
                 FindingCode::HeadRewritten,
                 format!(
                     "the log's position {} seals it at seq {seq}, but records were appended after it (its journal \
-                     now ends at seq {}): a sealed run's journal was extended behind the plane",
+                     now ends at seq {now}): a sealed run's journal was extended behind the plane",
                     seal.position,
-                    hashes.len()
                 ),
             ),
-            Some(_) => Finding::new(
+            SealNow::Rewritten => Finding::new(
                 FindingCode::HeadRewritten,
                 format!(
                     "the log's position {} seals it with another record at seq {seq}: its history was rewritten",
@@ -1304,7 +1392,7 @@ fn check_heads(
     snapshot: &TenantSnapshot,
     inputs: &AuditInputs,
     facts: &BTreeMap<RunId, RunFacts>,
-    skewed: &Skewed,
+    (skewed, broken): (&Skewed, &Broken),
     heads_leaves: &[HeadsAt],
     anchored: &Anchored,
     report: &mut AuditReport,
@@ -1353,6 +1441,31 @@ fn check_heads(
         held.insert(at.position);
         for entry in &entries {
             report.checked.heads += 1;
+            // A run whose chain failed is that finding already (naming the
+            // record broken); under an anchor it is still held to the rows it
+            // stores, so a cut of what the anchor covers, made behind a break
+            // below it, is named as one (R-COVER-2).
+            if let Some(stored) = anchor.and(broken.get(&entry.run)) {
+                let finding = match stored.get(&entry.seq) {
+                    Some(hash) if *hash == entry.hash => continue,
+                    Some(_) => Finding::new(
+                        FindingCode::HeadRewritten,
+                        format!(
+                            "the heads leaf at position {} holds another record at seq {}: its history was rewritten",
+                            at.position, entry.seq
+                        ),
+                    ),
+                    None => Finding::new(
+                        FindingCode::HeadCutBack,
+                        format!(
+                            "the heads leaf at position {} holds it at seq {}, but the store no longer has that record",
+                            at.position, entry.seq
+                        ),
+                    ),
+                };
+                report.findings.push(with_anchor(finding.run(&entry.run).seq(entry.seq)));
+                continue;
+            }
             // A run this build cannot read is held by the hashes its links give.
             let hashes = facts.get(&entry.run).map(|run_facts| &run_facts.hashes).or_else(|| skewed.get(&entry.run));
             let held = hashes.map(|hashes| {

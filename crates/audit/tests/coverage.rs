@@ -674,3 +674,50 @@ fn r_cover_2_a_run_sealed_by_a_newer_build_in_its_leaf_spelling_needs_no_moved_m
     assert!(unmarked.is_none(), "a sealed run needs no moved mark: {:#?}", report.findings);
     assert!(report.only_build_skew(), "only build skew: {:#?}", report.findings);
 }
+
+/// R-COVER-2: a run cut back below what an anchor covers, with one record
+/// below the cut also broken behind the store (its kind column edited, which
+/// leaves every link intact; or record 1 deleted, which breaks the links at
+/// the start), was reported only as its chain broken at that record: tamper
+/// at seq 1, naming no anchor and not the cut, the covered records gone
+/// unsaid, the open one's and the sealed one's alike. The covered head is
+/// held to the records whose links still verify: each cut is a deletion
+/// naming the run, the covered seq and the anchor.
+#[test]
+fn r_cover_2_a_cut_run_with_a_broken_record_below_the_cut_is_still_a_deletion_naming_the_anchor() {
+    for break_first in [
+        (|plane: &Plane, run: &journal_core::RunId| {
+            let mut first = plane.store.read_run(&plane.tenant, run).unwrap().rows[0].clone();
+            first.kind = "PlanFrozen".into();
+            plane.store.overwrite_row(&plane.tenant, run, first);
+        }) as fn(&Plane, &journal_core::RunId),
+        |plane, run| plane.store.delete_record(&plane.tenant, run, 1),
+    ] {
+        let plane = Plane::signed();
+        let open = plane.fail("failed-1");
+        let sealed = plane.seal("sealed-1");
+        let saved = sign_now(&plane);
+        let mut inputs = plane.inputs();
+        inputs.anchors.push(plane.saved("saved", &saved));
+        assert!(plane.audit(&inputs).is_clean());
+        let len = |run| plane.store.read_run(&plane.tenant, run).unwrap().rows.len() as u64;
+        let (open_len, sealed_len) = (len(&open), len(&sealed));
+
+        for run in [&open, &sealed] {
+            cut_back(&plane, run);
+            break_first(&plane, run);
+        }
+        let report = plane.audit(&inputs);
+        for (run, seq) in [(&open, open_len), (&sealed, sealed_len)] {
+            let finding = report
+                .with_code(FindingCode::HeadCutBack)
+                .find(|f| f.run.as_deref() == Some(run.as_str()))
+                .unwrap_or_else(|| panic!("{run}: the cut is not found as such: {:#?}", report.findings));
+            assert_eq!(finding.class, FindingClass::Deletion);
+            assert_eq!(finding.seq, Some(seq), "names the covered head");
+            assert_eq!(finding.anchors, vec!["saved".to_owned()], "names the anchor that covers it");
+        }
+        // The broken record is still named for what it is.
+        assert_eq!(report.with_code(FindingCode::ChainBroken).count(), 2, "{:#?}", report.findings);
+    }
+}
