@@ -721,3 +721,51 @@ fn r_cover_2_a_cut_run_with_a_broken_record_below_the_cut_is_still_a_deletion_na
         assert_eq!(report.with_code(FindingCode::ChainBroken).count(), 2, "{:#?}", report.findings);
     }
 }
+
+/// R-COVER-1, R-RUN-5: a heads leaf enters the head the runs row gives
+/// (derived data). A row pointed behind the plane at a head its run does not
+/// have (a seq past its records, or another record's hash) just before a
+/// checkpoint, and put back right after, was signed into the leaf: from then
+/// on every audit against that checkpoint reported the run, its records
+/// untouched, cut back below the leaf (a deletion that never happened, with
+/// no copy of the store to restore it from), and every resume refused the
+/// run for good. The plane refuses to append a heads leaf over such a row:
+/// nothing is signed, and the checkpoint after the row is put back covers
+/// the run's true head.
+#[test]
+fn r_cover_1_a_runs_head_no_record_has_is_never_signed_into_a_heads_leaf() {
+    let plane = Plane::signed();
+    plane.seal("sealed-1");
+    let open = plane.fail("failed-1");
+    let rows = plane.store.read_run(&plane.tenant, &open).unwrap().rows;
+    let head = head_at_rows(&rows, rows.len() as u64);
+    let size = |plane: &Plane| plane.store.seals(&plane.tenant).unwrap().len();
+    let before = size(&plane);
+    for forged in
+        [ExpectedHead { seq: head.seq + 1, hash: head.hash }, ExpectedHead { seq: head.seq, hash: rows[0].hash }]
+    {
+        plane.store.set_runs_head(&plane.tenant, &open, forged);
+        let signed = journal_core::log::sign_current_head(
+            plane.store.as_ref(),
+            &plane.tenant,
+            &plane.origin,
+            &plane.log_key,
+            None,
+        );
+        match signed {
+            Err(journal_core::JournalError::StoreDamage { detail, .. }) => {
+                assert!(detail.contains(open.as_str()), "names the run: {detail}");
+            }
+            other => panic!("a heads leaf over a head the run does not have: {:?}", other.map(|(_, note)| note)),
+        }
+        assert_eq!(size(&plane), before, "nothing appended");
+    }
+
+    plane.store.set_runs_head(&plane.tenant, &open, head);
+    let saved = sign_now(&plane);
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+    let report = plane.audit(&inputs);
+    assert!(report.is_clean(), "{:#?}", report.findings);
+    report.assert_complete().unwrap();
+}

@@ -114,8 +114,10 @@ pub trait AppendTxn {
     /// The heads of the tenant's runs marked moved, in any order, read
     /// under the lock [`AppendTxn::next_position`] takes: read before it,
     /// they may predate a heads leaf another writer commits first, and a
-    /// later leaf would then hold older heads than an earlier one.
-    fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<HeadEntry>, AppendFailure>;
+    /// later leaf would then hold older heads than an earlier one. Each
+    /// with whether the run's stored record at that seq has that hash (a
+    /// stored record never changes, so any read of it answers alike).
+    fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<(HeadEntry, bool)>, AppendFailure>;
 
     /// Stores the entries of the heads leaf at `position` and clears the
     /// moved mark of each entry's run.
@@ -191,7 +193,23 @@ fn put_log_leaf(
 /// and the runs' moved marks are cleared. Costs O(runs moved), never
 /// O(all runs). Returns the positions appended (none when no run moved).
 pub fn append_heads(txn: &mut impl AppendTxn, tenant: &TenantId, origin: &Origin) -> Result<Vec<u64>, AppendFailure> {
-    let moved = sorted_entries(txn.moved_heads(tenant)?);
+    let moved = txn.moved_heads(tenant)?;
+    // The head entered is the runs row's, derived data: one naming a record
+    // the run does not have (the row changed behind the plane just before a
+    // checkpoint, then put back) would be signed, and from then on every
+    // audit would report the run cut back below it and every resume refuse
+    // it, its records untouched. Refused: nothing is appended or signed.
+    if let Some((entry, _)) = moved.iter().find(|(_, held)| !held) {
+        return Err(AppendFailure::Refused(JournalError::StoreDamage {
+            tenant: tenant.clone(),
+            detail: format!(
+                "the runs row of run {} names its head at seq {} ({}), a record the run does not have: the row was \
+                 changed behind the plane, and no heads leaf is signed over it (run `agentplane verify`)",
+                entry.run, entry.seq, entry.hash
+            ),
+        }));
+    }
+    let moved = sorted_entries(moved.into_iter().map(|(entry, _)| entry).collect());
     let mut positions = Vec::new();
     for entries in moved.chunks(MAX_HEADS_PER_LEAF) {
         let leaf = HeadsLeaf::new(origin, entries).to_bytes();

@@ -142,14 +142,19 @@ impl AppendTxn for MemoryTxn<'_> {
         Ok(())
     }
 
-    fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<HeadEntry>, AppendFailure> {
+    fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<(HeadEntry, bool)>, AppendFailure> {
         let Some(state) = self.0.get(tenant) else {
             return Ok(Vec::new());
         };
         Ok(state
             .moved
             .iter()
-            .filter_map(|run| state.runs.get(run).and_then(|r| r.head).map(|head| HeadEntry::new(run, head)))
+            .filter_map(|run| {
+                let stored = state.runs.get(run)?;
+                let head = stored.head?;
+                let held = stored.rows.iter().any(|row| row.seq == head.seq && row.hash == head.hash);
+                Some((HeadEntry::new(run, head), held))
+            })
             .collect())
     }
 

@@ -1172,7 +1172,7 @@ impl AppendTxn for PgAppend<'_, '_> {
         self.execute_log("advancing the log counter", |s| &s.upsert_counter, &[&tenant.as_str(), &next])
     }
 
-    fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<HeadEntry>, AppendFailure> {
+    fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<(HeadEntry, bool)>, AppendFailure> {
         self.write_buffered()?;
         // Read under the tenant's log lock (taken again by `next_position`,
         // which stacks): a signer that read the moved runs before waiting
@@ -1184,7 +1184,9 @@ impl AppendTxn for PgAppend<'_, '_> {
         let rows = self
             .txn
             .query(
-                "SELECT run, head_seq, head_hash FROM runs WHERE tenant = $1 AND NOT covered AND NOT sealed",
+                "SELECT run, head_seq, head_hash, EXISTS (SELECT 1 FROM records r WHERE r.tenant = runs.tenant \
+                 AND r.run = runs.run AND r.seq = runs.head_seq AND r.hash = runs.head_hash) \
+                 FROM runs WHERE tenant = $1 AND NOT covered AND NOT sealed",
                 &[&tenant.as_str()],
             )
             .map_err(|err| AppendFailure::Broken(pg("reading the moved runs", err)))?;
@@ -1193,7 +1195,7 @@ impl AppendTxn for PgAppend<'_, '_> {
                 let run = run_id(tenant, column(tenant, row, 0)?)?;
                 let hash: Vec<u8> = column(tenant, row, 2)?;
                 let head = head_of(tenant, &run, column(tenant, row, 1)?, &hash)?;
-                Ok(HeadEntry::new(&run, head))
+                Ok((HeadEntry::new(&run, head), column(tenant, row, 3)?))
             })
             .collect::<Result<Vec<_>, JournalError>>()
             .map_err(refused)

@@ -1534,7 +1534,7 @@ impl AppendTxn for Tables<'_> {
         }
     }
 
-    fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<HeadEntry>, AppendFailure> {
+    fn moved_heads(&mut self, tenant: &TenantId) -> Result<Vec<(HeadEntry, bool)>, AppendFailure> {
         let t = tenant.as_str();
         let mut out = Vec::new();
         for entry in self.moved.range((t, "")..).map_err(refused)? {
@@ -1546,7 +1546,14 @@ impl AppendTxn for Tables<'_> {
             let run = run_id(tenant, run).map_err(AppendFailure::Refused)?;
             if let Some(value) = self.runs.get((t, run.as_str())).map_err(refused)? {
                 let (head, _, _) = head_of(&run, value.value()).map_err(AppendFailure::Refused)?;
-                out.push(HeadEntry::new(&run, head));
+                // The record's hash column, as stored: a row whose bytes do
+                // not give it is the audit's finding, not this read's.
+                let held = self
+                    .records
+                    .get((t, run.as_str(), head.seq))
+                    .map_err(refused)?
+                    .is_some_and(|record| record.value().3 == head.hash.as_bytes().as_slice());
+                out.push((HeadEntry::new(&run, head), held));
             }
         }
         Ok(out)
