@@ -769,3 +769,70 @@ fn r_cover_1_a_runs_head_no_record_has_is_never_signed_into_a_heads_leaf() {
     assert!(report.is_clean(), "{:#?}", report.findings);
     report.assert_complete().unwrap();
 }
+
+/// R-COVER-1, R-PLANE-2 (review 45's third finding): a leaf appended to the
+/// log behind the plane, past the newest tree it signed, with node hashes to
+/// match, was signed at the next checkpoint: a seal of an open run at a seq
+/// it never reached (or at a record it has records after), or a heads leaf
+/// whose entries name a record the store does not have. No key is needed to
+/// write one, and once signed every audit against that checkpoint named the
+/// intact run cut back, and every resume refused it, with no store copy to
+/// restore. The plane holds each leaf since its trusted tree to the records
+/// before it signs: nothing is signed.
+#[test]
+fn r_cover_1_a_leaf_naming_records_the_store_has_not_is_never_signed() {
+    let refused = |plane: &Plane| {
+        let signed = journal_core::log::sign_current_head(
+            plane.store.as_ref(),
+            &plane.tenant,
+            &plane.origin,
+            &plane.log_key,
+            None,
+        );
+        match signed {
+            Err(journal_core::JournalError::WouldSignRollback { reason, .. }) => reason,
+            other => panic!("a leaf the store's records do not hold was signed: {:?}", other.map(|(_, note)| note)),
+        }
+    };
+    let leaves = |plane: &Plane| -> Vec<(journal_core::RunId, Vec<u8>)> {
+        plane.store.seals(&plane.tenant).unwrap().into_iter().map(|seal| (seal.run, seal.leaf_bytes)).collect()
+    };
+    let first = |plane: &Plane, run: &journal_core::RunId| head_at(plane, run, 1);
+    let beyond = ExpectedHead { seq: 99, hash: journal_core::ChainHash::GENESIS };
+    for (forged, said) in
+        [("past its records", "which the store does not have"), ("before its last", "records of it after")]
+    {
+        let plane = Plane::signed();
+        plane.seal("sealed-1");
+        let open = plane.fail("failed-1");
+        sign_now(&plane);
+        let head = if forged == "past its records" { beyond } else { first(&plane, &open) };
+        let mut log = leaves(&plane);
+        log.push((open.clone(), journal_core::SealLeaf::new(&plane.origin, &open, head).to_bytes()));
+        plane.store.rewrite_log(&plane.tenant, &log);
+        let reason = refused(&plane);
+        assert!(reason.contains(open.as_str()) && reason.contains(said), "{forged}: {reason}");
+    }
+
+    // A heads leaf appended as the plane does, then its entries or the run
+    // behind them changed before the signing.
+    let plane = Plane::signed();
+    plane.fail("failed-1");
+    sign_now(&plane);
+    let other = plane.fail("failed-2");
+    plane.store.append_heads(&plane.tenant, &plane.origin).unwrap();
+    let position = plane.store.seals(&plane.tenant).unwrap().last().unwrap().position;
+    plane.store.delete_heads_entry(&plane.tenant, position, &other);
+    assert!(refused(&plane).contains("entries the store does not keep"));
+
+    let plane = Plane::signed();
+    plane.fail("failed-1");
+    sign_now(&plane);
+    let cut = plane.fail("failed-2");
+    plane.store.append_heads(&plane.tenant, &plane.origin).unwrap();
+    let last = plane.store.read_run(&plane.tenant, &cut).unwrap().rows.len() as u64;
+    plane.store.delete_record(&plane.tenant, &cut, last);
+    plane.store.set_runs_head(&plane.tenant, &cut, head_at(&plane, &cut, last - 1));
+    let reason = refused(&plane);
+    assert!(reason.contains(cut.as_str()) && reason.contains("does not have"), "{reason}");
+}

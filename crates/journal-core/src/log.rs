@@ -11,8 +11,11 @@
 use tlog::{ConsistencyProof, HashReader, InclusionProof, LeafHash, MemoryHashStore, NodeHash, NodeId, RootHash, Tree};
 use witness::{Checkpoint, LogKey, Origin, SignedCheckpoint};
 
+use crate::ChainHash;
 use crate::error::JournalError;
+use crate::heads::HeadsLeaf;
 use crate::ids::{RunId, TenantId};
+use crate::seal::SealLeaf;
 use crate::store::{SealEntry, Store};
 
 /// Where an answer came from.
@@ -698,7 +701,12 @@ fn refusal(
     // carries the plane's own signature (a row forged to match forged nodes
     // would otherwise vouch for them).
     let trusted = marked.or_else(|| last_row.filter(|row| signed_by(key, origin, row)).map(|row| row.tree));
-    if let Some(reason) = nodes_disagree_with_seals(store, view, head, trusted)? {
+    let from = trusted.map_or(0, |tree| tree.size).min(head.size);
+    let rows = store.seals_in(tenant, from..head.size)?;
+    if let Some(reason) = nodes_disagree_with_seals(view, head, trusted, from, &rows)? {
+        return Err(refuse(reason));
+    }
+    if let Some(reason) = leaves_disagree_with_records(store, tenant, &rows)? {
         return Err(refuse(reason));
     }
     Ok(Checked { head, last, seen })
@@ -757,16 +765,16 @@ fn signed_by(key: &LogKey, origin: &Origin, row: &crate::store::SignedTree) -> b
 /// exist) would otherwise be signed as it is, and witnessed. O(the rows
 /// since that tree + log n) reads.
 fn nodes_disagree_with_seals(
-    store: &dyn Store,
     view: &LogView<'_>,
     head: Tree,
     trusted: Option<Tree>,
+    from: u64,
+    rows: &[SealEntry],
 ) -> Result<Option<String>, JournalError> {
     if !matches!(view.source, Source::Stored) {
         // A walk is rebuilt from the seal rows themselves.
         return Ok(None);
     }
-    let from = trusted.map_or(0, |tree| tree.size).min(head.size);
     let mut frontier = tlog::Frontier::from_reader(view, from).map_err(|err| view.prove_error(err))?;
     if let Some(trusted) = trusted.filter(|tree| tree.size == from)
         && frontier.root() != trusted.root
@@ -776,9 +784,8 @@ fn nodes_disagree_with_seals(
              size: a stored node was changed behind the plane (run `agentplane audit`)"
         )));
     }
-    let rows = store.seals_in(view.tenant(), from..head.size)?;
     let mut expected = from;
-    for row in &rows {
+    for row in rows {
         if row.position != expected {
             return Ok(Some(format!(
                 "its log has no entry at position {expected}: entries were removed behind the store (run \
@@ -794,6 +801,77 @@ fn nodes_disagree_with_seals(
              give: a stored node was changed behind the plane (run `agentplane audit`)",
             head.size,
             head.size - from
+        )));
+    }
+    Ok(None)
+}
+
+/// Why a leaf appended since the newest tree the plane trusts (`rows`) does
+/// not hold to the records the store keeps (R-COVER-1, R-PLANE-2): a seal
+/// leaf whose run has no record at its seq with its hash, or has one after
+/// it; a heads leaf whose stored entries do not give its root, or name a
+/// record the store does not have. Such a leaf was written behind the plane
+/// (with node hashes to match): signed, it would be a claim under the
+/// plane's key that no store copy could clear, every audit after naming an
+/// intact run cut back and every resume refusing it. A leaf this build
+/// cannot read says nothing here (the audit reads it). One read of the
+/// stored heads entries and one of the records' hashes.
+fn leaves_disagree_with_records(
+    store: &dyn Store,
+    tenant: &TenantId,
+    rows: &[SealEntry],
+) -> Result<Option<String>, JournalError> {
+    let heads_positions: Vec<u64> =
+        rows.iter().filter(|row| HeadsLeaf::is_tagged(&row.leaf_bytes)).map(|row| row.position).collect();
+    let mut entries = match (heads_positions.first(), heads_positions.last()) {
+        (Some(first), Some(last)) => store.heads_entries_in(tenant, *first..last.saturating_add(1))?,
+        _ => Default::default(),
+    };
+    // Each record a leaf claims, the hash it claims for it (`None`: the
+    // claim that there is no such record), and the leaf's position.
+    let mut claims: Vec<((RunId, u64), Option<ChainHash>, u64)> = Vec::new();
+    for row in rows {
+        if let Some(seal) = SealLeaf::parse(&row.leaf_bytes) {
+            let Some(next) = seal.record_count.checked_add(1) else {
+                return Ok(Some(format!(
+                    "its leaf at position {} seals run {} at seq {}, which no run reaches: the log was written \
+                     behind the plane (run `agentplane audit`)",
+                    row.position, seal.run, seal.record_count
+                )));
+            };
+            claims.push(((seal.run.clone(), seal.record_count), Some(seal.head), row.position));
+            claims.push(((seal.run, next), None, row.position));
+        } else if let Some(leaf) = HeadsLeaf::parse(&row.leaf_bytes) {
+            let mut stored = entries.remove(&row.position).unwrap_or_default();
+            stored.sort();
+            if crate::heads::entries_tree(&stored).tree() != leaf.entries {
+                return Ok(Some(format!(
+                    "its heads leaf at position {} commits to {} entries the store does not keep (it keeps {}, or \
+                     others): the log or its heads entries were written behind the plane (run `agentplane audit`)",
+                    row.position,
+                    leaf.entries.size,
+                    stored.len()
+                )));
+            }
+            claims.extend(stored.into_iter().map(|entry| ((entry.run, entry.seq), Some(entry.hash), row.position)));
+        }
+    }
+    let asked: Vec<(RunId, u64)> = claims.iter().map(|(record, _, _)| record.clone()).collect();
+    let found = store.stored_hashes(tenant, &asked)?;
+    for (((run, seq), claimed, position), found) in claims.into_iter().zip(found) {
+        if claimed == found {
+            continue;
+        }
+        let wrong = match (claimed, found) {
+            (Some(_), None) => format!("names record {seq} of run {run}, which the store does not have"),
+            (Some(_), Some(_)) => format!("names record {seq} of run {run} with a hash the store's record has not"),
+            (None, _) => {
+                format!("seals run {run} at seq {}, and the store holds records of it after", seq.saturating_sub(1))
+            }
+        };
+        return Ok(Some(format!(
+            "its leaf at position {position} {wrong}: the log was written behind the plane, or the run cut back \
+             since (run `agentplane audit`)"
         )));
     }
     Ok(None)

@@ -271,6 +271,32 @@ pub trait Store: Send + Sync {
         Ok(crate::snapshot::newest_heads(&self.snapshot(tenant)?.heads_entries).remove(run))
     }
 
+    /// The hash column of each record asked for by run and seq, in the order
+    /// asked: `None` where the store holds no such record. What signing holds
+    /// the log's newest leaves to (a leaf that names a record the store does
+    /// not have was written behind the plane). The default reads each run
+    /// named whole; a backend answers each from its key.
+    fn stored_hashes(
+        &self,
+        tenant: &TenantId,
+        records: &[(RunId, u64)],
+    ) -> Result<Vec<Option<crate::ChainHash>>, JournalError> {
+        let mut runs: std::collections::BTreeMap<&RunId, std::collections::BTreeMap<u64, crate::ChainHash>> =
+            std::collections::BTreeMap::new();
+        for (run, _) in records {
+            if runs.contains_key(run) {
+                continue;
+            }
+            let rows = match self.read_run(tenant, run) {
+                Ok(stored) => stored.rows.iter().map(|row| (row.seq, row.hash)).collect(),
+                Err(JournalError::NotFound { .. }) => Default::default(),
+                Err(err) => return Err(err),
+            };
+            runs.insert(run, rows);
+        }
+        Ok(records.iter().map(|(run, seq)| runs.get(run).and_then(|rows| rows.get(seq)).copied()).collect())
+    }
+
     /// Everything the store holds for `tenant`, read in one snapshot (one
     /// read transaction; on a server, in bulk): what the audit checks, so
     /// appends committing meanwhile are seen whole or not at all.

@@ -300,6 +300,36 @@ pub fn signed_checkpoints_are_kept_in_order(store: &dyn Store) {
     assert_eq!(store.last_signed_checkpoint(&other).expect("per tenant"), None);
 }
 
+/// Each record's hash column by run and seq, in the order asked, `None`
+/// where there is no such record (a seq past the run's, a run of another
+/// tenant, a run never written, a seq past bigint), whatever the backend
+/// (R-COVER-1: what signing holds the newest log leaves to).
+pub fn stored_hashes_answer_by_run_and_seq(store: &dyn Store) {
+    let tenant = tenant();
+    let other = TenantId::new("tenant-b").expect("id");
+    let (run, elsewhere, never) = (run_id("run-1"), run_id("run-2"), run_id("run-never"));
+    sample_run(&journal(store, &tenant), &run, Outcome::Failed).expect("append");
+    sample_run(&journal(store, &other), &elsewhere, Outcome::Failed).expect("append");
+    let rows = store.read_run(&tenant, &run).expect("read").rows;
+    let last = rows.len() as u64;
+    let asked = vec![
+        (run.clone(), last),
+        (run.clone(), 1),
+        (run.clone(), last + 1),
+        (elsewhere.clone(), 1),
+        (never, 1),
+        (run.clone(), u64::MAX),
+        (run.clone(), 1),
+    ];
+    let by_seq = |seq: u64| rows.iter().find(|row| row.seq == seq).map(|row| row.hash);
+    let expected = vec![by_seq(last), by_seq(1), None, None, None, None, by_seq(1)];
+    assert!(expected[0].is_some() && expected[1].is_some());
+    assert_eq!(store.stored_hashes(&tenant, &asked).expect("hashes"), expected);
+    assert_eq!(store.stored_hashes(&tenant, &[]).expect("none asked"), Vec::new());
+    let theirs = store.read_run(&other, &elsewhere).expect("read").rows;
+    assert_eq!(store.stored_hashes(&other, &[(elsewhere, 1)]).expect("hashes"), vec![theirs.first().map(|r| r.hash)]);
+}
+
 /// A page's or an export's read of the newest checkpoint rows is the tail
 /// of what the store keeps, in the order recorded, of its tenant only,
 /// whatever the limit (R-LOG-2: what they show is what was recorded).
@@ -762,6 +792,10 @@ macro_rules! conformance_tests {
         #[test]
         fn conformance_signed_checkpoints_are_kept_in_order() {
             $crate::testkit::signed_checkpoints_are_kept_in_order(&$make);
+        }
+        #[test]
+        fn conformance_r_cover_1_stored_hashes_answer_by_run_and_seq() {
+            $crate::testkit::stored_hashes_answer_by_run_and_seq(&$make);
         }
         #[test]
         fn conformance_r_log_2_newest_checkpoints_are_the_last_kept_rows() {

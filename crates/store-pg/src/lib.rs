@@ -1963,6 +1963,40 @@ impl Store for PgStore {
         newest.map(|position| to_u64(tenant, position)).transpose()
     }
 
+    fn stored_hashes(
+        &self,
+        tenant: &TenantId,
+        records: &[(RunId, u64)],
+    ) -> Result<Vec<Option<ChainHash>>, JournalError> {
+        // A seq past bigint is no stored record's: asked as -1, which none has.
+        let runs: Vec<&str> = records.iter().map(|(run, _)| run.as_str()).collect();
+        let seqs: Vec<i64> = records.iter().map(|(_, seq)| i64::try_from(*seq).unwrap_or(-1)).collect();
+        let mut conn = self.conn()?;
+        let rows = conn
+            .query(
+                "SELECT r.hash FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS q(run, seq, n)
+                 LEFT JOIN records r ON r.tenant = $1 AND r.run = q.run AND r.seq = q.seq
+                 ORDER BY q.n",
+                &[&tenant.as_str(), &runs, &seqs],
+            )
+            .map_err(|err| pg("reading records' hashes", err))?;
+        if rows.len() != records.len() {
+            return Err(damaged(tenant, "two records are stored under one run and seq".into()));
+        }
+        rows.iter()
+            .zip(records)
+            .map(|(row, (run, seq))| {
+                let hash: Option<Vec<u8>> = column(tenant, row, 0)?;
+                hash.map(|hash| {
+                    ChainHash::from_slice(&hash).ok_or_else(|| {
+                        damaged(tenant, format!("record {seq} of run {run} has a hash column that is not 32 bytes"))
+                    })
+                })
+                .transpose()
+            })
+            .collect()
+    }
+
     fn seal_at(&self, tenant: &TenantId, position: u64) -> Result<Option<SealEntry>, JournalError> {
         let mut conn = self.conn()?;
         let rows = conn

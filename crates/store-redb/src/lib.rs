@@ -1675,6 +1675,28 @@ impl Store for RedbStore {
         Ok(RunRows { rows, head: Some(head), sealed, seal, outcome })
     }
 
+    fn stored_hashes(
+        &self,
+        tenant: &TenantId,
+        records: &[(RunId, u64)],
+    ) -> Result<Vec<Option<journal_core::ChainHash>>, JournalError> {
+        let txn = self.read_txn()?;
+        let Some(table) = open_if_there(&txn, self.layout.records())? else {
+            return Ok(vec![None; records.len()]);
+        };
+        let t = tenant.as_str();
+        records
+            .iter()
+            .map(|(run, seq)| {
+                let Some(value) = table.get((t, run.as_str(), *seq)).map_err(io)? else { return Ok(None) };
+                let hash = value.value().3;
+                journal_core::ChainHash::from_slice(hash).map(Some).ok_or_else(|| {
+                    damaged(t, format!("record {seq} of run {run} has a hash column that is not 32 bytes"))
+                })
+            })
+            .collect()
+    }
+
     fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
         let txn = self.read_txn()?;
         let t = tenant.as_str();
