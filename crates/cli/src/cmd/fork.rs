@@ -40,28 +40,15 @@ pub fn resume(settings: &Settings, run: &str, raise: &[String], lift: bool, answ
     // leaves the run as it was.
     let raise = raise.iter().map(|spec| ceiling(spec)).collect::<Result<Vec<_>, _>>()?;
     let answers = answers.iter().map(|spec| doubt_answer(spec)).collect::<Result<Vec<_>, _>>()?;
-    // A hold that is not there, or an answer that does not apply, is refused
-    // before anything is written: each is its own append, so one refused
-    // after the others would leave the command half done (the runtime
-    // checks each again as it appends).
+    // Every answer is held to the run before anything is written (each is
+    // its own append: one refused after the others would leave the command
+    // half done); the runtime checks each again as it appends.
     if lift || !answers.is_empty() {
-        let state = journal_core::RunState::of(&plane.read(&run)?.records);
-        if lift && state.standing().is_none_or(|c| c.outcome != journal_core::Outcome::Withheld) {
-            return Err(Failure::Usage(format!(
-                "run {run} is not withheld: there is no hold to lift (drop --lift); nothing was written"
-            )));
-        }
-        let mut answered = std::collections::BTreeSet::new();
-        for (effect, _) in &answers {
-            if !answered.insert(*effect) {
-                return Err(Failure::Usage(format!(
-                    "effect {effect} is answered twice: give one answer an effect; nothing was written"
-                )));
-            }
-            state
-                .doubt_answerable(effect)
-                .map_err(|why| Failure::Usage(format!("run {run}: {why}; nothing was written (drop that --answer)")))?;
-        }
+        let effects: Vec<&str> = answers.iter().map(|(effect, _)| *effect).collect();
+        runtime.check_answers(t, &run, &effects, lift).map_err(|err| match err {
+            RuntimeError::NotApplicable { .. } => Failure::Usage(format!("{err}; nothing was written")),
+            other => other.into(),
+        })?;
     }
     for (dimension, ceiling) in raise {
         runtime.raise_ceiling(t, &run, dimension, ceiling)?;

@@ -508,10 +508,19 @@ impl Runtime {
         applies: impl FnOnce(&RunState) -> Result<(), String>,
     ) -> Result<(), RuntimeError> {
         let config = self.tenant(tenant)?;
-        // An answer (a raised ceiling, a lifted withholding, a doubt
-        // answered, a conclusion) is held to what resume is held to: never
-        // signed onto a store older than the plane's mark, or onto a run cut
-        // back behind it (R-RUN-5, R-COVER-2).
+        let verified = self.answerable_run(config, run)?;
+        applies(&RunState::of(&verified.records))
+            .map_err(|reason| RuntimeError::NotApplicable { run: run.clone(), reason })?;
+        self.journal(config).append(run, verified.head, effect_key, body)?;
+        Ok(())
+    }
+
+    /// `run` read and verified for an answer to be appended to it. An answer
+    /// (a raised ceiling, a lifted withholding, a doubt answered, a
+    /// conclusion) is held to what resume is held to: never signed onto a
+    /// store older than the plane's mark, or onto a run cut back behind it
+    /// (R-RUN-5, R-COVER-2), nor onto a sealed run.
+    fn answerable_run(&self, config: &TenantConfig, run: &RunId) -> Result<VerifiedRun, RuntimeError> {
         self.refuse_older_store(config)?;
         let covered = self.covered_head(config, run)?;
         let verified = self.read(config, run)?;
@@ -519,9 +528,37 @@ impl Runtime {
         if verified.sealed() {
             return Err(JournalError::Sealed { run: run.clone() }.into());
         }
-        applies(&RunState::of(&verified.records))
-            .map_err(|reason| RuntimeError::NotApplicable { run: run.clone(), reason })?;
-        self.journal(config).append(run, verified.head, effect_key, body)?;
+        Ok(verified)
+    }
+
+    /// Holds the answers a command is about to record for `run` (each
+    /// effect's doubt answered, and the hold lifted with `lift`) to the run
+    /// as it stands, writing nothing: every check each answer's append
+    /// makes, and an effect answered twice refused. Each answer is its own
+    /// append, so a command recording several asks this first: one refused
+    /// after the others were written would leave it half done.
+    pub fn check_answers(
+        &self,
+        tenant: &TenantId,
+        run: &RunId,
+        effect_keys: &[&str],
+        lift: bool,
+    ) -> Result<(), RuntimeError> {
+        let config = self.tenant(tenant)?;
+        let state = RunState::of(&self.answerable_run(config, run)?.records);
+        let not_applicable = |reason: String| RuntimeError::NotApplicable { run: run.clone(), reason };
+        let mut answered = std::collections::BTreeSet::new();
+        for effect_key in effect_keys {
+            if !answered.insert(*effect_key) {
+                return Err(not_applicable(format!(
+                    "effect {effect_key} is answered twice: give each effect one answer"
+                )));
+            }
+            state.doubt_answerable(effect_key).map_err(not_applicable)?;
+        }
+        if lift {
+            lift_applies(&state).map_err(not_applicable)?;
+        }
         Ok(())
     }
 
@@ -544,10 +581,7 @@ impl Runtime {
     /// Lifts a withholding; a resume then continues the run.
     pub fn lift(&self, tenant: &TenantId, run: &RunId, note: &str) -> Result<(), RuntimeError> {
         let lifted = RecordBody::WithholdingLifted(WithholdingLifted { note: note.to_owned() });
-        self.append_to_if(tenant, run, None, lifted, |state| {
-            let withheld = state.standing().is_some_and(|c| c.outcome == Outcome::Withheld);
-            if withheld { Ok(()) } else { Err("it is not withheld".into()) }
-        })
+        self.append_to_if(tenant, run, None, lifted, lift_applies)
     }
 
     /// Cancels a run: it concludes `cancelled` and seals.
@@ -592,6 +626,12 @@ impl Runtime {
             RecordBody::RunConcluded(RunConcluded { outcome, verdict, reason: reason.to_owned() }),
         )
     }
+}
+
+/// Whether a hold stands on the run for a lift to lift.
+fn lift_applies(state: &RunState) -> Result<(), String> {
+    let withheld = state.standing().is_some_and(|c| c.outcome == Outcome::Withheld);
+    if withheld { Ok(()) } else { Err("it is not withheld: there is no hold to lift".into()) }
 }
 
 /// Whether an open run's admission stopped part way: its chain begins with
