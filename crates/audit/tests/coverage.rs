@@ -573,6 +573,15 @@ fn r_cover_2_a_sealed_run_cut_deleted_or_rewritten_below_its_anchored_seal_names
 /// anchor.
 #[test]
 fn r_cover_2_a_cut_run_whose_runs_row_is_deleted_is_still_a_deletion_naming_the_anchor() {
+    let report = cuts_found_as_deletions(|plane, run| plane.store.delete_runs_row(&plane.tenant, run));
+    // The rows are still named for what they are.
+    assert!(report.with_code(FindingCode::RunRowMissing).count() == 2, "{:#?}", report.findings);
+}
+
+/// An open and a sealed run of a plane an anchor `saved` covers, each cut
+/// back below what it covers and then changed by `also`: the audit names
+/// each cut a deletion, with the run, the covered seq and the anchor.
+fn cuts_found_as_deletions(also: impl Fn(&Plane, &journal_core::RunId)) -> audit::AuditReport {
     let plane = Plane::signed();
     let open = plane.fail("failed-1");
     let sealed = plane.seal("sealed-1");
@@ -585,7 +594,7 @@ fn r_cover_2_a_cut_run_whose_runs_row_is_deleted_is_still_a_deletion_naming_the_
 
     for run in [&open, &sealed] {
         cut_back(&plane, run);
-        plane.store.delete_runs_row(&plane.tenant, run);
+        also(&plane, run);
     }
     let report = plane.audit(&inputs);
     for (run, seq) in [(&open, open_len), (&sealed, sealed_len)] {
@@ -597,8 +606,7 @@ fn r_cover_2_a_cut_run_whose_runs_row_is_deleted_is_still_a_deletion_naming_the_
         assert_eq!(finding.seq, Some(seq), "names the covered head");
         assert_eq!(finding.anchors, vec!["saved".to_owned()], "names the anchor that covers it");
     }
-    // The rows are still named for what they are.
-    assert!(report.with_code(FindingCode::RunRowMissing).count() == 2, "{:#?}", report.findings);
+    report
 }
 
 /// R-RUN-2, R-COVER-2 (noticed by review 23): a sealed run's journal is
@@ -693,30 +701,7 @@ fn r_cover_2_a_cut_run_with_a_broken_record_below_the_cut_is_still_a_deletion_na
         }) as fn(&Plane, &journal_core::RunId),
         |plane, run| plane.store.delete_record(&plane.tenant, run, 1),
     ] {
-        let plane = Plane::signed();
-        let open = plane.fail("failed-1");
-        let sealed = plane.seal("sealed-1");
-        let saved = sign_now(&plane);
-        let mut inputs = plane.inputs();
-        inputs.anchors.push(plane.saved("saved", &saved));
-        assert!(plane.audit(&inputs).is_clean());
-        let len = |run| plane.store.read_run(&plane.tenant, run).unwrap().rows.len() as u64;
-        let (open_len, sealed_len) = (len(&open), len(&sealed));
-
-        for run in [&open, &sealed] {
-            cut_back(&plane, run);
-            break_first(&plane, run);
-        }
-        let report = plane.audit(&inputs);
-        for (run, seq) in [(&open, open_len), (&sealed, sealed_len)] {
-            let finding = report
-                .with_code(FindingCode::HeadCutBack)
-                .find(|f| f.run.as_deref() == Some(run.as_str()))
-                .unwrap_or_else(|| panic!("{run}: the cut is not found as such: {:#?}", report.findings));
-            assert_eq!(finding.class, FindingClass::Deletion);
-            assert_eq!(finding.seq, Some(seq), "names the covered head");
-            assert_eq!(finding.anchors, vec!["saved".to_owned()], "names the anchor that covers it");
-        }
+        let report = cuts_found_as_deletions(break_first);
         // The broken record is still named for what it is.
         assert_eq!(report.with_code(FindingCode::ChainBroken).count(), 2, "{:#?}", report.findings);
     }

@@ -1443,30 +1443,12 @@ fn r_wit_8_sweep_every_stopped_during_a_round_exits_as_the_round_came_to() {
     assert!(stderr.contains("sweep stopped by a signal"), "{stderr}");
 }
 
-/// R-RUN-5 (review 43's note): since `resume` records answers before it
-/// lifts a hold, `resume RUN --lift --answer EK=...` of a run that is not
-/// withheld wrote the answer and then had the lift refused (exit 2, half the
-/// command done). A hold that is not there is now refused before anything
-/// is written.
-#[test]
-fn r_run_5_resume_lift_of_a_run_not_withheld_writes_nothing() {
-    let dir = demo_dir();
-    let plane = dir.path();
-    let quarantined =
-        json(plane, &["runs", "--outcome", "quarantined", "--json"])[0]["run"].as_str().unwrap().to_owned();
-    let records = || json(plane, &["show", &quarantined, "--json"])["records"].as_array().unwrap().len();
-    let before = records();
-    let refused = agentplane(plane, &["resume", &quarantined, "--lift", "--answer", "ek:transfer=happened"]);
-    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
-    assert!(text(&refused).contains("not withheld"), "{}", text(&refused));
-    assert_eq!(records(), before, "nothing was written");
-}
-
-/// R-RUN-5 (session 29's note): `resume` with several answers wrote each as
-/// it came, so an answer the runtime refused (an effect not in doubt, or one
-/// effect answered twice) left the ceilings and answers before it written
-/// and the command failed half done. Every answer is now held to the run as
-/// it stands before anything is written.
+/// R-RUN-5 (session 29's note, review 43's): `resume` with several answers
+/// wrote each as it came, so an answer the runtime refused (an effect not in
+/// doubt, one effect answered twice, a lift of a run not withheld) left the
+/// ceilings and answers before it written and the command failed half done.
+/// Every answer is now held to the run as it stands before anything is
+/// written (this test holds `r_run_5_resume_lift_of_a_run_not_withheld_writes_nothing`'s case).
 #[test]
 fn r_run_5_resume_with_one_answer_refused_writes_nothing() {
     let dir = demo_dir();
@@ -1476,13 +1458,12 @@ fn r_run_5_resume_with_one_answer_refused_writes_nothing() {
     let records = || json(plane, &["show", &quarantined, "--json"])["records"].as_array().unwrap().len();
     let before = records();
     for (answers, said) in [
-        (["ek:transfer=happened", "ek:never-started=happened"], "not in doubt"),
-        (["ek:transfer=happened", "ek:transfer=not-happened"], "twice"),
+        (&["--answer", "ek:transfer=happened", "--answer", "ek:never-started=happened"][..], "not in doubt"),
+        (&["--answer", "ek:transfer=happened", "--answer", "ek:transfer=not-happened"], "twice"),
+        (&["--lift", "--answer", "ek:transfer=happened"], "not withheld"),
     ] {
         let mut args = vec!["resume", quarantined.as_str(), "--raise", "steps=100"];
-        for answer in answers {
-            args.extend(["--answer", answer]);
-        }
+        args.extend(answers);
         let refused = agentplane(plane, &args);
         assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
         assert!(text(&refused).contains(said), "{}", text(&refused));

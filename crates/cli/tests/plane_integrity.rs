@@ -310,6 +310,18 @@ fn r_wit_6_r_log_2_a_restored_backup_is_never_signed_on_postgresql() {
     a_restored_backup_is_never_signed(plane, &witness, &backup, &restore);
 }
 
+/// A witnessed plane swept, backed up (`back_up`), and swept again past the
+/// backup: the witness holds a tree the backup's store is older than.
+fn witnessed_past_a_backup(plane: &Path) -> Witness {
+    let witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    back_up(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    witness
+}
+
 /// The high-water file lost: the plane says so and asks the witness before
 /// it signs; an honest store is signed (and the mark written again), an
 /// older one put back is refused on what the witness holds.
@@ -317,12 +329,7 @@ fn r_wit_6_r_log_2_a_restored_backup_is_never_signed_on_postgresql() {
 fn r_wit_6_a_lost_high_water_mark_asks_the_witnesses_before_signing() {
     let dir = tempfile::tempdir().unwrap();
     let plane = dir.path();
-    let witness = witnessed_plane(plane);
-    ok(plane, &["demo"]);
-    assert_eq!(sweep(plane).0, Some(0));
-    back_up(plane);
-    ok(plane, &["demo"]);
-    assert_eq!(sweep(plane).0, Some(0));
+    let witness = witnessed_past_a_backup(plane);
 
     let held = witness_holds(&witness, "agentplane.local/plane/shop");
     std::fs::remove_file(plane.join("agentplane.highwater")).unwrap();
@@ -392,12 +399,7 @@ fn r_plane_2_a_lost_mark_is_never_rebuilt_while_a_witness_cannot_be_asked() {
 fn r_plane_2_a_lost_mark_is_never_rebuilt_from_a_witness_that_does_not_know_the_origin() {
     let dir = tempfile::tempdir().unwrap();
     let plane = dir.path();
-    let witness = witnessed_plane(plane);
-    ok(plane, &["demo"]);
-    assert_eq!(sweep(plane).0, Some(0));
-    back_up(plane);
-    ok(plane, &["demo"]);
-    assert_eq!(sweep(plane).0, Some(0));
+    let witness = witnessed_past_a_backup(plane);
     let origin = "agentplane.local/plane/shop";
     let held = witness_holds(&witness, origin);
     let Witness { server, _state: state, .. } = witness;

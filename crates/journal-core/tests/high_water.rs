@@ -319,23 +319,10 @@ fn r_plane_2_a_witness_tree_not_proven_to_extend_the_mark_is_never_left_unbound(
             Arc::clone(&honest) as Arc<dyn Store>
         }))
     };
-    let view = journal_core::LogView::open(&store, &tenant).unwrap();
-    let probes: Vec<Arc<dyn journal_core::runtime::WitnessProbe>> = vec![Arc::new(Holds(cosigned))];
-    let answer = journal_core::runtime::ask_witnesses(&view, &origin, &probes, Some(&mark)).map(drop);
-    drop(view);
-    assert!(reads.load(Ordering::SeqCst) >= 2, "the proof from the mark was read");
-    asked.store(true, Ordering::SeqCst);
-    // What the CLI does: sign only once the witnesses were asked.
-    let signed = match &answer {
-        Ok(()) => sign_current_head(&store, &tenant, &origin, &log_key(), Some(&mark)).map(|(_, signed)| signed),
-        Err(err) => Err(JournalError::InvalidRecord(format!("not signed: {err}"))),
-    };
-    assert!(
-        signed.is_err(),
-        "the plane signed {:?}, another history than size {} a witness cosigned",
-        signed.map(|signed| signed.checkpoint().tree()),
-        cosigned.size
-    );
+    let answer = asked_then_not_signed(&store, &tenant, &origin, cosigned, &mark, || {
+        assert!(reads.load(Ordering::SeqCst) >= 2, "the proof from the mark was read");
+        asked.store(true, Ordering::SeqCst);
+    });
     assert!(
         matches!(&answer, Err(JournalError::WouldSignRollback { reason, .. }) if reason.contains("holds size")),
         "{answer:?}"
@@ -429,13 +416,31 @@ fn r_plane_2_a_mark_moved_while_the_witness_tree_is_raised_still_binds_it() {
             }
         }))
     };
-    let view = journal_core::LogView::open(&store, &tenant).unwrap();
+    let answer = asked_then_not_signed(&store, &tenant, &origin, cosigned, &plane, || {
+        asked.store(true, Ordering::SeqCst);
+    });
+    assert!(answer.is_ok(), "{answer:?}");
+    assert_eq!(plane.last(&origin).unwrap(), journal_core::log::HighWaterMark::Signed(cosigned));
+}
+
+/// What the CLI does, held to never signing: asks one witness holding
+/// `cosigned` what it holds (with `mark`), then (after `once_asked`) signs
+/// only if the ask passed. Asserts nothing was signed; the ask's answer.
+fn asked_then_not_signed(
+    store: &dyn Store,
+    tenant: &TenantId,
+    origin: &Origin,
+    cosigned: tlog::Tree,
+    mark: &dyn journal_core::log::HighWater,
+    once_asked: impl FnOnce(),
+) -> Result<(), JournalError> {
+    let view = journal_core::LogView::open(store, tenant).unwrap();
     let probes: Vec<Arc<dyn journal_core::runtime::WitnessProbe>> = vec![Arc::new(Holds(cosigned))];
-    let answer = journal_core::runtime::ask_witnesses(&view, &origin, &probes, Some(&plane)).map(drop);
+    let answer = journal_core::runtime::ask_witnesses(&view, origin, &probes, Some(mark)).map(drop);
     drop(view);
-    asked.store(true, Ordering::SeqCst);
+    once_asked();
     let signed = match &answer {
-        Ok(()) => sign_current_head(&store, &tenant, &origin, &log_key(), Some(&plane)).map(|(_, signed)| signed),
+        Ok(()) => sign_current_head(store, tenant, origin, &log_key(), Some(mark)).map(|(_, signed)| signed),
         Err(err) => Err(JournalError::InvalidRecord(format!("not signed: {err}"))),
     };
     assert!(
@@ -444,6 +449,5 @@ fn r_plane_2_a_mark_moved_while_the_witness_tree_is_raised_still_binds_it() {
         signed.map(|signed| signed.checkpoint().tree()),
         cosigned.size
     );
-    assert!(answer.is_ok(), "{answer:?}");
-    assert_eq!(plane.last(&origin).unwrap(), journal_core::log::HighWaterMark::Signed(cosigned));
+    answer
 }
