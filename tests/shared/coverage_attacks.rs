@@ -474,7 +474,7 @@ pub fn a_half_signature_pair_is_a_malformed_row<S: Store>(store: &S, tenant: &Te
 
 /// A runtime on `plane`'s store held to `mark` (the plane's high-water
 /// mark, as the CLI keeps one beside its key file).
-fn runtime_with_mark<S: Store + 'static>(
+pub fn runtime_with_mark<S: Store + 'static>(
     plane: &Plane<S>,
     mark: &Arc<journal_core::testkit::MemoryHighWater>,
 ) -> Runtime {
@@ -490,7 +490,7 @@ fn runtime_with_mark<S: Store + 'static>(
 /// first cut back to two records and the second deleted, each with the heads
 /// leaf that covered it, and the log rebuilt from the sealed run's leaf
 /// alone. Returns the runtime that ran before the hiding, and the cut run.
-fn hide_two_open_runs_carefully<S: Store + TamperAccess + 'static>(
+pub fn hide_two_open_runs_carefully<S: Store + TamperAccess + 'static>(
     plane: &Plane<S>,
     mark: &Arc<journal_core::testkit::MemoryHighWater>,
 ) -> (Runtime, RunId) {
@@ -546,6 +546,53 @@ pub fn a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tree<S
         let redelivered = redelivery_refusal(runtime, &plane.tenant, "transfer-2", &format!("{name}: the deleted run"));
         for refused in [resumed, redelivered] {
             assert!(refused.is_tamper(), "{name}: refused, but not as damage: {refused}");
+        }
+    }
+}
+
+/// R-RUN-5, R-PLANE-2 (review 47): a running runtime kept every leaf it
+/// read, the ones past the tree the plane had signed too, and held them to
+/// a signed root only at the size it reached them. So leaves forged past
+/// the mark (any bytes, nodes to match), read by a running runtime (any
+/// admission or resume reads them), then taken out again before the plane
+/// appended its own heads leaf there and signed a tree shorter than what
+/// the runtime had read, stayed in its reading: the signed leaf that
+/// covered the open run was never read, its root never checked. The run
+/// cut back behind that signed leaf was resumed, and its done effect ran
+/// again; a runtime restarted then refused it. Leaves past the signed tree
+/// are read again at every catch-up now, never kept.
+pub fn leaves_read_past_the_mark_and_taken_out_hide_no_signed_leaf<S: Store + TamperAccess + 'static>(store: S) {
+    let plane = Plane::on(store);
+    let mark = Arc::new(journal_core::testkit::MemoryHighWater::default());
+    let sealed = plane.run("sealed", true);
+    plane.sign_held_to(Some(mark.as_ref()));
+    let running = runtime_with_mark(&plane, &mark);
+    let cut = plane.run("transfer-1", false);
+    let signed: Vec<_> =
+        plane.store.seals(&plane.tenant).unwrap().into_iter().map(|leaf| (leaf.run, leaf.leaf_bytes)).collect();
+    let size = signed.len();
+
+    // Two leaves forged past the mark, read by the running runtime...
+    let forged = RunId::new("forged").unwrap();
+    let mut with_forged = signed.clone();
+    with_forged.extend([(forged.clone(), b"forged-1".to_vec()), (forged, b"forged-2".to_vec())]);
+    plane.store.rewrite_log(&plane.tenant, &with_forged);
+    assert!(
+        matches!(running.resume(&plane.tenant, &sealed), Err(journal_core::RuntimeError::Stopped { .. })),
+        "the running runtime read the forged leaves"
+    );
+    // ...and taken out before the plane covers the open run and signs.
+    plane.store.rewrite_log(&plane.tenant, &signed);
+    plane.sign_held_to(Some(mark.as_ref()));
+    let covered = plane.store.newest_heads_of(&plane.tenant, &cut).unwrap().expect("a signed heads leaf holds the run");
+    assert_eq!(covered, size as u64, "the signed heads leaf is where the first forged leaf was");
+
+    plane.cut_back_to_two(&cut);
+    let restarted = runtime_with_mark(&plane, &mark);
+    for (name, runtime) in [("a restarted runtime", &restarted), ("the running runtime", &running)] {
+        match resume_refusal(runtime, &plane.tenant, &cut, &format!("{name}: the cut run")) {
+            journal_core::JournalError::Tamper { run, .. } => assert_eq!(run, cut, "{name}"),
+            other => panic!("{name}: refused, but not as tamper: {other}"),
         }
     }
 }

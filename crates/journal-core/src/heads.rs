@@ -155,9 +155,18 @@ pub fn prove_entry(entries: &[HeadEntry], index: u64) -> Option<InclusionProof> 
 /// ([`CoveredHeads::catch_up`]: one range read, usually empty).
 #[derive(Debug)]
 pub struct CoveredHeads {
-    /// The leaves read so far, as a tree (also: how many).
+    /// The leaves kept so far, as a tree (also: how many): up to the tree
+    /// the plane signed, when a signed tree is given.
     frontier: tlog::Frontier,
+    /// The longest head each run has in the leaves kept.
     longest: std::collections::HashMap<RunId, (u64, HeadEntry)>,
+    /// The longest head each run has in the leaves past the signed tree,
+    /// as the last catch-up read them: read again at every catch-up, never
+    /// kept. Kept, a leaf forged there and read, then taken out before the
+    /// plane signed its own leaf at that position, would stand in for the
+    /// signed one, whose root is then never checked (a signed tree no
+    /// larger than what was read is checked only when reached).
+    past_signed: std::collections::HashMap<RunId, (u64, HeadEntry)>,
     /// Leaves read at a time.
     per_read: u64,
 }
@@ -165,6 +174,20 @@ pub struct CoveredHeads {
 impl Default for CoveredHeads {
     fn default() -> Self {
         Self::reading_at_most(LEAVES_PER_READ)
+    }
+}
+
+/// Enters `entry` (found at `position`) into `longest` unless a head as
+/// long is there: a run's chain only grows, so every head the log ever
+/// held for it is in the chain that holds the longest. A later leaf holding
+/// a shorter head (a cut run's, marked moved behind the plane) does not
+/// lower what the run is held to.
+fn hold_longest(longest: &mut std::collections::HashMap<RunId, (u64, HeadEntry)>, position: u64, entry: HeadEntry) {
+    match longest.get(&entry.run) {
+        Some((_, held)) if held.seq >= entry.seq => {}
+        _ => {
+            longest.insert(entry.run.clone(), (position, entry));
+        }
     }
 }
 
@@ -176,16 +199,23 @@ impl CoveredHeads {
     /// Nothing read yet; the log will be read `per_read` leaves at a time
     /// (at least one; [`Default`] reads a few thousand).
     pub fn reading_at_most(per_read: u64) -> Self {
-        Self { frontier: tlog::Frontier::new(), longest: std::collections::HashMap::new(), per_read: per_read.max(1) }
+        Self {
+            frontier: tlog::Frontier::new(),
+            longest: std::collections::HashMap::new(),
+            past_signed: std::collections::HashMap::new(),
+            per_read: per_read.max(1),
+        }
     }
 
     /// Reads the tenant's leaves appended since the last call. When
     /// `signed` (a tree the plane signed, from its high-water mark, read
-    /// afresh for every call: the plane signs while a runtime runs) is
-    /// reached, the leaves read must give its root: a leaf rewritten or
-    /// removed in the store (with its heads entries) is damage, not a
-    /// run the log never covered. On an error nothing is kept of this
-    /// call's reading.
+    /// afresh for every call: the plane signs while a runtime runs; the
+    /// empty tree when it never signed) is reached, the leaves read must
+    /// give its root: a leaf rewritten or removed in the store (with its
+    /// heads entries) is damage, not a run the log never covered. Only the
+    /// leaves up to `signed` are kept; the ones past it are read again at
+    /// the next call (all are kept when `signed` is `None`: no mark to hold
+    /// them to). On an error nothing is kept of this call's reading.
     pub fn catch_up(
         &mut self,
         store: &dyn crate::store::Store,
@@ -205,6 +235,10 @@ impl CoveredHeads {
             _ => Ok(()),
         };
         check_signed(&frontier)?;
+        // The reading kept: the frontier when it reaches the signed tree
+        // (at the start, or as a leaf is read).
+        let keep_to = signed.map(|tree| tree.size);
+        let mut kept = (keep_to == Some(frontier.size())).then(|| frontier.clone());
         loop {
             let from = frontier.size();
             let positions = from..from.saturating_add(self.per_read);
@@ -228,6 +262,9 @@ impl CoveredHeads {
                     .append(leaf.leaf_hash())
                     .map_err(|_| damaged("its log claims more entries than a log can hold".to_owned()))?;
                 check_signed(&frontier)?;
+                if keep_to == Some(frontier.size()) {
+                    kept = Some(frontier.clone());
+                }
                 if !HeadsLeaf::is_tagged(&leaf.leaf_bytes) {
                     // A seal leaf holds its run's head as a heads leaf does
                     // (the whole chain, as it sealed): a sealed run no heads
@@ -263,17 +300,27 @@ impl CoveredHeads {
                 tree.size
             )));
         }
-        self.frontier = frontier;
-        for (position, entry) in found {
-            match self.longest.get(&entry.run) {
-                // A run's chain only grows, so every head the log ever held
-                // for it is in the chain that holds the longest. A later leaf
-                // holding a shorter head (a cut run's, marked moved behind
-                // the plane) does not lower what the run is held to.
-                Some((_, held)) if held.seq >= entry.seq => {}
-                _ => {
-                    self.longest.insert(entry.run.clone(), (position, entry));
+        // Kept: up to the signed tree (none of it when the reading kept
+        // before is already past it: a mark put back lower holds nothing
+        // more), or all without a signed tree.
+        let kept_size = match keep_to {
+            None => {
+                self.frontier = frontier;
+                u64::MAX
+            }
+            Some(_) => {
+                if let Some(kept) = kept {
+                    self.frontier = kept;
                 }
+                self.frontier.size()
+            }
+        };
+        self.past_signed.clear();
+        for (position, entry) in found {
+            if position < kept_size {
+                hold_longest(&mut self.longest, position, entry);
+            } else {
+                hold_longest(&mut self.past_signed, position, entry);
             }
         }
         Ok(())
@@ -284,10 +331,15 @@ impl CoveredHeads {
     /// `None` when no leaf read holds the run. A chain that does not hold it was cut back or
     /// rewritten after the log covered it.
     pub fn longest(&self, run: &RunId) -> Option<&(u64, HeadEntry)> {
-        self.longest.get(run)
+        match (self.longest.get(run), self.past_signed.get(run)) {
+            (Some(kept), Some(past)) if past.1.seq > kept.1.seq => Some(past),
+            (Some(kept), _) => Some(kept),
+            (None, past) => past,
+        }
     }
 
-    /// How many leaves of the log were read.
+    /// How many leaves of the log are kept read (the ones past the signed
+    /// tree are read again at each catch-up).
     pub fn leaves_read(&self) -> u64 {
         self.frontier.size()
     }

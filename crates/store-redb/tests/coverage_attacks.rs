@@ -611,6 +611,11 @@ fn r_run_5_a_heads_leaf_removed_under_a_running_runtime_is_held_to_the_signed_tr
 }
 
 #[test]
+fn r_run_5_leaves_read_past_the_mark_and_taken_out_hide_no_signed_leaf() {
+    shared::leaves_read_past_the_mark_and_taken_out_hide_no_signed_leaf(RedbStore::temporary().unwrap());
+}
+
+#[test]
 fn r_run_5_a_sealed_run_cut_back_or_deleted_behind_its_seal_is_never_run_again() {
     shared::a_sealed_run_cut_back_or_deleted_behind_its_seal_is_never_run_again(RedbStore::temporary().unwrap());
 }

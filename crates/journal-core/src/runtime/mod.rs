@@ -272,7 +272,11 @@ impl Runtime {
                 .map_err(|err| crate::log::high_water_error(&config.tenant, err))?
             {
                 crate::log::HighWaterMark::Signed(tree) => Some(tree),
-                crate::log::HighWaterMark::Never => None,
+                // Nothing signed yet: every leaf is past the signed tree,
+                // read again until the plane signs (none is kept, so none
+                // forged and taken out meanwhile stands in for a leaf the
+                // plane signs later).
+                crate::log::HighWaterMark::Never => Some(tlog::Tree::empty()),
                 crate::log::HighWaterMark::Lost { reason } => return Err(lost_mark(config, &reason, high_water)),
             },
             None => None,
