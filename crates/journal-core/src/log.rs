@@ -541,9 +541,17 @@ fn refuses_to_extend(
     last: Tree,
 ) -> Result<Option<String>, JournalError> {
     let tenant = view.tenant();
-    if head.size < last.size && store.log_counters(tenant)?.seal_count >= last.size {
-        // Another signer saw more of this log after this view was opened:
-        // the view is stale, not the log. Nothing is signed; open a new view.
+    // Another signer saw more of this log after this view was opened when
+    // the log read afresh, as any view reads it, reaches `last`: the view
+    // is stale, not the log. Nothing is signed; open a new view. Never the
+    // stored seal count alone: a counter row raised behind the plane (on
+    // PostgreSQL a column) over a log cut below `last` made a store older
+    // than what the plane signed a retryable conflict, admission's check
+    // and the sweep's let it through, and the sweep appended its heads leaf
+    // to it. A fresh view reads the leaves themselves where the count and
+    // the positions disagree.
+    if head.size < last.size && store.log_counters(tenant)?.seal_count >= last.size && view.reopen()?.size >= last.size
+    {
         return Err(JournalError::CheckpointConflict {
             tenant: tenant.clone(),
             expected: Some(head.size),

@@ -697,3 +697,52 @@ fn r_cover_2_a_sealed_run_cut_back_with_its_seal_row_renamed_is_a_deletion_under
 fn r_run_2_a_sealed_run_with_its_seal_lookup_cleared_takes_no_record() {
     shared::a_sealed_run_with_its_seal_lookup_cleared_takes_no_record(PgStore::temporary().unwrap());
 }
+
+/// R-PLANE-2, R-RUN-5 (review 47), with SQL: the careful hider's cut (open
+/// runs cut back and deleted with the heads leaf that covered them, the log
+/// rebuilt from the other leaves, below the plane's mark) with the
+/// `seal_count` of the counter row raised to the size the plane signed.
+/// The stale-view test read that column alone ("another signer saw more"),
+/// so the store was not older than the mark for admission's check, for the
+/// sweep (which appended its heads leaf to the cut log) and for signing
+/// (a retryable conflict, never the refusal). The log the store gives is
+/// what is held to the mark: it shrank. Resume and redelivery were refused
+/// by the leaves' reading all along.
+#[test]
+fn r_plane_2_a_cut_log_with_its_seal_count_raised_is_older_than_the_mark() {
+    use journal_core::log::{HighWater as _, HighWaterMark};
+    let plane = shared::Plane::on(PgStore::temporary().unwrap());
+    let mark = std::sync::Arc::new(journal_core::testkit::MemoryHighWater::default());
+    let (running, cut) = shared::hide_two_open_runs_carefully(&plane, &mark);
+    let HighWaterMark::Signed(signed) = mark.last(&plane.origin).unwrap() else { panic!("the plane signed") };
+    let raised = plane
+        .store
+        .raw()
+        .execute("UPDATE log_counter SET seal_count = $1 WHERE tenant = 't'", &[&(signed.size as i64)])
+        .unwrap();
+    assert_eq!(raised, 1);
+
+    let older = journal_core::log::older_than_mark(plane.store.as_ref(), &plane.tenant, &plane.origin, mark.as_ref());
+    assert!(matches!(&older, Ok(Some(reason)) if reason.contains("shrank")), "the store is older: {older:?}");
+    let signing = journal_core::log::sign_current_head(
+        plane.store.as_ref(),
+        &plane.tenant,
+        &plane.origin,
+        &plane.key,
+        Some(mark.as_ref()),
+    );
+    assert!(
+        matches!(signing, Err(journal_core::JournalError::WouldSignRollback { .. })),
+        "refused as a rollback, not a conflict to retry: {:?}",
+        signing.map(|(_, signed)| signed.note().to_owned())
+    );
+    let restarted = shared::runtime_with_mark(&plane, &mark);
+    for (name, runtime) in [("the running runtime", &running), ("a restarted runtime", &restarted)] {
+        let resumed = shared::resume_refusal(runtime, &plane.tenant, &cut, &format!("{name}: the cut run"));
+        let redelivered =
+            shared::redelivery_refusal(runtime, &plane.tenant, "transfer-2", &format!("{name}: the deleted run"));
+        for refused in [resumed, redelivered] {
+            assert!(refused.is_tamper(), "{name}: refused, but not as damage: {refused}");
+        }
+    }
+}
