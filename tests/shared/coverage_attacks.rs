@@ -597,6 +597,33 @@ pub fn leaves_read_past_the_mark_and_taken_out_hide_no_signed_leaf<S: Store + Ta
     }
 }
 
+/// R-RUN-5, R-COVER-2 (review 47): a fork read its source as the store
+/// gave it, never held to what the log covers, as resume and the answers
+/// are. So a run cut back behind a signed heads leaf (records removed after
+/// the checkpoint, its runs row pointed back) was forked at its cut head,
+/// the last record the store still had: the new run, its source's effects
+/// up to there served, performed the cut-away done effect again. A fork of
+/// a source cut back behind the plane is refused as the resume is.
+pub fn a_fork_of_a_run_cut_back_behind_a_checkpoint_is_refused<S: Store + TamperAccess + 'static>(store: S) {
+    let plane = Plane::on(store);
+    let cut = plane.run("transfer-1", false);
+    plane.sign();
+    plane.cut_back_to_two(&cut);
+    let request =
+        AdmitRequest { idempotency_key: "fork-1".into(), plan: vec!["work".into()], budget: Budget::default() };
+    match plane.runtime.fork(&plane.tenant, &cut, 2, request) {
+        Err(journal_core::RuntimeError::Journal(journal_core::JournalError::Tamper { run, .. })) => {
+            assert_eq!(run, cut, "names the cut source");
+        }
+        Err(other) => panic!("refused, but not as tamper: {other}"),
+        Ok(Admission::Existing { run, status }) => panic!("answered as existing: {run} {status}"),
+        Ok(Admission::New(mut handle)) => {
+            let ran = handle.effect("ek:wire-transfer", "work", transfer_again).is_ok();
+            panic!("the fork of the cut run was admitted; its source's done effect ran again: {ran}");
+        }
+    }
+}
+
 /// R-RUN-5, R-PLANE-2 (attacker review 15, session 22): the plane's mark
 /// lost (its file deleted beside the store) left nothing to hold the log's
 /// leaves to, so the careful hider's cut (the heads leaf that covered the

@@ -60,6 +60,11 @@ fn r_run_5_leaves_read_past_the_mark_and_taken_out_hide_no_signed_leaf() {
 }
 
 #[test]
+fn r_run_5_a_fork_of_a_run_cut_back_behind_a_checkpoint_is_refused() {
+    shared::a_fork_of_a_run_cut_back_behind_a_checkpoint_is_refused(PgStore::temporary().unwrap());
+}
+
+#[test]
 fn r_run_5_a_sealed_run_cut_back_or_deleted_behind_its_seal_is_never_run_again() {
     shared::a_sealed_run_cut_back_or_deleted_behind_its_seal_is_never_run_again(PgStore::temporary().unwrap());
 }

@@ -201,7 +201,14 @@ impl Runtime {
         request: AdmitRequest,
     ) -> Result<Admission<'_>, RuntimeError> {
         let config = self.tenant(tenant)?;
+        // The source is held to what resume holds a run to (R-RUN-5,
+        // R-COVER-2): forked at the head of a run cut back behind the
+        // plane, the fork would perform the cut-away done effects again,
+        // its source's record of them gone.
+        self.refuse_older_store(config)?;
+        let covered = self.covered_head(config, source)?;
         let verified = self.read(config, source)?;
+        Self::refuse_cut_back(source, covered, &verified.records)?;
         let record = verified.records.iter().find(|record| record.stored.seq == at_seq).ok_or_else(|| {
             RuntimeError::NotApplicable {
                 run: source.clone(),
