@@ -761,3 +761,56 @@ pub fn a_sealed_run_with_its_seal_lookup_cleared_takes_no_record<S: Store + Tamp
     }
     assert_eq!(plane.store.read_run(&plane.tenant, &sealed).unwrap().rows.len(), before, "nothing appended");
 }
+
+/// R-COVER-1, R-PLANE-2 (review 48): a leaf written behind the plane past
+/// its signed tree, in the middle of what the next checkpoint signs, with
+/// node hashes to match, naming only records the store holds, yet none the
+/// plane appends: a seal of an open run at its head, a second seal of a run
+/// sealed since, a sealed run's leaf filed under an open run's row, and a
+/// seal naming another log. Nothing is signed, whatever the backend's seal
+/// lookup answers.
+pub fn a_leaf_the_plane_never_appends_is_never_signed<S: Store + TamperAccess + 'static>(make: impl Fn() -> S) {
+    type Forge<S> = fn(&Plane<S>, &RunId, &RunId) -> (RunId, Vec<u8>);
+    let forgeries: [(&str, Forge<S>); 4] = [
+        ("a seal of an open run", |plane, _, open| {
+            let rows = plane.store.read_run(&plane.tenant, open).unwrap().rows;
+            let last = rows.last().unwrap();
+            let head = ExpectedHead { seq: last.seq, hash: last.hash };
+            (open.clone(), journal_core::SealLeaf::new(&plane.origin, open, head).to_bytes())
+        }),
+        ("a second seal", |plane, _, _| {
+            let newest = plane.store.seals(&plane.tenant).unwrap().pop().unwrap();
+            (newest.run, newest.leaf_bytes)
+        }),
+        ("a seal under another run's row", |plane, sealed, open| {
+            (open.clone(), plane.store.seal_of(&plane.tenant, sealed).unwrap().unwrap().leaf_bytes)
+        }),
+        ("a seal of another log", |plane, sealed, _| {
+            let bytes = plane.store.seal_of(&plane.tenant, sealed).unwrap().unwrap().leaf_bytes;
+            let mut leaf = journal_core::SealLeaf::parse(&bytes).unwrap();
+            leaf.origin = Origin::new("example.com/another-log").unwrap();
+            (sealed.clone(), leaf.to_bytes())
+        }),
+    ];
+    for (forged, forge) in forgeries {
+        let plane = Plane::on(make());
+        let sealed = plane.run("sealed-1", true);
+        let open = plane.run("open-1", false);
+        plane.sign();
+        plane.run("sealed-2", true);
+        let mut log: Vec<(RunId, Vec<u8>)> =
+            plane.store.seals(&plane.tenant).unwrap().into_iter().map(|seal| (seal.run, seal.leaf_bytes)).collect();
+        let newest = log.pop().unwrap();
+        log.push(forge(&plane, &sealed, &open));
+        log.push(newest);
+        plane.store.rewrite_log(&plane.tenant, &log);
+        let signed =
+            journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.key, None);
+        match signed {
+            Err(
+                journal_core::JournalError::WouldSignRollback { .. } | journal_core::JournalError::StoreDamage { .. },
+            ) => {}
+            other => panic!("{forged}: {:?}", other.map(|(_, signed)| signed.note().to_owned())),
+        }
+    }
+}

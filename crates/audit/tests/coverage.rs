@@ -821,3 +821,74 @@ fn r_cover_1_a_leaf_naming_records_the_store_has_not_is_never_signed() {
     let reason = refused(&plane);
     assert!(reason.contains(cut.as_str()) && reason.contains("does not have"), "{reason}");
 }
+
+/// R-COVER-1, R-PLANE-2 (review 48): a leaf appended behind the plane past
+/// its trusted tree, with node hashes to match, that names only records the
+/// store holds, yet is no leaf the plane appends: a seal of an open run at
+/// its head (its last conclusion does not seal), a second seal of a run
+/// sealed since, a sealed run's leaf under another run's row, a seal naming another
+/// log's origin. Each, once signed, is a finding of every audit against that
+/// checkpoint that no store copy clears. Nothing is signed.
+#[test]
+fn r_cover_1_a_leaf_the_plane_never_appends_is_never_signed() {
+    type Forge = fn(&Plane, &journal_core::RunId, &journal_core::RunId) -> (journal_core::RunId, Vec<u8>);
+    let forgeries: [(&str, Forge); 4] = [
+        ("a seal of an open run", |plane, _, open| {
+            let rows = plane.store.read_run(&plane.tenant, open).unwrap().rows;
+            let head = head_at_rows(&rows, rows.len() as u64);
+            (open.clone(), journal_core::SealLeaf::new(&plane.origin, open, head).to_bytes())
+        }),
+        ("a second seal", |plane, _, _| {
+            // Of the run sealed since the trusted tree, whose leaf comes next.
+            let newest = plane.store.seals(&plane.tenant).unwrap().pop().unwrap();
+            (newest.run, newest.leaf_bytes)
+        }),
+        ("a seal under another run's row", |plane, sealed, open| {
+            (open.clone(), plane.store.seal_of(&plane.tenant, sealed).unwrap().unwrap().leaf_bytes)
+        }),
+        ("a seal of another origin", |plane, sealed, _| {
+            let mut leaf =
+                journal_core::SealLeaf::parse(&plane.store.seal_of(&plane.tenant, sealed).unwrap().unwrap().leaf_bytes)
+                    .unwrap();
+            leaf.origin = witness::Origin::new("example.com/another-log").unwrap();
+            (sealed.clone(), leaf.to_bytes())
+        }),
+    ];
+    let mut signed_forgeries = Vec::new();
+    for (forged, forge) in forgeries {
+        let plane = Plane::signed();
+        let sealed = plane.seal("sealed-1");
+        let open = plane.fail("failed-1");
+        let saved = sign_now(&plane);
+        plane.seal("sealed-2");
+        let mut log: Vec<(journal_core::RunId, Vec<u8>)> =
+            plane.store.seals(&plane.tenant).unwrap().into_iter().map(|seal| (seal.run, seal.leaf_bytes)).collect();
+        // In the middle of what the next checkpoint would sign: the first
+        // and newest leaves are the plane's own.
+        let newest = log.pop().unwrap();
+        log.push(forge(&plane, &sealed, &open));
+        log.push(newest);
+        plane.store.rewrite_log(&plane.tenant, &log);
+        let signed = journal_core::log::sign_current_head(
+            plane.store.as_ref(),
+            &plane.tenant,
+            &plane.origin,
+            &plane.log_key,
+            None,
+        );
+        match signed {
+            Err(journal_core::JournalError::WouldSignRollback { .. }) => {}
+            other => {
+                let mut inputs = plane.inputs();
+                inputs.anchors.push(plane.saved("saved", &saved));
+                if let Ok((_, note)) = &other {
+                    inputs.anchors.push(plane.saved("after", note));
+                }
+                let report = plane.audit(&inputs);
+                let codes: Vec<FindingCode> = report.findings.iter().map(|finding| finding.code).collect();
+                signed_forgeries.push(format!("{forged} ({:?}; the audit after: {codes:?})", other.map(|_| ())));
+            }
+        }
+    }
+    assert!(signed_forgeries.is_empty(), "signed: {signed_forgeries:#?}");
+}

@@ -714,7 +714,7 @@ fn refusal(
     if let Some(reason) = nodes_disagree_with_seals(view, head, trusted, from, &rows)? {
         return Err(refuse(reason));
     }
-    if let Some(reason) = leaves_disagree_with_records(store, tenant, &rows)? {
+    if let Some(reason) = leaves_disagree_with_records(store, tenant, origin, &rows)? {
         return Err(refuse(reason));
     }
     Ok(Checked { head, last, seen })
@@ -821,35 +821,48 @@ fn nodes_disagree_with_seals(
 /// record the store does not have. Such a leaf was written behind the plane
 /// (with node hashes to match): signed, it would be a claim under the
 /// plane's key that no store copy could clear, every audit after naming an
-/// intact run cut back and every resume refusing it. A leaf this build
-/// cannot read says nothing here (the audit reads it). One read of the
-/// stored heads entries and one of the records' hashes.
+/// intact run cut back and every resume refusing it. So is a leaf that
+/// names only records the store holds yet is none the plane appends (a seal
+/// naming another origin, filed under another run's row, of a run sealed
+/// already, or of a run whose sealed record is no conclusion that seals):
+/// each is a finding of every audit against the checkpoint that signs it. A
+/// leaf in a spelling this build does not write says nothing here (the
+/// audit reads it). One read of the stored heads entries, one of the
+/// records' hashes, and one of each run sealed since the trusted tree.
 fn leaves_disagree_with_records(
     store: &dyn Store,
     tenant: &TenantId,
+    origin: &Origin,
     rows: &[SealEntry],
 ) -> Result<Option<String>, JournalError> {
+    let mut sealed_here = std::collections::BTreeSet::new();
+    for row in rows {
+        if let Some(reason) = seal_disagrees_with_records(store, tenant, origin, row, &mut sealed_here)? {
+            return Ok(Some(format!(
+                "its leaf at position {} {reason}: the log was written behind the plane, or the run cut back \
+                 since (run `agentplane audit`)",
+                row.position
+            )));
+        }
+    }
     let heads_positions: Vec<u64> =
         rows.iter().filter(|row| HeadsLeaf::is_tagged(&row.leaf_bytes)).map(|row| row.position).collect();
     let mut entries = match (heads_positions.first(), heads_positions.last()) {
         (Some(first), Some(last)) => store.heads_entries_in(tenant, *first..last.saturating_add(1))?,
         _ => Default::default(),
     };
-    // Each record a leaf claims, the hash it claims for it (`None`: the
-    // claim that there is no such record), and the leaf's position.
+    // Each record a heads leaf claims, the hash it claims for it, and the
+    // leaf's position.
     let mut claims: Vec<((RunId, u64), Option<ChainHash>, u64)> = Vec::new();
     for row in rows {
-        if let Some(seal) = SealLeaf::parse(&row.leaf_bytes) {
-            let Some(next) = seal.record_count.checked_add(1) else {
+        if let Some(leaf) = HeadsLeaf::parse(&row.leaf_bytes) {
+            if leaf.origin != *origin {
                 return Ok(Some(format!(
-                    "its leaf at position {} seals run {} at seq {}, which no run reaches: the log was written \
-                     behind the plane (run `agentplane audit`)",
-                    row.position, seal.run, seal.record_count
+                    "its heads leaf at position {} names the log {}, not {origin}: the log was written behind the \
+                     plane (run `agentplane audit`)",
+                    row.position, leaf.origin
                 )));
-            };
-            claims.push(((seal.run.clone(), seal.record_count), Some(seal.head), row.position));
-            claims.push(((seal.run, next), None, row.position));
-        } else if let Some(leaf) = HeadsLeaf::parse(&row.leaf_bytes) {
+            }
             let mut stored = entries.remove(&row.position).unwrap_or_default();
             stored.sort();
             if crate::heads::entries_tree(&stored).tree() != leaf.entries {
@@ -870,12 +883,9 @@ fn leaves_disagree_with_records(
         if claimed == found {
             continue;
         }
-        let wrong = match (claimed, found) {
-            (Some(_), None) => format!("names record {seq} of run {run}, which the store does not have"),
-            (Some(_), Some(_)) => format!("names record {seq} of run {run} with a hash the store's record has not"),
-            (None, _) => {
-                format!("seals run {run} at seq {}, and the store holds records of it after", seq.saturating_sub(1))
-            }
+        let wrong = match found {
+            None => format!("names record {seq} of run {run}, which the store does not have"),
+            Some(_) => format!("names record {seq} of run {run} with a hash the store's record has not"),
         };
         return Ok(Some(format!(
             "its leaf at position {position} {wrong}: the log was written behind the plane, or the run cut back \
@@ -884,6 +894,95 @@ fn leaves_disagree_with_records(
     }
     Ok(None)
 }
+
+/// Why the seal leaf in `row` is none the plane appends, held to the run it
+/// names as the store keeps it: the leaf names this log's origin and the
+/// row's run, is that run's one seal (none before it in `sealed_here`, its
+/// run's seal found at this row), and seals the run's last record, whose
+/// bytes give the sealed hash and are a conclusion that seals. A leaf in
+/// this build's seal spelling that does not parse is refused too; one in
+/// another spelling (a newer build's) says nothing here. One read of the
+/// run.
+fn seal_disagrees_with_records(
+    store: &dyn Store,
+    tenant: &TenantId,
+    origin: &Origin,
+    row: &SealEntry,
+    sealed_here: &mut std::collections::BTreeSet<RunId>,
+) -> Result<Option<String>, JournalError> {
+    if HeadsLeaf::is_tagged(&row.leaf_bytes) {
+        return Ok(HeadsLeaf::parse(&row.leaf_bytes)
+            .is_none()
+            .then(|| "is spelled as no heads leaf this plane writes".to_owned()));
+    }
+    let Some(seal) = SealLeaf::parse(&row.leaf_bytes) else {
+        return Ok(row
+            .leaf_bytes
+            .starts_with(SEAL_LEAF_TAG.as_bytes())
+            .then(|| "is spelled as no seal leaf this plane writes".to_owned()));
+    };
+    if seal.origin != *origin {
+        return Ok(Some(format!("seals run {} in the log {}, not {origin}", seal.run, seal.origin)));
+    }
+    if seal.run != row.run {
+        return Ok(Some(format!("seals run {}, but is filed under run {}", seal.run, row.run)));
+    }
+    if !sealed_here.insert(seal.run.clone()) {
+        return Ok(Some(format!("seals run {} a second time", seal.run)));
+    }
+    let stored = match store.read_run(tenant, &seal.run) {
+        Ok(stored) => stored,
+        Err(JournalError::NotFound { .. }) => {
+            return Ok(Some(format!(
+                "names record {} of run {}, which the store does not have",
+                seal.record_count, seal.run
+            )));
+        }
+        Err(err) => return Err(err),
+    };
+    if let Some(first) = stored.seal.as_ref().filter(|first| first.position != row.position) {
+        return Ok(Some(format!("seals run {} a second time (its seal is at position {})", seal.run, first.position)));
+    }
+    let Some(record) = stored.rows.iter().find(|record| record.seq == seal.record_count) else {
+        return Ok(Some(format!(
+            "names record {} of run {}, which the store does not have",
+            seal.record_count, seal.run
+        )));
+    };
+    if stored.rows.iter().any(|later| later.seq > seal.record_count) {
+        return Ok(Some(format!(
+            "seals run {} at seq {}, and the store holds records of it after",
+            seal.run, seal.record_count
+        )));
+    }
+    // The bytes read are the sealed hash's only when they link to it: a
+    // kind or body edited under a kept hash column would pass for a
+    // conclusion.
+    if record.hash != seal.head || ChainHash::link(&record.prev_hash, &record.bytes) != seal.head {
+        return Ok(Some(format!(
+            "names record {} of run {} with a hash the store's record has not",
+            seal.record_count, seal.run
+        )));
+    }
+    let not_sealing =
+        || format!("seals run {} at record {}, which is no conclusion that seals it", seal.run, seal.record_count);
+    if crate::record::Record::header(&record.bytes).is_none_or(|header| header.kind != "RunConcluded") {
+        return Ok(Some(not_sealing()));
+    }
+    // A conclusion of a version this build cannot read (a newer build's)
+    // says nothing more here: the audit reads it.
+    let Ok(decoded) = crate::record::Record::decode_verified(&record.bytes, &crate::version::Upcasters::builtin())
+    else {
+        return Ok(None);
+    };
+    let seals = decoded.run == seal.run
+        && decoded.seq == seal.record_count
+        && matches!(&decoded.body, crate::record::RecordBody::RunConcluded(concluded) if concluded.outcome.seals());
+    Ok((!seals).then(not_sealing))
+}
+
+/// How every seal leaf this build writes begins ([`SealLeaf::to_bytes`]).
+const SEAL_LEAF_TAG: &str = "agentplane/seal/v1\n";
 
 /// Appends heads leaves for the runs whose head moved ([`Store::append_heads`]),
 /// then opens the tenant's log and signs its head ([`sign_head`], held to

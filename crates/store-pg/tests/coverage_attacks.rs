@@ -751,3 +751,10 @@ fn r_plane_2_a_cut_log_with_its_seal_count_raised_is_older_than_the_mark() {
         }
     }
 }
+
+/// R-COVER-1, R-PLANE-2 (review 48): see
+/// `shared::a_leaf_the_plane_never_appends_is_never_signed`.
+#[test]
+fn r_cover_1_a_leaf_the_plane_never_appends_is_never_signed() {
+    shared::a_leaf_the_plane_never_appends_is_never_signed(|| PgStore::temporary().unwrap());
+}

@@ -1096,3 +1096,10 @@ fn r_log_5_a_checkpoint_numbered_the_largest_u64_is_damage_not_an_overflow() {
     assert_eq!(plane.store.signed_checkpoints(&plane.tenant).unwrap(), signed_before, "no signed row changed");
     assert_eq!(plane.store.cosigned_checkpoints(&plane.tenant).unwrap(), cosigned_before, "no cosigned row changed");
 }
+
+/// R-COVER-1, R-PLANE-2 (review 48): see
+/// `shared::a_leaf_the_plane_never_appends_is_never_signed`.
+#[test]
+fn r_cover_1_a_leaf_the_plane_never_appends_is_never_signed() {
+    shared::a_leaf_the_plane_never_appends_is_never_signed(|| RedbStore::temporary().unwrap());
+}
