@@ -167,6 +167,16 @@ pub struct CoveredHeads {
     /// signed one, whose root is then never checked (a signed tree no
     /// larger than what was read is checked only when reached).
     past_signed: std::collections::HashMap<RunId, (u64, HeadEntry)>,
+    /// The signed tree the leaves past it were read under, and the
+    /// frontier that reading reached: the next catch-up under the same
+    /// signed tree reads on from there. Read again from the signed tree
+    /// at every catch-up, every admission and resume read every leaf
+    /// appended since the plane last signed (all of them on a plane that
+    /// never signed: 14 ms to 47 ms an admission over 3,000 runs, review
+    /// 48); kept only while the plane signs nothing new, no leaf it signs
+    /// is ever stood in for by one read before (review 47's attack needs a
+    /// signature over the position).
+    past_read: Option<(Tree, tlog::Frontier)>,
     /// Leaves read at a time.
     per_read: u64,
 }
@@ -203,6 +213,7 @@ impl CoveredHeads {
             frontier: tlog::Frontier::new(),
             longest: std::collections::HashMap::new(),
             past_signed: std::collections::HashMap::new(),
+            past_read: None,
             per_read: per_read.max(1),
         }
     }
@@ -224,7 +235,12 @@ impl CoveredHeads {
         signed: Option<Tree>,
     ) -> Result<(), crate::error::JournalError> {
         let damaged = |detail: String| crate::error::JournalError::StoreDamage { tenant: tenant.clone(), detail };
-        let mut frontier = self.frontier.clone();
+        let resumed = match (&self.past_read, signed) {
+            (Some((under, reached)), Some(now)) if *under == now => Some(reached.clone()),
+            _ => None,
+        };
+        let reading_on = resumed.is_some();
+        let mut frontier = resumed.unwrap_or_else(|| self.frontier.clone());
         let mut found = Vec::new();
         let check_signed = |frontier: &tlog::Frontier| match signed {
             Some(tree) if tree.size == frontier.size() && tree.root != frontier.root() => Err(damaged(format!(
@@ -303,19 +319,23 @@ impl CoveredHeads {
         // Kept: up to the signed tree (none of it when the reading kept
         // before is already past it: a mark put back lower holds nothing
         // more), or all without a signed tree.
-        let kept_size = match keep_to {
+        let kept_size = match signed {
             None => {
                 self.frontier = frontier;
+                self.past_read = None;
                 u64::MAX
             }
-            Some(_) => {
+            Some(tree) => {
                 if let Some(kept) = kept {
                     self.frontier = kept;
                 }
+                self.past_read = Some((tree, frontier));
                 self.frontier.size()
             }
         };
-        self.past_signed.clear();
+        if !reading_on {
+            self.past_signed.clear();
+        }
         for (position, entry) in found {
             if position < kept_size {
                 hold_longest(&mut self.longest, position, entry);

@@ -451,3 +451,52 @@ fn asked_then_not_signed(
     );
     answer
 }
+
+/// R-RUN-5, issue 25 (review 48's cost of review 47's fix): under one signed
+/// tree a catch-up of the covered heads reads on from the leaf where the last
+/// one stopped. Read again from the signed tree at every catch-up, every
+/// admission and resume read every leaf appended since the plane last signed
+/// (all of them on a plane that never signed: 14 ms to 47 ms an admission
+/// over 3,000 runs). Once the plane signs a new tree, the leaves past the old
+/// one are read again (review 47's attack: a leaf read before the signature
+/// must never stand in for the one signed).
+#[test]
+fn r_run_5_leaves_past_the_signed_tree_are_read_once_while_the_plane_signs_nothing_new() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let store = Arc::new(MemoryStore::new());
+    let journal = journal_core::Journal::new(store.as_ref(), &tenant, &origin);
+    for i in 0..6 {
+        let run = journal_core::RunId::new(&format!("run-{i}")).unwrap();
+        journal_core::testkit::sample_run(&journal, &run, journal_core::Outcome::Succeeded).unwrap();
+    }
+    let reads = Arc::new(AtomicUsize::new(0));
+    let counted = {
+        let (store, reads) = (Arc::clone(&store), Arc::clone(&reads));
+        RoutedStore::new(Box::new(move |call| {
+            if call == StoreCall::SealsIn {
+                reads.fetch_add(1, Ordering::SeqCst);
+            }
+            Arc::clone(&store) as Arc<dyn Store>
+        }))
+    };
+    let catch_up = |covered: &mut journal_core::heads::CoveredHeads, signed: tlog::Tree| {
+        covered.catch_up(&counted, &tenant, &origin, Some(signed)).unwrap();
+        reads.swap(0, Ordering::SeqCst)
+    };
+    // One leaf a read: six leaves and the read that finds no seventh.
+    let mut covered = journal_core::heads::CoveredHeads::reading_at_most(1);
+    let never = tlog::Tree::empty();
+    assert_eq!(catch_up(&mut covered, never), 7);
+    assert_eq!(catch_up(&mut covered, never), 1, "read on from the seventh position");
+    // The plane signs four of them: the leaves past the old tree are read again.
+    let mut four = tlog::Frontier::new();
+    for leaf in store.seals_in(&tenant, 0..4).unwrap() {
+        four.append(leaf.leaf_hash()).unwrap();
+    }
+    let signed = tlog::Tree::new(4, four.root());
+    assert_eq!(catch_up(&mut covered, signed), 7);
+    assert_eq!(catch_up(&mut covered, signed), 1);
+}
