@@ -19,10 +19,13 @@ use witness::SignedCheckpoint;
 /// The plane signs its checkpoint as it does for `agentplane checkpoint`:
 /// heads leaves first, so open runs are covered.
 fn sign_now(plane: &Plane) -> SignedCheckpoint {
-    let (_, signed) =
-        journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log_key, None)
-            .unwrap();
-    signed
+    try_to_sign(plane).unwrap()
+}
+
+/// The plane's checkpoint signed now (no high-water mark), or why not.
+fn try_to_sign(plane: &Plane) -> Result<SignedCheckpoint, journal_core::JournalError> {
+    journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.log_key, None)
+        .map(|(_, signed)| signed)
 }
 
 fn head_at(plane: &Plane, run: &journal_core::RunId, seq: u64) -> ExpectedHead {
@@ -730,18 +733,12 @@ fn r_cover_1_a_runs_head_no_record_has_is_never_signed_into_a_heads_leaf() {
         [ExpectedHead { seq: head.seq + 1, hash: head.hash }, ExpectedHead { seq: head.seq, hash: rows[0].hash }]
     {
         plane.store.set_runs_head(&plane.tenant, &open, forged);
-        let signed = journal_core::log::sign_current_head(
-            plane.store.as_ref(),
-            &plane.tenant,
-            &plane.origin,
-            &plane.log_key,
-            None,
-        );
+        let signed = try_to_sign(&plane);
         match signed {
             Err(journal_core::JournalError::StoreDamage { detail, .. }) => {
                 assert!(detail.contains(open.as_str()), "names the run: {detail}");
             }
-            other => panic!("a heads leaf over a head the run does not have: {:?}", other.map(|(_, note)| note)),
+            other => panic!("a heads leaf over a head the run does not have: {other:?}"),
         }
         assert_eq!(size(&plane), before, "nothing appended");
     }
@@ -767,16 +764,10 @@ fn r_cover_1_a_runs_head_no_record_has_is_never_signed_into_a_heads_leaf() {
 #[test]
 fn r_cover_1_a_leaf_naming_records_the_store_has_not_is_never_signed() {
     let refused = |plane: &Plane| {
-        let signed = journal_core::log::sign_current_head(
-            plane.store.as_ref(),
-            &plane.tenant,
-            &plane.origin,
-            &plane.log_key,
-            None,
-        );
+        let signed = try_to_sign(plane);
         match signed {
             Err(journal_core::JournalError::WouldSignRollback { reason, .. }) => reason,
-            other => panic!("a leaf the store's records do not hold was signed: {:?}", other.map(|(_, note)| note)),
+            other => panic!("a leaf the store's records do not hold was signed: {other:?}"),
         }
     };
     let leaves = |plane: &Plane| -> Vec<(journal_core::RunId, Vec<u8>)> {
@@ -869,19 +860,13 @@ fn r_cover_1_a_leaf_the_plane_never_appends_is_never_signed() {
         log.push(forge(&plane, &sealed, &open));
         log.push(newest);
         plane.store.rewrite_log(&plane.tenant, &log);
-        let signed = journal_core::log::sign_current_head(
-            plane.store.as_ref(),
-            &plane.tenant,
-            &plane.origin,
-            &plane.log_key,
-            None,
-        );
+        let signed = try_to_sign(&plane);
         match signed {
             Err(journal_core::JournalError::WouldSignRollback { .. }) => {}
             other => {
                 let mut inputs = plane.inputs();
                 inputs.anchors.push(plane.saved("saved", &saved));
-                if let Ok((_, note)) = &other {
+                if let Ok(note) = &other {
                     inputs.anchors.push(plane.saved("after", note));
                 }
                 let report = plane.audit(&inputs);
