@@ -32,6 +32,21 @@ fn two_tenants_with_one_origin_are_refused() {
     );
 }
 
+/// Runs `runs` to success on `store`, tenant `t` of [`ORIGIN`], timed by
+/// `clock` when one is given.
+fn succeed_runs(store: &MemoryStore, clock: Option<&journal_core::SteppingClock>, runs: &[&str]) {
+    let (tenant, origin) = (TenantId::new("t").unwrap(), Origin::new(ORIGIN).unwrap());
+    let journal = journal_core::Journal::new(store, &tenant, &origin);
+    let journal = match clock {
+        Some(clock) => journal.timed_by(clock),
+        None => journal,
+    };
+    for run in runs {
+        let run = journal_core::RunId::new(run).unwrap();
+        journal_core::testkit::sample_run(&journal, &run, journal_core::Outcome::Succeeded).unwrap();
+    }
+}
+
 fn seal(store: &Arc<MemoryStore>, key: &str) {
     let runtime = RuntimeBuilder::new(Arc::clone(store) as Arc<dyn Store>)
         .tenant(TenantId::new("t").unwrap(), Origin::new(ORIGIN).unwrap(), Some(log_key()))
@@ -264,15 +279,7 @@ fn r_plane_2_a_witness_tree_not_proven_to_extend_the_mark_is_never_left_unbound(
     // One history of two runs, written alike to both stores.
     for store in [&honest, &fork] {
         let clock = journal_core::SteppingClock::new(journal_core::At::from_unix_millis(1_700_000_000_000).unwrap(), 1);
-        let journal = journal_core::Journal::new(store.as_ref(), &tenant, &origin).timed_by(&clock);
-        for run in ["run-0", "run-1"] {
-            journal_core::testkit::sample_run(
-                &journal,
-                &journal_core::RunId::new(run).unwrap(),
-                journal_core::Outcome::Succeeded,
-            )
-            .unwrap();
-        }
+        succeed_runs(store, Some(&clock), &["run-0", "run-1"]);
     }
     let mark = Mark::default();
     let (_, signed) = sign_current_head(honest.as_ref(), &tenant, &origin, &log_key(), Some(&mark)).unwrap();
@@ -280,26 +287,12 @@ fn r_plane_2_a_witness_tree_not_proven_to_extend_the_mark_is_never_left_unbound(
     let fork_at_mark = journal_core::LogView::open(fork.as_ref(), &tenant).unwrap().head().unwrap().tree;
     assert_eq!(fork_at_mark, marked, "the fork shares the history the plane signed");
     // Another process of the plane signs one more run, and a witness cosigns it.
-    let journal = journal_core::Journal::new(honest.as_ref(), &tenant, &origin);
-    journal_core::testkit::sample_run(
-        &journal,
-        &journal_core::RunId::new("run-2").unwrap(),
-        journal_core::Outcome::Succeeded,
-    )
-    .unwrap();
+    succeed_runs(&honest, None, &["run-2"]);
     let (_, cosigned) =
         sign_current_head(honest.as_ref(), &tenant, &origin, &log_key(), Some(&Mark::default())).unwrap();
     let cosigned = cosigned.checkpoint().tree();
     // The fork grows otherwise: it extends the mark, not the witness's tree.
-    let journal = journal_core::Journal::new(fork.as_ref(), &tenant, &origin);
-    for run in ["run-x", "run-y"] {
-        journal_core::testkit::sample_run(
-            &journal,
-            &journal_core::RunId::new(run).unwrap(),
-            journal_core::Outcome::Succeeded,
-        )
-        .unwrap();
-    }
+    succeed_runs(&fork, None, &["run-x", "run-y"]);
 
     // The second read of log nodes while the witness is asked is the proof
     // from the mark to the witness's tree: answered from a store without
@@ -376,13 +369,7 @@ fn r_plane_2_a_mark_moved_while_the_witness_tree_is_raised_still_binds_it() {
     let start = journal_core::At::from_unix_millis(1_700_000_000_000).unwrap();
     let clocks = [journal_core::SteppingClock::new(start, 1), journal_core::SteppingClock::new(start, 1)];
     let sample = |store: &Arc<MemoryStore>, clock: &journal_core::SteppingClock, run: &str| {
-        let journal = journal_core::Journal::new(store.as_ref(), &tenant, &origin).timed_by(clock);
-        journal_core::testkit::sample_run(
-            &journal,
-            &journal_core::RunId::new(run).unwrap(),
-            journal_core::Outcome::Succeeded,
-        )
-        .unwrap();
+        succeed_runs(store, Some(clock), &[run]);
     };
     // One history of three runs, written alike to both stores; this process
     // signed it at two.
@@ -467,11 +454,7 @@ fn r_run_5_leaves_past_the_signed_tree_are_read_once_while_the_plane_signs_nothi
     let tenant = TenantId::new("t").unwrap();
     let origin = Origin::new(ORIGIN).unwrap();
     let store = Arc::new(MemoryStore::new());
-    let journal = journal_core::Journal::new(store.as_ref(), &tenant, &origin);
-    for i in 0..6 {
-        let run = journal_core::RunId::new(&format!("run-{i}")).unwrap();
-        journal_core::testkit::sample_run(&journal, &run, journal_core::Outcome::Succeeded).unwrap();
-    }
+    succeed_runs(&store, None, &["run-0", "run-1", "run-2", "run-3", "run-4", "run-5"]);
     let reads = Arc::new(AtomicUsize::new(0));
     let counted = {
         let (store, reads) = (Arc::clone(&store), Arc::clone(&reads));
