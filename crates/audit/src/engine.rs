@@ -12,9 +12,9 @@ use journal_core::TenantId;
 use journal_core::heads::HeadsLeaf;
 use journal_core::store::SealEntry;
 use journal_core::{
-    BuildSkew, ChainCheck, Ed25519Verifier, ExpectedHead, JournalError, Outcome, RunId, SealLeaf, SignatureCheck,
-    SignedHash, SnapshotSink, Store, StoredRecord, TenantSnapshot, Upcasters, VerifiedRecord, Verifier, VerifyOptions,
-    last_conclusion, verify_links, verify_run_owned_or_back,
+    BuildSkew, ChainCheck, Ed25519Verifier, ExpectedHead, JournalError, Outcome, RunId, RunTooLarge, SealLeaf,
+    SignatureCheck, SignedHash, SnapshotSink, Store, StoredRecord, TenantSnapshot, Upcasters, VerifiedRecord, Verifier,
+    VerifyOptions, last_conclusion, verify_links, verify_run_owned_or_back,
 };
 use tlog::{ExtendsError, HashReader, MemoryHashStore, NodeId, Tree, VerifyError};
 
@@ -106,7 +106,8 @@ pub fn audit_with_progress(
     // One snapshot (issue 21): every check below reads the store as it was
     // at one instant, so a plane writing meanwhile is never seen half way.
     // Its runs are verified on every core while later ones are still read.
-    let (snapshot, audits) = audit_runs(store, inputs, verifier, &upcasters, progress)?;
+    let RunsAudited { snapshot, audits, without_row, too_large } =
+        audit_runs(store, inputs, verifier, &upcasters, progress)?;
     let mut report = AuditReport::default();
     let (mut unsigned, mut untrusted) = (0, 0);
     let mut facts: BTreeMap<RunId, RunFacts> = BTreeMap::new();
@@ -128,9 +129,20 @@ pub fn audit_with_progress(
             broken.insert(run, prefix);
         }
     }
+    for (run, kept) in too_large {
+        report.not_checked.push(NotChecked {
+            what: format!("run {run}: {} records, {} bytes", kept.records, kept.bytes),
+            why: format!(
+                "more than the audit holds of one run ({} bytes): its chain, signatures and derived rows were not \
+                 checked, its stored hashes only held to what the log and anchors commit to; audit again with a \
+                 larger --max-run-bytes on a machine with the memory",
+                inputs.max_run_bytes
+            ),
+        });
+        broken.insert(run, kept.hashes.into_iter().collect());
+    }
     let store: &dyn Store = &snapshot;
-    check_rows_without_runs(&snapshot, &mut report);
-    link_rows_without_runs(&snapshot, &mut skewed, &mut broken, &mut report)?;
+    check_rows_without_runs(&snapshot, without_row, (&mut skewed, &mut broken), &mut report)?;
     check_outcome_listing(&snapshot, &facts, &mut report);
     check_idempotency_rows(&snapshot, &inputs.tenant, &facts, &mut report);
     check_admission_order(&snapshot, &facts, &mut report);
@@ -172,6 +184,16 @@ pub fn audit_with_progress(
 /// 192: 0.70; 768: 0.60, its last chunks leaving a core idle).
 const RUNS_PER_CHUNK: usize = 192;
 
+/// The most record bytes a chunk gathers before it is sent, whatever its
+/// runs: the runs per chunk are sized for ordinary records (a few hundred
+/// bytes), and runs of large records (up to
+/// [`journal_core::record::MAX_RECORD_BYTES`] each, and a stored frame may
+/// decompress to 64 times its size) would otherwise make each chunk
+/// gigabytes. The audit holds at most the chunks in the channel, one a
+/// worker and the one being gathered: a few times this, plus its largest
+/// run. Ordinary chunks (about 2 MB) never reach it.
+const CHUNK_RECORD_BYTES: usize = 32 << 20;
+
 /// Runs on their way from the snapshot's reader to the workers.
 type Chunk = Vec<(RunId, Vec<StoredRecord>)>;
 
@@ -186,7 +208,7 @@ fn audit_runs(
     verifier: Option<&dyn Verifier>,
     upcasters: &Upcasters,
     progress: &(dyn Fn(u64, u64) + Sync),
-) -> Result<(TenantSnapshot, Vec<(RunId, RunAudit)>), AuditError> {
+) -> Result<RunsAudited, AuditError> {
     let workers = std::thread::available_parallelism().map_or(1, usize::from);
     let tables = OnceLock::new();
     // Bounded: a reader faster than the workers waits rather than holding
@@ -238,8 +260,11 @@ fn audit_runs(
             send,
             workers,
             chunk: Vec::new(),
+            chunk_bytes: 0,
             dispatched: BTreeSet::new(),
             without_row: BTreeMap::new(),
+            run_bytes_bound: inputs.max_run_bytes,
+            too_large: BTreeMap::new(),
             unreadable: BTreeMap::new(),
         };
         let streamed = store.snapshot_streamed(&inputs.tenant, &mut dispatch).and_then(|()| dispatch.finish());
@@ -247,10 +272,11 @@ fn audit_runs(
             handles.into_iter().map(|handle| handle.join().unwrap_or_default()).collect();
         (streamed, answers)
     });
-    let Streamed { sent: expected, without_row, unreadable } = streamed.map_err(AuditError::Store)?;
+    let Streamed { sent: expected, without_row, too_large, unreadable } = streamed.map_err(AuditError::Store)?;
     let mut snapshot = tables.into_inner().ok_or(AuditError::WorkerFailed)?;
-    for (run, rows) in without_row {
-        snapshot.runs.entry(run).or_default().rows = rows;
+    // Listed without rows, so that the snapshot still says what it held.
+    for run in without_row.keys() {
+        snapshot.runs.entry(run.clone()).or_default();
     }
     let mut audits = BTreeMap::new();
     for (run, audit) in answers.into_iter().flatten() {
@@ -262,7 +288,19 @@ fn audit_runs(
     if audits.len() != expected {
         return Err(AuditError::WorkerFailed);
     }
-    Ok((snapshot, audits.into_iter().collect()))
+    Ok(RunsAudited { snapshot, audits: audits.into_iter().collect(), without_row, too_large })
+}
+
+/// What [`audit_runs`] read and checked.
+struct RunsAudited {
+    /// The snapshot's tables; its runs hold no rows.
+    snapshot: TenantSnapshot,
+    /// Each run a chain check read, in run order.
+    audits: Vec<(RunId, RunAudit)>,
+    /// Runs the runs table does not list.
+    without_row: BTreeMap<RunId, Rowless>,
+    /// Runs past the audit's bound, which no chain check read.
+    too_large: BTreeMap<RunId, RunTooLarge>,
 }
 
 /// The audit's [`SnapshotSink`]: keeps the tables for the workers and
@@ -275,9 +313,15 @@ struct Dispatch<'a> {
     /// How many workers take chunks.
     workers: usize,
     chunk: Chunk,
+    /// The record bytes `chunk` holds.
+    chunk_bytes: usize,
     dispatched: BTreeSet<RunId>,
-    /// Records of runs the runs table does not list: a finding of their own.
-    without_row: BTreeMap<RunId, Vec<StoredRecord>>,
+    /// Runs the runs table does not list: a finding of their own.
+    without_row: BTreeMap<RunId, Rowless>,
+    /// The most of one run's rows the audit holds ([`AuditInputs::max_run_bytes`]).
+    run_bytes_bound: usize,
+    /// Runs past it.
+    too_large: BTreeMap<RunId, RunTooLarge>,
     /// Why each row the store could not read as a record is unreadable.
     unreadable: Unreadable,
 }
@@ -286,9 +330,33 @@ struct Dispatch<'a> {
 struct Streamed {
     /// How many runs were sent.
     sent: usize,
-    /// Records of runs the runs table does not list.
-    without_row: BTreeMap<RunId, Vec<StoredRecord>>,
+    /// Runs the runs table does not list.
+    without_row: BTreeMap<RunId, Rowless>,
+    /// Runs past the audit's bound.
+    too_large: BTreeMap<RunId, RunTooLarge>,
     unreadable: Unreadable,
+}
+
+/// The records of a run the runs table does not list, reduced as they
+/// arrive to what the checks after the runs need of them (how many, and
+/// what their links give), so that a store whose runs rows were deleted
+/// costs the audit no more memory than one whose rows are there.
+struct Rowless {
+    records: u64,
+    /// Each record's chain hash, by seq, when the links verify; else why
+    /// not, and the hash column of each row stored. `None`: too large to
+    /// check (the hash columns are kept with the runs past the bound).
+    links: Option<Result<Vec<journal_core::ChainHash>, (JournalError, StoredHashes)>>,
+}
+
+impl Rowless {
+    fn of(run: &RunId, rows: &[StoredRecord]) -> Self {
+        let links = match verify_links(run, rows, None) {
+            Ok(()) => Ok(rows.iter().map(|row| row.hash).collect()),
+            Err(err) => Err((err, stored_hashes(rows))),
+        };
+        Self { records: rows.len() as u64, links: Some(links) }
+    }
 }
 
 /// The first row of each run a snapshot could not read as a record, its seq
@@ -330,9 +398,11 @@ impl Dispatch<'_> {
         if !self.dispatched.insert(run.clone()) {
             return Err(stream_broken("one run's records came twice"));
         }
+        self.chunk_bytes = self.chunk_bytes.saturating_add(rows.iter().map(|row| row.bytes.len()).sum());
         self.chunk.push((run, rows));
-        if self.chunk.len() >= self.chunk_size() {
+        if self.chunk.len() >= self.chunk_size() || self.chunk_bytes >= CHUNK_RECORD_BYTES {
             let chunk = std::mem::take(&mut self.chunk);
+            self.chunk_bytes = 0;
             self.send.send(chunk).map_err(|_| stream_broken("every audit worker stopped"))?;
         }
         Ok(())
@@ -345,7 +415,9 @@ impl Dispatch<'_> {
             .read_tables()?
             .runs
             .iter()
-            .filter(|(run, stored)| stored.head.is_some() && !self.dispatched.contains(*run))
+            .filter(|(run, stored)| {
+                stored.head.is_some() && !self.dispatched.contains(*run) && !self.too_large.contains_key(*run)
+            })
             .map(|(run, _)| run.clone())
             .collect();
         for run in listed {
@@ -355,7 +427,12 @@ impl Dispatch<'_> {
         if !chunk.is_empty() {
             self.send.send(chunk).map_err(|_| stream_broken("every audit worker stopped"))?;
         }
-        Ok(Streamed { sent: self.dispatched.len(), without_row: self.without_row, unreadable: self.unreadable })
+        Ok(Streamed {
+            sent: self.dispatched.len(),
+            without_row: self.without_row,
+            too_large: self.too_large,
+            unreadable: self.unreadable,
+        })
     }
 }
 
@@ -384,11 +461,27 @@ impl SnapshotSink for Dispatch<'_> {
         let listed = self.read_tables()?.runs.get(&run).is_some_and(|stored| stored.head.is_some());
         if listed {
             self.send(run, rows)
-        } else if self.without_row.insert(run, rows).is_some() {
+        } else if self.without_row.insert(run.clone(), Rowless::of(&run, &rows)).is_some() {
             Err(stream_broken("one run's records came twice"))
         } else {
             Ok(())
         }
+    }
+
+    fn run_bytes_bound(&self) -> Option<usize> {
+        Some(self.run_bytes_bound)
+    }
+
+    fn run_too_large(&mut self, run: RunId, kept: RunTooLarge) -> Result<(), JournalError> {
+        let listed = self.read_tables()?.runs.get(&run).is_some_and(|stored| stored.head.is_some());
+        if self.dispatched.contains(&run) || self.without_row.contains_key(&run) || self.too_large.contains_key(&run) {
+            return Err(stream_broken("one run's records came twice"));
+        }
+        if !listed {
+            self.without_row.insert(run.clone(), Rowless { records: kept.records, links: None });
+        }
+        self.too_large.insert(run, kept);
+        Ok(())
     }
 }
 
@@ -789,45 +882,40 @@ fn say_which_runs_are_unbound(facts: &BTreeMap<RunId, RunFacts>, report: &mut Au
     }
 }
 
-/// Records with no runs row: a run the store no longer lists (its row
-/// deleted behind it) is still held to its records.
-fn check_rows_without_runs(snapshot: &TenantSnapshot, report: &mut AuditReport) {
-    for (run, stored) in &snapshot.runs {
-        report.checked.derived += 1;
-        if stored.head.is_none() {
-            report.findings.push(
-                Finding::new(
-                    FindingCode::RunRowMissing,
-                    format!("{} records are stored, but the runs table has no row for the run", stored.rows.len()),
-                )
-                .run(run),
-            );
-        }
-    }
-}
-
-/// Records with no runs row are no verified run (no chain check reads a
+/// Runs whose records no runs row lists: `run_row_missing` each.
+///
+/// Such records are no verified run (no chain check reads a
 /// run the store does not list), but their links are checked from the
 /// stored bytes and the hashes they give are held, as a run this build
 /// cannot read is, to the seal and heads entries that hold the run (review
 /// 23): a run cut back below what an anchor covers must not hide behind its
 /// runs row deleted as `run_row_missing` only (derived data, no anchor
 /// named).
-fn link_rows_without_runs(
+fn check_rows_without_runs(
     snapshot: &TenantSnapshot,
-    skewed: &mut Skewed,
-    broken: &mut Broken,
+    without_row: BTreeMap<RunId, Rowless>,
+    (skewed, broken): (&mut Skewed, &mut Broken),
     report: &mut AuditReport,
 ) -> Result<(), AuditError> {
-    for (run, stored) in snapshot.runs.iter().filter(|(_, stored)| stored.head.is_none()) {
-        match verify_links(run, &stored.rows, None) {
-            Ok(()) => {
-                skewed.insert(run.clone(), stored.rows.iter().map(|row| row.hash).collect());
+    // Every run the snapshot holds is checked for its row.
+    report.checked.derived += snapshot.runs.len() as u64;
+    for (run, rowless) in without_row {
+        report.findings.push(
+            Finding::new(
+                FindingCode::RunRowMissing,
+                format!("{} records are stored, but the runs table has no row for the run", rowless.records),
+            )
+            .run(&run),
+        );
+        match rowless.links {
+            Some(Ok(hashes)) => {
+                skewed.insert(run, hashes);
             }
-            Err(err) => {
-                report.findings.push(finding_of(run, err)?);
-                broken.insert(run.clone(), stored_hashes(&stored.rows));
+            Some(Err((err, stored))) => {
+                report.findings.push(finding_of(&run, err)?);
+                broken.insert(run, stored);
             }
+            None => {}
         }
     }
     Ok(())
@@ -1913,5 +2001,63 @@ fn say_what_was_not_checked(inputs: &AuditInputs, unsigned: u64, untrusted: u64,
                  (lenient); require signatures to refuse them"
             ),
         });
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use journal_core::ChainHash;
+    use journal_core::append::RunHead;
+
+    use super::*;
+
+    fn row_of(bytes: usize) -> StoredRecord {
+        StoredRecord {
+            seq: 1,
+            kind: "StepStarted".into(),
+            effect_key: None,
+            prev_hash: ChainHash::GENESIS,
+            hash: ChainHash::GENESIS,
+            bytes: vec![b'x'; bytes],
+            signature: None,
+        }
+    }
+
+    /// Runs of large records go to the workers in chunks bounded by their
+    /// bytes, not only by their count: 40 runs of a 4 MiB record each make
+    /// chunks of eight (32 MiB), where the count alone would send them all
+    /// in one chunk of 160 MiB.
+    #[test]
+    fn a_chunk_of_large_records_is_sent_at_its_byte_bound() {
+        let tenant = TenantId::new("acme").unwrap();
+        let runs: Vec<RunId> = (0..40).map(|n| RunId::new(&format!("run-{n:02}")).unwrap()).collect();
+        let mut tables = TenantSnapshot::empty(&tenant);
+        let head = RunHead { head: ExpectedHead { seq: 1, hash: ChainHash::GENESIS }, sealed: false, outcome: None };
+        for run in &runs {
+            tables.runs.entry(run.clone()).or_default().head = Some(head);
+        }
+        let (send, receive) = std::sync::mpsc::sync_channel::<Chunk>(runs.len());
+        let (cell, total) = (OnceLock::new(), AtomicU64::new(0));
+        let mut dispatch = Dispatch {
+            tables: &cell,
+            total: &total,
+            send,
+            workers: 2,
+            chunk: Vec::new(),
+            chunk_bytes: 0,
+            dispatched: BTreeSet::new(),
+            without_row: BTreeMap::new(),
+            run_bytes_bound: usize::MAX,
+            too_large: BTreeMap::new(),
+            unreadable: BTreeMap::new(),
+        };
+        dispatch.tables(tables).unwrap();
+        for run in &runs {
+            dispatch.run_records(run.clone(), vec![row_of(4 << 20)]).unwrap();
+        }
+        assert_eq!(dispatch.finish().unwrap().sent, runs.len());
+        let sizes: Vec<usize> = receive.try_iter().map(|chunk| chunk.len()).collect();
+        assert_eq!(sizes, vec![8; 5], "each chunk holds 32 MiB of records");
     }
 }

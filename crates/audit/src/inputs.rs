@@ -188,7 +188,19 @@ pub struct AuditInputs {
     pub allow_unavailable_anchor: bool,
     /// The binary auditing, named in a build-skew remedy.
     pub reader: Build,
+    /// The most of one run's rows the audit holds in memory
+    /// ([`journal_core::StoredRecord::held_bytes`]; [`DEFAULT_MAX_RUN_BYTES`]
+    /// unless the auditor says otherwise). A run past it is listed in
+    /// `not_checked` (verdict incomplete), its stored hashes still held to
+    /// the log and the anchors: a store forged with one enormous run gets a
+    /// verdict, not an audit that runs out of memory.
+    pub max_run_bytes: usize,
 }
+
+/// [`AuditInputs::max_run_bytes`] unless the auditor says otherwise: a run
+/// of a gibibyte is far past what agents write (a million records of a
+/// kilobyte), and the audit then holds a few such at most.
+pub const DEFAULT_MAX_RUN_BYTES: usize = 1 << 30;
 
 impl AuditInputs {
     /// Inputs with no keys and no anchors: an audit of the chains and the
@@ -203,6 +215,7 @@ impl AuditInputs {
             anchors: Vec::new(),
             allow_unavailable_anchor: false,
             reader: Build::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+            max_run_bytes: DEFAULT_MAX_RUN_BYTES,
         }
     }
 }

@@ -5,7 +5,9 @@ pub mod inputs;
 pub mod report;
 
 pub use engine::{audit, audit_with_progress};
-pub use inputs::{Anchor, AnchorSource, AuditInputs, DEFAULT_WITNESS_TIMEOUT, RecordKey, origin_of_log_keys};
+pub use inputs::{
+    Anchor, AnchorSource, AuditInputs, DEFAULT_MAX_RUN_BYTES, DEFAULT_WITNESS_TIMEOUT, RecordKey, origin_of_log_keys,
+};
 pub use report::{
     AnchorKind, AnchorReport, AnchorStatus, AuditReport, Checked, Finding, FindingClass, FindingCode, Incomplete,
     JSON_SCHEMA, NotChecked, Verdict,

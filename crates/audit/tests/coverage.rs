@@ -877,3 +877,58 @@ fn r_cover_1_a_leaf_the_plane_never_appends_is_never_signed() {
     }
     assert!(signed_forgeries.is_empty(), "signed: {signed_forgeries:#?}");
 }
+
+/// R-AUD-5 (every input has a size bound): a store forged with one enormous
+/// run (records up to 16 MiB each, a stored frame decompressing to 64
+/// times its size) made the audit hold that run whole, and run out of
+/// memory rather than give a verdict. A run past `max_run_bytes` is now
+/// listed as not checked, never read whole; its stored hashes are still
+/// held to what the anchors cover. Here every run is past a bound of one
+/// byte: the intact plane has no finding (verdict incomplete, each run
+/// named), and runs cut back below the anchor are still deletions naming
+/// it.
+#[test]
+fn r_aud_5_a_run_past_the_audits_memory_bound_is_not_checked_and_a_cut_of_it_still_found() {
+    let plane = Plane::signed();
+    let open = plane.fail("failed-1");
+    let sealed = plane.seal("sealed-1");
+    let saved = sign_now(&plane);
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+    inputs.max_run_bytes = 1;
+    let len = |run| plane.store.read_run(&plane.tenant, run).unwrap().rows.len() as u64;
+    let (open_len, sealed_len) = (len(&open), len(&sealed));
+
+    let intact = plane.audit(&inputs);
+    assert!(intact.findings.is_empty(), "an unread run is no finding: {:#?}", intact.findings);
+    assert_eq!(intact.verdict(), audit::Verdict::Incomplete);
+    for (run, records) in [(&open, open_len), (&sealed, sealed_len)] {
+        let unread = intact
+            .not_checked
+            .iter()
+            .find(|n| n.what.starts_with(&format!("run {run}: {records} records")))
+            .unwrap_or_else(|| panic!("{run} is not listed as not checked: {:#?}", intact.not_checked));
+        assert!(unread.why.contains("--max-run-bytes"), "says how to check it: {}", unread.why);
+    }
+    assert_eq!(intact.checked.records, 0, "no record was read as checked");
+
+    for run in [&open, &sealed] {
+        cut_back(&plane, run);
+    }
+    plane.store.set_sealed_flag(&plane.tenant, &sealed, false);
+    let report = plane.audit(&inputs);
+    for (run, seq) in [(&open, open_len), (&sealed, sealed_len)] {
+        let finding = report
+            .with_code(FindingCode::HeadCutBack)
+            .find(|f| f.run.as_deref() == Some(run.as_str()))
+            .unwrap_or_else(|| panic!("{run}: the cut is not found: {:#?}", report.findings));
+        assert_eq!(finding.class, FindingClass::Deletion);
+        assert_eq!(finding.seq, Some(seq), "names the covered head");
+        assert_eq!(finding.anchors, vec!["saved".to_owned()], "names the anchor that covers it");
+    }
+
+    inputs.max_run_bytes = audit::DEFAULT_MAX_RUN_BYTES;
+    let whole = plane.audit(&inputs);
+    assert!(whole.not_checked.iter().all(|n| !n.what.starts_with("run ")), "{:#?}", whole.not_checked);
+    assert!(whole.with_code(FindingCode::HeadCutBack).count() == 2, "{:#?}", whole.findings);
+}

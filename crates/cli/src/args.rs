@@ -155,6 +155,10 @@ pub enum Command {
         /// Exit 1 when anything could not be checked, not only on findings.
         #[arg(long)]
         assert_complete: bool,
+        /// The most memory one run's records may take (bytes, from 1 MiB); see `audit`.
+        #[arg(long, value_name = "BYTES", default_value_t = audit::DEFAULT_MAX_RUN_BYTES as u64,
+              value_parser = clap::value_parser!(u64).range(1 << 20..))]
+        max_run_bytes: u64,
         /// JSON output (the audit report).
         #[arg(long)]
         json: bool,
@@ -433,6 +437,11 @@ pub struct AuditArgs {
     /// Exit 1 when anything could not be checked, not only on findings.
     #[arg(long)]
     pub assert_complete: bool,
+    /// The most memory one run's records may take (bytes, from 1 MiB): a larger run is listed
+    /// as not checked (its stored hashes still held to the log and anchors), never read whole.
+    #[arg(long, value_name = "BYTES", default_value_t = audit::DEFAULT_MAX_RUN_BYTES as u64,
+          value_parser = clap::value_parser!(u64).range(1 << 20..))]
+    pub max_run_bytes: u64,
     /// JSON output (the audit report).
     #[arg(long)]
     pub json: bool,

@@ -29,6 +29,13 @@ pub struct StoredRecord {
 }
 
 impl StoredRecord {
+    /// What this row holds in memory, every column counted (a hostile store
+    /// may make any of them large): what a reader bounds when it gathers rows.
+    pub fn held_bytes(&self) -> usize {
+        let signature = self.signature.as_ref().map_or(0, |s| s.key_id.len() + s.signature.len());
+        self.bytes.len() + self.kind.len() + self.effect_key.as_ref().map_or(0, String::len) + signature + 2 * 32 + 8
+    }
+
     /// The row for `record` after `prev`: encoded once, chained, and signed
     /// by `signer` when the plane has one.
     pub fn new(record: &Record, prev: ChainHash, signer: Option<&dyn Signer>) -> Result<Self, JournalError> {

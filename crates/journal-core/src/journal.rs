@@ -375,13 +375,6 @@ const SIGNATURES_AT_ONCE: usize = 8 * 1024;
 /// of them must not grow with them.
 const BYTES_AT_ONCE: usize = 64 << 20;
 
-/// What a row read from the store holds in memory, every column counted
-/// (a hostile store may make any of them large).
-fn held_bytes(row: &StoredRecord) -> usize {
-    let signature = row.signature.as_ref().map_or(0, |s| s.key_id.len() + s.signature.len());
-    row.bytes.len() + row.kind.len() + row.effect_key.as_ref().map_or(0, String::len) + signature + 2 * 32 + 8
-}
-
 /// Where [`Journal::each_run`] reads the snapshot's runs.
 struct EachRun<'j, 'c, 'e> {
     journal: &'j Journal<'j>,
@@ -395,7 +388,7 @@ struct EachRun<'j, 'c, 'e> {
     pending: Vec<(RunId, Result<RunRows, JournalError>)>,
     /// The signatures `pending` holds.
     pending_signatures: usize,
-    /// The bytes of the rows `pending` holds ([`held_bytes`]).
+    /// The bytes of the rows `pending` holds ([`StoredRecord::held_bytes`]).
     pending_bytes: usize,
     each: &'e mut dyn FnMut(RunId, Result<VerifiedRun, JournalError>) -> Result<(), JournalError>,
 }
@@ -452,7 +445,7 @@ impl SnapshotSink for EachRun<'_, '_, '_> {
         }
         if let Ok(stored) = &stored {
             self.pending_signatures += stored.rows.len();
-            self.pending_bytes += stored.rows.iter().map(held_bytes).sum::<usize>();
+            self.pending_bytes += stored.rows.iter().map(StoredRecord::held_bytes).sum::<usize>();
         }
         self.pending.push((run, stored));
         if self.pending_signatures >= SIGNATURES_AT_ONCE || self.pending_bytes >= BYTES_AT_ONCE {

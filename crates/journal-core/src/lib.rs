@@ -56,7 +56,7 @@ pub use seal::SealLeaf;
 #[cfg(feature = "signing")]
 pub use signature::{Ed25519Signer, Ed25519Verifier};
 pub use signature::{KeySignature, Prechecked, SignatureCheck, SignedHash, Signer, Verifier, VerifyOptions};
-pub use snapshot::{CollectSnapshot, RecordsInRunOrder, SnapshotRun, TenantSnapshot, stream_snapshot};
+pub use snapshot::{CollectSnapshot, RecordsInRunOrder, RunTooLarge, SnapshotRun, TenantSnapshot, stream_snapshot};
 pub use store::{AdmittedRun, AppendRequest, Conclusion, LogCounters, RunRows, SealEntry, SnapshotSink, Store};
 pub use version::{Upcaster, Upcasters};
 pub use witness::Origin;

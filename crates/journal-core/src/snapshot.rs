@@ -289,7 +289,14 @@ pub fn stream_snapshot(mut snapshot: TenantSnapshot, sink: &mut dyn SnapshotSink
         .map(|(run, stored)| (run.clone(), std::mem::take(&mut stored.rows)))
         .collect();
     sink.tables(snapshot)?;
-    records.into_iter().try_for_each(|(run, rows)| sink.run_records(run, rows))
+    // Through the same bound a backend's stream keeps.
+    let mut in_order = RecordsInRunOrder::new(sink);
+    for (run, rows) in records {
+        for row in rows {
+            in_order.push(run.clone(), row)?;
+        }
+    }
+    in_order.finish()
 }
 
 /// A [`SnapshotSink`] that puts the snapshot back together: what a backend
@@ -321,17 +328,57 @@ impl SnapshotSink for CollectSnapshot {
     }
 }
 
+/// What a snapshot's stream keeps of a run whose rows passed its sink's
+/// bound ([`SnapshotSink::run_bytes_bound`]): how large it is, and each
+/// row's seq and hash column, which the log's leaves and heads entries are
+/// still held to, at 40 bytes a record whatever the records hold.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunTooLarge {
+    /// How many records the store holds for the run.
+    pub records: u64,
+    /// What its rows hold ([`StoredRecord::held_bytes`]).
+    pub bytes: u64,
+    /// Each row's seq and hash column, in seq order.
+    pub hashes: Vec<(u64, crate::ChainHash)>,
+}
+
+impl RunTooLarge {
+    fn of(rows: Vec<StoredRecord>) -> Self {
+        let mut kept = Self::default();
+        rows.into_iter().for_each(|row| kept.add(&row));
+        kept
+    }
+
+    fn add(&mut self, row: &StoredRecord) {
+        self.records += 1;
+        self.bytes = self.bytes.saturating_add(row.held_bytes() as u64);
+        self.hashes.push((row.seq, row.hash));
+    }
+}
+
+/// The run a stream is reading.
+enum CurrentRun {
+    /// Its rows so far, and what they hold.
+    Held(Vec<StoredRecord>, usize),
+    /// Past the sink's bound.
+    TooLarge(RunTooLarge),
+}
+
 /// Records read in (run, seq) order, handed to a [`SnapshotSink`] one run
-/// at a time: how a backend streams its records table.
+/// at a time: how a backend streams its records table. A run whose rows
+/// pass the sink's [`SnapshotSink::run_bytes_bound`] is not held: its
+/// [`RunTooLarge`] is handed over instead.
 pub struct RecordsInRunOrder<'sink> {
     sink: &'sink mut dyn SnapshotSink,
-    current: Option<(RunId, Vec<StoredRecord>)>,
+    bound: Option<usize>,
+    current: Option<(RunId, CurrentRun)>,
 }
 
 impl<'sink> RecordsInRunOrder<'sink> {
     /// Records for `sink`, whose tables were already given.
     pub fn new(sink: &'sink mut dyn SnapshotSink) -> Self {
-        Self { sink, current: None }
+        let bound = sink.run_bytes_bound();
+        Self { sink, bound, current: None }
     }
 
     /// The id of the run a row names: the current run's when it names that
@@ -351,13 +398,28 @@ impl<'sink> RecordsInRunOrder<'sink> {
     /// The next record read; a run's records must come together, in seq order.
     pub fn push(&mut self, run: RunId, row: StoredRecord) -> Result<(), JournalError> {
         match &mut self.current {
-            Some((current, rows)) if *current == run => {
-                rows.push(row);
+            Some((current, held)) if *current == run => {
+                match held {
+                    CurrentRun::Held(rows, bytes) => {
+                        *bytes = bytes.saturating_add(row.held_bytes());
+                        rows.push(row);
+                        if self.bound.is_some_and(|bound| *bytes > bound) {
+                            *held = CurrentRun::TooLarge(RunTooLarge::of(std::mem::take(rows)));
+                        }
+                    }
+                    CurrentRun::TooLarge(kept) => kept.add(&row),
+                }
                 Ok(())
             }
             _ => {
-                let finished = self.current.replace((run, vec![row]));
-                finished.map_or(Ok(()), |(run, rows)| self.sink.run_records(run, rows))
+                let bytes = row.held_bytes();
+                let held = if self.bound.is_some_and(|bound| bytes > bound) {
+                    CurrentRun::TooLarge(RunTooLarge::of(vec![row]))
+                } else {
+                    CurrentRun::Held(vec![row], bytes)
+                };
+                let finished = self.current.replace((run, held));
+                self.hand_over(finished)
             }
         }
     }
@@ -372,6 +434,15 @@ impl<'sink> RecordsInRunOrder<'sink> {
 
     /// Hands over the last run.
     pub fn finish(mut self) -> Result<(), JournalError> {
-        self.current.take().map_or(Ok(()), |(run, rows)| self.sink.run_records(run, rows))
+        let last = self.current.take();
+        self.hand_over(last)
+    }
+
+    fn hand_over(&mut self, finished: Option<(RunId, CurrentRun)>) -> Result<(), JournalError> {
+        match finished {
+            None => Ok(()),
+            Some((run, CurrentRun::Held(rows, _))) => self.sink.run_records(run, rows),
+            Some((run, CurrentRun::TooLarge(kept))) => self.sink.run_too_large(run, kept),
+        }
     }
 }

@@ -332,6 +332,24 @@ pub trait SnapshotSink {
         let _ = (run, seq, why);
         Ok(())
     }
+
+    /// The most of one run's rows this sink holds at once
+    /// ([`StoredRecord::held_bytes`]); `None`, the default: no bound. A run
+    /// past it comes as [`SnapshotSink::run_too_large`] instead of its records.
+    fn run_bytes_bound(&self) -> Option<usize> {
+        None
+    }
+
+    /// A run whose rows passed [`SnapshotSink::run_bytes_bound`]: what is
+    /// kept of it instead of its records (each instead of
+    /// [`SnapshotSink::run_records`], at most once a run). The default
+    /// refuses it, for a sink that names no bound.
+    fn run_too_large(&mut self, run: RunId, kept: crate::snapshot::RunTooLarge) -> Result<(), JournalError> {
+        Err(JournalError::Io(crate::error::StorageError::message(format!(
+            "run {run} holds {} records, {} bytes: more than this reader holds at once",
+            kept.records, kept.bytes
+        ))))
+    }
 }
 
 /// Keys the idempotency index by `RunAdmitted`'s key: backends call this

@@ -40,6 +40,7 @@ pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
     inputs.require_signature = args.require_signature;
     inputs.log_keys = log_keys;
     inputs.allow_unavailable_anchor = args.allow_unavailable_anchor;
+    inputs.max_run_bytes = usize::try_from(args.max_run_bytes).unwrap_or(usize::MAX);
     for spec in &args.record_keys {
         let (key_id, public_key) = record_key(spec)?;
         inputs.record_keys.push(RecordKey { key_id, public_key });
@@ -65,7 +66,12 @@ pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
 
 /// `agentplane verify`: the same audit, with the plane's public keys and the
 /// checkpoints it signed before as anchors.
-pub fn verify(cli: &Settings, require_signature: bool, assert_complete: bool, json: bool) -> Result<(), Failure> {
+pub fn verify(
+    cli: &Settings,
+    require_signature: bool,
+    (assert_complete, max_run_bytes): (bool, u64),
+    json: bool,
+) -> Result<(), Failure> {
     let keys = PlaneKeys::read(&cli.keys)?;
     let store = open_existing(&cli.store)?;
     let tenant = cli.tenant_id()?;
@@ -73,6 +79,7 @@ pub fn verify(cli: &Settings, require_signature: bool, assert_complete: bool, js
     let mut inputs = AuditInputs::new(tenant.clone(), origin.clone());
     inputs.reader = cli_build().clone();
     inputs.require_signature = require_signature;
+    inputs.max_run_bytes = usize::try_from(max_run_bytes).unwrap_or(usize::MAX);
     inputs.log_keys = vec![keys.log_for(&origin)?.verifier_key()];
     inputs.record_keys = vec![RecordKey {
         key_id: journal_core::Signer::key_id(&keys.record).to_owned(),

@@ -60,8 +60,8 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
             runs::runs(cli, outcome.map(|o| o.outcome()), page, *ids, signatures, *json)
         }
         Command::Show { run, json } => show::show(cli, run, *json),
-        Command::Verify { require_signature, assert_complete, json } => {
-            audit::verify(cli, *require_signature, *assert_complete, *json)
+        Command::Verify { require_signature, assert_complete, max_run_bytes, json } => {
+            audit::verify(cli, *require_signature, (*assert_complete, *max_run_bytes), *json)
         }
         Command::Audit(args) => audit::audit(cli, args),
         Command::Checkpoint { cosigned, json } => checkpoint::checkpoint(cli, *cosigned, *json),
