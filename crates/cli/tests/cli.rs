@@ -355,6 +355,54 @@ fn r_ux_3_corrupt_truncated_or_missing_store_files_are_refused_and_untouched() {
     assert!(!dir.path().join("missing.redb").exists(), "a read command never creates a store");
 }
 
+/// R-UX-3: redb trusts the bytes of its file. Someone with the file and no
+/// key who changes one byte of a run id on disk (a hex editor, no redb)
+/// leaves a key that is not UTF-8, which redb unwraps as a `&str` where it
+/// reads it: every reader, the audit first, died in a panic (exit 101) with
+/// redb's backtrace. It is damage, said as such: exit 1, no panic.
+#[test]
+fn r_ux_3_a_store_file_with_a_run_id_changed_by_hand_is_damage_not_a_panic() {
+    let dir = demo_dir();
+    let log_key = ok(dir.path(), &["keys", "--print", "log-key"]).trim().to_owned();
+    let runs = ok(dir.path(), &["runs", "--ids"]);
+    let run = runs.lines().next().unwrap().to_owned();
+    let other = runs.lines().nth(1).unwrap().to_owned();
+    let store = dir.path().join("agentplane.redb");
+    let mut bytes = std::fs::read(&store).unwrap();
+    let id = run.as_bytes();
+    let mut changed = 0;
+    for start in 0..bytes.len().saturating_sub(id.len()) {
+        if &bytes[start..start + id.len()] == id {
+            bytes[start] = 0xff;
+            changed += 1;
+        }
+    }
+    assert!(changed > 0, "the run id is stored in plain bytes");
+    std::fs::write(&store, &bytes).unwrap();
+    // What reads the whole tenant finds the damage; a run read alone is
+    // read (its own rows are whole), or not found (its id is no longer
+    // there): never a panic.
+    for (args, whole) in [
+        (vec!["verify"], true),
+        (vec!["runs"], true),
+        (vec!["audit", "--log-key", &log_key], true),
+        (vec!["checkpoint"], false),
+        (vec!["show", &run], false),
+        (vec!["show", &other], false),
+        (vec!["export", &other, "-o", "other.export"], false),
+    ] {
+        let out = agentplane(dir.path(), &args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+        if whole {
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+            assert!(text(&out).contains("damaged"), "{args:?} says what it found: {}", text(&out));
+        } else {
+            assert!(matches!(out.status.code(), Some(0..=2)), "{args:?}: {}", text(&out));
+        }
+    }
+}
+
 #[test]
 fn r_ux_2_every_command_has_help_and_usage_errors_exit_2() {
     let dir = tempfile::tempdir().unwrap();

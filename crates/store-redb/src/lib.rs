@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod guard;
 #[cfg(feature = "testkit")]
 mod testkit;
 
@@ -7,6 +8,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use guard::guarded;
 use journal_core::append::{AppendFailure, AppendTxn, RunHead, append_heads, stored_run_id as run_id, write_batch};
 use journal_core::encoding;
 use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
@@ -448,27 +450,33 @@ impl RedbStore {
     /// Other processes may have it open for writing and reading meanwhile
     /// ([`CONCURRENCY`]).
     pub fn create(path: &Path) -> Result<Self, OpenError> {
-        let db = shared().create(path).map_err(|err| opening(path, err))?;
-        Self::start(db, path)
+        guarded(None, || {
+            let db = shared().create(path).map_err(|err| opening(path, err))?;
+            Self::start(db, path)
+        })
     }
 
     /// Opens an existing store for writing; refuses a missing file. Other
     /// processes may have it open for writing and reading meanwhile
     /// ([`CONCURRENCY`]).
     pub fn open(path: &Path) -> Result<Self, OpenError> {
-        if path.is_file() {
-            refuse_what_is_not_ours_to_write(path)?;
-        }
-        let db = shared().open(path).map_err(|err| opening(path, err))?;
-        Self::start(db, path)
+        guarded(None, || {
+            if path.is_file() {
+                refuse_what_is_not_ours_to_write(path)?;
+            }
+            let db = shared().open(path).map_err(|err| opening(path, err))?;
+            Self::start(db, path)
+        })
     }
 
     /// Opens an existing store for reading only: the file is never written,
     /// whatever is in it, and appends are refused. Works beside processes
     /// that write to it, and sees each of their commits.
     pub fn open_read_only(path: &Path) -> Result<Self, OpenError> {
-        let db = shared_read_only().open_read_only(path).map_err(|err| opening(path, err))?;
-        Self::read_only(db, path, None)
+        guarded(None, || {
+            let db = shared_read_only().open_read_only(path).map_err(|err| opening(path, err))?;
+            Self::read_only(db, path, None)
+        })
     }
 
     /// Opens for reading whatever state the file is in. A file left by a
@@ -477,25 +485,30 @@ impl RedbStore {
     /// directory and read instead, and [`ReadOnlyOpening::RepairedCopy`] says
     /// so. The original file is never written.
     pub fn open_read_only_or_repaired_copy(path: &Path) -> Result<(Self, ReadOnlyOpening), OpenError> {
-        match shared_read_only().open_read_only(path) {
-            Ok(db) => Ok((Self::read_only(db, path, None)?, ReadOnlyOpening::Direct)),
-            Err(redb::DatabaseError::RepairAborted) => {
-                let copy_error = |err: std::io::Error| {
-                    JournalError::Io(StorageError::new(format!("repairing a private copy of {}", path.display()), err))
-                };
-                let dir = tempfile::tempdir().map_err(copy_error)?;
-                let copy = dir.path().join("repaired.redb");
-                std::fs::copy(path, &copy).map_err(copy_error)?;
-                // Errors name the file the user gave, never the private copy's temporary path.
-                drop(Database::open(&copy).map_err(|err| open_error(path, err))?);
-                let db = redb::Builder::new()
-                    .set_cache_size(READ_ONLY_CACHE_BYTES)
-                    .open_read_only(&copy)
-                    .map_err(|err| open_error(path, err))?;
-                Ok((Self::read_only(db, path, Some(dir))?, ReadOnlyOpening::RepairedCopy))
+        guarded(None, || {
+            match shared_read_only().open_read_only(path) {
+                Ok(db) => Ok((Self::read_only(db, path, None)?, ReadOnlyOpening::Direct)),
+                Err(redb::DatabaseError::RepairAborted) => {
+                    let copy_error = |err: std::io::Error| {
+                        JournalError::Io(StorageError::new(
+                            format!("repairing a private copy of {}", path.display()),
+                            err,
+                        ))
+                    };
+                    let dir = tempfile::tempdir().map_err(copy_error)?;
+                    let copy = dir.path().join("repaired.redb");
+                    std::fs::copy(path, &copy).map_err(copy_error)?;
+                    // Errors name the file the user gave, never the private copy's temporary path.
+                    drop(Database::open(&copy).map_err(|err| open_error(path, err))?);
+                    let db = redb::Builder::new()
+                        .set_cache_size(READ_ONLY_CACHE_BYTES)
+                        .open_read_only(&copy)
+                        .map_err(|err| open_error(path, err))?;
+                    Ok((Self::read_only(db, path, Some(dir))?, ReadOnlyOpening::RepairedCopy))
+                }
+                Err(err) => Err(opening(path, err)),
             }
-            Err(err) => Err(opening(path, err)),
-        }
+        })
     }
 
     fn read_only(
@@ -560,14 +573,16 @@ impl RedbStore {
     /// its tables are that build's to rewrite. Returns the file's size
     /// before and after.
     pub fn compact(path: &Path) -> Result<(u64, u64), OpenError> {
-        let before = file_size(path)?;
-        refuse_what_is_not_ours_to_write(path)?;
-        let mut db = Database::open(path).map_err(|err| opening_alone("compacting", path, err))?;
-        // A newer layout's tables are that build's to rewrite (R-STORE-3).
-        Layout::named(Some(path), named_layout(&db.begin_read().map_err(io)?)?)?;
-        give_space_back(&mut db, path)?;
-        drop(db);
-        Ok((before, file_size(path)?))
+        guarded(None, || {
+            let before = file_size(path)?;
+            refuse_what_is_not_ours_to_write(path)?;
+            let mut db = Database::open(path).map_err(|err| opening_alone("compacting", path, err))?;
+            // A newer layout's tables are that build's to rewrite (R-STORE-3).
+            Layout::named(Some(path), named_layout(&db.begin_read().map_err(io)?)?)?;
+            give_space_back(&mut db, path)?;
+            drop(db);
+            Ok((before, file_size(path)?))
+        })
     }
 
     /// Migrates the store file at `path` to this build's layout ([`LAYOUT`]):
@@ -584,27 +599,31 @@ impl RedbStore {
     /// space is given back as `compact` does. A file of layout 2 is left
     /// alone.
     pub fn migrate(path: &Path) -> Result<Migration, OpenError> {
-        let before = file_size(path)?;
-        refuse_what_is_not_ours_to_write(path)?;
-        let mut db = Database::open(path).map_err(|err| opening_alone("migrating", path, err))?;
-        let from = {
-            let txn = db.begin_read().map_err(io)?;
-            let named = named_layout(&txn)?;
-            let has_records = holds_layout_1_records(txn.list_tables().map_err(io)?);
-            // The rule every opening follows: a file that names no layout
-            // and has no records table is not a store of any layout yet
-            // (its first writer makes it layout 2).
-            match Layout::of_file(path, named, has_records)? {
-                Layout::One => Layout::One,
-                Layout::Two => return Ok(Migration { from: LAYOUT, to: LAYOUT, backup: None, before, after: before }),
-            }
-        };
-        let backup = Self::backup_path(path);
-        copy_durably(path, &backup)?;
-        move_records(&db, from).map_err(|err| open_error(path, err))?;
-        give_space_back(&mut db, path)?;
-        drop(db);
-        Ok(Migration { from: 1, to: LAYOUT, backup: Some(backup), before, after: file_size(path)? })
+        guarded(None, || {
+            let before = file_size(path)?;
+            refuse_what_is_not_ours_to_write(path)?;
+            let mut db = Database::open(path).map_err(|err| opening_alone("migrating", path, err))?;
+            let from = {
+                let txn = db.begin_read().map_err(io)?;
+                let named = named_layout(&txn)?;
+                let has_records = holds_layout_1_records(txn.list_tables().map_err(io)?);
+                // The rule every opening follows: a file that names no layout
+                // and has no records table is not a store of any layout yet
+                // (its first writer makes it layout 2).
+                match Layout::of_file(path, named, has_records)? {
+                    Layout::One => Layout::One,
+                    Layout::Two => {
+                        return Ok(Migration { from: LAYOUT, to: LAYOUT, backup: None, before, after: before });
+                    }
+                }
+            };
+            let backup = Self::backup_path(path);
+            copy_durably(path, &backup)?;
+            move_records(&db, from).map_err(|err| open_error(path, err))?;
+            give_space_back(&mut db, path)?;
+            drop(db);
+            Ok(Migration { from: 1, to: LAYOUT, backup: Some(backup), before, after: file_size(path)? })
+        })
     }
 
     /// Where [`RedbStore::migrate`] keeps the file as it was: beside it,
@@ -1646,33 +1665,39 @@ fn row_of(
 
 impl Store for RedbStore {
     fn append(&self, mut request: AppendRequest) -> Result<Option<u64>, JournalError> {
-        // Here, on the appender's thread: a batch's records are then
-        // compressed by its appenders at once, not one after another by the
-        // thread that commits them. Always this store's own encoding of
-        // `row.bytes`, never one the caller brought: the chain commits to
-        // those bytes, and what the file keeps must decode to exactly them.
-        journal_core::record::within_record_bound(&request.run, request.row.seq, request.row.bytes.len())?;
-        request.encoded_bytes = (self.layout == Layout::Two).then(|| encoding::encode(&request.row.bytes));
-        self.commit.append(request)
+        let tenant = request.tenant.clone();
+        guarded(Some(&tenant), move || {
+            // Here, on the appender's thread: a batch's records are then
+            // compressed by its appenders at once, not one after another by the
+            // thread that commits them. Always this store's own encoding of
+            // `row.bytes`, never one the caller brought: the chain commits to
+            // those bytes, and what the file keeps must decode to exactly them.
+            journal_core::record::within_record_bound(&request.run, request.row.seq, request.row.bytes.len())?;
+            request.encoded_bytes = (self.layout == Layout::Two).then(|| encoding::encode(&request.row.bytes));
+            self.commit.append(request)
+        })
     }
 
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
-        let txn = self.read_txn()?;
-        let runs = txn.open_table(RUNS).map_err(io)?;
-        let (head, sealed, outcome) = match runs.get((tenant.as_str(), run.as_str())).map_err(io)? {
-            Some(value) => head_of(run, value.value())?,
-            None => return Err(JournalError::NotFound { tenant: tenant.clone(), run: run.clone() }),
-        };
-        let records = txn.open_table(self.layout.records()).map_err(io)?;
-        let mut rows = Vec::new();
-        for entry in
-            records.range((tenant.as_str(), run.as_str(), 0)..=(tenant.as_str(), run.as_str(), u64::MAX)).map_err(io)?
-        {
-            let (key, value) = entry.map_err(io)?;
-            rows.push(row_of(self.layout, tenant, run, key.value().2, value.value())?);
-        }
-        let seal = seal_of(&txn, tenant, run)?;
-        Ok(RunRows { rows, head: Some(head), sealed, seal, outcome })
+        guarded(Some(tenant), || {
+            let txn = self.read_txn()?;
+            let runs = txn.open_table(RUNS).map_err(io)?;
+            let (head, sealed, outcome) = match runs.get((tenant.as_str(), run.as_str())).map_err(io)? {
+                Some(value) => head_of(run, value.value())?,
+                None => return Err(JournalError::NotFound { tenant: tenant.clone(), run: run.clone() }),
+            };
+            let records = txn.open_table(self.layout.records()).map_err(io)?;
+            let mut rows = Vec::new();
+            for entry in records
+                .range((tenant.as_str(), run.as_str(), 0)..=(tenant.as_str(), run.as_str(), u64::MAX))
+                .map_err(io)?
+            {
+                let (key, value) = entry.map_err(io)?;
+                rows.push(row_of(self.layout, tenant, run, key.value().2, value.value())?);
+            }
+            let seal = seal_of(&txn, tenant, run)?;
+            Ok(RunRows { rows, head: Some(head), sealed, seal, outcome })
+        })
     }
 
     fn stored_hashes(
@@ -1680,53 +1705,57 @@ impl Store for RedbStore {
         tenant: &TenantId,
         records: &[(RunId, u64)],
     ) -> Result<Vec<Option<journal_core::ChainHash>>, JournalError> {
-        let txn = self.read_txn()?;
-        let Some(table) = open_if_there(&txn, self.layout.records())? else {
-            return Ok(vec![None; records.len()]);
-        };
-        let t = tenant.as_str();
-        records
-            .iter()
-            .map(|(run, seq)| {
-                let Some(value) = table.get((t, run.as_str(), *seq)).map_err(io)? else { return Ok(None) };
-                let hash = value.value().3;
-                journal_core::ChainHash::from_slice(hash).map(Some).ok_or_else(|| {
-                    damaged(t, format!("record {seq} of run {run} has a hash column that is not 32 bytes"))
+        guarded(Some(tenant), || {
+            let txn = self.read_txn()?;
+            let Some(table) = open_if_there(&txn, self.layout.records())? else {
+                return Ok(vec![None; records.len()]);
+            };
+            let t = tenant.as_str();
+            records
+                .iter()
+                .map(|(run, seq)| {
+                    let Some(value) = table.get((t, run.as_str(), *seq)).map_err(io)? else { return Ok(None) };
+                    let hash = value.value().3;
+                    journal_core::ChainHash::from_slice(hash).map(Some).ok_or_else(|| {
+                        damaged(t, format!("record {seq} of run {run} has a hash column that is not 32 bytes"))
+                    })
                 })
-            })
-            .collect()
+                .collect()
+        })
     }
 
     fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
-        let txn = self.read_txn()?;
-        let t = tenant.as_str();
-        let mut out = Vec::new();
-        match outcome {
-            Some(outcome) => {
-                let index = txn.open_table(OUTCOMES).map_err(io)?;
-                let o = outcome.as_str();
-                for entry in index.range((t, o, "")..).map_err(io)? {
-                    let (key, _) = entry.map_err(io)?;
-                    let (kt, ko, run) = key.value();
-                    if kt != t || ko != o {
-                        break;
+        guarded(Some(tenant), || {
+            let txn = self.read_txn()?;
+            let t = tenant.as_str();
+            let mut out = Vec::new();
+            match outcome {
+                Some(outcome) => {
+                    let index = txn.open_table(OUTCOMES).map_err(io)?;
+                    let o = outcome.as_str();
+                    for entry in index.range((t, o, "")..).map_err(io)? {
+                        let (key, _) = entry.map_err(io)?;
+                        let (kt, ko, run) = key.value();
+                        if kt != t || ko != o {
+                            break;
+                        }
+                        out.push(run_id(tenant, run)?);
                     }
-                    out.push(run_id(tenant, run)?);
+                }
+                None => {
+                    let runs = txn.open_table(RUNS).map_err(io)?;
+                    for entry in runs.range((t, "")..).map_err(io)? {
+                        let (key, _) = entry.map_err(io)?;
+                        let (kt, run) = key.value();
+                        if kt != t {
+                            break;
+                        }
+                        out.push(run_id(tenant, run)?);
+                    }
                 }
             }
-            None => {
-                let runs = txn.open_table(RUNS).map_err(io)?;
-                for entry in runs.range((t, "")..).map_err(io)? {
-                    let (key, _) = entry.map_err(io)?;
-                    let (kt, run) = key.value();
-                    if kt != t {
-                        break;
-                    }
-                    out.push(run_id(tenant, run)?);
-                }
-            }
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     fn admissions(
@@ -1736,104 +1765,118 @@ impl Store for RedbStore {
         outcome: Option<Outcome>,
         limit: usize,
     ) -> Result<Vec<AdmittedRun>, JournalError> {
-        let txn = self.read_txn()?;
-        let runs = txn.open_table(RUNS).map_err(io)?;
-        let t = tenant.as_str();
-        let Some(order) = open_if_there(&txn, ADMISSIONS)? else {
-            return admissions_without_order(&txn, self.layout, &runs, tenant, before, outcome, limit);
-        };
-        let mut out = Vec::new();
-        let range = match before {
-            // Keys below (tenant, at, run): a run id is never empty, so "" sorts first.
-            Some(before) => order.range((t, i64::MIN, "")..(t, before.at.unix_millis(), before.run.as_str())),
-            None => order.range((t, i64::MIN, "")..=(t, i64::MAX, "\u{10FFFF}")),
-        }
-        .map_err(io)?;
-        for entry in range.rev() {
-            if out.len() >= limit {
-                break;
+        guarded(Some(tenant), || {
+            let txn = self.read_txn()?;
+            let runs = txn.open_table(RUNS).map_err(io)?;
+            let t = tenant.as_str();
+            let Some(order) = open_if_there(&txn, ADMISSIONS)? else {
+                return admissions_without_order(&txn, self.layout, &runs, tenant, before, outcome, limit);
+            };
+            let mut out = Vec::new();
+            let range = match before {
+                // Keys below (tenant, at, run): a run id is never empty, so "" sorts first.
+                Some(before) => order.range((t, i64::MIN, "")..(t, before.at.unix_millis(), before.run.as_str())),
+                None => order.range((t, i64::MIN, "")..=(t, i64::MAX, "\u{10FFFF}")),
             }
-            let (key, _) = entry.map_err(io)?;
-            let (_, millis, run) = key.value();
-            if let Some(outcome) = outcome {
-                let indexed =
-                    runs.get((t, run)).map_err(io)?.and_then(|value| value.value().3.and_then(Outcome::parse));
-                if indexed != Some(outcome) {
-                    continue;
+            .map_err(io)?;
+            for entry in range.rev() {
+                if out.len() >= limit {
+                    break;
                 }
+                let (key, _) = entry.map_err(io)?;
+                let (_, millis, run) = key.value();
+                if let Some(outcome) = outcome {
+                    let indexed =
+                        runs.get((t, run)).map_err(io)?.and_then(|value| value.value().3.and_then(Outcome::parse));
+                    if indexed != Some(outcome) {
+                        continue;
+                    }
+                }
+                out.push(AdmittedRun { at: admitted_at(t, millis)?, run: run_id(tenant, run)? });
             }
-            out.push(AdmittedRun { at: admitted_at(t, millis)?, run: run_id(tenant, run)? });
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     fn run_by_idempotency_key(&self, tenant: &TenantId, key: &str) -> Result<Option<RunId>, JournalError> {
-        let txn = self.read_txn()?;
-        let table = txn.open_table(IDEMPOTENCY).map_err(io)?;
-        table.get((tenant.as_str(), key)).map_err(io)?.map(|v| run_id(tenant, v.value())).transpose()
+        guarded(Some(tenant), || {
+            let txn = self.read_txn()?;
+            let table = txn.open_table(IDEMPOTENCY).map_err(io)?;
+            table.get((tenant.as_str(), key)).map_err(io)?.map(|v| run_id(tenant, v.value())).transpose()
+        })
     }
 
     fn tenants(&self) -> Result<Vec<TenantId>, JournalError> {
-        let txn = self.read_txn()?;
-        let runs = txn.open_table(RUNS).map_err(io)?;
-        let mut out: Vec<TenantId> = Vec::new();
-        for entry in runs.iter().map_err(io)? {
-            let (key, _) = entry.map_err(io)?;
-            let tenant = key.value().0;
-            if out.last().is_none_or(|last| last.as_str() != tenant) {
-                out.push(TenantId::new(tenant).map_err(|_| damaged(tenant, "a stored tenant id is invalid".into()))?);
+        guarded(None, || {
+            let txn = self.read_txn()?;
+            let runs = txn.open_table(RUNS).map_err(io)?;
+            let mut out: Vec<TenantId> = Vec::new();
+            for entry in runs.iter().map_err(io)? {
+                let (key, _) = entry.map_err(io)?;
+                let tenant = key.value().0;
+                if out.last().is_none_or(|last| last.as_str() != tenant) {
+                    out.push(
+                        TenantId::new(tenant).map_err(|_| damaged(tenant, "a stored tenant id is invalid".into()))?,
+                    );
+                }
             }
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     fn seals(&self, tenant: &TenantId) -> Result<Vec<SealEntry>, JournalError> {
-        self.leaves_in(tenant, ..)
+        guarded(Some(tenant), || self.leaves_in(tenant, ..))
     }
 
     fn seals_in(&self, tenant: &TenantId, positions: std::ops::Range<u64>) -> Result<Vec<SealEntry>, JournalError> {
-        self.leaves_in(tenant, positions)
+        guarded(Some(tenant), || self.leaves_in(tenant, positions))
     }
 
     fn seal_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<SealEntry>, JournalError> {
-        seal_of(&self.read_txn()?, tenant, run)
+        guarded(Some(tenant), || seal_of(&self.read_txn()?, tenant, run))
     }
 
     fn log_counters(&self, tenant: &TenantId) -> Result<LogCounters, JournalError> {
-        let txn = self.read_txn()?;
-        let counter = txn.open_table(LOG_COUNTER).map_err(io)?;
-        let next_position = counter.get(tenant.as_str()).map_err(io)?.map_or(0, |v| v.value());
-        let name = seals_table(tenant.as_str());
-        let seal_count = match txn.open_table(seals_def(&name)) {
-            Ok(table) => table.len().map_err(io)?,
-            Err(redb::TableError::TableDoesNotExist(_)) => 0,
-            Err(err) => return Err(io(err)),
-        };
-        Ok(LogCounters { next_position, seal_count })
+        guarded(Some(tenant), || {
+            let txn = self.read_txn()?;
+            let counter = txn.open_table(LOG_COUNTER).map_err(io)?;
+            let next_position = counter.get(tenant.as_str()).map_err(io)?.map_or(0, |v| v.value());
+            let name = seals_table(tenant.as_str());
+            let seal_count = match txn.open_table(seals_def(&name)) {
+                Ok(table) => table.len().map_err(io)?,
+                Err(redb::TableError::TableDoesNotExist(_)) => 0,
+                Err(err) => return Err(io(err)),
+            };
+            Ok(LogCounters { next_position, seal_count })
+        })
     }
 
     fn read_log_nodes(&self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
-        let txn = self.read_txn()?;
-        let nodes = txn.open_table(NODES).map_err(io)?;
-        read_nodes(&nodes, tenant.as_str(), ids)
+        guarded(Some(tenant), || {
+            let txn = self.read_txn()?;
+            let nodes = txn.open_table(NODES).map_err(io)?;
+            read_nodes(&nodes, tenant.as_str(), ids)
+        })
     }
 
     fn signed_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
-        self.read_trees(SIGNED, tenant)
+        guarded(Some(tenant), || self.read_trees(SIGNED, tenant))
     }
 
     fn last_signed_checkpoint(&self, tenant: &TenantId) -> Result<Option<SignedTree>, JournalError> {
-        let txn = self.read_txn()?;
-        let Some(table) = open_if_there(&txn, SIGNED)? else {
-            return Ok(None);
-        };
-        let t = tenant.as_str();
-        let last = table.range((t, 0)..=(t, u64::MAX)).map_err(io)?.next_back().transpose().map_err(io)?;
-        last.map(|(_, value)| signed_tree(t, value.value())).transpose()
+        guarded(Some(tenant), || {
+            let txn = self.read_txn()?;
+            let Some(table) = open_if_there(&txn, SIGNED)? else {
+                return Ok(None);
+            };
+            let t = tenant.as_str();
+            let last = table.range((t, 0)..=(t, u64::MAX)).map_err(io)?.next_back().transpose().map_err(io)?;
+            last.map(|(_, value)| signed_tree(t, value.value())).transpose()
+        })
     }
 
     fn cosigned_checkpoints(&self, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
-        self.read_trees(COSIGNED, tenant)
+        guarded(Some(tenant), || self.read_trees(COSIGNED, tenant))
     }
 
     fn newest_checkpoints(
@@ -1842,78 +1885,94 @@ impl Store for RedbStore {
         kind: CheckpointRows,
         limit: usize,
     ) -> Result<Vec<SignedTree>, JournalError> {
-        let definition = match kind {
-            CheckpointRows::Signed => SIGNED,
-            CheckpointRows::Cosigned => COSIGNED,
-        };
-        read_newest_trees(&self.read_txn()?, definition, tenant, limit)
+        guarded(Some(tenant), || {
+            let definition = match kind {
+                CheckpointRows::Signed => SIGNED,
+                CheckpointRows::Cosigned => COSIGNED,
+            };
+            read_newest_trees(&self.read_txn()?, definition, tenant, limit)
+        })
     }
 
     fn record_cosigned_checkpoint(&self, tenant: &TenantId, cosigned: SignedTree) -> Result<(), JournalError> {
-        let Db::Writable(db) = &self.db else {
-            return Err(machinery("the store is open read-only: it cannot record a cosigned checkpoint"));
-        };
-        let t = tenant.as_str();
-        let txn = db.begin_write().map_err(io)?;
-        {
-            let mut table = txn.open_table(COSIGNED).map_err(io)?;
-            let next = table
-                .range((t, 0)..=(t, u64::MAX))
-                .map_err(io)?
-                .next_back()
-                .transpose()
-                .map_err(io)?
-                .map_or(Ok(0), |(key, _)| next_checkpoint_number(t, "cosigned", key.value().1))?;
-            table
-                .insert(
-                    (t, next),
-                    (cosigned.tree.size, cosigned.tree.root.as_bytes().as_slice(), cosigned.note.as_str()),
-                )
-                .map_err(io)?;
-        }
-        txn.commit().map_err(io)
+        guarded(Some(tenant), || {
+            let Db::Writable(db) = &self.db else {
+                return Err(machinery("the store is open read-only: it cannot record a cosigned checkpoint"));
+            };
+            let t = tenant.as_str();
+            let txn = db.begin_write().map_err(io)?;
+            {
+                let mut table = txn.open_table(COSIGNED).map_err(io)?;
+                let next = table
+                    .range((t, 0)..=(t, u64::MAX))
+                    .map_err(io)?
+                    .next_back()
+                    .transpose()
+                    .map_err(io)?
+                    .map_or(Ok(0), |(key, _)| next_checkpoint_number(t, "cosigned", key.value().1))?;
+                table
+                    .insert(
+                        (t, next),
+                        (cosigned.tree.size, cosigned.tree.root.as_bytes().as_slice(), cosigned.note.as_str()),
+                    )
+                    .map_err(io)?;
+            }
+            txn.commit().map_err(io)
+        })
     }
 
     fn snapshot(&self, tenant: &TenantId) -> Result<TenantSnapshot, JournalError> {
-        let mut collect = CollectSnapshot::default();
-        read_snapshot(&self.read_txn()?, self.layout, tenant, &mut collect)?;
-        collect.finish()
+        guarded(Some(tenant), || {
+            let mut collect = CollectSnapshot::default();
+            read_snapshot(&self.read_txn()?, self.layout, tenant, &mut collect)?;
+            collect.finish()
+        })
     }
 
     fn snapshot_streamed(&self, tenant: &TenantId, sink: &mut dyn SnapshotSink) -> Result<(), JournalError> {
-        read_snapshot(&self.read_txn()?, self.layout, tenant, sink)
+        // The caller's sink is called outside the guard: its own panic is
+        // not the file's damage.
+        let mut sink = guard::Unguarded::new(sink);
+        let read = guarded(Some(tenant), || read_snapshot(&self.read_txn()?, self.layout, tenant, &mut sink));
+        sink.finish(read)
     }
 
     fn append_heads(&self, tenant: &TenantId, origin: &journal_core::Origin) -> Result<Vec<u64>, JournalError> {
-        let Db::Writable(db) = &self.db else {
-            return Err(machinery("the store is open read-only: it cannot append a heads leaf"));
-        };
-        write_heads(db, self.layout, tenant, origin)
+        guarded(Some(tenant), || {
+            let Db::Writable(db) = &self.db else {
+                return Err(machinery("the store is open read-only: it cannot append a heads leaf"));
+            };
+            write_heads(db, self.layout, tenant, origin)
+        })
     }
 
     fn newest_heads_of(&self, tenant: &TenantId, run: &RunId) -> Result<Option<u64>, JournalError> {
-        let txn = self.read_txn()?;
-        if heads_by_run_kept(&txn)? {
-            let by_run = txn.open_table(HEADS_BY_RUN).map_err(io)?;
-            return Ok(by_run.get((tenant.as_str(), run.as_str())).map_err(io)?.map(|v| v.value()));
-        }
-        let Some(table) = open_if_there(&txn, HEADS)? else {
-            return Ok(None);
-        };
-        Ok(journal_core::snapshot::newest_heads(&read_heads_entries(&table, tenant, 0..=u64::MAX)?).remove(run))
+        guarded(Some(tenant), || {
+            let txn = self.read_txn()?;
+            if heads_by_run_kept(&txn)? {
+                let by_run = txn.open_table(HEADS_BY_RUN).map_err(io)?;
+                return Ok(by_run.get((tenant.as_str(), run.as_str())).map_err(io)?.map(|v| v.value()));
+            }
+            let Some(table) = open_if_there(&txn, HEADS)? else {
+                return Ok(None);
+            };
+            Ok(journal_core::snapshot::newest_heads(&read_heads_entries(&table, tenant, 0..=u64::MAX)?).remove(run))
+        })
     }
 
     fn seal_at(&self, tenant: &TenantId, position: u64) -> Result<Option<SealEntry>, JournalError> {
-        seal_at(&self.read_txn()?, tenant, position)
+        guarded(Some(tenant), || seal_at(&self.read_txn()?, tenant, position))
     }
 
     fn heads_entries(&self, tenant: &TenantId, position: u64) -> Result<Vec<HeadEntry>, JournalError> {
-        let txn = self.read_txn()?;
-        let Some(table) = open_if_there(&txn, HEADS)? else {
-            return Ok(Vec::new());
-        };
-        read_heads_entries(&table, tenant, position..=position)
-            .map(|mut by_position| by_position.remove(&position).unwrap_or_default())
+        guarded(Some(tenant), || {
+            let txn = self.read_txn()?;
+            let Some(table) = open_if_there(&txn, HEADS)? else {
+                return Ok(Vec::new());
+            };
+            read_heads_entries(&table, tenant, position..=position)
+                .map(|mut by_position| by_position.remove(&position).unwrap_or_default())
+        })
     }
 
     fn heads_entries_in(
@@ -1921,14 +1980,16 @@ impl Store for RedbStore {
         tenant: &TenantId,
         positions: std::ops::Range<u64>,
     ) -> Result<journal_core::store::HeadsByPosition, JournalError> {
-        let txn = self.read_txn()?;
-        let (Some(table), Some(last)) = (open_if_there(&txn, HEADS)?, positions.end.checked_sub(1)) else {
-            return Ok(Default::default());
-        };
-        if positions.start > last {
-            return Ok(Default::default());
-        }
-        read_heads_entries(&table, tenant, positions.start..=last)
+        guarded(Some(tenant), || {
+            let txn = self.read_txn()?;
+            let (Some(table), Some(last)) = (open_if_there(&txn, HEADS)?, positions.end.checked_sub(1)) else {
+                return Ok(Default::default());
+            };
+            if positions.start > last {
+                return Ok(Default::default());
+            }
+            read_heads_entries(&table, tenant, positions.start..=last)
+        })
     }
 
     fn record_signed_checkpoint(
@@ -1937,28 +1998,31 @@ impl Store for RedbStore {
         previous: Option<Tree>,
         signed: SignedTree,
     ) -> Result<(), JournalError> {
-        let Db::Writable(db) = &self.db else {
-            return Err(machinery("the store is open read-only: it cannot record a signed checkpoint"));
-        };
-        let t = tenant.as_str();
-        let txn = db.begin_write().map_err(io)?;
-        {
-            let mut table = txn.open_table(SIGNED).map_err(io)?;
-            let (next, last_tree) = {
-                let last = table.range((t, 0)..=(t, u64::MAX)).map_err(io)?.next_back().transpose().map_err(io)?;
-                match last {
-                    Some((key, value)) => {
-                        (next_checkpoint_number(t, "signed", key.value().1)?, Some(signed_tree(t, value.value())?.tree))
-                    }
-                    None => (0, None),
-                }
+        guarded(Some(tenant), || {
+            let Db::Writable(db) = &self.db else {
+                return Err(machinery("the store is open read-only: it cannot record a signed checkpoint"));
             };
-            journal_core::store::check_last_signed(tenant, last_tree, previous)?;
-            table
-                .insert((t, next), (signed.tree.size, signed.tree.root.as_bytes().as_slice(), signed.note.as_str()))
-                .map_err(io)?;
-        }
-        txn.commit().map_err(io)
+            let t = tenant.as_str();
+            let txn = db.begin_write().map_err(io)?;
+            {
+                let mut table = txn.open_table(SIGNED).map_err(io)?;
+                let (next, last_tree) = {
+                    let last = table.range((t, 0)..=(t, u64::MAX)).map_err(io)?.next_back().transpose().map_err(io)?;
+                    match last {
+                        Some((key, value)) => (
+                            next_checkpoint_number(t, "signed", key.value().1)?,
+                            Some(signed_tree(t, value.value())?.tree),
+                        ),
+                        None => (0, None),
+                    }
+                };
+                journal_core::store::check_last_signed(tenant, last_tree, previous)?;
+                table
+                    .insert((t, next), (signed.tree.size, signed.tree.root.as_bytes().as_slice(), signed.note.as_str()))
+                    .map_err(io)?;
+            }
+            txn.commit().map_err(io)
+        })
     }
 }
 
