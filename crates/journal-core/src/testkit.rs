@@ -624,6 +624,30 @@ pub fn snapshot_is_the_store_at_one_instant(store: &dyn Store) {
         tables.runs.entry(run).or_default().rows = rows;
     }
     assert_eq!(tables, snapshot, "streamed and collected, one snapshot");
+
+    // A sink's bound on one run's rows (what the audit holds): a run past
+    // it comes as its size and hash columns, never as its records; a run
+    // at it comes whole.
+    let held = |run: &RunId| -> usize { snapshot.runs[run].rows.iter().map(crate::StoredRecord::held_bytes).sum() };
+    let smallest = runs.iter().map(held).min().expect("runs");
+    let mut bounded = StreamOrder { bound: Some(smallest), ..StreamOrder::default() };
+    store.snapshot_streamed(&tenant, &mut bounded).expect("streamed with a bound");
+    for run in &runs {
+        let rows = &snapshot.runs[run].rows;
+        let whole = bounded.runs.iter().find(|(seen, _)| seen == run);
+        let kept = bounded.too_large.iter().find(|(seen, _)| seen == run);
+        if held(run) > smallest {
+            let (_, kept) = kept.unwrap_or_else(|| panic!("{run} is past the bound: {:?}", bounded.runs));
+            assert!(whole.is_none(), "{run} comes once");
+            assert_eq!(kept.records, rows.len() as u64, "{run}");
+            assert_eq!(kept.bytes, held(run) as u64, "{run}");
+            assert_eq!(kept.hashes, rows.iter().map(|row| (row.seq, row.hash)).collect::<Vec<_>>(), "{run}");
+        } else {
+            assert_eq!(whole.map(|(_, rows)| rows), Some(rows), "{run} at the bound comes whole");
+            assert!(kept.is_none(), "{run} comes once");
+        }
+    }
+    assert!(!bounded.too_large.is_empty(), "some run is past the smallest one's size");
 }
 
 /// Checks [`Store::snapshot_streamed`]'s order as it is delivered.
@@ -631,6 +655,10 @@ pub fn snapshot_is_the_store_at_one_instant(store: &dyn Store) {
 struct StreamOrder {
     tables: Option<crate::TenantSnapshot>,
     runs: Vec<(RunId, Vec<crate::StoredRecord>)>,
+    /// The bound the sink names on one run's rows.
+    bound: Option<usize>,
+    /// The runs past it.
+    too_large: Vec<(RunId, crate::RunTooLarge)>,
 }
 
 impl crate::SnapshotSink for StreamOrder {
@@ -644,6 +672,16 @@ impl crate::SnapshotSink for StreamOrder {
         assert!(self.tables.is_some(), "records after the tables");
         assert!(self.runs.iter().all(|(seen, _)| *seen != run), "{run} comes once");
         self.runs.push((run, rows));
+        Ok(())
+    }
+
+    fn run_bytes_bound(&self) -> Option<usize> {
+        self.bound
+    }
+
+    fn run_too_large(&mut self, run: RunId, kept: crate::RunTooLarge) -> Result<(), JournalError> {
+        assert!(self.tables.is_some(), "records after the tables");
+        self.too_large.push((run, kept));
         Ok(())
     }
 }

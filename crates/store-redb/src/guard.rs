@@ -115,4 +115,12 @@ impl SnapshotSink for Unguarded<'_> {
     fn unreadable_row(&mut self, run: &RunId, seq: u64, why: &JournalError) -> Result<(), JournalError> {
         self.call(|sink| sink.unreadable_row(run, seq, why))
     }
+
+    fn run_bytes_bound(&self) -> Option<usize> {
+        self.sink.run_bytes_bound()
+    }
+
+    fn run_too_large(&mut self, run: RunId, kept: journal_core::RunTooLarge) -> Result<(), JournalError> {
+        self.call(|sink| sink.run_too_large(run, kept))
+    }
 }
