@@ -93,3 +93,48 @@ fn r_exp_1_export_run_carries_the_latest_cosigned_checkpoint_that_holds_the_run(
     store.record_cosigned_checkpoint(&tenant, SignedTree { tree: largest, note: "not a note".into() }).unwrap();
     assert!(matches!(latest_cosigned(store.as_ref(), &tenant), Err(JournalError::StoreDamage { .. })));
 }
+
+/// R-EXP-1 (every input has a size bound): an export is authenticated
+/// before any record's body is read. Reading bodies costs several times
+/// their bytes, so a file no trusted key covers must cost its bytes and no
+/// more. Here the last record is replaced by a body this build cannot read
+/// (a list of 100,000 empty strings: 300 kB of text, several MB read),
+/// re-chained, and the seal line made to match it: the file is refused
+/// because its leaf is not the one the signed checkpoint holds, never for
+/// its body (which it never read).
+#[test]
+fn r_exp_1_an_export_is_authenticated_before_any_body_is_read() {
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [7; 32]).unwrap()).unwrap();
+    let store = Arc::new(MemoryStore::new());
+    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), origin.clone(), Some(key.clone()))
+        .build()
+        .unwrap();
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    let run = admit(&runtime, &tenant, "a", true);
+    let exported = export_run(store.as_ref(), &tenant, &origin, &key, &run, check, None).unwrap();
+    verify_export(&exported.text, &[key.verifier_key()], check).unwrap();
+
+    let mut lines: Vec<serde_json::Value> =
+        exported.text.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let last = lines.iter().rposition(|line| line.get("bytes").is_some()).unwrap();
+    let prev = journal_core::ChainHash::from_hex(lines[last]["prev_hash"].as_str().unwrap()).unwrap();
+    let seq = lines[last]["seq"].as_u64().unwrap();
+    let body = format!("{{\"v\":1,\"seq\":{seq},\"body\":{{\"Unknown\":[{}]}}}}", vec!["\"\""; 100_000].join(","));
+    let hash = journal_core::ChainHash::link(&prev, body.as_bytes());
+    lines[last]["bytes"] = body.into();
+    lines[last]["hash"] = hash.to_string().into();
+    let seal = journal_core::SealLeaf::new(&origin, &run, journal_core::ExpectedHead { seq, hash });
+    let seal_line = lines.iter().position(|line| line.get("leaf").is_some()).unwrap();
+    lines[seal_line]["leaf"] = String::from_utf8(seal.to_bytes()).unwrap().into();
+    let forged: String = lines.iter().map(|line| format!("{line}\n")).collect();
+
+    let refused = verify_export(&forged, &[key.verifier_key()], check).unwrap_err();
+    assert!(
+        matches!(&refused, journal_core::export::ExportError::Mismatch(why) if why.contains("inclusion proof fails")),
+        "refused for its place in the log, not its body: {refused:?}"
+    );
+}
