@@ -600,7 +600,14 @@ fn cuts_found_as_deletions(also: impl Fn(&Plane, &journal_core::RunId)) -> audit
         also(&plane, run);
     }
     let report = plane.audit(&inputs);
-    for (run, seq) in [(&open, open_len), (&sealed, sealed_len)] {
+    assert_cuts_found(&report, [(&open, open_len), (&sealed, sealed_len)]);
+    report
+}
+
+/// Each run cut back below the head the anchor `saved` covers (`seq`) is a
+/// deletion naming the run, that seq and the anchor.
+fn assert_cuts_found(report: &audit::AuditReport, cuts: [(&journal_core::RunId, u64); 2]) {
+    for (run, seq) in cuts {
         let finding = report
             .with_code(FindingCode::HeadCutBack)
             .find(|f| f.run.as_deref() == Some(run.as_str()))
@@ -609,7 +616,6 @@ fn cuts_found_as_deletions(also: impl Fn(&Plane, &journal_core::RunId)) -> audit
         assert_eq!(finding.seq, Some(seq), "names the covered head");
         assert_eq!(finding.anchors, vec!["saved".to_owned()], "names the anchor that covers it");
     }
-    report
 }
 
 /// R-RUN-2, R-COVER-2 (noticed by review 23): a sealed run's journal is
@@ -916,16 +922,7 @@ fn r_aud_5_a_run_past_the_audits_memory_bound_is_not_checked_and_a_cut_of_it_sti
         cut_back(&plane, run);
     }
     plane.store.set_sealed_flag(&plane.tenant, &sealed, false);
-    let report = plane.audit(&inputs);
-    for (run, seq) in [(&open, open_len), (&sealed, sealed_len)] {
-        let finding = report
-            .with_code(FindingCode::HeadCutBack)
-            .find(|f| f.run.as_deref() == Some(run.as_str()))
-            .unwrap_or_else(|| panic!("{run}: the cut is not found: {:#?}", report.findings));
-        assert_eq!(finding.class, FindingClass::Deletion);
-        assert_eq!(finding.seq, Some(seq), "names the covered head");
-        assert_eq!(finding.anchors, vec!["saved".to_owned()], "names the anchor that covers it");
-    }
+    assert_cuts_found(&plane.audit(&inputs), [(&open, open_len), (&sealed, sealed_len)]);
 
     inputs.max_run_bytes = audit::DEFAULT_MAX_RUN_BYTES;
     let whole = plane.audit(&inputs);

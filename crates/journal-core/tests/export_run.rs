@@ -26,8 +26,16 @@ fn admit(runtime: &Runtime, tenant: &TenantId, key: &str, seal: bool) -> RunId {
     id
 }
 
-#[test]
-fn r_exp_1_export_run_carries_the_latest_cosigned_checkpoint_that_holds_the_run() {
+/// A plane of tenant `t` on a memory store, its log signed by `key`.
+struct Plane {
+    tenant: TenantId,
+    origin: Origin,
+    key: LogKey,
+    store: Arc<MemoryStore>,
+    runtime: Runtime,
+}
+
+fn plane() -> Plane {
     let tenant = TenantId::new("t").unwrap();
     let origin = Origin::new(ORIGIN).unwrap();
     let key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [7; 32]).unwrap()).unwrap();
@@ -36,6 +44,12 @@ fn r_exp_1_export_run_carries_the_latest_cosigned_checkpoint_that_holds_the_run(
         .tenant(tenant.clone(), origin.clone(), Some(key.clone()))
         .build()
         .unwrap();
+    Plane { tenant, origin, key, store, runtime }
+}
+
+#[test]
+fn r_exp_1_export_run_carries_the_latest_cosigned_checkpoint_that_holds_the_run() {
+    let Plane { tenant, origin, key, store, runtime } = plane();
     let upcasters = Upcasters::builtin();
     let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
 
@@ -104,14 +118,7 @@ fn r_exp_1_export_run_carries_the_latest_cosigned_checkpoint_that_holds_the_run(
 /// its body (which it never read).
 #[test]
 fn r_exp_1_an_export_is_authenticated_before_any_body_is_read() {
-    let tenant = TenantId::new("t").unwrap();
-    let origin = Origin::new(ORIGIN).unwrap();
-    let key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [7; 32]).unwrap()).unwrap();
-    let store = Arc::new(MemoryStore::new());
-    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
-        .tenant(tenant.clone(), origin.clone(), Some(key.clone()))
-        .build()
-        .unwrap();
+    let Plane { tenant, origin, key, store, runtime } = plane();
     let upcasters = Upcasters::builtin();
     let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
     let run = admit(&runtime, &tenant, "a", true);
