@@ -326,8 +326,9 @@ fn read_config(path: &Path) -> Result<PlaneConfig, Failure> {
             String::from_utf8(bytes).map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidData, err))
         })
         .map_err(|err| Failure::Usage(format!("reading the configuration {}: {err}", path.display())))?;
-    let config = agentplane_cli::plane_config::parse(&text)
-        .map_err(|err| Failure::Usage(format!("{}: {err}", path.display())))?;
+    let config = agentplane_cli::plane_config::parse(&text).map_err(|err| {
+        Failure::Usage(format!("{}: {}", path.display(), agentplane_cli::plane_config::describe_error(&text, &err)))
+    })?;
     agentplane_cli::plane_config::check(&config).map_err(|err| Failure::Usage(format!("{}: {err}", path.display())))?;
     Ok(config)
 }

@@ -51,6 +51,29 @@ pub fn parse(text: &str) -> Result<PlaneConfig, toml::de::Error> {
     toml::from_str(text)
 }
 
+/// The most of a parser's message [`describe_error`] shows.
+const MAX_MESSAGE_SHOWN: usize = 200;
+
+/// A parse error of `text` as one short line: where, and what (at most
+/// [`MAX_MESSAGE_SHOWN`] characters), never the line itself, which the
+/// parser quotes whole (a line may be a megabyte, or a private key pasted
+/// into the file: a message quoting one is not shown).
+pub fn describe_error(text: &str, err: &toml::de::Error) -> String {
+    let at = err.span().map_or(0, |span| span.start).min(text.len());
+    let before = text.get(..at).unwrap_or_default();
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |start| start.chars().count()) + 1;
+    let message = err.message().trim();
+    let message = if message.to_ascii_uppercase().contains("PRIVATE+KEY+") {
+        "a value there is a private key (not shown): the configuration names key files, never holds keys".to_owned()
+    } else if message.chars().count() > MAX_MESSAGE_SHOWN {
+        format!("{}...", message.chars().take(MAX_MESSAGE_SHOWN).collect::<String>())
+    } else {
+        message.to_owned()
+    };
+    format!("line {line}, column {column}: {message}")
+}
+
 /// A sweep interval (`90s`, `5m`, `1h`): positive, or why not.
 pub fn interval(text: &str) -> Result<std::time::Duration, String> {
     let duration: jiff::SignedDuration =
@@ -176,4 +199,32 @@ pub fn check(config: &PlaneConfig) -> Result<(), ConfigError> {
         check_witness_key(&entry.key).map_err(|reason| ConfigError::WitnessKey { url: entry.url.clone(), reason })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A configuration's parse error is one short line that quotes neither
+    /// the line it stops at (the parser's own message quotes it whole) nor
+    /// a private key pasted into the file.
+    #[test]
+    fn a_parse_error_names_the_place_and_never_quotes_the_line_or_a_key() {
+        let long = format!("sweep_every = \"90s\"\nstore = [\"{}\"", "x".repeat(100_000));
+        let err = parse(&long).unwrap_err();
+        assert!(err.to_string().len() > 100_000, "the parser quotes the line");
+        let said = describe_error(&long, &err);
+        assert!(said.starts_with("line 2, column "), "{said}");
+        assert!(said.len() < 300, "{said}");
+
+        let key = "PRIVATE+KEY+plane.example+1a2b3c4d+AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+        for pasted in [format!("{key}\n"), format!("tenant = \"{key}\"\n")] {
+            let err = parse(&pasted).unwrap_err();
+            assert!(err.to_string().contains("AQAAAA"), "the parser quotes the key: {err}");
+            let said = describe_error(&pasted, &err);
+            assert!(!said.contains("AQAAAA") && !said.contains("1a2b3c4d"), "{said}");
+            assert!(said.starts_with("line 1, column "), "{said}");
+        }
+    }
 }
