@@ -906,6 +906,32 @@ impl PgAppend<'_, '_> {
         self.write(statement, params).map_err(|err| AppendFailure::Broken(pg(context, err)))
     }
 
+    /// A new row of the tenant's log (a leaf, a node): one there already
+    /// was written behind the plane (the counter moved back below a leaf it
+    /// gave, or a node planted for a position not sealed yet; no other
+    /// writer races a position, see [`Self::execute_log`]). That append is
+    /// refused as damage naming `row`, rolled back alone: the rest of its
+    /// batch commits.
+    fn insert_log_row(
+        &mut self,
+        tenant: &TenantId,
+        row: impl FnOnce() -> String,
+        statement: fn(&Statements) -> &postgres::Statement,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<(), AppendFailure> {
+        self.write(statement, params).map_err(|err| match err.code() {
+            Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => AppendFailure::Refused(damaged(
+                tenant,
+                format!(
+                    "{} is stored already, though the log counter gives it only now: the counter was moved back, \
+                     or the row written, behind the plane. Nothing was appended; run `agentplane verify`",
+                    row()
+                ),
+            )),
+            _ => AppendFailure::Broken(pg("storing a log leaf or node", err)),
+        })
+    }
+
     fn savepoint(&mut self, sql: &str) -> Result<(), JournalError> {
         self.txn.batch_execute(sql).map_err(|err| pg("an append's savepoint", err))
     }
@@ -1155,16 +1181,18 @@ impl AppendTxn for PgAppend<'_, '_> {
         if self.record_pending {
             return Err(AppendFailure::Broken(machinery("a log leaf came before its record")));
         }
-        let position = to_i64(position).map_err(refused)?;
-        let params: [&(dyn postgres::types::ToSql + Sync); 4] = [&tenant.as_str(), &position, &run, &leaf];
-        self.execute_log("storing a log leaf", |s| &s.insert_seal, &params)
+        let at = to_i64(position).map_err(refused)?;
+        let params: [&(dyn postgres::types::ToSql + Sync); 4] = [&tenant.as_str(), &at, &run, &leaf];
+        let row = || format!("a seals row at log position {position}");
+        self.insert_log_row(tenant, row, |s| &s.insert_seal, &params)
     }
 
     fn put_log_node(&mut self, tenant: &TenantId, id: NodeId, hash: &NodeHash) -> Result<(), AppendFailure> {
         let index = to_i64(id.index).map_err(refused)?;
         let params: [&(dyn postgres::types::ToSql + Sync); 4] =
             [&tenant.as_str(), &i16::from(id.level), &index, &hash.as_bytes().as_slice()];
-        self.execute_log("storing the log nodes", |s| &s.insert_node, &params)
+        let row = || format!("a log_nodes row at level {} index {}", id.level, id.index);
+        self.insert_log_row(tenant, row, |s| &s.insert_node, &params)
     }
 
     fn put_next_position(&mut self, tenant: &TenantId, next: u64) -> Result<(), AppendFailure> {
@@ -2258,6 +2286,49 @@ mod tests {
         }
         let records: i64 = client.query_one("SELECT count(*) FROM records", &[]).unwrap().get(0);
         assert_eq!(records, 4, "a's first record and b's three, nothing of the refused appends");
+    }
+
+    /// R-STORE-3, R-UX-3 (attacker review 50): the log counter moved back
+    /// with SQL below a leaf it gave, or a log node planted for a position
+    /// not sealed yet. The next seal's insert met the row already there and
+    /// failed as a storage error (exit 2, the server's "duplicate key"),
+    /// which broke its whole group commit: every other append committed with
+    /// it, another tenant's included, failed with it. The seal alone is
+    /// refused now, as damage naming the tenant and the row, and the others
+    /// commit.
+    #[test]
+    fn r_store_3_a_log_counter_moved_back_refuses_the_seal_alone_as_damage() {
+        for (forgery, names) in [
+            (
+                "INSERT INTO seals (tenant, position, run, leaf) VALUES ('t', 0, 'earlier', '\\x00');
+                 UPDATE log_counter SET next_position = 0 WHERE tenant = 't'",
+                "position 0",
+            ),
+            (
+                "INSERT INTO log_nodes (tenant, level, index, hash) VALUES ('t', 0, 0, sha256('\\x00'))",
+                "level 0 index 0",
+            ),
+        ] {
+            let (_store, rows, mut client, statements) = two_runs_begun();
+            let (a, c) = (&rows[0], &rows[2]);
+            client.batch_execute(forgery).unwrap();
+            let mut seal = request("a", &a[1], Some(&a[0]));
+            let sealed_at = ExpectedHead { seq: a[1].seq, hash: a[1].hash };
+            let leaf = journal_core::SealLeaf::new(&Origin::new("pg.test/plane").unwrap(), &seal.run, sealed_at);
+            seal.conclusion = Some(journal_core::Conclusion { outcome: Outcome::Succeeded, seal: Some(leaf) });
+            let replies = commit_batch(&mut client, &statements, &[&seal, &request("c", &c[0], None)]);
+            match &replies[0] {
+                Err(JournalError::StoreDamage { tenant, detail }) => {
+                    assert_eq!(tenant.as_str(), "t");
+                    assert!(detail.contains(names) && detail.contains("agentplane verify"), "{detail}");
+                }
+                other => panic!("{forgery}: the seal is not refused as damage: {other:?}"),
+            }
+            assert_eq!(replies[1].as_ref().ok(), Some(&None), "{forgery}: the other append commits: {replies:?}");
+            let sealed: bool =
+                client.query_one("SELECT sealed FROM runs WHERE tenant = 't' AND run = 'a'", &[]).unwrap().get(0);
+            assert!(!sealed, "{forgery}: the refused seal wrote nothing");
+        }
     }
 
     /// R-STORE-3, R-CHAIN-1: issue 25's batched writes: two appends of one run in one batch (the
