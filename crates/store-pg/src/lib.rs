@@ -1235,8 +1235,19 @@ impl AppendTxn for PgAppend<'_, '_> {
         position: u64,
         entries: &[HeadEntry],
     ) -> Result<(), AppendFailure> {
-        let position = to_i64(position).map_err(refused)?;
-        let broken = |err| AppendFailure::Broken(pg("storing heads entries", err));
+        let at = to_i64(position).map_err(refused)?;
+        let broken = |err: postgres::Error| match err.code() {
+            // Entries where no heads leaf was yet: rows written behind the plane.
+            Some(&postgres::error::SqlState::UNIQUE_VIOLATION) => AppendFailure::Refused(damaged(
+                tenant,
+                format!(
+                    "heads_entries rows at log position {position} are stored already, though the heads leaf \
+                     there is appended only now: they were written behind the plane. Nothing was appended; run \
+                     `agentplane verify`"
+                ),
+            )),
+            _ => AppendFailure::Broken(pg("storing heads entries", err)),
+        };
         // One statement for the whole leaf, not one per entry.
         let runs: Vec<&str> = entries.iter().map(|entry| entry.run.as_str()).collect();
         let seqs = entries.iter().map(|entry| to_i64(entry.seq)).collect::<Result<Vec<i64>, _>>().map_err(refused)?;
@@ -1246,7 +1257,7 @@ impl AppendTxn for PgAppend<'_, '_> {
             .execute(
                 "INSERT INTO heads_entries (tenant, position, run, seq, hash)
                  SELECT $1, $2, e.run, e.seq, e.hash FROM unnest($3::text[], $4::bigint[], $5::bytea[]) AS e(run, seq, hash)",
-                &[&t, &position, &runs, &seqs, &hashes],
+                &[&t, &at, &runs, &seqs, &hashes],
             )
             .map_err(broken)?;
         // Covered only where the head is still the one entered: a run that

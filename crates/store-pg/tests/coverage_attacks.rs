@@ -758,3 +758,38 @@ fn r_plane_2_a_cut_log_with_its_seal_count_raised_is_older_than_the_mark() {
 fn r_cover_1_a_leaf_the_plane_never_appends_is_never_signed() {
     shared::a_leaf_the_plane_never_appends_is_never_signed(|| PgStore::temporary().unwrap());
 }
+
+/// R-STORE-3, R-UX-3: heads entries planted with SQL at the log position
+/// the next heads leaf takes (for a run that then moves). Signing met them
+/// as it stored that leaf's entries: a storage error (exit 2, "duplicate
+/// key"), so every signing and sweep round failed the same way as if the
+/// server were down. It is damage naming the row, with what to do.
+#[test]
+fn r_store_3_heads_entries_planted_at_the_next_position_are_damage_to_signing() {
+    let plane = shared::Plane::on(PgStore::temporary().unwrap());
+    let open = plane.run("c", false);
+    plane.sign();
+    let next: i64 =
+        plane.store.raw().query_one("SELECT next_position FROM log_counter WHERE tenant = 't'", &[]).unwrap().get(0);
+    let planted = plane
+        .store
+        .raw()
+        .execute(
+            "INSERT INTO heads_entries (tenant, position, run, seq, hash)
+             SELECT tenant, $1, run, head_seq, head_hash FROM runs WHERE tenant = 't' AND run = $2",
+            &[&next, &open.as_str()],
+        )
+        .unwrap();
+    assert_eq!(planted, 1);
+    let mut run = plane.runtime.resume(&plane.tenant, &open).unwrap();
+    run.finish_step("work").unwrap();
+    let signed =
+        journal_core::log::sign_current_head(plane.store.as_ref(), &plane.tenant, &plane.origin, &plane.key, None);
+    match signed {
+        Err(journal_core::JournalError::StoreDamage { tenant, detail }) => {
+            assert_eq!(tenant, plane.tenant);
+            assert!(detail.contains(&format!("position {next}")) && detail.contains("agentplane verify"), "{detail}");
+        }
+        other => panic!("signing over planted heads entries: {:?}", other.map(drop)),
+    }
+}
