@@ -80,8 +80,34 @@ fn to_i64(value: u64) -> Result<i64, JournalError> {
     i64::try_from(value).map_err(|_| JournalError::InvalidRecord(format!("{value} does not fit PostgreSQL's bigint")))
 }
 
-fn to_u64(tenant: &TenantId, value: i64) -> Result<u64, JournalError> {
-    u64::try_from(value).map_err(|_| damaged(tenant, format!("a stored count or position is negative ({value})")))
+/// A bigint column the plane reads as a count, a seq or a position:
+/// negative is a row written behind the plane, named by `row` (its table,
+/// its key and the column: "the runs row of run r: head_seq").
+fn to_u64(tenant: &TenantId, value: i64, row: impl FnOnce() -> String) -> Result<u64, JournalError> {
+    u64::try_from(value).map_err(|_| {
+        damaged(
+            tenant,
+            format!(
+                "{} is negative ({value}), which no count, seq or position is: the row was written behind the \
+                 plane (run `agentplane verify`)",
+                row()
+            ),
+        )
+    })
+}
+
+/// A `log_nodes` row's level: one past a `u8` (no tree has 256 levels) is
+/// a row written behind the plane.
+fn node_level(tenant: &TenantId, level: i16) -> Result<u8, JournalError> {
+    u8::try_from(level).map_err(|_| {
+        damaged(
+            tenant,
+            format!(
+                "a log_nodes row is at level {level}, which no tree has: the row was written behind the plane \
+                 (run `agentplane verify`)"
+            ),
+        )
+    })
 }
 
 /// A journal store in one PostgreSQL database, shared by any number of
@@ -453,8 +479,9 @@ impl Statements {
 
 /// An admission order row; an instant out of range is a damaged row.
 fn admission_of_row(tenant: &TenantId, millis: i64, run: &str) -> Result<AdmittedRun, JournalError> {
-    let at = journal_core::At::from_unix_millis(millis)
-        .map_err(|err| damaged(tenant, format!("an admission order row has no valid instant: {err}")))?;
+    let at = journal_core::At::from_unix_millis(millis).map_err(|err| {
+        damaged(tenant, format!("the admission_order row of run {run:?} has no valid instant: {err}"))
+    })?;
     Ok(AdmittedRun { at, run: run_id(tenant, run)? })
 }
 
@@ -706,7 +733,7 @@ fn classify(request: &AppendRequest, context: &str, err: postgres::Error) -> App
 }
 
 fn head_of(tenant: &TenantId, run: &RunId, seq: i64, hash: &[u8]) -> Result<ExpectedHead, JournalError> {
-    let seq = to_u64(tenant, seq)?;
+    let seq = to_u64(tenant, seq, || format!("the runs row of run {run}: head_seq"))?;
     let hash = stored_chain_hash(run, seq, hash, "the runs table's head hash")?;
     Ok(ExpectedHead { seq, hash })
 }
@@ -1122,7 +1149,7 @@ impl AppendTxn for PgAppend<'_, '_> {
             .map_err(refused)?
             .map_or(Ok(0), |row| column(tenant, &row, 0))
             .map_err(refused)?;
-        to_u64(tenant, next).map_err(refused)
+        to_u64(tenant, next, || "the log_counter row: next_position".to_owned()).map_err(refused)
     }
 
     fn log_nodes(&mut self, tenant: &TenantId, ids: &[NodeId]) -> Result<Vec<NodeHash>, JournalError> {
@@ -1370,9 +1397,8 @@ fn read_nodes(
         conn.query(statement, &[&tenant.as_str(), &levels, &indexes]).map_err(|err| pg("reading log nodes", err))?;
     let mut found: HashMap<NodeId, Vec<u8>> = HashMap::with_capacity(rows.len());
     for row in rows {
-        let level = u8::try_from(column::<i16>(tenant, &row, 0)?)
-            .map_err(|_| damaged(tenant, "a log node's level is out of range".to_owned()))?;
-        let index = to_u64(tenant, column(tenant, &row, 1)?)?;
+        let level = node_level(tenant, column(tenant, &row, 0)?)?;
+        let index = to_u64(tenant, column(tenant, &row, 1)?, || format!("a log_nodes row at level {level}: index"))?;
         let id = NodeId::new(level, index);
         // A node asked twice comes twice; two hashes for it are two rows.
         let hash: Vec<u8> = column(tenant, &row, 2)?;
@@ -1402,7 +1428,7 @@ fn stored_record(
     before: ChainHash,
     keys: &HashMap<i32, String>,
 ) -> Result<StoredRecord, JournalError> {
-    let seq = to_u64(tenant, column(tenant, row, first)?)?;
+    let seq = to_u64(tenant, column(tenant, row, first)?, || format!("a records row of run {run}: seq"))?;
     let key_id: Option<String> = column(tenant, row, first + 6)?;
     let key_ref: Option<i32> = column(tenant, row, first + 9)?;
     let key_id = key_id.or_else(|| key_ref.and_then(|key_ref| keys.get(&key_ref).cloned()));
@@ -1434,7 +1460,7 @@ fn stored_record_unsigned(
     before: ChainHash,
     decode: bool,
 ) -> Result<StoredRecord, JournalError> {
-    let seq = to_u64(tenant, column(tenant, row, first)?)?;
+    let seq = to_u64(tenant, column(tenant, row, first)?, || format!("a records row of run {run}: seq"))?;
     let hash_of = |bytes: Vec<u8>| stored_chain_hash(run, seq, &bytes, "a stored record hash");
     let prev_hash: Option<Vec<u8>> = column(tenant, row, first + 3)?;
     let stored: Vec<u8> = if decode { column(tenant, row, first + 5)? } else { Vec::new() };
@@ -1481,9 +1507,11 @@ fn heads_entries_of_rows(
 }
 
 fn head_entry_of_row(tenant: &TenantId, row: &postgres::Row) -> Result<(u64, HeadEntry), JournalError> {
-    let position = to_u64(tenant, column(tenant, row, 0)?)?;
     let run = run_id(tenant, column(tenant, row, 1)?)?;
-    let seq = to_u64(tenant, column(tenant, row, 2)?)?;
+    let position = to_u64(tenant, column(tenant, row, 0)?, || format!("a heads_entries row of run {run}: position"))?;
+    let seq = to_u64(tenant, column(tenant, row, 2)?, || {
+        format!("the heads_entries row of run {run} at position {position}: seq")
+    })?;
     let hash: Vec<u8> = column(tenant, row, 3)?;
     let hash = stored_chain_hash(&run, seq, &hash, "a heads entry's hash")?;
     Ok((position, HeadEntry { run, seq, hash }))
@@ -1491,7 +1519,7 @@ fn head_entry_of_row(tenant: &TenantId, row: &postgres::Row) -> Result<(u64, Hea
 
 /// A checkpoints row `size, root, note`.
 fn signed_tree(tenant: &TenantId, table: &str, row: &postgres::Row) -> Result<SignedTree, JournalError> {
-    let size = to_u64(tenant, column(tenant, row, 0)?)?;
+    let size = to_u64(tenant, column(tenant, row, 0)?, || format!("a {table} row: size"))?;
     let root: Vec<u8> = column(tenant, row, 1)?;
     let root = RootHash::try_from(root.as_slice())
         .map_err(|_| damaged(tenant, format!("a {table} root at size {size} is not 32 bytes")))?;
@@ -1645,15 +1673,16 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
         .map(|row| -> Result<(i64, i64), JournalError> { Ok((column(tenant, &row, 0)?, column(tenant, &row, 1)?)) })
         .transpose()?;
     let (next, seal_count) = counters.map_or((0, None), |(next, count)| (next, Some(count)));
-    snapshot.next_position = to_u64(tenant, next)?;
-    snapshot.stored_seal_count = seal_count.map(|count| to_u64(tenant, count)).transpose()?;
+    snapshot.next_position = to_u64(tenant, next, || "the log_counter row: next_position".to_owned())?;
+    snapshot.stored_seal_count =
+        seal_count.map(|count| to_u64(tenant, count, || "the log_counter row: seal_count".to_owned())).transpose()?;
     for row in txn
         .query("SELECT level, index, hash FROM log_nodes WHERE tenant = $1", &[&t])
         .map_err(fail("reading log nodes"))?
     {
-        let level = u8::try_from(column::<i16>(tenant, &row, 0)?)
-            .map_err(|_| damaged(tenant, "a log node's level is out of range".into()))?;
-        let id = NodeId::new(level, to_u64(tenant, column(tenant, &row, 1)?)?);
+        let level = node_level(tenant, column(tenant, &row, 0)?)?;
+        let index = to_u64(tenant, column(tenant, &row, 1)?, || format!("a log_nodes row at level {level}: index"))?;
+        let id = NodeId::new(level, index);
         let hash: Vec<u8> = column(tenant, &row, 2)?;
         let hash = NodeHash::try_from(hash.as_slice())
             .map_err(|_| damaged(tenant, format!("log node {id:?} is not 32 bytes")))?;
@@ -1703,7 +1732,7 @@ fn at_most_one(
 fn seal_of_row(tenant: &TenantId, row: &postgres::Row) -> Result<SealEntry, JournalError> {
     let run: String = column(tenant, row, 1)?;
     Ok(SealEntry {
-        position: to_u64(tenant, column(tenant, row, 0)?)?,
+        position: to_u64(tenant, column(tenant, row, 0)?, || format!("the seals row of run {run:?}: position"))?,
         run: run_id(tenant, &run)?,
         leaf_bytes: column(tenant, row, 2)?,
     })
@@ -1889,8 +1918,10 @@ impl Store for PgStore {
             .map_err(|err| pg("the log counters", err))?;
         Ok(match at_most_one(tenant, "log_counter", &tenant.as_str(), rows)? {
             Some(row) => LogCounters {
-                next_position: to_u64(tenant, column(tenant, &row, 0)?)?,
-                seal_count: to_u64(tenant, column(tenant, &row, 1)?)?,
+                next_position: to_u64(tenant, column(tenant, &row, 0)?, || {
+                    "the log_counter row: next_position".to_owned()
+                })?,
+                seal_count: to_u64(tenant, column(tenant, &row, 1)?, || "the log_counter row: seal_count".to_owned())?,
             },
             None => LogCounters { next_position: 0, seal_count: 0 },
         })
@@ -1940,7 +1971,10 @@ impl Store for PgStore {
                 let next = column::<i64>(tenant, &row, 0)?
                     .checked_add(1)
                     .ok_or_else(|| damaged(tenant, "the last signed checkpoint's number is the largest".into()))?;
-                (next, Some(Tree::new(to_u64(tenant, column(tenant, &row, 1)?)?, root)))
+                let size = to_u64(tenant, column(tenant, &row, 1)?, || {
+                    format!("the signed_checkpoints row numbered {}: size", next - 1)
+                })?;
+                (next, Some(Tree::new(size, root)))
             }
             None => (0, None),
         };
@@ -1999,7 +2033,9 @@ impl Store for PgStore {
             )
             .map_err(|err| pg("reading a run's newest heads entry", err))?;
         let newest: Option<i64> = column(tenant, &newest, 0)?;
-        newest.map(|position| to_u64(tenant, position)).transpose()
+        newest
+            .map(|position| to_u64(tenant, position, || format!("a heads_entries row of run {run}: position")))
+            .transpose()
     }
 
     fn stored_hashes(

@@ -793,3 +793,56 @@ fn r_store_3_heads_entries_planted_at_the_next_position_are_damage_to_signing() 
         other => panic!("signing over planted heads entries: {:?}", other.map(drop)),
     }
 }
+
+/// R-UX-3 (attacker review 50): a bigint column the plane reads as a count,
+/// a seq or a position set negative with SQL (or an admission instant
+/// before 1970). Every reader refused it as
+/// damage, but said only "a stored count or position is negative (-1)":
+/// neither the table, the column nor the row, in a store of millions of
+/// rows. The damage names them now, for the audit and the reader that met it.
+#[test]
+fn r_ux_3_a_negative_count_seq_or_position_is_damage_naming_its_row() {
+    use journal_core::Store as _;
+    let attacks = [
+        ("UPDATE records SET seq = -1 WHERE seq = 2 AND run = $1", "records row of run", "seq"),
+        ("UPDATE runs SET head_seq = -5 WHERE run = $1", "runs row of run", "head_seq"),
+        ("UPDATE log_counter SET next_position = -1 WHERE tenant <> $1", "log_counter row", "next_position"),
+        ("UPDATE log_counter SET seal_count = -1 WHERE tenant <> $1", "log_counter row", "seal_count"),
+        ("UPDATE seals SET position = -1 WHERE run <> $1 AND position = 0", "seals row of run", "position"),
+        ("UPDATE heads_entries SET seq = -1 WHERE run = $1", "heads_entries row of run", "seq"),
+        ("UPDATE heads_entries SET position = -1 WHERE run = $1", "heads_entries row of run", "position"),
+        ("UPDATE signed_checkpoints SET size = -1 WHERE tenant <> $1", "signed_checkpoints row", "size"),
+        ("UPDATE log_nodes SET index = -1 WHERE level = 0 AND index = 1 AND tenant <> $1", "log_nodes row", "index"),
+        ("UPDATE admission_order SET at_millis = -1 WHERE run = $1", "admission_order row of run", "instant"),
+    ];
+    let mut unnamed = Vec::new();
+    for (attack, row, column) in attacks {
+        let plane = shared::Plane::on(PgStore::temporary().unwrap());
+        let (_sealed, open) = (plane.run("a", true), plane.run("c", false));
+        let saved = plane.sign();
+        let inputs = plane.inputs(&saved);
+        assert!(audit::audit(plane.store.as_ref(), &inputs).unwrap().findings.is_empty());
+        assert_eq!(plane.store.raw().execute(attack, &[&open.as_str()]).unwrap(), 1, "{attack}");
+        let (store, t) = (plane.store.as_ref(), &plane.tenant);
+        let read = match attack.split_whitespace().nth(1) {
+            Some("records" | "runs") => store.read_run(t, &open).map(drop),
+            Some("log_counter") => store.log_counters(t).map(drop),
+            Some("seals") => store.seals(t).map(drop),
+            Some("heads_entries") if column == "seq" => store.heads_entries_in(t, 0..10).map(drop),
+            Some("heads_entries") => store.newest_heads_of(t, &open).map(drop),
+            Some("signed_checkpoints") => store.signed_checkpoints(t).map(drop),
+            Some("admission_order") => store.admissions(t, None, None, 10).map(drop),
+            _ => store.read_log_nodes(t, &[tlog::NodeId::new(0, 1)]).map(drop),
+        };
+        let audited = audit_refuses(&plane, &inputs).unwrap_or_else(|| "audited clean".into());
+        for said in [read.map_err(|err| err.to_string()).err().unwrap_or_else(|| "read".into()), audited] {
+            let what = if column == "instant" { "1970" } else { "negative" };
+            let names = said.contains(row) && said.contains(column) && said.contains(what);
+            let missing = column == "index" && said.contains("log node") && said.contains("missing");
+            if !names && !missing {
+                unnamed.push(format!("{attack}: {said}"));
+            }
+        }
+    }
+    assert!(unnamed.is_empty(), "{unnamed:#?}");
+}
