@@ -109,6 +109,12 @@ impl LogCounters {
     }
 }
 
+/// The most bytes a stored checkpoint note can hold: its text and its
+/// signature lines, each at most [`witness::note::MAX_NOTE_BYTES`]. A row
+/// keeping more was written behind the plane; a store refuses it as damage
+/// without reading it whole.
+pub const MAX_STORED_NOTE_BYTES: usize = 2 * witness::note::MAX_NOTE_BYTES;
+
 /// A checkpoint this plane signed for a tenant's log, kept in the store so
 /// the plane never signs a tree that does not extend one it signed before.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -195,7 +195,7 @@ impl PgStore {
 
     fn read_trees(&self, table: &str, tenant: &TenantId) -> Result<Vec<SignedTree>, JournalError> {
         let mut conn = self.conn()?;
-        let query = format!("SELECT size, root, note FROM {table} WHERE tenant = $1 ORDER BY n");
+        let query = format!("SELECT {CHECKPOINT_COLUMNS} FROM {table} WHERE tenant = $1 ORDER BY n");
         let rows = conn.query(query.as_str(), &[&tenant.as_str()]).map_err(|err| pg(table, err))?;
         rows.iter().map(|row| signed_tree(tenant, table, row)).collect()
     }
@@ -204,7 +204,7 @@ impl PgStore {
     /// along its key, so O(limit).
     fn read_newest_trees(&self, table: &str, tenant: &TenantId, limit: usize) -> Result<Vec<SignedTree>, JournalError> {
         let mut conn = self.conn()?;
-        let query = format!("SELECT size, root, note FROM {table} WHERE tenant = $1 ORDER BY n DESC LIMIT $2");
+        let query = format!("SELECT {CHECKPOINT_COLUMNS} FROM {table} WHERE tenant = $1 ORDER BY n DESC LIMIT $2");
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let rows = conn.query(query.as_str(), &[&tenant.as_str(), &limit]).map_err(|err| pg(table, err))?;
         rows.iter().rev().map(|row| signed_tree(tenant, table, row)).collect()
@@ -1517,14 +1517,35 @@ fn head_entry_of_row(tenant: &TenantId, row: &postgres::Row) -> Result<(u64, Hea
     Ok((position, HeadEntry { run, seq, hash }))
 }
 
-/// A checkpoints row `size, root, note`.
+/// The columns of a checkpoints row [`signed_tree`] reads: its note only
+/// when it is within [`MAX_NOTE`] (a value may be a gigabyte), and the
+/// note's length.
+const CHECKPOINT_COLUMNS: &str =
+    "size, root, CASE WHEN octet_length(note) <= 2097152 THEN note END, octet_length(note)";
+// The bound spelled in `CHECKPOINT_COLUMNS`.
+const _: () = assert!(MAX_NOTE == 2_097_152);
+
+/// A checkpoints row of [`CHECKPOINT_COLUMNS`]. A note past the bound is
+/// damage, and was not read.
 fn signed_tree(tenant: &TenantId, table: &str, row: &postgres::Row) -> Result<SignedTree, JournalError> {
     let size = to_u64(tenant, column(tenant, row, 0)?, || format!("a {table} row: size"))?;
     let root: Vec<u8> = column(tenant, row, 1)?;
     let root = RootHash::try_from(root.as_slice())
         .map_err(|_| damaged(tenant, format!("a {table} root at size {size} is not 32 bytes")))?;
+    let length: Option<i32> = column(tenant, row, 3)?;
+    if let Some(length) = length.filter(|length| usize::try_from(*length).is_ok_and(|l| l > MAX_NOTE)) {
+        return Err(damaged(
+            tenant,
+            format!(
+                "the {table} row at size {size} keeps a note of {length} bytes, past the {MAX_NOTE} a signed note \
+                 can be: it was written behind the plane, and was not read (run `agentplane verify`)"
+            ),
+        ));
+    }
     Ok(SignedTree { tree: Tree::new(size, root), note: column(tenant, row, 2)? })
 }
+
+const MAX_NOTE: usize = journal_core::store::MAX_STORED_NOTE_BYTES;
 
 /// Everything of `tenant` in one read-only repeatable-read transaction, one
 /// query per table (never one per run).
@@ -1698,7 +1719,7 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
     for (table, trees) in
         [("signed_checkpoints", &mut snapshot.signed), ("cosigned_checkpoints", &mut snapshot.cosigned)]
     {
-        let query = format!("SELECT size, root, note FROM {table} WHERE tenant = $1 ORDER BY n");
+        let query = format!("SELECT {CHECKPOINT_COLUMNS} FROM {table} WHERE tenant = $1 ORDER BY n");
         for row in txn.query(query.as_str(), &[&t]).map_err(fail("reading checkpoints"))? {
             trees.push(signed_tree(tenant, table, &row)?);
         }
@@ -1941,7 +1962,7 @@ impl Store for PgStore {
         let mut conn = self.conn()?;
         let table = "signed_checkpoints";
         conn.query_opt(
-            "SELECT size, root, note FROM signed_checkpoints WHERE tenant = $1 ORDER BY n DESC LIMIT 1",
+            &format!("SELECT {CHECKPOINT_COLUMNS} FROM signed_checkpoints WHERE tenant = $1 ORDER BY n DESC LIMIT 1"),
             &[&tenant.as_str()],
         )
         .map_err(|err| pg(table, err))?

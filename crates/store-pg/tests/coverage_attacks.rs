@@ -846,3 +846,47 @@ fn r_ux_3_a_negative_count_seq_or_position_is_damage_naming_its_row() {
     }
     assert!(unnamed.is_empty(), "{unnamed:#?}");
 }
+
+/// R-UX-3 (attacker review 50): a signed or cosigned checkpoint row whose
+/// note was made huge with SQL (PostgreSQL keeps up to a gigabyte a value).
+/// Every reader of those rows (signing, `verify`, `checkpoint --cosigned`,
+/// `export`, the sweep's every round, the console, the audit) read each note
+/// whole: four rows of 100 MB took a gigabyte to list, and nothing bounded
+/// it. A note past what a signed note can be (its text and its signatures,
+/// each at most the note bound) is damage naming the row, and is not read.
+#[test]
+fn r_ux_3_a_checkpoint_note_past_the_note_bound_is_damage_never_read_whole() {
+    use journal_core::Store as _;
+    use journal_core::store::CheckpointRows;
+    let past = i32::try_from(journal_core::store::MAX_STORED_NOTE_BYTES).unwrap();
+    for table in ["signed_checkpoints", "cosigned_checkpoints"] {
+        let plane = shared::Plane::on(PgStore::temporary().unwrap());
+        plane.run("a", true);
+        let saved = plane.sign();
+        let inputs = plane.inputs(&saved);
+        let row = journal_core::store::SignedTree { tree: saved.checkpoint().tree(), note: saved.note().to_owned() };
+        plane.store.record_cosigned_checkpoint(&plane.tenant, row).unwrap();
+        let grown = plane
+            .store
+            .raw()
+            .execute(&format!("UPDATE {table} SET note = note || repeat('x', $1)"), &[&(past + 1)])
+            .unwrap();
+        assert_eq!(grown, 1);
+        let (store, t) = (plane.store.as_ref(), &plane.tenant);
+        let reads = [
+            store.signed_checkpoints(t).map(drop),
+            store.last_signed_checkpoint(t).map(drop),
+            store.newest_checkpoints(t, CheckpointRows::Signed, 1).map(drop),
+            store.cosigned_checkpoints(t).map(drop),
+            store.newest_checkpoints(t, CheckpointRows::Cosigned, 1).map(drop),
+        ];
+        let refused: Vec<String> = reads.into_iter().filter_map(|read| read.err().map(|err| err.to_string())).collect();
+        let reading_it = if table == "signed_checkpoints" { 3 } else { 2 };
+        assert_eq!(refused.len(), reading_it, "{table}: every read of the row refuses it: {refused:?}");
+        for said in &refused {
+            assert!(said.contains(&format!("{table} row")) && said.contains("note of"), "{table}: {said}");
+        }
+        let audited = audit_refuses(&plane, &inputs).expect("audited clean");
+        assert!(audited.contains(&format!("{table} row")), "{table}: {audited}");
+    }
+}
