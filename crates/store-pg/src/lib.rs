@@ -936,9 +936,9 @@ impl PgAppend<'_, '_> {
     /// A new row of the tenant's log (a leaf, a node): one there already
     /// was written behind the plane (the counter moved back below a leaf it
     /// gave, or a node planted for a position not sealed yet; no other
-    /// writer races a position, see [`Self::execute_log`]). That append is
-    /// refused as damage naming `row`, rolled back alone: the rest of its
-    /// batch commits.
+    /// writer races a position, see [`Self::execute_log`]), and so was a
+    /// seal count the trigger cannot add one to. That append is refused as
+    /// damage naming `row`, rolled back alone: the rest of its batch commits.
     fn insert_log_row(
         &mut self,
         tenant: &TenantId,
@@ -952,6 +952,15 @@ impl PgAppend<'_, '_> {
                 format!(
                     "{} is stored already, though the log counter gives it only now: the counter was moved back, \
                      or the row written, behind the plane. Nothing was appended; run `agentplane verify`",
+                    row()
+                ),
+            )),
+            // The seals trigger adding one to a seal count at the largest bigint.
+            Some(&postgres::error::SqlState::NUMERIC_VALUE_OUT_OF_RANGE) => AppendFailure::Refused(damaged(
+                tenant,
+                format!(
+                    "{} cannot be counted: the log_counter row's seal_count is at the largest bigint, which no log \
+                     reaches: the row was written behind the plane. Nothing was appended; run `agentplane verify`",
                     row()
                 ),
             )),
@@ -2358,7 +2367,8 @@ mod tests {
 
     /// R-STORE-3, R-UX-3 (attacker review 50): the log counter moved back
     /// with SQL below a leaf it gave, or a log node planted for a position
-    /// not sealed yet. The next seal's insert met the row already there and
+    /// not sealed yet (or the seal count set to the largest bigint, which the
+    /// trigger that counts seals cannot add one to: "bigint out of range"). The next seal's insert met the row already there and
     /// failed as a storage error (exit 2, the server's "duplicate key"),
     /// which broke its whole group commit: every other append committed with
     /// it, another tenant's included, failed with it. The seal alone is
@@ -2375,6 +2385,11 @@ mod tests {
             (
                 "INSERT INTO log_nodes (tenant, level, index, hash) VALUES ('t', 0, 0, sha256('\\x00'))",
                 "level 0 index 0",
+            ),
+            (
+                "INSERT INTO log_counter (tenant, next_position, seal_count) VALUES ('t', 0, 9223372036854775807)
+                 ON CONFLICT (tenant) DO UPDATE SET seal_count = excluded.seal_count",
+                "seal_count",
             ),
         ] {
             let (_store, rows, mut client, statements) = two_runs_begun();
