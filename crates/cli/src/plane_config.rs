@@ -54,8 +54,8 @@ pub fn parse(text: &str) -> Result<PlaneConfig, toml::de::Error> {
 /// The most of a parser's message [`describe_error`] shows.
 const MAX_MESSAGE_SHOWN: usize = 200;
 
-/// A parse error of `text` as one short line: where, and what (at most
-/// [`MAX_MESSAGE_SHOWN`] characters), never the line itself, which the
+/// A parse error of `text` as one short line: where, and what (at most 200
+/// characters), never the line itself, which the
 /// parser quotes whole (a line may be a megabyte, or a private key pasted
 /// into the file: a message quoting one is not shown).
 pub fn describe_error(text: &str, err: &toml::de::Error) -> String {
