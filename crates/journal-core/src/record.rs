@@ -252,7 +252,9 @@ pub enum Verdict {
     EffectFailed {
         /// The effect.
         effect_key: String,
-        /// Its error.
+        /// Its error, cut after
+        /// [`MAX_VERDICT_ERROR_BYTES`](crate::runtime::handle::MAX_VERDICT_ERROR_BYTES)
+        /// (the whole error is the effect's `EffectDone` record's).
         error: String,
     },
     /// No machine reason beyond the outcome.

@@ -48,6 +48,25 @@ pub struct EffectOutput {
     pub charged: Counters,
 }
 
+/// The most bytes of an effect's error a `failed` conclusion's verdict
+/// quotes: the whole error is its `EffectDone` record's.
+pub const MAX_VERDICT_ERROR_BYTES: usize = 64 << 10;
+
+/// The most bytes of an effect key, a step's name or an error a
+/// conclusion's human reason quotes.
+const MAX_REASON_QUOTE_BYTES: usize = 256;
+
+/// `text` whole when it holds at most `max` bytes, else its first `max`
+/// bytes (at a character's boundary) and how long it was, with `whole`:
+/// where the rest is.
+fn quoted(text: &str, max: usize, whole: &str) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let cut = (0..=max).rev().find(|at| text.is_char_boundary(*at)).unwrap_or(0);
+    format!("{}… ({} bytes in all; {whole})", text.get(..cut).unwrap_or_default(), text.len())
+}
+
 impl Runtime {
     /// Resumes a run (R-RUN-5, R-RUN-6): verifies its chain, reads its own last
     /// outcome from that history, and continues when the reason for stopping
@@ -82,7 +101,10 @@ impl Runtime {
                 handle.conclude(
                     Outcome::Quarantined,
                     Verdict::Doubt { effect_key: key.clone() },
-                    &format!("effect {key} started and has no recorded end; a person must say whether it happened"),
+                    &format!(
+                        "effect {} started and has no recorded end; a person must say whether it happened",
+                        quoted(&key, MAX_REASON_QUOTE_BYTES, "cut")
+                    ),
                 )?;
             }
             return Err(handle.stopped());
@@ -160,6 +182,7 @@ impl RunHandle<'_> {
     }
 
     fn exhaust(&mut self, dimension: Dimension, ceiling: u64, counters: Counters, what: &str) -> RuntimeError {
+        let what = quoted(what, MAX_REASON_QUOTE_BYTES, "cut");
         let reason = format!("{what}: {dimension} ceiling {ceiling} reached at {}", counters.get(dimension));
         match self.conclude(Outcome::Exhausted, Verdict::BudgetExceeded { dimension, ceiling, counters }, &reason) {
             Ok(()) => self.stopped(),
@@ -217,8 +240,22 @@ impl RunHandle<'_> {
         }
         self.append(key, RecordBody::Released(Released { holding: Holding::Reservation, amount: reserved }))?;
         if let EffectResult::Err { error } = &output.result {
-            let verdict = Verdict::EffectFailed { effect_key: effect_key.to_owned(), error: error.clone() };
-            self.conclude(Outcome::Failed, verdict, &format!("effect {effect_key} failed: {error}"))?;
+            // The error is model output of any size the effect's record
+            // held: the conclusion quotes it cut, so that it is never too
+            // large to record (the run would stay unconcluded, the handle
+            // driving on past its failed effect). The whole error is the
+            // `EffectDone` record's.
+            let whole = "the whole error is the effect's EffectDone record";
+            let verdict = Verdict::EffectFailed {
+                effect_key: effect_key.to_owned(),
+                error: quoted(error, MAX_VERDICT_ERROR_BYTES, whole),
+            };
+            let reason = format!(
+                "effect {} failed: {}",
+                quoted(effect_key, MAX_REASON_QUOTE_BYTES, "cut"),
+                quoted(error, MAX_REASON_QUOTE_BYTES, whole)
+            );
+            self.conclude(Outcome::Failed, verdict, &reason)?;
             return Err(self.stopped());
         }
         let counters = self.state.counters();
