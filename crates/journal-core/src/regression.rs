@@ -209,6 +209,37 @@ impl Action {
     }
 }
 
+/// What the code calls, as far as a recorded stop tells them apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Call {
+    /// Starting a step.
+    StepStart,
+    /// An effect the replay has not answered yet.
+    Effect,
+    /// Anything else: finishing a step, concluding.
+    Other,
+}
+
+/// The one call a recorded stop refuses, when it refuses only one: a steps
+/// (effects) ceiling reached, not crossed, refused the next step's start
+/// (the next effect's) before it was recorded, and the runtime lets every
+/// other call through (finishing a step, concluding, an effect read back).
+/// `None`: the stop is one the code meets at whatever it calls next (an
+/// operator's, a doubt, a ceiling crossed).
+fn refused_only(concluded: &RunConcluded) -> Option<Call> {
+    match &concluded.verdict {
+        Verdict::BudgetExceeded { dimension: Dimension::Steps, ceiling, counters } if counters.steps <= *ceiling => {
+            Some(Call::StepStart)
+        }
+        Verdict::BudgetExceeded { dimension: Dimension::Effects, ceiling, counters }
+            if counters.effects <= *ceiling =>
+        {
+            Some(Call::Effect)
+        }
+        _ => None,
+    }
+}
+
 /// A recorded run being replayed. Nothing it does is written anywhere.
 #[derive(Debug)]
 pub struct ReplayHandle {
@@ -271,9 +302,13 @@ impl ReplayHandle {
     }
 
     /// Whether the record ends here by the runtime's or an operator's
-    /// conclusion; if so the code is stopped from now on.
-    fn stops_here(&mut self) -> bool {
-        if let Some((_, Action::Stop(concluded))) = self.next() {
+    /// conclusion that stops `call`; if so the code is stopped from now on.
+    /// A stop that refuses another call only ([`refused_only`]) is a
+    /// recorded action `call` is compared with, as live it does not stop it.
+    fn stops_here(&mut self, call: Call) -> bool {
+        if let Some((_, Action::Stop(concluded))) = self.next()
+            && refused_only(concluded).is_none_or(|only| only == call)
+        {
             self.stopped = Some(RunStatus::of(concluded));
         }
         self.stopped.is_some()
@@ -286,16 +321,14 @@ impl ReplayHandle {
         let caused = match self.next() {
             Some((_, Action::Stop(concluded))) => match &concluded.verdict {
                 Verdict::EffectFailed { effect_key: failed, .. } => failed == effect_key,
-                // Steps and effects ceilings refuse before the next step or
-                // effect starts: the next call is stopped, not this one.
-                Verdict::BudgetExceeded { dimension, .. } => {
-                    !matches!(dimension, Dimension::Steps | Dimension::Effects)
-                }
+                // Steps and effects ceilings reached refuse before the next
+                // step or effect starts: that call is stopped, not this one.
+                Verdict::BudgetExceeded { .. } => refused_only(concluded).is_none(),
                 _ => false,
             },
             _ => false,
         };
-        caused && self.stops_here()
+        caused && self.stops_here(Call::Other)
     }
 
     fn next(&self) -> Option<&(u64, Action)> {
@@ -315,7 +348,8 @@ impl ReplayHandle {
     }
 
     fn step(&mut self, replayed: Action) -> Result<(), ()> {
-        if self.divergence.is_some() || self.stops_here() {
+        let call = if matches!(replayed, Action::Step(_)) { Call::StepStart } else { Call::Other };
+        if self.divergence.is_some() || self.stops_here(call) {
             return Err(());
         }
         let matches = match (self.next().map(|(_, a)| a), &replayed) {
@@ -339,12 +373,16 @@ impl ReplayHandle {
     }
 
     fn replay_effect(&mut self, effect_key: &str) -> Result<EffectResult, ()> {
-        if self.divergence.is_some() || self.stops_here() {
+        if self.divergence.is_some() || self.stopped.is_some() {
             return Err(());
         }
         if let Some(result) = self.done.get(effect_key) {
-            // Asked again (as after a resume): read back, as the runtime does.
+            // Asked again (as after a resume): read back, as the runtime
+            // does, before any ceiling (nothing is recorded).
             return Ok(result.clone());
+        }
+        if self.stops_here(Call::Effect) {
+            return Err(());
         }
         match self.next().map(|(_, a)| a.clone()) {
             Some(Action::Effect(key, result, charged)) if key == effect_key => {
@@ -376,7 +414,7 @@ impl ReplayHandle {
     }
 
     fn conclude(&mut self, outcome: Outcome) -> Result<(), ()> {
-        if self.divergence.is_some() || self.stops_here() {
+        if self.divergence.is_some() || self.stops_here(Call::Other) {
             return Err(());
         }
         self.concluded = Some(outcome);
@@ -401,12 +439,14 @@ impl ReplayHandle {
 
     /// After the code returned: whatever the record still holds was skipped.
     fn finish(&mut self) {
-        if self.divergence.is_some() {
+        if self.divergence.is_some() || self.stopped.is_some() {
             return;
         }
         match self.next().map(|(_, a)| a.clone()) {
-            // The runtime's or an operator's end is not the code's to reach.
-            None | Some(Action::Stop(_)) => {}
+            // The runtime's or an operator's end is not the code's to reach
+            // (a ceiling reached is: the code made the call it refused).
+            None => {}
+            Some(Action::Stop(concluded)) if refused_only(&concluded).is_none() => {}
             Some(Action::Conclusion(recorded)) => {
                 let _ = self.diverge(Divergence::DifferentConclusion { recorded: Some(recorded), replayed: None });
             }

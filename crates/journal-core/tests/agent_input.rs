@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use journal_core::regression::{RunContext, replay};
 use journal_core::runtime::RuntimeError;
 use journal_core::{
     Admission, AdmitRequest, Budget, ChainCheck, Counters, EffectOutput, EffectResult, Journal, MemoryStore, Origin,
@@ -33,6 +34,10 @@ fn admit<'rt>(
     let request = AdmitRequest { idempotency_key: key.into(), plan: vec!["a".into(), "b".into()], budget };
     let Admission::New(handle) = runtime.admit(tenant, request).unwrap() else { panic!("admitted before") };
     handle
+}
+
+fn ok(text: &str) -> EffectOutput {
+    EffectOutput { result: EffectResult::Ok { output: text.into() }, charged: Counters::default() }
 }
 
 fn records(store: &MemoryStore, tenant: &TenantId, origin: &Origin, run: &RunId) -> Vec<VerifiedRecord> {
@@ -76,4 +81,56 @@ fn r_run_1_an_effect_failing_with_a_huge_error_concludes_the_run_failed() {
     let done = chain.iter().find(|r| matches!(r.record.body, journal_core::RecordBody::EffectDone(_))).unwrap();
     let journal_core::RecordBody::EffectDone(done) = &done.record.body else { unreachable!() };
     assert_eq!(done.result, EffectResult::Err { error }, "the whole error stays in the effect's record");
+}
+
+fn at_a_ceiling(run: &mut impl RunContext, then: &str) -> Result<(), RuntimeError> {
+    run.start_step("a")?;
+    run.effect("ek:one", "a", || ok("one"))?;
+    run.finish_step("a")?;
+    match then {
+        "step" => run.start_step("b")?,
+        "effect" => {
+            run.effect("ek:two", "a", || ok("two"))?;
+        }
+        "succeed" => return run.succeed("done"),
+        _ => unreachable!(),
+    }
+    run.succeed("done")
+}
+
+/// Regression checks: a run the runtime stopped at its steps (or effects)
+/// ceiling was stopped by the call that would have gone past it, a step's
+/// start (an effect's); new code that did something else there (performed
+/// a new effect, started a step, concluded) is not stopped live, yet the
+/// replay stopped it at any call and called the run matched.
+#[test]
+fn a_replay_stops_at_a_steps_or_effects_ceiling_only_the_call_it_refuses() {
+    let (store, tenant, origin, runtime) = plane();
+    let steps = Budget { steps: Some(1), ..Budget::default() };
+    let effects = Budget { effects: Some(1), ..Budget::default() };
+    for (key, budget, recorded, refused) in [("steps", steps, "step", "step"), ("effects", effects, "effect", "effect")]
+    {
+        let mut run = admit(&runtime, &tenant, key, budget);
+        let id = run.run().clone();
+        assert!(matches!(at_a_ceiling(&mut *run, recorded), Err(RuntimeError::Stopped { .. })));
+        assert!(matches!(runtime.status(&tenant, &id).unwrap(), RunStatus::Exhausted { .. }));
+        let chain = records(&store, &tenant, &origin, &id);
+        let plan = vec!["a".to_owned(), "b".to_owned()];
+        let same = replay(&id, &chain, &plan, |r| at_a_ceiling(r, refused));
+        assert!(same.matched(), "{key}: the unchanged code matches: {:?}", same.divergence);
+        for changed in ["step", "effect", "succeed"].into_iter().filter(|c| *c != refused) {
+            let report = replay(&id, &chain, &plan, |r| at_a_ceiling(r, changed));
+            assert!(!report.matched(), "{key}: code that does {changed} at the ceiling diverges");
+        }
+        // The effect read back (done) is not refused by the ceiling, live or replayed.
+        let again = replay(&id, &chain, &plan, |r| {
+            r.start_step("a")?;
+            r.effect("ek:one", "a", || ok("one"))?;
+            r.finish_step("a")?;
+            let read = r.effect("ek:one", "a", || unreachable!())?;
+            assert_eq!(read, EffectResult::Ok { output: "one".into() });
+            if refused == "step" { r.start_step("b") } else { r.effect("ek:two", "a", || ok("two")).map(drop) }
+        });
+        assert!(again.matched(), "{key}: {:?}", again.divergence);
+    }
 }
