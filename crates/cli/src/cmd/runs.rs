@@ -174,7 +174,11 @@ pub fn print_table(rows: &[RunRow]) {
     outln!("{:<30} {:<12} {:>7} {:>7} {:>8}", "RUN", "OUTCOME", "RECORDS", "SEALED", "TOKENS");
     for row in rows {
         match row {
-            RunRow::Unverified(Problem { problem, run, .. }) => outln!("{run:<30} UNVERIFIED: {problem}"),
+            // A problem quotes what it could not read: no control
+            // character of it reaches the terminal, nor a line of its own.
+            RunRow::Unverified(Problem { problem, run, .. }) => {
+                outln!("{run:<30} UNVERIFIED: {}", crate::output::one_line(problem));
+            }
             RunRow::Verified(figures) => {
                 let sealed = figures.position.map_or_else(|| "-".to_owned(), |p| format!("#{p}"));
                 outln!(

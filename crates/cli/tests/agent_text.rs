@@ -1,0 +1,62 @@
+//! Text agent code hands the runtime (step names, effect keys, outputs,
+//! errors) comes from model output, and a store's rows may be written
+//! behind the plane: what the commands print of them stays readable.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+mod support;
+use support::*;
+
+use std::sync::Arc;
+
+use journal_core::testkit::TamperAccess;
+use journal_core::{Admission, AdmitRequest, Budget, RuntimeBuilder, Store};
+
+const ORIGIN: &str = "cli.test/plane/default";
+
+fn tenant() -> journal_core::TenantId {
+    journal_core::TenantId::new("default").unwrap()
+}
+
+/// A redb plane in `dir` holding one run driven by `drive`; the run's id.
+fn plane_with(
+    dir: &std::path::Path,
+    drive: impl FnOnce(&mut journal_core::RunHandle<'_>),
+) -> (Arc<store_redb::RedbStore>, journal_core::RunId) {
+    let store = Arc::new(store_redb::RedbStore::create(&dir.join("plane.redb")).unwrap());
+    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant(), journal_core::Origin::new(ORIGIN).unwrap(), None)
+        .build()
+        .unwrap();
+    let request = AdmitRequest { idempotency_key: "job".into(), plan: vec!["a".into()], budget: Budget::default() };
+    let Admission::New(mut run) = runtime.admit(&tenant(), request).unwrap() else { panic!("admitted twice") };
+    drive(&mut run);
+    (store, run.run().clone())
+}
+
+/// R-UX-3: `runs` escaped the control characters of an unverified run's
+/// problem with `--ids` (on stderr), but its table printed the problem as
+/// it came, and a problem quotes what it could not read: a record written
+/// behind the plane with an escape sequence in a field's name (its chain
+/// relinked, so it reads as a shape this build does not know) retitled the
+/// terminal or erased the lines above it from the listing.
+#[test]
+fn r_ux_3_runs_prints_no_control_character_of_an_unverified_runs_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, run) = plane_with(dir.path(), |run| run.start_step("a").unwrap());
+    let rows = store.read_run(&tenant(), &run).unwrap().rows;
+    let last = rows.last().unwrap().clone();
+    let text = String::from_utf8(last.bytes.clone()).unwrap();
+    let forged =
+        text.replace("{\"step\":\"a\"}", "{\"step\":\"a\",\"\\u001b[1A\\u001b[2K\\u001b]0;owned\\u0007\\n\":1}");
+    assert_ne!(forged, text);
+    let hash = journal_core::ChainHash::link(&last.prev_hash, forged.as_bytes());
+    store.overwrite_row(&tenant(), &run, journal_core::StoredRecord { hash, bytes: forged.into_bytes(), ..last });
+    drop(store);
+    let out = agentplane(dir.path(), &["runs", "--store", "plane.redb", "--origin", ORIGIN]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_ne!(out.status.code(), Some(0), "{stdout}");
+    assert!(stdout.contains("UNVERIFIED"), "{stdout}");
+    assert!(stdout.contains("owned"), "the problem quotes the field: {stdout}");
+    assert!(!stdout.chars().any(|c| c.is_control() && c != '\n'), "{stdout:?}");
+    assert_eq!(stdout.lines().count(), 2, "a header and the run's one line: {stdout}");
+}
