@@ -60,3 +60,35 @@ fn r_ux_3_runs_prints_no_control_character_of_an_unverified_runs_problem() {
     assert!(!stdout.chars().any(|c| c.is_control() && c != '\n'), "{stdout:?}");
     assert_eq!(stdout.lines().count(), 2, "a header and the run's one line: {stdout}");
 }
+
+/// R-UX-3, R-AUD-1: `verify` (the audit) printed each finding as it came,
+/// and a finding's detail quotes what it could not read: the record above,
+/// written behind the plane, put its escape sequences on the terminal from
+/// the audit's report. Each finding is one line, escaped, now.
+#[test]
+fn r_ux_3_verify_prints_no_control_character_of_a_finding() {
+    let root = tempfile::tempdir().unwrap();
+    ok(root.path(), &["demo"]);
+    let dir = root.path().join("agentplane-demo");
+    let listed = json(&dir, &["runs", "--outcome", "withheld", "--json"]);
+    let run = journal_core::RunId::new(listed[0]["run"].as_str().unwrap()).unwrap();
+    let store = store_redb::RedbStore::open(&dir.join("agentplane.redb")).unwrap();
+    let rows = store.read_run(&tenant(), &run).unwrap().rows;
+    let last = rows.last().unwrap().clone();
+    let text = String::from_utf8(last.bytes.clone()).unwrap();
+    let forged = text.replace("\"outcome\":", "\"\\u001b[1A\\u001b]0;owned\\u0007\\n\":1,\"outcome\":");
+    assert_ne!(forged, text);
+    let hash = journal_core::ChainHash::link(&last.prev_hash, forged.as_bytes());
+    let row = journal_core::StoredRecord { hash, bytes: forged.into_bytes(), signature: None, ..last };
+    store.overwrite_row(&tenant(), &run, row);
+    drop(store);
+    let dir = dir.as_path();
+    let out = agentplane(dir, &["verify"]);
+    let all = support::text(&out);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(stdout.contains("FINDING") && stdout.contains("owned"), "{all:?}");
+    let quoting = stdout.lines().find(|line| line.contains("owned")).unwrap();
+    assert!(quoting.starts_with("FINDING") && quoting.contains("expected one of"), "one line: {stdout}");
+    assert!(!stdout.chars().any(|c| c.is_control() && c != '\n'), "{stdout:?}");
+}

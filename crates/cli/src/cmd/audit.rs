@@ -394,8 +394,11 @@ fn progress_bar(label: &str) -> indicatif::ProgressBar {
 }
 
 fn print_human(report: &AuditReport) {
+    use crate::output::one_line;
+    // A finding quotes what it could not read (a record's bytes, a witness's
+    // answer): one line each, no control character of it on the terminal.
     for finding in &report.findings {
-        outln!("FINDING {finding}");
+        outln!("FINDING {}", one_line(&finding.to_string()));
     }
     let c = report.checked;
     outln!(
@@ -416,10 +419,11 @@ fn print_human(report: &AuditReport) {
             _ => String::new(),
         };
         let why = anchor.reason.as_ref().map_or_else(String::new, |why| format!(" ({why})"));
-        outln!("anchor {} [{}]{held}: {}{why}", anchor.label, anchor.kind.name(), anchor.status.name());
+        let line = format!("{} [{}]{held}: {}{why}", anchor.label, anchor.kind.name(), anchor.status.name());
+        outln!("anchor {}", one_line(&line));
     }
     for missing in &report.not_checked {
-        outln!("NOT CHECKED {}: {}", missing.what, missing.why);
+        outln!("NOT CHECKED {}", one_line(&format!("{}: {}", missing.what, missing.why)));
     }
     match (report.findings.len(), report.not_checked.is_empty()) {
         (0, true) => outln!("clean and complete"),
