@@ -9,7 +9,7 @@ use support::*;
 use std::sync::Arc;
 
 use journal_core::testkit::TamperAccess;
-use journal_core::{Admission, AdmitRequest, Budget, RuntimeBuilder, Store};
+use journal_core::{Admission, AdmitRequest, Budget, Counters, EffectOutput, EffectResult, RuntimeBuilder, Store};
 
 const ORIGIN: &str = "cli.test/plane/default";
 
@@ -91,4 +91,33 @@ fn r_ux_3_verify_prints_no_control_character_of_a_finding() {
     let quoting = stdout.lines().find(|line| line.contains("owned")).unwrap();
     assert!(quoting.starts_with("FINDING") && quoting.contains("expected one of"), "one line: {stdout}");
     assert!(!stdout.chars().any(|c| c.is_control() && c != '\n'), "{stdout:?}");
+}
+
+/// R-UX-3: `show` lays its timeline out with every column as wide as its
+/// widest cell, and cut only an effect's output and a reason: a step's
+/// name, an effect key, the plan or the idempotency key (model output, up
+/// to a record's 16 MiB) made its column that wide on every line, so a run
+/// of n records with one name of w characters printed n times w. A cell is
+/// cut after 80 characters now; `--json` has every text whole.
+#[test]
+fn r_ux_3_show_cuts_a_huge_name_so_no_column_is_wider_than_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let name = "n".repeat(100_000);
+    let (_store, run) = plane_with(dir.path(), |run| {
+        run.start_step(&name).unwrap();
+        for i in 0..20 {
+            run.effect(&format!("ek:{i}"), "a", || EffectOutput {
+                result: EffectResult::Ok { output: "ok".into() },
+                charged: Counters::default(),
+            })
+            .unwrap();
+        }
+    });
+    let out = ok(dir.path(), &["show", run.as_str(), "--store", "plane.redb", "--origin", ORIGIN]);
+    assert!(out.len() < 20_000, "show printed {} bytes for a name of {}", out.len(), name.len());
+    assert!(out.lines().all(|line| line.chars().count() < 400), "no line is wider than its cells: {out}");
+    assert!(out.contains("step nnnn"), "the step is shown, cut: {}", out.lines().nth(3).unwrap_or_default());
+    let shown = json(dir.path(), &["show", run.as_str(), "--store", "plane.redb", "--origin", ORIGIN, "--json"]);
+    assert_eq!(shown["records"].as_array().unwrap().len(), 63, "the JSON has every record");
+    assert!(out.contains("plan: a"), "a short text is whole: {out}");
 }

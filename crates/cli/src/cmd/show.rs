@@ -76,6 +76,9 @@ impl RecordRow {
     }
 }
 
+/// The widest a cell of the timeline grows, in characters.
+const MAX_CELL_CHARS: usize = 80;
+
 /// A hash's first ten characters, for the table.
 fn short(hash: &str) -> String {
     format!("{}…", hash.chars().take(10).collect::<String>())
@@ -193,27 +196,31 @@ fn print_timeline(records: &[VerifiedRecord], rows: &[RecordRow]) {
     let mut table: Vec<([String; 9], Option<bool>)> = Vec::new();
     for ((record, row), opened) in records.iter().zip(rows).zip(openers(records)) {
         let line = line_of(record, opened);
-        table.push((
-            [
-                row.seq.to_string(),
-                row.at.clone(),
-                format!("+{}", duration(record.record.at.unix_millis() - admitted)),
-                row.kind.clone(),
-                if line.what.is_empty() { "-".into() } else { line.what },
-                line.took.map_or_else(|| "-".into(), duration),
-                if line.result.is_empty() { "-".into() } else { line.result },
-                short(&row.hash),
-                match (&row.signed_by, row.signature) {
-                    (None, _) => "(unsigned)".into(),
-                    (Some(key_id), "verified" | "not checked") => key_id.clone(),
-                    (Some(key_id), worth) => format!("{key_id} ({worth}: NOT verified)"),
-                },
-            ]
-            // A record's text (a key, a step, a signer's key id) is someone
-            // else's: no control character of it reaches the terminal.
-            .map(|cell| crate::output::one_line(&cell)),
-            line.tone,
-        ));
+        let mut cells = [
+            row.seq.to_string(),
+            row.at.clone(),
+            format!("+{}", duration(record.record.at.unix_millis() - admitted)),
+            row.kind.clone(),
+            if line.what.is_empty() { "-".into() } else { line.what },
+            line.took.map_or_else(|| "-".into(), duration),
+            if line.result.is_empty() { "-".into() } else { line.result },
+            short(&row.hash),
+            match (&row.signed_by, row.signature) {
+                (None, _) => "(unsigned)".into(),
+                // The key id is cut, never what its signature is worth.
+                (Some(key_id), "verified" | "not checked") => cut(key_id, MAX_CELL_CHARS),
+                (Some(key_id), worth) => format!("{} ({worth}: NOT verified)", cut(key_id, MAX_CELL_CHARS)),
+            },
+        ];
+        // A record's text (a key, a step, a signer's key id) is someone
+        // else's: no control character of it reaches the terminal, and no
+        // cell is wider than a line (a column is as wide as its widest cell
+        // on every line; `--json` has every text whole). The signer's cell
+        // holds its key id cut already.
+        for (column, cell) in cells.iter_mut().enumerate() {
+            *cell = if column == 8 { crate::output::one_line(cell) } else { cut(cell, MAX_CELL_CHARS) };
+        }
+        table.push((cells, line.tone));
     }
     let mut widths = header.map(|h| h.chars().count());
     for (cells, _) in &table {
