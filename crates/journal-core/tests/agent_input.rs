@@ -83,6 +83,32 @@ fn r_run_1_an_effect_failing_with_a_huge_error_concludes_the_run_failed() {
     assert_eq!(done.result, EffectResult::Err { error }, "the whole error stays in the effect's record");
 }
 
+/// R-RUN-1, R-RUN-5: an effect key (model output) as large as a record
+/// allowed was started, performed and ended, and then the conclusion about
+/// it (a failure's or a doubt's verdict quotes the key) was past the record
+/// bound: refused, the run left unconcluded (running) and the handle driving
+/// on. A key past its bound is refused, typed, before anything is recorded
+/// or performed; a key within it is performed as before.
+#[test]
+fn r_run_5_an_effect_key_past_its_bound_is_refused_before_it_starts() {
+    let (store, tenant, origin, runtime) = plane();
+    let mut run = admit(&runtime, &tenant, "job", Budget::default());
+    let id = run.run().clone();
+    run.start_step("a").unwrap();
+    let before = records(&store, &tenant, &origin, &id).len();
+    let key = "k".repeat(journal_core::runtime::handle::MAX_EFFECT_KEY_BYTES + 1);
+    let answer = run.effect(&key, "a", || unreachable!("never performed"));
+    match answer {
+        Err(RuntimeError::EffectKeyTooLong { bytes, max, .. }) => {
+            assert_eq!((bytes, max), (key.len(), journal_core::runtime::handle::MAX_EFFECT_KEY_BYTES));
+        }
+        other => panic!("refused as too long: {other:?}"),
+    }
+    assert_eq!(records(&store, &tenant, &origin, &id).len(), before, "nothing recorded");
+    let fine = "k".repeat(journal_core::runtime::handle::MAX_EFFECT_KEY_BYTES);
+    run.effect(&fine, "a", || ok("done")).unwrap();
+}
+
 fn at_a_ceiling(run: &mut impl RunContext, then: &str) -> Result<(), RuntimeError> {
     run.start_step("a")?;
     run.effect("ek:one", "a", || ok("one"))?;

@@ -48,6 +48,14 @@ pub struct EffectOutput {
     pub charged: Counters,
 }
 
+/// The most bytes of an effect key a run performs an effect under: the
+/// key is model output, and every record about the effect quotes it (its
+/// start, end and release, a doubt's or a failure's verdict), so a key as
+/// large as a record allows its start left no room for the conclusion
+/// about it (the run left unconcluded). A key read back (done) is
+/// answered whatever its length.
+pub const MAX_EFFECT_KEY_BYTES: usize = 4096;
+
 /// The most bytes of an effect's error a `failed` conclusion's verdict
 /// quotes: the whole error is its `EffectDone` record's.
 pub const MAX_VERDICT_ERROR_BYTES: usize = 64 << 10;
@@ -222,6 +230,13 @@ impl RunHandle<'_> {
         }
         if let Some(result) = self.state.done(effect_key) {
             return Ok(result.clone());
+        }
+        if effect_key.len() > MAX_EFFECT_KEY_BYTES {
+            return Err(RuntimeError::EffectKeyTooLong {
+                run: self.run.clone(),
+                bytes: effect_key.len(),
+                max: MAX_EFFECT_KEY_BYTES,
+            });
         }
         let counters = self.state.counters();
         if let Some(ceiling) = self.state.budget().ceiling(Dimension::Effects).filter(|c| counters.effects >= *c) {

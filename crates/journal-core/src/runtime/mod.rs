@@ -82,6 +82,21 @@ pub enum RuntimeError {
         /// Why.
         reason: String,
     },
+    /// An effect key past [`handle::MAX_EFFECT_KEY_BYTES`]: refused before
+    /// the effect starts, nothing recorded.
+    #[error(
+        "run {run}: an effect key of {bytes} bytes is past the bound of {max}; nothing was recorded or performed. \
+         An effect key names its effect (every record about the effect, its conclusions too, quotes it): keep what \
+         the effect carries in its output, and name it with a shorter key (a digest of a long one)"
+    )]
+    EffectKeyTooLong {
+        /// The run.
+        run: RunId,
+        /// The key's length in bytes.
+        bytes: usize,
+        /// The bound.
+        max: usize,
+    },
 }
 
 /// A request to run something.
