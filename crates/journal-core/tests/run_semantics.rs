@@ -770,3 +770,52 @@ fn r_run_5_a_doubt_found_before_a_hold_is_answered_after_the_lift() {
         EffectResult::Ok { output: "paid".into() }
     );
 }
+
+/// R-RUN-1, R-RUN-4: when the runtime decides a run ends (an effect failed,
+/// a ceiling crossed) and the conclusion's write then fails (a server that
+/// went away, a conflict), the handle was left going: the agent code drove
+/// on past its failed effect, performed the next effect and sealed the run
+/// `succeeded`. A conclusion tried stops the handle whether or not it was
+/// written; the run is what resume finds (the failed effect, read back,
+/// concludes it again).
+#[test]
+fn r_run_1_a_conclusion_whose_write_fails_still_stops_the_handle() {
+    let failing = || EffectOutput { result: EffectResult::Err { error: "503".into() }, charged: Counters::default() };
+    for (key, budget, output) in [
+        ("failed-effect", Budget::default(), failing as fn() -> EffectOutput),
+        ("over-budget", Budget { tokens: Some(100), ..Budget::default() }, || EffectOutput {
+            result: EffectResult::Ok { output: "big".into() },
+            charged: Counters { tokens: 130, ..Counters::default() },
+        }),
+    ] {
+        fn drive<'rt>(
+            runtime: &'rt Runtime,
+            key: &str,
+            budget: Budget,
+            output: fn() -> EffectOutput,
+        ) -> (RunHandle<'rt>, Result<EffectResult, RuntimeError>) {
+            let mut run = admit(runtime, key, budget);
+            run.start_step("work").unwrap();
+            let done = run.effect("ek:first", "work", output);
+            (run, done)
+        }
+        let clean = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), None));
+        let _ = drive(&runtime(clean.clone()), key, budget, output);
+        let concluded = write_index(&clean.writes(), "RunConcluded");
+
+        let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), Some((concluded, Strike::BeforeCommit))));
+        let runtime = runtime(store);
+        let (mut run, done) = drive(&runtime, key, budget, output);
+        assert!(matches!(done, Err(RuntimeError::Journal(_))), "{key}: the conclusion's write failed: {done:?}");
+        let after = AtomicU32::new(0);
+        let next = run.effect("ek:next", "work", counted(&after, 1));
+        assert!(matches!(next, Err(RuntimeError::Stopped { .. })), "{key}: the handle drove on: {next:?}");
+        assert_eq!(after.load(Ordering::SeqCst), 0, "{key}: an effect ran past the run's end");
+        let id = run.run().clone();
+        assert!(run.succeed("done").is_err(), "{key}: the run sealed succeeded past its end");
+        assert!(
+            !matches!(runtime.status(&tenant(), &id).unwrap(), RunStatus::Succeeded),
+            "{key}: the run is never succeeded"
+        );
+    }
+}

@@ -180,9 +180,14 @@ impl RunHandle<'_> {
 
     pub(super) fn conclude(&mut self, outcome: Outcome, verdict: Verdict, reason: &str) -> Result<(), RuntimeError> {
         let concluded = RunConcluded { outcome, verdict, reason: reason.to_owned() };
-        self.append(None, RecordBody::RunConcluded(concluded))?;
+        let written = self.append(None, RecordBody::RunConcluded(concluded));
+        // Tried, the conclusion stops the handle whether or not it was
+        // written: the run ends here (an effect failed, a ceiling crossed, a
+        // doubt), and agent code must not drive on past that because the
+        // store failed to take the record. What it did write is what resume
+        // reads, and the failed effect read back there concludes it again.
         self.stopped = true;
-        Ok(())
+        written
     }
 
     pub(super) fn stopped(&self) -> RuntimeError {
