@@ -551,7 +551,7 @@ fn r_wit_1_quorum_met_short_and_integrity_with_three_witness_processes() {
     clients[2].add_checkpoint(&fork.signed(), &fork.log).unwrap();
     plane.grow_to(12, u64::MAX);
     match cosign_quorum(&all, WitnessQuorum::of(2), &plane.signed(), &plane.log) {
-        QuorumOutcome::IntegrityRefusal { refusals, got, needed, quorum_met, failures } => {
+        QuorumOutcome::IntegrityRefusal { refusals, got, needed, quorum_met, failures, .. } => {
             assert_eq!((got, needed, quorum_met), (2, 2, true));
             assert_eq!(refusals.len(), 1);
             assert!(refusals[0].error.is_integrity(), "{:?}", refusals[0]);

@@ -218,6 +218,10 @@ pub enum QuorumOutcome {
     IntegrityRefusal {
         /// The witnesses that refused on integrity grounds.
         refusals: Vec<WitnessFailure>,
+        /// Every verified cosignature of the others: a refusal is one
+        /// witness's word (a 409 or a 422 carries no proof), so a quorum met
+        /// beside it is kept, never thrown away with the refusal.
+        cosigned: Vec<CosignedCheckpoint>,
         /// Cosignatures gathered all the same.
         got: usize,
         /// Cosignatures needed.
@@ -276,7 +280,14 @@ pub fn cosign_quorum(
     );
     let needed = quorum.needed();
     if !refusals.is_empty() {
-        return QuorumOutcome::IntegrityRefusal { refusals, got, needed, quorum_met: got >= needed, failures };
+        return QuorumOutcome::IntegrityRefusal {
+            refusals,
+            cosigned,
+            got,
+            needed,
+            quorum_met: got >= needed,
+            failures,
+        };
     }
     if got >= needed {
         QuorumOutcome::Met { cosigned, failures }

@@ -525,10 +525,10 @@ fn has_stale(outcome: &witness::QuorumOutcome) -> bool {
 /// then every verified cosignature (one per identity).
 fn cosigned_note(signed: &witness::SignedCheckpoint, outcome: &witness::QuorumOutcome) -> String {
     match outcome {
-        witness::QuorumOutcome::Met { cosigned, .. } => {
+        witness::QuorumOutcome::Met { cosigned, .. } | witness::QuorumOutcome::IntegrityRefusal { cosigned, .. } => {
             signed.cosigned_note(cosigned.iter().flat_map(|c| c.cosignatures.iter()).map(|c| &c.signature))
         }
-        _ => signed.note().to_owned(),
+        witness::QuorumOutcome::Shortfall { .. } => signed.note().to_owned(),
     }
 }
 
@@ -802,7 +802,17 @@ impl Runtime {
                 let note = cosigned_note(&signed, &outcome);
                 self.store.record_cosigned_checkpoint(tenant, SignedTree { tree, note })?;
             }
-            witness::QuorumOutcome::IntegrityRefusal { refusals, .. } => {
+            witness::QuorumOutcome::IntegrityRefusal { refusals, quorum_met, .. } => {
+                // A refusal is that witness's word alone (a 409 naming a
+                // larger tree, a 422: no note the plane signed backs it), so
+                // the quorum met beside it is kept, as it would be with that
+                // witness away; the alarm is raised all the same. Thrown away,
+                // one witness out of the quorum kept the plane from ever
+                // recording a cosigned checkpoint (review 51).
+                if *quorum_met {
+                    let note = cosigned_note(&signed, &outcome);
+                    self.store.record_cosigned_checkpoint(tenant, SignedTree { tree, note })?;
+                }
                 for refusal in refusals {
                     tracing::error!(
                         target: "agentplane.witness.integrity",
