@@ -89,9 +89,13 @@ impl Anchor {
     /// As [`Anchor::witness`], waiting at most `timeout` for the witness:
     /// one that does not answer in time is unavailable.
     pub fn witness_with_timeout(url: &str, keys: Vec<TrustedWitness>, timeout: Duration) -> Result<Self, AuditError> {
+        // Named as the witness client shows it: a password in the URL (a
+        // witness behind a proxy with basic authentication) never reaches a
+        // finding, a report or a terminal (R-OPS-1); requests still carry it.
+        let label = witness::client::shown_url(url);
         let reader = WitnessReader::with_timeout(url, keys, timeout)
-            .map_err(|source| AuditError::Anchor { label: url.to_owned(), reason: source.to_string() })?;
-        Ok(Self { label: url.trim_end_matches('/').to_owned(), source: AnchorSource::Witness(reader) })
+            .map_err(|source| AuditError::Anchor { label: label.clone(), reason: source.to_string() })?;
+        Ok(Self { label, source: AnchorSource::Witness(reader) })
     }
 
     /// Saved or witness.

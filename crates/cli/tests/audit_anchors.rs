@@ -397,6 +397,38 @@ fn r_ops_1_a_refused_witness_key_is_not_echoed() {
     assert!(text(&out).contains("w1"), "{}", text(&out));
 }
 
+/// R-OPS-1: a witness reached through a proxy with basic authentication is
+/// named `http://user:PASSWORD@host/`; the witness client shows it as
+/// `user:***@` everywhere (`witness::client::shown_url`), but `audit
+/// --witness` labelled the anchor with the URL as given: the password was
+/// printed in the finding, the anchor's line and `not_checked`, text and
+/// JSON. Every label hides it now; the request still carries it.
+#[test]
+fn r_ops_1_a_witness_password_is_never_printed_by_the_audit() {
+    const SECRET: &str = "s3cret-proxy-pw";
+    let setup = Setup::new();
+    let key = cosigner("cli.test/w1", 51).verifier_key().to_string();
+    for url in [format!("http://auditor:{SECRET}@127.0.0.1:9"), format!("http://auditor:{SECRET}@127.0.0.1:9/")] {
+        for extra in [
+            &[][..],
+            &["--json"][..],
+            &["--allow-unavailable-anchor"][..],
+            &["--json", "--allow-unavailable-anchor"][..],
+        ] {
+            let mut args = vec!["--witness", url.as_str(), "--witness-key", &key];
+            args.extend_from_slice(extra);
+            let out = setup.audit(&args);
+            assert!(matches!(out.status.code(), Some(0 | 1)), "{}", text(&out));
+            assert!(!text(&out).contains(SECRET), "`audit {extra:?}` printed the witness's password:\n{}", text(&out));
+            assert!(text(&out).contains("auditor:***@127.0.0.1:9"), "the anchor is still named: {}", text(&out));
+        }
+    }
+    // A URL refused as malformed is named without its password either.
+    let out = setup.audit(&["--witness", &format!("http://auditor:{SECRET}@[::1"), "--witness-key", &key]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!text(&out).contains(SECRET), "{}", text(&out));
+}
+
 /// R-UX-3 (issue 21 review): `audit --checkpoint FILE` (and `verify-proof
 /// --checkpoint FILE`) read the whole file before its size was checked, so an
 /// endless one (`/dev/zero`, a pipe) took all memory, and a 300 MB one was
