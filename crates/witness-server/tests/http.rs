@@ -891,3 +891,68 @@ fn r_wit_6_a_replayed_checkpoint_with_a_forged_proof_raises_no_integrity_alarm()
     assert_eq!(alarms.len(), 1, "one alarm, for the fork the log signed, not {replays} for replays: {alarms:#?}");
     assert!(alarms[0].contains("size=8"), "{}", alarms[0]);
 }
+
+/// R-WIT-3, R-WIT-8: a hostile witness answers each exchange just inside
+/// the timeout, and answers so that the client keeps going: a 500 twice
+/// (tried again), then a 409 naming a size short of the checkpoint (sent
+/// again from there), three times over. Each exchange was bounded (twice the
+/// timeout), the submission was not: nine exchanges, about nine timeouts,
+/// for which the whole sweep round waits (the quorum waits for every
+/// witness, and the tenants are swept one after another): with the default
+/// 10 s, a round of a minute and a half per tenant from one witness. The
+/// whole submission is held to one deadline now: it ends (a transport
+/// failure saying it timed out, which is retryable, never an integrity
+/// alarm) within three timeouts.
+#[test]
+fn r_wit_3_a_witness_answering_just_inside_the_timeout_is_bounded_over_the_whole_submission() {
+    use std::io::{BufRead as _, Read as _, Write as _};
+    let mut plane = Plane::new(1);
+    plane.grow_to(9, u64::MAX);
+    let key = cosigner(7, "witness.test/w1");
+    let timeout = Duration::from_millis(400);
+    let delay = Duration::from_millis(360);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let served = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let count = std::sync::Arc::clone(&served);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0usize;
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let _ = reader.read_exact(&mut vec![0; length]);
+            let n = count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            // Every third answer a 409 one leaf further (1, 2, 3...), else a 500.
+            let answer = if n % 3 == 2 {
+                http_response("409 Conflict", "text/x.tlog.size", format!("{}\n", n / 3 + 1).as_bytes())
+            } else {
+                http_response("500 Internal Server Error", "text/plain", b"")
+            };
+            std::thread::sleep(delay);
+            let _ = stream.write_all(&answer);
+        }
+    });
+    let client = HttpWitness::with_timeout(&url, vec![trusted(&key)], timeout).unwrap();
+    let started = std::time::Instant::now();
+    let err = client.add_checkpoint(&plane.signed(), &plane.log).unwrap_err();
+    let took = started.elapsed();
+    assert!(!err.is_integrity(), "{err:?}");
+    assert!(
+        took < 3 * timeout + Duration::from_millis(300),
+        "one submission took {took:?} ({} exchanges) with a timeout of {timeout:?}: {err:?}",
+        served.load(std::sync::atomic::Ordering::SeqCst)
+    );
+    assert!(matches!(&err, WitnessError::Transport { reason, .. } if reason.contains("timed out")), "{err:?}");
+}

@@ -45,6 +45,14 @@ fn same_origin(from: &reqwest::Url, to: &reqwest::Url) -> bool {
 /// which no retry will ever cure (issue 22).
 pub const SERVER_ERROR_TRIES: u32 = 3;
 
+/// How many timeouts one submission ([`HttpWitness::add_checkpoint`]) may
+/// take over all its exchanges: the tries again after a server error and the
+/// requests rebuilt after a 409. Each exchange was bounded on its own, the
+/// submission was not: a witness answering each just inside the timeout (a
+/// 500 twice, then a 409 one leaf further, three times over) held it, and
+/// the sweep round waiting for every witness, for nine timeouts.
+pub const SUBMISSION_TIMEOUTS: u32 = 2;
+
 fn http_client(timeout: Duration) -> Result<Client, WitnessError> {
     // Follow a redirect only within the same origin (scheme, host, port): a
     // witness must not send our submission, or our trust, somewhere else, nor
@@ -114,9 +122,19 @@ fn read_capped(witness: &str, response: Response, deadline: Instant) -> Result<V
                 reason: "timed out: the answer did not arrive within the timeout".into(),
             });
         }
-        let read = limited.read(&mut chunk).map_err(|err| WitnessError::Transport {
-            witness: witness.to_owned(),
-            reason: format!("reading the answer: {err}"),
+        let read = limited.read(&mut chunk).map_err(|err| {
+            // The request's own timeout ending the body comes as a body error.
+            let timed_out = err.kind() == std::io::ErrorKind::TimedOut
+                || err
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<reqwest::Error>())
+                    .is_some_and(|e| e.is_timeout());
+            let reason = if timed_out {
+                "timed out: the answer did not arrive within the timeout".to_owned()
+            } else {
+                format!("reading the answer: {err}")
+            };
+            WitnessError::Transport { witness: witness.to_owned(), reason }
         })?;
         match chunk.get(..read) {
             Some([]) | None => break,
@@ -198,7 +216,9 @@ impl HttpWitness {
     }
 
     /// As [`HttpWitness::new`], with a timeout for each exchange: connecting,
-    /// the answer and its whole body (an exchange takes at most twice it).
+    /// the answer and its whole body (an exchange takes at most twice it). A
+    /// whole submission starts no exchange past [`SUBMISSION_TIMEOUTS`] times
+    /// it, nor lets one run past that (so it takes at most three times it).
     pub fn with_timeout(url: &str, trusted: Vec<TrustedWitness>, timeout: Duration) -> Result<Self, WitnessError> {
         check_trust_list(&trusted)?;
         let url = check_url(url)?;
@@ -225,11 +245,16 @@ impl HttpWitness {
     /// [`Self::attempt_once`], tried again on a server error, at most
     /// [`SERVER_ERROR_TRIES`] times; then the witness is reported as failing
     /// for this origin ([`WitnessError::BadAnswer`], not retryable).
-    fn attempt(&self, signed: &SignedCheckpoint, request: &AddCheckpointRequest) -> Result<Attempt, WitnessError> {
+    fn attempt(
+        &self,
+        signed: &SignedCheckpoint,
+        request: &AddCheckpointRequest,
+        deadline: Instant,
+    ) -> Result<Attempt, WitnessError> {
         let mut tries = 0;
         loop {
             tries += 1;
-            match self.attempt_once(signed, request) {
+            match self.attempt_once(signed, request, deadline) {
                 Err(WitnessError::Unavailable { status, said, .. }) if is_server_error(status) => {
                     if tries >= SERVER_ERROR_TRIES {
                         // A bodiless 500 is transparency-dev/witness's answer
@@ -252,19 +277,47 @@ impl HttpWitness {
                             ),
                         });
                     }
-                    std::thread::sleep(Duration::from_millis(100 * u64::from(tries)));
+                    let pause = Duration::from_millis(100 * u64::from(tries));
+                    if Instant::now() + pause >= deadline {
+                        return Err(self.out_of_time());
+                    }
+                    std::thread::sleep(pause);
                 }
                 other => return other,
             }
         }
     }
 
-    fn attempt_once(&self, signed: &SignedCheckpoint, request: &AddCheckpointRequest) -> Result<Attempt, WitnessError> {
+    /// The submission's time is up ([`SUBMISSION_TIMEOUTS`]).
+    fn out_of_time(&self) -> WitnessError {
+        WitnessError::Transport {
+            witness: self.shown.clone(),
+            reason: format!(
+                "timed out: the submission did not end within {:?} ({SUBMISSION_TIMEOUTS} timeouts) over all its \
+                 exchanges; the witness answers too slowly, or keeps asking again",
+                self.timeout * SUBMISSION_TIMEOUTS
+            ),
+        }
+    }
+
+    /// One exchange, ending by `submission` (the whole submission's deadline).
+    fn attempt_once(
+        &self,
+        signed: &SignedCheckpoint,
+        request: &AddCheckpointRequest,
+        submission: Instant,
+    ) -> Result<Attempt, WitnessError> {
         let witness = self.shown.as_str();
-        let deadline = Instant::now() + self.timeout;
+        let now = Instant::now();
+        let left = submission.saturating_duration_since(now).min(self.timeout);
+        if left.is_zero() {
+            return Err(self.out_of_time());
+        }
+        let deadline = now + left;
         let response = self
             .http
             .post(format!("{}{ADD_CHECKPOINT_PATH}", self.url))
+            .timeout(left)
             .body(request.to_body())
             .send()
             .map_err(|err| transport(witness, err))?;
@@ -353,8 +406,9 @@ impl Witness for HttpWitness {
     ) -> Result<CosignedCheckpoint, WitnessError> {
         let origin = signed.checkpoint().origin();
         let new_size = signed.checkpoint().tree().size;
+        let deadline = Instant::now() + self.timeout * SUBMISSION_TIMEOUTS;
         let first = build_request(signed, self.known_size(origin).min(new_size), history)?;
-        let second = match self.attempt(signed, &first)? {
+        let second = match self.attempt(signed, &first, deadline)? {
             Attempt::Cosigned(cosigned) => {
                 self.remember(origin, new_size);
                 return Ok(cosigned);
@@ -367,7 +421,7 @@ impl Witness for HttpWitness {
                 build_request(signed, size, history)?
             }
         };
-        let third = match self.attempt(signed, &second)? {
+        let third = match self.attempt(signed, &second, deadline)? {
             Attempt::Cosigned(cosigned) => {
                 self.remember(origin, new_size);
                 return Ok(cosigned);
@@ -391,7 +445,7 @@ impl Witness for HttpWitness {
                 build_request(signed, size, history)?
             }
         };
-        match self.attempt(signed, &third)? {
+        match self.attempt(signed, &third, deadline)? {
             Attempt::Cosigned(cosigned) => {
                 self.remember(origin, new_size);
                 Ok(cosigned)
