@@ -18,7 +18,7 @@ static JSON_PRINTED: AtomicBool = AtomicBool::new(false);
 /// row's fields are declared in alphabetical order: the order the JSON has
 /// always had.
 pub fn print_json<T: Serialize + ?Sized>(value: &T) -> Result<(), Failure> {
-    let text = serde_json::to_string_pretty(value).map_err(|err| Failure::Io(err.to_string()))?;
+    let text = json_for_a_terminal(serde_json::to_string_pretty(value).map_err(|err| Failure::Io(err.to_string()))?);
     JSON_PRINTED.store(true, Ordering::Relaxed);
     outln!("{text}");
     Ok(())
@@ -27,11 +27,33 @@ pub fn print_json<T: Serialize + ?Sized>(value: &T) -> Result<(), Failure> {
 /// Prints one object of a stream as a line of its own (JSON Lines: one
 /// compact object per line, flushed, so a reader sees each as it comes).
 pub fn print_json_line<T: Serialize + ?Sized>(value: &T) -> Result<(), Failure> {
-    let text = serde_json::to_string(value).map_err(|err| Failure::Io(err.to_string()))?;
+    let text = json_for_a_terminal(serde_json::to_string(value).map_err(|err| Failure::Io(err.to_string()))?);
     JSON_PRINTED.store(true, Ordering::Relaxed);
     outln!("{text}");
     written(std::io::Write::flush(&mut std::io::stdout()));
     Ok(())
+}
+
+/// JSON text with every character that rewrites a terminal escaped as
+/// `\uXXXX`: JSON lets DEL, the C1 controls (U+009B starts an escape
+/// sequence on some terminals) and bidirectional overrides stand raw in a
+/// string, and `--json` is read in terminals too. The same value for any
+/// JSON reader: outside strings JSON text holds no such character but the
+/// newlines of its layout, which stay.
+fn json_for_a_terminal(text: String) -> String {
+    let escaped = |c: char| c != '\n' && rewrites_the_terminal(c);
+    if !text.chars().any(escaped) {
+        return text;
+    }
+    let mut shown = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if escaped(c) {
+            shown.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            shown.push(c);
+        }
+    }
+    shown
 }
 
 /// The JSON of a failure in `--json` mode, on standard output; the exit
@@ -194,4 +216,25 @@ fn sync_dir(dir: &std::path::Path) -> std::io::Result<()> {
     #[cfg(not(unix))]
     let _ = dir;
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod json_tests {
+    use super::*;
+
+    /// R-UX-3 (review 52): agent text in `--json` output reaches terminals
+    /// too; serde_json escapes the C0 controls but leaves DEL, the C1
+    /// controls and bidirectional overrides raw. They are escaped, and the
+    /// JSON still reads back as the same value.
+    #[test]
+    fn json_output_escapes_what_rewrites_a_terminal_and_keeps_the_value() {
+        let hostile = serde_json::json!({ "step": "a\u{9b}31m\u{202e}b\u{7f}c\u{1b}[2J", "n": 1 });
+        for text in [serde_json::to_string_pretty(&hostile).unwrap(), serde_json::to_string(&hostile).unwrap()] {
+            assert!(text.contains('\u{9b}'), "serde_json leaves C1 raw: {text:?}");
+            let shown = json_for_a_terminal(text);
+            assert!(!shown.chars().any(|c| c != '\n' && rewrites_the_terminal(c)), "{shown:?}");
+            assert_eq!(serde_json::from_str::<serde_json::Value>(&shown).unwrap(), hostile);
+        }
+    }
 }
