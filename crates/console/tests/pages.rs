@@ -92,6 +92,20 @@ fn agent_supplied_text_renders_as_inert_text() {
     assert!(!diff.contains("<script>") && diff.contains("&lt;script&gt;"), "{diff}");
 }
 
+/// R-UX-3 (review 52): a bidirectional override in agent text (a step's
+/// output, an effect key) reordered what the page showed after it; HTML
+/// escaping leaves it in place. It is shown as its escape, as the CLI shows it.
+#[test]
+fn a_bidirectional_override_in_agent_text_is_shown_not_obeyed() {
+    let plane = Plane::new();
+    let run = plane.run("job-bidi", &[("ek:\u{202e}gpj.exe", Ok("report\u{2066}.txt"))], false);
+    let console = plane.console(None);
+    let (status, page) = get(&format!("{}/run/shop/{run}", console.url()));
+    assert_eq!(status, 200, "{page}");
+    assert!(!page.contains('\u{202e}') && !page.contains('\u{2066}'), "no override reaches the page");
+    assert!(page.contains("ek:\\u{202e}gpj.exe"), "shown as its escape: {page}");
+}
+
 #[test]
 fn a_run_whose_chain_does_not_verify_is_shown_in_red_with_the_finding() {
     let (plane, runs) = demo();
