@@ -69,15 +69,13 @@ impl Plane {
         } else {
             crate::high_water::probes(&self.witnesses, &[self.log.verifier_key()])?
         };
-        Ok(
-            move |view: &LogView<'_>| {
-                if probes.is_empty() {
-                    Ok(())
-                } else {
-                    ask_witnesses(view, &self.origin, &probes, Some(mark)).map(drop)
-                }
-            },
-        )
+        Ok(move |view: &LogView<'_>| {
+            if probes.is_empty() {
+                Ok(())
+            } else {
+                ask_witnesses(view, (&self.origin, &self.log.verifier_key()), &probes, Some(mark)).map(drop)
+            }
+        })
     }
 
     /// The high-water mark every signature of this plane is held to, once
@@ -127,7 +125,7 @@ impl Plane {
         }
         let probes = crate::high_water::probes(&self.witnesses, &[self.log.verifier_key()])?;
         let view = LogView::open(self.store.as_ref(), &self.tenant)?;
-        ask_witnesses(&view, &self.origin, &probes, Some(self.high_water.as_ref()))?;
+        ask_witnesses(&view, (&self.origin, &self.log.verifier_key()), &probes, Some(self.high_water.as_ref()))?;
         Ok(self.high_water.as_ref())
     }
 

@@ -284,9 +284,9 @@ impl journal_core::runtime::WitnessProbe for ReaderProbe {
         self.reader.endpoint()
     }
 
-    fn latest(&self, origin: &Origin) -> Result<Option<Tree>, witness::WitnessError> {
-        match self.reader.latest_signed(origin.as_str(), &self.log_keys) {
-            Ok(cosigned) => Ok(Some(cosigned.checkpoint.tree())),
+    fn latest(&self, origin: &Origin) -> Result<Option<String>, witness::WitnessError> {
+        match self.reader.latest_signed_note(origin.as_str(), &self.log_keys) {
+            Ok((note, _)) => Ok(Some(note)),
             // Nothing cosigned yet, or no monitor endpoint served.
             Err(witness::WitnessError::NothingCosigned { .. }) => Ok(None),
             Err(err) => Err(err),

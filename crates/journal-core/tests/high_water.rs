@@ -245,15 +245,22 @@ fn r_plane_2_the_tree_signed_is_the_tree_checked_not_one_read_after_the_checks()
     );
 }
 
-/// A witness that answers what it holds: the tree given.
-struct Holds(tlog::Tree);
+/// A witness that answers what it holds: the note given.
+struct Holds(String);
+
+impl Holds {
+    /// A witness holding `tree` of `origin` as the plane's log key signed it.
+    fn signed(origin: &Origin, tree: tlog::Tree) -> Self {
+        Self(journal_core::log::sign_checkpoint(origin, tree, &log_key()).unwrap().note().to_owned())
+    }
+}
 
 impl journal_core::runtime::WitnessProbe for Holds {
     fn endpoint(&self) -> &str {
         "holds"
     }
-    fn latest(&self, _: &Origin) -> Result<Option<tlog::Tree>, witness::WitnessError> {
-        Ok(Some(self.0))
+    fn latest(&self, _: &Origin) -> Result<Option<String>, witness::WitnessError> {
+        Ok(Some(self.0.clone()))
     }
 }
 
@@ -422,8 +429,9 @@ fn asked_then_not_signed(
     once_asked: impl FnOnce(),
 ) -> Result<(), JournalError> {
     let view = journal_core::LogView::open(store, tenant).unwrap();
-    let probes: Vec<Arc<dyn journal_core::runtime::WitnessProbe>> = vec![Arc::new(Holds(cosigned))];
-    let answer = journal_core::runtime::ask_witnesses(&view, origin, &probes, Some(mark)).map(drop);
+    let probes: Vec<Arc<dyn journal_core::runtime::WitnessProbe>> = vec![Arc::new(Holds::signed(origin, cosigned))];
+    let log = log_key().verifier_key();
+    let answer = journal_core::runtime::ask_witnesses(&view, (origin, &log), &probes, Some(mark)).map(drop);
     drop(view);
     once_asked();
     let signed = match &answer {
@@ -482,4 +490,40 @@ fn r_run_5_leaves_past_the_signed_tree_are_read_once_while_the_plane_signs_nothi
     let signed = tlog::Tree::new(4, four.root());
     assert_eq!(catch_up(&mut covered, signed), 7);
     assert_eq!(catch_up(&mut covered, signed), 1);
+}
+
+/// R-PLANE-2 (review 51): what a witness holds binds the plane only when
+/// the plane's log key signed it. The probe trait answered a tree, taken on
+/// the probe's word: a probe built on a witness's monitor endpoint without
+/// the log key (an embedder's) passed on a size of 1,000,000 that the log
+/// never reached, and every signing was refused as a rollback, for good, by
+/// one witness. The probe now answers the note, which `ask_witnesses` holds
+/// to the plane's log key: such a note is that witness's bad answer, and the
+/// plane signs. The same tree under the plane's own key is still refused.
+#[test]
+fn r_plane_2_a_witness_tree_the_plane_never_signed_never_stops_it_signing() {
+    let store = Arc::new(MemoryStore::new());
+    seal(&store, "a");
+    let (tenant, origin) = (TenantId::new("t").unwrap(), Origin::new(ORIGIN).unwrap());
+    let root = journal_core::LogView::open(store.as_ref(), &tenant).unwrap().head().unwrap().tree.root;
+    let far = tlog::Tree::new(1_000_000, root);
+    let another = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [99; 32]).unwrap()).unwrap();
+    let unsigned = Holds(journal_core::log::sign_checkpoint(&origin, far, &another).unwrap().note().to_owned());
+    let log = log_key().verifier_key();
+    let ask = |holds: Holds| {
+        let view = journal_core::LogView::open(store.as_ref(), &tenant).unwrap();
+        let probes: Vec<Arc<dyn journal_core::runtime::WitnessProbe>> = vec![Arc::new(holds)];
+        journal_core::runtime::ask_witnesses(&view, (&origin, &log), &probes, None)
+    };
+
+    let views = ask(unsigned).unwrap();
+    assert!(views.held.is_empty() && views.answered == 0, "{views:?}");
+    assert!(
+        matches!(views.failures.as_slice(), [(_, witness::WitnessError::BadAnswer { reason, .. })] if reason.contains("did not sign")),
+        "{views:?}"
+    );
+    sign_current_head(store.as_ref(), &tenant, &origin, &log_key(), None).unwrap();
+
+    let signed = ask(Holds::signed(&origin, far));
+    assert!(matches!(signed, Err(JournalError::WouldSignRollback { .. })), "{signed:?}");
 }

@@ -443,15 +443,15 @@ fn r_wit_9_the_cosigned_rows_of_each_tenant_are_remembered_beside_the_others() {
     assert_eq!(remembered.len(), 6);
 }
 
-/// A witness that answers what it holds: the tree given.
-struct Holds(tlog::Tree);
+/// A witness that answers what it holds: the note given.
+struct Holds(String);
 
 impl journal_core::runtime::WitnessProbe for Holds {
     fn endpoint(&self) -> &str {
         "holds"
     }
-    fn latest(&self, _: &journal_core::Origin) -> Result<Option<tlog::Tree>, witness::WitnessError> {
-        Ok(Some(self.0))
+    fn latest(&self, _: &journal_core::Origin) -> Result<Option<String>, witness::WitnessError> {
+        Ok(Some(self.0.clone()))
     }
 }
 
@@ -522,7 +522,9 @@ fn r_plane_2_what_the_witnesses_hold_binds_the_signature_not_only_the_view_asked
         .tenant(tenant.clone(), origin.clone(), Some(log_key.clone()))
         .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
         .witness_keys(ws.keys.clone())
-        .witness_probes(vec![Arc::new(Holds(witnessed))])
+        .witness_probes(vec![Arc::new(Holds(
+            journal_core::log::sign_checkpoint(&origin, witnessed, &log_key).unwrap().note().to_owned(),
+        ))])
         .high_water(Arc::clone(&mark) as Arc<dyn journal_core::log::HighWater>)
         .build()
         .unwrap();
@@ -557,12 +559,12 @@ impl journal_core::runtime::WitnessProbe for ReadsTheWitness {
     fn endpoint(&self) -> &str {
         self.reader.endpoint()
     }
-    fn latest(&self, origin: &journal_core::Origin) -> Result<Option<tlog::Tree>, witness::WitnessError> {
+    fn latest(&self, origin: &journal_core::Origin) -> Result<Option<String>, witness::WitnessError> {
         if let Some(first) = self.first.lock().unwrap().take() {
             first();
         }
-        match self.reader.latest_signed(origin.as_str(), std::slice::from_ref(&self.log_key)) {
-            Ok(cosigned) => Ok(Some(cosigned.checkpoint.tree())),
+        match self.reader.latest_signed_note(origin.as_str(), std::slice::from_ref(&self.log_key)) {
+            Ok((note, _)) => Ok(Some(note)),
             Err(witness::WitnessError::NothingCosigned { .. }) => Ok(None),
             Err(err) => Err(err),
         }
@@ -772,7 +774,7 @@ impl journal_core::runtime::WitnessProbe for AnswersSoManyTimes {
     fn endpoint(&self) -> &str {
         self.probe.endpoint()
     }
-    fn latest(&self, origin: &journal_core::Origin) -> Result<Option<tlog::Tree>, witness::WitnessError> {
+    fn latest(&self, origin: &journal_core::Origin) -> Result<Option<String>, witness::WitnessError> {
         use std::sync::atomic::Ordering::SeqCst;
         if self.left.fetch_update(SeqCst, SeqCst, |left| left.checked_sub(1)).is_err() {
             return Err(witness::WitnessError::Unavailable {

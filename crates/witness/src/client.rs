@@ -534,10 +534,21 @@ impl WitnessReader {
     /// witness, is a bad answer of that witness, never a tree the log must
     /// extend.
     pub fn latest_signed(&self, origin: &str, log_keys: &[VerifierKey]) -> Result<CosignedCheckpoint, WitnessError> {
+        self.latest_signed_note(origin, log_keys).map(|(_, cosigned)| cosigned)
+    }
+
+    /// As [`Self::latest_signed`], with the note as the witness served it
+    /// (the log's signature and the cosignatures): what a reader hands on
+    /// for others to verify again.
+    pub fn latest_signed_note(
+        &self,
+        origin: &str,
+        log_keys: &[VerifierKey],
+    ) -> Result<(String, CosignedCheckpoint), WitnessError> {
         let (note, cosigned) = self.read(origin)?;
         let verifiers: Vec<&dyn NoteVerifier> = log_keys.iter().map(|key| key as &dyn NoteVerifier).collect();
         match SignedCheckpoint::open(note.as_bytes(), &verifiers) {
-            Ok((signed, _)) if signed.checkpoint() == &cosigned.checkpoint => Ok(cosigned),
+            Ok((signed, _)) if signed.checkpoint() == &cosigned.checkpoint => Ok((note, cosigned)),
             Ok(_) => Err(self.unsigned(String::from("the log signed another checkpoint"))),
             Err(err) => Err(self.unsigned(err.to_string())),
         }

@@ -22,12 +22,35 @@ use crate::store::SignedTree;
 pub trait WitnessProbe: Send + Sync {
     /// A name for reports: the URL.
     fn endpoint(&self) -> &str;
-    /// The latest tree this witness cosigned for `origin`, its cosignatures
-    /// verified with the keys the plane trusts; `Ok(None)` when it holds
-    /// nothing for the origin. A witness that serves no monitor endpoint is
-    /// an error: it cannot say what it holds, so it never counts as having
-    /// answered (a lost mark is never rebuilt past it).
-    fn latest(&self, origin: &Origin) -> Result<Option<Tree>, witness::WitnessError>;
+    /// The note of the latest checkpoint this witness cosigned for `origin`
+    /// (its cosignatures verified with the keys the plane trusts); `Ok(None)`
+    /// when it holds nothing for the origin. [`ask_witnesses`] holds the note
+    /// to the plane's own log key before it counts: what a witness holds
+    /// binds the plane only when the plane signed it, whatever the probe
+    /// checked. A witness that serves no monitor endpoint is an error: it
+    /// cannot say what it holds, so it never counts as having answered (a
+    /// lost mark is never rebuilt past it).
+    fn latest(&self, origin: &Origin) -> Result<Option<String>, witness::WitnessError>;
+}
+
+/// The tree of the note a witness answered with, when the plane's log key
+/// signed it for `origin`; else why it is a bad answer. A tree taken on a
+/// witness's word would let one witness out of the quorum stop the plane
+/// signing for good (a size it never reached, which no log extends).
+fn signed_by_the_plane(
+    endpoint: &str,
+    note: &str,
+    origin: &Origin,
+    log_key: &witness::VerifierKey,
+) -> Result<Tree, witness::WitnessError> {
+    let bad = |reason: String| witness::WitnessError::BadAnswer { witness: endpoint.to_owned(), status: 200, reason };
+    let verifiers: [&dyn witness::NoteVerifier; 1] = [log_key];
+    let (signed, _) = witness::SignedCheckpoint::open(note.as_bytes(), &verifiers)
+        .map_err(|err| bad(format!("it holds a checkpoint this plane's log key did not sign ({err})")))?;
+    if signed.checkpoint().origin_id() != origin {
+        return Err(bad(format!("it answered for {origin} with a checkpoint of another origin")));
+    }
+    Ok(signed.checkpoint().tree())
 }
 
 /// What the witnesses answered when asked what they hold ([`ask_witnesses`]).
@@ -58,7 +81,7 @@ const MARK_MOVED_ATTEMPTS: u32 = 8;
 /// witnesses saw.
 pub fn ask_witnesses(
     view: &LogView<'_>,
-    origin: &Origin,
+    (origin, log_key): (&Origin, &witness::VerifierKey),
     probes: &[std::sync::Arc<dyn WitnessProbe>],
     high_water: Option<&dyn HighWater>,
 ) -> Result<WitnessViews, JournalError> {
@@ -66,7 +89,10 @@ pub fn ask_witnesses(
     let refuse = |reason: String| JournalError::WouldSignRollback { tenant: tenant.clone(), reason };
     let mut views = WitnessViews::default();
     for probe in probes {
-        match probe.latest(origin) {
+        let held = probe.latest(origin).and_then(|held| {
+            held.map(|note| signed_by_the_plane(probe.endpoint(), &note, origin, log_key)).transpose()
+        });
+        match held {
             Ok(held) => {
                 views.answered += 1;
                 if let Some(tree) = held {
@@ -628,7 +654,8 @@ impl Runtime {
         // The witnesses were asked before the round: asked again should
         // signing start over on a fresh view.
         let ask_again = |view: &LogView<'_>| {
-            ask_witnesses(view, &config.origin, &self.probes, self.high_water.as_deref()).map(drop)
+            let log = log_key.verifier_key();
+            ask_witnesses(view, (&config.origin, &log), &self.probes, self.high_water.as_deref()).map(drop)
         };
         let signing = sign_current_head_asking(
             self.store.as_ref(),
@@ -724,7 +751,8 @@ impl Runtime {
             }
         }
         // Ask the witnesses what they hold before anything is signed.
-        match ask_witnesses(&view, &config.origin, &self.probes, self.high_water.as_deref()) {
+        match ask_witnesses(&view, (&config.origin, &log_key.verifier_key()), &self.probes, self.high_water.as_deref())
+        {
             Ok(_) => self.probed(tenant),
             Err(JournalError::WouldSignRollback { reason, .. }) => return refused(reason),
             Err(err) => return Err(err.into()),
@@ -748,7 +776,12 @@ impl Runtime {
             && has_stale(outcome)
         {
             let view = LogView::open(self.store.as_ref(), tenant)?;
-            match ask_witnesses(&view, &config.origin, &self.probes, self.high_water.as_deref()) {
+            match ask_witnesses(
+                &view,
+                (&config.origin, &log_key.verifier_key()),
+                &self.probes,
+                self.high_water.as_deref(),
+            ) {
                 Ok(views) if views.failures.is_empty() => {}
                 Ok(views) => {
                     for (witness, err) in &views.failures {
