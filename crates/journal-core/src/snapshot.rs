@@ -395,6 +395,16 @@ impl<'sink> RecordsInRunOrder<'sink> {
         }
     }
 
+    /// The position (from 1) the next row of `run` takes among the rows
+    /// read of it: what a row whose seq cannot be read stands at.
+    pub fn next_position(&self, run: &RunId) -> u64 {
+        match &self.current {
+            Some((current, CurrentRun::Held(rows, _))) if current == run => rows.len() as u64 + 1,
+            Some((current, CurrentRun::TooLarge(kept))) if current == run => kept.records + 1,
+            _ => 1,
+        }
+    }
+
     /// The next record read; a run's records must come together, in seq order.
     pub fn push(&mut self, run: RunId, row: StoredRecord) -> Result<(), JournalError> {
         match &mut self.current {

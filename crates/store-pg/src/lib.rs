@@ -1607,7 +1607,22 @@ fn read_snapshot(conn: &mut Client, tenant: &TenantId, sink: &mut dyn SnapshotSi
                 why @ (JournalError::StoreDamage { .. }
                 | JournalError::Tamper { kind: journal_core::TamperKind::MalformedRow, .. }),
             ) => {
-                let record = stored_record_unsigned(tenant, &run, &row, 1, linked, false)?;
+                // A row whose very seq cannot be read (negative: written
+                // behind the plane) stands where it came, at the position it
+                // takes among the run's rows, with no bytes and no hash: its
+                // run's chain breaks there, named by `why`, and the audit
+                // gives its verdict on every other run, where an error here
+                // ended the whole snapshot.
+                let record =
+                    stored_record_unsigned(tenant, &run, &row, 1, linked, false).unwrap_or_else(|_| StoredRecord {
+                        seq: in_order.next_position(&run),
+                        kind: String::new(),
+                        effect_key: None,
+                        prev_hash: ChainHash::GENESIS,
+                        hash: ChainHash::GENESIS,
+                        bytes: Vec::new(),
+                        signature: None,
+                    });
                 before = Some((run.clone(), record.hash));
                 in_order.push_unreadable(run, record, &why)?;
             }

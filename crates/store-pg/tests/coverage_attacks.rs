@@ -184,7 +184,7 @@ fn r_plane_2_the_plane_never_signs_a_tree_its_stored_leaves_do_not_give() {
 fn audit_refuses(plane: &shared::Plane<PgStore>, inputs: &audit::AuditInputs) -> Option<String> {
     match audit::audit(plane.store.as_ref(), inputs) {
         Ok(report) if report.findings.is_empty() => None,
-        Ok(report) => Some(format!("{:?}", report.findings.iter().map(|f| f.code).collect::<Vec<_>>())),
+        Ok(report) => Some(format!("{:?}", report.findings.iter().map(|f| (f.code, &f.detail)).collect::<Vec<_>>())),
         Err(audit::AuditError::Store(err)) => {
             assert_eq!(err.class(), journal_core::ErrorClass::Tamper, "{err}");
             Some(err.to_string())
@@ -889,4 +889,36 @@ fn r_ux_3_a_checkpoint_note_past_the_note_bound_is_damage_never_read_whole() {
         let audited = audit_refuses(&plane, &inputs).expect("audited clean");
         assert!(audited.contains(&format!("{table} row")), "{table}: {audited}");
     }
+}
+
+/// R-AUD-3, R-AUD-5 (review 50's open item): a records row whose seq was
+/// set negative with SQL ended the whole snapshot as damage, so the audit
+/// gave no verdict on any other run: a sealed run deleted beside it was not
+/// found. The row stands where it came, its run's chain broken there with
+/// the row named, and the audit goes on: the deletion is found too (the log
+/// shrank below the anchor).
+#[test]
+fn r_aud_3_a_records_row_with_a_negative_seq_breaks_its_run_alone() {
+    use journal_core::testkit::TamperAccess as _;
+    let plane = shared::Plane::on(PgStore::temporary().unwrap());
+    let (sealed, open) = (plane.run("a", true), plane.run("c", false));
+    let saved = plane.sign();
+    let inputs = plane.inputs(&saved);
+    assert!(audit::audit(plane.store.as_ref(), &inputs).unwrap().findings.is_empty());
+    let forged =
+        plane.store.raw().execute("UPDATE records SET seq = -1 WHERE seq = 2 AND run = $1", &[&open.as_str()]).unwrap();
+    assert_eq!(forged, 1);
+    plane.store.delete_run(&plane.tenant, &sealed);
+
+    let report = audit::audit(plane.store.as_ref(), &inputs).expect("a verdict, not an error");
+    let broken = report
+        .with_code(FindingCode::ChainBroken)
+        .find(|f| f.run.as_deref() == Some(open.as_str()))
+        .unwrap_or_else(|| panic!("the forged row's run is broken: {:#?}", report.findings));
+    assert!(broken.detail.contains("records row of run") && broken.detail.contains("negative"), "{}", broken.detail);
+    assert!(
+        report.findings.iter().any(|f| f.class == FindingClass::Deletion),
+        "the deleted sealed run is found: {:#?}",
+        report.findings
+    );
 }
