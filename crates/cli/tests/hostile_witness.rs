@@ -12,12 +12,6 @@ use std::path::Path;
 
 use serde_json::Value;
 
-/// The honest witness server, its verifier key and its state folder.
-struct Honest {
-    _server: witness_server::WitnessServer,
-    _state: tempfile::TempDir,
-}
-
 /// What the hostile witness answers: the status line, the content type and
 /// the body, for a submission (POST) and for a read of its monitor
 /// endpoint (GET).
@@ -79,32 +73,13 @@ fn read_request(stream: &mut std::net::TcpStream) -> Option<String> {
 /// A plane in `dir` with tenant `shop`, an honest witness server and the
 /// hostile witness at `hostile_url` (with a key of its own) configured,
 /// quorum 1 of the 2.
-fn plane_with_a_hostile_witness(dir: &Path, hostile_url: &str) -> Honest {
-    ok(dir, &["init", "--tenant-name", "shop"]);
-    let keys = json(dir, &["--tenant", "shop", "keys", "--json"]);
-    let log = witness_server::LogConfig {
-        origin: keys["origin"].as_str().unwrap().to_owned(),
-        keys: vec![witness::VerifierKey::parse(keys["log_key"].as_str().unwrap()).unwrap()],
-    };
-    let cosigner = witness::Cosigner::new(
-        witness::SignerKey::from_seed("honest.test/w0", witness::ALG_COSIGNATURE_V1, [77; 32]).unwrap(),
-    )
-    .unwrap();
-    let vkey = cosigner.verifier_key().to_string();
-    let state = tempfile::tempdir().unwrap();
-    let config = witness_server::WitnessConfig {
-        extra_cosigners: Vec::new(),
-        cosigner,
-        logs: vec![log],
-        clock: std::sync::Arc::new(witness_server::SystemClock),
-    };
-    let server = witness_server::WitnessServer::start(config, &state.path().join("w.redb"), "127.0.0.1:0").unwrap();
+fn plane_with_a_hostile_witness(dir: &Path, hostile_url: &str) -> Witness {
+    let honest = witnessed_plane(dir);
     let hostile_key = witness::SignerKey::from_seed("hostile.test/w1", witness::ALG_COSIGNATURE_V1, [66; 32]).unwrap();
-    let mut config = std::fs::read_to_string(dir.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
-    config.push_str(&format!("\n[[witness]]\nurl = \"{}\"\nkey = \"{vkey}\"\n", server.url()));
+    let mut config = std::fs::read_to_string(dir.join("agentplane.toml")).unwrap();
     config.push_str(&format!("\n[[witness]]\nurl = \"{hostile_url}\"\nkey = \"{}\"\n", hostile_key.verifier_key()));
     std::fs::write(dir.join("agentplane.toml"), config).unwrap();
-    Honest { _server: server, _state: state }
+    honest
 }
 
 fn sweep(dir: &Path) -> (Option<i32>, Value, String) {

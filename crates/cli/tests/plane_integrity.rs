@@ -15,12 +15,6 @@ use std::path::Path;
 
 use serde_json::Value;
 
-struct Witness {
-    server: witness_server::WitnessServer,
-    vkey: String,
-    _state: tempfile::TempDir,
-}
-
 /// A copy of the plane's redb store taken now (`backup.redb` beside it).
 fn back_up(plane: &Path) {
     std::fs::copy(plane.join("agentplane.redb"), plane.join("backup.redb")).unwrap();
@@ -29,34 +23,6 @@ fn back_up(plane: &Path) {
 /// The copy [`back_up`] took, put back in the store's place (a restored backup).
 fn put_back(plane: &Path) {
     std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
-}
-
-/// A witness server over HTTP watching the `shop` log of the plane in `dir`,
-/// added to the plane's configuration (quorum 1).
-fn witnessed_plane(dir: &Path) -> Witness {
-    ok(dir, &["init", "--tenant-name", "shop"]);
-    let keys = json(dir, &["--tenant", "shop", "keys", "--json"]);
-    let log = witness_server::LogConfig {
-        origin: keys["origin"].as_str().unwrap().to_owned(),
-        keys: vec![witness::VerifierKey::parse(keys["log_key"].as_str().unwrap()).unwrap()],
-    };
-    let cosigner = witness::Cosigner::new(
-        witness::SignerKey::from_seed("integrity.test/w0", witness::ALG_COSIGNATURE_V1, [77; 32]).unwrap(),
-    )
-    .unwrap();
-    let vkey = cosigner.verifier_key().to_string();
-    let state = tempfile::tempdir().unwrap();
-    let config = witness_server::WitnessConfig {
-        extra_cosigners: Vec::new(),
-        cosigner,
-        logs: vec![log],
-        clock: std::sync::Arc::new(witness_server::SystemClock),
-    };
-    let server = witness_server::WitnessServer::start(config, &state.path().join("w.redb"), "127.0.0.1:0").unwrap();
-    let mut config = std::fs::read_to_string(dir.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
-    config.push_str(&format!("\n[[witness]]\nurl = \"{}\"\nkey = \"{vkey}\"\n", server.url()));
-    std::fs::write(dir.join("agentplane.toml"), config).unwrap();
-    Witness { server, vkey, _state: state }
 }
 
 /// The tree the witness holds for the plane's origin, read over HTTP.
@@ -402,7 +368,7 @@ fn r_plane_2_a_lost_mark_is_never_rebuilt_from_a_witness_that_does_not_know_the_
     let witness = witnessed_past_a_backup(plane);
     let origin = "agentplane.local/plane/shop";
     let held = witness_holds(&witness, origin);
-    let Witness { server, _state: state, .. } = witness;
+    let Witness { server, state, .. } = witness;
     let old_url = server.url();
     server.shutdown();
 

@@ -55,3 +55,39 @@ pub fn point_at_a_fresh_database(plane: &Path) -> String {
     std::fs::write(plane.join("agentplane.toml"), &configured).unwrap();
     url
 }
+
+/// A witness server a test plane is configured with, its verifier key and
+/// its state folder.
+pub struct Witness {
+    pub server: witness_server::WitnessServer,
+    pub vkey: String,
+    pub state: tempfile::TempDir,
+}
+
+/// A witness server over HTTP watching the `shop` log of the plane in `dir`,
+/// added to the plane's configuration (quorum 1).
+pub fn witnessed_plane(dir: &Path) -> Witness {
+    ok(dir, &["init", "--tenant-name", "shop"]);
+    let keys = json(dir, &["--tenant", "shop", "keys", "--json"]);
+    let log = witness_server::LogConfig {
+        origin: keys["origin"].as_str().unwrap().to_owned(),
+        keys: vec![witness::VerifierKey::parse(keys["log_key"].as_str().unwrap()).unwrap()],
+    };
+    let cosigner = witness::Cosigner::new(
+        witness::SignerKey::from_seed("integrity.test/w0", witness::ALG_COSIGNATURE_V1, [77; 32]).unwrap(),
+    )
+    .unwrap();
+    let vkey = cosigner.verifier_key().to_string();
+    let state = tempfile::tempdir().unwrap();
+    let config = witness_server::WitnessConfig {
+        extra_cosigners: Vec::new(),
+        cosigner,
+        logs: vec![log],
+        clock: std::sync::Arc::new(witness_server::SystemClock),
+    };
+    let server = witness_server::WitnessServer::start(config, &state.path().join("w.redb"), "127.0.0.1:0").unwrap();
+    let mut config = std::fs::read_to_string(dir.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
+    config.push_str(&format!("\n[[witness]]\nurl = \"{}\"\nkey = \"{vkey}\"\n", server.url()));
+    std::fs::write(dir.join("agentplane.toml"), config).unwrap();
+    Witness { server, vkey, state }
+}
