@@ -585,6 +585,29 @@ fn r_cover_2_a_cut_run_whose_runs_row_is_deleted_is_still_a_deletion_naming_the_
 /// back below what it covers and then changed by `also`: the audit names
 /// each cut a deletion, with the run, the covered seq and the anchor.
 fn cuts_found_as_deletions(also: impl Fn(&Plane, &journal_core::RunId)) -> audit::AuditReport {
+    let Anchored { plane, open, sealed, inputs, open_len, sealed_len } = anchored_open_and_sealed();
+
+    for run in [&open, &sealed] {
+        cut_back(&plane, run);
+        also(&plane, run);
+    }
+    let report = plane.audit(&inputs);
+    assert_cuts_found(&report, [(&open, open_len), (&sealed, sealed_len)]);
+    report
+}
+
+/// A plane with an open (failed) and a sealed run, both covered by the
+/// checkpoint an anchor `saved` holds, audited clean; each run's length.
+struct Anchored {
+    plane: Plane,
+    open: journal_core::RunId,
+    sealed: journal_core::RunId,
+    inputs: audit::AuditInputs,
+    open_len: u64,
+    sealed_len: u64,
+}
+
+fn anchored_open_and_sealed() -> Anchored {
     let plane = Plane::signed();
     let open = plane.fail("failed-1");
     let sealed = plane.seal("sealed-1");
@@ -594,14 +617,7 @@ fn cuts_found_as_deletions(also: impl Fn(&Plane, &journal_core::RunId)) -> audit
     assert!(plane.audit(&inputs).is_clean());
     let len = |run| plane.store.read_run(&plane.tenant, run).unwrap().rows.len() as u64;
     let (open_len, sealed_len) = (len(&open), len(&sealed));
-
-    for run in [&open, &sealed] {
-        cut_back(&plane, run);
-        also(&plane, run);
-    }
-    let report = plane.audit(&inputs);
-    assert_cuts_found(&report, [(&open, open_len), (&sealed, sealed_len)]);
-    report
+    Anchored { plane, open, sealed, inputs, open_len, sealed_len }
 }
 
 /// Each run cut back below the head the anchor `saved` covers (`seq`) is a
@@ -895,15 +911,8 @@ fn r_cover_1_a_leaf_the_plane_never_appends_is_never_signed() {
 /// it.
 #[test]
 fn r_aud_5_a_run_past_the_audits_memory_bound_is_not_checked_and_a_cut_of_it_still_found() {
-    let plane = Plane::signed();
-    let open = plane.fail("failed-1");
-    let sealed = plane.seal("sealed-1");
-    let saved = sign_now(&plane);
-    let mut inputs = plane.inputs();
-    inputs.anchors.push(plane.saved("saved", &saved));
+    let Anchored { plane, open, sealed, mut inputs, open_len, sealed_len } = anchored_open_and_sealed();
     inputs.max_run_bytes = 1;
-    let len = |run| plane.store.read_run(&plane.tenant, run).unwrap().rows.len() as u64;
-    let (open_len, sealed_len) = (len(&open), len(&sealed));
 
     let intact = plane.audit(&inputs);
     assert!(intact.findings.is_empty(), "an unread run is no finding: {:#?}", intact.findings);
