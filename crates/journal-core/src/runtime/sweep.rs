@@ -140,14 +140,6 @@ pub fn ask_witnesses(
     let Some(high_water) = high_water else { return Ok(views) };
     let mut seen = high_water.last(origin).map_err(|err| crate::log::high_water_error(tenant, err))?;
     let mut moved = 0;
-    let conflict = |expected: u64, now: HighWaterMark| JournalError::CheckpointConflict {
-        tenant: tenant.clone(),
-        expected: Some(expected),
-        found: match now {
-            HighWaterMark::Signed(tree) => Some(tree.size),
-            _ => None,
-        },
-    };
     loop {
         // A mark behind what a witness holds (another process of the plane
         // signed it, or the mark was put back from a backup) is raised to it
@@ -174,35 +166,47 @@ pub fn ask_witnesses(
             }
             _ => None,
         } {
-            match high_water.raise(origin, &seen, held).map_err(|err| crate::log::high_water_error(tenant, err))? {
-                Raised::Raised => return Ok(views),
-                // Another process of the plane wrote the mark meanwhile (it
-                // signed, or raised it to what a witness holds): the witness's
-                // tree is held to what the mark says now and raised over it.
-                // Left there, the signature that follows was held to the other
-                // process's tree alone, which may be smaller (review 46).
-                Raised::Moved(now) if moved < MARK_MOVED_ATTEMPTS => {
-                    tracing::info!(origin = %origin, ?now, "the plane's mark was written by another process meanwhile");
-                    seen = now;
-                    moved += 1;
-                }
-                Raised::Moved(now) => return Err(conflict(held.size, now)),
+            if raise_over(high_water, (tenant, origin), held, (&mut seen, &mut moved))? {
+                return Ok(views);
             }
         }
         let HighWaterMark::Lost { reason } = &seen else { return Ok(views) };
         let mark = rebuilt_mark(&views, origin, probes.len(), high_water, reason, &refuse)?;
-        match high_water.raise(origin, &seen, mark).map_err(|err| crate::log::high_water_error(tenant, err))? {
-            Raised::Raised => return Ok(views),
-            // Another process of the plane wrote the mark meanwhile: the
-            // largest tree a witness holds is held to what it says now, and
-            // raised over it, as above.
-            Raised::Moved(now) if moved < MARK_MOVED_ATTEMPTS => {
-                tracing::info!(origin = %origin, ?now, "the plane's mark was written by another process meanwhile");
-                seen = now;
-                moved += 1;
-            }
-            Raised::Moved(now) => return Err(conflict(mark.size, now)),
+        if raise_over(high_water, (tenant, origin), mark, (&mut seen, &mut moved))? {
+            return Ok(views);
         }
+    }
+}
+
+/// Raises the mark of `origin` from `seen` to `tree`: `true` once raised,
+/// `false` when another process of the plane wrote the mark meanwhile (it
+/// signed, or raised it to what a witness holds), `seen` then what it says
+/// now, so that `tree` is held to that and raised over it. Left there, the
+/// signature that follows was held to the other process's tree alone, which
+/// may be smaller (review 46). Past [`MARK_MOVED_ATTEMPTS`] moves, the
+/// retryable [`JournalError::CheckpointConflict`].
+fn raise_over(
+    high_water: &dyn HighWater,
+    (tenant, origin): (&TenantId, &Origin),
+    tree: Tree,
+    (seen, moved): (&mut HighWaterMark, &mut u32),
+) -> Result<bool, JournalError> {
+    match high_water.raise(origin, seen, tree).map_err(|err| crate::log::high_water_error(tenant, err))? {
+        Raised::Raised => Ok(true),
+        Raised::Moved(now) if *moved < MARK_MOVED_ATTEMPTS => {
+            tracing::info!(origin = %origin, ?now, "the plane's mark was written by another process meanwhile");
+            *seen = now;
+            *moved += 1;
+            Ok(false)
+        }
+        Raised::Moved(now) => Err(JournalError::CheckpointConflict {
+            tenant: tenant.clone(),
+            expected: Some(tree.size),
+            found: match now {
+                HighWaterMark::Signed(tree) => Some(tree.size),
+                _ => None,
+            },
+        }),
     }
 }
 
