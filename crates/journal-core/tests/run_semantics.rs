@@ -812,7 +812,8 @@ fn r_run_1_a_conclusion_whose_write_fails_still_stops_the_handle() {
         assert!(matches!(next, Err(RuntimeError::Stopped { .. })), "{key}: the handle drove on: {next:?}");
         assert_eq!(after.load(Ordering::SeqCst), 0, "{key}: an effect ran past the run's end");
         let id = run.run().clone();
-        assert!(run.succeed("done").is_err(), "{key}: the run sealed succeeded past its end");
+        let sealed = run.succeed("done");
+        assert!(matches!(sealed, Err(RuntimeError::Stopped { .. })), "{key}: the run sealed past its end: {sealed:?}");
         assert!(
             !matches!(runtime.status(&tenant(), &id).unwrap(), RunStatus::Succeeded),
             "{key}: the run is never succeeded"
