@@ -1390,9 +1390,17 @@ fn spawned(plane: &Path, args: &[&str]) -> std::process::Child {
 /// does not end within two minutes (a signal it lost) is killed, and the
 /// test fails there rather than hang.
 fn stopped_by_a_signal(child: std::process::Child) -> std::process::Output {
+    stopped_by_signals(child, &["-TERM"])
+}
+
+/// Sends each of `signals` (as `kill` spells them), one after another, to a
+/// `sweep --every` and waits for it to end, as `stopped_by_a_signal`.
+fn stopped_by_signals(child: std::process::Child, signals: &[&str]) -> std::process::Output {
     let id = child.id();
-    let killed = std::process::Command::new("kill").arg("-TERM").arg(id.to_string()).status().unwrap();
-    assert!(killed.success());
+    for signal in signals {
+        let killed = std::process::Command::new("kill").arg(signal).arg(id.to_string()).status().unwrap();
+        assert!(killed.success());
+    }
     let (ended, out) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = ended.send(child.wait_with_output());
@@ -1401,7 +1409,7 @@ fn stopped_by_a_signal(child: std::process::Child) -> std::process::Output {
         Ok(out) => out.unwrap(),
         Err(_) => {
             let _ = std::process::Command::new("kill").arg("-KILL").arg(id.to_string()).status();
-            panic!("the sweep did not stop on SIGTERM: it lost the signal");
+            panic!("the sweep did not stop on {signals:?}: it lost a signal");
         }
     }
 }
@@ -1489,6 +1497,38 @@ fn r_wit_8_sweep_every_stopped_during_a_round_exits_as_the_round_came_to() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "the round fell short, and it was the last: {stderr}");
     assert!(stderr.contains("sweep stopped by a signal"), "{stderr}");
+}
+
+/// R-WIT-8, R-OPS-1 (session 29's note): a second signal ends `sweep
+/// --every` at once. The first is kept until the round under way is done;
+/// a round waiting on a witness that took the connection and says nothing
+/// held an operator's second Ctrl-C, too, for the witness's whole timeout
+/// (the sweep went on to end that round: a shortfall, exit 1, "stopped by a
+/// signal"). Now the second ends it mid-round, saying so, exit 2.
+#[test]
+fn r_wit_8_a_second_signal_ends_sweep_every_in_the_middle_of_a_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    ok(plane, &["demo"]);
+    let witnesses = start_witnesses(plane, &["shop"], 1);
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    config = config.replace("quorum = 0", "quorum = 1");
+    config.push_str(&format!(
+        "\n[[witness]]\nurl = \"http://{}\"\nkey = \"{}\"\n",
+        silent.local_addr().unwrap(),
+        witnesses.vkeys[0]
+    ));
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    let child = spawned(plane, &["sweep", "--every", "1h", "--probe-every", "1h"]);
+    // The round is under way, and stays so while this connection is held.
+    let (_held, _) = silent.accept().unwrap();
+    let out = stopped_by_signals(child, &["-TERM", "-INT"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("a second signal: the sweep stops now, in the middle of its round"), "{stderr}");
+    assert!(!stderr.contains("sweep stopped by a signal"), "it did not wait for the round: {stderr}");
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
 }
 
 /// R-RUN-5 (session 29's note, review 43's): `resume` with several answers

@@ -325,23 +325,16 @@ pub fn sweep(
     let mut last = BTreeMap::new();
     // Under --every, a signal is listened for before the first round.
     let waiting = match every {
-        Some(every) => {
-            let signals = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|err| Failure::Io(err.to_string()))?;
-            let stop = StopSignals::listen(&signals)?;
-            Some((every, signals, stop))
-        }
+        Some(every) => Some((every, StopSignals::listen()?)),
         None => None,
     };
     let mut result = round(&runtime, settings, only, json, &mut last, timed);
-    if let Some((every, signals, mut stop)) = waiting {
+    if let Some((every, stop)) = waiting {
         loop {
             for failure in &result.failures {
                 say_failed(failure, json, true, true);
             }
-            if signals.block_on(stop.stopped_within(every)) {
+            if stop.stopped_within(every) {
                 break;
             }
             result = round(&runtime, settings, only, json, &mut last, timed);
@@ -381,22 +374,70 @@ fn exit_of(result: RoundResult) -> Result<(), Failure> {
     }
 }
 
-/// The signals that stop `sweep --every`, listened for from before its
-/// first round to its end: a signal that comes while a round runs is kept
-/// and stops the sweep once the round is done. (Listened for afresh at each
-/// wait, one that came during a round was taken by the listener already
-/// installed and then lost: the sweep never stopped.)
+/// The signals that stop `sweep --every`, listened for on a thread of
+/// their own from before its first round to its end. The first SIGINT or
+/// SIGTERM is kept and stops the sweep once the round under way is done
+/// (listened for afresh at each wait, one that came during a round was
+/// lost and the sweep never stopped). A second ends the process at once:
+/// a round hung on witnesses that do not answer would otherwise hold an
+/// operator's Ctrl-C for up to their timeouts (exit 2, as a crash would
+/// leave it: what the round stored is kept, each write whole or not at all,
+/// and the next sweep goes on from there).
 struct StopSignals {
+    stopped: std::sync::mpsc::Receiver<()>,
+}
+
+/// Said when a second signal ends the sweep in the middle of a round.
+const SECOND_SIGNAL: &str = "agentplane: a second signal: the sweep stops now, in the middle of its round; what the \
+round stored is kept (each write whole or not at all), and the next sweep goes on from there";
+
+impl StopSignals {
+    /// Listens from now on (the signals are taken here, before the thread
+    /// starts, so none that comes after this returns is missed).
+    fn listen() -> Result<Self, Failure> {
+        let signals = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|err| Failure::Io(format!("listening for signals: {err}")))?;
+        let mut received = {
+            let _context = signals.enter();
+            Received::listen()?
+        };
+        let (stop, stopped) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("agentplane-signals".into())
+            .spawn(move || {
+                signals.block_on(async {
+                    received.next().await;
+                    // The sweep may have ended already: no one to tell.
+                    let _ = stop.send(());
+                    received.next().await;
+                    errln!("{SECOND_SIGNAL}");
+                    std::process::exit(i32::from(crate::failure::Class::Io.exit_code()));
+                });
+            })
+            .map_err(|err| Failure::Io(format!("listening for signals: {err}")))?;
+        Ok(Self { stopped })
+    }
+
+    /// Waits `every`; true when a signal came first, or came since the
+    /// last wait.
+    fn stopped_within(&self, every: std::time::Duration) -> bool {
+        !matches!(self.stopped.recv_timeout(every), Err(std::sync::mpsc::RecvTimeoutError::Timeout))
+    }
+}
+
+/// SIGINT and SIGTERM as one stream.
+struct Received {
     #[cfg(unix)]
     terminate: tokio::signal::unix::Signal,
     #[cfg(unix)]
     interrupt: tokio::signal::unix::Signal,
 }
 
-impl StopSignals {
-    /// Listens, in `runtime`'s context.
-    fn listen(runtime: &tokio::runtime::Runtime) -> Result<Self, Failure> {
-        let _context = runtime.enter();
+impl Received {
+    /// Listens, in the current runtime's context.
+    fn listen() -> Result<Self, Failure> {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{SignalKind, signal};
@@ -407,23 +448,18 @@ impl StopSignals {
         Ok(Self {})
     }
 
-    /// Waits `every`; true when SIGINT or SIGTERM came first, or came
-    /// since the last wait.
-    async fn stopped_within(&mut self, every: std::time::Duration) -> bool {
+    /// The next signal.
+    async fn next(&mut self) {
         #[cfg(unix)]
         {
             tokio::select! {
-                _ = tokio::time::sleep(every) => false,
-                _ = self.terminate.recv() => true,
-                _ = self.interrupt.recv() => true,
+                _ = self.terminate.recv() => {}
+                _ = self.interrupt.recv() => {}
             }
         }
         #[cfg(not(unix))]
         {
-            tokio::select! {
-                _ = tokio::time::sleep(every) => false,
-                _ = tokio::signal::ctrl_c() => true,
-            }
+            let _ = tokio::signal::ctrl_c().await;
         }
     }
 }
