@@ -52,7 +52,7 @@ impl Plane {
         let origin = settings.origin(Some(&keys))?;
         let log = keys.log_for(&origin)?.clone();
         let store = if create { open_or_create(&settings.store)? } else { open_for_signing(&settings.store)? };
-        let high_water = Arc::new(FileHighWater::beside(&settings.keys));
+        let high_water = Arc::new(FileHighWater::beside(&settings.keys, &keys));
         let witnesses = settings.plane.as_ref().map(|plane| plane.witnesses.clone()).unwrap_or_default();
         Ok(Self { store, tenant: settings.tenant_id()?, origin, log, keys, high_water, witnesses })
     }
@@ -91,6 +91,10 @@ impl Plane {
         let mark = self.high_water.last(&self.origin).map_err(|err| match err {
             // A mark that does not parse was written by no plane: an integrity alarm, not a disk's failure.
             journal_core::log::HighWaterError::Damaged { .. } => Failure::Findings(err.to_string()),
+            // A mark kept for another key: the refusal, with what to do.
+            err @ journal_core::log::HighWaterError::OtherKey { .. } => {
+                Failure::from(journal_core::log::high_water_error(&self.tenant, err))
+            }
             journal_core::log::HighWaterError::Io { .. } => Failure::Io(err.to_string()),
         })?;
         if let HighWaterMark::Lost { reason } = &mark {

@@ -6,9 +6,15 @@
 //!
 //! ```text
 //! # agentplane high-water mark: ...
-//! <origin> <size> <root hex>       (the last tree signed for that origin)
-//! <origin> never                   (nothing signed yet)
+//! <origin> <size> <root hex> <log key>    (the last tree signed for that origin)
+//! <origin> never <log key>                (nothing signed yet)
 //! ```
+//!
+//! The log key (its verifier key) is the key the line was kept for: a key
+//! file copied beside another plane's mark (every `init` gives the tenant
+//! `default` one origin) is held to nothing that key signed, so a line kept
+//! for another key signs nothing (review 54). A line written before the key
+//! was kept (without it) is read as it is, and gets the key when raised.
 //!
 //! An origin with no line (or no file at all) is lost: the plane then asks
 //! its witnesses before it signs again, and with no witness configured it
@@ -21,6 +27,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use journal_core::Origin;
+
+use crate::keys::PlaneKeys;
 use journal_core::log::{HighWater, HighWaterError, HighWaterMark, Raised};
 use tlog::{RootHash, Tree};
 
@@ -39,6 +47,9 @@ pub fn path_beside(keys: &Path) -> PathBuf {
 pub struct FileHighWater {
     path: PathBuf,
     lock: Mutex<()>,
+    /// The log key that signs each origin here (origin, verifier key):
+    /// a line kept for another key is refused.
+    keys: Vec<(String, String)>,
 }
 
 enum Entry {
@@ -46,30 +57,53 @@ enum Entry {
     Signed(Tree),
 }
 
+/// One origin's line: what it says, and the log key it was kept for (none
+/// in a line written before the key was kept).
+struct Line {
+    origin: String,
+    entry: Entry,
+    key: Option<String>,
+}
+
+/// The verifier key of each log key in `keys`, by origin.
+fn log_keys(keys: &PlaneKeys) -> Vec<(String, String)> {
+    keys.origins()
+        .iter()
+        .filter_map(|origin| keys.log_for(origin).ok().map(|log| (origin.to_string(), log.verifier_key().to_string())))
+        .collect()
+}
+
 impl FileHighWater {
     /// The mark kept at `path`.
     pub fn at(path: PathBuf) -> Self {
-        Self { path, lock: Mutex::new(()) }
+        Self { path, lock: Mutex::new(()), keys: Vec::new() }
     }
 
-    /// The mark beside the key file at `keys`.
-    pub fn beside(keys: &Path) -> Self {
-        Self::at(path_beside(keys))
+    /// The mark beside the key file at `path`, held to the log keys it
+    /// holds (`keys`): a line kept for another key is refused.
+    pub fn beside(path: &Path, keys: &PlaneKeys) -> Self {
+        Self { keys: log_keys(keys), ..Self::at(path_beside(path)) }
     }
 
-    /// Writes a new mark in which nothing is signed yet for `origins`
-    /// (`init`, `keygen`); refuses to overwrite one.
-    pub fn create(keys: &Path, origins: &[Origin]) -> Result<(), HighWaterError> {
-        let path = path_beside(keys);
+    /// The log key that signs `origin` here, when known.
+    fn key_of(&self, origin: &str) -> Option<&str> {
+        self.keys.iter().find(|(o, _)| o == origin).map(|(_, key)| key.as_str())
+    }
+
+    /// Writes a new mark in which nothing is signed yet for the origins of
+    /// `keys`, each line naming its log key (`init`, `keygen`); refuses to
+    /// overwrite one.
+    pub fn create(path: &Path, keys: &PlaneKeys) -> Result<(), HighWaterError> {
+        let path = path_beside(path);
         let mut body = HEADER.to_owned();
-        for origin in origins {
-            body.push_str(&format!("{origin} never\n"));
+        for (origin, key) in log_keys(keys) {
+            body.push_str(&format!("{origin} never {key}\n"));
         }
         // Whole or not at all: a half-written mark would read as lost.
         crate::output::write_new(&path, body.as_bytes(), false).map_err(|err| io(&path, &err))
     }
 
-    fn read(&self) -> Result<Option<Vec<(String, Entry)>>, HighWaterError> {
+    fn read(&self) -> Result<Option<Vec<Line>>, HighWaterError> {
         let damaged = |line: usize, reason: &str| HighWaterError::Damaged {
             path: self.path.display().to_string(),
             reason: format!("line {line}: {reason}"),
@@ -98,14 +132,26 @@ impl FileHighWater {
                 continue;
             }
             let words: Vec<&str> = line.split_whitespace().collect();
-            let entry = match words.as_slice() {
-                [origin, "never"] => (origin.to_string(), Entry::Never),
-                [origin, size, root] => {
-                    let size = size.parse::<u64>().map_err(|_| damaged(i, "the size is not a number"))?;
-                    let root = RootHash::from_hex(root).map_err(|_| damaged(i, "the root is not 64 hex digits"))?;
-                    (origin.to_string(), Entry::Signed(Tree::new(size, root)))
-                }
-                _ => return Err(damaged(i, "expected `ORIGIN SIZE ROOT` or `ORIGIN never`")),
+            let signed = |origin: &str, size: &str, root: &str, key: Option<&str>| {
+                let size = size.parse::<u64>().map_err(|_| damaged(i, "the size is not a number"))?;
+                let root = RootHash::from_hex(root).map_err(|_| damaged(i, "the root is not 64 hex digits"))?;
+                Ok(Line {
+                    origin: origin.to_owned(),
+                    entry: Entry::Signed(Tree::new(size, root)),
+                    key: key.map(str::to_owned),
+                })
+            };
+            let never = |origin: &str, key: Option<&str>| Line {
+                origin: origin.to_owned(),
+                entry: Entry::Never,
+                key: key.map(str::to_owned),
+            };
+            let line = match words.as_slice() {
+                [origin, "never"] => never(origin, None),
+                [origin, "never", key] => never(origin, Some(key)),
+                [origin, size, root] => signed(origin, size, root, None)?,
+                [origin, size, root, key] => signed(origin, size, root, Some(key))?,
+                _ => return Err(damaged(i, "expected `ORIGIN SIZE ROOT LOG_KEY` or `ORIGIN never LOG_KEY`")),
             };
             // The plane writes one line per origin: a second one (two copies
             // joined, a line added by hand) leaves which tree it signed last
@@ -113,17 +159,17 @@ impl FileHighWater {
             // older store be signed again (review 28). A set, not a search of
             // the lines before: a hostile file of 100,000 lines is then
             // checked in linear time.
-            if !origins.insert(entry.0.clone()) {
+            if !origins.insert(line.origin.clone()) {
                 return Err(damaged(
                     i,
                     &format!(
                         "a second line for {}: the plane writes one line per origin; keep only the line of the \
                          newest checkpoint it signed for that origin, then sign again",
-                        entry.0
+                        line.origin
                     ),
                 ));
             }
-            entries.push(entry);
+            entries.push(line);
         }
         Ok(Some(entries))
     }
@@ -173,12 +219,16 @@ impl FileHighWater {
         Ok(file)
     }
 
-    fn write(&self, entries: &[(String, Entry)]) -> Result<(), HighWaterError> {
+    fn write(&self, entries: &[Line]) -> Result<(), HighWaterError> {
         let mut body = HEADER.to_owned();
-        for (origin, entry) in entries {
+        for Line { origin, entry, key } in entries {
             match entry {
-                Entry::Never => body.push_str(&format!("{origin} never\n")),
-                Entry::Signed(tree) => body.push_str(&format!("{origin} {} {}\n", tree.size, tree.root)),
+                Entry::Never => body.push_str(&format!("{origin} never")),
+                Entry::Signed(tree) => body.push_str(&format!("{origin} {} {}", tree.size, tree.root)),
+            }
+            match key {
+                Some(key) => body.push_str(&format!(" {key}\n")),
+                None => body.push('\n'),
             }
         }
         let target = self.target()?;
@@ -229,10 +279,22 @@ impl HighWater for FileHighWater {
         let Some(entries) = self.read()? else {
             return Ok(HighWaterMark::Lost { reason: format!("{} is missing", self.path.display()) });
         };
-        Ok(match entries.into_iter().find(|(o, _)| o == origin.as_str()) {
-            Some((_, Entry::Never)) => HighWaterMark::Never,
-            Some((_, Entry::Signed(tree))) => HighWaterMark::Signed(tree),
-            None => HighWaterMark::Lost { reason: format!("{} has no line for {origin}", self.path.display()) },
+        let Some(line) = entries.into_iter().find(|line| line.origin == origin.as_str()) else {
+            return Ok(HighWaterMark::Lost { reason: format!("{} has no line for {origin}", self.path.display()) });
+        };
+        if let (Some(marked), Some(key)) = (&line.key, self.key_of(origin.as_str()))
+            && marked != key
+        {
+            return Err(HighWaterError::OtherKey {
+                path: self.path.display().to_string(),
+                origin: origin.to_string(),
+                marked: marked.clone(),
+                key: key.to_owned(),
+            });
+        }
+        Ok(match line.entry {
+            Entry::Never => HighWaterMark::Never,
+            Entry::Signed(tree) => HighWaterMark::Signed(tree),
         })
     }
 
@@ -256,9 +318,14 @@ impl HighWater for FileHighWater {
             return Ok(Raised::Moved(now));
         }
         let mut entries = self.read()?.unwrap_or_default();
-        match entries.iter_mut().find(|(o, _)| o == origin.as_str()) {
-            Some((_, entry)) => *entry = Entry::Signed(tree),
-            None => entries.push((origin.to_string(), Entry::Signed(tree))),
+        let key = self.key_of(origin.as_str()).map(str::to_owned);
+        match entries.iter_mut().find(|line| line.origin == origin.as_str()) {
+            Some(line) => {
+                line.entry = Entry::Signed(tree);
+                // A line written before the key was kept gets it now.
+                line.key = key.or(line.key.take());
+            }
+            None => entries.push(Line { origin: origin.to_string(), entry: Entry::Signed(tree), key }),
         }
         self.write(&entries)?;
         Ok(Raised::Raised)

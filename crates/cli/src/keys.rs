@@ -123,7 +123,7 @@ impl PlaneKeys {
         // half-written key file to refuse the next try.
         crate::output::write_new(path, body.as_bytes(), true)
             .map_err(|err| Failure::Io(format!("creating key file {}: {err}", path.display())))?;
-        if let Err(err) = crate::high_water::FileHighWater::create(path, &self.origins()) {
+        if let Err(err) = crate::high_water::FileHighWater::create(path, self) {
             // Nothing was signed with the keys just written: they go again,
             // so that the next try starts from nothing.
             let _ = std::fs::remove_file(path);

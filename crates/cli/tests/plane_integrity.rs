@@ -1063,3 +1063,41 @@ fn r_plane_2_a_sweep_refusing_a_restored_store_appends_nothing_to_it() {
     assert_eq!((code, report["outcome"].as_str()), (Some(1), Some("refused_to_sign")), "{report} {stderr}");
     assert_eq!(log_size(plane), before, "the sweep wrote a heads leaf to a store it refused to sign: {report}");
 }
+
+/// Review 54, R-PLANE-2: a key file copied into another plane's folder
+/// (every `init` gives the tenant `default` the same origin) was held to the
+/// mark `init` wrote there for that folder's own key, which said its origin
+/// was never signed: the copied key then signed a second history of its
+/// origin, another root at a size it had signed from its own store. The
+/// mark names the key it was kept for, and a mark kept for another key
+/// signs nothing (exit 1, naming both keys), its folder's own key still does.
+#[test]
+fn r_plane_2_a_key_file_copied_beside_another_key_s_mark_signs_nothing() {
+    let first = tempfile::tempdir().unwrap();
+    ok(first.path(), &["init"]);
+    ok(first.path(), &["demo"]);
+    let signed = json(first.path(), &["checkpoint", "--json"]);
+    let second = tempfile::tempdir().unwrap();
+    ok(second.path(), &["init"]);
+    let own_key = std::fs::read(second.path().join("agentplane.key")).unwrap();
+    let mark = std::fs::read_to_string(second.path().join("agentplane.highwater")).unwrap();
+    std::fs::copy(first.path().join("agentplane.key"), second.path().join("agentplane.key")).unwrap();
+    let out = agentplane(second.path(), &["demo"]);
+    if out.status.success() {
+        let forked = json(second.path(), &["checkpoint", "--json"]);
+        panic!(
+            "the copied key signed a second history of {}: size {} root {} here, size {} root {} in its own plane",
+            signed["origin"], forked["size"], forked["root"], signed["size"], signed["root"]
+        );
+    }
+    let stderr = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("written for the log key") && stderr.contains("another plane"), "{stderr}");
+    let stderr = fails(second.path(), &["checkpoint"], 1);
+    assert!(stderr.contains("written for the log key"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(second.path().join("agentplane.highwater")).unwrap(), mark, "nothing signed");
+    // The folder's own key signs again.
+    std::fs::write(second.path().join("agentplane.key"), own_key).unwrap();
+    ok(second.path(), &["demo"]);
+    ok(second.path(), &["checkpoint"]);
+}

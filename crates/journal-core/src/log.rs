@@ -397,6 +397,25 @@ pub enum HighWaterError {
         /// What is wrong.
         reason: String,
     },
+    /// The mark of `origin` was kept for another log key than the one that
+    /// signs it now: a key file copied beside another plane's mark (every
+    /// `init` gives the tenant `default` one origin), or a mark copied
+    /// beside another plane's keys. It says nothing of what this key signed.
+    #[error(
+        "the plane's high-water mark {path} was written for the log key {marked} of {origin}, and {origin} is \
+         signed here with the log key {key}: the key file was copied from another plane, or the mark from beside \
+         another plane's keys"
+    )]
+    OtherKey {
+        /// Where the mark is kept.
+        path: String,
+        /// The origin whose line names another key.
+        origin: String,
+        /// The key the mark's line was kept for (a verifier key).
+        marked: String,
+        /// The key that signs the origin here (a verifier key).
+        key: String,
+    },
 }
 
 /// What the plane's high-water mark says about one origin.
@@ -462,7 +481,7 @@ pub trait HighWater: Send + Sync {
 /// disk, a path in the way) says nothing about the log: a failure of I/O,
 /// never an integrity refusal, whose audience is told the history moved
 /// (review 28).
-pub(crate) fn high_water_error(tenant: &TenantId, err: HighWaterError) -> JournalError {
+pub fn high_water_error(tenant: &TenantId, err: HighWaterError) -> JournalError {
     match err {
         HighWaterError::Io { .. } => JournalError::Io(crate::error::StorageError::new(
             format!(
@@ -475,6 +494,16 @@ pub(crate) fn high_water_error(tenant: &TenantId, err: HighWaterError) -> Journa
         HighWaterError::Damaged { .. } => {
             JournalError::WouldSignRollback { tenant: tenant.clone(), reason: err.to_string() }
         }
+        // One origin held to two marks lets one key sign two histories
+        // of it (review 54).
+        HighWaterError::OtherKey { .. } => JournalError::WouldSignRollback {
+            tenant: tenant.clone(),
+            reason: format!(
+                "{err}. Nothing was signed or admitted. Put back the mark kept beside this key file where it \
+                 signed (or this folder's own key file); a key signs one origin's log from one store, held to \
+                 one mark"
+            ),
+        },
     }
 }
 

@@ -163,12 +163,16 @@ pub fn verify(
     // backup with the runs after them): the log must extend it too. Signed
     // again here (Ed25519 is deterministic: the note the plane signed then).
     // A mark that is lost leaves that unchecked, and says so.
-    let high_water = crate::high_water::FileHighWater::beside(&cli.keys);
+    let high_water = crate::high_water::FileHighWater::beside(&cli.keys, &keys);
     let location = journal_core::log::HighWater::location(&high_water);
     // A mark that does not parse is damage (a finding, as for the commands
     // that sign); one that cannot be read is I/O.
     let mark = journal_core::log::HighWater::last(&high_water, &origin).map_err(|err| match err {
         journal_core::log::HighWaterError::Damaged { .. } => Failure::Findings(err.to_string()),
+        journal_core::log::HighWaterError::OtherKey { .. } => Failure::Findings(format!(
+            "{err}: the store cannot be held to what this key signed. Put back the mark kept beside this key file \
+             where it signed (or this folder's own key file), then run verify again"
+        )),
         journal_core::log::HighWaterError::Io { .. } => Failure::Io(err.to_string()),
     })?;
     match mark {

@@ -98,7 +98,7 @@ fn runtime(settings: &Settings, probe_every: std::time::Duration) -> Result<Runt
         .witness_keys(witness_keys)
         .witness_probes(probes)
         .probe_every(probe_every)
-        .high_water(Arc::new(FileHighWater::beside(&settings.keys)))
+        .high_water(Arc::new(FileHighWater::beside(&settings.keys, &keys)))
         .written_by(cli_build().clone());
     for (tenant, origin) in settings.tenants(Some(&keys))? {
         let log = keys.log_for(&origin)?.clone();
