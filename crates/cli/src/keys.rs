@@ -35,6 +35,15 @@ impl PlaneKeys {
     pub fn generate(origins: &[Origin]) -> Result<Self, Failure> {
         let mut logs = Vec::new();
         for origin in origins {
+            // The high-water mark reads a line that starts with `#` as a
+            // comment: that origin's mark would always read as lost, and
+            // the plane would sign nothing of it (review 54).
+            if origin.as_str().starts_with('#') {
+                return Err(Failure::Usage(format!(
+                    "the origin {origin} starts with #, which the plane's high-water mark reads as a comment: name \
+                     the log by its address (for instance --origin-base example.com/plane)"
+                )));
+            }
             let signer =
                 SignerKey::generate(origin.as_str(), ALG_ED25519).map_err(|err| Failure::Usage(err.to_string()))?;
             let log = LogKey::new(signer.clone()).map_err(|err| Failure::Usage(err.to_string()))?;

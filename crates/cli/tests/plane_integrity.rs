@@ -1101,3 +1101,18 @@ fn r_plane_2_a_key_file_copied_beside_another_key_s_mark_signs_nothing() {
     ok(second.path(), &["demo"]);
     ok(second.path(), &["checkpoint"]);
 }
+
+/// Review 54's note, R-PLANE-2: an origin that starts with `#` was accepted
+/// by `init` and `keygen`, and its line in the high-water mark read as a
+/// comment: the mark was always lost, and the plane signed and admitted
+/// nothing. Refused before anything is written (exit 2).
+#[test]
+fn r_plane_2_an_origin_the_mark_would_read_as_a_comment_is_refused_at_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let stderr = fails(dir.path(), &["init", "--origin-base", "#plane"], 2);
+    assert!(stderr.contains("starts with #"), "{stderr}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
+    let stderr = fails(dir.path(), &["keygen", "--origin", "#plane/default"], 2);
+    assert!(stderr.contains("starts with #"), "{stderr}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
+}
