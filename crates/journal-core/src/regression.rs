@@ -125,6 +125,16 @@ pub enum Divergence {
         /// What the new code did instead.
         replayed: String,
     },
+    /// The new code performs the recorded effect in another step than the
+    /// record's `EffectStarted` names: live, it would write another journal.
+    EffectInOtherStep {
+        /// The effect.
+        effect_key: String,
+        /// The step the record performed it in.
+        recorded: String,
+        /// The step the new code performs it in.
+        replayed: String,
+    },
     /// The new code starts or finishes a step the record does not have here.
     UnexpectedStep {
         /// What the new code did.
@@ -152,6 +162,9 @@ impl std::fmt::Display for Divergence {
             }
             Self::SkippedEffect { effect_key, replayed } => {
                 write!(f, "the record has effect {effect_key} here; the new code did {replayed}")
+            }
+            Self::EffectInOtherStep { effect_key, recorded, replayed } => {
+                write!(f, "effect {effect_key} in step {replayed}, the record performed it in step {recorded}")
             }
             Self::UnexpectedStep { replayed, recorded } => write!(f, "{replayed}, the record has {recorded} here"),
             Self::DifferentConclusion { recorded, replayed } => write!(
@@ -190,7 +203,9 @@ impl ReplayReport {
 enum Action {
     Step(String),
     StepEnd(String),
-    Effect(String, EffectResult, Counters),
+    /// An effect: its key, the step its `EffectStarted` names (`None`
+    /// when the record holds no start of it), its result and charges.
+    Effect(String, Option<String>, EffectResult, Counters),
     Conclusion(Outcome),
     /// The run's end was the runtime's or an operator's (a failed effect, a
     /// ceiling, a doubt, a hold, a cancel): the code is stopped there, as it was live.
@@ -263,18 +278,25 @@ impl ReplayHandle {
     fn new(records: &[VerifiedRecord]) -> Self {
         let last_conclusion = last_conclusion_at(records).map(|(seq, _)| seq);
         let mut actions = Vec::new();
+        // The step each effect was last started in, by its key.
+        let mut started: BTreeMap<String, String> = BTreeMap::new();
         for record in records {
             let seq = record.stored.seq;
             let key = record.record.effect_key.clone().unwrap_or_default();
             match &record.record.body {
                 RecordBody::StepStarted(mark) => actions.push((seq, Action::Step(mark.step.clone()))),
                 RecordBody::StepFinished(mark) => actions.push((seq, Action::StepEnd(mark.step.clone()))),
+                RecordBody::EffectStarted(start) => {
+                    started.insert(key, start.step.clone());
+                }
                 RecordBody::EffectDone(done) => {
-                    actions.push((seq, Action::Effect(key, done.result.clone(), done.charged)));
+                    let step = started.get(&key).cloned();
+                    actions.push((seq, Action::Effect(key, step, done.result.clone(), done.charged)));
                 }
                 RecordBody::DoubtAnswered(answered) => {
                     if let DoubtAnswer::Happened { result } = &answered.answer {
-                        actions.push((seq, Action::Effect(key, result.clone(), Counters::default())));
+                        let step = started.get(&key).cloned();
+                        actions.push((seq, Action::Effect(key, step, result.clone(), Counters::default())));
                     }
                 }
                 // Only the answer counts: conclusions the run was continued after were the runtime's, not the code's.
@@ -372,7 +394,7 @@ impl ReplayHandle {
         }
     }
 
-    fn replay_effect(&mut self, effect_key: &str) -> Result<EffectResult, ()> {
+    fn replay_effect(&mut self, effect_key: &str, step: &str) -> Result<EffectResult, ()> {
         if self.divergence.is_some() || self.stopped.is_some() {
             return Err(());
         }
@@ -385,7 +407,10 @@ impl ReplayHandle {
             return Err(());
         }
         match self.next().map(|(_, a)| a.clone()) {
-            Some(Action::Effect(key, result, charged)) if key == effect_key => {
+            Some(Action::Effect(key, Some(recorded), ..)) if key == effect_key && recorded != step => self
+                .diverge(Divergence::EffectInOtherStep { effect_key: key, recorded, replayed: step.to_owned() })
+                .map(|()| EffectResult::Err { error: String::new() }),
+            Some(Action::Effect(key, _, result, charged)) if key == effect_key => {
                 self.cursor += 1;
                 self.replayed_cost.add(&charged);
                 self.replayed_cost.effects = self.replayed_cost.effects.saturating_add(1);
@@ -484,10 +509,10 @@ impl RunContext for Replaying {
     fn effect<F: FnOnce() -> EffectOutput>(
         &mut self,
         effect_key: &str,
-        _step: &str,
+        step: &str,
         _perform: F,
     ) -> Result<EffectResult, RuntimeError> {
-        self.handle.replay_effect(effect_key).map_err(|()| diverged(&self.run, &self.handle))
+        self.handle.replay_effect(effect_key, step).map_err(|()| diverged(&self.run, &self.handle))
     }
 
     fn succeed(&mut self, _reason: &str) -> Result<(), RuntimeError> {

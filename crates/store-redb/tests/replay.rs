@@ -99,3 +99,41 @@ fn r_run_7_replaying_a_store_does_not_skip_a_run_whose_runs_row_was_deleted() {
     assert!(failure.contains(ids[1].as_str()) && failure.contains("runs table has no row"), "{failure}");
     assert_eq!(failure.lines().count(), 1, "the other runs replay as recorded: {failure}");
 }
+
+/// R-RUN-5, R-RUN-7 (review 55): replay answered an effect by its key alone
+/// and dropped the step the new code performs it in, so an agent that moved
+/// `ek:search` from step `research` to step `summarize` replayed as a match
+/// over a redb file whose `EffectStarted` records `research`: live, the same
+/// code writes a different journal. The recorded step is now compared, and
+/// the move is a divergence at the effect's seq that names both steps.
+#[test]
+fn r_run_7_a_replay_that_performs_an_effect_in_another_step_diverges() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("journal.redb");
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new("replay.test/plane").unwrap();
+    let plan = vec!["research".to_owned()];
+    let moved = |run: &mut journal_core::regression::Replaying| -> Result<(), RuntimeError> {
+        run.start_step("research")?;
+        run.effect("ek:search", "summarize", || panic!("a replay never performs an effect"))?;
+        run.finish_step("research")?;
+        run.succeed("answered")
+    };
+    {
+        let store: Arc<dyn Store> = Arc::new(RedbStore::create(&path).unwrap());
+        let runtime = RuntimeBuilder::new(store).tenant(tenant.clone(), origin.clone(), None).build().unwrap();
+        let request = AdmitRequest { idempotency_key: "job".into(), plan: plan.clone(), budget: Budget::default() };
+        let Admission::New(mut run) = runtime.admit(&tenant, request).unwrap() else { panic!() };
+        agent(&mut *run, false).unwrap();
+    }
+    let store = RedbStore::open(&path).unwrap();
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    let journal = Journal::new(&store, &tenant, &origin);
+    assert_eq!(replay_store(&journal, check, &[], &plan, |r| agent(r, false)).unwrap().len(), 1);
+    let failure = replay_store(&journal, check, &[], &plan, moved).expect_err("the effect moved to another step");
+    assert!(
+        failure.contains("ek:search") && failure.contains("summarize") && failure.contains("research"),
+        "{failure}"
+    );
+}
