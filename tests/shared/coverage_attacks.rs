@@ -814,3 +814,18 @@ pub fn a_leaf_the_plane_never_appends_is_never_signed<S: Store + TamperAccess + 
         }
     }
 }
+
+/// R-RUN-7, R-AUD-8 (review 55): the tenant's cost (`Runtime::tenant_cost`)
+/// with one run's runs row deleted behind the plane, its records left: the
+/// run is refused, never left out of the figure.
+pub fn tenant_cost_refuses_a_run_whose_runs_row_was_deleted<S: Store + TamperAccess + 'static>(store: S) {
+    let plane = Plane::on(store);
+    plane.run("kept", false);
+    let rowless = plane.run("rowless", true);
+    assert_eq!(plane.runtime.tenant_cost(&plane.tenant).unwrap().tokens, 10);
+    plane.store.delete_runs_row(&plane.tenant, &rowless);
+    match plane.runtime.tenant_cost(&plane.tenant) {
+        Err(err) => assert!(err.to_string().contains(rowless.as_str()), "the run left out is named: {err}"),
+        Ok(total) => panic!("the tenant's cost left out run {rowless}: {total:?}"),
+    }
+}

@@ -922,3 +922,8 @@ fn r_aud_3_a_records_row_with_a_negative_seq_breaks_its_run_alone() {
         report.findings
     );
 }
+
+#[test]
+fn r_run_7_tenant_cost_refuses_a_run_whose_runs_row_was_deleted() {
+    shared::tenant_cost_refuses_a_run_whose_runs_row_was_deleted(PgStore::temporary().unwrap());
+}

@@ -1103,3 +1103,8 @@ fn r_log_5_a_checkpoint_numbered_the_largest_u64_is_damage_not_an_overflow() {
 fn r_cover_1_a_leaf_the_plane_never_appends_is_never_signed() {
     shared::a_leaf_the_plane_never_appends_is_never_signed(|| RedbStore::temporary().unwrap());
 }
+
+#[test]
+fn r_run_7_tenant_cost_refuses_a_run_whose_runs_row_was_deleted() {
+    shared::tenant_cost_refuses_a_run_whose_runs_row_was_deleted(RedbStore::temporary().unwrap());
+}

@@ -499,13 +499,22 @@ impl Runtime {
     }
 
     /// What a tenant's runs consumed within `window`, by the time written on
-    /// each record ("what did this tenant spend in November").
+    /// each record ("what did this tenant spend in November"). Every run
+    /// whose records are stored is read, in one snapshot, not the runs
+    /// table's list (derived data): a run whose row is gone is refused, not
+    /// left out of the figure (R-RUN-7, R-AUD-8).
     pub fn tenant_cost_in(&self, tenant: &TenantId, window: TimeWindow) -> Result<Counters, RuntimeError> {
         let config = self.tenant(tenant)?;
+        let check = ChainCheck {
+            upcasters: &self.upcasters,
+            verifier: self.verifier.as_deref(),
+            options: VerifyOptions::default(),
+        };
         let mut total = Counters::default();
-        for run in self.runs(tenant, None)? {
-            total.add(&cost_in(&self.read(config, &run)?, window));
-        }
+        self.journal(config).each_run(check, &mut |_, verified| {
+            total.add(&cost_in(&verified?, window));
+            Ok(())
+        })?;
         Ok(total)
     }
 
