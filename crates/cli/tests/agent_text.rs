@@ -121,3 +121,25 @@ fn r_ux_3_show_cuts_a_huge_name_so_no_column_is_wider_than_a_line() {
     assert_eq!(shown["records"].as_array().unwrap().len(), 63, "the JSON has every record");
     assert!(out.contains("plan: a"), "a short text is whole: {out}");
 }
+
+/// R-RUN-7 (review 55): `cost` held a total past `u64::MAX` at the limit and
+/// printed it as the figure, so a charge near the limit an effect reported
+/// hid every charge after it (the tenant's total did not move). It is now a
+/// typed refusal naming the dimension, and no figure is printed.
+#[test]
+fn r_run_7_cost_refuses_a_total_past_u64_max() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_store, run) = plane_with(dir.path(), |run| {
+        run.start_step("a").unwrap();
+        for (key, tokens) in [("ek:huge", u64::MAX - 5), ("ek:more", 1000)] {
+            let charged = Counters { tokens, ..Counters::default() };
+            run.effect(key, "a", || EffectOutput { result: EffectResult::Ok { output: "ok".into() }, charged })
+                .unwrap();
+        }
+    });
+    for args in [vec!["cost"], vec!["cost", run.as_str()]] {
+        let args: Vec<&str> = args.into_iter().chain(["--store", "plane.redb", "--origin", ORIGIN]).collect();
+        let said = fails(dir.path(), &args, 2);
+        assert!(said.contains("tokens") && said.contains("18446744073709551615"), "{args:?}: {said}");
+    }
+}

@@ -44,8 +44,8 @@ pub use journal::{Appended, Journal, VerifiedRun, last_conclusion};
 pub use log::{HeadInclusion, LogHead, LogSource, LogView, RunInclusion, RunProof};
 pub use memory::MemoryStore;
 pub use record::{
-    Budget, Build, Counters, Dimension, DoubtAnswer, EffectResult, Holding, Outcome, Record, RecordBody, RecordKind,
-    Verdict,
+    Budget, Build, CostOverflow, Counters, Dimension, DoubtAnswer, EffectResult, Holding, Outcome, Record, RecordBody,
+    RecordKind, Verdict,
 };
 pub use run_state::RunState;
 pub use runtime::{

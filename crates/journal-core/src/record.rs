@@ -104,7 +104,25 @@ impl Counters {
         }
     }
 
-    /// Adds `other` to these counters, saturating.
+    /// These counters and `other` added, or the first dimension whose total
+    /// passes `u64::MAX`: what a figure reported as a total is made with,
+    /// never held at the limit (R-RUN-7).
+    pub fn checked_add(&self, other: &Counters) -> Result<Counters, CostOverflow> {
+        let sum = |dimension: Dimension| {
+            self.get(dimension).checked_add(other.get(dimension)).ok_or(CostOverflow { dimension })
+        };
+        Ok(Counters {
+            tokens: sum(Dimension::Tokens)?,
+            cost_micros: sum(Dimension::CostMicros)?,
+            steps: sum(Dimension::Steps)?,
+            effects: sum(Dimension::Effects)?,
+            wall_millis: sum(Dimension::WallMillis)?,
+        })
+    }
+
+    /// Adds `other` to these counters, saturating: what a budget is held to
+    /// (a counter at the limit crosses every ceiling). A figure reported as
+    /// a total is made with [`Counters::checked_add`].
     pub fn add(&mut self, other: &Counters) {
         self.tokens = self.tokens.saturating_add(other.tokens);
         self.cost_micros = self.cost_micros.saturating_add(other.cost_micros);
@@ -112,6 +130,21 @@ impl Counters {
         self.effects = self.effects.saturating_add(other.effects);
         self.wall_millis = self.wall_millis.saturating_add(other.wall_millis);
     }
+}
+
+/// A total past `u64::MAX` in one dimension. A total held at the limit
+/// would hide every charge counted after it (the figure stops moving), so
+/// no figure is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the {dimension} total passes {max} (u64::MAX), so it has no exact figure: a total held at the limit would hide \
+     every charge counted after it. Count a narrower scope (one run, or a --since/--until window), and look at the \
+     effect whose record charged that much",
+    max = u64::MAX
+)]
+pub struct CostOverflow {
+    /// The dimension whose total passed the limit.
+    pub dimension: Dimension,
 }
 
 /// Ceilings per dimension; `None` is unlimited.

@@ -16,7 +16,8 @@ use crate::error::{JournalError, TamperKind};
 use crate::ids::RunId;
 use crate::journal::VerifiedRun;
 use crate::record::{
-    Budget, Counters, DoubtAnswer, EffectResult, Outcome, Record, RecordBody, RunConcluded, RunForked, Verdict,
+    Budget, CostOverflow, Counters, DoubtAnswer, EffectResult, Outcome, Record, RecordBody, RunConcluded, RunForked,
+    Verdict,
 };
 
 /// A run's state: its budget, what it consumed, which effects have a
@@ -358,6 +359,20 @@ pub fn charge(counters: &mut Counters, body: &RecordBody) {
     }
 }
 
+/// What one record consumed ([`charge`]'s counting), or the dimension
+/// whose count passes `u64::MAX`.
+fn charged_by(body: &RecordBody) -> Result<Counters, CostOverflow> {
+    let one_effect = Counters { effects: 1, ..Counters::default() };
+    match body {
+        RecordBody::StepStarted(_) => Ok(Counters { steps: 1, ..Counters::default() }),
+        RecordBody::EffectDone(done) => done.charged.checked_add(&one_effect),
+        RecordBody::DoubtAnswered(answered) if matches!(answered.answer, DoubtAnswer::Happened { .. }) => {
+            Ok(one_effect)
+        }
+        _ => Ok(Counters::default()),
+    }
+}
+
 /// A span of time by the instants written on records: `since` included,
 /// `until` excluded; an open end is unbounded.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -378,7 +393,19 @@ impl TimeWindow {
     }
 }
 
-/// What a verified run consumed within `window`, by the time on each record.
+/// What a verified run consumed within `window`, by the time on each
+/// record, as a figure to report: a total past `u64::MAX` is refused, never
+/// held at the limit where it would hide the charges after it (R-RUN-7).
+pub fn try_cost_in(verified: &VerifiedRun, window: TimeWindow) -> Result<Counters, CostOverflow> {
+    verified
+        .records
+        .iter()
+        .filter(|record| window.contains(record.record.at))
+        .try_fold(Counters::default(), |total, record| total.checked_add(&charged_by(&record.record.body)?))
+}
+
+/// What a verified run consumed within `window`, by the time on each
+/// record, each total held at `u64::MAX` ([`try_cost_in`] refuses instead).
 pub fn cost_in(verified: &VerifiedRun, window: TimeWindow) -> Counters {
     let mut counters = Counters::default();
     for record in verified.records.iter().filter(|record| window.contains(record.record.at)) {

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use journal_core::testkit::TamperAccess as _;
 use journal_core::{
-    Admission, AdmitRequest, Budget, Counters, EffectOutput, EffectResult, Origin, RunId, Runtime, RuntimeBuilder,
-    Store, TenantId,
+    Admission, AdmitRequest, Budget, Counters, Dimension, EffectOutput, EffectResult, Origin, RunId, Runtime,
+    RuntimeBuilder, RuntimeError, Store, TenantId,
 };
 use store_redb::RedbStore;
 
@@ -55,4 +55,24 @@ fn r_run_7_tenant_cost_does_not_leave_out_a_run_whose_runs_row_was_deleted() {
         Err(err) => assert!(err.to_string().contains(hidden.as_str()), "the run left out is named: {err}"),
         Ok(total) => panic!("the tenant's cost left out run {hidden}'s 1000 tokens: {total:?}"),
     }
+}
+
+/// R-RUN-7 (review 55): a total past `u64::MAX` was held at the limit, so
+/// every charge counted after it changed nothing and the figure read as an
+/// answer: a run whose effect reported a charge near the limit hid every
+/// other run's spend from the tenant's total. A total that passes the limit
+/// is now a typed error naming the dimension, for a run and for the tenant.
+#[test]
+fn r_run_7_a_cost_total_past_u64_max_is_a_typed_error_not_a_saturated_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_store, runtime, tenant) = plane(&dir.path().join("plane.redb"));
+    let huge = run_charging(&runtime, &tenant, "huge", &[u64::MAX - 5]);
+    assert_eq!(runtime.cost(&tenant, &huge).unwrap().tokens, u64::MAX - 5, "one charge near the limit is counted");
+    run_charging(&runtime, &tenant, "ordinary", &[1000]);
+    match runtime.tenant_cost(&tenant) {
+        Err(RuntimeError::CostOverflow(overflow)) => assert_eq!(overflow.dimension, Dimension::Tokens),
+        other => panic!("the tenant's total hid 1000 tokens at the limit: {other:?}"),
+    }
+    let twice = run_charging(&runtime, &tenant, "twice", &[u64::MAX / 2 + 1, u64::MAX / 2 + 1]);
+    assert!(matches!(runtime.cost(&tenant, &twice), Err(RuntimeError::CostOverflow(_))), "a run's own total too");
 }

@@ -1,8 +1,8 @@
 //! `agentplane cost`: what a run, or the whole tenant, has consumed, by the
 //! time on each record; every figure read through chain verification.
 
-use journal_core::runtime::cost_in;
-use journal_core::{Counters, TimeWindow, Unvouched};
+use journal_core::runtime::try_cost_in;
+use journal_core::{CostOverflow, Counters, TimeWindow, Unvouched};
 use serde::Serialize;
 
 use crate::args::run_id;
@@ -35,6 +35,12 @@ struct CostRow {
     wall_millis: u64,
 }
 
+/// A total past `u64::MAX`: no figure is printed, as one held at the limit
+/// would hide every charge after it (R-RUN-7).
+fn overflow(err: CostOverflow) -> Failure {
+    Failure::Usage(err.to_string())
+}
+
 /// `agentplane cost [RUN] [--since AT] [--until AT] [--skip-signatures | --require-signature] [--json]`.
 pub fn cost(
     settings: &Settings,
@@ -60,21 +66,21 @@ pub fn cost(
         Some(run) => {
             let verified = reader.read(run)?;
             counted = counted.plus(unvouched(&reader, &verified, window).unwrap_or_default());
-            (1, cost_in(&verified, window))
+            (1, try_cost_in(&verified, window).map_err(overflow)?)
         }
         // The tenant's: every run whose records are stored, read in one
         // snapshot, so a run the runs table no longer lists is refused, not
         // left out of the figure (R-RUN-7).
         None => {
-            let (mut runs, mut counters) = (0, Counters::default());
+            let (mut runs, mut counters) = (0, Ok(Counters::default()));
             reader.each_run(&mut |_, verified| {
                 let verified = verified?;
                 counted = counted.plus(unvouched(&reader, &verified, window).unwrap_or_default());
-                counters.add(&cost_in(&verified, window));
+                counters = counters.and_then(|sum: Counters| sum.checked_add(&try_cost_in(&verified, window)?));
                 runs += 1;
                 Ok(())
             })?;
-            (runs, counters)
+            (runs, counters.map_err(overflow)?)
         }
     };
     let checked = reader.verifier.is_some();

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 use witness::Origin;
 
-pub use crate::run_state::{RunStatus, TimeWindow, charge, cost_in};
+pub use crate::run_state::{RunStatus, TimeWindow, charge, cost_in, try_cost_in};
 pub use builder::{BuildError, RuntimeBuilder};
 pub use handle::{Admission, EffectOutput, RunHandle};
 pub use sweep::{
@@ -97,6 +97,9 @@ pub enum RuntimeError {
         /// The bound.
         max: usize,
     },
+    /// A cost total passed `u64::MAX`: no figure is given (R-RUN-7).
+    #[error(transparent)]
+    CostOverflow(#[from] crate::record::CostOverflow),
 }
 
 /// A request to run something.
@@ -490,7 +493,7 @@ impl Runtime {
 
     /// What a run has consumed, read from its journal (R-RUN-7).
     pub fn cost(&self, tenant: &TenantId, run: &RunId) -> Result<Counters, RuntimeError> {
-        Ok(RunState::of(&self.read(self.tenant(tenant)?, run)?.records).counters())
+        Ok(try_cost_in(&self.read(self.tenant(tenant)?, run)?, TimeWindow::ALL)?)
     }
 
     /// What all of a tenant's runs have consumed (R-RUN-7).
@@ -510,12 +513,13 @@ impl Runtime {
             verifier: self.verifier.as_deref(),
             options: VerifyOptions::default(),
         };
-        let mut total = Counters::default();
+        let mut total = Ok(Counters::default());
         self.journal(config).each_run(check, &mut |_, verified| {
-            total.add(&cost_in(&verified?, window));
+            let verified = verified?;
+            total = total.and_then(|sum: Counters| sum.checked_add(&try_cost_in(&verified, window)?));
             Ok(())
         })?;
-        Ok(total)
+        Ok(total?)
     }
 
     fn append_to(
