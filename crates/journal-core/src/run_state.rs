@@ -342,35 +342,37 @@ pub fn fork_seed(
     }
 }
 
-/// Adds what one record consumed to `counters` (R-RUN-7): a started step, a
-/// performed effect and its charges, an effect a person said happened. The
-/// one place the journal is turned into cost; [`RunState::apply`] counts with it.
-pub fn charge(counters: &mut Counters, body: &RecordBody) {
+/// What one record consumed (R-RUN-7): the charges it carries (a performed
+/// effect's) and what it counts (a started step, a performed effect, an
+/// effect a person said happened). The one place the journal is turned into
+/// cost; [`charge`] and [`try_cost_in`] add it up.
+fn consumed(body: &RecordBody) -> (Option<&Counters>, Counters) {
+    let one_effect = Counters { effects: 1, ..Counters::default() };
     match body {
-        RecordBody::StepStarted(_) => counters.steps = counters.steps.saturating_add(1),
-        RecordBody::EffectDone(done) => {
-            counters.add(&done.charged);
-            counters.effects = counters.effects.saturating_add(1);
-        }
+        RecordBody::StepStarted(_) => (None, Counters { steps: 1, ..Counters::default() }),
+        RecordBody::EffectDone(done) => (Some(&done.charged), one_effect),
         RecordBody::DoubtAnswered(answered) if matches!(answered.answer, DoubtAnswer::Happened { .. }) => {
-            counters.effects = counters.effects.saturating_add(1);
+            (None, one_effect)
         }
-        _ => {}
+        _ => (None, Counters::default()),
     }
 }
 
-/// What one record consumed ([`charge`]'s counting), or the dimension
-/// whose count passes `u64::MAX`.
-fn charged_by(body: &RecordBody) -> Result<Counters, CostOverflow> {
-    let one_effect = Counters { effects: 1, ..Counters::default() };
-    match body {
-        RecordBody::StepStarted(_) => Ok(Counters { steps: 1, ..Counters::default() }),
-        RecordBody::EffectDone(done) => done.charged.checked_add(&one_effect),
-        RecordBody::DoubtAnswered(answered) if matches!(answered.answer, DoubtAnswer::Happened { .. }) => {
-            Ok(one_effect)
-        }
-        _ => Ok(Counters::default()),
+/// Adds what one record consumed to `counters`, saturating (what a budget
+/// is held to; [`RunState::apply`] counts with it).
+pub fn charge(counters: &mut Counters, body: &RecordBody) {
+    let (charged, counted) = consumed(body);
+    if let Some(charged) = charged {
+        counters.add(charged);
     }
+    counters.add(&counted);
+}
+
+/// What one record consumed, or the dimension whose count passes
+/// `u64::MAX`.
+fn charged_by(body: &RecordBody) -> Result<Counters, CostOverflow> {
+    let (charged, counted) = consumed(body);
+    charged.map_or(Ok(counted), |charged| charged.checked_add(&counted))
 }
 
 /// A span of time by the instants written on records: `since` included,
