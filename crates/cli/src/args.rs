@@ -104,10 +104,11 @@ pub enum Command {
         /// Only runs whose answer is this outcome.
         #[arg(long, value_enum)]
         outcome: Option<OutcomeArg>,
-        /// Print the run ids alone, one a line, for scripts (with --outcome,
-        /// only the runs whose verified chain concluded so, with
-        /// --require-signature only those a trusted key vouches for; the
-        /// others on stderr, exit 1).
+        /// Print the run ids alone, one a line, for scripts: alone, the runs
+        /// table as it stands, unverified (the fast path; `verify` holds that
+        /// table to the chains); with --outcome, only the runs whose verified
+        /// chain concluded so, with --require-signature only those a trusted
+        /// key vouches for (the others on stderr, exit 1).
         #[arg(long, conflicts_with = "json")]
         ids: bool,
         /// Only a page: the newest N runs by admission, newest first (read in
