@@ -320,7 +320,63 @@ fn read_config(path: &Path) -> Result<ConfigFile, String> {
             path.display()
         ));
     }
-    toml::from_str(&text).map_err(|err| format!("{}: {err}", path.display()))
+    toml::from_str(&text).map_err(|err| format!("{}: {}", path.display(), config_error(&text, &err)))
+}
+
+/// The keys a configuration may hold: the only text of a line a refusal names.
+const CONFIG_KEYS: &[&str] = &[
+    "listen",
+    "state",
+    "key_file",
+    "log",
+    "origin",
+    "keys",
+    "limits",
+    "max_open_files",
+    "max_connections",
+    "max_per_peer",
+    "header_timeout",
+    "body_timeout",
+];
+
+/// A configuration's parse error, by line, column and field, with the
+/// message's quoted values left out. The parser's own rendering quotes the
+/// line it stops at (and serde's messages the value refused): a line may
+/// hold a secret without the `PRIVATE+KEY+` prefix [`looks_private`] sees
+/// (a seed's base64 pasted for `key_file`, a password under a key the
+/// witness does not know), and no secret is ever printed.
+fn config_error(text: &str, err: &toml::de::Error) -> String {
+    let mut message = String::with_capacity(err.message().len());
+    let mut quoted = false;
+    let mut escaped = false;
+    for c in err.message().chars() {
+        match (quoted, escaped, c) {
+            (false, _, '"') => {
+                quoted = true;
+                message.push_str("\"(not shown)\"");
+            }
+            (false, ..) => message.push(c),
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (true, false, '"') => quoted = false,
+            (true, false, _) => {}
+        }
+    }
+    let message = message.trim_end();
+    let Some(start) = err.span().map(|span| span.start.min(text.len())) else {
+        return format!("{message} (the line is not quoted: it may hold a secret)");
+    };
+    let before = text.get(..start).unwrap_or_default();
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+    let column = text.get(line_start..start).map_or(1, |head| head.chars().count() + 1);
+    let line_text = text.get(line_start..).unwrap_or_default().split('\n').next().unwrap_or_default();
+    let key = line_text.split_once('=').map(|(key, _)| key.trim());
+    let field = match key {
+        Some(key) if CONFIG_KEYS.contains(&key) => format!(", field `{key}`"),
+        _ => String::new(),
+    };
+    format!("line {line}, column {column}{field}: {message} (the line is not quoted: it may hold a secret)")
 }
 
 fn run(cli: Cli) -> Result<(), String> {

@@ -352,3 +352,31 @@ fn r_ops_1_a_private_key_given_for_a_key_file_or_in_a_configuration_is_never_ech
         assert!(stderr.contains("private key"), "{what}: the refusal says what was given: {stderr}");
     }
 }
+
+/// R-OPS-1, attack on the operator's secrecy (review 53): a configuration
+/// holding a secret without the `PRIVATE+KEY+` prefix, such as the base64
+/// of the witness's seed pasted for `key_file` unquoted, or a password
+/// under a key the witness does not know. The TOML parser's error quotes
+/// the line it stops at, and serde's quotes the value it refuses, so each
+/// printed the secret to standard error (the service's log). The refusal
+/// names the line, its column and the field, never the text.
+#[test]
+fn r_ops_1_a_configuration_error_names_the_line_and_never_quotes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, seed) = made_key(dir.path());
+    let config = dir.path().join("witness.toml");
+    let secret = "correct-horse-battery-staple";
+    for (text, line, field) in [
+        (format!("state = \"w.redb\"\nkey_file = {seed}\n"), 2, "key_file"),
+        (format!("state = \"w.redb\"\n\nadmin_password = \"{secret}\"\n"), 3, "admin_password"),
+        (format!("listen = [\"{secret}\"]\n"), 1, "listen"),
+        (format!("[limits]\nmax_per_peer = \"{secret}\"\n"), 2, "max_per_peer"),
+    ] {
+        std::fs::write(&config, &text).unwrap();
+        let (code, stderr) = witness_binary(&["serve".as_ref(), "--config".as_ref(), config.as_os_str()]);
+        assert_eq!(code, Some(2), "{text}: {stderr}");
+        assert!(!stderr.contains(&seed[..16]) && !stderr.contains(secret), "{text}: a secret is echoed: {stderr}");
+        assert!(stderr.contains(&format!("line {line}")), "{text}: the line is named: {stderr}");
+        assert!(stderr.contains(field), "{text}: the field is named: {stderr}");
+    }
+}
