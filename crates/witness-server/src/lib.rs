@@ -381,30 +381,45 @@ fn check_high_water(
     mark: &Path,
     remembered: &highwater::Held,
 ) -> Result<Marked, ServerError> {
-    let read = || -> Result<highwater::Held, redb::Error> {
+    // Origin -> what is wrong with its entry in the state (changed outside
+    // the witness): left out of what it holds, to be brought forward from
+    // the mark, or the start refused naming it.
+    let mut damaged = std::collections::BTreeMap::new();
+    let mut read = || -> Result<highwater::Held, redb::Error> {
         let txn = db.begin_read()?;
         let table = txn.open_table(LATEST)?;
         let mut held = highwater::Held::new();
         for entry in table.iter()? {
             let (origin, value) = entry?;
             let (size, root, note) = value.value();
-            // A root that is not 32 bytes is left out: the check of each
-            // submission refuses to cosign over it (500), and the mark then
-            // names what it last held.
-            if let Ok(root) = RootHash::try_from(root) {
-                let latest = highwater::Latest { tree: Tree::new(size, root), note: note.to_owned() };
-                held.insert(origin.value().to_owned(), latest);
+            let origin = origin.value().to_owned();
+            let Ok(root) = RootHash::try_from(root) else {
+                damaged.insert(origin, "its root is not 32 bytes");
+                continue;
+            };
+            let latest = highwater::Latest { tree: Tree::new(size, root), note: note.to_owned() };
+            match check_entry(&origin, &latest) {
+                Ok(()) => {
+                    held.insert(origin, latest);
+                }
+                Err(why) => {
+                    damaged.insert(origin, why);
+                }
             }
         }
         Ok(held)
     };
     let mut held = read().map_err(|err| state_error(state_path, err))?;
-    let marked = highwater::read(mark).map_err(|err| {
-        state_error(
-            state_path,
-            format!("{err}; remove the mark only if the state file is known to hold the latest checkpoints cosigned"),
-        )
-    })?;
+    let keep_the_state = "remove the mark only if the state file is known to hold the latest checkpoints cosigned";
+    let marked = highwater::read(mark).map_err(|err| state_error(state_path, format!("{err}; {keep_the_state}")))?;
+    for (origin, latest) in marked.iter().flat_map(|(marked, _)| marked) {
+        check_entry(origin, latest).map_err(|why| {
+            state_error(
+                state_path,
+                format!("the high-water mark {}: the entry for {origin}: {why}; {keep_the_state}", mark.display()),
+            )
+        })?;
+    }
     // The mark first, then what the running witness held (`remembered`),
     // each against the state as brought forward so far.
     let mut forward = highwater::Held::new();
@@ -444,6 +459,22 @@ fn check_high_water(
                 behind.insert(origin.clone(), remembering);
             }
         }
+    }
+    for (origin, why) in &damaged {
+        if !forward.contains_key(origin) {
+            return Err(state_error(
+                state_path,
+                format!(
+                    "the entry for {origin}: {why} (the file was changed outside the witness), and no high-water \
+                     mark holds that log; {DAMAGED_STATE_REMEDY}"
+                ),
+            ));
+        }
+        tracing::warn!(
+            target: LOG_TARGET,
+            origin = origin.as_str(),
+            "the state's entry is damaged ({why}): brought forward from the high-water mark"
+        );
     }
     if !forward.is_empty() {
         let bring_forward = || -> Result<(), redb::Error> {
@@ -497,6 +528,24 @@ fn check_high_water(
         None => highwater::MarkFile::create(mark, &held).map_err(writing)?,
     };
     Ok(Marked { held, file, written: true })
+}
+
+/// What is wrong with an entry of the state or the mark, read back from
+/// disk: a size 0 must carry the empty tree's root, and the note must be a
+/// checkpoint of the entry's origin, size and root (it is what the monitor
+/// endpoint serves as cosigned).
+fn check_entry(origin: &str, latest: &highwater::Latest) -> Result<(), &'static str> {
+    if latest.tree.size == 0 && latest.tree.root != RootHash::empty() {
+        return Err("its size is 0 but its root is not the empty tree's");
+    }
+    let checkpoint = witness::split_note(&latest.note)
+        .ok()
+        .and_then(|(text, _)| Checkpoint::parse(text).ok())
+        .ok_or("its note is not a signed checkpoint")?;
+    if checkpoint.origin() != origin || checkpoint.tree() != latest.tree {
+        return Err("its note is a checkpoint of another origin, size or root than the entry's");
+    }
+    Ok(())
 }
 
 /// Opens the state at `state_path` and holds it to its high-water mark:

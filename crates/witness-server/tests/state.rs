@@ -459,3 +459,89 @@ fn r_wit_6_the_monitor_serves_no_cosigned_note_the_high_water_mark_does_not_hold
          {fork_cosigned}): {served:?}"
     );
 }
+
+/// Rewrites `plane`'s entry in the state at `state` (as an operator's redb
+/// tool would, every checksum valid) with `edit` applied to its size, root
+/// and note.
+fn edit_stored_entry(state: &Path, plane: &Plane, edit: impl FnOnce(&mut u64, &mut Vec<u8>, &mut String)) {
+    use redb::ReadableTable as _;
+    const LATEST: redb::TableDefinition<&str, (u64, &[u8], &str)> = redb::TableDefinition::new("latest_cosigned");
+    let db = redb::Database::open(state).unwrap();
+    let txn = db.begin_write().unwrap();
+    {
+        let mut table = txn.open_table(LATEST).unwrap();
+        let (mut size, mut root, mut note) = {
+            let entry = table.get(plane.origin.as_str()).unwrap().unwrap();
+            let (size, root, note) = entry.value();
+            (size, root.to_vec(), note.to_owned())
+        };
+        edit(&mut size, &mut root, &mut note);
+        table.insert(plane.origin.as_str(), (size, root.as_slice(), note.as_str())).unwrap();
+    }
+    txn.commit().unwrap();
+}
+
+/// R-WIT-6, attack (review 53): the state's entry for a log hand-edited
+/// with a redb tool, every checksum valid: its root cut short, its size set
+/// to 0 under the old root, or its note swapped for another checkpoint.
+/// The witness started as if all were well: a short root was left out
+/// silently (every submission of that log then answered 500 "damaged", with
+/// neither file nor remedy named), a size 0 read as the empty tree's (a
+/// fresh start by trust on first use), a swapped note served to monitors as
+/// the one it cosigned. Now each entry is checked at start: with the
+/// high-water mark holding the log it is brought forward from the mark;
+/// without, the start is refused naming the file, the log and what is wrong.
+#[test]
+fn r_wit_6_a_hand_edited_state_entry_is_refused_at_start_naming_it() {
+    type Edit = fn(&mut u64, &mut Vec<u8>, &mut String);
+    let edits: [(&str, Edit); 3] = [
+        ("root", |_, root, _| {
+            root.pop();
+        }),
+        ("size", |size, _, _| *size = 0),
+        ("note", |_, _, note| *note = note.replacen("\n5\n", "\n6\n", 1)),
+    ];
+    for (what, edit) in edits {
+        for mark_kept in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let state = dir.path().join("witness.redb");
+            let (mut honest, fork) = honest_and_fork(5, 2);
+            let server = try_start(&honest, &state).unwrap();
+            assert!(cosigns(&server.url(), &honest));
+            server.shutdown();
+            edit_stored_entry(&state, &honest, edit);
+            if !mark_kept {
+                std::fs::remove_file(dir.path().join("witness.redb.highwater")).unwrap();
+            }
+            match try_start(&honest, &state) {
+                Ok(server) if mark_kept => {
+                    let served = reqwest::blocking::get(format!(
+                        "{}{}",
+                        server.url(),
+                        witness::protocol::monitor_path(&honest.origin)
+                    ))
+                    .unwrap()
+                    .text()
+                    .unwrap();
+                    assert!(served.contains("\n5\n"), "{what}: the monitor serves what was cosigned: {served}");
+                    assert!(refuses_as_a_fork(&server.url(), &fork), "{what}: the fork of size 5 is refused");
+                    honest.grow_to(8, u64::MAX);
+                    assert!(cosigns(&server.url(), &honest), "{what}: the honest log's growth is cosigned");
+                }
+                Ok(server) => {
+                    let fork_cosigned = cosigns(&server.url(), &fork);
+                    panic!("{what}: started on a hand-edited entry with no mark (the fork cosigned: {fork_cosigned})");
+                }
+                Err(err) => {
+                    let message = err.to_string();
+                    assert!(!mark_kept, "{what}: the mark holds the log, yet: {message}");
+                    assert!(matches!(err, ServerError::State { .. }), "{what}: {message}");
+                    assert!(message.contains("witness.redb"), "{what}: names the file: {message}");
+                    assert!(message.contains(&honest.origin), "{what}: names the log: {message}");
+                    assert!(message.contains(what), "{what}: says what is wrong: {message}");
+                    assert!(message.contains("restore"), "{what}: says what to do: {message}");
+                }
+            }
+        }
+    }
+}
