@@ -48,9 +48,15 @@ pub const REFUSALS_LOGGED_PER_WINDOW: u32 = 50;
 pub const REFUSAL_LOG_WINDOW: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The most bytes of a request's method or path a log line quotes: the
-/// request line may be hundreds of kilobytes (hyper bounds it near 400 KiB),
+/// request line may be up to [`MAX_HEADER_BYTES`] (16 KiB),
 /// and [`REFUSALS_LOGGED_PER_WINDOW`] bounds lines, not their length.
 pub const LOGGED_REQUEST_FIELD_BYTES: usize = 128;
+
+/// The most bytes of a request's line and headers: a witness request's are
+/// a few hundred. Past it the answer is 431 and the connection is closed
+/// (hyper's default bound, its read buffer, is about 400 KiB, which every
+/// connection of every peer could hold while it trickled its header).
+pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 
 /// `text` as a log line quotes it: at most [`LOGGED_REQUEST_FIELD_BYTES`]
 /// bytes (cut at a character boundary), with the length of what was cut.
@@ -828,6 +834,7 @@ async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, mut stop:
             let connection = hyper::server::conn::http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_timeout)
+                .max_header_size(MAX_HEADER_BYTES)
                 .serve_connection(TokioIo::new(stream), service);
             tokio::pin!(connection);
             tokio::select! {

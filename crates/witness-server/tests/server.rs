@@ -380,3 +380,33 @@ fn r_ops_1_a_configuration_error_names_the_line_and_never_quotes_it() {
         assert!(stderr.contains(field), "{text}: the field is named: {stderr}");
     }
 }
+
+/// Attack on memory (review 53): request headers of a few hundred
+/// kilobytes. Only hyper's default read buffer bounded them (about 400 KiB),
+/// so each of the `max_per_peer` connections of every address could hold
+/// that much while it trickled its header within the header timeout. A
+/// witness request's line and headers are a few hundred bytes: past
+/// `MAX_HEADER_BYTES` (16 KiB) the answer is 431 and the connection closed.
+#[test]
+fn request_headers_past_their_bound_are_refused_431() {
+    let plane = Plane::new(1);
+    let dir = tempfile::tempdir().unwrap();
+    let (server, _) = start(&plane, &dir, ServerLimits::default());
+    assert_eq!(witness_server::MAX_HEADER_BYTES, 16 * 1024);
+    let mut stream = connect(&server);
+    let padding = "a".repeat(witness_server::MAX_HEADER_BYTES + 1);
+    let request =
+        format!("GET /nothing HTTP/1.1\r\nHost: witness\r\nConnection: close\r\nX-Padding: {padding}\r\n\r\n");
+    // The server may answer and close before it has read everything.
+    let _ = stream.write_all(request.as_bytes());
+    let answer = answer_of(stream);
+    assert!(answer.starts_with("HTTP/1.1 431"), "{}", answer.lines().next().unwrap_or_default());
+    // Within the bound, answered as before.
+    let mut stream = connect(&server);
+    let padding = "a".repeat(8 * 1024);
+    let request =
+        format!("GET /nothing HTTP/1.1\r\nHost: witness\r\nConnection: close\r\nX-Padding: {padding}\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let answer = answer_of(stream);
+    assert!(answer.starts_with("HTTP/1.1 404"), "{}", answer.lines().next().unwrap_or_default());
+}
