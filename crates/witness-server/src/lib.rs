@@ -597,7 +597,19 @@ impl WitnessServer {
         limits: ServerLimits,
     ) -> Result<Self, ServerError> {
         let own: Vec<VerifierKey> = config.cosigners().map(Cosigner::verifier_key).collect();
-        for log in &config.logs {
+        for (i, log) in config.logs.iter().enumerate() {
+            // Quoted (escaped) and cut: an origin may be any text here.
+            let shown: String = log.origin.chars().take(40).collect();
+            if let Err(err) = witness::Origin::new(&log.origin) {
+                return Err(ServerError::Config(format!(
+                    "log {shown:?}: no checkpoint can carry this origin ({err}); give the log's origin line exactly"
+                )));
+            }
+            if config.logs.iter().skip(i + 1).any(|other| other.origin == log.origin) {
+                return Err(ServerError::Config(format!(
+                    "log {shown:?}: listed twice; list it once, with all its keys"
+                )));
+            }
             if log.keys.iter().any(|key| own.iter().any(|own| key.public_key() == own.public_key())) {
                 return Err(ServerError::Config(format!(
                     "log {}: the witness's own key is listed as a log key; a witness cannot witness itself",

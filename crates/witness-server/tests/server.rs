@@ -410,3 +410,39 @@ fn request_headers_past_their_bound_are_refused_431() {
     let answer = answer_of(stream);
     assert!(answer.starts_with("HTTP/1.1 404"), "{}", answer.lines().next().unwrap_or_default());
 }
+
+/// A configuration error caught at start (review 53): a log's origin that
+/// no checkpoint can carry (empty, two lines, a control character, past
+/// `Origin::MAX_LEN`), or one origin listed twice. The witness started and
+/// answered every checkpoint of that log 404 (or used the first entry's
+/// keys and ignored the second's), as if all were well. Refused, naming
+/// the origin.
+#[test]
+fn a_log_origin_no_checkpoint_can_carry_or_listed_twice_is_refused_at_start() {
+    let plane = Plane::new(1);
+    let config = |logs: Vec<LogConfig>| WitnessConfig {
+        extra_cosigners: Vec::new(),
+        cosigner: cosigner(7, "witness.test/w1"),
+        logs,
+        clock: Arc::new(FixedClock(AtomicU64::new(1_700_000_000))),
+    };
+    let with_origin = |origin: &str| LogConfig { origin: origin.to_owned(), ..plane.log_config() };
+    for logs in [
+        vec![with_origin("")],
+        vec![with_origin("example.com/log\nsecond line")],
+        vec![with_origin("example.com/\u{7f}log")],
+        vec![with_origin(&"o".repeat(witness::Origin::MAX_LEN + 1))],
+        vec![plane.log_config(), plane.log_config()],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let origin = logs[0].origin.clone();
+        match WitnessServer::start(config(logs), &dir.path().join("w.redb"), "127.0.0.1:0") {
+            Ok(_) => panic!("started watching {origin:?}"),
+            Err(err) => {
+                assert!(matches!(err, witness_server::ServerError::Config(_)), "{origin:?}: {err}");
+                let shown = format!("{:?}", origin.chars().take(40).collect::<String>());
+                assert!(err.to_string().contains(shown.trim_end_matches('"')), "{origin:?}: names it: {err}");
+            }
+        }
+    }
+}
