@@ -1447,6 +1447,23 @@ fn r_wit_8_a_signal_that_comes_during_a_round_stops_the_sweep() {
     }
 }
 
+/// A plane of tenant `shop` after `demo`, whose quorum of one is a witness
+/// that takes the connection and says nothing until told (the listener,
+/// returned): a round of the sweep waits on it. The witness servers
+/// returned only lend it a key.
+fn plane_with_a_silent_witness(plane: &Path) -> (Witnesses, std::net::TcpListener) {
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    ok(plane, &["demo"]);
+    let witnesses = start_witnesses(plane, &["shop"], 1);
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let mut config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    config = config.replace("quorum = 0", "quorum = 1");
+    config.push_str(&format!("\n[[witness]]\nurl = \"{url}\"\nkey = \"{}\"\n", witnesses.vkeys[0]));
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    (witnesses, silent)
+}
+
 /// R-WIT-8 (review 43): `sweep --every`, stopped by a signal, exits as its
 /// last round came to, a signal that comes during a round included. The
 /// sweep listened for SIGINT and SIGTERM only while it waited between
@@ -1460,16 +1477,7 @@ fn r_wit_8_a_signal_that_comes_during_a_round_stops_the_sweep() {
 fn r_wit_8_sweep_every_stopped_during_a_round_exits_as_the_round_came_to() {
     let dir = tempfile::tempdir().unwrap();
     let plane = dir.path();
-    ok(plane, &["init", "--tenant-name", "shop"]);
-    ok(plane, &["demo"]);
-    let witnesses = start_witnesses(plane, &["shop"], 1);
-    // A witness that takes the connection and says nothing until told.
-    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", silent.local_addr().unwrap());
-    let mut config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
-    config = config.replace("quorum = 0", "quorum = 1");
-    config.push_str(&format!("\n[[witness]]\nurl = \"{url}\"\nkey = \"{}\"\n", witnesses.vkeys[0]));
-    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    let (_witnesses, silent) = plane_with_a_silent_witness(plane);
     let child = spawned(plane, &["sweep", "--every", "1h", "--probe-every", "1h"]);
     // The round is under way once the sweep has connected to the witness.
     let (held, _) = silent.accept().unwrap();
@@ -1509,18 +1517,7 @@ fn r_wit_8_sweep_every_stopped_during_a_round_exits_as_the_round_came_to() {
 fn r_wit_8_a_second_signal_ends_sweep_every_in_the_middle_of_a_round() {
     let dir = tempfile::tempdir().unwrap();
     let plane = dir.path();
-    ok(plane, &["init", "--tenant-name", "shop"]);
-    ok(plane, &["demo"]);
-    let witnesses = start_witnesses(plane, &["shop"], 1);
-    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let mut config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
-    config = config.replace("quorum = 0", "quorum = 1");
-    config.push_str(&format!(
-        "\n[[witness]]\nurl = \"http://{}\"\nkey = \"{}\"\n",
-        silent.local_addr().unwrap(),
-        witnesses.vkeys[0]
-    ));
-    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    let (_witnesses, silent) = plane_with_a_silent_witness(plane);
     let child = spawned(plane, &["sweep", "--every", "1h", "--probe-every", "1h"]);
     // The round is under way, and stays so while this connection is held.
     let (_held, _) = silent.accept().unwrap();
