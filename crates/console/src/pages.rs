@@ -1117,9 +1117,12 @@ fn render_diff(app: &App, query: &DiffQuery) -> Result<Markup, PageError> {
         Ok(read_bound(&journal, &run, app)?.records)
     };
     let (left, right) = (read(a)?, read(b)?);
-    let length = left.len().max(right.len()).min(MAX_RECORDS_SHOWN);
-    // The CLI's `diff` compares with the same function: the two never disagree.
-    let first = journal_core::compare::first_difference(&left, &right, length);
+    let positions = left.len().max(right.len());
+    let length = positions.min(MAX_RECORDS_SHOWN);
+    // The CLI's `diff` compares with the same function: the two never
+    // disagree. Every position is compared, not only the rows shown: two
+    // runs that part past them are not the same.
+    let first = journal_core::compare::first_difference(&left, &right, positions);
     let side = |record: Option<&VerifiedRecord>| -> Markup {
         match record {
             None => html! { td class="absent" { "—" } },
@@ -1136,8 +1139,11 @@ fn render_diff(app: &App, query: &DiffQuery) -> Result<Markup, PageError> {
             h1 { "diff " code { (a) } " · " code { (b) } }
             p { "both chains verified · " @match first {
                 None => span class="good" { "the runs did the same" },
-                Some(i) => span class="bad" { a href="#first-difference" { "first difference at position " (i + 1) } },
+                Some(i) if i < length => span class="bad" { a href="#first-difference" { "first difference at position " (i + 1) } },
+                Some(i) => span class="bad" { "first difference at position " (i + 1) ", past the first " (MAX_RECORDS_SHOWN)
+                    " positions shown (" code { "agentplane diff" } " shows them all)" },
             } }
+            @if positions > length { p class="warn" { "the first " (length) " positions of " (positions) } }
             table class="diff" {
                 thead { tr { th { "#" } th { (a) } th { (b) } } }
                 tbody {

@@ -801,3 +801,39 @@ fn r_log_2_no_page_reads_every_kept_checkpoint_row() {
     }
     assert_eq!(*full_reads.lock().unwrap(), Vec::<StoreCall>::new(), "no page reads every kept row");
 }
+
+/// A run of `effects` effects of one step, each answering "same" but the
+/// last, which answers `last`; no budget, failed at the end (review 58).
+fn long_run(plane: &Plane, key: &str, effects: usize, last: &str) -> journal_core::RunId {
+    use journal_core::runtime::EffectOutput;
+    use journal_core::{Admission, AdmitRequest, Budget, Counters, EffectResult};
+    let request = AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget: Budget::default() };
+    let Admission::New(mut run) = plane.runtime.admit(&plane.tenant, request).unwrap() else { panic!("a new run") };
+    run.start_step("work").unwrap();
+    for i in 0..effects {
+        let output = if i + 1 == effects { last } else { "same" };
+        let result = EffectResult::Ok { output: output.to_owned() };
+        run.effect(&format!("ek:{i}"), "work", || EffectOutput { result, charged: Counters::default() }).unwrap();
+    }
+    let id = run.run().clone();
+    run.fail("stopped").unwrap();
+    id
+}
+
+/// R-UX-3 (review 58): the diff page compared the first 5,000 records only
+/// and called two runs that part after them "the runs did the same"; it
+/// names the first difference wherever it is, and says it lies past the rows
+/// it shows.
+#[test]
+fn r_ux_3_the_diff_does_not_call_runs_the_same_that_differ_past_the_rows_shown() {
+    let plane = Plane::new();
+    let a = long_run(&plane, "job-long-a", 1_700, "same");
+    let b = long_run(&plane, "job-long-b", 1_700, "different");
+    let console = plane.console(None);
+    let (status, diff) = get(&format!("{}/diff?a={a}&b={b}", console.url()));
+    assert_eq!(status, 200, "{}", diff.chars().take(2_000).collect::<String>());
+    assert!(!diff.contains("the runs did the same"), "two runs that differ are called the same");
+    let said = diff.split("both chains verified").nth(1).unwrap().split("</p>").next().unwrap();
+    assert!(said.contains("first difference at position"), "{said}");
+    assert!(said.contains("past the first 5000"), "the page says the difference is not among its rows: {said}");
+}
