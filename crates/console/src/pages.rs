@@ -1123,6 +1123,12 @@ fn render_diff(app: &App, query: &DiffQuery) -> Result<Markup, PageError> {
     // disagree. Every position is compared, not only the rows shown: two
     // runs that part past them are not the same.
     let first = journal_core::compare::first_difference(&left, &right, positions);
+    // The lenient read accepts records no trusted key signed (R-SIG-3): a
+    // sameness resting on them is not shown as good, and each run's
+    // signatures are said below, as its run page says them.
+    let vouched = app.plane.record_verifier.as_ref().is_none_or(|verifier| {
+        Unvouched::count(&left, verifier.as_ref()).is_none() && Unvouched::count(&right, verifier.as_ref()).is_none()
+    });
     let side = |record: Option<&VerifiedRecord>| -> Markup {
         match record {
             None => html! { td class="absent" { "—" } },
@@ -1138,12 +1144,14 @@ fn render_diff(app: &App, query: &DiffQuery) -> Result<Markup, PageError> {
         html! {
             h1 { "diff " code { (a) } " · " code { (b) } }
             p { "both chains verified · " @match first {
-                None => span class="good" { "the runs did the same" },
+                None => span class=(if vouched { "good" } else { "warn" }) { "the runs did the same" },
                 Some(i) if i < length => span class="bad" { a href="#first-difference" { "first difference at position " (i + 1) } },
                 Some(i) => span class="bad" { "first difference at position " (i + 1) ", past the first " (MAX_RECORDS_SHOWN)
                     " positions shown (" code { "agentplane diff" } " shows them all)" },
             } }
             @if positions > length { p class="warn" { "the first " (length) " positions of " (positions) } }
+            p { code { (a) } ": " (signatures_said(app, &left)) }
+            p { code { (b) } ": " (signatures_said(app, &right)) }
             table class="diff" {
                 thead { tr { th { "#" } th { (a) } th { (b) } } }
                 tbody {

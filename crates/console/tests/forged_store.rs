@@ -302,3 +302,42 @@ fn r_run_2_a_sealed_run_whose_seal_lookup_is_gone_is_not_shown_as_an_open_run() 
 
 /// A row of redb's `runs` table: head seq, head hash, sealed, outcome.
 type RunsRow<'a> = (u64, &'a [u8], bool, Option<&'a str>);
+
+/// R-SIG-3 (review 58): the diff page read both runs leniently and said
+/// "both chains verified · the runs did the same" of a run rewritten behind
+/// the plane (its effect's answer changed to the other run's, re-chained,
+/// its signatures dropped); it now says, for each run, what no trusted key
+/// vouches for, and a comparison resting on such records is not shown as good.
+#[test]
+fn r_sig_3_the_diff_page_says_what_no_trusted_key_vouches_for() {
+    let plane = Plane::new();
+    let a = plane.run("job-a", &[("ek:charge", Ok("charged"))], true);
+    let b = plane.run("job-b", &[("ek:charge", Ok("refunded"))], true);
+    let console = plane.console(None);
+    let (_, before) = get(&format!("{}/diff?a={a}&b={b}", console.url()));
+    assert!(before.contains("first difference at position"), "{before}");
+    let rows = plane.store.read_run(&plane.tenant, &b).unwrap().rows;
+    let mut prev = ChainHash::GENESIS;
+    for row in &rows {
+        let mut row = row.clone();
+        let text = String::from_utf8(row.bytes.clone()).unwrap();
+        if text.contains("refunded") {
+            row.bytes = text.replace("refunded", "charged").into_bytes();
+        }
+        if row.prev_hash != prev || text.contains("refunded") {
+            row.prev_hash = prev;
+            row.hash = ChainHash::link(&prev, &row.bytes);
+            row.signature = None;
+            plane.store.overwrite_row(&plane.tenant, &b, row.clone());
+        }
+        prev = row.hash;
+    }
+    plane.store.set_runs_head(&plane.tenant, &b, journal_core::ExpectedHead { seq: rows.len() as u64, hash: prev });
+    let (status, page) = get(&format!("{}/diff?a={a}&b={b}", console.url()));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("NOT all vouched for: 3 unsigned"), "the forged run's records are named: {page}");
+    assert!(!page.contains("<span class=\"good\">the runs did the same"), "a forged sameness shown as good: {page}");
+    let (_, genuine) = get(&format!("{}/diff?a={a}&b={a}", console.url()));
+    assert!(genuine.contains("<span class=\"good\">the runs did the same"), "{genuine}");
+    assert!(genuine.contains("signatures verified with the plane"), "{genuine}");
+}
