@@ -30,6 +30,19 @@ const PAGE_SIZE: usize = 50;
 const MAX_EXPORT_BYTES: usize = 64 << 20;
 /// Records shown on a run page (a longer run is cut, saying so).
 const MAX_RECORDS_SHOWN: usize = 5_000;
+/// The most characters of one piece of agent text a page shows (a
+/// conclusion's reason, an effect key, an idempotency key, a timeline
+/// label): a record may hold 16 MiB of it.
+const MAX_TEXT_SHOWN: usize = 1_000;
+
+/// Agent text as a page shows it: whole up to [`MAX_TEXT_SHOWN`]
+/// characters, else cut there, saying how long it was.
+pub(crate) fn cut(text: &str) -> String {
+    match text.char_indices().nth(MAX_TEXT_SHOWN) {
+        None => text.to_owned(),
+        Some((at, _)) => format!("{}… (cut: {} bytes)", text.get(..at).unwrap_or_default(), text.len()),
+    }
+}
 
 /// Why a page could not be rendered.
 struct PageError {
@@ -694,7 +707,7 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
             p {
                 span class="good" { "chain verified (" (records.len()) " records)" } " · " (signatures)
                 " · state " strong { (outcome) }
-                @if let Some(key) = verified.idempotency_key() { " · idempotency key " code { (key) } }
+                @if let Some(key) = verified.idempotency_key() { " · idempotency key " code { (cut(key)) } }
             }
             p { a class="export" download href=(run_href(log, run.as_str(), "/export")) { "download its export" }
                 " (format " (journal_core::export::EXPORT_FORMAT) ", against the last signed checkpoint; check it offline with "
@@ -722,7 +735,7 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
                 ul {
                     @for record in &conclusions {
                         @if let RecordBody::RunConcluded(c) = &record.record.body {
-                            li { "seq " (record.stored.seq) ": " strong { (c.outcome.as_str()) } " — " (c.reason) }
+                            li { "seq " (record.stored.seq) ": " strong { (c.outcome.as_str()) } " — " (cut(&c.reason)) }
                         }
                     }
                 }
@@ -807,7 +820,7 @@ fn records_table(app: &App, records: &[VerifiedRecord]) -> Markup {
                         td { (record.stored.seq) }
                         td { (record.record.at) }
                         td { (record.stored.kind) }
-                        td { @if let Some(key) = &record.stored.effect_key { code { (key) } } }
+                        td { @if let Some(key) = &record.stored.effect_key { code { (cut(key)) } } }
                         td { (detail(&record.record.body)) }
                         td { code title=(record.stored.hash) { (short(&record.stored.hash.to_string())) } }
                         td {
@@ -1134,7 +1147,7 @@ fn render_diff(app: &App, query: &DiffQuery) -> Result<Markup, PageError> {
             None => html! { td class="absent" { "—" } },
             Some(record) => html! {
                 td { (record.stored.seq) " " (record.stored.kind)
-                    @if let Some(key) = &record.stored.effect_key { " " code { (key) } }
+                    @if let Some(key) = &record.stored.effect_key { " " code { (cut(key)) } }
                     " " (detail(&record.record.body)) }
             },
         }

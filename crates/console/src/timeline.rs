@@ -103,10 +103,10 @@ pub(crate) fn svg(bars: &[Bar]) -> Markup {
                     (BarKind::Effect, _) => "bar effect",
                 };
                 text x="4" y=(y + 14) class="label" {
-                    (match bar.kind { BarKind::Step => "step ", BarKind::Effect => "effect " }) (bar.label)
+                    (match bar.kind { BarKind::Step => "step ", BarKind::Effect => "effect " }) (crate::pages::cut(&bar.label))
                 }
                 rect class=(class) x=(left) y=(y) width=(width) height=(ROW - 6) {
-                    title { (bar.label) ": " (bar.end_millis.saturating_sub(bar.start_millis)) " ms" }
+                    title { (crate::pages::cut(&bar.label)) ": " (bar.end_millis.saturating_sub(bar.start_millis)) " ms" }
                 }
             }
             text x=(LABEL_WIDTH) y=(height - 4) class="axis" { "0 ms" }

@@ -837,3 +837,26 @@ fn r_ux_3_the_diff_does_not_call_runs_the_same_that_differ_past_the_rows_shown()
     assert!(said.contains("first difference at position"), "{said}");
     assert!(said.contains("past the first 5000"), "the page says the difference is not among its rows: {said}");
 }
+
+/// R-OPS-1 (review 58): a run page rendered a conclusion's reason whole (an
+/// agent's 1 MiB failure reason made a page of more than 1 MiB): agent text
+/// is cut on the page, saying so.
+#[test]
+fn r_ops_1_a_huge_conclusion_reason_is_cut_on_the_run_page() {
+    let plane = Plane::new();
+    let request = journal_core::AdmitRequest {
+        idempotency_key: "job-huge".into(),
+        plan: vec!["work".into()],
+        budget: journal_core::Budget::default(),
+    };
+    let journal_core::Admission::New(run) = plane.runtime.admit(&plane.tenant, request).unwrap() else {
+        panic!("a new run")
+    };
+    let id = run.run().clone();
+    run.fail(&"r".repeat(1 << 20)).unwrap();
+    let console = plane.console(None);
+    let (status, page) = get(&format!("{}/run/shop/{id}", console.url()));
+    assert_eq!(status, 200);
+    assert!(page.len() < 64 << 10, "a page of {} bytes for a run of two records", page.len());
+    assert!(page.contains("(cut: 1048576 bytes)"), "the cut is said: {}", page.chars().take(3_000).collect::<String>());
+}
