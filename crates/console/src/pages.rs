@@ -289,7 +289,7 @@ fn render_plane(app: &App) -> Result<Markup, PageError> {
         let head = view.head()?.tree;
         verdicts.push(last_audit_markup(log, last, &view, head));
         let runs = store.runs(&log.tenant, None)?.len();
-        let signed = store.last_signed_checkpoint(&log.tenant)?;
+        let signed = last_signed(app, log)?;
         let cosigned = latest_cosigned(store, &log.tenant)?;
         sections.push(html! {
             section class="tenant" {
@@ -304,7 +304,17 @@ fn render_plane(app: &App) -> Result<Markup, PageError> {
                             @match &signed {
                                 None => span class="warn" { "none yet (" code { "agentplane checkpoint" } ")" },
                                 Some(signed) => {
-                                    "size " (signed.tree.size) " · " (note_markup(&note_status(app, log, &signed.note, Some(signed.tree))))
+                                    "size " (signed.shown.tree.size) " · " (note_markup(&signed.status))
+                                    @if let Some((newest, status)) = &signed.newest_apart {
+                                        " · " span class="bad" {
+                                            "the newest kept row is of size " (newest.tree.size) ", "
+                                            @match status {
+                                                NoteStatus::Verified { .. } => "a smaller tree than one signed before it",
+                                                _ => "its note not verified",
+                                            }
+                                            ": a row written behind the plane (" code { "agentplane verify" } ")"
+                                        }
+                                    }
                                 }
                             }
                         }
@@ -341,6 +351,43 @@ fn render_plane(app: &App) -> Result<Markup, PageError> {
             }
         },
     ))
+}
+
+/// The signed checkpoint the plane page shows as the last one, and the
+/// newest kept row when it is not that one.
+struct LastSigned {
+    shown: journal_core::store::SignedTree,
+    status: NoteStatus,
+    newest_apart: Option<(journal_core::store::SignedTree, NoteStatus)>,
+}
+
+/// The largest verified signed checkpoint among the newest kept rows (the
+/// newest of equal ones), as `latest_cosigned` picks the cosigned one: the
+/// plane never signs a smaller tree after a larger, so the newest row alone
+/// (a copy of an older, genuine note recorded after the newest, no key
+/// needed) would show an older checkpoint as the last. With no row that
+/// verifies, the newest row with its status.
+fn last_signed(app: &App, log: &TenantLog) -> Result<Option<LastSigned>, PageError> {
+    let mut rows = app.plane.store.newest_checkpoints(&log.tenant, CheckpointRows::Signed, LOG_PAGE_CHECKPOINTS)?;
+    let mut statuses: Vec<NoteStatus> =
+        rows.iter().map(|row| note_status(app, log, &row.note, Some(row.tree))).collect();
+    let largest = rows
+        .iter()
+        .zip(&statuses)
+        .enumerate()
+        .filter(|(_, (_, status))| matches!(status, NoteStatus::Verified { .. }))
+        .max_by_key(|(i, (row, _))| (row.tree.size, *i))
+        .map(|(i, _)| i);
+    let (Some(newest), Some(newest_status)) = (rows.pop(), statuses.pop()) else {
+        return Ok(None);
+    };
+    Ok(Some(match largest {
+        Some(i) if i < rows.len() => {
+            let (shown, status) = (rows.swap_remove(i), statuses.swap_remove(i));
+            LastSigned { shown, status, newest_apart: Some((newest, newest_status)) }
+        }
+        _ => LastSigned { shown: newest, status: newest_status, newest_apart: None },
+    }))
 }
 
 /// The last audit's verdict for a tenant, if one was left in the plane's

@@ -341,3 +341,32 @@ fn r_sig_3_the_diff_page_says_what_no_trusted_key_vouches_for() {
     assert!(genuine.contains("<span class=\"good\">the runs did the same"), "{genuine}");
     assert!(genuine.contains("signatures verified with the plane"), "{genuine}");
 }
+
+/// Review 58: a copy of an older, genuinely signed checkpoint row recorded
+/// after the newest (store write access, no key) made the plane page show
+/// that older checkpoint as the last signed one, "signature verified". The
+/// page shows the largest verified checkpoint among the newest kept rows,
+/// and names a newest row smaller than one signed before it in red.
+#[test]
+fn a_copied_older_signed_row_is_not_shown_as_the_last_signed_checkpoint() {
+    let (plane, _) = demo();
+    let old = plane.store.last_signed_checkpoint(&plane.tenant).unwrap().unwrap();
+    plane.run("job-later", &[("ek:later", Ok("ok"))], false);
+    plane.checkpoint();
+    let newer = plane.store.last_signed_checkpoint(&plane.tenant).unwrap().unwrap();
+    assert!(newer.tree.size > old.tree.size);
+    plane.store.record_signed_checkpoint(&plane.tenant, Some(newer.tree), old.clone()).unwrap();
+    let console = plane.console(None);
+    let (status, page) = get(console.url());
+    assert_eq!(status, 200, "{page}");
+    let signed = page.split("last signed checkpoint").nth(1).unwrap().split("</tr>").next().unwrap();
+    assert!(
+        signed.contains(&format!("size {} · <span class=\"good\">signature verified", newer.tree.size)),
+        "the largest signed checkpoint is the last: {signed}"
+    );
+    assert!(!signed.contains(&format!("size {} ·", old.tree.size)), "an older one is shown as the last: {signed}");
+    assert!(
+        signed.contains("class=\"bad\"") && signed.contains(&format!("newest kept row is of size {}", old.tree.size)),
+        "the row written behind the plane is named: {signed}"
+    );
+}
