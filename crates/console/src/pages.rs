@@ -202,7 +202,14 @@ fn short(hash: &str) -> String {
 /// one the store keeps beside it, does not verify: the page shows the note's
 /// own tree, never a row's.
 enum NoteStatus {
-    Verified { signer: String, tree: tlog::Tree, cosigners: Vec<(String, u64)>, other_lines: usize },
+    Verified {
+        signer: String,
+        tree: tlog::Tree,
+        cosigners: Vec<(String, u64)>,
+        /// Lines naming a configured witness that do not verify: its name, why.
+        failing: Vec<(String, String)>,
+        other_lines: usize,
+    },
     Unverified(String),
     NoLogKey,
 }
@@ -233,15 +240,32 @@ fn note_status(app: &App, log: &TenantLog, note: &str, kept: Option<tlog::Tree>)
                     short(&kept.root.to_string())
                 ));
             }
-            let lines = opened.other_signatures();
-            let cosigners = witness::verify_cosignatures(opened.text(), lines, &app.plane.witnesses)
-                .map(|report| report.valid.into_iter().map(|c| (c.name, c.timestamp)).collect::<Vec<_>>())
-                .unwrap_or_default();
+            // Each line on its own, as `verify_cosignatures` checks them: one
+            // line that does not verify is named, never a reason to drop the
+            // lines that do (that call answers only its first failure).
+            let (mut valid, mut failing, mut other_lines) = (Vec::<witness::Cosignature>::new(), Vec::new(), 0);
+            for line in opened.other_signatures() {
+                let Some(trusted) = app.plane.witnesses.iter().find(|witness| witness.matches(line)) else {
+                    other_lines += 1;
+                    continue;
+                };
+                match trusted.check(opened.text(), line) {
+                    // A second line by one key counts once.
+                    witness::CosignatureCheck::Valid(cosignature) => {
+                        if !valid.iter().any(|seen| seen.public_key == cosignature.public_key) {
+                            valid.push(cosignature);
+                        }
+                    }
+                    witness::CosignatureCheck::Invalid(err) => failing.push((line.name.clone(), err.to_string())),
+                    witness::CosignatureCheck::OtherType { .. } => other_lines += 1,
+                }
+            }
             NoteStatus::Verified {
                 signer: checkpoint.origin().to_owned(),
                 tree,
-                other_lines: lines.len().saturating_sub(cosigners.len()),
-                cosigners,
+                cosigners: valid.into_iter().map(|c| (c.name, c.timestamp)).collect(),
+                failing,
+                other_lines,
             }
         }
     }
@@ -250,7 +274,7 @@ fn note_status(app: &App, log: &TenantLog, note: &str, kept: Option<tlog::Tree>)
 fn note_markup(status: &NoteStatus) -> Markup {
     html! {
         @match status {
-            NoteStatus::Verified { signer, cosigners, other_lines, .. } => {
+            NoteStatus::Verified { signer, cosigners, failing, other_lines, .. } => {
                 span class="good" { "signature verified: log key " code { (signer) } }
                 @if cosigners.is_empty() {
                     " · " span class="warn" { "no configured witness cosigned it" }
@@ -260,6 +284,9 @@ fn note_markup(status: &NoteStatus) -> Markup {
                         @if i > 0 { ", " }
                         span class="good" { code { (name) } " (verified, at " (timestamp) ")" }
                     }
+                }
+                @for (name, why) in failing {
+                    " · " span class="bad" { "a line naming configured witness " code { (name) } " does not verify: " (why) }
                 }
                 @if *other_lines > 0 { " · " (other_lines) " lines by keys not trusted here" }
             }

@@ -370,3 +370,36 @@ fn a_copied_older_signed_row_is_not_shown_as_the_last_signed_checkpoint() {
         "the row written behind the plane is named: {signed}"
     );
 }
+
+/// R-UX-3 (review 58): one cosignature line in a kept note that names a
+/// configured witness and does not verify (appended behind the plane) made
+/// the console drop every cosignature of the note: the plane page said "no
+/// configured witness cosigned it" and counted the witness's valid line
+/// among "lines by keys not trusted here". The valid cosignature is shown,
+/// and the line that does not verify is named in red.
+#[test]
+fn r_ux_3_a_bad_cosignature_line_does_not_hide_the_valid_ones() {
+    let (plane, _) = demo();
+    let cosigner = witness::Cosigner::new(
+        witness::SignerKey::from_seed("witness.test/w1", witness::ALG_COSIGNATURE_V1, [7; 32]).unwrap(),
+    )
+    .unwrap();
+    let signed = plane.store.last_signed_checkpoint(&plane.tenant).unwrap().unwrap();
+    let (text, _) = witness::split_note(&signed.note).unwrap();
+    let good = cosigner.cosign(text, 1_700_000_000).unwrap();
+    let mut bad = good.clone();
+    bad.signature[20] ^= 1;
+    let note = format!("{}{}{}", signed.note, good.to_line(), bad.to_line());
+    plane.store.record_cosigned_checkpoint(&plane.tenant, SignedTree { tree: signed.tree, note }).unwrap();
+    let mut view = plane.view();
+    view.witnesses = vec![witness::TrustedWitness::new(cosigner.verifier_key()).unwrap()];
+    let options = console::ConsoleOptions { listen: "127.0.0.1:0".parse().unwrap(), ..Default::default() };
+    let console = console::Console::start(view, options).unwrap();
+    let (status, page) = get(console.url());
+    assert_eq!(status, 200, "{page}");
+    let cosigned = page.split("last cosigned checkpoint").nth(1).unwrap().split("</tr>").next().unwrap();
+    assert!(cosigned.contains("cosigned by"), "the valid cosignature is dropped: {cosigned}");
+    assert!(cosigned.contains("witness.test/w1"), "{cosigned}");
+    assert!(!cosigned.contains("not trusted here"), "a configured witness's line called untrusted: {cosigned}");
+    assert!(cosigned.contains("class=\"bad\"") && cosigned.contains("does not verify"), "{cosigned}");
+}
