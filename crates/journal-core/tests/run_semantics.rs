@@ -820,3 +820,54 @@ fn r_run_1_a_conclusion_whose_write_fails_still_stops_the_handle() {
         );
     }
 }
+
+/// R-RUN-5, R-RUN-6: an effect that ended in an error stops its run live
+/// (the run concludes `failed` and the code is told it stopped). Read back
+/// on resume (the worker died before the `failed` conclusion was written,
+/// or the failed run is resumed with the same code), the recorded error
+/// must stop the code again, as the history it verified says: read back as
+/// an ordinary answer, the code drove on past its failed effect, performed
+/// the next one (which the live run never reached) and sealed the run
+/// `succeeded` over a failure.
+#[test]
+fn r_run_5_a_failed_effect_read_back_on_resume_stops_the_run_as_it_did_live() {
+    use journal_core::regression::RunContext;
+    fn agent(run: &mut impl RunContext, fetches: &AtomicU32, next: &AtomicU32) -> Result<(), RuntimeError> {
+        run.start_step("work")?;
+        run.effect("ek:fetch", "work", || {
+            fetches.fetch_add(1, Ordering::SeqCst);
+            EffectOutput { result: EffectResult::Err { error: "upstream 503".into() }, charged: Counters::default() }
+        })?;
+        run.effect("ek:next", "work", counted(next, 1))?;
+        run.finish_step("work")?;
+        run.succeed("never reached: the fetch fails")
+    }
+    let key = "fails";
+    let clean = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), None));
+    let _ = agent(&mut admit(&runtime(clean.clone()), key, Budget::default()), &AtomicU32::new(0), &AtomicU32::new(0));
+    let concluded = write_index(&clean.writes(), "RunConcluded");
+    // The conclusion lost (the worker died there), then none lost.
+    for fault in [Some((concluded, Strike::BeforeCommit)), None] {
+        let runtime = runtime(Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), fault)));
+        let (fetches, next) = (AtomicU32::new(0), AtomicU32::new(0));
+        let live = agent(&mut admit(&runtime, key, Budget::default()), &fetches, &next);
+        assert!(live.is_err(), "{fault:?}: the failed fetch stops the run live: {live:?}");
+        let run = Runtime::run_id_for(&tenant(), key).unwrap();
+        for _ in 0..2 {
+            if let Ok(mut resumed) = runtime.resume(&tenant(), &run) {
+                let again = agent(&mut resumed, &fetches, &next);
+                assert!(
+                    matches!(again, Err(RuntimeError::Stopped { status: RunStatus::Failed { .. }, .. })),
+                    "{fault:?}: the failed fetch read back stops the resumed code: {again:?}"
+                );
+            }
+        }
+        assert_eq!(fetches.load(Ordering::SeqCst), 1, "{fault:?}: the fetch was performed again");
+        assert_eq!(next.load(Ordering::SeqCst), 0, "{fault:?}: an effect past the failed one was performed");
+        let status = runtime.status(&tenant(), &run).unwrap();
+        assert!(matches!(status, RunStatus::Failed { .. }), "{fault:?}: the run is {status}");
+        let conclusions = runtime.store().read_run(&tenant(), &run).unwrap().rows;
+        let conclusions = conclusions.iter().filter(|row| row.kind == "RunConcluded").count();
+        assert_eq!(conclusions, 1, "{fault:?}: each resume read the same failure back; it is concluded once");
+    }
+}

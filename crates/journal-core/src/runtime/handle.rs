@@ -223,7 +223,7 @@ impl RunHandle<'_> {
     /// before `perform` runs and `EffectDone` after. An effect already done
     /// (or answered as happened) is read back, not performed. Charges count
     /// against the budget; crossing a ceiling concludes `exhausted`; an error
-    /// concludes `failed`.
+    /// concludes `failed`, performed or read back (R-RUN-6).
     pub fn effect(
         &mut self,
         effect_key: &str,
@@ -234,6 +234,14 @@ impl RunHandle<'_> {
             return Err(self.stopped());
         }
         if let Some(result) = self.state.done(effect_key) {
+            if let EffectResult::Err { error } = result {
+                // A failed effect read back stops the code as it did live
+                // (R-RUN-5, R-RUN-6): read back as an answer, the code drove
+                // on past it (a crash before its `failed` conclusion, or a
+                // failed run resumed with the same code) and sealed the run.
+                let error = error.clone();
+                return Err(self.fail_effect(effect_key, &error));
+            }
             return Ok(result.clone());
         }
         if effect_key.len() > MAX_EFFECT_KEY_BYTES {
@@ -260,29 +268,46 @@ impl RunHandle<'_> {
         }
         self.append(key, RecordBody::Released(Released { holding: Holding::Reservation, amount: reserved }))?;
         if let EffectResult::Err { error } = &output.result {
-            // The error is model output of any size the effect's record
-            // held: the conclusion quotes it cut, so that it is never too
-            // large to record (the run would stay unconcluded, the handle
-            // driving on past its failed effect). The whole error is the
-            // `EffectDone` record's.
-            let whole = "the whole error is the effect's EffectDone record";
-            let verdict = Verdict::EffectFailed {
-                effect_key: effect_key.to_owned(),
-                error: quoted(error, MAX_VERDICT_ERROR_BYTES, whole),
-            };
-            let reason = format!(
-                "effect {} failed: {}",
-                quoted(effect_key, MAX_REASON_QUOTE_BYTES, "cut"),
-                quoted(error, MAX_REASON_QUOTE_BYTES, whole)
-            );
-            self.conclude(Outcome::Failed, verdict, &reason)?;
-            return Err(self.stopped());
+            return Err(self.fail_effect(effect_key, error));
         }
         let counters = self.state.counters();
         if let Some((dimension, ceiling)) = self.state.budget().first_exceeded(&counters) {
             return Err(self.exhaust(dimension, ceiling, counters, &format!("effect {effect_key}")));
         }
         Ok(output.result)
+    }
+
+    /// Concludes `failed` for the effect `effect_key` that ended in `error`
+    /// and stops the handle; what the code is told. Read back, a failure
+    /// the run's standing conclusion already names is not concluded again
+    /// (each resume of the same code reads the same failure back).
+    fn fail_effect(&mut self, effect_key: &str, error: &str) -> RuntimeError {
+        let named = self.state.standing().is_some_and(|c| {
+            c.outcome == Outcome::Failed
+                && matches!(&c.verdict, Verdict::EffectFailed { effect_key: failed, .. } if failed == effect_key)
+        });
+        if named {
+            self.stopped = true;
+            return self.stopped();
+        }
+        // The error is model output of any size the effect's record held:
+        // the conclusion quotes it cut, so that it is never too large to
+        // record (the run would stay unconcluded, the handle driving on past
+        // its failed effect). The whole error is the `EffectDone` record's.
+        let whole = "the whole error is the effect's EffectDone record";
+        let verdict = Verdict::EffectFailed {
+            effect_key: effect_key.to_owned(),
+            error: quoted(error, MAX_VERDICT_ERROR_BYTES, whole),
+        };
+        let reason = format!(
+            "effect {} failed: {}",
+            quoted(effect_key, MAX_REASON_QUOTE_BYTES, "cut"),
+            quoted(error, MAX_REASON_QUOTE_BYTES, whole)
+        );
+        match self.conclude(Outcome::Failed, verdict, &reason) {
+            Ok(()) => self.stopped(),
+            Err(err) => err,
+        }
     }
 
     /// An effect's end met another record at the head: an operator withheld
