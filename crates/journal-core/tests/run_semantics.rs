@@ -871,3 +871,54 @@ fn r_run_5_a_failed_effect_read_back_on_resume_stops_the_run_as_it_did_live() {
         assert_eq!(conclusions, 1, "{fault:?}: each resume read the same failure back; it is concluded once");
     }
 }
+
+/// R-RUN-5: a fork at a point between an effect's start and its recorded
+/// end is refused, the fork not knowing whether the effect happened. A
+/// person answered the live worker's open effect "did not happen" (under a
+/// hold, or after a resume beside it quarantined the run), and the worker's
+/// end was then recorded after the answer: the effect happened. A fork at
+/// a point after the answer and before that end read the prefix alone,
+/// found nothing open and nothing done, and performed the effect again,
+/// though its source records the effect's end for that very start.
+#[test]
+fn r_run_5_a_fork_before_the_end_a_live_worker_recorded_after_an_answer_is_refused() {
+    for beside in [false, true] {
+        let runtime = runtime(Arc::new(MemoryStore::new()));
+        let t = tenant();
+        let ran = AtomicU32::new(0);
+        let mut run = admit(&runtime, &format!("answered-then-ended-{beside}"), Budget::default());
+        let source = run.run().clone();
+        run.start_step("work").unwrap();
+        let answered_at = std::cell::Cell::new(0);
+        let _ = run.effect("ek:pay", "work", || {
+            if beside {
+                assert!(runtime.resume(&t, &source).is_err(), "the resume beside quarantines the run");
+            } else {
+                runtime.withhold(&t, &source, "an operator's hold").unwrap();
+            }
+            runtime.answer_doubt(&t, &source, "ek:pay", DoubtAnswer::DidNotHappen).unwrap();
+            answered_at.set(runtime.store().read_run(&t, &source).unwrap().head.unwrap().seq);
+            counted(&ran, 5)()
+        });
+        let rows = runtime.store().read_run(&t, &source).unwrap().rows;
+        let ended = rows.iter().find(|row| row.kind == "EffectDone").unwrap().seq;
+        assert!(ended > answered_at.get(), "the worker's end is recorded after the answer");
+
+        let request = AdmitRequest {
+            idempotency_key: format!("fork-{beside}"),
+            plan: vec!["work".into()],
+            budget: Budget::default(),
+        };
+        match runtime.fork(&t, &source, answered_at.get(), request) {
+            Ok(Admission::New(mut fork)) => {
+                let _ = fork.effect("ek:pay", "work", counted(&ran, 5));
+            }
+            Ok(Admission::Existing { run, .. }) => panic!("a new fork, not {run}"),
+            Err(RuntimeError::NotApplicable { reason, .. }) => {
+                assert!(reason.contains("ek:pay") && reason.contains(&format!("seq {ended}")), "{reason}")
+            }
+            Err(other) => panic!("{other:?}"),
+        }
+        assert_eq!(ran.load(Ordering::SeqCst), 1, "({beside}) the payment its source recorded ran again in the fork");
+    }
+}

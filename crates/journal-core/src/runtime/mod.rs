@@ -236,12 +236,26 @@ impl Runtime {
         // An effect started and not ended by the fork point is a doubt in
         // the fork's prefix; the fork would perform it again (R-RUN-5).
         let prefix = verified.records.iter().take_while(|r| r.stored.seq <= at_seq).map(|r| &r.record);
-        if let Some(key) = RunState::fold(prefix).in_doubt().first() {
+        let at_point = RunState::fold(prefix);
+        if let Some(key) = at_point.in_doubt().first() {
             return Err(RuntimeError::NotApplicable {
                 run: source.clone(),
                 reason: format!(
                     "its effect {key} is started and not ended at seq {at_seq}: fork before the effect starts or \
                      after its end"
+                ),
+            });
+        }
+        // An effect answered "did not happen" by the fork point whose start
+        // the source records an end for after it (the live worker's, kept
+        // after the answer): it happened, and the fork would perform it
+        // again (R-RUN-5).
+        if let Some((key, ended)) = ended_after(&verified.records, at_seq, &at_point) {
+            return Err(RuntimeError::NotApplicable {
+                run: source.clone(),
+                reason: format!(
+                    "its effect {key} is started by seq {at_seq} and its end is recorded at seq {ended} (it was \
+                     answered as not happened, and then ended): fork before the effect starts or after seq {ended}"
                 ),
             });
         }
@@ -665,6 +679,35 @@ impl Runtime {
             RecordBody::RunConcluded(RunConcluded { outcome, verdict, reason: reason.to_owned() }),
         )
     }
+}
+
+/// The first effect started by `at_seq`, neither done nor open there (a
+/// person answered it as not happened), whose end `records` hold after
+/// `at_seq` with no start of it between: that start's end. Its key and the
+/// end's seq.
+fn ended_after(records: &[crate::chain::VerifiedRecord], at_seq: u64, at_point: &RunState) -> Option<(String, u64)> {
+    let key_of = |record: &crate::chain::VerifiedRecord| record.record.effect_key.clone();
+    let (prefix, rest): (Vec<_>, Vec<_>) = records.iter().partition(|r| r.stored.seq <= at_seq);
+    let started: std::collections::BTreeSet<String> = prefix
+        .iter()
+        .filter(|r| matches!(r.record.body, RecordBody::EffectStarted(_)))
+        .filter_map(|r| key_of(r))
+        .filter(|key| at_point.done(key).is_none())
+        .collect();
+    let mut started_again = std::collections::BTreeSet::new();
+    for record in rest {
+        let Some(key) = key_of(record) else { continue };
+        match record.record.body {
+            RecordBody::EffectStarted(_) => {
+                started_again.insert(key);
+            }
+            RecordBody::EffectDone(_) if started.contains(&key) && !started_again.contains(&key) => {
+                return Some((key, record.stored.seq));
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Whether a hold stands on the run for a lift to lift.
