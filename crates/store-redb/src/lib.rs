@@ -1460,7 +1460,24 @@ fn broken(err: impl Into<redb::Error>) -> AppendFailure {
 
 impl AppendTxn for Tables<'_> {
     fn run_head(&mut self, request: &AppendRequest) -> Result<Option<RunHead>, AppendFailure> {
-        let Some(value) = self.runs.get((request.tenant.as_str(), request.run.as_str())).map_err(refused)? else {
+        let (tenant, run) = (request.tenant.as_str(), request.run.as_str());
+        let Some(value) = self.runs.get((tenant, run)).map_err(refused)? else {
+            // No row, and records of the run stored: its row was deleted
+            // behind the store. A new run's records would replace them
+            // (redb's insert overwrites), and its admission perform their
+            // effects again (R-RUN-5, R-CHAIN-1): refused, nothing written.
+            let mut stored = self.records.range((tenant, run, 0)..=(tenant, run, u64::MAX)).map_err(refused)?;
+            if let Some(first) = stored.next() {
+                let seq = first.map_err(refused)?.0.value().2;
+                return Err(AppendFailure::Refused(JournalError::StoreDamage {
+                    tenant: request.tenant.clone(),
+                    detail: format!(
+                        "run {run} has records stored (seq {seq} and on) and no runs row: the row was deleted \
+                         behind the store, and a new run's records would overwrite them; nothing was written. Run \
+                         `agentplane verify`, and restore the store from a copy that holds the run's row"
+                    ),
+                }));
+            }
             return Ok(None);
         };
         let (head, sealed, outcome) = head_of(&request.run, value.value()).map_err(AppendFailure::Refused)?;
