@@ -314,8 +314,9 @@ pub enum Command {
     /// checkpoint note signed by the log key, or a root and size held from elsewhere.
     ///
     /// A proof never authenticates its own root (R-LOG-4): one trusted tree is required, and must be
-    /// the proof's (an inclusion proof's tree, or either end of a consistency proof). Exit 0 when
-    /// it verifies, 1 when it does not, 2 on usage.
+    /// the proof's (an inclusion proof's tree, or the newer end of a consistency proof: from a
+    /// trusted older tree anyone can make one to a root of their choosing). Exit 0 when it
+    /// verifies, 1 when it does not, 2 on usage.
     VerifyProof {
         /// The proof: the JSON of `prove --json` (`-`: standard input).
         file: PathBuf,

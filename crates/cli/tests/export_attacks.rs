@@ -424,3 +424,48 @@ fn r_ux_3_show_prints_no_control_character_of_a_key_or_a_step() {
         assert!(out.contains(escaped), "{escaped} is shown, escaped: {out}");
     }
 }
+
+/// R-LOG-4: a consistency proof from the checkpoint the auditor trusts (of
+/// size 1) to a tree nobody signed (size 2, its second leaf made up): anyone who
+/// knows a trusted tree can make one to a root of their choosing. verify-proof
+/// answered "valid: the tree of size 2 (root R) extends size 1", `root: R`,
+/// `trusted_by: a checkpoint signed by the log key`: a root vouched for by
+/// nothing but the proof itself. Now the newer end must be a trusted tree
+/// (exit 1, findings, naming both sizes); with the newer checkpoint given
+/// too, the same proof verifies.
+#[test]
+fn r_log_4_verify_proof_never_vouches_for_the_newer_root_of_a_consistency_proof() {
+    let dir = tempfile::tempdir().unwrap();
+    let origin = witness::Origin::new("shop.test/log").unwrap();
+    let signer = witness::SignerKey::generate(origin.as_str(), witness::ALG_ED25519).unwrap();
+    let key = witness::LogKey::new(signer.clone()).unwrap();
+    let vkey = signer.verifier_key().to_string();
+    let mut log = tlog::MemoryHashStore::new();
+    log.append(tlog::LeafHash::of(&seal_leaf("shop.test/log", "run-a")));
+    let old = log.tree();
+    log.append(tlog::LeafHash::of(b"a leaf this log never held"));
+    let made_up = log.tree();
+    let sign = |tree| key.sign(&witness::Checkpoint::new(&origin, tree)).unwrap().note().to_owned();
+    std::fs::write(dir.path().join("old.note"), sign(old)).unwrap();
+    std::fs::write(dir.path().join("new.note"), sign(made_up)).unwrap();
+    let proof = serde_json::json!({
+        "from_walk_with_holes": false,
+        "old_root": old.root.to_string(),
+        "old_size": old.size,
+        "proof": log.prove_consistency(1, 2).unwrap().path().iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "root": made_up.root.to_string(),
+        "size": made_up.size,
+    });
+    std::fs::write(dir.path().join("consistency.json"), proof.to_string()).unwrap();
+    let base = ["verify-proof", "consistency.json", "--log-key", vkey.as_str(), "--json"];
+    let refused = json_exit(dir.path(), &[&base[..], &["--checkpoint", "old.note"]].concat(), 1);
+    assert_eq!(refused["class"], "findings", "{refused}");
+    let message = refused["message"].as_str().unwrap();
+    assert!(message.contains("size 2") && message.contains("size 1"), "{message}");
+    // The newer tree trusted (alone, or with the older one): its root is the one vouched for.
+    for trusted in [&["--checkpoint", "new.note"][..], &["--checkpoint", "old.note", "--checkpoint", "new.note"]] {
+        let valid = json(dir.path(), &[&base[..], trusted].concat());
+        assert_eq!(valid["root"], made_up.root.to_string(), "{valid}");
+        assert_eq!(valid["trusted_by"], "a checkpoint signed by the log key", "{valid}");
+    }
+}

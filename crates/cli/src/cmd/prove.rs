@@ -412,10 +412,16 @@ pub fn verify_proof(file: &std::path::Path, trusted: &Trusted<'_>, json: bool) -
             tree.verify_extends(&old, &tlog::ConsistencyProof::new(path)).map_err(|err| {
                 Failure::Findings(format!("the consistency proof does not verify between its roots: {err}"))
             })?;
-            let Some(trusted) = trees.iter().find(|trusted| trusted.tree == tree || trusted.tree == old) else {
+            // The newer end must be trusted: from a trusted older tree
+            // anyone can make a proof to a root of their choosing, which
+            // the proof would then vouch for alone (R-LOG-4).
+            let Some(trusted) = trees.iter().find(|trusted| trusted.tree == tree) else {
                 return Err(Failure::Findings(format!(
-                    "neither end of the proof (size {old_size} or {}) is a trusted tree ({})",
+                    "the proof's newer tree (size {}, root {}) is not a trusted one ({}): a consistency proof vouches \
+                     for its older tree (size {old_size}) from a trusted newer one, never for the newer root, which \
+                     anyone can make a proof to from a trusted older tree; give the newer tree's checkpoint too",
                     tree.size,
+                    tree.root,
                     said(&trees)
                 )));
             };
