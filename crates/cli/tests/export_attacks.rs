@@ -469,3 +469,56 @@ fn r_log_4_verify_proof_never_vouches_for_the_newer_root_of_a_consistency_proof(
         assert_eq!(valid["trusted_by"], "a checkpoint signed by the log key", "{valid}");
     }
 }
+
+/// R-LOG-4, R-AUD-10: a "log key" of small order (here the identity point,
+/// its key id computed as anyone can). Under cofactorless RFC 8032
+/// verification the signature (R = identity, s = 0) verifies for every text,
+/// so a checkpoint of any tree "signed" by it needs no private key, nor
+/// does a witness's cosignature under such a witness key. verify-proof
+/// trusted the made-up tree ("valid ... trusted by a checkpoint signed by the
+/// log key"); now the key itself is refused (exit 2, usage, saying why),
+/// wherever a key is read: `--log-key`, `--witness-key`, `--record-key`
+/// (under which anyone could sign every record), a configuration.
+#[test]
+fn r_log_4_a_small_order_key_vouches_for_nothing() {
+    use base64::Engine as _;
+    let dir = tempfile::tempdir().unwrap();
+    let name = "weak.test/log";
+    let mut identity = [0u8; 32];
+    identity[0] = 1;
+    let vkey = |algorithm: u8| {
+        let mut encoded = vec![algorithm];
+        encoded.extend_from_slice(&identity);
+        let id = witness::key_id(name, algorithm, &identity);
+        format!("{name}+{id:08x}+{}", base64::engine::general_purpose::STANDARD.encode(encoded))
+    };
+    let leaf = seal_leaf(name, "run-a");
+    let mut log = tlog::MemoryHashStore::new();
+    log.append(tlog::LeafHash::of(&leaf));
+    let tree = log.tree();
+    let text = witness::Checkpoint::new(&witness::Origin::new(name).unwrap(), tree).to_text();
+    let mut signature = witness::key_id(name, witness::ALG_ED25519, &identity).to_be_bytes().to_vec();
+    signature.extend_from_slice(&identity);
+    signature.extend_from_slice(&[0; 32]);
+    let note = format!("{text}\n\u{2014} {name} {}\n", base64::engine::general_purpose::STANDARD.encode(signature));
+    std::fs::write(dir.path().join("forged.note"), note).unwrap();
+    let proof = proof_json("run-a", &leaf, 0, tree, &log.prove_inclusion(0, 1).unwrap());
+    std::fs::write(dir.path().join("proof.json"), proof).unwrap();
+    let log_key = vkey(witness::ALG_ED25519);
+    let args = ["verify-proof", "proof.json", "--checkpoint", "forged.note", "--log-key", log_key.as_str(), "--json"];
+    let refused = json_exit(dir.path(), &args, 2);
+    assert_eq!(refused["class"], "usage", "{refused}");
+    assert!(refused["message"].as_str().unwrap().contains("small order"), "{refused}");
+    let witness_key = vkey(witness::ALG_COSIGNATURE_V1);
+    let said = fails(dir.path(), &["verify-export", "proof.json", "--log-key", &witness_key], 2);
+    assert!(said.contains("small order"), "{said}");
+    let said =
+        fails(dir.path(), &["verify-export", "proof.json", "--log-key", &log_key, "--witness-key", &witness_key], 2);
+    assert!(said.contains("small order"), "{said}");
+    let demo = demo();
+    ok(&demo.plane, &["export", &first_run(&demo.plane, "succeeded"), "-o", "run.export"]);
+    let record_key = format!("weak={}", base64::engine::general_purpose::STANDARD.encode(identity));
+    let args = ["verify-export", "run.export", "--log-key", &demo.vkey, "--record-key", &record_key];
+    let said = fails(&demo.plane, &[&args[..], &["--require-signature"]].concat(), 2);
+    assert!(said.contains("small order"), "{said}");
+}

@@ -244,9 +244,18 @@ mod ed25519 {
             Self::default()
         }
 
-        /// Trusts `public_key` under `key_id`; refuses bytes that are not a key.
+        /// Trusts `public_key` under `key_id`; refuses bytes that are not a
+        /// key, and a point of small order, under which a signature anyone
+        /// can make (R = identity, s = 0) verifies for every hash.
         pub fn trust(&mut self, key_id: &str, public_key: [u8; 32]) -> Result<(), String> {
             let key = VerifyingKey::from_bytes(&public_key).map_err(|err| format!("key {key_id}: {err}"))?;
+            if key.is_weak() {
+                return Err(format!(
+                    "key {key_id}: an Ed25519 point of small order: a signature anyone can make verifies under it \
+                     for every record, so it vouches for nothing; give the plane's record key \
+                     (`agentplane keys --print record-key`)"
+                ));
+            }
             self.keys.insert(key_id.to_owned(), key);
             Ok(())
         }

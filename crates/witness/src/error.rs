@@ -40,6 +40,13 @@ pub enum KeyError {
         /// The id computed from name, algorithm and key.
         computed: u32,
     },
+    /// An Ed25519 public key of small order (the identity or another
+    /// torsion point): under RFC 8032 verification one signature verifies
+    /// for every message, so anyone could sign as it. No one's key.
+    #[error(
+        "the key is an Ed25519 point of small order: a signature anyone can make verifies under it for every message, so it vouches for nothing; ask its owner for the real key"
+    )]
+    WeakKey,
     /// No randomness for a fresh key.
     #[error("cannot read randomness for a new key: {0}")]
     Randomness(String),

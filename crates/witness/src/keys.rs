@@ -81,6 +81,18 @@ fn parse_key_id(text: &str) -> Result<u32, KeyError> {
     u32::from_str_radix(text, 16).map_err(|_| KeyError::Malformed("the key id must be 8 hex digits"))
 }
 
+/// Refuses an Ed25519 public key of small order ([`KeyError::WeakKey`]): the
+/// signature (R = identity, s = 0) verifies under it for every message, with
+/// the cofactorless verification Go and this crate use. Bytes that are no
+/// point are left to verification, which answers no for every signature.
+fn check_not_weak(public_key: &[u8]) -> Result<(), KeyError> {
+    let weak = <[u8; ED25519_KEY_LEN]>::try_from(public_key)
+        .ok()
+        .and_then(|bytes| VerifyingKey::from_bytes(&bytes).ok())
+        .is_some_and(|key| key.is_weak());
+    if weak { Err(KeyError::WeakKey) } else { Ok(()) }
+}
+
 /// A public key as a note verifier key: name, key id, algorithm and key bytes.
 /// Parsed from and printed as `name+hexid+base64(algorithm || key)`.
 #[derive(Clone, PartialEq, Eq)]
@@ -136,6 +148,8 @@ impl VerifierKey {
         }
         if algorithm == ALG_ML_DSA_44 {
             check_ml_dsa_name(name)?;
+        } else {
+            check_not_weak(public_key)?;
         }
         let computed = self::key_id(name, algorithm, public_key);
         if computed != key_id {
@@ -152,6 +166,7 @@ impl VerifierKey {
             return Err(KeyError::UnknownAlgorithm(algorithm));
         }
         VerifyingKey::from_bytes(&public_key).map_err(|_| KeyError::Malformed("not a valid Ed25519 public key"))?;
+        check_not_weak(&public_key)?;
         let bytes = public_key;
         Ok(Self {
             name: name.to_owned(),

@@ -166,3 +166,48 @@ fn r_aud_10_two_trusted_keys_with_one_name_and_key_id_are_refused_as_ambiguous()
     assert!(matches!(WitnessReader::new("http://127.0.0.1:9", list.clone()), Err(WitnessError::TrustList(_))));
     assert!(matches!(HttpWitness::new("http://127.0.0.1:9", list), Err(WitnessError::TrustList(_))));
 }
+
+/// The vkey text of `name` with the 32 public-key bytes `public` under
+/// `algorithm`, with its key id computed: what anyone can write.
+fn vkey_text(name: &str, algorithm: u8, public: &[u8; 32]) -> String {
+    use base64::Engine as _;
+    let mut encoded = vec![algorithm];
+    encoded.extend_from_slice(public);
+    let id = witness::key_id(name, algorithm, public);
+    format!("{name}+{id:08x}+{}", base64::engine::general_purpose::STANDARD.encode(encoded))
+}
+
+/// The identity point's encoding: a public key of order 1.
+const IDENTITY: [u8; 32] = {
+    let mut bytes = [0; 32];
+    bytes[0] = 1;
+    bytes
+};
+
+/// R-AUD-10: an Ed25519 key of small order (the identity point, a torsion
+/// point) is no one's key: under cofactorless RFC 8032 verification the
+/// signature (R = identity, s = 0) verifies for every message, so anyone
+/// could cosign as that "witness" (and sign checkpoints as that "log").
+/// `TrustedWitness::parse` accepted it and `verify_cosignatures` counted a
+/// line nobody signed; now such a key is refused where it is read
+/// ([`KeyError::WeakKey`]), for note keys and cosignature keys alike.
+#[test]
+fn r_aud_10_a_small_order_ed25519_key_is_refused_where_it_is_read() {
+    let name = "weak.test/w";
+    // A point of order 8 as well as the identity (from the curve's torsion subgroup).
+    let order_8: [u8; 32] = [
+        0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b, 0x76, 0x0d, 0x10, 0x67, 0x0f, 0x2a, 0x20,
+        0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac, 0x03, 0x7a,
+    ];
+    for public in [IDENTITY, order_8] {
+        for algorithm in [ALG_COSIGNATURE_V1, ALG_ED25519] {
+            let text = vkey_text(name, algorithm, &public);
+            assert!(matches!(VerifierKey::parse(&text), Err(KeyError::WeakKey)), "{text} was read as a key");
+            assert!(matches!(VerifierKey::ed25519(name, algorithm, public), Err(KeyError::WeakKey)));
+        }
+    }
+    assert!(matches!(TrustedWitness::parse(&vkey_text(name, ALG_COSIGNATURE_V1, &IDENTITY)), Err(KeyError::WeakKey)));
+    // An ordinary key still reads.
+    let honest = cosigner("honest.test/w", 9).verifier_key().to_string();
+    assert_eq!(VerifierKey::parse(&honest).unwrap().to_string(), honest);
+}
