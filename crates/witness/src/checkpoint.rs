@@ -220,11 +220,12 @@ pub struct LogKey {
 }
 
 impl LogKey {
-    /// A log key from an Ed25519 note signer (algorithm 0x01). The key name
+    /// A log key from an Ed25519 note signer (algorithm 0x01); a cosignature
+    /// key (0x04, 0x06) is refused as [`KeyError::NotANoteKey`]. The key name
     /// SHOULD be the log's origin.
     pub fn new(signer: SignerKey) -> Result<Self, KeyError> {
         if signer.algorithm() != ALG_ED25519 {
-            return Err(KeyError::UnknownAlgorithm(signer.algorithm()));
+            return Err(KeyError::NotANoteKey { name: signer.name().to_owned(), algorithm: signer.algorithm() });
         }
         Ok(Self { signer })
     }

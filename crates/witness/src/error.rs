@@ -47,6 +47,18 @@ pub enum KeyError {
         "the key is an Ed25519 point of small order: a signature anyone can make verifies under it for every message, so it vouches for nothing; ask its owner for the real key"
     )]
     WeakKey,
+    /// A cosignature key (0x04 Ed25519, 0x06 ML-DSA-44) where a log's note
+    /// key is wanted: a log signs its checkpoints with an Ed25519 note key
+    /// (0x01), and no note signature verifies under another type here.
+    #[error(
+        "key {name} is of type 0x{algorithm:02x}, a witness cosignature key (0x04 Ed25519, 0x06 ML-DSA-44), not a log's note key: a log signs its checkpoints with an Ed25519 note key, type 0x01; give the log's own verifier key"
+    )]
+    NotANoteKey {
+        /// The key name.
+        name: String,
+        /// Its type byte.
+        algorithm: u8,
+    },
     /// No randomness for a fresh key.
     #[error("cannot read randomness for a new key: {0}")]
     Randomness(String),
@@ -106,6 +118,18 @@ pub enum NoteError {
     Unverified {
         /// How many signature lines the note has.
         signatures: usize,
+    },
+    /// A key trusted to verify the note is of a type that verifies no note
+    /// signature here (a cosignature key, 0x04 or 0x06): refused before any
+    /// line is read, so that a mistaken key is never taken for a forged note.
+    #[error(
+        "trusted key {name} is of type 0x{algorithm:02x}, a witness cosignature key (0x04 Ed25519, 0x06 ML-DSA-44), not a log's note key: a log signs its checkpoints with an Ed25519 note key, type 0x01; give the log's own verifier key"
+    )]
+    NotANoteKey {
+        /// The key name.
+        name: String,
+        /// Its type byte.
+        algorithm: u8,
     },
     /// Text given to sign breaks the note rules.
     #[error("cannot sign this text: {0}")]

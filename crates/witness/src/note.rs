@@ -61,6 +61,11 @@ pub trait NoteVerifier {
     fn key_id(&self) -> u32;
     /// Whether `signature` (the bytes after the key id) signs `text`.
     fn verify(&self, text: &[u8], signature: &[u8]) -> bool;
+    /// The signature type byte: 0x01 (Ed25519 note signatures) unless said
+    /// otherwise. [`open`] refuses a trusted key of any other type.
+    fn algorithm(&self) -> u8 {
+        ALG_ED25519
+    }
 }
 
 impl NoteVerifier for VerifierKey {
@@ -70,6 +75,10 @@ impl NoteVerifier for VerifierKey {
 
     fn key_id(&self) -> u32 {
         VerifierKey::key_id(self)
+    }
+
+    fn algorithm(&self) -> u8 {
+        VerifierKey::algorithm(self)
     }
 
     /// Only Ed25519 note signatures (0x01) verify as note signatures; a
@@ -207,7 +216,14 @@ pub fn parse_signature_lines(block: &str) -> Result<Vec<NoteSignature>, NoteErro
 /// One departure from Go, on purpose: a trusted key's signature spelled in
 /// non-canonical base64 (padding bits set, which Go ignores) is refused, so
 /// a verified note's bytes are exactly the ones signed.
+///
+/// A trusted key that is not a note key (a witness's cosignature key, 0x04
+/// or 0x06) is refused before anything is read ([`NoteError::NotANoteKey`]):
+/// no line verifies under it, and a mistaken key must not read as a forged note.
 pub fn open(message: &[u8], trusted: &[&dyn NoteVerifier]) -> Result<VerifiedNote, NoteError> {
+    if let Some(key) = trusted.iter().find(|key| key.algorithm() != ALG_ED25519) {
+        return Err(NoteError::NotANoteKey { name: key.name().to_owned(), algorithm: key.algorithm() });
+    }
     let parsed = parse(message)?;
     // `parse` read UTF-8 and split already; these are the same lines, one per signature.
     let block = std::str::from_utf8(message).ok().map(split_note).and_then(Result::ok).map_or("", |(_, block)| block);

@@ -408,3 +408,40 @@ fn r_aud_10_one_witness_with_two_keys_is_one_witness_toward_a_quorum() {
         other => panic!("one witness with two keys met a quorum of 2: {other:?}"),
     }
 }
+
+/// R-WIT-10, R-NOTE-2 (attacker review 60): a log signs its checkpoints with
+/// an Ed25519 note key (0x01); a cosignature key, ML-DSA-44 (0x06) or
+/// Ed25519 (0x04), can verify no note signature here. Given as a log key it
+/// was taken, and every checkpoint then read as altered or forged
+/// (`InvalidSignature`) when it carried a line under that key, even the
+/// key's own valid `subtree/v1` line (tlog-checkpoint lets a log sign with
+/// one): a tamper claim made of a mistaken key. And `LogKey` called type
+/// 0x06 "unknown". Now the key is refused by its type, named, saying what to
+/// give instead.
+#[test]
+fn r_wit_10_a_cosignature_key_given_as_a_log_key_is_refused_by_its_type_not_read_as_tampering() {
+    let text = "log.test/x\n0\n47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=\n";
+    for algorithm in [ALG_ML_DSA_44, ALG_COSIGNATURE_V1] {
+        let signer = SignerKey::from_seed("log.test/x", algorithm, [5; 32]).unwrap();
+        let key = signer.verifier_key();
+        let err = LogKey::new(signer.clone()).unwrap_err();
+        assert!(matches!(&err, KeyError::NotANoteKey { algorithm: a, .. } if *a == algorithm), "{err}");
+        assert!(!err.to_string().contains("unknown"), "type 0x{algorithm:02x} called unknown: {err}");
+        assert!(err.to_string().contains("0x01"), "says nothing of the note key to give: {err}");
+
+        // A valid line by that very key on the checkpoint.
+        let line = Cosigner::new(signer).unwrap().cosign(text, 1_700_000_000).unwrap();
+        let note = witness::assemble(text, [&line]);
+        // Or only the real log key's line.
+        let real = SignerKey::from_seed("log.test/x", ALG_ED25519, [6; 32]).unwrap();
+        let signed = witness::sign(text, &[&real]).unwrap();
+        for (what, note) in [("its own line", note), ("only the real log key's line", signed)] {
+            let err = witness::open(note.as_bytes(), &[&key]).unwrap_err();
+            assert!(
+                matches!(&err, witness::NoteError::NotANoteKey { name, algorithm: a } if name == "log.test/x" && *a == algorithm),
+                "0x{algorithm:02x} log key, {what}: {err}"
+            );
+            assert!(err.to_string().contains("0x01"), "0x{algorithm:02x} log key, {what}: {err}");
+        }
+    }
+}
