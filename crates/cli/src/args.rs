@@ -513,5 +513,67 @@ pub fn key_error(flag: &str, text: &str, err: &dyn std::fmt::Display) -> Failure
             "{flag}: KEY_ID=BASE64 is a record key (--record-key); {flag} takes a verifier key NAME+KEYID+BASE64"
         ));
     }
-    Failure::Usage(format!("{flag} {}: {err} (a verifier key is NAME+KEYID+BASE64)", crate::output::shown(text)))
+    // Never the key's bytes: a private key pasted without its
+    // `PRIVATE+KEY+` prefix has a verifier key's shape (R-OPS-1).
+    let named = match text.split('+').collect::<Vec<_>>().as_slice() {
+        [name, id, _] if id.len() == 8 && id.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            format!(" {}", crate::output::shown(&format!("{name}+{id}+...")))
+        }
+        _ => String::new(),
+    };
+    Failure::Usage(format!(
+        "{flag}{named}: {err} (a verifier key is NAME+KEYID+BASE64; its key bytes are not shown here, in case this \
+         is a private key)"
+    ))
+}
+
+/// A `--log-key` value: a log's note verifier key (type 0x01). A witness's
+/// cosignature key (0x04, 0x06) given there is refused as a usage error
+/// naming it, before any checkpoint is read: under it no checkpoint's
+/// signature could verify, and the command would call every one forged.
+pub fn log_key(text: &str) -> Result<witness::VerifierKey, Failure> {
+    let key = witness::VerifierKey::parse(text).map_err(|err| key_error("--log-key", text, &err))?;
+    if key.algorithm() != witness::ALG_ED25519 {
+        let err = witness::KeyError::NotANoteKey { name: key.name().to_owned(), algorithm: key.algorithm() };
+        return Err(Failure::Usage(format!("--log-key: {err}")));
+    }
+    Ok(key)
+}
+
+#[cfg(test)]
+mod key_error_tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// R-OPS-1 (review 60's note): a key that did not parse was printed
+    /// whole unless it said PRIVATE, so a private key pasted without its
+    /// `PRIVATE+KEY+` prefix (an ML-DSA-44 seed is `name+id+base64(0x06 ||
+    /// 32 bytes)`, a vkey's shape) was echoed, seed and all. Only the name
+    /// and key id are shown.
+    #[test]
+    fn r_ops_1_a_key_that_does_not_parse_is_named_never_echoed() {
+        let seed = STANDARD.encode([[0x06u8].as_slice(), &[0xa7; 32]].concat());
+        for text in [format!("w1+0badf00d+{seed}"), seed.clone(), format!("a+b+c+{seed}")] {
+            let err = witness::VerifierKey::parse(&text).unwrap_err();
+            let said = key_error("--log-key", &text, &err).message();
+            assert!(!said.contains(&seed), "{said}");
+            assert!(!said.contains(seed.get(..12).unwrap()), "{said}");
+        }
+        let said = key_error("--log-key", &format!("w1+0badf00d+{seed}"), &"x").message();
+        assert!(said.contains("w1+0badf00d+..."), "names the key: {said}");
+    }
+
+    /// Review 60's note: a witness's cosignature key given as `--log-key`
+    /// is a usage error naming its type, not a finding that every
+    /// checkpoint is forged.
+    #[test]
+    fn a_cosignature_key_given_as_the_log_key_is_a_usage_error() {
+        let witness = witness::SignerKey::generate("w1.example", witness::ALG_COSIGNATURE_V1).unwrap();
+        let refused = log_key(&witness.verifier_key().to_string()).unwrap_err();
+        assert!(matches!(refused, Failure::Usage(_)), "{refused:?}");
+        assert!(refused.message().contains("type 0x04"), "{}", refused.message());
+        let log = witness::SignerKey::generate("log.example", witness::ALG_ED25519).unwrap();
+        assert!(log_key(&log.verifier_key().to_string()).is_ok());
+    }
 }

@@ -20,11 +20,7 @@ use crate::output::print_json;
 
 /// `agentplane audit`: public inputs only, the store read-only (R-AUD-6).
 pub fn audit(cli: &Settings, args: &AuditArgs) -> Result<(), Failure> {
-    let log_keys = args
-        .log_keys
-        .iter()
-        .map(|vkey| VerifierKey::parse(vkey).map_err(|err| key_error("--log-key", vkey, &err)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let log_keys = args.log_keys.iter().map(|vkey| crate::args::log_key(vkey)).collect::<Result<Vec<_>, _>>()?;
     // The origin is the log key's name: taken from it when not given, and a
     // mismatch is a usage error naming both, never tamper findings.
     let origin = audit::origin_of_log_keys(cli.origin.as_deref(), &log_keys).map_err(usage)?;

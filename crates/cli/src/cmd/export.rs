@@ -245,8 +245,7 @@ fn verified(file: &Path, trust: &Trust<'_>) -> Result<Result<Valid, ExportError>
                 .into(),
         ));
     }
-    let log_key =
-        witness::VerifierKey::parse(trust.log_key).map_err(|err| key_error("--log-key", trust.log_key, &err))?;
+    let log_key = crate::args::log_key(trust.log_key)?;
     let mut verifier = Ed25519Verifier::new();
     for spec in trust.record_keys {
         let (key_id, public) = record_key(spec)?;

@@ -250,7 +250,7 @@ fn trusted_trees(trusted: &Trusted<'_>) -> Result<Vec<TrustedTree>, Failure> {
     let mut trees = Vec::new();
     if !trusted.checkpoints.is_empty() {
         let text = trusted.log_key.ok_or_else(|| Failure::Usage("--checkpoint needs --log-key to open it".into()))?;
-        let key = witness::VerifierKey::parse(text).map_err(|err| crate::args::key_error("--log-key", text, &err))?;
+        let key = crate::args::log_key(text)?;
         for file in trusted.checkpoints {
             let note = crate::context::read_checkpoint_note(file)?;
             let (signed, _) = witness::SignedCheckpoint::open(&note, &[&key]).map_err(|err| {
