@@ -35,8 +35,11 @@ use tlog::{RootHash, Tree};
 const HEADER: &str = "# agentplane high-water mark: the last tree this plane signed per origin.\n\
 # Keep it beside the key file; never put an older copy back (it is what catches an older store put back).\n";
 
-/// The largest high-water file read: a line per origin is far below it.
-const MAX_FILE_BYTES: u64 = 1 << 20;
+/// The largest high-water file read: twice the largest key file read (a
+/// signed line, naming its origin twice, once in its log key, is at most
+/// twice that key's line in the key file), and room for lines of origins
+/// no longer in the key file.
+const MAX_FILE_BYTES: u64 = 4 * crate::keys::MAX_KEY_FILE_BYTES;
 
 /// The high-water file of the key file at `keys`.
 pub fn path_beside(keys: &Path) -> PathBuf {
@@ -108,7 +111,7 @@ impl FileHighWater {
             path: self.path.display().to_string(),
             reason: format!("line {line}: {reason}"),
         };
-        let too_large = || damaged(0, "the file is larger than any high-water mark (1 MiB): not the plane's");
+        let too_large = || damaged(0, "the file is larger than any high-water mark (4 MiB): not the plane's");
         match std::fs::metadata(&self.path) {
             // Opening a FIFO would wait for a writer; a device may never end.
             Ok(meta) if !meta.is_file() => return Err(damaged(0, "not a regular file: not the plane's")),
@@ -388,10 +391,35 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = FileHighWater::at(dir.path().join("agentplane.highwater"));
         // Valid comment lines only: without the bound this would read as "no entries".
-        std::fs::write(&file.path, "#\n".repeat(1 << 20)).unwrap();
+        std::fs::write(&file.path, "#\n".repeat(usize::try_from(MAX_FILE_BYTES).unwrap())).unwrap();
         assert!(matches!(file.read(), Err(HighWaterError::Damaged { .. })), "{:?}", file.read().map(|_| ()));
         std::fs::write(&file.path, "# a small file\n").unwrap();
         assert!(matches!(file.read(), Ok(Some(entries)) if entries.is_empty()));
+    }
+
+    /// R-LOG-2, multiple tenants per key file: each mark line names its
+    /// log key (review 54), so a signed line is about twice a key file's
+    /// line. A plane of 10,000 tenants, its key file well under that file's
+    /// 1 MiB bound, had every tenant signed a mark past the mark's 1 MiB
+    /// bound, read as "not the plane's": the plane signed nothing again.
+    #[test]
+    fn r_log_2_the_mark_of_every_key_file_read_is_read_once_every_tenant_signed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agentplane.key");
+        let origins: Vec<Origin> = (0..10_000).map(|i| Origin::new(&format!("o.example/p/t{i:05}")).unwrap()).collect();
+        PlaneKeys::generate(&origins).unwrap().write(&path).unwrap();
+        let keys = PlaneKeys::read(&path).unwrap();
+        let file = FileHighWater::beside(&path, &keys);
+        assert_eq!(file.last(origins.first().unwrap()).unwrap(), HighWaterMark::Never);
+        // As the plane leaves it once each tenant has signed a tree.
+        let tree = Tree::new(4_000_000, RootHash::from_hash_bytes([7; 32]));
+        let entries: Vec<Line> = log_keys(&keys)
+            .into_iter()
+            .map(|(origin, key)| Line { origin, entry: Entry::Signed(tree), key: Some(key) })
+            .collect();
+        file.write(&entries).unwrap();
+        assert!(std::fs::metadata(&file.path).unwrap().len() > 1 << 20);
+        assert_eq!(file.last(origins.last().unwrap()).unwrap(), HighWaterMark::Signed(tree));
     }
 
     /// R-LOG-2: the file's raise is one step against other processes: it

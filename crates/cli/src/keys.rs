@@ -17,7 +17,7 @@ use witness::{ALG_ED25519, LogKey, Origin, SignerKey};
 use crate::failure::Failure;
 
 /// The largest key file read (a plane's keys are a few lines each).
-const MAX_KEY_FILE_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_KEY_FILE_BYTES: u64 = 1 << 20;
 
 /// The default origin base: `init` and `demo` give tenant NAME the origin
 /// `agentplane.local/plane/NAME` (and `keygen` the origin of tenant `default`).
