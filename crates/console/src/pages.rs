@@ -589,7 +589,7 @@ fn listing_contradicted(
     {
         said.push(format!(
             "the store's idempotency index points key {search:?} at it, but its admission carries {}",
-            verified.idempotency_key().map_or_else(|| "no key".to_owned(), |key| format!("{key:?}"))
+            verified.idempotency_key().map_or_else(|| "no key".to_owned(), |key| format!("{:?}", cut(key)))
         ));
     }
     (!said.is_empty()).then(|| format!("NOT as listed: {}", said.join("; ")))

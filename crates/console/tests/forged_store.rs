@@ -403,3 +403,22 @@ fn r_ux_3_a_bad_cosignature_line_does_not_hide_the_valid_ones() {
     assert!(!cosigned.contains("not trusted here"), "a configured witness's line called untrusted: {cosigned}");
     assert!(cosigned.contains("class=\"bad\"") && cosigned.contains("does not verify"), "{cosigned}");
 }
+
+/// R-OPS-1 (review 58's cut, on the runs page): an idempotency index
+/// pointed behind the plane at a run admitted under a 1 MiB key (an agent's
+/// key, which no bound shortens) made the search's "NOT as listed" row
+/// quote that key whole: a page of more than 1 MiB. The key is cut as the
+/// run page cuts it, saying so.
+#[test]
+fn r_ops_1_a_run_found_under_another_key_does_not_quote_its_huge_key_whole() {
+    let (plane, _) = demo();
+    let huge = plane.run(&"k".repeat(1 << 20), &[("ek:1", Ok("ok"))], false);
+    plane.store.set_idempotency(&plane.tenant, "job-ok", &huge);
+    let console = plane.console(None);
+    let (status, found) = get(&format!("{}/runs?q=job-ok", console.url()));
+    assert_eq!(status, 200);
+    let row = row_of(&found, &huge);
+    assert!(row.contains("class=\"bad\"") && row.contains("idempotency index"), "{}", &row[..2_000.min(row.len())]);
+    assert!(found.len() < 64 << 10, "a page of {} bytes", found.len());
+    assert!(row.contains("(cut: 1048576 bytes)"), "the cut is said: {}", &row[..2_000.min(row.len())]);
+}
