@@ -362,7 +362,7 @@ fn config_error(text: &str, err: &toml::de::Error) -> String {
             (true, false, _) => {}
         }
     }
-    let message = message.trim_end();
+    let message = values_not_shown(message.trim_end());
     let Some(start) = err.span().map(|span| span.start.min(text.len())) else {
         return format!("{message} (the line is not quoted: it may hold a secret)");
     };
@@ -377,6 +377,28 @@ fn config_error(text: &str, err: &toml::de::Error) -> String {
         _ => String::new(),
     };
     format!("line {line}, column {column}{field}: {message} (the line is not quoted: it may hold a secret)")
+}
+
+/// Serde's words for a value it quotes between backticks (`integer `5``):
+/// a number pasted under a field may be a secret (a PIN, a token of digits).
+const QUOTED_VALUES: &[&str] = &["integer `", "floating point `", "character `", "boolean `"];
+
+/// `message` with each value serde quotes between backticks left out; the
+/// names it quotes so (a field, what was expected) are kept.
+fn values_not_shown(message: &str) -> String {
+    let mut shown = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some((at, word)) =
+        QUOTED_VALUES.iter().filter_map(|word| rest.find(word).map(|at| (at, *word))).min_by_key(|(at, _)| *at)
+    {
+        let (before, after) = rest.split_at(at + word.len());
+        shown.push_str(before);
+        shown.push_str("(not shown)`");
+        // Past the closing backtick, or the whole rest when there is none.
+        rest = after.split_once('`').map_or("", |(_, tail)| tail);
+    }
+    shown.push_str(rest);
+    shown
 }
 
 fn run(cli: Cli) -> Result<(), String> {

@@ -381,6 +381,28 @@ fn r_ops_1_a_configuration_error_names_the_line_and_never_quotes_it() {
     }
 }
 
+/// R-OPS-1 (review 53's refusal, its numbers): serde's message quotes a
+/// number it refuses between backticks (`invalid type: integer `...``), which
+/// the refusal's masking of quoted values let through: a numeric secret (a
+/// PIN, a token of digits) pasted under a known field was printed.
+#[test]
+fn r_ops_1_a_configuration_error_never_quotes_a_number_it_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("witness.toml");
+    for (text, line, field) in [
+        ("listen = 8675309123\n", 1, "listen"),
+        ("state = \"w.redb\"\n[limits]\nmax_per_peer = -8675309123\n", 3, "max_per_peer"),
+        ("[limits]\nheader_timeout = 8675309123.5\n", 2, "header_timeout"),
+        ("state = 8675309123\n", 1, "state"),
+    ] {
+        std::fs::write(&config, text).unwrap();
+        let (code, stderr) = witness_binary(&["serve".as_ref(), "--config".as_ref(), config.as_os_str()]);
+        assert_eq!(code, Some(2), "{text}: {stderr}");
+        assert!(!stderr.contains("8675309"), "{text}: a value is echoed: {stderr}");
+        assert!(stderr.contains(&format!("line {line}")) && stderr.contains(field), "{text}: {stderr}");
+    }
+}
+
 /// Attack on memory (review 53): request headers of a few hundred
 /// kilobytes. Only hyper's default read buffer bounded them (about 400 KiB),
 /// so each of the `max_per_peer` connections of every address could hold
