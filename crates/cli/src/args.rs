@@ -88,7 +88,8 @@ pub enum Command {
     /// Exit 0 met or skipped, 1 shortfall or integrity, 2 usage or I/O. With --every, a round that
     /// only repeats a skip prints nothing, and each printed line starts with its time.
     Sweep {
-        /// Sweep again every DURATION (90s, 5m, 1h) until SIGINT or SIGTERM.
+        /// Sweep again every DURATION (90s, 5m, 1h) until SIGINT or SIGTERM; without DURATION, every
+        /// `sweep_every` of agentplane.toml.
         #[arg(long, value_name = "DURATION", num_args = 0..=1, default_missing_value = "")]
         every: Option<String>,
         /// Ask the witnesses what they hold at least every DURATION, even when the log has not grown,

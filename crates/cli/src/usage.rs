@@ -64,6 +64,13 @@ impl PlaneFlag {
                 "The origin of the log key to make, also its key name (default: the configuration's tenant, else \
                  agentplane.local/plane/default, the origin `init` gives the tenant `default`)"
             }
+            (Self::Tenant, "sweep") => {
+                "Sweep this tenant alone (default: every tenant of the configuration, else `default`)"
+            }
+            (Self::Origin, "audit") => {
+                "The tenant log's origin (default: the configuration's, else the log key's name; one that is not the \
+                 log key's name is refused)"
+            }
             (Self::Config, _) => {
                 "The plane's configuration (default: ./agentplane.toml when it exists); the flags below override it"
             }

@@ -888,6 +888,33 @@ fn r_ux_2_the_readme_s_table_of_plane_flags_is_what_each_command_takes() {
     }
 }
 
+/// The text a command's `--help` gives for `flag` (clap's long help: the
+/// lines after the flag's own, up to the blank line).
+fn flag_help(help: &str, flag: &str) -> String {
+    let mut lines = help.lines().skip_while(|line| !line.trim_start().starts_with(&format!("{flag} ")));
+    let head = lines.next().unwrap_or_else(|| panic!("{flag} is not in the help:\n{help}"));
+    std::iter::once(head).chain(lines.take_while(|line| !line.trim().is_empty())).collect::<Vec<_>>().join(" ")
+}
+
+/// R-UX-2: a plane flag's help says what that command does with it, as the
+/// README says. `sweep --help` said `--tenant` defaults to "the
+/// configuration's first" (without it the sweep takes every tenant: the
+/// README's "that tenant alone"), and never said what a bare `--every`
+/// waits (the configuration's `sweep_every`); `audit --help` said
+/// `--origin` defaults to "the key file's" (the audit never reads a key
+/// file: the origin is the log key's name when not given).
+#[test]
+fn r_ux_2_a_plane_flag_s_help_says_what_its_command_does_with_it() {
+    let sweep = help("sweep");
+    let tenant = flag_help(&sweep, "--tenant");
+    assert!(!tenant.contains("configuration's first") && tenant.contains("every tenant"), "{tenant}");
+    let every = flag_help(&sweep, "--every");
+    assert!(every.contains("sweep_every"), "{every}");
+    let audit = help("audit");
+    let origin = flag_help(&audit, "--origin");
+    assert!(!origin.contains("key file") && origin.contains("the log key's name"), "{origin}");
+}
+
 /// R-RUN-7: `cost --since/--until` counts the records written in the
 /// window, by the time on each (since inclusive, until exclusive), and a
 /// window that holds no instant (`--until` not after `--since`, the two
