@@ -96,11 +96,14 @@ fn waits_for(settings: &Settings, run: &RunId, status: &RunStatus) -> String {
     match status {
         // The run goes on under a ceiling above the one crossed and not below
         // what it consumed: an effect's charge may have gone past it.
-        RunStatus::Exhausted { verdict: Verdict::BudgetExceeded { dimension, ceiling, counters }, .. } => format!(
-            "run {run} is {status}; to run it on, raise that ceiling to {} or more: {resume} {run} --raise \
-             {dimension}=N (or {dimension}=none)",
-            ceiling.saturating_add(1).max(counters.get(*dimension))
-        ),
+        // The least such ceiling is the one printed, so the command works as printed.
+        RunStatus::Exhausted { verdict: Verdict::BudgetExceeded { dimension, ceiling, counters }, .. } => {
+            let least = ceiling.saturating_add(1).max(counters.get(*dimension));
+            format!(
+                "run {run} is {status}; to run it on, raise that ceiling to {least} or more: {resume} {run} --raise \
+                 {dimension}={least} (or a larger number, or {dimension}=none for no ceiling)"
+            )
+        }
         RunStatus::Withheld { .. } => {
             format!("run {run} is {status}; once it may run on: {resume} {run} --lift")
         }
@@ -128,7 +131,12 @@ fn ceiling(spec: &str) -> Result<(Dimension, Option<u64>), Failure> {
     })?;
     let ceiling = match value {
         "none" => None,
-        number => Some(number.parse::<u64>().map_err(|err| Failure::Usage(format!("--raise {shown}: {err}")))?),
+        number => Some(number.parse::<u64>().map_err(|err| {
+            Failure::Usage(format!(
+                "--raise {shown}: the new ceiling is a whole number (such as {dimension}=1000), or `none` for no \
+                 ceiling ({err})"
+            ))
+        })?),
     };
     Ok((dimension, ceiling))
 }
