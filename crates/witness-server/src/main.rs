@@ -543,7 +543,14 @@ fn write_secret(path: &Path, contents: &str) -> Result<(), String> {
     // tempfile makes its files with mode 0600.
     let mut file = tempfile::Builder::new().prefix(".agentplane-witness-key-").tempfile_in(dir).map_err(writing)?;
     writeln!(file, "{contents}").and_then(|()| file.as_file().sync_all()).map_err(writing)?;
-    file.persist_noclobber(path).map_err(|err| format!("creating {}: {}", path.display(), err.error))?;
+    file.persist_noclobber(path).map_err(|err| match err.error.kind() {
+        std::io::ErrorKind::AlreadyExists => format!(
+            "{} exists: keygen never overwrites a key file (a witness's key is what its logs and auditors trust); \
+             give --out a new path, or move the old key away first if nothing trusts it any more",
+            path.display()
+        ),
+        _ => format!("creating {}: {}", path.display(), err.error),
+    })?;
     #[cfg(unix)]
     std::fs::File::open(dir).and_then(|dir| dir.sync_all()).map_err(writing)?;
     Ok(())

@@ -633,6 +633,27 @@ fn r_ux_3_keygen_on_a_full_disk_leaves_no_half_written_key_file() {
     assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), key.verifier_key().to_string());
 }
 
+/// R-UX-2: `keygen --out` at a file that exists (a witness's key: its
+/// identity, which every log and auditor trusts) keeps that file as it was
+/// and says what to do. It said "creating w.key: File exists (os error
+/// 17)", which names no remedy.
+#[test]
+fn r_ux_2_keygen_over_an_existing_key_keeps_it_and_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let key_file = dir.path().join("w.key");
+    std::fs::write(&key_file, "the old key\n").unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane-witness"))
+        .args(["keygen", "--name", "witness.test/again", "--out"])
+        .arg(&key_file)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(out.stdout.is_empty(), "no verifier key of a key not written");
+    assert_eq!(std::fs::read_to_string(&key_file).unwrap(), "the old key\n");
+    assert!(said.contains("w.key exists") && said.contains("never overwrites") && said.contains("--out"), "{said}");
+}
+
 /// R-UX-3: the witness's own output failing (standard error on a full disk,
 /// standard output closed) is no panic: a refusal still exits 2 and keygen
 /// says where the key went. Before, `eprintln!` panicked: exit 101.
