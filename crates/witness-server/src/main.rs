@@ -50,7 +50,8 @@ enum Command {
         /// returns both lines, in the order of the files. Replaces the configuration's key files.
         #[arg(long = "key-file", value_name = "FILE")]
         key_files: Vec<PathBuf>,
-        /// A log to watch: ORIGIN=VKEY (repeatable; several keys for one origin are allowed).
+        /// A log to watch: ORIGIN=VKEY (repeatable; several keys for one origin are allowed). Added to
+        /// the configuration's `[[log]]` entries, not replacing them.
         #[arg(long = "log", value_name = "ORIGIN=VKEY")]
         logs: Vec<String>,
         #[command(flatten)]
