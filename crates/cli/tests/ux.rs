@@ -558,7 +558,7 @@ fn a_key_of_the_wrong_kind_is_named_and_a_secret_never_echoed() {
     assert!(stderr.contains("record key"), "{stderr}");
     let long = "k".repeat(100_000);
     let stderr = fails(dir.path(), &["verify-export", "x", "--log-key", &long], 2);
-    assert!(stderr.len() < 1_000 && stderr.contains("100000 bytes"), "{}", stderr.len());
+    assert!(stderr.len() < 1_000 && !stderr.contains(&"k".repeat(20)), "{}", stderr.len());
     // A key-value connection string where a store path or URL goes is no
     // store, and its password is not echoed back (review 37's note).
     let stderr =
