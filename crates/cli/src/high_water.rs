@@ -135,23 +135,30 @@ impl FileHighWater {
                 continue;
             }
             let words: Vec<&str> = line.split_whitespace().collect();
+            // The key column is quoted in an `OtherKey` refusal: one edited
+            // by hand to anything but a verifier key is damage, named by its
+            // line, never quoted (review 59's note).
+            let key_column = |key: Option<&str>| match key {
+                Some(key) if witness::VerifierKey::parse(key).is_err() => {
+                    Err(damaged(i, "the log key is not a verifier key NAME+KEYID+BASE64"))
+                }
+                key => Ok(key.map(str::to_owned)),
+            };
             let signed = |origin: &str, size: &str, root: &str, key: Option<&str>| {
                 let size = size.parse::<u64>().map_err(|_| damaged(i, "the size is not a number"))?;
                 let root = RootHash::from_hex(root).map_err(|_| damaged(i, "the root is not 64 hex digits"))?;
                 Ok(Line {
                     origin: origin.to_owned(),
                     entry: Entry::Signed(Tree::new(size, root)),
-                    key: key.map(str::to_owned),
+                    key: key_column(key)?,
                 })
             };
-            let never = |origin: &str, key: Option<&str>| Line {
-                origin: origin.to_owned(),
-                entry: Entry::Never,
-                key: key.map(str::to_owned),
+            let never = |origin: &str, key: Option<&str>| {
+                Ok::<_, HighWaterError>(Line { origin: origin.to_owned(), entry: Entry::Never, key: key_column(key)? })
             };
             let line = match words.as_slice() {
-                [origin, "never"] => never(origin, None),
-                [origin, "never", key] => never(origin, Some(key)),
+                [origin, "never"] => never(origin, None)?,
+                [origin, "never", key] => never(origin, Some(key))?,
                 [origin, size, root] => signed(origin, size, root, None)?,
                 [origin, size, root, key] => signed(origin, size, root, Some(key))?,
                 _ => return Err(damaged(i, "expected `ORIGIN SIZE ROOT LOG_KEY` or `ORIGIN never LOG_KEY`")),
@@ -424,6 +431,29 @@ mod tests {
 
     /// R-LOG-2: the file's raise is one step against other processes: it
     /// writes only over what the caller checked, never backwards.
+    /// Review 59's note: a mark line's key column is quoted in the
+    /// `OtherKey` refusal, so one edited by hand to 100,000 characters made
+    /// a refusal of 100,000 characters. A key column that is not a verifier
+    /// key is damage named by its line, and nothing of it is quoted.
+    #[test]
+    fn a_key_column_that_is_no_verifier_key_is_damage_not_quoted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agentplane.key");
+        let origin = Origin::new("o.example/p/t").unwrap();
+        PlaneKeys::generate(std::slice::from_ref(&origin)).unwrap().write(&path).unwrap();
+        let keys = PlaneKeys::read(&path).unwrap();
+        let file = FileHighWater::beside(&path, &keys);
+        let root = RootHash::from_hash_bytes([7; 32]);
+        for line in
+            [format!("{origin} never {}", "k".repeat(100_000)), format!("{origin} 4 {root} {}", "k".repeat(100_000))]
+        {
+            std::fs::write(&file.path, format!("{HEADER}{line}\n")).unwrap();
+            let refused = file.last(&origin).unwrap_err();
+            assert!(matches!(refused, HighWaterError::Damaged { .. }), "{refused:?}");
+            assert!(refused.to_string().len() < 1_000, "{}", refused.to_string().len());
+        }
+    }
+
     #[test]
     fn a_raise_over_a_mark_that_moved_meanwhile_writes_nothing() {
         let dir = tempfile::tempdir().unwrap();
