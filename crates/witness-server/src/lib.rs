@@ -335,6 +335,20 @@ fn open_state(path: &Path) -> Result<Database, ServerError> {
     builder.set_check_integrity_on_open(true);
     match std::fs::metadata(path) {
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            // The witness makes its state file, never the folder: a path
+            // mistyped is named with what to do, not "No such file".
+            if let Some(folder) = path.parent().filter(|folder| !folder.as_os_str().is_empty())
+                && !folder.is_dir()
+            {
+                return Err(state_error(
+                    path,
+                    format!(
+                        "its folder {} does not exist: the witness makes the state file, never its folder; create \
+                         the folder, or give --state a path in an existing one",
+                        folder.display()
+                    ),
+                ));
+            }
             return builder.create(path).map_err(|err| state_error(path, err));
         }
         Err(err) => return Err(state_error(path, err)),

@@ -545,3 +545,20 @@ fn r_wit_6_a_hand_edited_state_entry_is_refused_at_start_naming_it() {
         }
     }
 }
+
+/// R-OPS-1 (review 62's note): a state path in a folder that does not
+/// exist was refused as "I/O error: No such file or directory", saying
+/// neither which folder nor what to do. Named with the remedy, and nothing
+/// is made.
+#[test]
+fn a_state_path_in_a_missing_folder_is_refused_naming_the_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let (honest, _) = honest_and_fork(1, 1);
+    let state = dir.path().join("missing").join("witness.redb");
+    let refused = try_start(&honest, &state).err().unwrap().to_string();
+    assert!(
+        refused.contains("missing") && refused.contains("does not exist") && refused.contains("create"),
+        "{refused}"
+    );
+    assert!(!dir.path().join("missing").exists(), "nothing made");
+}
