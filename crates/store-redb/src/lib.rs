@@ -576,6 +576,7 @@ impl RedbStore {
         guarded(None, || {
             let before = file_size(path)?;
             refuse_what_is_not_ours_to_write(path)?;
+            read_every_row(path)?;
             let mut db = Database::open(path).map_err(|err| opening_alone("compacting", path, err))?;
             // A newer layout's tables are that build's to rewrite (R-STORE-3).
             Layout::named(Some(path), named_layout(&db.begin_read().map_err(io)?)?)?;
@@ -602,6 +603,7 @@ impl RedbStore {
         guarded(None, || {
             let before = file_size(path)?;
             refuse_what_is_not_ours_to_write(path)?;
+            read_every_row(path)?;
             let mut db = Database::open(path).map_err(|err| opening_alone("migrating", path, err))?;
             let from = {
                 let txn = db.begin_read().map_err(io)?;
@@ -882,39 +884,90 @@ fn give_space_back(db: &mut Database, path: &Path) -> Result<(), OpenError> {
 /// be mistaken for one, and it never outlives the rebuild's transaction.
 const REBUILDING: &str = "rebuilding:";
 
-/// Rewrites every table of this crate in key order (see
-/// [`RedbStore::compact`]); a table this crate does not know is left alone.
-fn rebuild_every_table(db: &Database) -> Result<(), redb::Error> {
-    let (names, layout) = {
-        let txn = db.begin_read()?;
-        let names: Vec<String> = txn.list_tables()?.map(|handle| redb::TableHandle::name(&handle).to_owned()).collect();
-        let layout = match txn.open_table(META) {
-            Ok(meta) => meta.get(LAYOUT_KEY)?.map(|value| value.value()),
-            Err(redb::TableError::TableDoesNotExist(_)) => None,
-            Err(err) => return Err(err.into()),
-        };
-        (names, layout)
+/// This crate's tables in a file, by name, and the layout its bookkeeping
+/// names.
+fn tables_of(txn: &ReadTransaction) -> Result<(Vec<String>, Option<u64>), redb::Error> {
+    let names: Vec<String> = txn.list_tables()?.map(|handle| redb::TableHandle::name(&handle).to_owned()).collect();
+    let layout = match txn.open_table(META) {
+        Ok(meta) => meta.get(LAYOUT_KEY)?.map(|value| value.value()),
+        Err(redb::TableError::TableDoesNotExist(_)) => None,
+        Err(err) => return Err(err.into()),
     };
+    Ok((names, layout))
+}
+
+/// What is done to each of this crate's tables, given its key and value
+/// types ([`each_table`]).
+trait EachTable {
+    fn table<K: redb::Key + 'static, V: redb::Value + 'static>(&self, name: &str) -> Result<(), redb::Error>;
+}
+
+/// Does `task` to every table of this crate among `names`, a table this
+/// crate does not know left alone.
+fn each_table(names: &[String], layout: Option<u64>, task: &impl EachTable) -> Result<(), redb::Error> {
     for name in names {
         match name.as_str() {
             // Layout 2's marker is one row: nothing to gain.
             "records" if layout.is_some_and(|layout| layout >= 2) => {}
-            "records" | "records_z" => rebuild::<(&str, &str, u64), RecordValue>(db, &name)?,
-            "runs" => rebuild::<(&str, &str), RunValue>(db, &name)?,
-            "idempotency" => rebuild::<(&str, &str), &str>(db, &name)?,
-            "admission_order" => rebuild::<(&str, i64, &str), ()>(db, &name)?,
-            "outcome_index" => rebuild::<(&str, &str, &str), ()>(db, &name)?,
-            "seal_by_run" | "heads_by_run" => rebuild::<(&str, &str), u64>(db, &name)?,
-            "log_nodes" => rebuild::<(&str, u8, u64), &[u8]>(db, &name)?,
-            "moved_runs" => rebuild::<(&str, &str), ()>(db, &name)?,
-            "heads_entries" => rebuild::<(&str, u64, &str), (u64, &[u8])>(db, &name)?,
-            "signed_checkpoints" | "cosigned_checkpoints" => {
-                rebuild::<(&str, u64), (u64, &[u8], &str)>(db, &name)?;
-            }
-            seals if seals.starts_with("seals/") => rebuild::<u64, (&str, &[u8])>(db, &name)?,
+            "records" | "records_z" => task.table::<(&str, &str, u64), RecordValue>(name)?,
+            "runs" => task.table::<(&str, &str), RunValue>(name)?,
+            "idempotency" => task.table::<(&str, &str), &str>(name)?,
+            "admission_order" => task.table::<(&str, i64, &str), ()>(name)?,
+            "outcome_index" => task.table::<(&str, &str, &str), ()>(name)?,
+            "seal_by_run" | "heads_by_run" => task.table::<(&str, &str), u64>(name)?,
+            "log_nodes" => task.table::<(&str, u8, u64), &[u8]>(name)?,
+            "moved_runs" => task.table::<(&str, &str), ()>(name)?,
+            "heads_entries" => task.table::<(&str, u64, &str), (u64, &[u8])>(name)?,
+            "signed_checkpoints" | "cosigned_checkpoints" => task.table::<(&str, u64), (u64, &[u8], &str)>(name)?,
+            seals if seals.starts_with("seals/") => task.table::<u64, (&str, &[u8])>(name)?,
             _ => {}
         }
     }
+    Ok(())
+}
+
+/// Rewrites every table of this crate in key order (see
+/// [`RedbStore::compact`]); a table this crate does not know is left alone.
+fn rebuild_every_table(db: &Database) -> Result<(), redb::Error> {
+    struct Rebuild<'a>(&'a Database);
+    impl EachTable for Rebuild<'_> {
+        fn table<K: redb::Key + 'static, V: redb::Value + 'static>(&self, name: &str) -> Result<(), redb::Error> {
+            rebuild::<K, V>(self.0, name)
+        }
+    }
+    let (names, layout) = tables_of(&db.begin_read()?)?;
+    each_table(&names, layout, &Rebuild(db))
+}
+
+/// Reads, through a read-only opening, every row of every table that
+/// `compact` and `migrate` rewrite, each key and value decoded as they
+/// decode it, before either opens the file for writing. redb panics on a
+/// page changed by hand; in the middle of a rewrite that panic leaves the
+/// file needing a repair, whose checksums then find the changed page under
+/// both roots ("All roots are corrupted": the whole store unreadable, where
+/// every other run read before). Read here, the damage is refused (by
+/// [`guarded`]) with nothing written. A file that needs a repair cannot be
+/// opened read-only: it is repaired, which checks every page, when opened.
+fn read_every_row(path: &Path) -> Result<(), OpenError> {
+    struct ReadEveryRow<'a>(&'a ReadTransaction);
+    impl EachTable for ReadEveryRow<'_> {
+        fn table<K: redb::Key + 'static, V: redb::Value + 'static>(&self, name: &str) -> Result<(), redb::Error> {
+            let table = self.0.open_table(TableDefinition::<K, V>::new(name))?;
+            for row in table.iter()? {
+                let (key, value) = row?;
+                drop((key.value(), value.value()));
+            }
+            Ok(())
+        }
+    }
+    let db = match shared_read_only().open_read_only(path) {
+        Ok(db) => db,
+        Err(redb::DatabaseError::RepairAborted) => return Ok(()),
+        Err(err) => return Err(opening(path, err)),
+    };
+    let txn = db.begin_read().map_err(io)?;
+    let (names, layout) = tables_of(&txn).map_err(|err| open_error(path, err))?;
+    each_table(&names, layout, &ReadEveryRow(&txn)).map_err(|err| open_error(path, err))?;
     Ok(())
 }
 
