@@ -266,6 +266,17 @@ fn looks_private(text: &str) -> bool {
     text.to_ascii_uppercase().contains("PRIVATE+KEY+")
 }
 
+/// Whether a key file's path is rather a key's base64 (a seed pasted where
+/// its file's path goes): such a path is never printed.
+fn looks_like_key_material(path: &Path) -> bool {
+    let text = path.to_string_lossy();
+    (40..=4096).contains(&text.len())
+        && text.len().is_multiple_of(4)
+        && !text.starts_with('/')
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+        && !path.exists()
+}
+
 /// The refusal of a private key given where a log's public key is wanted;
 /// it does not show the key.
 fn private_key_refusal(what: &str) -> String {
@@ -284,9 +295,15 @@ const MAX_KEY_FILE_BYTES: u64 = 4096;
 fn read_cosigner(path: &Path) -> Result<Cosigner, String> {
     use std::io::Read as _;
     let mut text = String::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(MAX_KEY_FILE_BYTES + 1).read_to_string(&mut text))
-        .map_err(|err| format!("reading {}: {err}", path.display()))?;
+    std::fs::File::open(path).and_then(|file| file.take(MAX_KEY_FILE_BYTES + 1).read_to_string(&mut text)).map_err(
+        |err| match looks_like_key_material(path) {
+            true => format!(
+                "reading the key file: {err}; what was given as its path looks like key material (base64), not a \
+                 path, and is not shown: give the path of the file keygen wrote"
+            ),
+            false => format!("reading {}: {err}", path.display()),
+        },
+    )?;
     if text.len() as u64 > MAX_KEY_FILE_BYTES {
         return Err(format!("{}: larger than {MAX_KEY_FILE_BYTES} bytes, not a key file", path.display()));
     }
@@ -559,7 +576,20 @@ fn write_secret(path: &Path, contents: &str) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::looks_private;
+    use super::{looks_private, read_cosigner};
+
+    /// R-OPS-1 (review 53's note): a key's seed given where its file's
+    /// path goes was printed back ("reading SEED: No such file"). Such a
+    /// path is not shown; a path that is one still is.
+    #[test]
+    fn r_ops_1_a_seed_given_as_the_key_file_path_is_not_echoed() {
+        let seed = "BFuEQKUUEWpDHJ7FEK68tV9lmaDqnijilR6l0a1b2c3d";
+        let said = read_cosigner(std::path::Path::new(seed)).err().unwrap_or_default();
+        assert!(!said.contains(seed) && said.contains("not shown"), "{said}");
+        let missing = "/nonexistent/agentplane/witness.key";
+        let said = read_cosigner(std::path::Path::new(missing)).err().unwrap_or_default();
+        assert!(said.contains(missing), "{said}");
+    }
 
     #[test]
     fn a_private_key_is_told_by_its_prefix_not_by_a_name_saying_private() {
