@@ -2007,3 +2007,61 @@ fn r_ops_1_show_matches_each_end_to_its_start_in_a_forged_run() {
         assert_eq!(took_one_second, line.contains("step s"), "{line}");
     }
 }
+
+/// Rewrites record `seq` of `run` as a newer build's (its version raised,
+/// unsigned, its own hash made to match), as someone with the store file
+/// and no key can; with `head`, the runs table's head follows it.
+fn raise_version_in_place(plane: &Path, run: &str, seq: Option<u64>, head: bool) {
+    use journal_core::testkit::TamperAccess;
+    let store = store_redb::RedbStore::open(&plane.join("agentplane.redb")).unwrap();
+    let tenant = journal_core::TenantId::new("default").unwrap();
+    let run = journal_core::RunId::new(run).unwrap();
+    let rows = journal_core::Store::read_run(&store, &tenant, &run).unwrap().rows;
+    let seq = seq.unwrap_or(rows.len() as u64);
+    let row = rows[seq as usize - 1].clone();
+    let bytes = String::from_utf8(row.bytes.clone()).unwrap().replacen("\"v\":1,", "\"v\":2,", 1).into_bytes();
+    let hash = journal_core::ChainHash::link(&row.prev_hash, &bytes);
+    store.overwrite_row(&tenant, &run, journal_core::StoredRecord { bytes, hash, signature: None, ..row });
+    if head {
+        store.set_runs_head(&tenant, &run, journal_core::ExpectedHead { seq, hash });
+    }
+}
+
+/// R-VER-4, R-UX-2: a record whose version was raised and whose own hash
+/// was made to match, the record after it still linking to the hash as
+/// written (or, for the last record of a sealed run, its seal committing to
+/// it), was answered by every read command as build skew (exit 3, "read it
+/// with the build that wrote it": an operator upgrades and moves on). The
+/// chain says the bytes are not the ones written: exit 1, findings.
+#[test]
+fn r_ver_4_a_version_raised_in_place_is_a_finding_in_every_read_command_not_build_skew() {
+    let dir = demo_dir();
+    let (origin, log_key, _) = keys_of(dir.path());
+    let sealed = sealed_run(dir.path());
+    let failed = json(dir.path(), &["runs", "--outcome", "failed", "--json"])[0]["run"].as_str().unwrap().to_owned();
+    // The failed run: record 2 of it; the sealed run: its last record, the
+    // runs table's head made to follow (only the seal still disagrees).
+    raise_version_in_place(dir.path(), &failed, Some(2), false);
+    raise_version_in_place(dir.path(), &sealed, None, true);
+    for run in [&failed, &sealed] {
+        for args in [
+            vec!["show", run.as_str()],
+            vec!["cost", run.as_str()],
+            vec!["export", run.as_str(), "-o", "out.export"],
+            vec!["diff", failed.as_str(), sealed.as_str()],
+        ] {
+            let out = agentplane(dir.path(), &args);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+        }
+    }
+    for args in [
+        vec!["runs"],
+        vec!["cost"],
+        vec!["resume", failed.as_str()],
+        vec!["verify"],
+        vec!["--origin", &origin, "audit", "--log-key", &log_key],
+    ] {
+        let out = agentplane(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
+    }
+}

@@ -184,7 +184,43 @@ fn verify_rows(
     expected_head: Option<ExpectedHead>,
     check: ChainCheck<'_>,
 ) -> Result<Vec<VerifiedRecord>, JournalError> {
-    verify_rows_or_back(run, rows, expected_head, check).map_err(|failed| failed.error)
+    verify_rows_or_back(run, rows, expected_head, check).map_err(|failed| {
+        let Failed { error, verified, row, rest } = *failed;
+        match (&error, row) {
+            // A skew is a statement about the reader only once the chain
+            // vouches for the bytes (R-VER-4): the rows after the one this
+            // build cannot read must still link to it, their signatures
+            // verify, and the recorded head be the chain's. A record whose
+            // version was raised and its own hash made to match, the rest
+            // of the chain left as written, is tamper, never "run the build
+            // that wrote it".
+            (JournalError::BuildSkew(_), Some(row)) => {
+                held_past_the_skew(run, verified.len(), &row, rest, expected_head, check).err().unwrap_or(error)
+            }
+            _ => error,
+        }
+    })
+}
+
+/// The rest of a chain past `row`, the `index`-th, whose body this build
+/// cannot read: the links, signatures and recorded head that need no body.
+fn held_past_the_skew(
+    run: &RunId,
+    index: usize,
+    row: &StoredRecord,
+    rest: impl Iterator<Item = StoredRecord>,
+    expected_head: Option<ExpectedHead>,
+    check: ChainCheck<'_>,
+) -> Result<(), JournalError> {
+    let mut prev = row.hash;
+    let mut count = index + 1;
+    for row in rest {
+        check_link(run, count, prev, &row)?;
+        check_signature(run, &row, check)?;
+        prev = row.hash;
+        count += 1;
+    }
+    check_head(run, count, prev, expected_head)
 }
 
 fn verify_rows_or_back<I: ExactSizeIterator<Item = StoredRecord>>(

@@ -322,11 +322,31 @@ impl<'a> Journal<'a> {
             Some(verifier) => {
                 let signed = signed_hashes(&stored.rows);
                 let prechecked = Prechecked::new(verifier, &signed);
-                verify_run(run, &stored.rows, stored.head, ChainCheck { verifier: Some(&prechecked), ..check })?
+                verify_run(run, &stored.rows, stored.head, ChainCheck { verifier: Some(&prechecked), ..check })
             }
-            None => verify_run(run, &stored.rows, stored.head, check)?,
-        };
+            None => verify_run(run, &stored.rows, stored.head, check),
+        }
+        .map_err(|err| self.skew_held_to_seal(run, err, &stored))?;
         self.with_seal_checked(run, records, stored.head, stored.seal, stored.outcome)
+    }
+
+    /// A build skew (R-VER-4) of a run whose seal commits to another head
+    /// than its chain's is tamper: the seal was made over the bytes as
+    /// written, so a record rewritten as a newer build's (its hash, and the
+    /// runs table's head, made to match) does not pass for a rolling deploy.
+    fn skew_held_to_seal(&self, run: &RunId, err: JournalError, stored: &RunRows) -> JournalError {
+        let (true, Some(seal), Some(last)) = (err.is_build_skew(), &stored.seal, stored.rows.last()) else {
+            return err;
+        };
+        if SealLeaf::new(self.origin, run, ExpectedHead { seq: last.seq, hash: last.hash }).matches(&seal.leaf_bytes) {
+            return err;
+        }
+        JournalError::Tamper {
+            run: run.clone(),
+            seq: last.seq,
+            kind: TamperKind::SealMismatch,
+            detail: Some("the seal's leaf does not match the journal".into()),
+        }
     }
 
     /// [`Journal::verify`] with `check` as given: its verifier has the
@@ -337,7 +357,8 @@ impl<'a> Journal<'a> {
         stored: &RunRows,
         check: ChainCheck<'_>,
     ) -> Result<VerifiedRun, JournalError> {
-        let records = verify_run(run, &stored.rows, stored.head, check)?;
+        let records = verify_run(run, &stored.rows, stored.head, check)
+            .map_err(|err| self.skew_held_to_seal(run, err, stored))?;
         self.with_seal_checked(run, records, stored.head, stored.seal.clone(), stored.outcome)
     }
 

@@ -302,3 +302,61 @@ fn r_ver_4_bytes_no_build_writes_rechained_are_tamper_not_build_skew() {
     let err = single_row_refusal(&record.run, unknown_kind, hash);
     assert!(err.is_build_skew() && !err.is_tamper(), "a kind a newer build writes is skew: {err:?}");
 }
+
+/// The golden records as one run's stored rows, chained from genesis.
+fn golden_rows() -> Vec<StoredRecord> {
+    let mut prev = ChainHash::GENESIS;
+    golden_records()
+        .unwrap()
+        .iter()
+        .map(|record| {
+            let row = StoredRecord::new(record, prev, None).unwrap();
+            prev = row.hash;
+            row
+        })
+        .collect()
+}
+
+fn verify_golden(rows: &[StoredRecord], head: Option<journal_core::ExpectedHead>) -> Result<(), JournalError> {
+    let upcasters = Upcasters::builtin();
+    let check = journal_core::ChainCheck {
+        upcasters: &upcasters,
+        verifier: None,
+        options: journal_core::VerifyOptions::default(),
+    };
+    journal_core::verify_run(&golden_records().unwrap()[0].run, rows, head, check).map(drop)
+}
+
+/// R-VER-4, R-CHAIN-5: a record rewritten by someone with the store and no
+/// key, its version raised and its own hash made to match, while the record
+/// after it still links to the hash as written (or the runs table's head
+/// still names the head as written), was refused as build skew (exit 3,
+/// "read it with the build that wrote it"): the parse came before the rest
+/// of the chain was held to it. The skew is only the reader's when the whole
+/// chain and its recorded head vouch for the bytes; here they do not, and
+/// the read says tamper.
+#[test]
+fn r_ver_4_a_version_raised_and_rechained_in_place_is_tamper_when_the_rest_of_the_chain_disagrees() {
+    let rows = golden_rows();
+    let head = rows.last().map(|row| journal_core::ExpectedHead { seq: row.seq, hash: row.hash });
+    assert!(verify_golden(&rows, head).is_ok());
+    // Record 3 raised to v7 and rechained alone: record 4 no longer links.
+    let mut forged = rows.clone();
+    forged[2].bytes = with_field(&forged[2].bytes, "v", serde_json::json!(7));
+    forged[2].hash = ChainHash::link(&forged[2].prev_hash, &forged[2].bytes);
+    let err = verify_golden(&forged, head).unwrap_err();
+    assert!(err.is_tamper() && !err.is_build_skew(), "{err:?}");
+    assert!(matches!(err, JournalError::Tamper { seq: 4, kind: journal_core::TamperKind::BrokenLink, .. }), "{err:?}");
+    // The last record raised and rechained: the recorded head disagrees.
+    let mut forged = rows.clone();
+    let last = forged.len() - 1;
+    forged[last].bytes = with_field(&forged[last].bytes, "v", serde_json::json!(7));
+    forged[last].hash = ChainHash::link(&forged[last].prev_hash, &forged[last].bytes);
+    let err = verify_golden(&forged, head).unwrap_err();
+    assert!(err.is_tamper() && !err.is_build_skew(), "{err:?}");
+    // The same forgery with every later link and the head made to agree is
+    // indistinguishable from a newer writer: build skew, as R-VER-4 says.
+    let head = forged.last().map(|row| journal_core::ExpectedHead { seq: row.seq, hash: row.hash });
+    let err = verify_golden(&forged, head).unwrap_err();
+    assert!(err.is_build_skew(), "{err:?}");
+}
