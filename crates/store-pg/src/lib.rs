@@ -262,9 +262,10 @@ fn stored_version(client: &mut impl postgres::GenericClient) -> Result<i32, Open
 }
 
 /// The schema version table altered to hold another type: damage to
-/// repair, not a panic.
-fn schema_version_type(err: postgres::Error) -> JournalError {
-    JournalError::Io(StorageError::message(format!("the schema version is not an integer: {err}")))
+/// repair ([`OpenError::DamagedSchema`]), never a panic, nor a storage
+/// failure to retry.
+fn schema_version_type(err: postgres::Error) -> OpenError {
+    OpenError::DamagedSchema { detail: format!("the schema version table does not hold what a plane writes: {err}") }
 }
 
 /// Creates or upgrades the schema in one transaction. Any number of

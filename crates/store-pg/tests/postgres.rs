@@ -93,6 +93,8 @@ fn r_store_3_a_schema_version_deleted_or_doubled_behind_the_plane_is_damage() {
         "UPDATE agentplane_schema SET version = 0",
         "UPDATE agentplane_schema SET version = -4",
         "INSERT INTO agentplane_schema (version) VALUES (1)",
+        // Of another type: an I/O failure (exit 2, retried) it was, not damage.
+        "ALTER TABLE agentplane_schema ALTER version TYPE bigint",
     ];
     let mut wrong = Vec::new();
     for attack in attacks {
