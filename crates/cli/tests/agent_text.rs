@@ -50,7 +50,12 @@ fn r_ux_3_runs_prints_no_control_character_of_an_unverified_runs_problem() {
         text.replace("{\"step\":\"a\"}", "{\"step\":\"a\",\"\\u001b[1A\\u001b[2K\\u001b]0;owned\\u0007\\n\":1}");
     assert_ne!(forged, text);
     let hash = journal_core::ChainHash::link(&last.prev_hash, forged.as_bytes());
+    let seq = last.seq;
     store.overwrite_row(&tenant(), &run, journal_core::StoredRecord { hash, bytes: forged.into_bytes(), ..last });
+    // The recorded head made to match too: nothing else commits to the
+    // bytes as written, so the problem is the shape this build cannot read
+    // (review 65: with the head left, it is tamper, and quotes nothing).
+    store.set_runs_head(&tenant(), &run, journal_core::ExpectedHead { seq, hash });
     drop(store);
     let out = agentplane(dir.path(), &["runs", "--store", "plane.redb", "--origin", ORIGIN]);
     let stdout = String::from_utf8(out.stdout).unwrap();
