@@ -80,6 +80,7 @@ fn redb_upkeep_failure(err: store_redb::OpenError, command: Option<&str>) -> Fai
             Failure::Io(held.to_string())
         }
         newer @ store_redb::OpenError::NewerLayout { .. } => Failure::BuildSkew(newer.to_string()),
+        damaged @ store_redb::OpenError::DamagedLayout { .. } => Failure::Findings(damaged.to_string()),
         store_redb::OpenError::Journal(err)
             if let Some(command) = command
                 && store_redb::refused_a_write(&err) =>

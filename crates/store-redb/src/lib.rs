@@ -98,11 +98,7 @@ impl Layout {
         match value {
             None | Some(1) => Ok(Self::One),
             Some(2) => Ok(Self::Two),
-            Some(0) => Err(OpenError::Journal(JournalError::Io(StorageError::message(format!(
-                "{} names storage layout 0, which no agentplane build writes: its bookkeeping (table meta, key \
-                 layout) is damaged. Restore the file from a backup",
-                path().display()
-            ))))),
+            Some(0) => Err(OpenError::DamagedLayout { path: path() }),
             Some(layout) => Err(OpenError::NewerLayout { path: path(), layout }),
         }
     }
@@ -238,6 +234,17 @@ pub enum OpenError {
         /// The layout the file names.
         layout: u64,
     },
+    /// The file names storage layout 0, which no build writes: its
+    /// bookkeeping was changed behind the store (damage, not build skew).
+    #[error(
+        "{} names storage layout 0, which no agentplane build writes: its bookkeeping (table meta, key layout) is \
+         damaged. Restore the file from a backup (this one is evidence: keep a copy)",
+        path.display()
+    )]
+    DamagedLayout {
+        /// The store file.
+        path: PathBuf,
+    },
     /// [`RedbStore::compact`] or [`RedbStore::migrate`] needs the file to
     /// itself, and other processes have it open (a plane, its sweep, a
     /// reader: they share the file). Nothing was changed.
@@ -293,9 +300,10 @@ impl From<OpenError> for JournalError {
     fn from(err: OpenError) -> Self {
         match err {
             OpenError::Journal(err) => err,
-            other @ (OpenError::Held { .. } | OpenError::InUse { .. } | OpenError::NewerLayout { .. }) => {
-                JournalError::Io(StorageError::message(other.to_string()))
-            }
+            other @ (OpenError::Held { .. }
+            | OpenError::InUse { .. }
+            | OpenError::NewerLayout { .. }
+            | OpenError::DamagedLayout { .. }) => JournalError::Io(StorageError::message(other.to_string())),
         }
     }
 }

@@ -308,14 +308,15 @@ fn r_store_3_an_append_keeps_the_encoding_of_its_own_row_bytes() {
 /// R-STORE-3: a `meta` naming layout 0, which no build writes, is damage,
 /// never build skew: it was refused as "storage layout 0, newer than this
 /// build reads ... use that build or a later one" (exit 3), sending the
-/// operator after a build that does not exist.
+/// operator after a build that does not exist. Its own variant, so the
+/// command line's exit is damage's (1), not I/O's (review 65's note).
 #[test]
 fn r_store_3_a_layout_no_build_writes_is_damage_not_build_skew() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("journal.redb");
     a_file_naming_layout(&path, 0);
     let damaged = |what: &str, result: Result<(), OpenError>| match result {
-        Err(OpenError::Journal(err)) => assert!(err.to_string().contains("is damaged"), "{what}: {err}"),
+        Err(err @ OpenError::DamagedLayout { .. }) => assert!(err.to_string().contains("is damaged"), "{what}: {err}"),
         other => panic!("{what}: a file naming layout 0 is damage: {other:?}"),
     };
     damaged("open", RedbStore::open(&path).map(drop));
