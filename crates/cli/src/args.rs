@@ -482,11 +482,27 @@ pub fn record_key(spec: &str) -> Result<(String, [u8; 32]), Failure> {
     if spec.to_ascii_uppercase().contains("PRIVATE") {
         return Err(key_error("--record-key", spec, &"a private key"));
     }
-    let shown = crate::output::shown(spec);
-    let (key_id, public) =
-        spec.split_once('=').ok_or_else(|| Failure::Usage(format!("--record-key {shown}: expected KEY_ID=BASE64")))?;
+    // Never the value: a record key's seed (its base64 alone, which ends in
+    // `=`, or the key file's `record KEY_ID SEED` line) given here would be
+    // printed (R-OPS-1). The key id is named when it is no key material.
+    let named = spec
+        .split_once('=')
+        .map(|(id, _)| id)
+        .filter(|id| {
+            !id.contains(char::is_whitespace) && id.bytes().any(|b| !(b.is_ascii_alphanumeric() || b"+/".contains(&b)))
+        })
+        .map_or_else(String::new, |id| format!(" {}=...", crate::output::shown(id)));
+    let unshown = "(the value is not shown, in case it is a private key)";
+    let (key_id, public) = spec
+        .split_once('=')
+        .ok_or_else(|| Failure::Usage(format!("--record-key: expected KEY_ID=BASE64 {unshown}")))?;
     let public = STANDARD.decode(public).ok().and_then(|b| <[u8; 32]>::try_from(b).ok());
-    let public = public.ok_or_else(|| Failure::Usage(format!("--record-key {shown}: not a base64 32-byte key")))?;
+    let public = public.ok_or_else(|| {
+        Failure::Usage(format!(
+            "--record-key{named}: not KEY_ID=BASE64 of a 32-byte public key (`agentplane keys --print record-key` \
+             prints the plane's) {unshown}"
+        ))
+    })?;
     Ok((key_id.to_owned(), public))
 }
 
@@ -563,6 +579,23 @@ mod key_error_tests {
         }
         let said = key_error("--log-key", &format!("w1+0badf00d+{seed}"), &"x").message();
         assert!(said.contains("w1+0badf00d+..."), "names the key: {said}");
+    }
+
+    /// R-OPS-1: a record key's seed (the key file's `record KEY_ID SEED`
+    /// line) given as `--record-key` was echoed whole in the refusal: the
+    /// seed's base64 ends in `=`, so it split there as KEY_ID=BASE64 with an
+    /// empty key, and the line pasted whole the same. Neither is shown; a
+    /// key id that is no key material still is.
+    #[test]
+    fn r_ops_1_a_record_seed_given_as_the_record_key_is_never_echoed() {
+        let seed = STANDARD.encode([0x5a_u8; 32]);
+        let stem = seed.trim_end_matches('=');
+        for spec in [seed.clone(), format!("record spiffe://o/runtime {seed}"), stem.to_owned()] {
+            let said = record_key(&spec).unwrap_err().message();
+            assert!(!said.contains(stem.get(..12).unwrap()), "{said}");
+        }
+        let said = record_key("spiffe://o/runtime=AAAA").unwrap_err().message();
+        assert!(said.contains("spiffe://o/runtime"), "names the key id: {said}");
     }
 
     /// Review 60's note: a witness's cosignature key given as `--log-key`
