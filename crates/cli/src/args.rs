@@ -485,13 +485,8 @@ pub fn record_key(spec: &str) -> Result<(String, [u8; 32]), Failure> {
     // Never the value: a record key's seed (its base64 alone, which ends in
     // `=`, or the key file's `record KEY_ID SEED` line) given here would be
     // printed (R-OPS-1). The key id is named when it is no key material.
-    let named = spec
-        .split_once('=')
-        .map(|(id, _)| id)
-        .filter(|id| {
-            !id.contains(char::is_whitespace) && id.bytes().any(|b| !(b.is_ascii_alphanumeric() || b"+/".contains(&b)))
-        })
-        .map_or_else(String::new, |id| format!(" {}=...", crate::output::shown(id)));
+    let named =
+        spec.split_once('=').and_then(|(id, _)| name_shown(id)).map_or_else(String::new, |id| format!(" {id}=..."));
     let unshown = "(the value is not shown, in case it is a private key)";
     let (key_id, public) = spec
         .split_once('=')
@@ -504,6 +499,16 @@ pub fn record_key(spec: &str) -> Result<(String, [u8; 32]), Failure> {
         ))
     })?;
     Ok((key_id.to_owned(), public))
+}
+
+/// The NAME of a NAME=BASE64 key (a record key's id, a witness's name),
+/// quoted for a refusal, unless it may be key material: 20 characters or
+/// more, none beyond base64's (a seed's base64, 43 of them and `=`, given
+/// alone splits at its `=` as its own NAME), or holding a space (a key
+/// file's line; R-OPS-1). A short name (`w1`) is shown.
+pub fn name_shown(name: &str) -> Option<String> {
+    let material = name.len() >= 20 && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"+/".contains(&b));
+    (!material && !name.contains(char::is_whitespace)).then(|| crate::output::shown(name))
 }
 
 /// Why a key given for `flag` is not the public key it takes, said by the

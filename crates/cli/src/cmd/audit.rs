@@ -288,10 +288,15 @@ fn unverified_anchor(err: audit::AuditError) -> Failure {
 /// A witness key: a vkey (`name+hexid+base64`, type 0x04 or 0x06), or
 /// `NAME=BASE64` of its Ed25519 public key (a cosignature/v1 key).
 fn witness_key(spec: &str) -> Result<TrustedWitness, Failure> {
-    // Only the name is echoed: the BASE64 may be a private seed pasted by
-    // mistake (a key file's `record` line), and no command prints a secret (R-OPS-1).
-    let name = spec.split_once('=').map_or(spec, |(name, _)| name);
-    let bad = |why: String| Failure::Usage(format!("--witness-key {}=...: {why}", crate::output::shown(name)));
+    // Only the name is echoed, and only when it is no key material: the
+    // BASE64 may be a private seed pasted by mistake (a key file's `record`
+    // line), or the seed alone, its `=` read as the split, and no command
+    // prints a secret (R-OPS-1).
+    let name = spec.split_once('=').and_then(|(name, _)| crate::args::name_shown(name));
+    let bad = |why: String| match &name {
+        Some(name) => Failure::Usage(format!("--witness-key {name}=...: {why}")),
+        None => Failure::Usage(format!("--witness-key: {why} (the value is not shown, in case it is a private key)")),
+    };
     let key = match VerifierKey::parse(spec) {
         Ok(key) => key,
         Err(err) if !spec.contains('=') || spec.to_ascii_uppercase().contains("PRIVATE") => {
@@ -461,4 +466,29 @@ fn verdict(report: &AuditReport, assert_complete: bool) -> Result<(), Failure> {
 /// `1 finding`, `2 findings`.
 fn plural(count: usize, one: &str, many: &str) -> String {
     format!("{count} {}", if count == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use base64::Engine as _;
+
+    use super::witness_key;
+
+    /// R-OPS-1: `--witness-key` named the NAME of a NAME=BASE64 it refused,
+    /// so a record key's seed given alone (its base64 ends in `=`, split
+    /// there as NAME= and an empty key) was printed as that name. Key
+    /// material is never shown; a witness's name still is.
+    #[test]
+    fn r_ops_1_a_seed_given_as_a_witness_key_is_never_echoed() {
+        let seed = base64::engine::general_purpose::STANDARD.encode([0x5a_u8; 32]);
+        let stem = seed.trim_end_matches('=');
+        for spec in [seed.clone(), format!("{stem}=AAAA")] {
+            let said = witness_key(&spec).err().unwrap().message();
+            assert!(!said.contains(stem.get(..12).unwrap()), "{said}");
+        }
+        let said = witness_key("w1.example=AAAA").err().unwrap().message();
+        assert!(said.contains("w1.example"), "names the witness: {said}");
+    }
 }
