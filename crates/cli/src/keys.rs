@@ -23,6 +23,18 @@ pub(crate) const MAX_KEY_FILE_BYTES: u64 = 1 << 20;
 /// `agentplane.local/plane/NAME` (and `keygen` the origin of tenant `default`).
 pub const DEFAULT_ORIGIN: &str = "agentplane.local/plane";
 
+/// Whether a key file's path is rather a key's base64 (the record seed of a
+/// key file's line, pasted where its path goes): such a path is never
+/// printed (R-OPS-1).
+fn looks_like_key_material(path: &Path) -> bool {
+    let text = path.to_string_lossy();
+    (40..=4096).contains(&text.len())
+        && text.len().is_multiple_of(4)
+        && !text.starts_with('/')
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+        && !path.exists()
+}
+
 /// The plane's keys.
 pub struct PlaneKeys {
     logs: Vec<(SignerKey, Origin, LogKey)>,
@@ -84,7 +96,15 @@ impl PlaneKeys {
         let text = crate::context::read_at_most(path, MAX_KEY_FILE_BYTES).and_then(|bytes| {
             String::from_utf8(bytes).map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidData, err))
         });
-        let text = text.map_err(|err| Failure::Usage(format!("reading key file {}: {err}. {why}", path.display())))?;
+        let text = text.map_err(|err| {
+            Failure::Usage(match looks_like_key_material(path) {
+                true => format!(
+                    "reading the key file: {err}; what was given as its path looks like key material (base64), not a \
+                     path, and is not shown: give the path of the plane's key file. {why}"
+                ),
+                false => format!("reading key file {}: {err}. {why}", path.display()),
+            })
+        })?;
         let bad = |what: &str| Failure::Usage(format!("key file {}: {what}", path.display()));
         let mut logs = Vec::new();
         let mut record = None;
@@ -174,5 +194,27 @@ impl PlaneKeys {
         let mut verifier = Ed25519Verifier::new();
         verifier.trust(self.record.key_id(), self.record.public_key()).map_err(Failure::Io)?;
         Ok(verifier)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// R-OPS-1: the record key's seed (the base64 of the key file's
+    /// `record` line) given where the key file's path goes (`--keys`, or
+    /// `keys =` in agentplane.toml) was printed back: "reading key file
+    /// SEED: No such file or directory". Such a path is not shown; a path
+    /// that is one still is.
+    #[test]
+    fn r_ops_1_a_seed_given_as_the_key_file_path_is_not_echoed() {
+        let seed = STANDARD.encode([0x5a_u8; 32]);
+        let said = PlaneKeys::read(Path::new(&seed)).err().unwrap().message();
+        assert!(!said.contains(seed.trim_end_matches('=')) && said.contains("not shown"), "{said}");
+        let missing = "/nonexistent/agentplane/agentplane.key";
+        let said = PlaneKeys::read(Path::new(missing)).err().unwrap().message();
+        assert!(said.contains(missing), "{said}");
     }
 }
