@@ -466,8 +466,12 @@ fn run(cli: Cli) -> Result<(), String> {
                 if looks_private(spec) {
                     return Err(private_key_refusal("--log"));
                 }
-                let (origin, vkey) =
-                    spec.split_once('=').ok_or_else(|| format!("--log {spec:?}: expected ORIGIN=VKEY"))?;
+                // Without `ORIGIN=` it is not shown either: a private key
+                // pasted without its `PRIVATE+KEY+` prefix has a verifier
+                // key's shape, and a cosignature key's base64 has no `=`.
+                let (origin, vkey) = spec.split_once('=').ok_or_else(|| {
+                    "--log: expected ORIGIN=VKEY (what was given is not shown, in case it is a private key)".to_owned()
+                })?;
                 add_log(&mut watched, origin, vkey, &format!("--log {origin:?}=..."))?;
             }
             if watched.is_empty() {

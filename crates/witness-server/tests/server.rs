@@ -289,6 +289,32 @@ fn a_private_key_given_as_a_log_key_is_refused_and_never_echoed() {
     assert!(!stderr.contains(&seed[..16]), "the private key is echoed: {stderr}");
 }
 
+/// R-OPS-1 (01c5c16's case, on the witness): a private key pasted without
+/// its `PRIVATE+KEY+` prefix has a verifier key's shape (`name+id+base64`,
+/// no `=` in a cosignature key's base64), so `--log` given it alone, with
+/// no `ORIGIN=`, was refused as "expected ORIGIN=VKEY" quoting it whole,
+/// seed and all. The argument is not shown.
+#[test]
+fn r_ops_1_a_log_argument_without_its_origin_is_never_echoed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (key_file, skey, seed) = made_key(dir.path());
+    let unprefixed = skey.strip_prefix("PRIVATE+KEY+").unwrap();
+    assert!(!unprefixed.contains('='), "{unprefixed}");
+    let state = dir.path().join("w.redb");
+    let (code, stderr) = witness_binary(&[
+        "serve".as_ref(),
+        "--state".as_ref(),
+        state.as_os_str(),
+        "--key-file".as_ref(),
+        key_file.as_os_str(),
+        "--log".as_ref(),
+        unprefixed.as_ref(),
+    ]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("ORIGIN=VKEY"), "the refusal says what --log takes: {stderr}");
+    assert!(!stderr.contains(&seed[..16]), "the private key is echoed: {stderr}");
+}
+
 /// The configuration file is read to a bound: a file past it (or `/dev/zero`)
 /// is refused as not a configuration, never read whole into memory.
 #[test]
