@@ -27,12 +27,7 @@ pub const DEFAULT_ORIGIN: &str = "agentplane.local/plane";
 /// key file's line, pasted where its path goes): such a path is never
 /// printed (R-OPS-1).
 fn looks_like_key_material(path: &Path) -> bool {
-    let text = path.to_string_lossy();
-    (40..=4096).contains(&text.len())
-        && text.len().is_multiple_of(4)
-        && !text.starts_with('/')
-        && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
-        && !path.exists()
+    witness::may_be_key_material(&path.to_string_lossy()) && !path.exists()
 }
 
 /// The plane's keys.

@@ -269,12 +269,7 @@ fn looks_private(text: &str) -> bool {
 /// Whether a key file's path is rather a key's base64 (a seed pasted where
 /// its file's path goes): such a path is never printed.
 fn looks_like_key_material(path: &Path) -> bool {
-    let text = path.to_string_lossy();
-    (40..=4096).contains(&text.len())
-        && text.len().is_multiple_of(4)
-        && !text.starts_with('/')
-        && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
-        && !path.exists()
+    witness::may_be_key_material(&path.to_string_lossy()) && !path.exists()
 }
 
 /// The refusal of a private key given where a log's public key is wanted;

@@ -376,3 +376,14 @@ impl SignerKey {
         }
     }
 }
+
+/// Whether `text`, given where a file's path goes, may rather be key
+/// material: the base64 of a seed (a key file's line pasted in its path's
+/// place). A command that cannot open such a "path" never prints it.
+/// Absolute paths and texts with other characters are paths.
+pub fn may_be_key_material(text: &str) -> bool {
+    (40..=4096).contains(&text.len())
+        && text.len().is_multiple_of(4)
+        && !text.starts_with('/')
+        && text.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+}

@@ -18,7 +18,7 @@ pub use cosignature::{
     count_witnesses, verify_cosignatures,
 };
 pub use error::{CheckpointError, CosignatureError, HistoryError, KeyError, NoteError, WitnessError};
-pub use keys::{ALG_COSIGNATURE_V1, ALG_ED25519, ALG_ML_DSA_44, SignerKey, VerifierKey, key_id};
+pub use keys::{ALG_COSIGNATURE_V1, ALG_ED25519, ALG_ML_DSA_44, SignerKey, VerifierKey, key_id, may_be_key_material};
 pub use note::{NoteSignature, NoteVerifier, VerifiedNote, assemble, open, parse_signature_lines, sign, split_note};
 pub use quorum::{
     CosignedCheckpoint, LogHistory, QuorumOutcome, SplitView, SplitViewReport, Witness, WitnessFailure,
