@@ -232,6 +232,20 @@ fn witness_binary(args: &[&std::ffi::OsStr]) -> (Option<i32>, String) {
     (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
+/// `agentplane-witness serve --state STATE --key-file KEY_FILE --log LOG`:
+/// its exit code and stderr.
+fn served(state: &std::path::Path, key_file: &std::ffi::OsStr, log: &str) -> (Option<i32>, String) {
+    witness_binary(&[
+        "serve".as_ref(),
+        "--state".as_ref(),
+        state.as_os_str(),
+        "--key-file".as_ref(),
+        key_file,
+        "--log".as_ref(),
+        log.as_ref(),
+    ])
+}
+
 /// A key made by the binary's `keygen` in `dir`: its file, its text
 /// (`PRIVATE+KEY+...`) and the base64 of its seed, which no error may show.
 fn made_key(dir: &std::path::Path) -> (std::path::PathBuf, String, String) {
@@ -260,15 +274,7 @@ fn a_private_key_given_as_a_log_key_is_refused_and_never_echoed() {
     let state = dir.path().join("w.redb");
     // The last: base64 padding, split at its `=`, would make the key the "origin".
     for spec in [format!("{ORIGIN}={skey}"), skey.clone(), format!("{skey}=")] {
-        let (code, stderr) = witness_binary(&[
-            "serve".as_ref(),
-            "--state".as_ref(),
-            state.as_os_str(),
-            "--key-file".as_ref(),
-            key_file.as_os_str(),
-            "--log".as_ref(),
-            spec.as_ref(),
-        ]);
+        let (code, stderr) = served(&state, key_file.as_os_str(), &spec);
         assert_eq!(code, Some(2), "{stderr}");
         assert!(stderr.contains("this is a private key"), "the refusal says what was given: {stderr}");
         assert!(!stderr.contains(&seed[..16]), "the private key is echoed: {stderr}");
@@ -301,15 +307,7 @@ fn r_ops_1_a_log_argument_without_its_origin_is_never_echoed() {
     let unprefixed = skey.strip_prefix("PRIVATE+KEY+").unwrap();
     assert!(!unprefixed.contains('='), "{unprefixed}");
     let state = dir.path().join("w.redb");
-    let (code, stderr) = witness_binary(&[
-        "serve".as_ref(),
-        "--state".as_ref(),
-        state.as_os_str(),
-        "--key-file".as_ref(),
-        key_file.as_os_str(),
-        "--log".as_ref(),
-        unprefixed.as_ref(),
-    ]);
+    let (code, stderr) = served(&state, key_file.as_os_str(), unprefixed);
     assert_eq!(code, Some(2), "{stderr}");
     assert!(stderr.contains("ORIGIN=VKEY"), "the refusal says what --log takes: {stderr}");
     assert!(!stderr.contains(&seed[..16]), "the private key is echoed: {stderr}");
@@ -350,21 +348,12 @@ fn r_ops_1_a_private_key_given_for_a_key_file_or_in_a_configuration_is_never_ech
     let state = dir.path().join("w.redb");
     let plane = Plane::new(1);
     let log = format!("{ORIGIN}={}", plane.key.verifier_key());
-    let given_for_key_file = [
-        "serve".as_ref(),
-        "--state".as_ref(),
-        state.as_os_str(),
-        "--key-file".as_ref(),
-        skey.as_ref(),
-        "--log".as_ref(),
-        log.as_ref(),
-    ];
     let stray = ["serve".as_ref(), skey.as_ref()];
     let config = dir.path().join("witness.toml");
     let unquoted = format!("state = {state:?}\nkey_file = {skey}\n");
     let quoted = format!("state = {state:?}\nkey_file = \"{skey}\"\n");
     let mut runs: Vec<(String, (Option<i32>, String))> = vec![
-        ("--key-file".into(), witness_binary(&given_for_key_file)),
+        ("--key-file".into(), served(&state, std::ffi::OsStr::new(&skey), &log)),
         ("a stray argument".into(), witness_binary(&stray)),
     ];
     for (what, text) in [("unquoted key_file", unquoted), ("quoted key_file", quoted)] {
