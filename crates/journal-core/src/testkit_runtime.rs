@@ -17,6 +17,19 @@ fn runtime(store: Arc<dyn Store>) -> Runtime {
     RuntimeBuilder::new(store).tenant(tenant(), crate::testkit::origin(), None).build().expect("runtime")
 }
 
+/// A plane on a memory store: tenant `t` of `origin`, and the runtime over
+/// it (the set-up of the tests that need the store behind a runtime).
+pub fn memory_plane(origin: &str) -> (Arc<crate::MemoryStore>, TenantId, crate::Origin, Runtime) {
+    let store = Arc::new(crate::MemoryStore::new());
+    let tenant = TenantId::new("t").expect("a valid tenant id");
+    let origin = crate::Origin::new(origin).expect("a valid origin");
+    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), origin.clone(), None)
+        .build()
+        .expect("runtime");
+    (store, tenant, origin, runtime)
+}
+
 fn request(key: &str, budget: Budget) -> AdmitRequest {
     AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget }
 }

@@ -9,20 +9,13 @@ use journal_core::regression::{RunContext, replay};
 use journal_core::runtime::RuntimeError;
 use journal_core::{
     Admission, AdmitRequest, Budget, ChainCheck, Counters, EffectOutput, EffectResult, Journal, MemoryStore, Origin,
-    RunId, RunStatus, Runtime, RuntimeBuilder, Store, TenantId, Upcasters, VerifiedRecord, VerifyOptions,
+    RunId, RunStatus, Runtime, TenantId, Upcasters, VerifiedRecord, VerifyOptions,
 };
 
 const ORIGIN: &str = "agent-input.test/plane";
 
 fn plane() -> (Arc<MemoryStore>, TenantId, Origin, Runtime) {
-    let store = Arc::new(MemoryStore::new());
-    let tenant = TenantId::new("t").unwrap();
-    let origin = Origin::new(ORIGIN).unwrap();
-    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
-        .tenant(tenant.clone(), origin.clone(), None)
-        .build()
-        .unwrap();
-    (store, tenant, origin, runtime)
+    journal_core::testkit_runtime::memory_plane(ORIGIN)
 }
 
 fn admit<'rt>(

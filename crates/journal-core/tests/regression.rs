@@ -11,7 +11,7 @@ use journal_core::regression::{Divergence, RunContext, replay, replay_export, re
 use journal_core::runtime::RuntimeError;
 use journal_core::{
     Admission, AdmitRequest, Budget, ChainCheck, Counters, EffectOutput, EffectResult, Journal, LogView, MemoryStore,
-    Origin, Outcome, RunId, RunStatus, RuntimeBuilder, Store, TenantId, Upcasters, VerifiedRecord, VerifyOptions,
+    Origin, Outcome, RunId, RunStatus, Store, TenantId, Upcasters, VerifiedRecord, VerifyOptions,
 };
 use journal_core::{Dimension, DoubtAnswer};
 
@@ -68,14 +68,7 @@ struct Recorded {
 
 /// A memory store with one tenant, and the runtime over it.
 fn empty_plane() -> (Arc<MemoryStore>, TenantId, Origin, journal_core::Runtime) {
-    let store = Arc::new(MemoryStore::new());
-    let tenant = TenantId::new("t").unwrap();
-    let origin = Origin::new(ORIGIN).unwrap();
-    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
-        .tenant(tenant.clone(), origin.clone(), None)
-        .build()
-        .unwrap();
-    (store, tenant, origin, runtime)
+    journal_core::testkit_runtime::memory_plane(ORIGIN)
 }
 
 fn record(count: u32) -> Recorded {
