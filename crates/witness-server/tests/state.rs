@@ -56,6 +56,16 @@ fn honest_and_fork(size: u64, shared: u64) -> (Plane, Plane) {
     (honest, fork)
 }
 
+/// [`honest_and_fork`] of size 5 sharing 2 leaves, the honest log's
+/// checkpoint cosigned by a witness on `state` that is then stopped.
+fn cosigned_then_stopped(state: &Path) -> (Plane, Plane) {
+    let (honest, fork) = honest_and_fork(5, 2);
+    let server = try_start(&honest, state).unwrap();
+    assert!(cosigns(&server.url(), &honest));
+    server.shutdown();
+    (honest, fork)
+}
+
 /// Flips one bit of the stored root of `plane`'s current tree in the file.
 fn damage_stored_root(state: &Path, plane: &Plane) {
     let mut bytes = std::fs::read(state).unwrap();
@@ -167,10 +177,7 @@ fn spawn_binary_from(
 fn r_wit_6_a_state_file_emptied_behind_the_witness_is_never_started_afresh() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("witness.redb");
-    let (mut honest, fork) = honest_and_fork(5, 2);
-    let server = try_start(&honest, &state).unwrap();
-    assert!(cosigns(&server.url(), &honest));
-    server.shutdown();
+    let (mut honest, fork) = cosigned_then_stopped(&state);
     std::fs::OpenOptions::new().write(true).open(&state).unwrap().set_len(0).unwrap();
     let server = try_start(&honest, &state).unwrap();
     assert!(!cosigns(&server.url(), &fork), "the fork of the checkpoint cosigned before was cosigned");
@@ -203,10 +210,7 @@ fn r_wit_6_a_state_file_emptied_behind_the_witness_is_never_started_afresh() {
 fn r_wit_6_a_state_file_damaged_while_stopped_is_refused_not_trusted() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("witness.redb");
-    let (mut honest, _) = honest_and_fork(5, 2);
-    let server = try_start(&honest, &state).unwrap();
-    assert!(cosigns(&server.url(), &honest));
-    server.shutdown();
+    let (mut honest, _) = cosigned_then_stopped(&state);
     damage_stored_root(&state, &honest);
     match try_start(&honest, &state) {
         Ok(server) => {
@@ -505,10 +509,7 @@ fn r_wit_6_a_hand_edited_state_entry_is_refused_at_start_naming_it() {
         for mark_kept in [true, false] {
             let dir = tempfile::tempdir().unwrap();
             let state = dir.path().join("witness.redb");
-            let (mut honest, fork) = honest_and_fork(5, 2);
-            let server = try_start(&honest, &state).unwrap();
-            assert!(cosigns(&server.url(), &honest));
-            server.shutdown();
+            let (mut honest, fork) = cosigned_then_stopped(&state);
             edit_stored_entry(&state, &honest, edit);
             if !mark_kept {
                 std::fs::remove_file(dir.path().join("witness.redb.highwater")).unwrap();
