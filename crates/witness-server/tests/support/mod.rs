@@ -110,13 +110,16 @@ pub fn misbehaving_server(behaviour: Misbehaviour) -> String {
     url
 }
 
-fn serve_one(mut stream: TcpStream, behaviour: &Misbehaviour) {
+/// Reads one HTTP/1.1 request off `stream`, headers then as many body bytes
+/// as its Content-Length says: the body, or `None` when the connection
+/// closed before the headers ended.
+pub fn read_request(stream: &TcpStream) -> Option<Vec<u8>> {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut content_length = 0usize;
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
+            return None;
         }
         if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
             content_length = value.trim().parse().unwrap_or(0);
@@ -127,6 +130,13 @@ fn serve_one(mut stream: TcpStream, behaviour: &Misbehaviour) {
     }
     let mut body = vec![0; content_length];
     let _ = reader.read_exact(&mut body);
+    Some(body)
+}
+
+fn serve_one(mut stream: TcpStream, behaviour: &Misbehaviour) {
+    if read_request(&stream).is_none() {
+        return;
+    }
     match behaviour {
         Misbehaviour::Raw(bytes) => {
             let _ = stream.write_all(bytes);
@@ -153,7 +163,7 @@ fn serve_one(mut stream: TcpStream, behaviour: &Misbehaviour) {
         Misbehaviour::Silent => {
             // Blocks until the client closes the connection.
             let mut sink = [0u8; 64];
-            while reader.read(&mut sink).unwrap_or(0) > 0 {}
+            while (&stream).read(&mut sink).unwrap_or(0) > 0 {}
         }
     }
 }
