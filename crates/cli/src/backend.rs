@@ -21,6 +21,44 @@ pub fn postgres_url(store: &Path) -> Option<&str> {
     store.to_str().filter(|text| text.starts_with("postgres://") || text.starts_with("postgresql://"))
 }
 
+/// The words a PostgreSQL key=value connection string starts with (libpq's
+/// connection keywords a person would write first).
+const KEY_VALUE_KEYWORDS: &[&str] = &[
+    "host",
+    "hostaddr",
+    "port",
+    "dbname",
+    "user",
+    "password",
+    "passfile",
+    "service",
+    "sslmode",
+    "connect_timeout",
+    "application_name",
+    "options",
+];
+
+/// Refuses a `--store` (or configured store) that is a PostgreSQL key=value
+/// connection string: read as a redb path it would make a file named after
+/// it, a password in the name, beside the plane. Only URLs name PostgreSQL.
+pub fn refuse_key_value_string(store: &Path) -> Result<(), Failure> {
+    let Some(text) = store.to_str() else { return Ok(()) };
+    let text = text.trim_start();
+    let word_end = text.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(text.len());
+    let (word, rest) = text.split_at(word_end);
+    let is_keyword = KEY_VALUE_KEYWORDS.iter().any(|keyword| word.eq_ignore_ascii_case(keyword));
+    if is_keyword && rest.trim_start().starts_with('=') {
+        return Err(Failure::Usage(format!(
+            "the store {} reads as a PostgreSQL key=value connection string, which agentplane does not take (as a \
+             path it would name a new redb file): give the store as a URL, \
+             postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME (a socket folder as ?host=/run/postgresql), or a redb \
+             file's path",
+            display(store)
+        )));
+    }
+    Ok(())
+}
+
 /// The refusal for a store file that is not there (never created by a read).
 pub fn no_store(path: &Path) -> Failure {
     // Redacted: a connection string given where a path or URL goes (a

@@ -124,6 +124,7 @@ impl Settings {
         };
         let store_chosen = cli.store.is_some() || config_store.is_some();
         let store = cli.store.clone().or(config_store).unwrap_or_else(|| PathBuf::from(DEFAULT_STORE));
+        crate::backend::refuse_key_value_string(&store)?;
         let keys = cli.keys.clone().or(config_keys).unwrap_or_else(|| PathBuf::from(DEFAULT_KEYS));
         let tenant = cli
             .tenant
@@ -395,6 +396,7 @@ pub fn init_plane(
     interval(sweep_every)?;
     let config_path = dir.join(DEFAULT_CONFIG);
     let keys_path = relative_to(&config_path, &files.keys);
+    crate::backend::refuse_key_value_string(&files.store)?;
     let store_path = relative_to(&config_path, &files.store);
     for existing in [&config_path, &keys_path] {
         if existing.exists() {

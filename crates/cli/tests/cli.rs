@@ -2065,3 +2065,29 @@ fn r_ver_4_a_version_raised_in_place_is_a_finding_in_every_read_command_not_buil
         assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out));
     }
 }
+
+/// R-OPS-1: a PostgreSQL key=value connection string given as the store
+/// (`--store`, `init --store` or a configuration's `store`) is refused as a
+/// usage error saying to give a URL; read as a redb path it made a file
+/// named after it, its password in the name, and said nothing.
+#[test]
+fn r_ops_1_a_key_value_connection_string_as_the_store_is_refused_never_made_a_file() {
+    const SECRET: &str = "kv-s3cret-77";
+    let dir = tempfile::tempdir().unwrap();
+    let kv = format!("dbname=plane user=agent password={SECRET}");
+    for args in [
+        vec!["--store", kv.as_str(), "demo"],
+        vec!["--store", kv.as_str(), "verify"],
+        vec!["init", "--store", " host = localhost dbname=plane"],
+    ] {
+        let said = fails(dir.path(), &args, 2);
+        assert!(said.contains("key=value connection string") && said.contains("postgresql://"), "{args:?}: {said}");
+        assert!(!said.contains(SECRET), "the password is never printed: {said}");
+    }
+    std::fs::write(dir.path().join("agentplane.toml"), format!("store = \"{kv}\"\nkeys = \"agentplane.key\"\n"))
+        .unwrap();
+    let said = fails(dir.path(), &["runs"], 2);
+    assert!(said.contains("key=value connection string") && !said.contains(SECRET), "{said}");
+    let made: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(made, vec![std::ffi::OsString::from("agentplane.toml")], "no file made but the test's own");
+}
