@@ -1305,8 +1305,23 @@ fn r_wit_8_sweep_every_is_quiet_until_something_changes() {
     let plane = dir.path();
     let _witnesses = plane_with_one_witness(plane, &["shop", "search"]);
     ok(plane, &["--tenant", "shop", "demo"]);
-    let child = spawned(plane, &["sweep", "--tenant", "shop", "--every", "1s", "--probe-every", "1h"]);
-    std::thread::sleep(std::time::Duration::from_millis(4_500));
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"))
+        .current_dir(plane)
+        .args(["sweep", "--tenant", "shop", "--every", "100ms", "--probe-every", "1h"])
+        .env("RUST_LOG", "agentplane.sweep=debug")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Awaits five rounds, each said on stderr as it ends, then stops it.
+    let stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut rounds = std::io::BufRead::lines(stderr);
+    let mut ended = 0;
+    while ended < 5 {
+        let line = rounds.next().expect("the sweep ended before five rounds").unwrap();
+        ended += usize::from(line.contains("round ended"));
+    }
+    std::thread::spawn(move || rounds.for_each(drop));
     let out = stopped_by_a_signal(child);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let stdout = String::from_utf8(out.stdout).unwrap();

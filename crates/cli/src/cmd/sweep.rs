@@ -334,6 +334,7 @@ pub fn sweep(
             for failure in &result.failures {
                 say_failed(failure, json, true, true);
             }
+            tracing::debug!(target: "agentplane.sweep", "round ended");
             if stop.stopped_within(every) {
                 break;
             }
