@@ -13,16 +13,37 @@ const LEAF_PREFIX: u8 = 0x00;
 const NODE_PREFIX: u8 = 0x01;
 
 /// A byte string that is not a 32-byte hash, or text that is not the
-/// lowercase or uppercase hex of one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HashParseError {
-    /// What was wrong with the input.
-    pub reason: &'static str,
+/// lowercase or uppercase hex of one. Each variant says what was wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HashParseError {
+    /// A byte string of another length than 32: refused, never truncated
+    /// or padded.
+    WrongLength {
+        /// The length received, in bytes.
+        actual: usize,
+    },
+    /// Hex text of another length than 64 bytes.
+    WrongHexLength {
+        /// The length received, in bytes of text.
+        actual: usize,
+    },
+    /// A byte of the hex text that is not `0-9`, `a-f` or `A-F`.
+    NotHexDigit {
+        /// Its byte offset in the text.
+        position: usize,
+    },
 }
 
 impl fmt::Display for HashParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "not a {HASH_LEN}-byte SHA-256 hash: {}", self.reason)
+        write!(f, "not a {HASH_LEN}-byte SHA-256 hash: ")?;
+        match self {
+            Self::WrongLength { actual } => write!(f, "got {actual} bytes"),
+            Self::WrongHexLength { actual } => {
+                write!(f, "expected {} hex digits, got {actual} bytes of text", HASH_LEN * 2)
+            }
+            Self::NotHexDigit { position } => write!(f, "byte {position} of the text is not a hex digit"),
+        }
     }
 }
 
@@ -31,25 +52,22 @@ impl std::error::Error for HashParseError {}
 fn parse_hex(text: &str) -> Result<[u8; HASH_LEN], HashParseError> {
     let digits = text.as_bytes();
     if digits.len() != HASH_LEN * 2 {
-        return Err(HashParseError { reason: "expected 64 hex digits" });
+        return Err(HashParseError::WrongHexLength { actual: digits.len() });
     }
-    let mut out = [0u8; HASH_LEN];
-    for (byte, pair) in out.iter_mut().zip(digits.chunks_exact(2)) {
-        let [high, low] = pair else {
-            return Err(HashParseError { reason: "odd number of hex digits" });
+    let digit = |position: usize| {
+        let value = match digits.get(position) {
+            Some(&d @ b'0'..=b'9') => d - b'0',
+            Some(&d @ b'a'..=b'f') => d - b'a' + 10,
+            Some(&d @ b'A'..=b'F') => d - b'A' + 10,
+            _ => return Err(HashParseError::NotHexDigit { position }),
         };
-        *byte = (hex_value(*high)? << 4) | hex_value(*low)?;
+        Ok(value)
+    };
+    let mut out = [0u8; HASH_LEN];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = (digit(2 * i)? << 4) | digit(2 * i + 1)?;
     }
     Ok(out)
-}
-
-fn hex_value(digit: u8) -> Result<u8, HashParseError> {
-    match digit {
-        b'0'..=b'9' => Ok(digit - b'0'),
-        b'a'..=b'f' => Ok(digit - b'a' + 10),
-        b'A'..=b'F' => Ok(digit - b'A' + 10),
-        _ => Err(HashParseError { reason: "a character that is not a hex digit" }),
-    }
 }
 
 /// Lowercase hex in one write: hashes are spelled in every note, leaf and
@@ -97,7 +115,7 @@ macro_rules! hash_type {
             fn try_from(bytes: &[u8]) -> Result<Self, HashParseError> {
                 <[u8; HASH_LEN]>::try_from(bytes)
                     .map(Self)
-                    .map_err(|_| HashParseError { reason: "wrong length, expected 32 bytes" })
+                    .map_err(|_| HashParseError::WrongLength { actual: bytes.len() })
             }
         }
 

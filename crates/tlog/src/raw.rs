@@ -16,7 +16,7 @@ pub enum RawVerifyError {
     Malformed {
         /// Which input: `"leaf"`, `"root"`, `"old root"`, `"new root"` or `"proof"`.
         what: &'static str,
-        /// The length problem.
+        /// What is wrong with it.
         error: HashParseError,
     },
     /// The hashes are well formed and the proof is refused.

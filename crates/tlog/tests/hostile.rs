@@ -8,8 +8,8 @@ use common::store_of;
 use std::cell::Cell;
 
 use tlog::{
-    ConsistencyProof, HashReader, InclusionProof, LeafHash, MemoryHashStore, MissingNode, NodeHash, NodeId, ProveError,
-    RootHash, Tree, VerifyError,
+    ConsistencyProof, HashParseError, HashReader, InclusionProof, LeafHash, MemoryHashStore, MissingNode, NodeHash,
+    NodeId, ProveError, RootHash, Tree, VerifyError,
 };
 
 #[test]
@@ -108,6 +108,23 @@ fn raw_hashes_of_wrong_length_are_refused_not_padded() {
     assert!(RootHash::try_from(&[0u8; 33][..]).is_err());
     let err = tlog::raw::verify_inclusion(&[0u8; 12], 0, 1, &[0u8; 12], &[] as &[&[u8]]).unwrap_err();
     assert!(matches!(err, tlog::raw::RawVerifyError::Malformed { what: "leaf", .. }), "{err:?}");
+}
+
+/// R-UX-3: a malformed hash is refused with a variant a caller can match,
+/// saying what was wrong (how long it was, where the bad digit is).
+#[test]
+fn r_ux_3_a_malformed_hash_says_what_was_wrong() {
+    assert_eq!(LeafHash::try_from(&[0u8; 31][..]), Err(HashParseError::WrongLength { actual: 31 }));
+    assert_eq!(RootHash::try_from(&[][..]), Err(HashParseError::WrongLength { actual: 0 }));
+    assert_eq!(NodeHash::from_hex("abc"), Err(HashParseError::WrongHexLength { actual: 3 }));
+    let mut text = "0".repeat(64);
+    text.replace_range(10..11, "g");
+    assert_eq!(RootHash::from_hex(&text), Err(HashParseError::NotHexDigit { position: 10 }));
+    // A two-byte character where two digits go: 64 bytes, not hex.
+    let accented = format!("\u{e9}{}", "0".repeat(62));
+    assert_eq!(RootHash::from_hex(&accented), Err(HashParseError::NotHexDigit { position: 0 }));
+    let err = RootHash::try_from(&[0u8; 33][..]).unwrap_err();
+    assert_eq!(err.to_string(), "not a 32-byte SHA-256 hash: got 33 bytes");
 }
 
 #[test]
