@@ -276,9 +276,9 @@ pub enum CosignatureCheck {
 
 impl TrustedWitness {
     /// Trusts a witness's verifier key: a cosignature/v1 key (0x04) or an
-    /// ML-DSA-44 key (0x06). A note key (0x01) is refused rather than
-    /// silently re-derived: its key id is not the one on the witness's
-    /// cosignature lines.
+    /// ML-DSA-44 key (0x06). A note key (0x01) is refused
+    /// ([`KeyError::NotAWitnessKey`]) rather than silently re-derived: its
+    /// key id is not the one on the witness's cosignature lines.
     pub fn new(key: VerifierKey) -> Result<Self, KeyError> {
         let algorithm = match key.algorithm() {
             ALG_COSIGNATURE_V1 => WitnessAlgorithm::CosignatureV1(
@@ -288,9 +288,7 @@ impl TrustedWitness {
                 key.ml_dsa_44_key().ok_or(KeyError::Malformed("not a 1312-byte ML-DSA-44 public key"))?,
             )),
             ALG_ED25519 => {
-                return Err(KeyError::Malformed(
-                    "this is a note-signing key (0x01); a witness is trusted by its cosignature key (0x04 or 0x06)",
-                ));
+                return Err(KeyError::NotAWitnessKey { name: key.name().to_owned(), algorithm: ALG_ED25519 });
             }
             other => return Err(KeyError::UnknownAlgorithm(other)),
         };

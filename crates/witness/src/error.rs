@@ -59,6 +59,19 @@ pub enum KeyError {
         /// Its type byte.
         algorithm: u8,
     },
+    /// A log's note key (0x01) where a witness's cosignature key is wanted:
+    /// a witness is trusted by its cosignature key (0x04 Ed25519, 0x06
+    /// ML-DSA-44), whose key id is the one on its cosignature lines; a note
+    /// key is not silently re-derived as one.
+    #[error(
+        "key {name} is of type 0x{algorithm:02x}, a log's note-signing key, not a witness cosignature key: a witness is trusted by its cosignature key, type 0x04 (Ed25519) or 0x06 (ML-DSA-44); ask the witness for that vkey"
+    )]
+    NotAWitnessKey {
+        /// The key name.
+        name: String,
+        /// Its type byte.
+        algorithm: u8,
+    },
     /// No randomness for a fresh key.
     #[error("cannot read randomness for a new key: {0}")]
     Randomness(String),

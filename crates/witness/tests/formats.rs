@@ -313,7 +313,7 @@ fn r_wit_3_untrusted_lines_ignored_and_bad_trusted_lines_refused() {
     assert!(matches!(verify_cosignatures(body, &[bad], &trusted), Err(CosignatureError::BadSignature { .. })));
     // A note key is not a cosignature key: refused with a reason, not re-derived.
     let note_key = SignerKey::from_seed("w.test/a", ALG_ED25519, [1; 32]).unwrap().verifier_key();
-    assert!(matches!(TrustedWitness::new(note_key), Err(KeyError::Malformed(_))));
+    assert!(matches!(TrustedWitness::new(note_key), Err(KeyError::NotAWitnessKey { algorithm: ALG_ED25519, .. })));
 }
 
 #[test]
