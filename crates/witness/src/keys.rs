@@ -292,6 +292,10 @@ impl SignerKey {
         let stated = parse_key_id(id)?;
         let encoded = decode_base64_canonical(key).ok_or(KeyError::Malformed("the key is not canonical base64"))?;
         let (&algorithm, seed) = encoded.split_first().ok_or(KeyError::Malformed("the key is empty"))?;
+        // The type first: a seed length is only wrong for a type we know.
+        if !matches!(algorithm, ALG_ED25519 | ALG_COSIGNATURE_V1 | ALG_ML_DSA_44) {
+            return Err(KeyError::UnknownAlgorithm(algorithm));
+        }
         let seed: [u8; 32] = seed.try_into().map_err(|_| KeyError::WrongKeyLength {
             algorithm,
             expected: ED25519_KEY_LEN,
