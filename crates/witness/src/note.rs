@@ -284,11 +284,16 @@ pub(crate) fn check_text(text: &str) -> Result<(), NoteError> {
 }
 
 /// Signs `text` with Ed25519 note keys (algorithm 0x01) and returns the whole
-/// note, byte-identical to Go's `note.Sign`.
+/// note, byte-identical to Go's `note.Sign`. A note [`open`] would refuse is
+/// never returned: at most [`MAX_SIGNATURES`] signers, and the whole note at
+/// most [`MAX_NOTE_BYTES`] ([`NoteError::BadText`] otherwise).
 pub fn sign(text: &str, signers: &[&SignerKey]) -> Result<String, NoteError> {
     check_text(text)?;
     if signers.is_empty() {
         return Err(NoteError::BadText("no signer given"));
+    }
+    if signers.len() > MAX_SIGNATURES {
+        return Err(NoteError::BadText("more than 100 signers: no reader accepts a note with that many signatures"));
     }
     let mut signatures = Vec::with_capacity(signers.len());
     for signer in signers {
@@ -304,5 +309,12 @@ pub fn sign(text: &str, signers: &[&SignerKey]) -> Result<String, NoteError> {
             signature: signature.to_vec(),
         });
     }
-    Ok(assemble(text, &signatures))
+    let note = assemble(text, &signatures);
+    // What is signed here must open: `open` refuses a note past the limit.
+    if note.len() > MAX_NOTE_BYTES {
+        return Err(NoteError::BadText(
+            "with its signature lines the note would be larger than the 1 MiB note limit: sign shorter text",
+        ));
+    }
+    Ok(note)
 }

@@ -4,7 +4,8 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use witness::{ALG_ED25519, KeyError, SignerKey, TrustedWitness};
+use witness::note::{MAX_NOTE_BYTES, MAX_SIGNATURES};
+use witness::{ALG_ED25519, KeyError, NoteError, NoteVerifier, SignerKey, TrustedWitness, open, sign};
 
 /// An skey of a type this crate does not know (0x02, ECDSA in
 /// transparency-dev/witness) is refused as that type, whatever its length:
@@ -36,4 +37,34 @@ fn r_ux_3_a_note_key_offered_as_a_witness_key_is_named_by_its_type() {
     );
     let err = TrustedWitness::parse(&note_key.to_string()).unwrap_err();
     assert!(err.to_string().contains("0x01"), "{err}");
+}
+
+/// R-NOTE-1: what `sign` returns, `open` reads. Text that fits the limit
+/// alone but not with its signature line, or more signers than a note may
+/// carry, is refused when signing rather than producing a note no reader
+/// (Go's included) accepts.
+#[test]
+fn r_note_1_sign_never_returns_a_note_open_refuses() {
+    let signer = SignerKey::from_seed("log.test", ALG_ED25519, [3; 32]).unwrap();
+    let verifier = signer.verifier_key();
+    let trusted: [&dyn NoteVerifier; 1] = [&verifier];
+
+    let near_limit = format!("{}\n", "a".repeat(MAX_NOTE_BYTES - 50));
+    assert!(matches!(sign(&near_limit, &[&signer]), Err(NoteError::BadText(_))));
+
+    // The longest text that still fits signs and opens.
+    let line_len = sign("a\n", &[&signer]).unwrap().len() - "a\n".len();
+    let fits = format!("{}\n", "a".repeat(MAX_NOTE_BYTES - line_len - 1));
+    let note = sign(&fits, &[&signer]).unwrap();
+    assert_eq!(note.len(), MAX_NOTE_BYTES);
+    assert_eq!(open(note.as_bytes(), &trusted).unwrap().text(), fits);
+
+    let keys: Vec<SignerKey> = (0..=MAX_SIGNATURES)
+        .map(|i| SignerKey::from_seed(&format!("log.test/{i}"), ALG_ED25519, [i as u8; 32]).unwrap())
+        .collect();
+    let many: Vec<&SignerKey> = keys.iter().collect();
+    assert!(matches!(sign("text\n", &many), Err(NoteError::BadText(_))));
+    let note = sign("text\n", &many[..MAX_SIGNATURES]).unwrap();
+    let first = keys[0].verifier_key();
+    assert!(open(note.as_bytes(), &[&first]).is_ok());
 }
