@@ -438,9 +438,10 @@ pub fn init_plane(
     };
     agentplane_cli::plane_config::check(&config).map_err(|err| Failure::Usage(err.to_string()))?;
     let high_water = crate::high_water::path_beside(&keys_path);
-    if high_water.exists() {
-        return Err(Failure::Usage(format!("{} exists: a plane is already made here", high_water.display())));
-    }
+    // A mark saying nothing was signed, alone: an `init` killed before its
+    // key file was made. `PlaneKeys::write` replaces it.
+    crate::keys::mark_in_the_way(&keys_path)
+        .map_err(|_| Failure::Usage(format!("{} exists: a plane is already made here", high_water.display())))?;
     let keys = PlaneKeys::generate(&origins)?;
     keys.write(&keys_path)?;
     if let Err(err) = write_config(&config_path, &config) {

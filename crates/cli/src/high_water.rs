@@ -106,6 +106,14 @@ impl FileHighWater {
         crate::output::write_new(&path, body.as_bytes(), false).map_err(|err| io(&path, &err))
     }
 
+    /// Whether the mark at `path` says that nothing was signed (a line
+    /// `ORIGIN never` for each origin it names): what `init` and `keygen`
+    /// write before the key file, so no key signed anything it marks.
+    pub fn says_nothing_signed(path: &Path) -> Result<bool, HighWaterError> {
+        let lines = Self::at(path.to_path_buf()).read()?;
+        Ok(lines.is_some_and(|lines| lines.iter().all(|line| matches!(line.entry, Entry::Never))))
+    }
+
     fn read(&self) -> Result<Option<Vec<Line>>, HighWaterError> {
         let damaged = |line: usize, reason: &str| HighWaterError::Damaged {
             path: self.path.display().to_string(),

@@ -127,17 +127,27 @@ impl PlaneKeys {
         Ok(Self { logs, record: record.ok_or_else(|| bad("no record key"))? })
     }
 
-    /// Writes a new key file, refusing to overwrite one, and beside it the
+    /// Writes a new key file, refusing to overwrite one, and before it the
     /// plane's high-water mark with nothing signed yet for its origins
-    /// ([`crate::high_water`]).
+    /// ([`crate::high_water`]): killed in between (power lost, a SIGKILL),
+    /// the mark is left alone, which the same command replaces
+    /// ([`mark_in_the_way`]). Made the other way round, a key file was left
+    /// without its mark, and the plane, which had signed nothing, refused to
+    /// sign or admit anything (its mark lost).
     pub fn write(&self, path: &Path) -> Result<(), Failure> {
-        let high_water = crate::high_water::path_beside(path);
-        if high_water.exists() {
+        if path.exists() {
             return Err(Failure::Usage(format!(
-                "{} exists: it is the high-water mark of a plane's keys (never make new keys beside it)",
-                high_water.display()
+                "key file {} exists: a plane's keys are never overwritten (use them, or give --keys another path)",
+                path.display()
             )));
         }
+        let high_water = crate::high_water::path_beside(path);
+        if mark_in_the_way(path)? {
+            // It says nothing was signed, and no key file is beside it.
+            std::fs::remove_file(&high_water)
+                .map_err(|err| Failure::Io(format!("removing {}: {err}", high_water.display())))?;
+        }
+        crate::high_water::FileHighWater::create(path, self).map_err(|err| Failure::Io(err.to_string()))?;
         let mut body = String::from("# agentplane plane keys: keep this file secret\n");
         for (signer, _, _) in &self.logs {
             body.push_str(&format!("log {}\n", signer.to_skey()));
@@ -145,13 +155,11 @@ impl PlaneKeys {
         body.push_str(&format!("record {} {}\n", self.record.key_id(), STANDARD.encode(self.record.seed())));
         // Whole or not at all (R-UX-3): a disk that fills up leaves no
         // half-written key file to refuse the next try.
-        crate::output::write_new(path, body.as_bytes(), true)
-            .map_err(|err| Failure::Io(format!("creating key file {}: {err}", path.display())))?;
-        if let Err(err) = crate::high_water::FileHighWater::create(path, self) {
-            // Nothing was signed with the keys just written: they go again,
-            // so that the next try starts from nothing.
-            let _ = std::fs::remove_file(path);
-            return Err(Failure::Io(err.to_string()));
+        if let Err(err) = crate::output::write_new(path, body.as_bytes(), true) {
+            // Nothing was signed with the keys not written: their mark goes
+            // again, so that the next try starts from nothing.
+            let _ = std::fs::remove_file(&high_water);
+            return Err(Failure::Io(format!("creating key file {}: {err}", path.display())));
         }
         Ok(())
     }
@@ -190,6 +198,26 @@ impl PlaneKeys {
         verifier.trust(self.record.key_id(), self.record.public_key()).map_err(Failure::Io)?;
         Ok(verifier)
     }
+}
+
+/// Whether a high-water mark is beside the key file at `keys`, to be
+/// replaced: a mark saying nothing was signed, with no key file beside it,
+/// is what `init` or `keygen` killed before its key file was made leaves
+/// (`Ok(true)`); no mark is `Ok(false)`; any other mark is the mark of a
+/// plane's keys, and new keys are never made beside it (the refusal).
+pub fn mark_in_the_way(keys: &Path) -> Result<bool, Failure> {
+    let high_water = crate::high_water::path_beside(keys);
+    if !high_water.exists() {
+        return Ok(false);
+    }
+    let signed_nothing = crate::high_water::FileHighWater::says_nothing_signed(&high_water).unwrap_or(false);
+    if signed_nothing && !keys.exists() {
+        return Ok(true);
+    }
+    Err(Failure::Usage(format!(
+        "{} exists: it is the high-water mark of a plane's keys (never make new keys beside it)",
+        high_water.display()
+    )))
 }
 
 #[cfg(test)]

@@ -315,3 +315,92 @@ fn r_cover_2_resume_of_a_cut_back_run_appends_no_answer() {
     }
     resume_appends_nothing(plane, runs, "cut back", false);
 }
+
+/// Runs `agentplane ARGS` in `dir`, killed (SIGXFSZ at its default action)
+/// by the first write that takes a file past 1 KiB: a crash at that very
+/// write, with every file written before it on disk as the plane left it.
+fn agentplane_killed_at_the_first_write_past_1_kib(dir: &Path, args: &[&str]) -> Output {
+    Command::new("bash")
+        .current_dir(dir)
+        .arg("-c")
+        .arg(r#"trap - XFSZ; ulimit -f 1; exec "$0" "$@""#)
+        .arg(env!("CARGO_BIN_EXE_agentplane"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// R-PLANE-2, R-UX-3: `init` and `keygen` killed part way (power lost, a
+/// SIGKILL) between their two files. The key file was made first and the
+/// high-water mark after it: killed in between, the key file stayed without
+/// its mark, so the next `init` or `keygen` refused ("exists"), and every
+/// signature and admission of the plane, which had never signed anything,
+/// refused as an integrity alarm (its mark lost). The mark, saying nothing
+/// is signed yet, is now on disk before the key file; a mark left alone
+/// (killed before the key file was made) says nothing was signed by any
+/// key, and the same `init` or `keygen` makes the plane again. A mark that
+/// says a tree was signed is still never replaced.
+#[test]
+fn r_plane_2_init_and_keygen_killed_between_their_files_are_run_again() {
+    // A base whose key file fits in 1 KiB and whose mark does not: each
+    // grows by two bytes a byte of the origin, and the mark is the larger.
+    let measured = tempfile::tempdir().unwrap();
+    let base = |n: usize| format!("example.test/{}", "a".repeat(n));
+    ok(measured.path(), &["keygen", "--origin", &format!("{}/default", base(300))]);
+    let size = |file: &str| usize::try_from(std::fs::metadata(measured.path().join(file)).unwrap().len()).unwrap();
+    let (key, mark) = (size("agentplane.key"), size("agentplane.highwater"));
+    assert!(key < 1024 && mark > key + 2, "key file {key} bytes, mark {mark}");
+    let base = base(300 + (1024 - key) / 2);
+    let origin = format!("{base}/default");
+    let runs: [Vec<&str>; 2] =
+        [vec!["init", "--origin-base", &base], vec!["--store", "k.redb", "keygen", "--origin", &origin]];
+    for args in &runs {
+        let dir = tempfile::tempdir().unwrap();
+        let killed = agentplane_killed_at_the_first_write_past_1_kib(dir.path(), args);
+        assert_eq!(killed.status.code(), None, "killed by the signal: {}", text(&killed));
+        assert!(
+            !dir.path().join("agentplane.key").exists() || dir.path().join("agentplane.highwater").exists(),
+            "{} killed part way left a key file without its high-water mark",
+            args[0]
+        );
+        ok(dir.path(), args);
+        if args[0] == "init" {
+            ok(dir.path(), &["demo"]);
+            ok(dir.path(), &["checkpoint"]);
+        } else {
+            assert!(ok(dir.path(), &["--origin", &origin, "keys", "--print", "log-key"]).starts_with(&origin));
+        }
+    }
+
+    // Killed after the mark was on disk, before the key file (and the
+    // configuration) were: the mark alone, saying nothing was signed.
+    for args in &runs {
+        let dir = tempfile::tempdir().unwrap();
+        ok(dir.path(), args);
+        let mark = std::fs::read_to_string(dir.path().join("agentplane.highwater")).unwrap();
+        for file in ["agentplane.key", "agentplane.toml"] {
+            let _ = std::fs::remove_file(dir.path().join(file));
+        }
+        ok(dir.path(), args);
+        let again = std::fs::read_to_string(dir.path().join("agentplane.highwater")).unwrap();
+        assert_ne!(again, mark, "the new keys' mark replaced the one no key file was left beside");
+        assert!(dir.path().join("agentplane.key").exists());
+    }
+
+    // A mark that says a tree was signed is never replaced.
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["init"]);
+    ok(dir.path(), &["demo"]);
+    ok(dir.path(), &["checkpoint"]);
+    let mark = std::fs::read_to_string(dir.path().join("agentplane.highwater")).unwrap();
+    for file in ["agentplane.key", "agentplane.toml"] {
+        std::fs::remove_file(dir.path().join(file)).unwrap();
+    }
+    // Another store: the one the plane signed holds runs, refused first.
+    for args in [["--store", "k.redb", "init"], ["--store", "k.redb", "keygen"]] {
+        let said = fails(dir.path(), &args, 2);
+        assert!(said.contains("agentplane.highwater"), "{said}");
+        assert_eq!(std::fs::read_to_string(dir.path().join("agentplane.highwater")).unwrap(), mark);
+        assert!(!dir.path().join("agentplane.key").exists());
+    }
+}
