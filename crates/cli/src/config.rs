@@ -398,6 +398,23 @@ pub fn init_plane(
     let keys_path = relative_to(&config_path, &files.keys);
     crate::backend::refuse_key_value_string(&files.store)?;
     let store_path = relative_to(&config_path, &files.store);
+    let high_water = crate::high_water::path_beside(&keys_path);
+    if !config_path.exists()
+        && keys_path.exists()
+        && crate::high_water::FileHighWater::says_nothing_signed(&high_water).unwrap_or(false)
+    {
+        // What an `init` stopped (a crash, a kill) after the keys and before
+        // the configuration leaves, or what `keygen` makes: keys that never
+        // signed anything, no plane.
+        return Err(Failure::Usage(format!(
+            "{keys} exists without {config}, and its high-water mark {mark} says it never signed anything: an \
+             `init` stopped before it wrote its configuration, or keys made by `keygen`. To make the plane, \
+             delete {keys} and {mark}, then run `init` again (or write {config} by hand to keep these keys)",
+            keys = keys_path.display(),
+            config = config_path.display(),
+            mark = high_water.display()
+        )));
+    }
     for existing in [&config_path, &keys_path] {
         if existing.exists() {
             return Err(Failure::Usage(format!("{} exists: a plane is already made here", existing.display())));
@@ -437,7 +454,6 @@ pub fn init_plane(
         witnesses,
     };
     agentplane_cli::plane_config::check(&config).map_err(|err| Failure::Usage(err.to_string()))?;
-    let high_water = crate::high_water::path_beside(&keys_path);
     // A mark saying nothing was signed, alone: an `init` killed before its
     // key file was made. `PlaneKeys::write` replaces it.
     crate::keys::mark_in_the_way(&keys_path)
