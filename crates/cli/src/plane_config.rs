@@ -118,6 +118,17 @@ pub enum ConfigError {
         /// The other.
         second: String,
     },
+    /// More witnesses than a cosigned checkpoint can carry.
+    #[error(
+        "{count} witnesses are configured; a cosigned checkpoint carries at most {max} cosignatures beside the \
+         log's own signature: configure fewer witnesses"
+    )]
+    TooManyWitnesses {
+        /// The witnesses configured.
+        count: usize,
+        /// The most a cosigned checkpoint carries.
+        max: usize,
+    },
     /// A witness key this build cannot use.
     #[error("witness {url}: {reason}")]
     WitnessKey {
@@ -195,6 +206,12 @@ pub fn check(config: &PlaneConfig) -> Result<(), ConfigError> {
             }
         }
     }
+    if config.witnesses.len() > journal_core::MAX_WITNESS_KEYS {
+        return Err(ConfigError::TooManyWitnesses {
+            count: config.witnesses.len(),
+            max: journal_core::MAX_WITNESS_KEYS,
+        });
+    }
     for entry in &config.witnesses {
         check_witness_key(&entry.key).map_err(|reason| ConfigError::WitnessKey { url: entry.url.clone(), reason })?;
     }
@@ -226,5 +243,15 @@ mod tests {
             assert!(!said.contains("AQAAAA") && !said.contains("1a2b3c4d"), "{said}");
             assert!(said.starts_with("line 1, column "), "{said}");
         }
+    }
+
+    /// Every input has a size bound: a configuration naming more witnesses
+    /// than a cosigned checkpoint carries (99 beside the log's signature)
+    /// is refused when read, before a runtime is built on it.
+    #[test]
+    fn more_witnesses_than_a_cosigned_checkpoint_carries_are_refused() {
+        let entry = "[[witness]]\nurl = \"http://w.example\"\nkey = \"w+00000000+AQ\"\n";
+        let config = parse(&format!("store = \"s.redb\"\nkeys = \"k\"\n{}", entry.repeat(100))).unwrap();
+        assert_eq!(check(&config), Err(ConfigError::TooManyWitnesses { count: 100, max: 99 }));
     }
 }

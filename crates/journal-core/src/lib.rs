@@ -49,8 +49,8 @@ pub use record::{
 };
 pub use run_state::RunState;
 pub use runtime::{
-    Admission, AdmitRequest, BuildError, EffectOutput, RunHandle, RunStatus, Runtime, RuntimeBuilder, RuntimeError,
-    SweepOutcome, SweepReport, TimeWindow,
+    Admission, AdmitRequest, BuildError, EffectOutput, MAX_WITNESS_KEYS, RunHandle, RunStatus, Runtime, RuntimeBuilder,
+    RuntimeError, SweepOutcome, SweepReport, TimeWindow,
 };
 pub use seal::SealLeaf;
 #[cfg(feature = "signing")]

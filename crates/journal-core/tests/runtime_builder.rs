@@ -98,3 +98,19 @@ fn r_aud_10_witness_keys_with_one_name_and_key_id_are_refused_at_build() {
     );
     builder().witness_keys(vec![honest]).build().unwrap();
 }
+
+/// Every input has a size bound: a runtime trusting more witness keys than
+/// a cosigned note can carry beside the log's signature (100 signature
+/// lines, as Go's note package reads) is refused at build. Built, a round
+/// met by all of them stored a note no reader opens, and every later round
+/// found the store's cosigned checkpoint unverifiable.
+#[test]
+fn more_witness_keys_than_a_cosigned_note_carries_are_refused_at_build() {
+    let clients = |count: u8| (1..=count).map(witness_client).collect::<Vec<_>>();
+    assert_eq!(journal_core::MAX_WITNESS_KEYS, 99);
+    let err = builder().witnesses(clients(100), WitnessQuorum::of(1)).build().err().unwrap();
+    assert_eq!(err, BuildError::TooManyWitnessKeys { keys: 100, max: 99, lines: 100 });
+    assert!(err.to_string().contains("configure fewer witnesses"), "{err}");
+    let runtime = builder().witnesses(clients(99), WitnessQuorum::of(1)).build().unwrap();
+    assert_eq!(runtime.witness_policy().1.needed(), 1);
+}

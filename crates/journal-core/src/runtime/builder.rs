@@ -70,7 +70,27 @@ pub enum BuildError {
     /// against the wrong key.
     #[error("the witness keys are not distinct: {0}")]
     WitnessKeysNotDistinct(#[source] witness::KeyError),
+    /// More witness keys than a cosigned note can carry beside the log's
+    /// signature: a met round's note would hold more signature lines than
+    /// any reader (this one, Go's) opens, and every later round would find
+    /// it unverifiable.
+    #[error(
+        "{keys} witness keys are configured; a cosigned checkpoint carries at most {max} (with the log's own \
+         signature, the {lines} lines a signed note may hold): configure fewer witnesses"
+    )]
+    TooManyWitnessKeys {
+        /// The witness keys configured.
+        keys: usize,
+        /// The most a cosigned note can carry.
+        max: usize,
+        /// The signature lines a note may hold.
+        lines: usize,
+    },
 }
+
+/// The most witness keys a runtime takes: a cosigned note holds the log's
+/// signature and one line per witness key, [`witness::note::MAX_SIGNATURES`] in all.
+pub const MAX_WITNESS_KEYS: usize = witness::note::MAX_SIGNATURES - 1;
 
 /// Builds a [`Runtime`].
 #[derive(Default)]
@@ -222,6 +242,13 @@ impl RuntimeBuilder {
                     return Err(BuildError::WitnessKeyMissing(format!("{} ({:08x})", identity.name, identity.key_id)));
                 }
             }
+        }
+        if identities.len() > MAX_WITNESS_KEYS {
+            return Err(BuildError::TooManyWitnessKeys {
+                keys: identities.len(),
+                max: MAX_WITNESS_KEYS,
+                lines: witness::note::MAX_SIGNATURES,
+            });
         }
         let quorum = self.quorum.unwrap_or(witness::WitnessQuorum::of(0));
         let count = self.witnesses.len();

@@ -21,7 +21,7 @@ use sha2::{Digest, Sha256};
 use witness::Origin;
 
 pub use crate::run_state::{RunStatus, TimeWindow, charge, cost_in, try_cost_in};
-pub use builder::{BuildError, RuntimeBuilder};
+pub use builder::{BuildError, MAX_WITNESS_KEYS, RuntimeBuilder};
 pub use handle::{Admission, EffectOutput, RunHandle};
 pub use sweep::{
     CosignedRowsError, CosignedStanding, RememberedStandings, SweepOutcome, SweepReport, WitnessProbe, WitnessViews,
