@@ -133,7 +133,7 @@ pub struct ServerLimits {
     /// [`FILE_RESERVE`]; a larger value is lowered to that at start, with a
     /// warning.
     pub max_connections: usize,
-    /// Connections one peer (IP address) may hold at once. At the cap, the
+    /// Connections one peer (an IPv4 address, or an IPv6 /64) may hold at once. At the cap, the
     /// peer's own oldest idle connection is closed to make room; a
     /// newcomer is refused only when all of the peer's are busy. Default
     /// [`DEFAULT_MAX_PER_PEER`].
@@ -830,7 +830,7 @@ async fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>, mut stop:
                 continue;
             }
         };
-        let admitted = match registry.admit(peer.ip().to_canonical()) {
+        let admitted = match registry.admit(peer.ip()) {
             Ok(admitted) => admitted,
             Err(refusal) => {
                 tracing::debug!(target: LOG_TARGET, %peer, "refused: {refusal:?}");

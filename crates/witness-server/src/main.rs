@@ -96,8 +96,9 @@ struct LimitFlags {
     /// listener); a larger value is lowered to that, with a warning.
     #[arg(long, value_name = "N")]
     max_connections: Option<usize>,
-    /// Connections one client IP address may hold at once. At the cap, that address's oldest
-    /// idle connection is closed for the newcomer; it is refused only when all of them are busy.
+    /// Connections one client (an IPv4 address, or an IPv6 /64) may hold at once. At the cap,
+    /// its oldest idle connection is closed for the newcomer; it is refused only when all of
+    /// them are busy.
     /// Default 64.
     #[arg(long, value_name = "N")]
     max_per_peer: Option<usize>,

@@ -172,6 +172,17 @@ impl Inner {
     }
 }
 
+/// The peer a connection from `address` counts against: an IPv4 address
+/// (an IPv4-mapped IPv6 one read as IPv4), or an IPv6 address's /64, since
+/// one IPv6 host is given a whole /64 and can connect from as many of its
+/// addresses as it likes: a cap per address would bound none of them.
+pub(crate) fn peer_of(address: IpAddr) -> IpAddr {
+    match address.to_canonical() {
+        IpAddr::V6(v6) => IpAddr::V6(std::net::Ipv6Addr::from_bits(v6.to_bits() & !u128::from(u64::MAX))),
+        v4 => v4,
+    }
+}
+
 /// Every connection served, which are idle (no complete request header
 /// received since the last response), and how many each peer holds.
 pub(crate) struct Registry {
@@ -205,6 +216,7 @@ impl Registry {
     /// server's cap the oldest idle connection of all; refused when no idle
     /// connection is there to close.
     pub(crate) fn admit(&self, peer: IpAddr) -> Result<Admitted, Refusal> {
+        let peer = peer_of(peer);
         let mut inner = self.lock();
         let mut evicted = Vec::new();
         if let Some(held) = inner.peers.get(&peer)
@@ -465,6 +477,24 @@ mod tests {
         assert_eq!(registry.admit(ip(1)).err(), Some(Refusal::PerPeer));
         // Another peer is not affected.
         assert!(registry.admit(ip(2)).is_ok());
+    }
+
+    /// Issue 22, attack: one IPv6 host holds a whole /64 (2^64 addresses),
+    /// so a cap per address bounded nothing: each connection from an
+    /// address of its own, it held every place the server had, busy
+    /// (headers sent, the body stalled) until the body timeout, and again.
+    /// The cap is per /64 for IPv6, per address for IPv4.
+    #[test]
+    fn issue_22_the_addresses_of_one_ipv6_64_share_one_per_peer_cap() {
+        let registry = Arc::new(Registry::new(100, 2));
+        let v6 = |prefix: u16, last: u16| IpAddr::from([0x2001, 0xdb8, 0, prefix, 0, 0, 0, last]);
+        let first = registry.admit(v6(1, 1)).unwrap();
+        let second = registry.admit(v6(1, 2)).unwrap();
+        let (_first, _second) = (registry.busy(first.id), registry.busy(second.id));
+        assert_eq!(registry.admit(v6(1, 3)).err(), Some(Refusal::PerPeer), "a third address of one /64");
+        // Another /64, and IPv4 addresses, are peers of their own.
+        assert!(registry.admit(v6(2, 1)).is_ok());
+        assert!(registry.admit(ip(1)).is_ok() && registry.admit(ip(2)).is_ok() && registry.admit(ip(3)).is_ok());
     }
 
     #[test]
