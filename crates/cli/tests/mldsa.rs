@@ -212,3 +212,50 @@ fn r_aud_10_one_witness_with_both_keys_is_one_witness_toward_a_quorum() {
     assert_eq!(twice.status.code(), Some(2), "{}", text(&twice));
     assert!(text(&twice).contains("listed twice with one key"), "{}", text(&twice));
 }
+
+/// R-AUD-10, R-WIT-1: the count a met round reports is of witnesses, as the
+/// quorum counts them. One witness's two keys listed under two URLs of it
+/// (two clients, two answers) met a quorum of 1 as one witness, and the
+/// round said `2 cosigned` (JSON `"cosigned": 2`): the answers, not the
+/// witnesses, which a shortfall and an integrity round count.
+#[test]
+fn r_aud_10_a_met_round_reports_witnesses_not_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    let keys = json(plane, &["--tenant", "shop", "keys", "--json"]);
+    let log = witness_server::LogConfig {
+        origin: keys["origin"].as_str().unwrap().to_owned(),
+        keys: vec![witness::VerifierKey::parse(keys["log_key"].as_str().unwrap()).unwrap()],
+    };
+    let cosigner = |algorithm, seed| {
+        witness::Cosigner::new(witness::SignerKey::from_seed("cli.test/two-urls", algorithm, [seed; 32]).unwrap())
+            .unwrap()
+    };
+    let (ed, ml) = (cosigner(witness::ALG_COSIGNATURE_V1, 73), cosigner(witness::ALG_ML_DSA_44, 74));
+    let (ed_vkey, ml_vkey) = (ed.verifier_key().to_string(), ml.verifier_key().to_string());
+    let config = witness_server::WitnessConfig {
+        cosigner: ed,
+        extra_cosigners: vec![ml],
+        logs: vec![log],
+        clock: std::sync::Arc::new(witness_server::SystemClock),
+    };
+    let server = witness_server::WitnessServer::start(config, &state.path().join("both.redb"), "127.0.0.1:0").unwrap();
+    let by_name = format!("http://localhost:{}", server.addr().port());
+    let mut config =
+        std::fs::read_to_string(plane.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
+    for (url, vkey) in [(server.url(), &ed_vkey), (by_name, &ml_vkey)] {
+        config.push_str(&format!("\n[[witness]]\nurl = \"{url}\"\nkey = \"{vkey}\"\n"));
+    }
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    ok(plane, &["--tenant", "shop", "demo"]);
+
+    let out = agentplane(plane, &["sweep", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(report["outcome"], "met", "{report}");
+    assert_eq!(report["cosigned"], 1, "two answers of one witness: {report}");
+    let cosigned = ok(plane, &["--tenant", "shop", "checkpoint", "--cosigned"]);
+    assert_eq!(cosigned.matches("\n— cli.test/two-urls ").count(), 2, "both lines of the one witness: {cosigned}");
+}

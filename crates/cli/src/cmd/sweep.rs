@@ -22,6 +22,7 @@ use crate::output::{FailureRow, print_json_line, printable};
 struct RoundRow<'a> {
     /// When the round ended (RFC 3339, UTC, seconds).
     at: &'a str,
+    /// The distinct witnesses that cosigned (as the quorum counts them).
     cosigned: Option<usize>,
     needed: Option<usize>,
     needs_attention: bool,
@@ -125,7 +126,12 @@ impl Round {
             }
             SweepOutcome::Round(QuorumOutcome::Met { cosigned, failures }) => (
                 "met",
-                Some(cosigned.len()),
+                // Witnesses, as the quorum counted them (and as a shortfall
+                // reports them): not answers, of which one witness listed
+                // under two URLs gives two (R-AUD-10).
+                Some(witness::count_witnesses(
+                    cosigned.iter().flat_map(|c| &c.cosignatures).map(|c| (c.name.as_str(), c.public_key.as_slice())),
+                )),
                 None,
                 failures.iter().map(|f| (f.witness.clone(), f.error.to_string())).collect(),
             ),
