@@ -267,6 +267,21 @@ pub fn cosign_quorum(
     let mut failures = Vec::new();
     for (witness, result) in results {
         match result {
+            // Only cosignatures of the checkpoint submitted count, and only
+            // they are kept beside it: lines of another root or size verify
+            // over that checkpoint, never over ours.
+            Ok(ok) if ok.checkpoint != *signed.checkpoint() => {
+                let tree = ok.checkpoint.tree();
+                let error = WitnessError::BadAnswer {
+                    witness: witness.clone(),
+                    status: 200,
+                    reason: format!(
+                        "its cosignatures are of another checkpoint (size {}, root {}), not the one submitted",
+                        tree.size, tree.root
+                    ),
+                };
+                failures.push(WitnessFailure { witness, error });
+            }
             Ok(ok) => cosigned.push(ok),
             Err(error) if error.is_integrity() => refusals.push(WitnessFailure { witness, error }),
             Err(error) => failures.push(WitnessFailure { witness, error }),

@@ -211,3 +211,35 @@ fn r_aud_10_a_small_order_ed25519_key_is_refused_where_it_is_read() {
     let honest = cosigner("honest.test/w", 9).verifier_key().to_string();
     assert_eq!(VerifierKey::parse(&honest).unwrap().to_string(), honest);
 }
+
+/// R-WIT-1: a round counts only cosignatures of the checkpoint it
+/// submitted. A witness client (any `Witness`) answering with a valid
+/// cosignature of another checkpoint of the log (another root, another
+/// size) met the quorum with it, and the plane kept that line beside its
+/// own checkpoint as if it covered it (the next sweep then found the kept
+/// note unverifiable and refused to sign). It is now a bad answer of that
+/// witness, counted for nothing.
+#[test]
+fn r_wit_1_a_cosignature_of_another_checkpoint_never_counts_toward_the_round() {
+    let (store, signed) = log();
+    let w1 = cosigner("w1", 7);
+    let other = {
+        let mut tree = store.tree();
+        tree.size -= 1;
+        Checkpoint::new(&Origin::new(ORIGIN).unwrap(), tree)
+    };
+    let other_text = other.to_text();
+    let report =
+        verify_cosignatures(&other_text, &[w1.cosign(&other_text, 1_700_000_000).unwrap()], &[trusted(&w1)]).unwrap();
+    let elsewhere = Canned {
+        endpoint: "http://elsewhere".into(),
+        answer: CosignedCheckpoint { checkpoint: other, cosignatures: report.valid },
+    };
+    match cosign_quorum(&[&elsewhere], WitnessQuorum::of(1), &signed, &store) {
+        QuorumOutcome::Shortfall { got: 0, needed: 1, failures } => {
+            assert!(matches!(&failures[..], [failure] if matches!(failure.error, WitnessError::BadAnswer { .. })));
+            assert!(failures[0].error.to_string().contains("another checkpoint"), "{}", failures[0].error);
+        }
+        other => panic!("a cosignature of another checkpoint met the round: {other:?}"),
+    }
+}
