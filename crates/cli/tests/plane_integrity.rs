@@ -1116,3 +1116,33 @@ fn r_plane_2_an_origin_the_mark_would_read_as_a_comment_is_refused_at_init() {
     assert!(stderr.contains("starts with #"), "{stderr}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
 }
+
+/// R-WIT-7, R-WIT-9 (review 68's note): a configuration whose `quorum` is
+/// 0 or missing (serde's default) beside its witnesses made `checkpoint
+/// --cosigned` take a kept note with no cosignature at all for the latest
+/// cosigned checkpoint: a row a store writer copied from the plane's own
+/// signed checkpoint passed for witnessed. As `audit` does, it counts at
+/// least one witness.
+#[test]
+fn r_wit_7_checkpoint_cosigned_never_takes_a_note_no_witness_cosigned() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let _witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    let witnessed = json(plane, &["checkpoint", "--cosigned", "--json"]);
+    ok(plane, &["demo"]);
+    let signed = json(plane, &["checkpoint", "--json"]);
+    assert_ne!(signed["size"], witnessed["size"], "{signed} {witnessed}");
+    {
+        let store = store_redb::RedbStore::open(&plane.join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("shop").unwrap();
+        let head = journal_core::LogView::open(&store, &tenant).unwrap().head().unwrap().tree;
+        let copied = journal_core::store::SignedTree { tree: head, note: signed["note"].as_str().unwrap().to_owned() };
+        journal_core::Store::record_cosigned_checkpoint(&store, &tenant, copied).unwrap();
+    }
+    let config = std::fs::read_to_string(plane.join("agentplane.toml")).unwrap();
+    std::fs::write(plane.join("agentplane.toml"), config.replace("quorum = 1", "quorum = 0")).unwrap();
+    let latest = json(plane, &["checkpoint", "--cosigned", "--json"]);
+    assert_eq!(latest["size"], witnessed["size"], "the uncosigned copy passed for witnessed: {latest}");
+}

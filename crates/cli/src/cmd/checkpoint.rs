@@ -74,7 +74,10 @@ fn verified_latest_cosigned(settings: &Settings, reader: &Reader) -> Result<Opti
         );
     }
     let rows = reader.store.cosigned_checkpoints(&reader.tenant)?;
-    match verify_cosigned_rows(&rows, &reader.origin, &log_key, &witness_keys, plane.quorum) {
+    // At least one witness, as `audit` counts: a quorum of 0 (written, or
+    // missing from the file) would take a note no witness cosigned.
+    let quorum = plane.quorum.max(1);
+    match verify_cosigned_rows(&rows, &reader.origin, &log_key, &witness_keys, quorum) {
         Ok(newest) => {
             let row = newest.and_then(|(index, _)| rows.get(index));
             Ok(row.map(|row| cosigned_of(&reader.tenant, row)).transpose()?)
