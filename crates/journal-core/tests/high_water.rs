@@ -527,3 +527,56 @@ fn r_plane_2_a_witness_tree_the_plane_never_signed_never_stops_it_signing() {
     let signed = ask(Holds::signed(&origin, far));
     assert!(matches!(signed, Err(JournalError::WouldSignRollback { .. })), "{signed:?}");
 }
+
+/// A witness that answers only once every witness of the round has been
+/// asked: it waits (up to 10 s) for the others to arrive.
+struct AnswersWhenAllAsked {
+    asked: Arc<(std::sync::Mutex<usize>, std::sync::Condvar)>,
+    all: usize,
+    url: String,
+}
+
+impl journal_core::runtime::WitnessProbe for AnswersWhenAllAsked {
+    fn endpoint(&self) -> &str {
+        &self.url
+    }
+    fn latest(&self, _: &Origin) -> Result<Option<String>, witness::WitnessError> {
+        let (count, arrived) = &*self.asked;
+        let mut asked = count.lock().unwrap();
+        *asked += 1;
+        arrived.notify_all();
+        let (asked, waited) =
+            arrived.wait_timeout_while(asked, std::time::Duration::from_secs(10), |asked| *asked < self.all).unwrap();
+        if waited.timed_out() {
+            return Err(witness::WitnessError::Transport {
+                witness: self.url.clone(),
+                reason: format!("asked alone ({} of {} asked)", *asked, self.all),
+            });
+        }
+        Ok(None)
+    }
+}
+
+/// R-WIT-8 (review 68's note): before it signs, the sweep asks every
+/// witness what it holds, and asked one after another each slow witness
+/// added its whole timeout to the round (20 s each per tenant). They are
+/// asked at once: each of these witnesses answers only once all of them
+/// have been asked, which one at a time never happens.
+#[test]
+fn r_wit_8_the_witnesses_are_asked_what_they_hold_at_once() {
+    let store = Arc::new(MemoryStore::new());
+    seal(&store, "a");
+    let (tenant, origin) = (TenantId::new("t").unwrap(), Origin::new(ORIGIN).unwrap());
+    let asked = Arc::new((std::sync::Mutex::new(0), std::sync::Condvar::new()));
+    let probes: Vec<Arc<dyn journal_core::runtime::WitnessProbe>> = (0..3)
+        .map(|n| {
+            Arc::new(AnswersWhenAllAsked { asked: Arc::clone(&asked), all: 3, url: format!("http://w{n}.test") })
+                as Arc<dyn journal_core::runtime::WitnessProbe>
+        })
+        .collect();
+    let view = journal_core::LogView::open(store.as_ref(), &tenant).unwrap();
+    let views =
+        journal_core::runtime::ask_witnesses(&view, (&origin, &log_key().verifier_key()), &probes, None).unwrap();
+    assert!(views.failures.is_empty(), "{views:?}");
+    assert_eq!(views.answered, 3, "{views:?}");
+}

@@ -88,8 +88,25 @@ pub fn ask_witnesses(
     let tenant = view.tenant();
     let refuse = |reason: String| JournalError::WouldSignRollback { tenant: tenant.clone(), reason };
     let mut views = WitnessViews::default();
-    for probe in probes {
-        let held = probe.latest(origin).and_then(|held| {
+    // Asked all at once: one slow witness costs the round its own timeout,
+    // not each witness's in turn.
+    let answers: Vec<_> = std::thread::scope(|scope| {
+        let asked: Vec<_> = probes.iter().map(|probe| scope.spawn(|| probe.latest(origin))).collect();
+        asked
+            .into_iter()
+            .zip(probes)
+            .map(|(asking, probe)| {
+                asking.join().unwrap_or_else(|_| {
+                    Err(witness::WitnessError::Transport {
+                        witness: probe.endpoint().to_owned(),
+                        reason: "the thread asking it panicked".into(),
+                    })
+                })
+            })
+            .collect()
+    });
+    for (probe, answer) in probes.iter().zip(answers) {
+        let held = answer.and_then(|held| {
             held.map(|note| signed_by_the_plane(probe.endpoint(), &note, origin, log_key)).transpose()
         });
         match held {
