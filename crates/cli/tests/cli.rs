@@ -1178,6 +1178,34 @@ fn r_sig_3_cost_says_what_no_trusted_key_vouches_for_and_refuses_it_on_demand() 
     assert!(String::from_utf8_lossy(&keyless.stderr).contains("--require-signature"), "names the flag");
 }
 
+/// R-SIG-3: `diff` read a run a forger re-signed (one record's signature
+/// stripped, another's made under a key id of its own) and said "the two
+/// runs did the same" with no word that no key of the plane vouches for
+/// what it compared: a regression passed on records nobody signed. The
+/// lenient read still compares, and now says what no trusted key vouches
+/// for on that side, in the text and in `--json`; without the key file it
+/// says the signatures were not checked.
+#[test]
+fn r_sig_3_diff_says_what_no_trusted_key_vouches_for_on_each_side() {
+    let dir = demo_dir();
+    let run = strip_one_signature_and_sign_another_as_an_intruder(dir.path());
+    let text = ok(dir.path(), &["diff", run.as_str(), run.as_str()]);
+    assert!(text.contains("the two runs did the same"), "{text}");
+    assert!(
+        text.contains("NOT all vouched for") && text.contains("1 unsigned and 1 signed"),
+        "what no trusted key vouches for is said: {text}"
+    );
+    let report = json_exit(dir.path(), &["diff", run.as_str(), run.as_str(), "--json"], 0);
+    for side in ["a", "b"] {
+        assert!(report[side].as_str().unwrap().contains("NOT all vouched for"), "{side}: {report}");
+    }
+    let genuine = ok(dir.path(), &["runs", "--outcome", "cancelled", "--ids"]).lines().next().unwrap().to_owned();
+    let vouched = ok(dir.path(), &["diff", genuine.as_str(), genuine.as_str()]);
+    assert!(!vouched.contains("vouched") && !vouched.contains("not checked"), "{vouched}");
+    let keyless = ok(dir.path(), &["diff", run.as_str(), run.as_str(), "--keys", "no-such.key"]);
+    assert!(keyless.contains("signatures not checked"), "unchecked is never read as vouched for: {keyless}");
+}
+
 /// R-SIG-3 offline: an export of a run a forger re-signed (one record's
 /// signature stripped, another's made under a key id of its own) verifies
 /// against the log key, leniently, as the chain and the checkpoint hold; but

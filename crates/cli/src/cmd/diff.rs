@@ -3,12 +3,12 @@
 //! when they did it (run, seq, time, writer) is shown, not compared.
 
 use journal_core::compare::{IDENTITY_FIELDS, same_at, wire_body};
-use journal_core::{Counters, RunId, VerifiedRecord, VerifyOptions};
+use journal_core::{Counters, RunId, TimeWindow, VerifiedRecord, VerifyOptions};
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::Settings;
-use crate::context::{Reader, reader_upcasters};
+use crate::context::{Reader, reader_upcasters, unvouched, unvouched_said};
 use crate::failure::Failure;
 use crate::output::print_json;
 
@@ -37,8 +37,21 @@ fn load(settings: &Settings, which: &str) -> Result<(String, Vec<VerifiedRecord>
     let run = RunId::new(which).map_err(|err| {
         Failure::Usage(format!("{} is neither an export file nor a run id: {err}", crate::output::shown(which)))
     })?;
-    let verified = Reader::open(settings)?.read(&run)?;
-    Ok((run.to_string(), verified.records))
+    let reader = Reader::open(settings)?;
+    let verified = reader.read(&run)?;
+    // The read is lenient (R-SIG-3): what no trusted key vouches for is
+    // compared too, and said beside the run, so that "did the same" is never
+    // read as vouched for when it is not.
+    let said = match unvouched(&reader, &verified, TimeWindow::ALL) {
+        None => Some("its signatures not checked: the key file is not at hand".to_owned()),
+        Some(counted) => unvouched_said(
+            counted,
+            "of its records",
+            "`agentplane runs --require-signature` refuses them, `agentplane audit --require-signature` names them",
+        ),
+    };
+    let name = said.map_or_else(|| run.to_string(), |said| format!("{run} ({said})"));
+    Ok((name, verified.records))
 }
 
 /// `diff --json`. Fields in alphabetical order here and below, as the JSON
