@@ -142,3 +142,50 @@ fn fork_of_a_rewritten_source(newer_last: bool) -> (Plane, journal_core::RunId) 
     );
     (plane, fork_id)
 }
+
+/// Issue 20, R-RUN-5: a run copied in from another tenant of the same store
+/// (its rows re-appended under this tenant: no key needed) was forked by
+/// `Runtime::fork` as if it were this tenant's, and the fork was served the
+/// other tenant's effects from it as done. The CLI's reads hold a run to its
+/// tenant; the runtime's did not. Now the fork is refused, naming the tenant.
+#[test]
+fn a_run_copied_in_from_another_tenant_is_never_forked() {
+    let plane = Plane::signed();
+    let elsewhere = journal_core::TenantId::new("elsewhere").unwrap();
+    let other = journal_core::RuntimeBuilder::new(std::sync::Arc::clone(&plane.store) as std::sync::Arc<dyn Store>)
+        .tenant(elsewhere.clone(), journal_core::Origin::new("audit.test/plane/elsewhere").unwrap(), None)
+        .build()
+        .unwrap();
+    let request =
+        |key: &str| AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget: Budget::default() };
+    let Admission::New(mut theirs) = other.admit(&elsewhere, request("theirs")).unwrap() else { panic!() };
+    let id = theirs.run().clone();
+    let performed = RefCell::new(Vec::new());
+    three_effects(&mut theirs, &performed);
+    drop(theirs);
+    let rows = plane.store.read_run(&elsewhere, &id).unwrap().rows;
+    let mut head = None;
+    for row in &rows {
+        plane
+            .store
+            .append(journal_core::AppendRequest {
+                tenant: plane.tenant.clone(),
+                run: id.clone(),
+                expected_head: head,
+                row: row.clone(),
+                idempotency_key: None,
+                conclusion: None,
+                encoded_bytes: None,
+            })
+            .unwrap();
+        head = Some(journal_core::ExpectedHead { seq: row.seq, hash: row.hash });
+    }
+    let at_seq = rows.last().unwrap().seq;
+    let forked = plane.runtime.fork(&plane.tenant, &id, at_seq, request("fork"));
+    let Err(err) = forked else { panic!("a run of tenant elsewhere was forked under {}", plane.tenant) };
+    assert!(err.to_string().contains("elsewhere"), "the refusal names the tenant the run belongs to: {err}");
+    assert!(
+        plane.store.run_by_idempotency_key(&plane.tenant, "fork").unwrap().is_none(),
+        "nothing was admitted for the fork"
+    );
+}

@@ -171,7 +171,11 @@ impl Runtime {
             verifier: self.verifier.as_deref(),
             options: VerifyOptions::default(),
         };
-        Ok(self.journal(tenant).read(run, check)?)
+        // A run copied in from another tenant behind the plane is never
+        // this tenant's to resume or fork (issue 20).
+        let verified = self.journal(tenant).read(run, check)?;
+        verified.bound_to(&tenant.tenant, run)?;
+        Ok(verified)
     }
 
     /// The store.
@@ -272,7 +276,11 @@ impl Runtime {
             options: VerifyOptions::default(),
         };
         let journal = self.journal(config);
-        Ok(crate::run_state::fork_seed(|source| journal.read(source, check), run, forked)?)
+        let read = |source: &RunId| {
+            let verified = journal.read(source, check)?;
+            verified.bound_to(&config.tenant, source).map(|()| verified)
+        };
+        Ok(crate::run_state::fork_seed(read, run, forked)?)
     }
 
     /// A run's state from its journal, with a fork's source effects served from the source.
