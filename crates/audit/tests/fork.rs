@@ -189,3 +189,90 @@ fn a_run_copied_in_from_another_tenant_is_never_forked() {
         "nothing was admitted for the fork"
     );
 }
+
+/// The export of a sealed run of `plane`, as `agentplane export` writes it.
+fn export_of(plane: &Plane, run: &journal_core::RunId) -> String {
+    let upcasters = journal_core::Upcasters::builtin();
+    let check = journal_core::ChainCheck {
+        upcasters: &upcasters,
+        verifier: None,
+        options: journal_core::VerifyOptions::default(),
+    };
+    let verified =
+        journal_core::Journal::new(plane.store.as_ref(), &plane.tenant, &plane.origin).read(run, check).unwrap();
+    let view = journal_core::LogView::open(plane.store.as_ref(), &plane.tenant).unwrap();
+    let inclusion = view.inclusion(run).unwrap();
+    let signed = journal_core::log::sign_checkpoint(&plane.origin, inclusion.tree, &plane.log_key).unwrap();
+    journal_core::export::write_export(
+        &plane.tenant,
+        &plane.origin,
+        run,
+        &verified,
+        journal_core::export::ExportProof::Seal(&inclusion),
+        &signed,
+        None,
+    )
+    .unwrap()
+}
+
+/// A fork's export replayed alone by `replay_export` against the very code
+/// that made it was reported as a divergence ("effect ek:a, the record has
+/// ... here"): the effects its source served it are in the source's journal,
+/// not the fork's, and `replay_export` never served them. An honest
+/// regression failed. Now the fork is refused with a typed error that names
+/// its source and says to replay it beside its source's export
+/// (`replay_folder`), which matches.
+#[test]
+fn a_forks_export_replayed_alone_is_refused_not_reported_as_a_divergence() {
+    use journal_core::regression::{RunContext, replay_export, replay_folder};
+    let plane = Plane::signed();
+    let request =
+        |key: &str| AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget: Budget::default() };
+    let performed = RefCell::new(Vec::new());
+    let Admission::New(mut source) = plane.runtime.admit(&plane.tenant, request("source")).unwrap() else { panic!() };
+    let source_id = source.run().clone();
+    three_effects(&mut source, &performed);
+    source.succeed("done").unwrap();
+    let rows = plane.store.read_run(&plane.tenant, &source_id).unwrap().rows;
+    let at_seq = rows.iter().find(|r| r.kind == "EffectDone" && r.effect_key.as_deref() == Some("ek:b")).unwrap().seq;
+    let Admission::New(mut fork) = plane.runtime.fork(&plane.tenant, &source_id, at_seq, request("fork")).unwrap()
+    else {
+        panic!()
+    };
+    let fork_id = fork.run().clone();
+    three_effects(&mut fork, &performed);
+    fork.succeed("done").unwrap();
+
+    let agent = |run: &mut journal_core::regression::Replaying| -> Result<(), journal_core::RuntimeError> {
+        for key in ["ek:a", "ek:b", "ek:c"] {
+            run.effect(key, "work", || unreachable!("a replay performs nothing"))?;
+        }
+        run.succeed("done")
+    };
+    let keys = [plane.log_key.verifier_key()];
+    let upcasters = journal_core::Upcasters::builtin();
+    let check = journal_core::ChainCheck {
+        upcasters: &upcasters,
+        verifier: None,
+        options: journal_core::VerifyOptions::default(),
+    };
+    let plan = vec!["work".to_owned()];
+    let folder = tempfile::tempdir().unwrap();
+    for run in [&source_id, &fork_id] {
+        std::fs::write(folder.path().join(format!("{run}.export")), export_of(&plane, run)).unwrap();
+    }
+    let reports = replay_folder(folder.path(), &keys, check, &plan, agent).unwrap();
+    assert_eq!(reports.len(), 2, "beside its source, the fork replays to a match");
+
+    let alone = replay_export(&export_of(&plane, &fork_id), &keys, check, &plan, agent);
+    match alone {
+        Err(err @ journal_core::export::ExportError::ForkWithoutSource { .. }) => {
+            let said = err.to_string();
+            assert!(said.contains(source_id.as_str()) && said.contains("replay_folder"), "{said}");
+            assert!(!err.is_tamper() && !err.is_build_skew(), "{said}");
+        }
+        other => panic!("a fork's export replayed without its source: {other:?}"),
+    }
+    let source_alone = replay_export(&export_of(&plane, &source_id), &keys, check, &plan, agent).unwrap();
+    assert!(source_alone.matched(), "{source_alone:?}");
+}

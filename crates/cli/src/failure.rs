@@ -73,6 +73,8 @@ impl Failure {
             Self::Io(_) => Class::Io,
             Self::BuildSkew(_) => Class::BuildSkew,
             Self::Export(err) if err.is_build_skew() => Class::BuildSkew,
+            // Too little given (a fork without its source): no finding.
+            Self::Export(ExportError::ForkWithoutSource { .. }) => Class::Usage,
             Self::Export(_) | Self::NotAnExport(_) => Class::Findings,
         }
     }

@@ -156,6 +156,22 @@ pub enum ExportError {
         /// Why, and which build reads it.
         detail: String,
     },
+    /// The export verifies, but its run is a fork: the effects its source
+    /// served it up to the fork point are in the source's journal, not in
+    /// this export, so it cannot be replayed alone (neither damage nor build
+    /// skew: the caller gave too little).
+    #[error(
+        "run {run} is a fork of run {source_run} after seq {at_seq}: the effects its source served it are in the \
+         source's export, not this one; replay it with replay_folder beside its source's export"
+    )]
+    ForkWithoutSource {
+        /// The forked run.
+        run: RunId,
+        /// The run it was forked from.
+        source_run: String,
+        /// The seq of the source's record it was forked after.
+        at_seq: u64,
+    },
 }
 
 impl ExportError {

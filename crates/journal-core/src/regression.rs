@@ -569,7 +569,11 @@ pub fn replay_served(
 
 /// Verifies an export offline (chain, signatures, seal, inclusion, the log's
 /// signature) and only then replays its run: a tampered export is refused
-/// before any replay starts.
+/// before any replay starts. A fork's export is refused
+/// ([`ExportError::ForkWithoutSource`](crate::export::ExportError::ForkWithoutSource)):
+/// the effects its source served it are not in it, and replayed alone it
+/// would diverge where the live fork did not; [`replay_folder`] replays it
+/// beside its source's export.
 pub fn replay_export(
     text: &str,
     log_keys: &[witness::VerifierKey],
@@ -578,6 +582,13 @@ pub fn replay_export(
     agent: impl FnOnce(&mut Replaying) -> Result<(), RuntimeError>,
 ) -> Result<ReplayReport, crate::export::ExportError> {
     let verified = crate::export::verify_export(text, log_keys, check)?;
+    if let Some(forked) = crate::journal::forked_from(&verified.chain) {
+        return Err(crate::export::ExportError::ForkWithoutSource {
+            run: verified.run.clone(),
+            source_run: forked.source_run.clone(),
+            at_seq: forked.at_seq,
+        });
+    }
     Ok(replay(&verified.run, &verified.chain, plan, agent))
 }
 
