@@ -149,6 +149,16 @@ pub enum Divergence {
         /// The new code's.
         replayed: Option<Outcome>,
     },
+    /// The new code concludes as the record does, for another reason (a
+    /// failure's is the code's error): `agentplane diff` tells the two apart too.
+    DifferentReason {
+        /// The outcome both conclude.
+        outcome: Outcome,
+        /// The recorded reason.
+        recorded: String,
+        /// The new code's.
+        replayed: String,
+    },
 }
 
 impl std::fmt::Display for Divergence {
@@ -173,6 +183,9 @@ impl std::fmt::Display for Divergence {
                 replayed.map_or("nothing", |o| o.as_str()),
                 recorded.map_or("nothing", |o| o.as_str())
             ),
+            Self::DifferentReason { outcome, recorded, replayed } => {
+                write!(f, "concludes {outcome} with {replayed:?}, the record with {recorded:?}")
+            }
         }
     }
 }
@@ -206,7 +219,8 @@ enum Action {
     /// An effect: its key, the step its `EffectStarted` names (`None`
     /// when the record holds no start of it), its result and charges.
     Effect(String, Option<String>, EffectResult, Counters),
-    Conclusion(Outcome),
+    /// The code's conclusion, with its reason.
+    Conclusion(Outcome, String),
     /// The run's end was the runtime's or an operator's (a failed effect, a
     /// ceiling, a doubt, a hold, a cancel): the code is stopped there, as it was live.
     Stop(RunConcluded),
@@ -218,7 +232,7 @@ impl Action {
             Self::Step(step) => format!("step {step} starting"),
             Self::StepEnd(step) => format!("step {step} finishing"),
             Self::Effect(key, ..) => format!("effect {key}"),
-            Self::Conclusion(outcome) => format!("the conclusion {outcome}"),
+            Self::Conclusion(outcome, _) => format!("the conclusion {outcome}"),
             Self::Stop(concluded) => format!("the run stopped {}", concluded.outcome),
         }
     }
@@ -303,8 +317,11 @@ impl ReplayHandle {
                 RecordBody::RunConcluded(concluded) if Some(seq) == last_conclusion => {
                     let by_code = matches!(concluded.outcome, Outcome::Succeeded | Outcome::Failed)
                         && concluded.verdict == Verdict::None;
-                    let action =
-                        if by_code { Action::Conclusion(concluded.outcome) } else { Action::Stop(concluded.clone()) };
+                    let action = if by_code {
+                        Action::Conclusion(concluded.outcome, concluded.reason.clone())
+                    } else {
+                        Action::Stop(concluded.clone())
+                    };
                     actions.push((seq, action));
                 }
                 _ => {}
@@ -438,17 +455,20 @@ impl ReplayHandle {
         }
     }
 
-    fn conclude(&mut self, outcome: Outcome) -> Result<(), ()> {
+    fn conclude(&mut self, outcome: Outcome, reason: &str) -> Result<(), ()> {
         if self.divergence.is_some() || self.stops_here(Call::Other) {
             return Err(());
         }
         self.concluded = Some(outcome);
         match self.next().map(|(_, a)| a.clone()) {
-            Some(Action::Conclusion(recorded)) if recorded == outcome => {
+            Some(Action::Conclusion(recorded, said)) if recorded == outcome && said == reason => {
                 self.cursor += 1;
                 Ok(())
             }
-            Some(Action::Conclusion(recorded)) => {
+            Some(Action::Conclusion(recorded, said)) if recorded == outcome => {
+                self.diverge(Divergence::DifferentReason { outcome, recorded: said, replayed: reason.to_owned() })
+            }
+            Some(Action::Conclusion(recorded, _)) => {
                 self.diverge(Divergence::DifferentConclusion { recorded: Some(recorded), replayed: Some(outcome) })
             }
             Some(Action::Effect(effect_key, ..)) => {
@@ -472,7 +492,7 @@ impl ReplayHandle {
             // (a ceiling reached is: the code made the call it refused).
             None => {}
             Some(Action::Stop(concluded)) if refused_only(&concluded).is_none() => {}
-            Some(Action::Conclusion(recorded)) => {
+            Some(Action::Conclusion(recorded, _)) => {
                 let _ = self.diverge(Divergence::DifferentConclusion { recorded: Some(recorded), replayed: None });
             }
             Some(Action::Effect(effect_key, ..)) => {
@@ -515,12 +535,12 @@ impl RunContext for Replaying {
         self.handle.replay_effect(effect_key, step).map_err(|()| diverged(&self.run, &self.handle))
     }
 
-    fn succeed(&mut self, _reason: &str) -> Result<(), RuntimeError> {
-        self.handle.conclude(Outcome::Succeeded).map_err(|()| diverged(&self.run, &self.handle))
+    fn succeed(&mut self, reason: &str) -> Result<(), RuntimeError> {
+        self.handle.conclude(Outcome::Succeeded, reason).map_err(|()| diverged(&self.run, &self.handle))
     }
 
-    fn fail(&mut self, _error: &str) -> Result<(), RuntimeError> {
-        self.handle.conclude(Outcome::Failed).map_err(|()| diverged(&self.run, &self.handle))
+    fn fail(&mut self, error: &str) -> Result<(), RuntimeError> {
+        self.handle.conclude(Outcome::Failed, error).map_err(|()| diverged(&self.run, &self.handle))
     }
 }
 
