@@ -33,6 +33,15 @@ use witness::{
 
 /// origin -> (size, root, the cosigned note served to readers)
 const LATEST: TableDefinition<&str, (u64, &[u8], &str)> = TableDefinition::new("latest_cosigned");
+/// How the state was last closed, under [`LIFECYCLE_KEY`]: [`OPEN`] from a
+/// start (written once the high-water mark is), [`CLOSED_CLEANLY`] once a
+/// shutdown's final flush has made every commit durable. A state without it
+/// is brand new or was written by a build before it (see
+/// [`open_checked`]).
+const LIFECYCLE: TableDefinition<&str, &str> = TableDefinition::new("witness_lifecycle");
+const LIFECYCLE_KEY: &str = "state";
+const OPEN: &str = "open, not closed cleanly";
+const CLOSED_CLEANLY: &str = "closed cleanly";
 /// Where every refusal is logged (integrity refusals also go to
 /// `agentplane.witness.integrity`).
 const LOG_TARGET: &str = "agentplane.witness";
@@ -385,6 +394,30 @@ fn open_state(path: &Path) -> Result<Database, ServerError> {
     })
 }
 
+/// Whether the state was closed cleanly when it was last open: `None` when
+/// it holds no record of it (brand new, or written by a build before it).
+fn closed_cleanly(db: &Database, state_path: &Path) -> Result<Option<bool>, ServerError> {
+    let read = || -> Result<Option<bool>, redb::Error> {
+        let txn = db.begin_read()?;
+        let table = match txn.open_table(LIFECYCLE) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(err) => return Err(err.into()),
+        };
+        Ok(table.get(LIFECYCLE_KEY)?.map(|closed| closed.value() == CLOSED_CLEANLY))
+    };
+    read().map_err(|err| state_error(state_path, err))
+}
+
+/// Records in the state how it is closed (`how`: [`OPEN`] or
+/// [`CLOSED_CLEANLY`]), committed durably with every commit before it.
+fn record_lifecycle(db: &Database, how: &str) -> Result<(), redb::Error> {
+    let txn = db.begin_write()?;
+    txn.open_table(LIFECYCLE)?.insert(LIFECYCLE_KEY, how)?;
+    txn.commit()?;
+    Ok(())
+}
+
 /// Holds the state to its high-water mark (see the `highwater` module): for
 /// every origin, the later of the two is taken, the state brought forward to
 /// the mark where it is behind (an older copy put back, a lost file, a crash
@@ -393,13 +426,18 @@ fn open_state(path: &Path) -> Result<Database, ServerError> {
 /// running witness held when an I/O error closed its state (empty at a
 /// start), which includes every checkpoint it answered 200 even when the
 /// mark on disk no longer does (removed, or an older copy put back, while
-/// the state was closed). Then writes the mark from the result, which is
+/// the state was closed). With `unclean` (a start on a state not closed
+/// cleanly), a missing mark is refused: the state's commits since its last
+/// flush were left to the mark, so a crash may have taken from it
+/// checkpoints answered 200, and a mark made from it would let the witness
+/// cosign forks of them. Then writes the mark from the result, which is
 /// returned.
 fn check_high_water(
     db: &Database,
     state_path: &Path,
     mark: &Path,
     remembered: &highwater::Held,
+    unclean: bool,
 ) -> Result<Marked, ServerError> {
     // Origin -> what is wrong with its entry in the state (changed outside
     // the witness): left out of what it holds, to be brought forward from
@@ -432,6 +470,19 @@ fn check_high_water(
     let mut held = read().map_err(|err| state_error(state_path, err))?;
     let keep_the_state = "remove the mark only if the state file is known to hold the latest checkpoints cosigned";
     let marked = highwater::read(mark).map_err(|err| state_error(state_path, format!("{err}; {keep_the_state}")))?;
+    if marked.is_none() && unclean {
+        return Err(state_error(
+            state_path,
+            format!(
+                "its high-water mark {} is missing and the state was not closed cleanly (the witness stopped \
+                 without its shutdown: killed, crashed, or its machine lost power), so the state may have lost \
+                 checkpoints this witness cosigned (its last commits were left to the mark) and it would cosign \
+                 forks of them; put the mark back (the file as the witness left it, never an older copy) and start \
+                 again; if it is lost, {DAMAGED_STATE_REMEDY}",
+                mark.display()
+            ),
+        ));
+    }
     for (origin, latest) in marked.iter().flat_map(|(marked, _)| marked) {
         check_entry(origin, latest).map_err(|why| {
             state_error(
@@ -572,14 +623,26 @@ fn check_entry(origin: &str, latest: &highwater::Latest) -> Result<(), &'static 
 /// what a start does, and what a witness whose state an I/O error latched
 /// (redb refuses every later write until it is opened again) does before
 /// its next commit, so a disk that filled and was given room again is
-/// served again without a restart. Held to `remembered` too (see
-/// [`check_high_water`]).
-fn open_checked(state_path: &Path, remembered: &highwater::Held) -> Result<(Database, Marked), ServerError> {
+/// served again without a restart: `reopening` is then what the witness
+/// held, and the state is held to it too (see [`check_high_water`]).
+///
+/// At a start (`reopening` is `None`) a state recorded open, not closed
+/// cleanly ([`LIFECYCLE`]), is refused without its mark. The state is then
+/// recorded open (durably, once the mark is written: a crash before that
+/// leaves a state without a record only if nothing was cosigned on it)
+/// until a clean shutdown records it closed ([`Shared::flush_state`]). A
+/// state with no record, brand new or written by a build before it, is
+/// taken without its mark as before: builds before the mark committed every
+/// cosignature durably.
+fn open_checked(state_path: &Path, reopening: Option<&highwater::Held>) -> Result<(Database, Marked), ServerError> {
     let db = open_state(state_path)?;
+    let unclean = reopening.is_none() && closed_cleanly(&db, state_path)? == Some(false);
     let txn = db.begin_write().map_err(|err| state_error(state_path, err))?;
     txn.open_table(LATEST).map_err(|err| state_error(state_path, err))?;
     txn.commit().map_err(|err| state_error(state_path, err))?;
-    let marked = check_high_water(&db, state_path, &highwater::path_for(state_path), remembered)?;
+    let remembered = reopening.cloned().unwrap_or_default();
+    let marked = check_high_water(&db, state_path, &highwater::path_for(state_path), &remembered, unclean)?;
+    record_lifecycle(&db, OPEN).map_err(|err| state_error(state_path, err))?;
     Ok((db, marked))
 }
 
@@ -666,7 +729,7 @@ impl WitnessServer {
             }
         }
         let limits = limits.effective()?;
-        let (db, marked) = open_checked(state_path, &highwater::Held::new())?;
+        let (db, marked) = open_checked(state_path, None)?;
 
         let listen_error = |reason: String| ServerError::Listen { addr: listen.to_owned(), reason };
         let listener = std::net::TcpListener::bind(listen).map_err(|err| listen_error(err.to_string()))?;
@@ -708,6 +771,10 @@ impl WitnessServer {
                         Err(err) => tracing::error!(target: LOG_TARGET, "listening: {err}"),
                     }
                 });
+                // Dropping the runtime waits out the submissions still
+                // being stored (blocking tasks past the grace period), so
+                // none commits after the state is recorded closed cleanly.
+                drop(runtime);
                 flushing.flush_state();
             })
             .map_err(|err| listen_error(err.to_string()))?;
@@ -1103,7 +1170,7 @@ impl Shared {
             // Everything answered 200 is in what the witness holds, whatever
             // became of the mark on disk while the state was closed.
             let remembered = self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner).held.clone();
-            match open_checked(&self.state_path, &remembered) {
+            match open_checked(&self.state_path, Some(&remembered)) {
                 Ok((reopened, marked)) => {
                     tracing::warn!(target: LOG_TARGET, "the state was opened again after an I/O error, and held to its high-water mark");
                     *self.held.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = marked;
@@ -1201,13 +1268,16 @@ impl Shared {
         }
     }
 
-    /// Flushes the state (at shutdown): its commits since the last flush are
-    /// in the high-water mark already, so a failure here loses nothing.
+    /// Flushes the state (at shutdown), recording it closed cleanly in the
+    /// same durable commit: it then holds every tree its mark does, so a
+    /// start may make a mark from it. Its commits since the last flush are
+    /// in the mark already, so a failure here loses nothing (the state stays
+    /// recorded open, refused at start without its mark), and a state
+    /// closed after an I/O error stays recorded open.
     fn flush_state(&self) {
         let db = self.db.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(open) = db.as_ref() else { return };
-        let flushed = || -> Result<(), redb::Error> { Ok(open.begin_write()?.commit()?) };
-        if let Err(err) = flushed() {
+        if let Err(err) = record_lifecycle(open, CLOSED_CLEANLY) {
             tracing::warn!(target: LOG_TARGET, "flushing the state at shutdown: {err} (the high-water mark holds it)");
         }
     }

@@ -563,3 +563,88 @@ fn a_state_path_in_a_missing_folder_is_refused_naming_the_folder() {
     );
     assert!(!dir.path().join("missing").exists(), "nothing made");
 }
+
+/// R-WIT-6, attack: the witness is killed (SIGKILL; a crash, power lost)
+/// after cosigning sizes 5 and 8, which its state holds only in commits it
+/// had not flushed yet (the high-water mark held them), and then the mark is
+/// deleted (taken for a cache file, skipped by a backup). The witness
+/// trusted the lagging state, made a new mark from it and cosigned a fork
+/// of the size-8 checkpoint it had cosigned. A state not closed cleanly is
+/// refused at start without its mark, saying what happened and what to do,
+/// and serves again, the fork refused, once the mark is put back.
+#[test]
+fn r_wit_6_a_state_left_by_a_crash_whose_mark_was_deleted_is_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("witness.redb");
+    let mark = dir.path().join("witness.redb.highwater");
+    let (mut honest, _) = honest_and_fork(5, 5);
+    let (child, url) = spawn_binary(dir.path(), &honest, &state).unwrap();
+    assert!(cosigns(&url, &honest));
+    honest.grow_to(8, u64::MAX);
+    assert!(cosigns(&url, &honest));
+    child.kill();
+    let kept = std::fs::read(&mark).unwrap();
+    std::fs::remove_file(&mark).unwrap();
+    let (_, fork) = honest_and_fork(8, 5);
+    match spawn_binary(dir.path(), &honest, &state) {
+        Ok((child, url)) => {
+            let forked = cosigns(&url, &fork);
+            child.kill();
+            panic!("started on a state left by a crash, its mark deleted (the size-8 fork cosigned: {forked})");
+        }
+        Err((code, stderr)) => {
+            assert_eq!(code, Some(2), "{stderr}");
+            assert!(stderr.contains("witness.redb.highwater"), "names the mark: {stderr}");
+            assert!(stderr.contains("not closed cleanly"), "says what happened: {stderr}");
+            assert!(stderr.contains("put the mark back"), "says what to do: {stderr}");
+            assert!(stderr.contains("retire this witness key"), "and if it is lost: {stderr}");
+        }
+    }
+    let refused = try_start(&honest, &state).err().map(|err| matches!(err, ServerError::State { .. }));
+    assert_eq!(refused, Some(true), "a typed refusal from the library too");
+    assert!(!mark.exists(), "a refused start makes no mark");
+    std::fs::write(&mark, &kept).unwrap();
+    let (child, url) = spawn_binary(dir.path(), &honest, &state).unwrap();
+    assert!(refuses_as_a_fork(&url, &fork), "the mark put back, the fork of size 8 is refused");
+    honest.grow_to(9, u64::MAX);
+    assert!(cosigns(&url, &honest));
+    child.kill();
+}
+
+/// R-WIT-6: a state closed cleanly (its last commits flushed at shutdown)
+/// holds everything its mark held, so it starts without the mark, and a new
+/// one is made; the clean close is undone at the next start, so a crash after
+/// it, the mark then deleted, is refused. A state with no record of how it
+/// was closed (written by a build before the record) starts without its mark,
+/// as it did.
+#[test]
+fn r_wit_6_a_state_closed_cleanly_starts_without_its_mark_until_the_next_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("witness.redb");
+    let mark = dir.path().join("witness.redb.highwater");
+    let (mut honest, fork) = cosigned_then_stopped(&state);
+    std::fs::remove_file(&mark).unwrap();
+    let server = try_start(&honest, &state).unwrap();
+    assert!(refuses_as_a_fork(&server.url(), &fork), "the state closed cleanly held size 5");
+    honest.grow_to(8, u64::MAX);
+    assert!(cosigns(&server.url(), &honest));
+    server.shutdown();
+    assert_eq!(witness_server::high_water_mark(&state).unwrap().unwrap()[ORIGIN].size, 8, "a new mark");
+    let (child, url) = spawn_binary(dir.path(), &honest, &state).unwrap();
+    honest.grow_to(9, u64::MAX);
+    assert!(cosigns(&url, &honest));
+    child.kill();
+    std::fs::remove_file(&mark).unwrap();
+    let refused = spawn_binary(dir.path(), &honest, &state).err().map(|(code, _)| code);
+    assert_eq!(refused, Some(Some(2)), "the clean close of an earlier run was trusted after a crash");
+    // As an older build leaves it: no record of how it was closed.
+    {
+        let db = redb::Database::open(&state).unwrap();
+        let txn = db.begin_write().unwrap();
+        let lifecycle: redb::TableDefinition<&str, &str> = redb::TableDefinition::new("witness_lifecycle");
+        assert!(txn.delete_table(lifecycle).unwrap(), "the record is where the test looks");
+        txn.commit().unwrap();
+    }
+    let server = try_start(&honest, &state).unwrap();
+    server.shutdown();
+}
