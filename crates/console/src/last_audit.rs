@@ -109,12 +109,20 @@ pub enum LastAuditError {
     },
 }
 
-/// Where the verdict for `tenant` lives under the plane's folder. A tenant
-/// id is a file name already (letters, digits, `-`, `_`, `.`); anything
-/// else is spelt out so no id can name a path elsewhere.
+/// Where the verdict for `tenant` lives under the plane's folder: one file
+/// per tenant, never two tenants' (R-STORE-4). Letters, digits, `-`, `_`
+/// and `.` are kept; every other byte (`:`, `/`, `%`) is spelt `%XX`, so
+/// no id names a path elsewhere and no two ids name one file (`shop.eu`,
+/// `shop:eu` and `shop_eu` shared one when all three were spelt `_`).
 pub fn path_for(folder: &Path, tenant: &str) -> PathBuf {
-    let name: String =
-        tenant.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
+    let mut name = String::with_capacity(tenant.len());
+    for byte in tenant.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.') {
+            name.push(char::from(byte));
+        } else {
+            name.push_str(&format!("%{byte:02X}"));
+        }
+    }
     folder.join(LAST_AUDIT_DIR).join(format!("{name}.json"))
 }
 
@@ -192,6 +200,16 @@ pub fn read(folder: &Path, tenant: &str) -> Result<Option<LastAudit>, LastAuditE
     if verdict.format != LAST_AUDIT_FORMAT {
         return Err(LastAuditError::Unreadable { path, reason: format!("its format is {:?}", verdict.format) });
     }
+    // Another tenant's verdict is never shown as this one's (R-STORE-4).
+    if verdict.tenant != tenant {
+        return Err(LastAuditError::Unreadable {
+            path,
+            reason: format!(
+                "it is the verdict of tenant {:?}, not of {tenant:?}: run the audit of {tenant:?} again",
+                verdict.tenant
+            ),
+        });
+    }
     Ok(Some(verdict))
 }
 
@@ -228,7 +246,7 @@ mod tests {
             log_root: "ab".repeat(32),
         };
         let path = record(dir.path(), &verdict).unwrap();
-        assert_eq!(path, dir.path().join(LAST_AUDIT_DIR).join("___shop.json"));
+        assert_eq!(path, dir.path().join(LAST_AUDIT_DIR).join("..%2Fshop.json"));
         assert_eq!(read(dir.path(), "../shop").unwrap(), Some(verdict.clone()));
         let newer = LastAudit { format: "agentplane-last-audit/v9".to_owned(), ..verdict };
         std::fs::write(&path, serde_json::to_vec(&newer).unwrap()).unwrap();
@@ -241,6 +259,46 @@ mod tests {
         assert!(matches!(read(dir.path(), "../shop"), Err(LastAuditError::TooLarge { .. })));
         std::fs::write(&path, br#"{"format":"agentplane-last-audit/v1"}"#).unwrap();
         assert!(matches!(read(dir.path(), "../shop"), Err(LastAuditError::Unreadable { .. })));
+    }
+
+    /// R-STORE-4 (review 69): tenant ids may hold `.` and `:`, which the
+    /// file name spelt as `_`: `shop.eu`, `shop:eu` and `shop_eu` shared one
+    /// file, so an audit of one tenant replaced the verdict the console
+    /// shows as another's (a clean verdict hiding that tenant's findings).
+    /// Each tenant has a file of its own, and a verdict of another tenant
+    /// is never read as this one's.
+    #[test]
+    fn r_store_4_one_tenants_verdict_is_never_another_tenants() {
+        let dir = tempfile::tempdir().unwrap();
+        let verdict = |tenant: &str, findings: usize| LastAudit {
+            format: LAST_AUDIT_FORMAT.to_owned(),
+            at: "2026-12-02T15:00:00.000Z".to_owned(),
+            command: "audit".to_owned(),
+            tenant: tenant.to_owned(),
+            origin: format!("example.test/plane/{tenant}"),
+            verdict: verdict_for(findings, 0).to_owned(),
+            findings,
+            classes: Vec::new(),
+            not_checked: Vec::new(),
+            anchors: 0,
+            log_size: 0,
+            log_root: "ab".repeat(32),
+        };
+        let tenants = ["shop_eu", "shop.eu", "shop:eu", "shop/eu", "shop_2eeu", "shop%2Eeu"];
+        for (i, tenant) in tenants.iter().enumerate() {
+            record(dir.path(), &verdict(tenant, i)).unwrap();
+        }
+        for (i, tenant) in tenants.iter().enumerate() {
+            assert_eq!(read(dir.path(), tenant).unwrap(), Some(verdict(tenant, i)), "tenant {tenant}");
+        }
+        // A file that holds another tenant's verdict (written by an older
+        // build, or put there by hand) is refused, not shown as this one's.
+        std::fs::copy(path_for(dir.path(), "shop.eu"), path_for(dir.path(), "shop_eu")).unwrap();
+        let refused = read(dir.path(), "shop_eu");
+        assert!(
+            matches!(&refused, Err(LastAuditError::Unreadable { reason, .. }) if reason.contains("shop.eu")),
+            "{refused:?}"
+        );
     }
 
     /// R-UX-3, R-OPS-1 (review 36): whoever can write the plane's folder
