@@ -32,6 +32,36 @@ fn two_tenants_with_one_origin_are_refused() {
     );
 }
 
+/// R-STORE-4, R-LOG-2 (review 69): tenant `shop` given the log key of
+/// tenant `bank` (its name `bank`'s origin) was built, and every checkpoint
+/// of `shop`'s log went out signed with `bank`'s key: a note of one log
+/// under another log's key, which `shop`'s auditors refuse as unsigned and
+/// `bank`'s key vouches for. Each tenant's log key must be named by its own
+/// origin, as every verifier of the log finds its key by that name.
+#[test]
+fn r_store_4_a_tenant_given_another_tenants_log_key_is_refused() {
+    let (shop, bank) = (Origin::new("plane.test/shop").unwrap(), Origin::new("plane.test/bank").unwrap());
+    let key = |origin: &Origin, seed: u8| {
+        LogKey::new(SignerKey::from_seed(origin.as_str(), ALG_ED25519, [seed; 32]).unwrap()).unwrap()
+    };
+    let built = RuntimeBuilder::new(Arc::new(MemoryStore::new()))
+        .tenant(TenantId::new("shop").unwrap(), shop.clone(), Some(key(&bank, 4)))
+        .tenant(TenantId::new("bank").unwrap(), bank.clone(), Some(key(&bank, 4)))
+        .build();
+    assert!(
+        matches!(&built, Err(BuildError::LogKeyOfAnotherOrigin { tenant, origin, key })
+            if tenant == "shop" && origin == shop.as_str() && key == bank.as_str()),
+        "{:?}",
+        built.as_ref().err()
+    );
+    // Each tenant with its own key is built.
+    RuntimeBuilder::new(Arc::new(MemoryStore::new()))
+        .tenant(TenantId::new("shop").unwrap(), shop.clone(), Some(key(&shop, 5)))
+        .tenant(TenantId::new("bank").unwrap(), bank.clone(), Some(key(&bank, 4)))
+        .build()
+        .unwrap();
+}
+
 /// Runs `runs` to success on `store`, tenant `t` of [`ORIGIN`], timed by
 /// `clock` when one is given.
 fn succeed_runs(store: &MemoryStore, clock: Option<&journal_core::SteppingClock>, runs: &[&str]) {

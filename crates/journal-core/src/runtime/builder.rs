@@ -59,6 +59,21 @@ pub enum BuildError {
         /// The other.
         second: String,
     },
+    /// A tenant's log key is named for another origin (another tenant's
+    /// key): its checkpoints would go out signed as another log's, which
+    /// no verifier of its own log accepts (R-STORE-4, R-LOG-2).
+    #[error(
+        "tenant {tenant}'s log key is named {key}, not its origin {origin}: a log's checkpoints are signed by the \
+         key named by its origin (give the tenant its own log key)"
+    )]
+    LogKeyOfAnotherOrigin {
+        /// The tenant.
+        tenant: String,
+        /// Its origin.
+        origin: String,
+        /// The name of the key it was given.
+        key: String,
+    },
     /// A witness identity has no key among the witness keys.
     #[error("witness {0} has no key among the witness keys: its cosignatures could not be verified")]
     WitnessKeyMissing(String),
@@ -221,6 +236,17 @@ impl RuntimeBuilder {
                     second: other.tenant.to_string(),
                 });
             }
+        }
+        if let Some((tenant, key)) = self
+            .tenants
+            .iter()
+            .find_map(|t| t.log_key.as_ref().filter(|key| key.name() != t.origin.as_str()).map(|key| (t, key)))
+        {
+            return Err(BuildError::LogKeyOfAnotherOrigin {
+                tenant: tenant.tenant.to_string(),
+                origin: tenant.origin.to_string(),
+                key: key.name().to_owned(),
+            });
         }
         witness::check_distinct_keys(&self.witness_keys).map_err(BuildError::WitnessKeysNotDistinct)?;
         let mut identities = std::collections::BTreeSet::new();
