@@ -406,13 +406,16 @@ fn r_ux_3_a_bad_cosignature_line_does_not_hide_the_valid_ones() {
 
 /// R-OPS-1 (review 58's cut, on the runs page): an idempotency index
 /// pointed behind the plane at a run admitted under a 1 MiB key (an agent's
-/// key, which no bound shortens) made the search's "NOT as listed" row
-/// quote that key whole: a page of more than 1 MiB. The key is cut as the
+/// key; now at most `MAX_IDEMPOTENCY_KEY_BYTES`, still longer than a page
+/// shows) made the search's "NOT as listed" row quote that key whole: a
+/// page of more than 1 MiB. The key is cut as the
 /// run page cuts it, saying so.
 #[test]
 fn r_ops_1_a_run_found_under_another_key_does_not_quote_its_huge_key_whole() {
     let (plane, _) = demo();
-    let huge = plane.run(&"k".repeat(1 << 20), &[("ek:1", Ok("ok"))], false);
+    // The longest key the plane admits (review 69 bounded it; a 1 MiB key
+    // before).
+    let huge = plane.run(&"k".repeat(journal_core::append::MAX_IDEMPOTENCY_KEY_BYTES), &[("ek:1", Ok("ok"))], false);
     plane.store.set_idempotency(&plane.tenant, "job-ok", &huge);
     let console = plane.console(None);
     let (status, found) = get(&format!("{}/runs?q=job-ok", console.url()));
@@ -420,5 +423,6 @@ fn r_ops_1_a_run_found_under_another_key_does_not_quote_its_huge_key_whole() {
     let row = row_of(&found, &huge);
     assert!(row.contains("class=\"bad\"") && row.contains("idempotency index"), "{}", &row[..2_000.min(row.len())]);
     assert!(found.len() < 64 << 10, "a page of {} bytes", found.len());
-    assert!(row.contains("(cut: 1048576 bytes)"), "the cut is said: {}", &row[..2_000.min(row.len())]);
+    let said = format!("(cut: {} bytes)", journal_core::append::MAX_IDEMPOTENCY_KEY_BYTES);
+    assert!(row.contains(&said), "the cut is said: {}", &row[..2_000.min(row.len())]);
 }

@@ -24,6 +24,13 @@ use crate::ids::{RunId, TenantId};
 use crate::record::Outcome;
 use crate::store::AppendRequest;
 
+/// The longest idempotency key stored, in bytes. Every backend indexes the
+/// keys of a tenant, and PostgreSQL's index holds no entry past about 2.7 KB
+/// (with the tenant's id, at most 128 bytes): a longer key failed the whole
+/// group commit it was written in, other tenants' appends with it
+/// (R-STORE-4). Refused before anything is written, for every backend.
+pub const MAX_IDEMPOTENCY_KEY_BYTES: usize = 2048;
+
 /// Why one append did not apply.
 #[derive(Debug)]
 pub enum AppendFailure {
@@ -282,6 +289,15 @@ fn check_append(request: &AppendRequest, head: Option<ExpectedHead>, sealed: boo
     }
     if ChainHash::link(&prev, &request.row.bytes) != request.row.hash {
         return Err(JournalError::InvalidRecord("row hash is not SHA-256(prev_hash || bytes)".into()));
+    }
+    if let Some(key) = &request.idempotency_key
+        && key.len() > MAX_IDEMPOTENCY_KEY_BYTES
+    {
+        return Err(JournalError::IdempotencyKeyTooLong {
+            run: request.run.clone(),
+            bytes: key.len(),
+            max: MAX_IDEMPOTENCY_KEY_BYTES,
+        });
     }
     if request.idempotency_key.is_some() && !is_admission(&request.row) {
         return Err(JournalError::InvalidRecord(

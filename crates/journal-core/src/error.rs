@@ -312,6 +312,21 @@ pub enum JournalError {
         /// The bound.
         max: usize,
     },
+    /// An idempotency key past [`crate::append::MAX_IDEMPOTENCY_KEY_BYTES`]:
+    /// nothing was written. A key past what a backend's index holds failed
+    /// the whole group commit, other tenants' appends with it (R-STORE-4).
+    #[error(
+        "run {run}: an idempotency key of {bytes} bytes is past the bound of {max}; nothing was written. Name the \
+         request with a shorter key (a digest of a long one)"
+    )]
+    IdempotencyKeyTooLong {
+        /// The run it would have admitted.
+        run: RunId,
+        /// The key's length in bytes.
+        bytes: usize,
+        /// The bound.
+        max: usize,
+    },
     /// A strict verification found a record without a usable signature (R-SIG-3).
     #[error("run {run} seq {seq}: {problem}")]
     Unsigned {
@@ -339,6 +354,7 @@ impl JournalError {
             | Self::InvalidId { .. }
             | Self::InvalidRecord(_)
             | Self::RecordTooLarge { .. }
+            | Self::IdempotencyKeyTooLong { .. }
             | Self::Unsigned { .. } => ErrorClass::Invalid,
         }
     }
