@@ -438,6 +438,13 @@ fn last_audit_markup(
             return html! { p class="bad" { "tenant " code { (log.tenant) } ": the last audit's verdict is unreadable: " (err) } };
         }
     };
+    // An audit held to another log's origin (another tenant's log key) says
+    // nothing of this tenant's log: never shown as its verdict (R-STORE-4).
+    if verdict.origin != log.origin.as_str() {
+        return html! { p class="bad" { "tenant " code { (log.tenant) } ": the last audit was of the log "
+        code { (verdict.origin) } ", not of this tenant's " code { (log.origin) }
+        ": it says nothing of this log (run the audit again with this tenant's log key)" } };
+    }
     let class = match verdict.verdict.as_str() {
         "clean" => "good",
         "incomplete" => "warn",

@@ -379,6 +379,38 @@ fn the_plane_page_shows_the_last_audit_verdict_against_the_current_log() {
     );
 }
 
+/// R-STORE-4 (review 69): an audit of tenant `shop` held to another log's
+/// origin (`agentplane --tenant shop audit --log-key` of another tenant)
+/// left a verdict the plane page showed as shop's, "clean" and "the log is
+/// still that tree" when its size and root matched (an empty log does under
+/// any origin). A verdict of another origin is said to be one, not shown.
+#[test]
+fn r_store_4_a_verdict_of_another_origin_is_not_shown_as_the_tenants() {
+    let (plane, _) = demo();
+    let console = plane.console(None);
+    let head = journal_core::LogView::open(plane.store.as_ref(), &plane.tenant).unwrap().head().unwrap().tree;
+    let verdict = console::last_audit::LastAudit {
+        format: console::last_audit::LAST_AUDIT_FORMAT.to_owned(),
+        at: journal_core::At::from_unix_millis(1_800_000_000_000).unwrap().to_string(),
+        command: "audit".into(),
+        tenant: "shop".into(),
+        origin: "console.test/another-tenant".into(),
+        verdict: console::last_audit::verdict_for(0, 0).into(),
+        findings: 0,
+        classes: vec![],
+        not_checked: vec![],
+        anchors: 1,
+        log_size: head.size,
+        log_root: head.root.to_string(),
+    };
+    console::last_audit::record(plane.dir.path(), &verdict).unwrap();
+    let (_, page) = get(console.url());
+    assert!(!page.contains("class=\"good\">clean"), "{page}");
+    assert!(!page.contains("the log is still that tree"), "{page}");
+    assert!(page.contains("the last audit was of the log"), "{page}");
+    assert!(page.contains("console.test/another-tenant"), "{page}");
+}
+
 /// Ids may hold a `/` (`A-Z a-z 0-9 - _ . : /`): a run of tenant
 /// `acme/eu` named `batch/7` is linked from the runs page with its ids
 /// percent-encoded as path segments, and its page and export answer.
