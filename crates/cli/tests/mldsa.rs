@@ -136,24 +136,7 @@ fn r_aud_10_one_witness_with_both_keys_is_one_witness_toward_a_quorum() {
     let dir = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     let plane = dir.path();
-    ok(plane, &["init", "--tenant-name", "shop"]);
-    let keys = json(plane, &["--tenant", "shop", "keys", "--json"]);
-    let log = witness_server::LogConfig {
-        origin: keys["origin"].as_str().unwrap().to_owned(),
-        keys: vec![witness::VerifierKey::parse(keys["log_key"].as_str().unwrap()).unwrap()],
-    };
-    let cosigner = |algorithm, seed| {
-        witness::Cosigner::new(witness::SignerKey::from_seed("cli.test/both", algorithm, [seed; 32]).unwrap()).unwrap()
-    };
-    let (ed, ml) = (cosigner(witness::ALG_COSIGNATURE_V1, 71), cosigner(witness::ALG_ML_DSA_44, 72));
-    let (ed_vkey, ml_vkey) = (ed.verifier_key().to_string(), ml.verifier_key().to_string());
-    let config = witness_server::WitnessConfig {
-        cosigner: ed,
-        extra_cosigners: vec![ml],
-        logs: vec![log],
-        clock: std::sync::Arc::new(witness_server::SystemClock),
-    };
-    let server = witness_server::WitnessServer::start(config, &state.path().join("both.redb"), "127.0.0.1:0").unwrap();
+    let (server, ed_vkey, ml_vkey) = shop_and_a_witness_with_both_keys(plane, state.path(), "cli.test/both", 71);
     let mut config =
         std::fs::read_to_string(plane.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 2");
     for vkey in [&ed_vkey, &ml_vkey] {
@@ -179,7 +162,7 @@ fn r_aud_10_one_witness_with_both_keys_is_one_witness_toward_a_quorum() {
         .unwrap()
         .to_owned();
     ok(plane, &["--tenant", "shop", "export", &run, "-o", "run.export"]);
-    let log_key = keys["log_key"].as_str().unwrap().to_owned();
+    let log_key = json(plane, &["--tenant", "shop", "keys", "--json"])["log_key"].as_str().unwrap().to_owned();
     let both = verify_export(
         plane,
         &log_key,
@@ -223,25 +206,7 @@ fn r_aud_10_a_met_round_reports_witnesses_not_answers() {
     let dir = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
     let plane = dir.path();
-    ok(plane, &["init", "--tenant-name", "shop"]);
-    let keys = json(plane, &["--tenant", "shop", "keys", "--json"]);
-    let log = witness_server::LogConfig {
-        origin: keys["origin"].as_str().unwrap().to_owned(),
-        keys: vec![witness::VerifierKey::parse(keys["log_key"].as_str().unwrap()).unwrap()],
-    };
-    let cosigner = |algorithm, seed| {
-        witness::Cosigner::new(witness::SignerKey::from_seed("cli.test/two-urls", algorithm, [seed; 32]).unwrap())
-            .unwrap()
-    };
-    let (ed, ml) = (cosigner(witness::ALG_COSIGNATURE_V1, 73), cosigner(witness::ALG_ML_DSA_44, 74));
-    let (ed_vkey, ml_vkey) = (ed.verifier_key().to_string(), ml.verifier_key().to_string());
-    let config = witness_server::WitnessConfig {
-        cosigner: ed,
-        extra_cosigners: vec![ml],
-        logs: vec![log],
-        clock: std::sync::Arc::new(witness_server::SystemClock),
-    };
-    let server = witness_server::WitnessServer::start(config, &state.path().join("both.redb"), "127.0.0.1:0").unwrap();
+    let (server, ed_vkey, ml_vkey) = shop_and_a_witness_with_both_keys(plane, state.path(), "cli.test/two-urls", 73);
     let by_name = format!("http://localhost:{}", server.addr().port());
     let mut config =
         std::fs::read_to_string(plane.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
@@ -258,4 +223,35 @@ fn r_aud_10_a_met_round_reports_witnesses_not_answers() {
     assert_eq!(report["cosigned"], 1, "two answers of one witness: {report}");
     let cosigned = ok(plane, &["--tenant", "shop", "checkpoint", "--cosigned"]);
     assert_eq!(cosigned.matches("\n— cli.test/two-urls ").count(), 2, "both lines of the one witness: {cosigned}");
+}
+
+/// A plane of tenant `shop` in `plane`, and a witness named `name` holding
+/// an Ed25519 cosignature/v1 key (seed `seed`) and an ML-DSA-44 key (seed
+/// `seed + 1`) that witnesses its log, its state in `state`: the server and
+/// the two keys' vkeys.
+fn shop_and_a_witness_with_both_keys(
+    plane: &Path,
+    state: &Path,
+    name: &str,
+    seed: u8,
+) -> (witness_server::WitnessServer, String, String) {
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    let keys = json(plane, &["--tenant", "shop", "keys", "--json"]);
+    let log = witness_server::LogConfig {
+        origin: keys["origin"].as_str().unwrap().to_owned(),
+        keys: vec![witness::VerifierKey::parse(keys["log_key"].as_str().unwrap()).unwrap()],
+    };
+    let cosigner = |algorithm, seed| {
+        witness::Cosigner::new(witness::SignerKey::from_seed(name, algorithm, [seed; 32]).unwrap()).unwrap()
+    };
+    let (ed, ml) = (cosigner(witness::ALG_COSIGNATURE_V1, seed), cosigner(witness::ALG_ML_DSA_44, seed + 1));
+    let (ed_vkey, ml_vkey) = (ed.verifier_key().to_string(), ml.verifier_key().to_string());
+    let config = witness_server::WitnessConfig {
+        cosigner: ed,
+        extra_cosigners: vec![ml],
+        logs: vec![log],
+        clock: std::sync::Arc::new(witness_server::SystemClock),
+    };
+    let server = witness_server::WitnessServer::start(config, &state.join("both.redb"), "127.0.0.1:0").unwrap();
+    (server, ed_vkey, ml_vkey)
 }
