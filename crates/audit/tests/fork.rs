@@ -25,21 +25,29 @@ fn three_effects(run: &mut journal_core::RunHandle<'_>, performed: &RefCell<Vec<
     }
 }
 
+/// What a run of this file is admitted with, under idempotency key `key`.
+fn request(key: &str) -> AdmitRequest {
+    AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget: Budget::default() }
+}
+
+/// A run sealed after its three effects (each pushed to `performed` as it
+/// runs): its id and the seq of ek:b's record of completion, a fork point.
+fn sealed_source_and_ek_b_done(plane: &Plane, performed: &RefCell<Vec<String>>) -> (journal_core::RunId, u64) {
+    let Admission::New(mut source) = plane.runtime.admit(&plane.tenant, request("source")).unwrap() else { panic!() };
+    let source_id = source.run().clone();
+    three_effects(&mut source, performed);
+    source.succeed("done").unwrap();
+    let rows = plane.store.read_run(&plane.tenant, &source_id).unwrap().rows;
+    let at_seq = rows.iter().find(|r| r.kind == "EffectDone" && r.effect_key.as_deref() == Some("ek:b")).unwrap().seq;
+    (source_id, at_seq)
+}
+
 #[test]
 fn a_fork_performs_only_what_follows_the_fork_point_and_its_provenance_is_audited() {
     let plane = Plane::signed();
-    let request =
-        |key: &str| AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget: Budget::default() };
     let performed = RefCell::new(Vec::new());
-    let Admission::New(mut source) = plane.runtime.admit(&plane.tenant, request("source")).unwrap() else { panic!() };
-    let source_id = source.run().clone();
-    three_effects(&mut source, &performed);
-    source.succeed("done").unwrap();
+    let (source_id, at_seq) = sealed_source_and_ek_b_done(&plane, &performed);
     assert_eq!(performed.borrow().len(), 3);
-
-    // Fork after ek:b's record of completion.
-    let rows = plane.store.read_run(&plane.tenant, &source_id).unwrap().rows;
-    let at_seq = rows.iter().find(|r| r.kind == "EffectDone" && r.effect_key.as_deref() == Some("ek:b")).unwrap().seq;
     performed.borrow_mut().clear();
     let Admission::New(mut fork) = plane.runtime.fork(&plane.tenant, &source_id, at_seq, request("fork")).unwrap()
     else {
@@ -156,8 +164,6 @@ fn a_run_copied_in_from_another_tenant_is_never_forked() {
         .tenant(elsewhere.clone(), journal_core::Origin::new("audit.test/plane/elsewhere").unwrap(), None)
         .build()
         .unwrap();
-    let request =
-        |key: &str| AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget: Budget::default() };
     let Admission::New(mut theirs) = other.admit(&elsewhere, request("theirs")).unwrap() else { panic!() };
     let id = theirs.run().clone();
     let performed = RefCell::new(Vec::new());
@@ -226,15 +232,8 @@ fn export_of(plane: &Plane, run: &journal_core::RunId) -> String {
 fn a_forks_export_replayed_alone_is_refused_not_reported_as_a_divergence() {
     use journal_core::regression::{RunContext, replay_export, replay_folder};
     let plane = Plane::signed();
-    let request =
-        |key: &str| AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget: Budget::default() };
     let performed = RefCell::new(Vec::new());
-    let Admission::New(mut source) = plane.runtime.admit(&plane.tenant, request("source")).unwrap() else { panic!() };
-    let source_id = source.run().clone();
-    three_effects(&mut source, &performed);
-    source.succeed("done").unwrap();
-    let rows = plane.store.read_run(&plane.tenant, &source_id).unwrap().rows;
-    let at_seq = rows.iter().find(|r| r.kind == "EffectDone" && r.effect_key.as_deref() == Some("ek:b")).unwrap().seq;
+    let (source_id, at_seq) = sealed_source_and_ek_b_done(&plane, &performed);
     let Admission::New(mut fork) = plane.runtime.fork(&plane.tenant, &source_id, at_seq, request("fork")).unwrap()
     else {
         panic!()
