@@ -4,7 +4,8 @@
 //! or I/O, 3 build skew (this binary cannot read what a newer or older build
 //! wrote: the history is not damaged; run the binary the message names).
 //! A reader that closes the pipe early (`agentplane runs --ids | head -1`)
-//! ends the command quietly with 0, as it would end a Unix tool.
+//! ends the command quietly, with the exit it had come to (0 for a listing,
+//! 1 for a verdict with findings, a failure's class), as does a full disk.
 
 /// mimalloc, not the system allocator: the audit's reader allocates every
 /// record and its workers free them on other threads, which glibc's malloc
@@ -75,12 +76,15 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            if json {
-                output::print_failure_json(&failure, lines);
-            }
+            // Said on stderr first: standard output that cannot take the
+            // failure object (a closed pipe, a full disk) ends the command
+            // there, with the failure's exit code.
             // No password of a store URL is ever printed, whatever the message
             // quotes, and no control character of what it quotes.
             errln!("agentplane: {}", output::printable(&store_pg::redact(&failure.message())));
+            if json {
+                output::print_failure_json(&failure, lines);
+            }
             ExitCode::from(failure.exit_code())
         }
     }

@@ -3,7 +3,7 @@
 //! lowercase hex in every command (as in the audit report and exports'
 //! records); the signed notes keep their own base64.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use serde::Serialize;
 
@@ -12,6 +12,25 @@ use crate::failure::{Class, Failure};
 /// Whether this process has printed JSON on standard output: a command that
 /// fails after printing its report does not print a failure object too.
 static JSON_PRINTED: AtomicBool = AtomicBool::new(false);
+
+/// The exit code the command has come to before it prints what says so (a
+/// verdict with findings, a failure): 0 until then. Standard output that
+/// cannot take the report (a closed pipe, a full disk) ends the command
+/// with it, never with 0 nor a plain 2 that hides findings.
+static EXIT_REACHED: AtomicU8 = AtomicU8::new(0);
+
+/// Notes the exit the command has come to, `failure`'s, before it prints the
+/// report or the failure object that says so: a write to standard output
+/// that fails then ends the command with that code (see [`written`]).
+pub fn reached(failure: &Failure) {
+    EXIT_REACHED.store(failure.exit_code(), Ordering::Relaxed);
+}
+
+/// Forgets the exit [`reached`] noted: a new round of `sweep --every` has
+/// come to nothing yet.
+pub fn reached_nothing() {
+    EXIT_REACHED.store(0, Ordering::Relaxed);
+}
 
 /// Prints a typed row (or any `Serialize` value) as pretty JSON, one value
 /// per call: the whole output of a command that prints one document. A
@@ -79,6 +98,7 @@ impl FailureRow {
 /// printed its own report (whose content says what failed): one compact
 /// line when the command's output is a stream in JSON Lines (`lines`).
 pub fn print_failure_json(failure: &Failure, lines: bool) {
+    reached(failure);
     if !JSON_PRINTED.load(Ordering::Relaxed) {
         let row = FailureRow::of(failure);
         // A failure to print is already reported on stderr by the caller.
@@ -86,14 +106,18 @@ pub fn print_failure_json(failure: &Failure, lines: bool) {
     }
 }
 
-/// Ends the command when standard output cannot be written.
+/// Ends the command when standard output cannot be written: a closed pipe
+/// quietly, another write error with a message; either with the exit the
+/// command had come to ([`reached`]: its findings, its failure), else 0 for
+/// a closed pipe and 2 (I/O) for the rest.
 pub fn written(result: std::io::Result<()>) {
     if let Err(err) = result {
+        let reached = i32::from(EXIT_REACHED.load(Ordering::Relaxed));
         if err.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(0);
+            std::process::exit(reached);
         }
         errln!("agentplane: writing to standard output: {err}");
-        std::process::exit(2);
+        std::process::exit(if reached == 0 { i32::from(Class::Io.exit_code()) } else { reached });
     }
 }
 

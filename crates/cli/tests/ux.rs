@@ -1188,3 +1188,67 @@ fn r_ux_2_keys_refuses_two_outputs_rather_than_ignore_one() {
     assert_eq!(json(dir, &["keys", "--json"])["tenant"], "default");
     assert!(ok(dir, &["keys", "--print", "origin"]).starts_with("agentplane.local/plane/default"));
 }
+
+/// Runs `agentplane ARGS` in `dir` with its standard output closed before
+/// it writes (`| head -0`), or on `/dev/full` (a full disk): its exit code
+/// and standard error.
+fn with_stdout_lost(dir: &Path, args: &[&str], full: bool) -> (Option<i32>, String) {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_agentplane"));
+    command.args(args).current_dir(dir).stderr(std::process::Stdio::piped());
+    let child = if full {
+        command.stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap()).spawn().unwrap()
+    } else {
+        let mut child = command.stdout(std::process::Stdio::piped()).spawn().unwrap();
+        drop(child.stdout.take());
+        child
+    };
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    (out.status.code(), stderr)
+}
+
+/// R-UX-2 (review 72): a command that failed in `--json` mode prints its
+/// failure object on stdout; a reader that closed the pipe (`| head -c 0`,
+/// a consumer that died) made that write end the command with exit 0 and
+/// nothing on stderr, so a cron job read success from a refused command. The
+/// failure keeps its class's exit code and its message on stderr whatever
+/// became of stdout (a closed pipe, a full disk).
+#[cfg(unix)]
+#[test]
+fn r_ux_2_a_json_failure_keeps_its_exit_code_and_message_when_stdout_is_lost() {
+    let missing = tempfile::tempdir().unwrap();
+    for full in [false, true] {
+        let args = ["--store", "nothing.redb", "--origin", "a.test/b", "runs", "--json"];
+        let (code, stderr) = with_stdout_lost(missing.path(), &args, full);
+        assert_eq!(code, Some(2), "full disk {full}: a usage failure: {stderr}");
+        assert!(stderr.contains("nothing.redb"), "full disk {full}: the failure is said: {stderr}");
+    }
+}
+
+/// R-UX-2, R-AUD-9 (review 72): `verify` with findings whose reader closed
+/// the pipe (`agentplane verify | head -3` in a cron job, the FINDING lines
+/// first) exited 0, and on a full disk 2: the tamper alarm an alert waits
+/// for (exit 1) was lost with the output. The verdict is reached before the
+/// report is printed, and is the exit whatever became of stdout; so is
+/// `diff`'s.
+#[cfg(unix)]
+#[test]
+fn r_ux_2_a_verdict_is_the_exit_code_when_stdout_is_lost() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let (a, b) = (demo.run("succeeded"), demo.run("failed"));
+    {
+        use journal_core::testkit::TamperAccess;
+        let store = store_redb::RedbStore::open(&dir.join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        store.set_idempotency(&tenant, "tomorrows-job", &journal_core::RunId::new(&a).unwrap());
+    }
+    assert_eq!(json_exit(dir, &["verify", "--json"], 1)["verdict"], "findings");
+    for full in [false, true] {
+        for args in [&["verify", "--json"][..], &["verify"][..], &["diff", &a, &b, "--json"][..]] {
+            let (code, stderr) = with_stdout_lost(dir, args, full);
+            assert_eq!(code, Some(1), "{args:?}, full disk {full}: {stderr}");
+        }
+    }
+}

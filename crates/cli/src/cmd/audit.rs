@@ -344,6 +344,12 @@ fn run_and_report(
     })?;
     progress.finish_and_clear();
     extra.apply(&mut report);
+    // The verdict before the report: a reader that stops reading (a closed
+    // pipe), or a full disk, never turns findings into another exit.
+    let verdict = verdict(&report, assert_complete);
+    if let Err(failure) = &verdict {
+        crate::output::reached(failure);
+    }
     if json {
         // Through a `Value`, so the keys come sorted, as the report has always been printed.
         print_json(&serde_json::to_value(&report).map_err(|err| Failure::Io(err.to_string()))?)?;
@@ -351,7 +357,7 @@ fn run_and_report(
         print_human(&report);
     }
     keep_verdict(cli, command, inputs, &report);
-    verdict(&report, assert_complete)
+    verdict
 }
 
 /// Leaves the verdict in the plane's folder for the console's plane page

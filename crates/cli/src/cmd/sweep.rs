@@ -177,6 +177,11 @@ impl Round {
 fn show(report: &SweepReport, json: bool, timed: bool) -> Result<Round, Failure> {
     let round = Round::of(report);
     let at = now();
+    if report.needs_attention() {
+        // A reader that stops reading (a closed pipe), or a full disk, never
+        // turns the alarm into another exit.
+        crate::output::reached(&Failure::Findings(round.cause(report)));
+    }
     if json {
         print_json_line(&RoundRow {
             at: &at,
@@ -267,6 +272,8 @@ fn round(
     timed: bool,
 ) -> RoundResult {
     let mut result = RoundResult::default();
+    // What an earlier round came to is not this one's exit.
+    crate::output::reached_nothing();
     let tenants = PlaneKeys::read(&settings.keys).and_then(|keys| settings.tenants(Some(&keys)));
     let tenants = match tenants {
         Ok(tenants) => tenants,
