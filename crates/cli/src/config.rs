@@ -259,11 +259,26 @@ impl Settings {
         )))
     }
 
-    /// The tenant's origin: `--origin`, the configuration's, or the key
-    /// file's single log key.
+    /// The tenant's origin: `--origin`, the configuration's, or, where no
+    /// configuration names the tenants, the key file's single log key. A
+    /// tenant the configuration does not name is refused, never read under
+    /// the one origin of the key file, another tenant's (a typo's `verify`
+    /// held that tenant's signed trees to an empty log: a false deletion).
     pub fn origin(&self, keys: Option<&PlaneKeys>) -> Result<Origin, Failure> {
         if let Some(origin) = &self.origin {
             return Origin::new(origin).map_err(|err| Failure::Usage(format!("origin {origin:?}: {err}")));
+        }
+        if let (Some(path), Some(plane)) =
+            (&self.config_path, self.plane.as_ref().filter(|plane| !plane.tenants.is_empty()))
+        {
+            let named: Vec<&str> = plane.tenants.iter().map(|t| t.name.as_str()).collect();
+            return Err(Failure::Usage(format!(
+                "tenant {:?} is not named by the configuration {}; its tenants are: {}. Give one of them to \
+                 --tenant, or the tenant's log origin with --origin to read it anyway",
+                self.tenant,
+                path.display(),
+                named.join(", ")
+            )));
         }
         match keys.and_then(PlaneKeys::single_origin) {
             Some(origin) => Ok(origin.clone()),

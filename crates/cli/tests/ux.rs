@@ -441,9 +441,10 @@ fn r_ux_2_each_help_lists_only_the_flags_its_command_uses() {
     let before = ok(demo.path(), &["--tenant", "default", "--origin", &origin, "runs", "--json"]);
     let after = ok(demo.path(), &["runs", "--json", "--tenant", "default", "--origin", &origin]);
     assert_eq!(before, after);
-    assert_eq!(
-        json_exit(demo.path(), &["runs", "--tenant", "nobody", "--json"], 0).as_array().map(Vec::len),
-        Some(0),
+    // A tenant the configuration does not name is refused (review 72), by its name.
+    let refused = json_exit(demo.path(), &["runs", "--tenant", "nobody", "--json"], 2);
+    assert!(
+        refused["message"].as_str().unwrap().contains("\"nobody\""),
         "a tenant after the command is the tenant read"
     );
 }
@@ -1251,4 +1252,32 @@ fn r_ux_2_a_verdict_is_the_exit_code_when_stdout_is_lost() {
             assert_eq!(code, Some(1), "{args:?}, full disk {full}: {stderr}");
         }
     }
+}
+
+/// R-STORE-4, R-UX-2 (review 72): a tenant the configuration does not name
+/// (a typo in a cron job's `--tenant`) was read under the key file's one
+/// origin, another tenant's: `verify --json` answered `findings` (a
+/// deletion: that origin's signed trees against a log of nothing), exit 1,
+/// a false tamper alarm; `keys --json` printed another tenant's origin and
+/// log key as the typo's; `runs --json` an empty list, exit 0. A read of a
+/// tenant the configuration does not name, with no `--origin`, is a usage
+/// error naming the configured tenants; given `--origin`, it is read.
+#[test]
+fn r_store_4_a_tenant_the_configuration_does_not_name_is_refused_not_read_under_another_s_origin() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    for args in [
+        &["verify", "--json", "--tenant", "defualt"][..],
+        &["keys", "--json", "--tenant", "defualt"][..],
+        &["runs", "--json", "--tenant", "defualt"][..],
+        &["cost", "--json", "--tenant", "defualt"][..],
+    ] {
+        let answer = json_exit(dir, args, 2);
+        assert_eq!(answer["class"], "usage", "{args:?}: {answer}");
+        let message = answer["message"].as_str().unwrap();
+        assert!(message.contains("defualt") && message.contains("default"), "{args:?}: {message}");
+    }
+    let origin = json(dir, &["keys", "--json"])["origin"].as_str().unwrap().to_owned();
+    let read = json(dir, &["runs", "--json", "--tenant", "defualt", "--origin", &origin]);
+    assert_eq!(read, serde_json::json!([]), "an origin given is read as given");
 }
