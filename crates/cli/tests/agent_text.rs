@@ -148,3 +148,33 @@ fn r_run_7_cost_refuses_a_total_past_u64_max() {
         assert!(said.contains("tokens") && said.contains("18446744073709551615"), "{args:?}: {said}");
     }
 }
+
+/// R-RUN-7, R-UX-2 (review 72): `cost` refuses a total past u64::MAX, since
+/// a figure held at the limit hides every charge after it, but `runs --json`
+/// and `diff --json` printed the same run's tokens held at the limit
+/// (18446744073709551615, exact in the text, a number no charge made): two
+/// commands, two answers for one figure. A figure past the limit is `null`
+/// in both JSON documents, and `past 2^64-1` in the tables.
+#[test]
+fn r_run_7_runs_and_diff_print_no_figure_held_at_u64_max() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_store, run) = plane_with(dir.path(), |run| {
+        run.start_step("a").unwrap();
+        for (key, tokens) in [("ek:huge", u64::MAX - 5), ("ek:more", 1000)] {
+            let charged = Counters { tokens, ..Counters::default() };
+            run.effect(key, "a", || EffectOutput { result: EffectResult::Ok { output: "ok".into() }, charged })
+                .unwrap();
+        }
+    });
+    let plane = ["--store", "plane.redb", "--origin", ORIGIN];
+    let runs = json(dir.path(), &[&["runs", "--json"][..], &plane].concat());
+    assert_eq!(runs[0]["run"], run.as_str(), "{runs}");
+    assert_eq!(runs[0]["tokens"], serde_json::Value::Null, "{runs}");
+    let out = agentplane(dir.path(), &[&["diff", run.as_str(), run.as_str(), "--json"][..], &plane].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let diff: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(diff["cost"]["a"]["tokens"], serde_json::Value::Null, "{diff}");
+    assert_eq!(diff["cost"]["a"]["effects"], 2, "the other figures stand: {diff}");
+    let table = ok(dir.path(), &[&["runs"][..], &plane].concat());
+    assert!(!table.contains("18446744073709551615"), "{table}");
+}

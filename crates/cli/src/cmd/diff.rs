@@ -2,8 +2,9 @@
 //! differing row marked (`!`) and the first named. What the runs did is compared (kind, effect key, body); where and
 //! when they did it (run, seq, time, writer) is shown, not compared.
 
+use super::cost::{Totals, figure};
 use journal_core::compare::{IDENTITY_FIELDS, same_at, wire_body};
-use journal_core::{Counters, RunId, TimeWindow, VerifiedRecord, VerifyOptions};
+use journal_core::{RunId, TimeWindow, VerifiedRecord, VerifyOptions};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -68,29 +69,8 @@ struct Diff {
 /// The two runs' costs, by their records.
 #[derive(Debug, Serialize)]
 struct CostPair {
-    a: CountersRow,
-    b: CountersRow,
-}
-
-#[derive(Debug, Serialize)]
-struct CountersRow {
-    cost_micros: u64,
-    effects: u64,
-    steps: u64,
-    tokens: u64,
-    wall_millis: u64,
-}
-
-impl From<Counters> for CountersRow {
-    fn from(c: Counters) -> Self {
-        Self {
-            cost_micros: c.cost_micros,
-            effects: c.effects,
-            steps: c.steps,
-            tokens: c.tokens,
-            wall_millis: c.wall_millis,
-        }
-    }
+    a: Totals,
+    b: Totals,
 }
 
 /// The records at one position of both runs (`None`: that run is shorter).
@@ -184,14 +164,6 @@ fn cut(text: &str, max: usize) -> String {
     }
 }
 
-fn cost(records: &[VerifiedRecord]) -> Counters {
-    let mut total = Counters::default();
-    for record in records {
-        journal_core::runtime::charge(&mut total, &record.record.body);
-    }
-    total
-}
-
 /// `agentplane diff A B [--json]`: exit 1 when the runs differ.
 pub fn diff(settings: &Settings, a: &str, b: &str, json: bool) -> Result<(), Failure> {
     let (name_a, records_a) = load(settings, a)?;
@@ -208,7 +180,7 @@ pub fn diff(settings: &Settings, a: &str, b: &str, json: bool) -> Result<(), Fai
         }
         rows.push(Row { a, b, position: index + 1, same });
     }
-    let (cost_a, cost_b) = (cost(&records_a), cost(&records_b));
+    let (cost_a, cost_b) = (Totals::of(&records_a), Totals::of(&records_b));
     // The answer before the rows: a reader that stops reading (a closed
     // pipe), or a full disk, never turns "they differ" into another exit.
     let answer = if first.is_some() { Err(Failure::Findings("the runs differ".into())) } else { Ok(()) };
@@ -219,7 +191,7 @@ pub fn diff(settings: &Settings, a: &str, b: &str, json: bool) -> Result<(), Fai
         print_json(&Diff {
             a: name_a,
             b: name_b,
-            cost: CostPair { a: cost_a.into(), b: cost_b.into() },
+            cost: CostPair { a: cost_a, b: cost_b },
             first_difference: first,
             rows,
         })?;
@@ -246,12 +218,12 @@ pub fn diff(settings: &Settings, a: &str, b: &str, json: bool) -> Result<(), Fai
         }
         outln!(
             "cost A: {} tokens, {} effects, {} steps; B: {} tokens, {} effects, {} steps",
-            cost_a.tokens,
-            cost_a.effects,
-            cost_a.steps,
-            cost_b.tokens,
-            cost_b.effects,
-            cost_b.steps
+            figure(cost_a.tokens),
+            figure(cost_a.effects),
+            figure(cost_a.steps),
+            figure(cost_b.tokens),
+            figure(cost_b.effects),
+            figure(cost_b.steps)
         );
         match first {
             Some(position) => outln!("first difference at record {position}"),

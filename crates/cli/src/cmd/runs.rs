@@ -2,7 +2,6 @@
 //! chain verification; a run whose chain does not verify is listed with its
 //! problem and no figures.
 
-use journal_core::runtime::cost_in;
 use journal_core::{AdmittedRun, Outcome, RunId, TimeWindow, Unvouched, VerifiedRun};
 use serde::Serialize;
 
@@ -36,8 +35,9 @@ pub struct Figures {
     pub run: String,
     /// Whether the run is sealed.
     pub sealed: bool,
-    /// Tokens charged, by the chain's records.
-    pub tokens: u64,
+    /// Tokens charged, by the chain's records; `None` (null) past
+    /// `u64::MAX`, never a figure held at the limit (R-RUN-7).
+    pub tokens: Option<u64>,
     /// How many of its records carry no signature; `None` (null) when
     /// signatures were not checked.
     pub unsigned: Option<u64>,
@@ -71,7 +71,7 @@ impl RunRow {
             records: verified.records.len(),
             run: run.to_string(),
             sealed: verified.seal.is_some(),
-            tokens: cost_in(verified, TimeWindow::ALL).tokens,
+            tokens: super::cost::Totals::of(&verified.records).tokens,
             unsigned: vouched.map(|counted| counted.unsigned),
             untrusted: vouched.map(|counted| counted.untrusted),
             verified: true,
@@ -187,7 +187,7 @@ pub fn print_table(rows: &[RunRow]) {
                     figures.outcome.unwrap_or("running"),
                     figures.records,
                     sealed,
-                    figures.tokens
+                    super::cost::figure(figures.tokens)
                 );
             }
         }
