@@ -771,8 +771,9 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
     let conclusions: Vec<&VerifiedRecord> =
         records.iter().filter(|r| matches!(r.record.body, RecordBody::RunConcluded(_))).collect();
     let budget = state.budget();
-    let used = state.counters();
-    let dimensions: [(&str, u64, Option<u64>); 5] = [
+    // Summed and checked, never held at u64::MAX (R-RUN-7): what `runs` shows.
+    let used = journal_core::run_state::Totals::of(records);
+    let dimensions: [(&str, Option<u64>, Option<u64>); 5] = [
         ("tokens", used.tokens, budget.tokens),
         ("cost (micros)", used.cost_micros, budget.cost_micros),
         ("steps", used.steps, budget.steps),
@@ -805,8 +806,10 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
                 thead { tr { th { "dimension" } th { "used" } th { "ceiling" } } }
                 tbody {
                     @for (name, used, ceiling) in dimensions {
-                        tr class=[ceiling.filter(|c| used > *c).map(|_| "bad")] {
-                            td { (name) } td { (used) } td { @match ceiling { Some(c) => (c), None => "none" } }
+                        tr class=[ceiling.filter(|c| used.is_none_or(|used| used > *c)).map(|_| "bad")] {
+                            td { (name) }
+                            td { @match used { Some(used) => (used), None => "past 2^64-1" } }
+                            td { @match ceiling { Some(c) => (c), None => "none" } }
                         }
                     }
                 }

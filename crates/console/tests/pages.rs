@@ -892,3 +892,30 @@ fn r_ops_1_a_huge_conclusion_reason_is_cut_on_the_run_page() {
     assert!(page.len() < 64 << 10, "a page of {} bytes for a run of two records", page.len());
     assert!(page.contains("(cut: 1048576 bytes)"), "the cut is said: {}", page.chars().take(3_000).collect::<String>());
 }
+
+/// R-RUN-7 (review 72's note): a run page showed what a run consumed held
+/// at `u64::MAX` (18446744073709551615 tokens, a number no charge made,
+/// where `cost` refuses the total and `runs` says null): the figure past
+/// the limit is said as such, the others stand.
+#[test]
+fn r_run_7_a_run_page_shows_no_figure_held_at_u64_max() {
+    use journal_core::runtime::EffectOutput;
+    use journal_core::{Admission, AdmitRequest, Budget, Counters, EffectResult};
+    let plane = Plane::new();
+    let request =
+        AdmitRequest { idempotency_key: "job-max".into(), plan: vec!["work".into()], budget: Budget::default() };
+    let Admission::New(mut run) = plane.runtime.admit(&plane.tenant, request).unwrap() else { panic!("a new run") };
+    run.start_step("work").unwrap();
+    for (key, tokens) in [("ek:huge", u64::MAX - 5), ("ek:more", 1000)] {
+        let charged = Counters { tokens, ..Counters::default() };
+        run.effect(key, "work", || EffectOutput { result: EffectResult::Ok { output: "ok".into() }, charged }).unwrap();
+    }
+    let id = run.run().clone();
+    run.fail("stopped").unwrap();
+    let console = plane.console(None);
+    let (status, page) = get(&format!("{}/run/shop/{id}", console.url()));
+    assert_eq!(status, 200);
+    assert!(!page.contains(&u64::MAX.to_string()), "a figure held at the limit is shown");
+    assert!(page.contains("<td>tokens</td><td>past 2^64-1</td>"), "{}", page.chars().take(4_000).collect::<String>());
+    assert!(page.contains("<td>effects</td><td>2</td>"), "the other figures stand");
+}

@@ -16,8 +16,8 @@ use crate::error::{JournalError, TamperKind};
 use crate::ids::RunId;
 use crate::journal::VerifiedRun;
 use crate::record::{
-    Budget, CostOverflow, Counters, DoubtAnswer, EffectResult, Outcome, Record, RecordBody, RunConcluded, RunForked,
-    Verdict,
+    Budget, CostOverflow, Counters, Dimension, DoubtAnswer, EffectResult, Outcome, Record, RecordBody, RunConcluded,
+    RunForked, Verdict,
 };
 
 /// A run's state: its budget, what it consumed, which effects have a
@@ -392,6 +392,70 @@ impl TimeWindow {
     /// Whether `at` falls in the window.
     pub fn contains(&self, at: At) -> bool {
         self.since.is_none_or(|since| at >= since) && self.until.is_none_or(|until| at < until)
+    }
+}
+
+/// What records consumed, each dimension summed on its own and checked:
+/// `None` (JSON `null`) for a dimension whose total passes `u64::MAX`,
+/// never a figure held at the limit, which would hide every charge after it
+/// (R-RUN-7, as [`try_cost_in`] refuses it). What a listing shows per run
+/// (the CLI's `runs` and `diff`, the console's run page); fields in
+/// alphabetical order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Totals {
+    /// Cost in micro-units of the plane's currency.
+    pub cost_micros: Option<u64>,
+    /// Effects performed.
+    pub effects: Option<u64>,
+    /// Steps started.
+    pub steps: Option<u64>,
+    /// Model tokens.
+    pub tokens: Option<u64>,
+    /// Wall time in milliseconds.
+    pub wall_millis: Option<u64>,
+}
+
+impl Default for Totals {
+    fn default() -> Self {
+        Self { cost_micros: Some(0), effects: Some(0), steps: Some(0), tokens: Some(0), wall_millis: Some(0) }
+    }
+}
+
+impl Totals {
+    /// The totals of `records`.
+    pub fn of<'a>(records: impl IntoIterator<Item = &'a VerifiedRecord>) -> Self {
+        let mut totals = Self::default();
+        for record in records {
+            let (charged, counted) = consumed(&record.record.body);
+            for dimension in Dimension::ALL {
+                let one = charged.map_or(Some(0), |charged| Some(charged.get(dimension)));
+                let total = totals.slot(dimension);
+                *total =
+                    total.zip(one).and_then(|(total, one)| total.checked_add(one)?.checked_add(counted.get(dimension)));
+            }
+        }
+        totals
+    }
+
+    /// The total of `dimension`, `None` past `u64::MAX`.
+    pub fn get(&self, dimension: Dimension) -> Option<u64> {
+        match dimension {
+            Dimension::Tokens => self.tokens,
+            Dimension::CostMicros => self.cost_micros,
+            Dimension::Steps => self.steps,
+            Dimension::Effects => self.effects,
+            Dimension::WallMillis => self.wall_millis,
+        }
+    }
+
+    fn slot(&mut self, dimension: Dimension) -> &mut Option<u64> {
+        match dimension {
+            Dimension::Tokens => &mut self.tokens,
+            Dimension::CostMicros => &mut self.cost_micros,
+            Dimension::Steps => &mut self.steps,
+            Dimension::Effects => &mut self.effects,
+            Dimension::WallMillis => &mut self.wall_millis,
+        }
     }
 }
 

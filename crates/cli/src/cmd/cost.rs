@@ -35,42 +35,7 @@ struct CostRow {
     wall_millis: u64,
 }
 
-/// What records consumed, each dimension summed on its own: `None` (null)
-/// for a dimension whose total passes `u64::MAX`, never a figure held at
-/// the limit (R-RUN-7, as `cost` refuses it). `runs` and `diff` print it;
-/// fields in alphabetical order.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct Totals {
-    pub cost_micros: Option<u64>,
-    pub effects: Option<u64>,
-    pub steps: Option<u64>,
-    pub tokens: Option<u64>,
-    pub wall_millis: Option<u64>,
-}
-
-impl Totals {
-    /// The totals of `records`.
-    pub fn of<'a>(records: impl IntoIterator<Item = &'a journal_core::VerifiedRecord>) -> Self {
-        let charges: Vec<Counters> = records
-            .into_iter()
-            .map(|record| {
-                let mut one = Counters::default();
-                journal_core::runtime::charge(&mut one, &record.record.body);
-                one
-            })
-            .collect();
-        let sum = |dimension: journal_core::Dimension| {
-            charges.iter().try_fold(0_u64, |sum, one| sum.checked_add(one.get(dimension)))
-        };
-        Self {
-            cost_micros: sum(journal_core::Dimension::CostMicros),
-            effects: sum(journal_core::Dimension::Effects),
-            steps: sum(journal_core::Dimension::Steps),
-            tokens: sum(journal_core::Dimension::Tokens),
-            wall_millis: sum(journal_core::Dimension::WallMillis),
-        }
-    }
-}
+pub use journal_core::run_state::Totals;
 
 /// A figure as text: the number, or that it passes `u64::MAX`.
 pub fn figure(total: Option<u64>) -> String {
