@@ -829,3 +829,60 @@ pub fn tenant_cost_refuses_a_run_whose_runs_row_was_deleted<S: Store + TamperAcc
         Ok(total) => panic!("the tenant's cost left out run {rowless}: {total:?}"),
     }
 }
+
+/// R-VER-4, R-AUD-8 (a rolling upgrade): a newer build concludes a run with
+/// an outcome this build has no name for, and writes that name into the
+/// runs row and the outcome index as it concludes. Read by this (older)
+/// build, the run is build skew with its remedy (exit 3): the conclusion is
+/// a record it cannot read. It was the whole tenant's audit failing as
+/// damage ("the outcome index names an unknown outcome", exit 1), and on
+/// PostgreSQL every read of the run too, before its records were looked at.
+/// The same rows written behind the plane onto a run every record of which
+/// reads here are still damage, never build skew: no build wrote them.
+pub fn an_outcome_a_newer_build_concluded_is_build_skew_never_damage<S: Store + TamperAccess + 'static>(
+    store: S,
+    name_outcome: impl Fn(&S, &TenantId, &RunId, &str),
+) {
+    let plane = Plane::on(store);
+    plane.run("sealed", true);
+    let newer = plane.run("expiring", false);
+    let forged = plane.run("forged", false);
+    let saved = plane.sign();
+    let inputs = plane.inputs(&saved);
+    // The newer build's conclusion, appended after the checkpoint: this
+    // build's `withheld` conclusion respelt as that build writes one.
+    plane.runtime.withhold(&plane.tenant, &newer, "held").unwrap();
+    let last = plane.store.read_run(&plane.tenant, &newer).unwrap().rows.last().unwrap().clone();
+    let bytes = String::from_utf8(last.bytes.clone())
+        .unwrap()
+        .replace("\"outcome\":\"withheld\"", "\"outcome\":\"expired\"")
+        .replace("\"version\":\"0.1.0\"}", "\"version\":\"9.9.9\"}")
+        .into_bytes();
+    assert!(String::from_utf8_lossy(&bytes).contains("\"expired\""), "the conclusion was respelt");
+    let hash = journal_core::ChainHash::link(&last.prev_hash, &bytes);
+    let seq = last.seq;
+    plane.store.overwrite_row(&plane.tenant, &newer, journal_core::StoredRecord { bytes, hash, ..last });
+    plane.store.set_runs_head(&plane.tenant, &newer, ExpectedHead { seq, hash });
+    name_outcome(&plane.store, &plane.tenant, &newer, "expired");
+
+    let read = plane.runtime.status(&plane.tenant, &newer).unwrap_err();
+    let journal_core::RuntimeError::Journal(read) = read else { panic!("{read:?}") };
+    assert!(read.is_build_skew() && !read.is_tamper(), "{read:?}");
+    assert!(read.to_string().contains("9.9.9"), "the remedy names the build that wrote it: {read}");
+    let report = audit::audit(plane.store.as_ref(), &inputs).unwrap();
+    assert!(report.only_build_skew(), "only build skew: {:#?}", report.findings);
+
+    name_outcome(&plane.store, &plane.tenant, &forged, "expired");
+    let read = plane.runtime.status(&plane.tenant, &forged).unwrap_err();
+    let journal_core::RuntimeError::Journal(read) = read else { panic!("{read:?}") };
+    assert!(read.is_tamper() && !read.is_build_skew(), "{read:?}");
+    let report = audit::audit(plane.store.as_ref(), &inputs).unwrap();
+    assert!(!report.only_build_skew(), "a forged outcome is not build skew: {:#?}", report.findings);
+    let named = report.findings.iter().filter(|f| f.run.as_deref() == Some(forged.as_str())).collect::<Vec<_>>();
+    assert!(
+        named.iter().any(|f| f.code == FindingCode::OutcomeIndexMismatch && f.detail.contains("expired")),
+        "{:#?}",
+        report.findings
+    );
+    assert!(named.iter().all(|f| f.class != FindingClass::BuildSkew), "{named:#?}");
+}

@@ -143,7 +143,7 @@ pub fn audit_with_progress(
     }
     let store: &dyn Store = &snapshot;
     check_rows_without_runs(&snapshot, without_row, (&mut skewed, &mut broken), &mut report)?;
-    check_outcome_listing(&snapshot, &facts, &mut report);
+    check_outcome_listing(&snapshot, &facts, &skewed, &mut report);
     check_idempotency_rows(&snapshot, &inputs.tenant, &facts, &mut report);
     check_admission_order(&snapshot, &facts, &mut report);
     check_fork_provenance(store, inputs, &facts, &skewed, &mut report);
@@ -670,7 +670,20 @@ fn finish_run(
     let head = records.last().map(|record| ExpectedHead { seq: record.stored.seq, hash: record.stored.hash });
     let name = |o: Option<Outcome>| o.map_or("none (running)", |o| o.as_str());
     audit.derived += 3;
-    if stored.outcome != outcome {
+    if let Some(unknown) = &stored.unknown_outcome {
+        // Every record reads here: no build concluded it so (R-VER-4).
+        audit.findings.push(
+            Finding::new(
+                FindingCode::OutcomeIndexMismatch,
+                format!(
+                    "the runs table says {unknown:?}, an outcome this build does not know, but every record of the \
+                     run reads at this build and its last conclusion is {}",
+                    name(outcome)
+                ),
+            )
+            .run(run),
+        );
+    } else if stored.outcome != outcome {
         audit.findings.push(
             Finding::new(
                 FindingCode::OutcomeIndexMismatch,
@@ -925,7 +938,18 @@ fn check_rows_without_runs(
 /// run listed under its last conclusion and nowhere else, and every row of
 /// the index backed by a verified run (a row for a run that does not exist
 /// is a forgery `runs --outcome` would show).
-fn check_outcome_listing(snapshot: &TenantSnapshot, facts: &BTreeMap<RunId, RunFacts>, report: &mut AuditReport) {
+///
+/// A row naming an outcome this build does not know is a newer build's
+/// (R-VER-4) only beside a run this build cannot read: that build's
+/// conclusion is a record this one cannot read, and the run's build skew
+/// says so already. Beside a run every record of which reads here, or none,
+/// no build wrote it.
+fn check_outcome_listing(
+    snapshot: &TenantSnapshot,
+    facts: &BTreeMap<RunId, RunFacts>,
+    skewed: &Skewed,
+    report: &mut AuditReport,
+) {
     for outcome in Outcome::ALL {
         report.checked.derived += 1;
         for (run, run_facts) in facts {
@@ -940,6 +964,31 @@ fn check_outcome_listing(snapshot: &TenantSnapshot, facts: &BTreeMap<RunId, RunF
                 report.findings.push(Finding::new(FindingCode::OutcomeIndexMismatch, detail).run(run));
             }
         }
+    }
+    for (outcome, run) in &snapshot.unknown_outcomes {
+        report.checked.derived += 1;
+        if skewed.contains_key(run) {
+            continue;
+        }
+        let finding = match facts.get(run) {
+            Some(run_facts) => Finding::new(
+                FindingCode::OutcomeIndexMismatch,
+                format!(
+                    "the outcome index lists it as {outcome:?}, an outcome this build does not know, but every record \
+                     of the run reads at this build and its last conclusion is {}",
+                    run_facts.last.map_or("none", |o| o.as_str())
+                ),
+            ),
+            None if !snapshot.runs.contains_key(run) => Finding::new(
+                FindingCode::IndexWithoutRun,
+                format!("the outcome index lists it as {outcome:?}, but no such run is stored"),
+            ),
+            None => Finding::new(
+                FindingCode::OutcomeIndexMismatch,
+                format!("the outcome index lists it as {outcome:?}, an outcome this build does not know"),
+            ),
+        };
+        report.findings.push(finding.run(run));
     }
     for (outcome, run) in &snapshot.outcome_index {
         if !facts.contains_key(run) && !snapshot.runs.contains_key(run) {

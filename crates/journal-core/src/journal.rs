@@ -327,7 +327,25 @@ impl<'a> Journal<'a> {
             None => verify_run(run, &stored.rows, stored.head, check),
         }
         .map_err(|err| self.skew_held_to_seal(run, err, &stored))?;
+        self.refuse_unknown_outcome(run, &stored)?;
         self.with_seal_checked(run, records, stored.head, stored.seal, stored.outcome)
+    }
+
+    /// A runs row naming an outcome this build does not know, over a chain
+    /// every record of which this build has just read: no newer build
+    /// concluded it so (its conclusion would be a record this build cannot
+    /// read, refused before this as build skew, R-VER-4), so the row was
+    /// written behind the plane (damage).
+    fn refuse_unknown_outcome(&self, run: &RunId, stored: &RunRows) -> Result<(), JournalError> {
+        let Some(outcome) = &stored.unknown_outcome else { return Ok(()) };
+        Err(JournalError::StoreDamage {
+            tenant: self.tenant.clone(),
+            detail: format!(
+                "run {run}: the runs row names the outcome {outcome:?}, which this build does not know, but every \
+                 record of the run reads at this build and none concludes so: the row was written behind the plane \
+                 (run `agentplane audit`)"
+            ),
+        })
     }
 
     /// A build skew (R-VER-4) of a run whose seal commits to another head
@@ -359,6 +377,7 @@ impl<'a> Journal<'a> {
     ) -> Result<VerifiedRun, JournalError> {
         let records = verify_run(run, &stored.rows, stored.head, check)
             .map_err(|err| self.skew_held_to_seal(run, err, stored))?;
+        self.refuse_unknown_outcome(run, stored)?;
         self.with_seal_checked(run, records, stored.head, stored.seal.clone(), stored.outcome)
     }
 

@@ -184,7 +184,14 @@ impl Store for MemoryStore {
         let not_found = || JournalError::NotFound { tenant: tenant.clone(), run: run.clone() };
         let state = tenants.get(tenant).and_then(|t| t.runs.get(run)).ok_or_else(not_found)?;
         let seal = tenants.get(tenant).and_then(|t| t.seals.values().find(|s| s.run == *run).cloned());
-        Ok(RunRows { rows: state.rows.clone(), head: state.head, sealed: state.sealed, seal, outcome: state.outcome })
+        Ok(RunRows {
+            rows: state.rows.clone(),
+            head: state.head,
+            sealed: state.sealed,
+            seal,
+            outcome: state.outcome,
+            unknown_outcome: None,
+        })
     }
 
     fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
@@ -300,7 +307,7 @@ impl Store for MemoryStore {
         };
         for (id, run) in &state.runs {
             let head = run.head.map(|head| RunHead { head, sealed: run.sealed, outcome: run.outcome });
-            snapshot.runs.insert(id.clone(), SnapshotRun { rows: run.rows.clone(), head });
+            snapshot.runs.insert(id.clone(), SnapshotRun { rows: run.rows.clone(), head, unknown_outcome: None });
             if let Some(outcome) = run.outcome {
                 snapshot.outcome_index.insert((outcome, id.clone()));
             }

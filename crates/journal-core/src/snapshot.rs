@@ -26,6 +26,9 @@ pub struct SnapshotRun {
     pub rows: Vec<StoredRecord>,
     /// Its runs-table row; `None`: records with no runs row.
     pub head: Option<RunHead>,
+    /// Its runs row names an outcome this build does not know (its text;
+    /// the row's `outcome` is then `None`): see [`RunRows::unknown_outcome`].
+    pub unknown_outcome: Option<String>,
 }
 
 /// One tenant of a store as of one instant.
@@ -37,6 +40,10 @@ pub struct TenantSnapshot {
     pub runs: BTreeMap<RunId, SnapshotRun>,
     /// The outcome index's rows.
     pub outcome_index: BTreeSet<(Outcome, RunId)>,
+    /// The outcome index's rows naming an outcome this build does not know
+    /// (a newer build's, or forged): held by the audit to the run's chain,
+    /// never a failure of the whole snapshot (R-VER-4).
+    pub unknown_outcomes: BTreeSet<(String, RunId)>,
     /// The idempotency index's rows: key -> run.
     pub idempotency: BTreeMap<String, RunId>,
     /// The admission order's rows.
@@ -134,6 +141,7 @@ impl TenantSnapshot {
             sealed: head.sealed,
             seal: self.seal_of(tenant, run)?,
             outcome: head.outcome,
+            unknown_outcome: self.runs.get(run).and_then(|stored| stored.unknown_outcome.clone()),
         })
     }
 

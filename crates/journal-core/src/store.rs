@@ -91,6 +91,11 @@ pub struct RunRows {
     pub seal: Option<SealEntry>,
     /// The outcome index's entry.
     pub outcome: Option<Outcome>,
+    /// The runs row names an outcome this build does not know (its text;
+    /// `outcome` is then `None`): a newer build's conclusion, whose record
+    /// this build then cannot read (build skew, R-VER-4), or a row forged
+    /// behind the plane, when every record reads here (damage).
+    pub unknown_outcome: Option<String>,
 }
 
 /// The log's bookkeeping for one tenant.

@@ -803,6 +803,18 @@ struct BufferedRecord {
     signature: Option<Vec<u8>>,
 }
 
+/// A runs row's outcome as a read sees it: one this build knows, or the
+/// text of one it does not (a newer build's conclusion, or a forged row),
+/// which the reader holds to the run's chain ([`RunRows::unknown_outcome`]):
+/// build skew when a record of it is unreadable here, damage when none is.
+fn read_outcome(outcome: Option<String>) -> (Option<Outcome>, Option<String>) {
+    match outcome.as_deref().map(Outcome::parse) {
+        Some(Some(known)) => (Some(known), None),
+        Some(None) => (None, outcome),
+        None => (None, None),
+    }
+}
+
 /// A runs row's outcome: a text no outcome has is a forged row, damage, not
 /// "no outcome" (which the audit would find agreeing with an open run).
 fn run_outcome(tenant: &TenantId, outcome: Option<&str>) -> Result<Option<Outcome>, JournalError> {
@@ -1666,12 +1678,14 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
         let hash: Vec<u8> = column(tenant, &row, 2)?;
         let head = head_of(tenant, &run, column(tenant, &row, 1)?, &hash)?;
         let outcome: Option<String> = column(tenant, &row, 4)?;
-        let head =
-            RunHead { head, sealed: column(tenant, &row, 3)?, outcome: run_outcome(tenant, outcome.as_deref())? };
+        let (outcome, unknown) = read_outcome(outcome);
+        let head = RunHead { head, sealed: column(tenant, &row, 3)?, outcome };
         if column::<bool>(tenant, &row, 5)? {
             snapshot.moved.insert(run.clone());
         }
-        if snapshot.runs.entry(run.clone()).or_default().head.replace(head).is_some() {
+        let stored = snapshot.runs.entry(run.clone()).or_default();
+        stored.unknown_outcome = unknown;
+        if stored.head.replace(head).is_some() {
             return Err(twice(tenant, "runs", &run));
         }
     }
@@ -1680,9 +1694,13 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
         .map_err(fail("reading the outcome index"))?
     {
         let outcome: String = column(tenant, &row, 0)?;
-        let outcome = Outcome::parse(&outcome)
-            .ok_or_else(|| damaged(tenant, format!("the outcome index names an unknown outcome {outcome:?}")))?;
-        snapshot.outcome_index.insert((outcome, run_id(tenant, column(tenant, &row, 1)?)?));
+        let run = run_id(tenant, column(tenant, &row, 1)?)?;
+        // An outcome this build does not know is a newer build's, or
+        // forged: the audit holds it to the run's chain (R-VER-4).
+        match Outcome::parse(&outcome) {
+            Some(known) => snapshot.outcome_index.insert((known, run)),
+            None => snapshot.unknown_outcomes.insert((outcome, run)),
+        };
     }
     for row in txn
         .query("SELECT key, run FROM idempotency WHERE tenant = $1", &[&t])
@@ -1846,12 +1864,14 @@ impl Store for PgStore {
             .map(|row| seal_of_row(tenant, &row))
             .transpose()?;
         txn.commit().map_err(|err| pg("reading a run", err))?;
+        let (known, unknown_outcome) = read_outcome(outcome);
         Ok(RunRows {
             rows,
             head: Some(expected),
             sealed: column(tenant, &head, 2)?,
             seal,
-            outcome: run_outcome(tenant, outcome.as_deref())?,
+            outcome: known,
+            unknown_outcome,
         })
     }
 

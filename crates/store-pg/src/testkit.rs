@@ -162,6 +162,22 @@ fn i64_of(value: u64) -> i64 {
     i64::try_from(value).expect("a test value fits bigint")
 }
 
+impl PgStore {
+    /// Names `outcome` (any text) in `run`'s runs row and its outcome index
+    /// row, as a build that knows an outcome this one does not writes them
+    /// when it concludes the run so, or as someone with SQL writes them.
+    pub fn name_outcome(&self, tenant: &TenantId, run: &RunId, outcome: &str) {
+        let (t, r) = (tenant.as_str(), run.as_str());
+        self.tamper("outcome index", "DELETE FROM outcome_index WHERE tenant = $1 AND run = $2", &[&t, &r]);
+        self.tamper(
+            "outcome index",
+            "INSERT INTO outcome_index (tenant, outcome, run) VALUES ($1, $2, $3)",
+            &[&t, &outcome, &r],
+        );
+        self.tamper("runs row", "UPDATE runs SET outcome = $3 WHERE tenant = $1 AND run = $2", &[&t, &r, &outcome]);
+    }
+}
+
 impl TamperAccess for PgStore {
     fn overwrite_record_bytes(&self, tenant: &TenantId, run: &RunId, seq: u64, bytes: Vec<u8>) {
         self.tamper(

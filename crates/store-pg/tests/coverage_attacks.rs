@@ -246,10 +246,13 @@ fn r_aud_2_null_or_retyped_columns_are_damage_never_a_panic() {
 
 /// R-AUD-8 (attacker review, session 18), with SQL: a runs row's outcome
 /// set to a text no outcome has was read as "no outcome", which agrees with
-/// an open run, so the forged row audited clean. It is damage now.
+/// an open run, so the forged row audited clean. It is damage now: a
+/// finding of the audit, and every read of the run, since every record of
+/// it reads at this build (beside a record this build cannot read, it is a
+/// newer build's conclusion: build skew, see
+/// `r_ver_4_an_outcome_a_newer_build_concluded_is_build_skew_never_damage`).
 #[test]
 fn r_aud_8_a_runs_row_naming_an_unknown_outcome_is_found() {
-    use journal_core::Store as _;
     let plane = shared::Plane::on(PgStore::temporary().unwrap());
     let open = plane.run("c", false);
     let saved = plane.sign();
@@ -262,9 +265,12 @@ fn r_aud_8_a_runs_row_naming_an_unknown_outcome_is_found() {
         .unwrap();
     assert_eq!(forged, 1);
     let refused = audit_refuses(&plane, &inputs).expect("a forged outcome audits clean");
-    assert!(refused.contains("unknown outcome \"bogus\""), "{refused}");
-    let read = plane.store.read_run(&plane.tenant, &open).unwrap_err();
-    assert!(matches!(read, journal_core::JournalError::StoreDamage { .. }), "{read}");
+    assert!(refused.contains("OutcomeIndexMismatch") && refused.contains("\\\"bogus\\\""), "{refused}");
+    let read = plane.runtime.status(&plane.tenant, &open).unwrap_err();
+    assert!(
+        matches!(read, journal_core::RuntimeError::Journal(journal_core::JournalError::StoreDamage { .. })),
+        "{read}"
+    );
 }
 
 /// R-AUD-1, R-AUD-8 (attacker review, session 18), with DDL: a table's
@@ -926,4 +932,12 @@ fn r_aud_3_a_records_row_with_a_negative_seq_breaks_its_run_alone() {
 #[test]
 fn r_run_7_tenant_cost_refuses_a_run_whose_runs_row_was_deleted() {
     shared::tenant_cost_refuses_a_run_whose_runs_row_was_deleted(PgStore::temporary().unwrap());
+}
+
+#[test]
+fn r_ver_4_an_outcome_a_newer_build_concluded_is_build_skew_never_damage() {
+    shared::an_outcome_a_newer_build_concluded_is_build_skew_never_damage(
+        PgStore::temporary().unwrap(),
+        PgStore::name_outcome,
+    );
 }

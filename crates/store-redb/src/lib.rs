@@ -1094,7 +1094,9 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
             }
             let run = run_id(tenant, run)?;
             let (head, sealed, outcome) = head_of(&run, value.value())?;
-            snapshot.runs.entry(run).or_default().head = Some(RunHead { head, sealed, outcome });
+            let stored = snapshot.runs.entry(run).or_default();
+            stored.head = Some(RunHead { head, sealed, outcome });
+            stored.unknown_outcome = unknown_outcome(value.value());
         }
     }
     if let Some(index) = open_if_there(txn, OUTCOMES)? {
@@ -1104,9 +1106,12 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
             if kt != t {
                 break;
             }
-            let outcome = Outcome::parse(outcome)
-                .ok_or_else(|| damaged(t, format!("the outcome index names an unknown outcome {outcome:?}")))?;
-            snapshot.outcome_index.insert((outcome, run_id(tenant, run)?));
+            // An outcome this build does not know is a newer build's, or
+            // forged: the audit holds it to the run's chain (R-VER-4).
+            match Outcome::parse(outcome) {
+                Some(known) => snapshot.outcome_index.insert((known, run_id(tenant, run)?)),
+                None => snapshot.unknown_outcomes.insert((outcome.to_owned(), run_id(tenant, run)?)),
+            };
         }
     }
     if let Some(index) = open_if_there(txn, IDEMPOTENCY)? {
@@ -1509,6 +1514,12 @@ fn head_of(run: &RunId, value: RunValue<'_>) -> Result<(ExpectedHead, bool, Opti
     Ok((ExpectedHead { seq, hash }, sealed, outcome.and_then(Outcome::parse)))
 }
 
+/// A runs row's outcome that this build does not know (a newer build's, or
+/// forged), which [`head_of`] reads as none: [`RunRows::unknown_outcome`].
+fn unknown_outcome(value: RunValue<'_>) -> Option<String> {
+    value.3.filter(|text| Outcome::parse(text).is_none()).map(str::to_owned)
+}
+
 /// A read failed: nothing is written yet, only this append fails.
 fn refused(err: impl Into<redb::Error>) -> AppendFailure {
     AppendFailure::Refused(io(err))
@@ -1760,10 +1771,11 @@ impl Store for RedbStore {
         guarded(Some(tenant), || {
             let txn = self.read_txn()?;
             let runs = txn.open_table(RUNS).map_err(io)?;
-            let (head, sealed, outcome) = match runs.get((tenant.as_str(), run.as_str())).map_err(io)? {
-                Some(value) => head_of(run, value.value())?,
-                None => return Err(JournalError::NotFound { tenant: tenant.clone(), run: run.clone() }),
-            };
+            let ((head, sealed, outcome), unknown_outcome) =
+                match runs.get((tenant.as_str(), run.as_str())).map_err(io)? {
+                    Some(value) => (head_of(run, value.value())?, unknown_outcome(value.value())),
+                    None => return Err(JournalError::NotFound { tenant: tenant.clone(), run: run.clone() }),
+                };
             let records = txn.open_table(self.layout.records()).map_err(io)?;
             let mut rows = Vec::new();
             for entry in records
@@ -1774,7 +1786,7 @@ impl Store for RedbStore {
                 rows.push(row_of(self.layout, tenant, run, key.value().2, value.value())?);
             }
             let seal = seal_of(&txn, tenant, run)?;
-            Ok(RunRows { rows, head: Some(head), sealed, seal, outcome })
+            Ok(RunRows { rows, head: Some(head), sealed, seal, outcome, unknown_outcome })
         })
     }
 

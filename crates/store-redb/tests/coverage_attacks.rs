@@ -1108,3 +1108,11 @@ fn r_cover_1_a_leaf_the_plane_never_appends_is_never_signed() {
 fn r_run_7_tenant_cost_refuses_a_run_whose_runs_row_was_deleted() {
     shared::tenant_cost_refuses_a_run_whose_runs_row_was_deleted(RedbStore::temporary().unwrap());
 }
+
+#[test]
+fn r_ver_4_an_outcome_a_newer_build_concluded_is_build_skew_never_damage() {
+    shared::an_outcome_a_newer_build_concluded_is_build_skew_never_damage(
+        RedbStore::temporary().unwrap(),
+        RedbStore::name_outcome,
+    );
+}
