@@ -334,7 +334,15 @@ impl RunHandle<'_> {
         reserved: Counters,
         conflict: RuntimeError,
     ) -> Result<(), RuntimeError> {
-        let Ok(fresh) = self.runtime.read(&self.tenant, &self.run) else { return Err(conflict) };
+        let fresh = match self.runtime.read(&self.tenant, &self.run) {
+            Ok(fresh) => fresh,
+            // A record at the head this build cannot read (a newer build's
+            // operator, R-VER-4): nothing tells a hold from a run taken
+            // over, and the answer is the build skew with its remedy, not
+            // a conflict to retry; nothing is written past it.
+            Err(RuntimeError::Journal(err)) if err.is_build_skew() => return Err(err.into()),
+            Err(_) => return Err(conflict),
+        };
         let ours = usize::try_from(self.head.seq).ok();
         let extends_ours = ours
             .and_then(|seq| seq.checked_sub(1))
