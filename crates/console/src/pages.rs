@@ -445,9 +445,14 @@ fn last_audit_markup(
         code { (verdict.origin) } ", not of this tenant's " code { (log.origin) }
         ": it says nothing of this log (run the audit again with this tenant's log key)" } };
     }
+    // Findings that are all build skew (the audit's exit 3) say this build
+    // cannot read what a newer one wrote, not that the history was altered
+    // (R-VER-4): the warning's colour, not the alarm's.
+    let only_skew = !verdict.classes.is_empty() && verdict.classes.iter().all(|class| class == "build_skew");
     let class = match verdict.verdict.as_str() {
         "clean" => "good",
         "incomplete" => "warn",
+        "findings" if only_skew => "warn",
         _ => "bad",
     };
     let now = if verdict.log_size == head.size {
@@ -647,6 +652,8 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
                         (None, None) => (state.to_owned(), "good", records),
                     }
                 }
+                // A newer build's record is not damage (R-VER-4).
+                Err(err) if err.is_build_skew() => (skewed_words(&err), "warn", "?".to_owned()),
                 Err(err) => (format!("does not verify: {err}"), "bad", "?".to_owned()),
             };
             html! {
@@ -855,18 +862,31 @@ fn unvouched_words(counted: Unvouched) -> String {
     )
 }
 
+/// What the console says of a run this build cannot read (R-VER-4): build
+/// skew, with its remedy (which build wrote it), never a chain that does
+/// not verify.
+fn skewed_words(err: &JournalError) -> String {
+    format!("build skew, not damage: this build of the console cannot read this run: {err}")
+}
+
 /// A run whose chain does not verify: the finding, in red, and its rows as
-/// stored (nothing read from them is trusted).
+/// stored (nothing read from them is trusted). A run this build cannot read
+/// is build skew, said so in the warning's colour, with its remedy.
 fn unverified_run(app: &App, log: &TenantLog, run: &RunId, err: &JournalError) -> Result<Markup, PageError> {
     let rows = app.plane.store.read_run(&log.tenant, run)?.rows;
+    let (class, said) = if err.is_build_skew() {
+        ("warn", skewed_words(err))
+    } else {
+        ("bad", format!("this run's chain does not verify: {err}"))
+    };
     Ok(html! {
         h1 { "run " code { (run) } }
-        p class="bad finding" { "this run's chain does not verify: " (err) }
+        p class={ (class) " finding" } { (said) }
         table class="records" {
             thead { tr { th { "seq" } th { "kind" } th { "hash (as stored)" } } }
             tbody {
                 @for row in rows.iter().take(MAX_RECORDS_SHOWN) {
-                    tr class="bad" { td { (row.seq) } td { (row.kind) } td { code { (short(&row.hash.to_string())) } } }
+                    tr class=(class) { td { (row.seq) } td { (row.kind) } td { code { (short(&row.hash.to_string())) } } }
                 }
             }
         }
@@ -1095,6 +1115,7 @@ fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), Pag
     let verified = match read_bound(&Journal::new(store, &log.tenant, &log.origin), &run, app) {
         Ok(verified) => verified,
         Err(JournalError::NotFound { .. }) => return Err(PageError::missing(format!("no run {run}"))),
+        Err(err) if err.is_build_skew() => return Err(PageError::conflict(skewed_words(&err))),
         Err(err) => return Err(PageError::conflict(format!("this run's chain does not verify: {err}"))),
     };
     verified.seal_found(&log.tenant, &run).map_err(|err| PageError::conflict(err.to_string()))?;

@@ -122,6 +122,66 @@ fn a_run_whose_chain_does_not_verify_is_shown_in_red_with_the_finding() {
     assert!(list.contains("does not verify"), "the list says so too: {list}");
 }
 
+/// R-VER-4 (a rolling upgrade): a worker of a newer build appends to a run
+/// in a shape this console's build does not read. The run page said "this
+/// run's chain does not verify" as a finding in red, and the list "does not
+/// verify": the alarm for an altered history, over a record the chain
+/// commits to as written. It is build skew, said so with the remedy (which
+/// build wrote it), in the warning's colour, on both pages and the export.
+#[test]
+fn r_ver_4_a_run_a_newer_build_wrote_to_is_build_skew_on_every_page_not_a_chain_that_does_not_verify() {
+    let (plane, runs) = demo();
+    let run = &runs[1];
+    let rows = journal_core::Store::read_run(plane.store.as_ref(), &plane.tenant, run).unwrap().rows;
+    let last = rows.last().unwrap().clone();
+    let next = last.seq + 1;
+    let bytes = String::from_utf8(last.bytes.clone())
+        .unwrap()
+        .replace("\"version\":\"0.1.0\"}", "\"version\":\"9.9.9\"}")
+        .replacen(&format!("\"seq\":{}", last.seq), &format!("\"seq\":{next}"), 1)
+        .replacen("\"body\":", "\"priority\":1,\"body\":", 1)
+        .into_bytes();
+    let hash = journal_core::ChainHash::link(&last.hash, &bytes);
+    let row = journal_core::StoredRecord { seq: next, prev_hash: last.hash, bytes, hash, signature: None, ..last };
+    plane.store.overwrite_row(&plane.tenant, run, row);
+    plane.store.set_runs_head(&plane.tenant, run, journal_core::ExpectedHead { seq: next, hash });
+    plane.store.set_moved(&plane.tenant, run, true);
+    let console = plane.console(None);
+    let (status, page) = get(&format!("{}/run/shop/{run}", console.url()));
+    assert_eq!(status, 200, "{page}");
+    assert!(!page.contains("does not verify") && !page.contains("bad finding"), "{page}");
+    assert!(page.contains("build skew") && page.contains("9.9.9"), "the remedy names the build: {page}");
+    let (_, list) = get(&format!("{}/runs", console.url()));
+    assert!(!list.contains("does not verify") && list.contains("build skew"), "{list}");
+    let (status, export) = get(&format!("{}/run/shop/{run}/export", console.url()));
+    assert_ne!(status, 200, "{export}");
+    assert!(!export.contains("does not verify") && export.contains("build skew"), "{export}");
+    // The audit of this plane by this build: build skew only (its exit 3),
+    // kept for the plane page, is not shown as the alarm's red.
+    let head = journal_core::LogView::open(plane.store.as_ref(), &plane.tenant).unwrap().head().unwrap().tree;
+    let verdict = console::last_audit::LastAudit {
+        format: console::last_audit::LAST_AUDIT_FORMAT.to_owned(),
+        at: journal_core::At::from_unix_millis(1_800_000_000_000).unwrap().to_string(),
+        command: "audit".into(),
+        tenant: "shop".into(),
+        origin: ORIGIN.into(),
+        verdict: console::last_audit::verdict_for(1, 0).into(),
+        findings: 1,
+        classes: vec!["build_skew".into()],
+        not_checked: vec![],
+        anchors: 1,
+        log_size: head.size,
+        log_root: head.root.to_string(),
+    };
+    console::last_audit::record(plane.dir.path(), &verdict).unwrap();
+    let (_, page) = get(console.url());
+    assert!(page.contains("class=\"warn\">findings") && page.contains("(build_skew)"), "{page}");
+    let verdict = console::last_audit::LastAudit { classes: vec!["build_skew".into(), "tamper".into()], ..verdict };
+    console::last_audit::record(plane.dir.path(), &verdict).unwrap();
+    let (_, page) = get(console.url());
+    assert!(page.contains("class=\"bad\">findings"), "a tamper finding beside it is the alarm: {page}");
+}
+
 #[test]
 fn the_diff_marks_the_first_difference_and_the_log_page_proves_consistency() {
     let (plane, runs) = demo();
