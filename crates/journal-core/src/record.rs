@@ -254,7 +254,21 @@ impl Outcome {
     pub fn parse(text: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|o| o.as_str() == text)
     }
+
+    /// A stored outcome name this build does not know (a newer build's, or
+    /// forged), as a read keeps it to report: at most
+    /// [`MAX_UNKNOWN_OUTCOME_CHARS`] characters, so that a forged row of a
+    /// megabyte makes no message of one.
+    pub fn unknown_name(text: &str) -> String {
+        match text.char_indices().nth(MAX_UNKNOWN_OUTCOME_CHARS) {
+            Some((cut, _)) => format!("{}... (cut)", text.get(..cut).unwrap_or_default()),
+            None => text.to_owned(),
+        }
+    }
 }
+
+/// The most of an unknown outcome name a read keeps ([`Outcome::unknown_name`]).
+pub const MAX_UNKNOWN_OUTCOME_CHARS: usize = 64;
 
 impl fmt::Display for Outcome {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -714,5 +728,23 @@ mod erased {
         fn json(&self) -> Result<String, serde_json::Error> {
             serde_json::to_string(self)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every input has a size bound: a stored outcome name this build does
+    /// not know is kept cut, so a forged runs row of a megabyte makes no
+    /// megabyte message (the reads and the audit quote it); a short one, a
+    /// newer build's name, is kept whole.
+    #[test]
+    fn an_unknown_outcome_name_is_kept_cut() {
+        assert_eq!(Outcome::unknown_name("expired"), "expired");
+        let forged = "é".repeat(1 << 20);
+        let kept = Outcome::unknown_name(&forged);
+        assert_eq!(kept.chars().filter(|c| *c == 'é').count(), MAX_UNKNOWN_OUTCOME_CHARS);
+        assert!(kept.ends_with("... (cut)"), "{kept}");
     }
 }

@@ -810,7 +810,7 @@ struct BufferedRecord {
 fn read_outcome(outcome: Option<String>) -> (Option<Outcome>, Option<String>) {
     match outcome.as_deref().map(Outcome::parse) {
         Some(Some(known)) => (Some(known), None),
-        Some(None) => (None, outcome),
+        Some(None) => (None, outcome.as_deref().map(Outcome::unknown_name)),
         None => (None, None),
     }
 }
@@ -820,7 +820,9 @@ fn read_outcome(outcome: Option<String>) -> (Option<Outcome>, Option<String>) {
 fn run_outcome(tenant: &TenantId, outcome: Option<&str>) -> Result<Option<Outcome>, JournalError> {
     outcome
         .map(|text| {
-            Outcome::parse(text).ok_or_else(|| damaged(tenant, format!("a runs row names an unknown outcome {text:?}")))
+            Outcome::parse(text).ok_or_else(|| {
+                damaged(tenant, format!("a runs row names an unknown outcome {:?}", Outcome::unknown_name(text)))
+            })
         })
         .transpose()
 }
@@ -1699,7 +1701,7 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
         // forged: the audit holds it to the run's chain (R-VER-4).
         match Outcome::parse(&outcome) {
             Some(known) => snapshot.outcome_index.insert((known, run)),
-            None => snapshot.unknown_outcomes.insert((outcome, run)),
+            None => snapshot.unknown_outcomes.insert((Outcome::unknown_name(&outcome), run)),
         };
     }
     for row in txn

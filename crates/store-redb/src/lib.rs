@@ -1110,7 +1110,7 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
             // forged: the audit holds it to the run's chain (R-VER-4).
             match Outcome::parse(outcome) {
                 Some(known) => snapshot.outcome_index.insert((known, run_id(tenant, run)?)),
-                None => snapshot.unknown_outcomes.insert((outcome.to_owned(), run_id(tenant, run)?)),
+                None => snapshot.unknown_outcomes.insert((Outcome::unknown_name(outcome), run_id(tenant, run)?)),
             };
         }
     }
@@ -1517,7 +1517,7 @@ fn head_of(run: &RunId, value: RunValue<'_>) -> Result<(ExpectedHead, bool, Opti
 /// A runs row's outcome that this build does not know (a newer build's, or
 /// forged), which [`head_of`] reads as none: [`RunRows::unknown_outcome`].
 fn unknown_outcome(value: RunValue<'_>) -> Option<String> {
-    value.3.filter(|text| Outcome::parse(text).is_none()).map(str::to_owned)
+    value.3.filter(|text| Outcome::parse(text).is_none()).map(Outcome::unknown_name)
 }
 
 /// A read failed: nothing is written yet, only this append fails.
