@@ -815,25 +815,18 @@ fn read_outcome(outcome: Option<String>) -> (Option<Outcome>, Option<String>) {
     }
 }
 
-/// A runs row's outcome: a text no outcome has is a forged row, damage, not
-/// "no outcome" (which the audit would find agreeing with an open run).
-fn run_outcome(tenant: &TenantId, outcome: Option<&str>) -> Result<Option<Outcome>, JournalError> {
-    outcome
-        .map(|text| {
-            Outcome::parse(text).ok_or_else(|| {
-                damaged(tenant, format!("a runs row names an unknown outcome {:?}", Outcome::unknown_name(text)))
-            })
-        })
-        .transpose()
-}
-
 /// A runs row's head, from a row whose first columns are `head_seq,
-/// head_hash, sealed, outcome`.
-fn run_head_of_row(tenant: &TenantId, run: &RunId, row: &postgres::Row) -> Result<RunHead, JournalError> {
+/// head_hash, sealed, outcome`, as an append sees it, with the text of an
+/// outcome this build does not know (read as none; see [`PgAppend::run_head`]).
+fn run_head_of_row(
+    tenant: &TenantId,
+    run: &RunId,
+    row: &postgres::Row,
+) -> Result<(RunHead, Option<String>), JournalError> {
     let hash: Vec<u8> = column(tenant, row, 1)?;
     let head = head_of(tenant, run, column(tenant, row, 0)?, &hash)?;
-    let outcome: Option<String> = column(tenant, row, 3)?;
-    Ok(RunHead { head, sealed: column(tenant, row, 2)?, outcome: run_outcome(tenant, outcome.as_deref())? })
+    let (outcome, unknown) = read_outcome(column(tenant, row, 3)?);
+    Ok((RunHead { head, sealed: column(tenant, row, 2)?, outcome }, unknown))
 }
 
 impl PgAppend<'_, '_> {
@@ -850,8 +843,12 @@ impl PgAppend<'_, '_> {
                 .map_err(|err| pg("locking the batch's runs", err))?;
             for row in rows {
                 let run = run_id(tenant, column(tenant, &row, 4)?)?;
-                let head = run_head_of_row(tenant, &run, &row)?;
-                self.heads.insert((tenant.as_str().to_owned(), run.as_str().to_owned()), head);
+                // A row naming an outcome this build does not know is
+                // left to its own append to answer (`run_head`), never the
+                // whole batch's failure, every tenant's appends in it.
+                if let (head, None) = run_head_of_row(tenant, &run, &row)? {
+                    self.heads.insert((tenant.as_str().to_owned(), run.as_str().to_owned()), head);
+                }
             }
         }
         Ok(())
@@ -1153,7 +1150,20 @@ impl AppendTxn for PgAppend<'_, '_> {
             }
             return Ok(None);
         };
-        let head = run_head_of_row(&request.tenant, &request.run, &row).map_err(refused)?;
+        let (head, unknown) = run_head_of_row(&request.tenant, &request.run, &row).map_err(refused)?;
+        if let Some(outcome) = unknown {
+            // An outcome this build does not know: a newer build's
+            // conclusion is a record past the caller's head (its append
+            // meets the conflict, and its reread the build skew, R-VER-4);
+            // at the caller's head, no build concluded so: a forged row.
+            if request.expected_head == Some(head.head) {
+                return Err(refused(damaged(
+                    &request.tenant,
+                    format!("a runs row names an unknown outcome {outcome:?}"),
+                )));
+            }
+            return Ok(Some(head));
+        }
         if !self.savepoint_every_append {
             self.heads.insert((tenant.to_owned(), run.to_owned()), head);
         }
