@@ -151,14 +151,10 @@ fn fork_of_a_rewritten_source(newer_last: bool) -> (Plane, journal_core::RunId) 
     (plane, fork_id)
 }
 
-/// Issue 20, R-RUN-5: a run copied in from another tenant of the same store
-/// (its rows re-appended under this tenant: no key needed) was forked by
-/// `Runtime::fork` as if it were this tenant's, and the fork was served the
-/// other tenant's effects from it as done. The CLI's reads hold a run to its
-/// tenant; the runtime's did not. Now the fork is refused, naming the tenant.
-#[test]
-fn a_run_copied_in_from_another_tenant_is_never_forked() {
-    let plane = Plane::signed();
+/// A run of tenant `elsewhere` with three effects done, copied into
+/// `plane`'s tenant behind the plane (its rows re-appended: no key
+/// needed); its id and its rows.
+fn copied_in_from_elsewhere(plane: &Plane) -> (journal_core::RunId, Vec<journal_core::StoredRecord>) {
     let elsewhere = journal_core::TenantId::new("elsewhere").unwrap();
     let other = journal_core::RuntimeBuilder::new(std::sync::Arc::clone(&plane.store) as std::sync::Arc<dyn Store>)
         .tenant(elsewhere.clone(), journal_core::Origin::new("audit.test/plane/elsewhere").unwrap(), None)
@@ -186,6 +182,18 @@ fn a_run_copied_in_from_another_tenant_is_never_forked() {
             .unwrap();
         head = Some(journal_core::ExpectedHead { seq: row.seq, hash: row.hash });
     }
+    (id, rows)
+}
+
+/// Issue 20, R-RUN-5: a run copied in from another tenant of the same store
+/// (its rows re-appended under this tenant: no key needed) was forked by
+/// `Runtime::fork` as if it were this tenant's, and the fork was served the
+/// other tenant's effects from it as done. The CLI's reads hold a run to its
+/// tenant; the runtime's did not. Now the fork is refused, naming the tenant.
+#[test]
+fn a_run_copied_in_from_another_tenant_is_never_forked() {
+    let plane = Plane::signed();
+    let (id, rows) = copied_in_from_elsewhere(&plane);
     let at_seq = rows.last().unwrap().seq;
     let forked = plane.runtime.fork(&plane.tenant, &id, at_seq, request("fork"));
     let Err(err) = forked else { panic!("a run of tenant elsewhere was forked under {}", plane.tenant) };
@@ -194,6 +202,32 @@ fn a_run_copied_in_from_another_tenant_is_never_forked() {
         plane.store.run_by_idempotency_key(&plane.tenant, "fork").unwrap().is_none(),
         "nothing was admitted for the fork"
     );
+}
+
+/// R-COVER-4, R-RUN-7 (review 74): the runtime's reads hold a run to its
+/// tenant (issue 20), but its reads of the whole tenant did not: a run
+/// copied in from another tenant was counted in `Runtime::tenant_cost` as
+/// this tenant's spending, and `replay_store` replayed it as this tenant's
+/// run. Both refuse it now, naming the tenant it belongs to, as the CLI's
+/// `cost` does.
+#[test]
+fn r_cover_4_a_run_copied_in_from_another_tenant_is_never_counted_nor_replayed_as_this_tenants() {
+    let plane = Plane::signed();
+    let (id, _) = copied_in_from_elsewhere(&plane);
+    let cost = plane.runtime.tenant_cost(&plane.tenant);
+    let Err(err) = cost else { panic!("tenant {} was charged run {id} of tenant elsewhere: {cost:?}", plane.tenant) };
+    assert!(err.to_string().contains("elsewhere"), "the refusal names the tenant the run belongs to: {err}");
+
+    let upcasters = journal_core::Upcasters::default();
+    let check = journal_core::chain::ChainCheck {
+        upcasters: &upcasters,
+        verifier: None,
+        options: journal_core::VerifyOptions::default(),
+    };
+    let journal = journal_core::Journal::new(plane.store.as_ref(), &plane.tenant, &plane.origin);
+    let replayed = journal_core::regression::replay_store(&journal, check, &[], &["work".into()], |_| Ok(()));
+    let Err(problems) = replayed else { panic!("run {id} of tenant elsewhere was replayed as this tenant's") };
+    assert!(problems.contains("elsewhere"), "the failure names the tenant the run belongs to: {problems}");
 }
 
 /// The export of a sealed run of `plane`, as `agentplane export` writes it.

@@ -637,19 +637,26 @@ where
     // the test silently skips.
     journal
         .each_run(check, &mut |run, verified| {
-            let verified = match verified {
-                Ok(verified) => verified,
-                Err(err) => {
-                    problems.push(format!("run {run} does not verify: {err}"));
-                    return Ok(());
-                }
-            };
+            // A run copied in from another tenant is never this one's to
+            // replay (issue 20, R-COVER-4), nor a fork's source.
+            let verified =
+                match verified.and_then(|verified| verified.bound_to(journal.tenant, &run).map(|()| verified)) {
+                    Ok(verified) => verified,
+                    Err(err) => {
+                        problems.push(format!("run {run} does not verify: {err}"));
+                        return Ok(());
+                    }
+                };
             let outcome = verified.last_conclusion().map(|c| c.outcome);
             if !outcomes.is_empty() && !outcome.is_some_and(|o| outcomes.contains(&o)) {
                 return Ok(());
             }
             let served = match verified.forked_from() {
-                Some(forked) => match crate::run_state::fork_seed(|source| journal.read(source, check), &run, forked) {
+                Some(forked) => match crate::run_state::fork_seed(
+                    |source| journal.read(source, check).and_then(|v| v.bound_to(journal.tenant, source).map(|()| v)),
+                    &run,
+                    forked,
+                ) {
                     Ok(served) => served,
                     Err(err) => {
                         problems.push(format!("run {run} is a fork whose source does not serve it: {err}"));

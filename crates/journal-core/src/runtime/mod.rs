@@ -536,8 +536,11 @@ impl Runtime {
             options: VerifyOptions::default(),
         };
         let mut total = Ok(Counters::default());
-        self.journal(config).each_run(check, &mut |_, verified| {
+        self.journal(config).each_run(check, &mut |run, verified| {
+            // A run copied in from another tenant is never this one's
+            // spending (issue 20, R-COVER-4), as the CLI's `cost` holds it.
             let verified = verified?;
+            verified.bound_to(&config.tenant, &run)?;
             total = total.and_then(|sum: Counters| sum.checked_add(&try_cost_in(&verified, window)?));
             Ok(())
         })?;
