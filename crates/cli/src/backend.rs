@@ -21,8 +21,10 @@ pub fn postgres_url(store: &Path) -> Option<&str> {
     store.to_str().filter(|text| text.starts_with("postgres://") || text.starts_with("postgresql://"))
 }
 
-/// The words a PostgreSQL key=value connection string starts with (libpq's
-/// connection keywords a person would write first).
+/// libpq's connection keywords (PostgreSQL 18): a word of the store that
+/// is one, followed by `=`, makes it a key=value connection string, whichever
+/// keyword comes first (a string led by `target_session_attrs=` holds a
+/// password as well as one led by `host=`).
 const KEY_VALUE_KEYWORDS: &[&str] = &[
     "host",
     "hostaddr",
@@ -31,28 +33,72 @@ const KEY_VALUE_KEYWORDS: &[&str] = &[
     "user",
     "password",
     "passfile",
-    "service",
-    "sslmode",
+    "require_auth",
+    "channel_binding",
     "connect_timeout",
-    "application_name",
+    "client_encoding",
     "options",
+    "application_name",
+    "fallback_application_name",
+    "keepalives",
+    "keepalives_idle",
+    "keepalives_interval",
+    "keepalives_count",
+    "tcp_user_timeout",
+    "replication",
+    "gssencmode",
+    "sslmode",
+    "requiressl",
+    "sslnegotiation",
+    "sslcompression",
+    "sslcert",
+    "sslkey",
+    "sslpassword",
+    "sslcertmode",
+    "sslrootcert",
+    "sslcrl",
+    "sslcrldir",
+    "sslsni",
+    "requirepeer",
+    "ssl_min_protocol_version",
+    "ssl_max_protocol_version",
+    "min_protocol_version",
+    "max_protocol_version",
+    "krbsrvname",
+    "gsslib",
+    "gssdelegation",
+    "service",
+    "target_session_attrs",
+    "load_balance_hosts",
+    "scram_client_key",
+    "scram_server_key",
+    "oauth_issuer",
+    "oauth_client_id",
+    "oauth_client_secret",
+    "oauth_scope",
 ];
 
 /// Refuses a `--store` (or configured store) that is a PostgreSQL key=value
 /// connection string: read as a redb path it would make a file named after
 /// it, a password in the name, beside the plane. Only URLs name PostgreSQL.
+/// Any word of it (split at white space) that is a libpq keyword followed
+/// by `=` (spaces allowed around it, as libpq allows) makes it one.
 pub fn refuse_key_value_string(store: &Path) -> Result<(), Failure> {
     let Some(text) = store.to_str() else { return Ok(()) };
-    let text = text.trim_start();
-    let word_end = text.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(text.len());
-    let (word, rest) = text.split_at(word_end);
-    let is_keyword = KEY_VALUE_KEYWORDS.iter().any(|keyword| word.eq_ignore_ascii_case(keyword));
-    if is_keyword && rest.trim_start().starts_with('=') {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let is_key_value = words.iter().enumerate().any(|(i, word)| {
+        let word_end = word.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(word.len());
+        let (keyword, rest) = word.split_at(word_end);
+        KEY_VALUE_KEYWORDS.iter().any(|known| keyword.eq_ignore_ascii_case(known))
+            && (rest.starts_with('=')
+                || (rest.is_empty() && words.get(i + 1).is_some_and(|next| next.starts_with('='))))
+    });
+    if is_key_value {
         return Err(Failure::Usage(format!(
             "the store {} reads as a PostgreSQL key=value connection string, which agentplane does not take (as a \
              path it would name a new redb file): give the store as a URL, \
-             postgresql://USER[:PASSWORD]@HOST[:PORT]/DBNAME (a socket folder as ?host=/run/postgresql), or a redb \
-             file's path",
+             postgresql://USER@HOST[:PORT]/DBNAME (a password, if any, after USER and a colon; a socket folder as \
+             ?host=/run/postgresql), or a redb file's path",
             display(store)
         )));
     }

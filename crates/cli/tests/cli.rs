@@ -2134,3 +2134,31 @@ fn r_ops_1_a_key_value_connection_string_as_the_store_is_refused_never_made_a_fi
     let made: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(made, vec![std::ffi::OsString::from("agentplane.toml")], "no file made but the test's own");
 }
+
+/// R-OPS-1, a bypass of the refusal above: only a string whose first word
+/// was one of twelve libpq keywords was refused, so one that starts with
+/// any other (`target_session_attrs=`, `sslrootcert=`, `keepalives=`...)
+/// or puts `password=` after a path-like first word still made a redb file
+/// named after it, the password in the name. Every libpq keyword, at any
+/// word of the string, now makes it a key=value string.
+#[test]
+fn r_ops_1_a_key_value_string_led_by_any_libpq_keyword_is_refused_never_made_a_file() {
+    const SECRET: &str = "kv-s3cret-78";
+    let dir = tempfile::tempdir().unwrap();
+    for store in [
+        format!("target_session_attrs=any host=db password={SECRET}"),
+        format!("keepalives=1 host=db password={SECRET}"),
+        format!("sslcertmode=allow user=agent password={SECRET}"),
+        format!("plane.redb password = {SECRET}"),
+    ] {
+        for args in [vec!["--store", store.as_str(), "demo"], vec!["init", "--store", store.as_str()]] {
+            let said = fails(dir.path(), &args, 2);
+            assert!(said.contains("key=value connection string"), "{args:?}: {said}");
+            assert!(!said.contains(SECRET), "the password is never printed: {said}");
+            // The URL's form is said whole (redaction took `[:PASSWORD]@` for a password).
+            assert!(said.contains("postgresql://USER@HOST[:PORT]/DBNAME"), "{said}");
+        }
+    }
+    let made: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(made.is_empty(), "no file made: {made:?}");
+}
