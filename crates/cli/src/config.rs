@@ -395,6 +395,14 @@ pub const DEFAULT_STORE: &str = "agentplane.redb";
 /// The key file of a plane with no configuration saying otherwise.
 pub const DEFAULT_KEYS: &str = "agentplane.key";
 
+/// The refusal of `init` on a store that holds runs (R-SIG-4).
+fn holds_runs(store: &Path) -> Failure {
+    Failure::Usage(format!(
+        "{} already holds runs: a plane never mints keys for a history it did not sign",
+        crate::backend::display(store)
+    ))
+}
+
 /// Makes a plane in `dir`: `agentplane.toml` and the key file (`files`)
 /// with a fresh log key per tenant (origin `BASE/NAME`) and a record key.
 /// Refuses to overwrite either file, and a store that holds runs (R-SIG-4:
@@ -419,8 +427,13 @@ pub fn init_plane(
         && crate::high_water::FileHighWater::says_nothing_signed(&high_water).unwrap_or(false)
     {
         // What an `init` stopped (a crash, a kill) after the keys and before
-        // the configuration leaves, or what `keygen` makes: keys that never
-        // signed anything, no plane.
+        // the configuration leaves, or what `keygen` makes: keys that signed
+        // no checkpoint, no plane. Their record key signed the runs of a
+        // store that holds some (a runtime admitted them): never said to be
+        // unused.
+        if crate::backend::holds_runs(&store_path)? {
+            return Err(holds_runs(&store_path));
+        }
         return Err(Failure::Usage(format!(
             "{keys} exists without {config}, and its high-water mark {mark} says it never signed anything: an \
              `init` stopped before it wrote its configuration, or keys made by `keygen`. To make the plane, \
@@ -436,10 +449,7 @@ pub fn init_plane(
         }
     }
     if crate::backend::holds_runs(&store_path)? {
-        return Err(Failure::Usage(format!(
-            "{} already holds runs: a plane never mints keys for a history it did not sign",
-            crate::backend::display(&store_path)
-        )));
+        return Err(holds_runs(&store_path));
     }
     let names: Vec<String> = if tenants.is_empty() { vec!["default".to_owned()] } else { tenants.to_vec() };
     let mut entries = Vec::new();

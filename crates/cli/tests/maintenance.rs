@@ -404,3 +404,24 @@ fn r_plane_2_init_and_keygen_killed_between_their_files_are_run_again() {
         assert!(!dir.path().join("agentplane.key").exists());
     }
 }
+
+/// R-SIG-4: keys `keygen` made (a plane with no configuration) whose store
+/// holds runs their record key signed (a runtime admitted them; no
+/// checkpoint yet, so the mark still says `never`). `init` there told the
+/// operator that the keys "never signed anything" and to delete the key
+/// file and its mark and run `init` again: the record key of the store's
+/// runs deleted, and the next `init` refused anyway (the store holds runs).
+/// A store that holds runs is refused first, its keys never called unused.
+#[test]
+fn r_sig_4_init_beside_keys_whose_store_holds_runs_never_says_to_delete_them() {
+    let dir = tempfile::tempdir().unwrap();
+    ok(dir.path(), &["keygen"]);
+    let other = tempfile::tempdir().unwrap();
+    ok(other.path(), &["init"]);
+    ok(other.path(), &["demo"]);
+    std::fs::copy(other.path().join("agentplane.redb"), dir.path().join("agentplane.redb")).unwrap();
+    let said = fails(dir.path(), &["init"], 2);
+    assert!(said.contains("already holds runs"), "{said}");
+    assert!(!said.contains("never signed anything") && !said.contains("delete"), "{said}");
+    assert!(dir.path().join("agentplane.key").exists() && dir.path().join("agentplane.highwater").exists());
+}
