@@ -1254,6 +1254,42 @@ fn r_ux_2_a_verdict_is_the_exit_code_when_stdout_is_lost() {
     }
 }
 
+/// R-UX-2, R-AUD-5: `verify` and `audit` keep their verdict for the
+/// console's plane page (`audits/TENANT.json`) after the report was
+/// printed, so a reader that stopped reading (`verify | grep -q`, a closed
+/// pipe) or a full disk ended the command before it was kept: the exit said
+/// findings, and the console went on showing the verdict before them (a
+/// clean one). The verdict is kept before the report is printed.
+#[cfg(unix)]
+#[test]
+fn r_ux_2_a_verdict_is_kept_for_the_console_when_stdout_is_lost() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let kept = dir.join("audits").join("default.json");
+    assert_eq!(json_exit(dir, &["verify", "--json"], 0)["verdict"], "clean");
+    let clean = std::fs::read_to_string(&kept).unwrap();
+    assert!(clean.contains("\"findings\": 0") || clean.contains("\"findings\":0"), "{clean}");
+    let a = demo.run("succeeded");
+    {
+        use journal_core::testkit::TamperAccess;
+        let store = store_redb::RedbStore::open(&dir.join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        store.set_idempotency(&tenant, "tomorrows-job", &journal_core::RunId::new(&a).unwrap());
+    }
+    for full in [false, true] {
+        for args in [&["verify", "--json"][..], &["verify"][..]] {
+            std::fs::remove_file(&kept).unwrap();
+            let (code, stderr) = with_stdout_lost(dir, args, full);
+            assert_eq!(code, Some(1), "{args:?}, full disk {full}: {stderr}");
+            let verdict: serde_json::Value = serde_json::from_str(
+                &std::fs::read_to_string(&kept).unwrap_or_else(|err| panic!("{args:?}, full disk {full}: {err}")),
+            )
+            .unwrap();
+            assert_eq!(verdict["verdict"], "findings", "{args:?}, full disk {full}: {verdict}");
+        }
+    }
+}
+
 /// R-STORE-4, R-UX-2 (review 72): a tenant the configuration does not name
 /// (a typo in a cron job's `--tenant`) was read under the key file's one
 /// origin, another tenant's: `verify --json` answered `findings` (a

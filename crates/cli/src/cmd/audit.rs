@@ -350,13 +350,15 @@ fn run_and_report(
     if let Err(failure) = &verdict {
         crate::output::reached(failure);
     }
+    // Kept before the report is printed too: a write to stdout that fails
+    // ends the command there, and the console would show the verdict before.
+    keep_verdict(cli, command, inputs, &report);
     if json {
         // Through a `Value`, so the keys come sorted, as the report has always been printed.
         print_json(&serde_json::to_value(&report).map_err(|err| Failure::Io(err.to_string()))?)?;
     } else {
         print_human(&report);
     }
-    keep_verdict(cli, command, inputs, &report);
     verdict
 }
 
