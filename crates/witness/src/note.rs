@@ -285,8 +285,9 @@ pub(crate) fn check_text(text: &str) -> Result<(), NoteError> {
 
 /// Signs `text` with Ed25519 note keys (algorithm 0x01) and returns the whole
 /// note, byte-identical to Go's `note.Sign`. A note [`open`] would refuse is
-/// never returned: at most [`MAX_SIGNATURES`] signers, and the whole note at
-/// most [`MAX_NOTE_BYTES`] ([`NoteError::BadText`] otherwise).
+/// never returned: at most [`MAX_SIGNATURES`] signers, no control character
+/// in a signer's name, and the whole note at most [`MAX_NOTE_BYTES`]
+/// ([`NoteError::BadText`] otherwise).
 pub fn sign(text: &str, signers: &[&SignerKey]) -> Result<String, NoteError> {
     check_text(text)?;
     if signers.is_empty() {
@@ -314,6 +315,13 @@ pub fn sign(text: &str, signers: &[&SignerKey]) -> Result<String, NoteError> {
     if note.len() > MAX_NOTE_BYTES {
         return Err(NoteError::BadText(
             "with its signature lines the note would be larger than the 1 MiB note limit: sign shorter text",
+        ));
+    }
+    // The text is checked already: a control character here is in a key's
+    // name (a name refuses only white space and '+'), and `open` refuses it.
+    if check_characters(&note).is_err() {
+        return Err(NoteError::BadText(
+            "a signer's key name contains a control character, which no reader accepts in a note: rename the key",
         ));
     }
     Ok(note)

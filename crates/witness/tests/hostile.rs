@@ -68,3 +68,18 @@ fn r_note_1_sign_never_returns_a_note_open_refuses() {
     let first = keys[0].verifier_key();
     assert!(open(note.as_bytes(), &[&first]).is_ok());
 }
+
+/// R-NOTE-1, a path the test above did not take: a key name may hold a
+/// control character (only white space and '+' are refused in a name, as in
+/// Go), and `open` refuses a note with any control character but the
+/// newline, so `sign` with such a key returned a note no reader opens. It is
+/// refused when signing.
+#[test]
+fn r_note_1_sign_never_returns_a_note_whose_key_name_open_refuses() {
+    let signer = SignerKey::from_seed("log\u{1}.test", ALG_ED25519, [4; 32]).unwrap();
+    assert!(matches!(sign("text\n", &[&signer]), Err(NoteError::BadText(_))));
+    let fine = SignerKey::from_seed("log.test", ALG_ED25519, [4; 32]).unwrap();
+    let verifier = fine.verifier_key();
+    let trusted: [&dyn NoteVerifier; 1] = [&verifier];
+    assert!(open(sign("text\n", &[&fine]).unwrap().as_bytes(), &trusted).is_ok());
+}
