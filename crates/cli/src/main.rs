@@ -4,8 +4,9 @@
 //! or I/O, 3 build skew (this binary cannot read what a newer or older build
 //! wrote: the history is not damaged; run the binary the message names).
 //! A reader that closes the pipe early (`agentplane runs --ids | head -1`)
-//! ends the command quietly, with the exit it had come to (0 for a listing,
-//! 1 for a verdict with findings, a failure's class), as does a full disk.
+//! costs the command its output alone: it goes on to its end quietly, with
+//! its own exit (0 for a listing, 1 for a verdict with findings, a failure's
+//! class); a full disk too, said on stderr, and 2 where it would be 0.
 
 /// mimalloc, not the system allocator: the audit's reader allocates every
 /// record and its workers free them on other threads, which glibc's malloc
@@ -14,21 +15,24 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// `println!` that never panics: a closed pipe ends the command quietly,
-/// another write error ends it with 2.
+/// `println!` that never panics nor ends the command: once standard output
+/// is lost (a closed pipe, a full disk) nothing more is written to it
+/// (`output::written`).
+/// Its arguments are evaluated whatever became of standard output (one may
+/// sign a checkpoint).
 macro_rules! outln {
     () => {
-        $crate::output::written(std::io::Write::write_all(&mut std::io::stdout(), b"\n"))
+        $crate::output::write_out(format_args!("\n"))
     };
     ($($arg:tt)*) => {
-        $crate::output::written(std::io::Write::write_fmt(&mut std::io::stdout(), format_args!("{}\n", format_args!($($arg)*))))
+        $crate::output::write_out(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
 
 /// `print!` that never panics (see `outln!`).
 macro_rules! out {
     ($($arg:tt)*) => {
-        $crate::output::written(std::io::Write::write_fmt(&mut std::io::stdout(), format_args!($($arg)*)))
+        $crate::output::write_out(format_args!($($arg)*))
     };
 }
 
@@ -74,11 +78,10 @@ fn main() -> ExitCode {
         Err(failure) => (false, false, Err(failure)),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) => ExitCode::from(output::success_exit_code()),
         Err(failure) => {
-            // Said on stderr first: standard output that cannot take the
-            // failure object (a closed pipe, a full disk) ends the command
-            // there, with the failure's exit code.
+            // Said on stderr first: standard output may not take the
+            // failure object (a closed pipe, a full disk).
             // No password of a store URL is ever printed, whatever the message
             // quotes, and no control character of what it quotes.
             errln!("agentplane: {}", output::printable(&store_pg::redact(&failure.message())));

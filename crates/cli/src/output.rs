@@ -13,23 +13,25 @@ use crate::failure::{Class, Failure};
 /// fails after printing its report does not print a failure object too.
 static JSON_PRINTED: AtomicBool = AtomicBool::new(false);
 
-/// The exit code the command has come to before it prints what says so (a
-/// verdict with findings, a failure): 0 until then. Standard output that
-/// cannot take the report (a closed pipe, a full disk) ends the command
-/// with it, never with 0 nor a plain 2 that hides findings.
-static EXIT_REACHED: AtomicU8 = AtomicU8::new(0);
+/// Whether standard output was lost: [`NOT_LOST`], [`CLOSED`] (a reader
+/// that stopped reading) or [`FAILED`] (another write error: a full disk).
+static STDOUT_LOST: AtomicU8 = AtomicU8::new(NOT_LOST);
+const NOT_LOST: u8 = 0;
+const CLOSED: u8 = 1;
+const FAILED: u8 = 2;
 
-/// Notes the exit the command has come to, `failure`'s, before it prints the
-/// report or the failure object that says so: a write to standard output
-/// that fails then ends the command with that code (see [`written`]).
-pub fn reached(failure: &Failure) {
-    EXIT_REACHED.store(failure.exit_code(), Ordering::Relaxed);
+/// Whether a write to standard output failed: every later one is skipped,
+/// and the command goes on to its end (its store closed, its checkpoint
+/// signed, its verdict its exit code).
+pub fn stdout_lost() -> bool {
+    STDOUT_LOST.load(Ordering::Relaxed) != NOT_LOST
 }
 
-/// Forgets the exit [`reached`] noted: a new round of `sweep --every` has
-/// come to nothing yet.
-pub fn reached_nothing() {
-    EXIT_REACHED.store(0, Ordering::Relaxed);
+/// The exit code of a command that succeeded: 0, or 2 (I/O) when what it
+/// printed could not be written; a closed pipe is a reader that had read
+/// enough (`runs --ids | head -1`), 0.
+pub fn success_exit_code() -> u8 {
+    if STDOUT_LOST.load(Ordering::Relaxed) == FAILED { Class::Io.exit_code() } else { 0 }
 }
 
 /// Prints a typed row (or any `Serialize` value) as pretty JSON, one value
@@ -98,7 +100,6 @@ impl FailureRow {
 /// printed its own report (whose content says what failed): one compact
 /// line when the command's output is a stream in JSON Lines (`lines`).
 pub fn print_failure_json(failure: &Failure, lines: bool) {
-    reached(failure);
     if !JSON_PRINTED.load(Ordering::Relaxed) {
         let row = FailureRow::of(failure);
         // A failure to print is already reported on stderr by the caller.
@@ -106,18 +107,27 @@ pub fn print_failure_json(failure: &Failure, lines: bool) {
     }
 }
 
-/// Ends the command when standard output cannot be written: a closed pipe
-/// quietly, another write error with a message; either with the exit the
-/// command had come to ([`reached`]: its findings, its failure), else 0 for
-/// a closed pipe and 2 (I/O) for the rest.
+/// Writes `text` to standard output unless it is lost ([`stdout_lost`]),
+/// noting a write that fails ([`written`]): what `out!` and `outln!` do.
+pub fn write_out(text: std::fmt::Arguments<'_>) {
+    if !stdout_lost() {
+        written(std::io::Write::write_fmt(&mut std::io::stdout(), text));
+    }
+}
+
+/// Notes a write to standard output that failed: a closed pipe quietly,
+/// another write error with a message (once). The command is never ended
+/// here: it goes on without its output (see [`stdout_lost`]), and its exit
+/// is its own answer (its findings, its failure), else
+/// [`success_exit_code`]. Ended here, a command that writes stopped part
+/// way with its store open (`demo | head -1`: no checkpoint signed, a redb
+/// file every later writer refused until `repair`).
 pub fn written(result: std::io::Result<()>) {
     if let Err(err) = result {
-        let reached = i32::from(EXIT_REACHED.load(Ordering::Relaxed));
-        if err.kind() == std::io::ErrorKind::BrokenPipe {
-            std::process::exit(reached);
+        let lost = if err.kind() == std::io::ErrorKind::BrokenPipe { CLOSED } else { FAILED };
+        if STDOUT_LOST.fetch_max(lost, Ordering::Relaxed) != FAILED && lost == FAILED {
+            errln!("agentplane: writing to standard output: {err}");
         }
-        errln!("agentplane: writing to standard output: {err}");
-        std::process::exit(if reached == 0 { i32::from(Class::Io.exit_code()) } else { reached });
     }
 }
 

@@ -1254,6 +1254,31 @@ fn r_ux_2_a_verdict_is_the_exit_code_when_stdout_is_lost() {
     }
 }
 
+/// R-UX-2, R-UX-3: a write to a lost stdout ended the process there
+/// (`process::exit`), whatever the command had still to do and with its
+/// store open: `agentplane demo | head -1` exited 0 with its checkpoint
+/// never signed and the redb store left "not closed cleanly", so the next
+/// `checkpoint` or `sweep` refused (exit 2, "needs a repair first"). Output
+/// lost is now dropped and the command finishes its work: exit 0 for a
+/// closed pipe, 2 (I/O, said on stderr) for a full disk, the store closed.
+#[cfg(unix)]
+#[test]
+fn r_ux_2_a_command_that_writes_finishes_its_work_when_stdout_is_lost() {
+    for full in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        ok(dir.path(), &["init"]);
+        let (code, stderr) = with_stdout_lost(dir.path(), &["demo"], full);
+        assert_eq!(code, Some(if full { 2 } else { 0 }), "full disk {full}: {stderr}");
+        if full {
+            assert!(stderr.contains("writing to standard output"), "{stderr}");
+        }
+        let mark = std::fs::read_to_string(dir.path().join("agentplane.highwater")).unwrap();
+        let signed_nothing = mark.lines().any(|line| line.split_whitespace().nth(1) == Some("never"));
+        assert!(!signed_nothing, "full disk {full}: the demo signed its checkpoint: {mark}");
+        ok(dir.path(), &["checkpoint"]);
+    }
+}
+
 /// R-UX-2, R-AUD-5: `verify` and `audit` keep their verdict for the
 /// console's plane page (`audits/TENANT.json`) after the report was
 /// printed, so a reader that stopped reading (`verify | grep -q`, a closed

@@ -344,14 +344,9 @@ fn run_and_report(
     })?;
     progress.finish_and_clear();
     extra.apply(&mut report);
-    // The verdict before the report: a reader that stops reading (a closed
-    // pipe), or a full disk, never turns findings into another exit.
     let verdict = verdict(&report, assert_complete);
-    if let Err(failure) = &verdict {
-        crate::output::reached(failure);
-    }
-    // Kept before the report is printed too: a write to stdout that fails
-    // ends the command there, and the console would show the verdict before.
+    // Kept before the report is printed: the console's verdict never waits
+    // on stdout (a closed pipe, a full disk).
     keep_verdict(cli, command, inputs, &report);
     if json {
         // Through a `Value`, so the keys come sorted, as the report has always been printed.

@@ -288,7 +288,6 @@ pub fn verify_export(file: &Path, trust: &Trust<'_>, json: bool) -> Result<(), F
             print_valid(&verified, cosignatures, (trust.record_check(), unvouched), json)
         }
         Err(failure) => {
-            crate::output::reached(&failure);
             if json {
                 print_json(&Invalid { failure: FailureRow::of(&failure), valid: false })?;
             }

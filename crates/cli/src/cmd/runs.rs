@@ -238,12 +238,7 @@ pub fn runs(
         // On stderr: stdout stays the listing (or ids, or JSON) alone.
         errln!("{said}");
     }
-    // The answer before the listing: a reader that stops reading (a closed
-    // pipe), or a full disk, never turns an UNVERIFIED row into another exit.
     let answer = unverified(settings, &rows, signatures);
-    if let Err(failure) = &answer {
-        crate::output::reached(failure);
-    }
     if ids {
         // Listed by outcome, an id is a claim about the run's answer (and
         // read strictly, about its signatures): only the runs whose verified

@@ -177,11 +177,6 @@ impl Round {
 fn show(report: &SweepReport, json: bool, timed: bool) -> Result<Round, Failure> {
     let round = Round::of(report);
     let at = now();
-    if report.needs_attention() {
-        // A reader that stops reading (a closed pipe), or a full disk, never
-        // turns the alarm into another exit.
-        crate::output::reached(&Failure::Findings(round.cause(report)));
-    }
     if json {
         print_json_line(&RoundRow {
             at: &at,
@@ -272,8 +267,6 @@ fn round(
     timed: bool,
 ) -> RoundResult {
     let mut result = RoundResult::default();
-    // What an earlier round came to is not this one's exit.
-    crate::output::reached_nothing();
     let tenants = PlaneKeys::read(&settings.keys).and_then(|keys| settings.tenants(Some(&keys)));
     let tenants = match tenants {
         Ok(tenants) => tenants,
@@ -348,12 +341,18 @@ pub fn sweep(
                 say_failed(failure, json, true, true);
             }
             tracing::debug!(target: "agentplane.sweep", "round ended");
+            // Rounds no one reads: the sweep ends with this one's exit, its
+            // store closed (a closed pipe, a full disk).
+            if crate::output::stdout_lost() {
+                errln!("agentplane: sweep stopped: its standard output is lost");
+                break;
+            }
             if stop.stopped_within(every) {
+                errln!("agentplane: sweep stopped by a signal");
                 break;
             }
             result = round(&runtime, settings, only, json, &mut last, timed);
         }
-        errln!("agentplane: sweep stopped by a signal");
     } else {
         let exit = exit_index(&result);
         for (n, failure) in result.failures.iter().enumerate() {
