@@ -1,72 +1,14 @@
-//! A rolling upgrade on one PostgreSQL database: a worker of the older
-//! build drives a run while a process of a newer build concludes it, in a
-//! shape and with an outcome the older build does not read (simulated as
-//! the redb tests do: the newer build's record given a field this build
-//! does not know, rehashed, and its runs and index rows naming the outcome).
+//! A rolling upgrade on one PostgreSQL database: see `tests/shared/rolling_upgrade.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
+
+#[path = "../../../tests/shared/rolling_upgrade.rs"]
+mod shared;
 
 use std::sync::Arc;
 
-use journal_core::testkit::TamperAccess as _;
-use journal_core::{
-    Admission, AdmitRequest, Budget, Build, ChainHash, Counters, EffectOutput, EffectResult, ExpectedHead, Origin,
-    Runtime, RuntimeBuilder, RuntimeError, Store, StoredRecord, TenantId,
-};
-use store_pg::PgStore;
-
-fn tenant() -> TenantId {
-    TenantId::new("t").unwrap()
-}
-
-fn runtime(store: &Arc<PgStore>, build: Build) -> Runtime {
-    RuntimeBuilder::new(Arc::clone(store) as Arc<dyn Store>)
-        .tenant(tenant(), Origin::new("pg.test/rolling-upgrade").unwrap(), None)
-        .written_by(build)
-        .build()
-        .unwrap()
-}
-
-/// Respells the run's last record as the newer build writes it (a field
-/// this build does not know), rehashed, the runs row pointed at it.
-fn in_the_newer_shape(store: &PgStore, run: &journal_core::RunId) {
-    let last = store.read_run(&tenant(), run).unwrap().rows.last().unwrap().clone();
-    let bytes = String::from_utf8(last.bytes.clone()).unwrap().replacen("\"body\":", "\"trace\":\"abc\",\"body\":", 1);
-    let bytes = bytes.into_bytes();
-    let hash = ChainHash::link(&last.prev_hash, &bytes);
-    let seq = last.seq;
-    store.overwrite_row(&tenant(), run, StoredRecord { bytes, hash, ..last });
-    store.set_runs_head(&tenant(), run, ExpectedHead { seq, hash });
-}
-
-/// R-VER-4, R-RUN-5 (review 74): an operator on the newer build concludes
-/// a run with an outcome this build does not know while a worker of the
-/// older build performs an effect of it. On PostgreSQL the worker's end of
-/// the effect locked the run's row, read its outcome as a forged one and
-/// failed the whole group commit as damage (every tenant's appends in it);
-/// as on redb, it is build skew with the remedy, nothing written past it.
+/// R-VER-4, R-RUN-5: see [`shared::an_effect_ended_past_a_newer_builds_conclusion_is_build_skew`].
 #[test]
 fn r_ver_4_an_effect_ended_past_a_newer_builds_conclusion_of_an_unknown_outcome_is_build_skew() {
-    let store = Arc::new(PgStore::temporary().unwrap());
-    let older = runtime(&store, Build::new("agentplane-cli", "0.1.0"));
-    let newer = runtime(&store, Build::new("agentplane-cli", "9.9.9"));
-    let request =
-        AdmitRequest { idempotency_key: "order-7".into(), plan: vec!["work".into()], budget: Budget::default() };
-    let Admission::New(mut run) = older.admit(&tenant(), request).unwrap() else { panic!("a new run") };
-    let id = run.run().clone();
-    run.start_step("work").unwrap();
-    let ended = run.effect("ek:pay", "work", || {
-        newer.withhold(&tenant(), &id, "held for review").unwrap();
-        in_the_newer_shape(&store, &id);
-        store.name_outcome(&tenant(), &id, "expired");
-        EffectOutput { result: EffectResult::Ok { output: "paid".into() }, charged: Counters::default() }
-    });
-    let err = match ended {
-        Err(RuntimeError::Journal(err)) => err,
-        other => panic!("the end is refused: {other:?}"),
-    };
-    assert!(err.is_build_skew() && !err.is_tamper() && !err.is_retryable(), "{err:?}");
-    let said = err.to_string();
-    assert!(said.contains("9.9.9") && said.contains("0.1.0"), "the remedy names both builds: {said}");
-    let rows = store.read_run(&tenant(), &id).unwrap().rows;
-    assert!(rows.last().unwrap().bytes.windows(5).any(|w| w == b"trace"), "nothing written past it");
+    let store = Arc::new(store_pg::PgStore::temporary().unwrap());
+    shared::an_effect_ended_past_a_newer_builds_conclusion_is_build_skew(store, store_pg::PgStore::name_outcome);
 }
