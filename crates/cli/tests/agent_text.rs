@@ -134,14 +134,7 @@ fn r_ux_3_show_cuts_a_huge_name_so_no_column_is_wider_than_a_line() {
 #[test]
 fn r_run_7_cost_refuses_a_total_past_u64_max() {
     let dir = tempfile::tempdir().unwrap();
-    let (_store, run) = plane_with(dir.path(), |run| {
-        run.start_step("a").unwrap();
-        for (key, tokens) in [("ek:huge", u64::MAX - 5), ("ek:more", 1000)] {
-            let charged = Counters { tokens, ..Counters::default() };
-            run.effect(key, "a", || EffectOutput { result: EffectResult::Ok { output: "ok".into() }, charged })
-                .unwrap();
-        }
-    });
+    let (_store, run) = plane_with(dir.path(), tokens_past_u64_max);
     for args in [vec!["cost"], vec!["cost", run.as_str()]] {
         let args: Vec<&str> = args.into_iter().chain(["--store", "plane.redb", "--origin", ORIGIN]).collect();
         let said = fails(dir.path(), &args, 2);
@@ -158,14 +151,7 @@ fn r_run_7_cost_refuses_a_total_past_u64_max() {
 #[test]
 fn r_run_7_runs_and_diff_print_no_figure_held_at_u64_max() {
     let dir = tempfile::tempdir().unwrap();
-    let (_store, run) = plane_with(dir.path(), |run| {
-        run.start_step("a").unwrap();
-        for (key, tokens) in [("ek:huge", u64::MAX - 5), ("ek:more", 1000)] {
-            let charged = Counters { tokens, ..Counters::default() };
-            run.effect(key, "a", || EffectOutput { result: EffectResult::Ok { output: "ok".into() }, charged })
-                .unwrap();
-        }
-    });
+    let (_store, run) = plane_with(dir.path(), tokens_past_u64_max);
     let plane = ["--store", "plane.redb", "--origin", ORIGIN];
     let runs = json(dir.path(), &[&["runs", "--json"][..], &plane].concat());
     assert_eq!(runs[0]["run"], run.as_str(), "{runs}");
@@ -177,4 +163,13 @@ fn r_run_7_runs_and_diff_print_no_figure_held_at_u64_max() {
     assert_eq!(diff["cost"]["a"]["effects"], 2, "the other figures stand: {diff}");
     let table = ok(dir.path(), &[&["runs"][..], &plane].concat());
     assert!(!table.contains("18446744073709551615"), "{table}");
+}
+
+/// Drives `run` through two effects whose tokens together pass `u64::MAX`.
+fn tokens_past_u64_max(run: &mut journal_core::RunHandle<'_>) {
+    run.start_step("a").unwrap();
+    for (key, tokens) in [("ek:huge", u64::MAX - 5), ("ek:more", 1000)] {
+        let charged = Counters { tokens, ..Counters::default() };
+        run.effect(key, "a", || EffectOutput { result: EffectResult::Ok { output: "ok".into() }, charged }).unwrap();
+    }
 }
