@@ -50,11 +50,7 @@ fn r_wit_10_a_mixed_quorum_of_ed25519_and_ml_dsa_witnesses_through_the_cli() {
     let (ed, ed_vkey) = start_witness(plane, state.path(), "cli.test/ed", witness::ALG_COSIGNATURE_V1, 61);
     let (ml, ml_vkey) = start_witness(plane, state.path(), "cli.test/ml", witness::ALG_ML_DSA_44, 62);
     assert!(ml_vkey.len() > 1700, "a 0x06 vkey carries a 1312-byte key");
-    let mut config =
-        std::fs::read_to_string(plane.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 2");
-    for (server, vkey) in [(&ed, &ed_vkey), (&ml, &ml_vkey)] {
-        config.push_str(&format!("\n[[witness]]\nurl = \"{}\"\nkey = \"{vkey}\"\n", server.url()));
-    }
+    let config = config_with_witnesses(plane, 2, &[(ed.url(), &ed_vkey), (ml.url(), &ml_vkey)]);
     std::fs::write(plane.join("agentplane.toml"), config).unwrap();
     ok(plane, &["--tenant", "shop", "demo"]);
 
@@ -137,11 +133,7 @@ fn r_aud_10_one_witness_with_both_keys_is_one_witness_toward_a_quorum() {
     let state = tempfile::tempdir().unwrap();
     let plane = dir.path();
     let (server, ed_vkey, ml_vkey) = shop_and_a_witness_with_both_keys(plane, state.path(), "cli.test/both", 71);
-    let mut config =
-        std::fs::read_to_string(plane.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 2");
-    for vkey in [&ed_vkey, &ml_vkey] {
-        config.push_str(&format!("\n[[witness]]\nurl = \"{}\"\nkey = \"{vkey}\"\n", server.url()));
-    }
+    let config = config_with_witnesses(plane, 2, &[(server.url(), &ed_vkey), (server.url(), &ml_vkey)]);
     std::fs::write(plane.join("agentplane.toml"), config.replace("quorum = 2", "quorum = 1")).unwrap();
     ok(plane, &["--tenant", "shop", "demo"]);
     std::fs::write(plane.join("agentplane.toml"), &config).unwrap();
@@ -208,11 +200,7 @@ fn r_aud_10_a_met_round_reports_witnesses_not_answers() {
     let plane = dir.path();
     let (server, ed_vkey, ml_vkey) = shop_and_a_witness_with_both_keys(plane, state.path(), "cli.test/two-urls", 73);
     let by_name = format!("http://localhost:{}", server.addr().port());
-    let mut config =
-        std::fs::read_to_string(plane.join("agentplane.toml")).unwrap().replace("quorum = 0", "quorum = 1");
-    for (url, vkey) in [(server.url(), &ed_vkey), (by_name, &ml_vkey)] {
-        config.push_str(&format!("\n[[witness]]\nurl = \"{url}\"\nkey = \"{vkey}\"\n"));
-    }
+    let config = config_with_witnesses(plane, 1, &[(server.url(), &ed_vkey), (by_name, &ml_vkey)]);
     std::fs::write(plane.join("agentplane.toml"), config).unwrap();
     ok(plane, &["--tenant", "shop", "demo"]);
 
@@ -254,4 +242,16 @@ fn shop_and_a_witness_with_both_keys(
     };
     let server = witness_server::WitnessServer::start(config, &state.join("both.redb"), "127.0.0.1:0").unwrap();
     (server, ed_vkey, ml_vkey)
+}
+
+/// The plane's `agentplane.toml` with `quorum` and a `[[witness]]` entry
+/// for each `(url, vkey)`, as text (not written).
+fn config_with_witnesses(plane: &Path, quorum: usize, witnesses: &[(String, &String)]) -> String {
+    let mut config = std::fs::read_to_string(plane.join("agentplane.toml"))
+        .unwrap()
+        .replace("quorum = 0", &format!("quorum = {quorum}"));
+    for (url, vkey) in witnesses {
+        config.push_str(&format!("\n[[witness]]\nurl = \"{url}\"\nkey = \"{vkey}\"\n"));
+    }
+    config
 }
