@@ -114,6 +114,10 @@ pub enum LastAuditError {
 /// and `.` are kept; every other byte (`:`, `/`, `%`) is spelt `%XX`, so
 /// no id names a path elsewhere and no two ids name one file (`shop.eu`,
 /// `shop:eu` and `shop_eu` shared one when all three were spelt `_`).
+/// A name spelt longer than [`MAX_SPELT_NAME`] (a 128-character id, half
+/// of it `:` or `/`, spelt in 256 bytes and more: past the 255 a file name
+/// holds) is named `%sha256-HEX` instead, which no spelling makes (`%` is
+/// always followed by two upper-case hex digits there).
 pub fn path_for(folder: &Path, tenant: &str) -> PathBuf {
     let mut name = String::with_capacity(tenant.len());
     for byte in tenant.bytes() {
@@ -123,8 +127,22 @@ pub fn path_for(folder: &Path, tenant: &str) -> PathBuf {
             name.push_str(&format!("%{byte:02X}"));
         }
     }
+    if name.len() > MAX_SPELT_NAME {
+        name = <sha2::Sha256 as sha2::Digest>::digest(tenant.as_bytes()).iter().fold(
+            String::from("%sha256-"),
+            |mut hex, byte| {
+                hex.push_str(&format!("{byte:02x}"));
+                hex
+            },
+        );
+    }
     folder.join(LAST_AUDIT_DIR).join(format!("{name}.json"))
 }
+
+/// The longest spelt tenant id a verdict file is named by: with `.json.tmp`
+/// (the temporary file it is written through), within the 255 bytes most
+/// file systems allow a name.
+const MAX_SPELT_NAME: usize = 200;
 
 /// Writes `verdict` under `folder`, replacing the one before in one rename
 /// (a reader sees the old file or the new one, never half of one). A link
@@ -299,6 +317,39 @@ mod tests {
             matches!(&refused, Err(LastAuditError::Unreadable { reason, .. }) if reason.contains("shop.eu")),
             "{refused:?}"
         );
+    }
+
+    /// R-STORE-4: a tenant id may be 128 characters of which every other
+    /// is `:` or `/` (`a:b:c:...`), each spelt `%XX` in the file name: 256
+    /// bytes and more, past the 255 a file name may hold, so the audit never
+    /// kept that tenant's verdict ("File name too long") and the console
+    /// could never read one. Every valid tenant id has a file of its own.
+    #[test]
+    fn r_store_4_every_valid_tenant_id_has_a_verdict_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let tenants = ["a:".repeat(64), "b/".repeat(64), ":".repeat(128), format!("{}x", ":".repeat(127))];
+        for (i, tenant) in tenants.iter().enumerate() {
+            journal_core::TenantId::new(tenant).unwrap();
+            let verdict = LastAudit {
+                format: LAST_AUDIT_FORMAT.to_owned(),
+                at: "2026-12-02T15:00:00.000Z".to_owned(),
+                command: "audit".to_owned(),
+                tenant: tenant.clone(),
+                origin: format!("example.test/plane/{i}"),
+                verdict: verdict_for(i, 0).to_owned(),
+                findings: i,
+                classes: Vec::new(),
+                not_checked: Vec::new(),
+                anchors: 0,
+                log_size: 0,
+                log_root: "ab".repeat(32),
+            };
+            let path = record(dir.path(), &verdict).unwrap();
+            assert!(path.file_name().unwrap().len() < 255, "{path:?}");
+            assert_eq!(read(dir.path(), tenant).unwrap(), Some(verdict), "tenant {tenant}");
+        }
+        let names: std::collections::BTreeSet<_> = tenants.iter().map(|t| path_for(dir.path(), t)).collect();
+        assert_eq!(names.len(), tenants.len(), "one file per tenant");
     }
 
     /// R-UX-3, R-OPS-1 (review 36): whoever can write the plane's folder
