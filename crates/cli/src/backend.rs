@@ -78,18 +78,28 @@ const KEY_VALUE_KEYWORDS: &[&str] = &[
     "oauth_scope",
 ];
 
+/// The libpq keywords whose value is a secret: a word of the store that is
+/// one followed by `=` refuses it wherever it stands, so that no file is
+/// named after a password.
+const SECRET_KEYWORDS: &[&str] =
+    &["password", "sslpassword", "scram_client_key", "scram_server_key", "oauth_client_secret"];
+
 /// Refuses a `--store` (or configured store) that is a PostgreSQL key=value
 /// connection string: read as a redb path it would make a file named after
 /// it, a password in the name, beside the plane. Only URLs name PostgreSQL.
-/// Any word of it (split at white space) that is a libpq keyword followed
-/// by `=` (spaces allowed around it, as libpq allows) makes it one.
+/// Its first word (split at white space) a libpq keyword followed by `=`
+/// (spaces allowed around it, as libpq allows) makes it one, as does a
+/// secret's keyword (`password=`) at any word. A later word such as
+/// `host=` alone does not: libpq takes no string led by another word, and
+/// a redb path may hold one after a space (`Agent plane host=eu1.redb`).
 pub fn refuse_key_value_string(store: &Path) -> Result<(), Failure> {
     let Some(text) = store.to_str() else { return Ok(()) };
     let words: Vec<&str> = text.split_whitespace().collect();
     let is_key_value = words.iter().enumerate().any(|(i, word)| {
         let word_end = word.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(word.len());
         let (keyword, rest) = word.split_at(word_end);
-        KEY_VALUE_KEYWORDS.iter().any(|known| keyword.eq_ignore_ascii_case(known))
+        let keywords = if i == 0 { KEY_VALUE_KEYWORDS } else { SECRET_KEYWORDS };
+        keywords.iter().any(|known| keyword.eq_ignore_ascii_case(known))
             && (rest.starts_with('=')
                 || (rest.is_empty() && words.get(i + 1).is_some_and(|next| next.starts_with('='))))
     });
@@ -299,4 +309,38 @@ pub fn holds_runs(path: &Path) -> Result<bool, Failure> {
         return Ok(false);
     }
     Ok(!open_existing(path)?.tenants()?.is_empty())
+}
+
+#[cfg(test)]
+mod key_value_tests {
+    use super::*;
+
+    /// R-OPS-1: a redb path is never refused as a key=value connection
+    /// string for a later word that reads as a libpq keyword followed by
+    /// `=` (`Agent plane host=eu1.redb`, a folder name with a space): libpq
+    /// takes no string whose first word is no `keyword=`, so such a path
+    /// names no PostgreSQL server, and an operator had no way to use it
+    /// (`./` in front changed nothing). A string led by any libpq keyword,
+    /// or holding a password at any word, is still refused.
+    #[test]
+    fn r_ops_1_a_redb_path_with_a_later_keyword_word_is_a_path() {
+        for path in [
+            "Agent plane host=eu1.redb",
+            "/srv/agent runs service=billing/journal.redb",
+            "./plane copy options=v2.redb",
+            "/data/tenant=shop/journal.redb",
+        ] {
+            assert!(refuse_key_value_string(Path::new(path)).is_ok(), "{path}");
+        }
+        for string in [
+            "host=db dbname=plane",
+            " target_session_attrs=any host=db",
+            "keepalives = 1 host=db",
+            "plane.redb password = s3cret",
+            "/srv/plane.redb sslpassword=s3cret",
+            "x oauth_client_secret=s3cret",
+        ] {
+            assert!(matches!(refuse_key_value_string(Path::new(string)), Err(Failure::Usage(_))), "{string}");
+        }
+    }
 }
