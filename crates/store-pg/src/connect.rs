@@ -211,30 +211,31 @@ fn url_end(before: &str, from_scheme: &str) -> usize {
 /// The key a password follows, in a key-value string or a URL's query.
 const PASSWORD: &str = "password";
 
-/// The first `password=` of `text`, in any case and with white space
-/// around the `=` (as a key-value string may spell it): where the key
-/// starts, and where its value starts.
+/// Every libpq key whose value is a secret, hidden as a password is
+/// (`sslpassword` holds [`PASSWORD`]; the others are keys of their own).
+const SECRET_KEYS: &[&str] = &[PASSWORD, "sslpassword", "scram_client_key", "scram_server_key", "oauth_client_secret"];
+
+/// The first secret parameter of `text` (`password=`, or another of
+/// [`SECRET_KEYS`]), in any case and with white space around the `=` (as a
+/// key-value string may spell it): where the key starts, and where its
+/// value starts.
 fn next_password(text: &str) -> Option<(usize, usize)> {
-    // Compared byte by byte, in ASCII's cases, from where the last look
-    // ended (each call reads only up to what it finds: the loops that call
-    // it go over a text once).
+    // Every key is compared at each byte, in ASCII's cases, in one pass
+    // (each call reads only up to what it finds: the loops that call it go
+    // over a text once).
     let bytes = text.as_bytes();
-    let mut from = 0;
-    while let Some(at) = bytes
-        .get(from..)
-        .and_then(|tail| tail.windows(PASSWORD.len()).position(|word| word.eq_ignore_ascii_case(PASSWORD.as_bytes())))
-    {
-        let found = from + at;
-        let after_key = found + PASSWORD.len();
-        let tail = text.get(after_key..).unwrap_or_default();
-        let spaced = tail.len() - tail.trim_start().len();
-        if let Some(value) = tail.get(spaced..).and_then(|rest| rest.strip_prefix('=')) {
-            let value_start = text.len() - value.trim_start().len();
-            return Some((found, value_start));
+    (0..bytes.len()).find_map(|found| {
+        // Every key starts with one of these: most bytes are passed at once.
+        if !bytes.get(found).is_some_and(|b| matches!(b.to_ascii_lowercase(), b'p' | b's' | b'o')) {
+            return None;
         }
-        from = after_key;
-    }
-    None
+        let key = SECRET_KEYS.iter().find(|key| {
+            bytes.get(found..found + key.len()).is_some_and(|word| word.eq_ignore_ascii_case(key.as_bytes()))
+        })?;
+        let tail = text.get(found + key.len()..).unwrap_or_default();
+        let value = tail.trim_start().strip_prefix('=')?;
+        Some((found, text.len() - value.trim_start().len()))
+    })
 }
 
 /// The first password parameter of a URL's `text`: a `password=` as
@@ -253,7 +254,9 @@ fn next_query_password(text: &str) -> Option<(usize, usize)> {
             '=' => {
                 let Some(start) = key_start.take() else { continue };
                 let key = &text[start..i];
-                if key.contains('%') && percent_decoded(key).eq_ignore_ascii_case(PASSWORD.as_bytes()) {
+                if key.contains('%')
+                    && SECRET_KEYS.iter().any(|secret| percent_decoded(key).eq_ignore_ascii_case(secret.as_bytes()))
+                {
                     return Some((start, i + 1));
                 }
             }
@@ -577,6 +580,31 @@ mod tests {
         assert_eq!(
             redact("host=h password=ab://cd postgres://u:pw@h/db?password=x&sslmode=disable"),
             "host=h password=*** postgres://u:***@h/db?password=***&sslmode=disable"
+        );
+    }
+
+    /// R-OPS-1: libpq takes secrets under other keys than `password`
+    /// (`oauth_client_secret`, `scram_client_key`, `scram_server_key`), and
+    /// a store given with one was quoted whole: the key=value refusal and
+    /// the URL the postgres crate refused ("unknown option") printed the
+    /// secret on stderr. Each is hidden as a password is, in a key-value
+    /// string and in a URL's query, spelt plain or percent-encoded.
+    #[test]
+    fn r_ops_1_every_libpq_secret_is_redacted_not_only_password() {
+        for (text, secret) in [
+            ("host=db oauth_client_secret=TOPSECRET1 dbname=d", "TOPSECRET1"),
+            ("host=db scram_client_key = TOPSECRET2", "TOPSECRET2"),
+            ("postgresql://u@h/db?oauth_client_secret=TOPSECRET3&sslmode=disable", "TOPSECRET3"),
+            ("postgresql://u@h/db?SCRAM_SERVER_KEY=TOPSECRET4", "TOPSECRET4"),
+            ("postgresql://u@h/db?oauth_client_%73ecret=TOPSECRET5", "TOPSECRET5"),
+            ("postgresql://u@h/db?sslpass%77ord=TOPSECRET6", "TOPSECRET6"),
+        ] {
+            let shown = redact(text);
+            assert!(!shown.contains(secret) && shown.contains("***"), "{shown}");
+        }
+        assert_eq!(
+            redact("host=db oauth_client_secret=s sslmode=disable"),
+            "host=db oauth_client_secret=*** sslmode=disable"
         );
     }
 
