@@ -2162,3 +2162,33 @@ fn r_ops_1_a_key_value_string_led_by_any_libpq_keyword_is_refused_never_made_a_f
     let made: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(made.is_empty(), "no file made: {made:?}");
 }
+
+/// R-WIT-8, R-UX-2: `sweep --every` is the plane's witnessing, run for
+/// months under a supervisor. Its standard output lost (the log reader it
+/// was piped to died), it stopped after that round and exited 0, as if it
+/// had been asked to stop and its last round was clean: a supervisor that
+/// restarts on failure left the log unwitnessed from then on. It still
+/// stops (its rounds no one reads), and exits 2 (I/O), saying why.
+#[cfg(unix)]
+#[test]
+fn r_wit_8_a_sweep_every_whose_stdout_is_lost_never_exits_as_a_success() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let _witnesses = plane_with_one_witness(plane, &["shop"]);
+    ok(plane, &["demo"]);
+    let mut child = spawned(plane, &["sweep", "--every", "100ms", "--probe-every", "1h", "--json"]);
+    drop(child.stdout.take());
+    // A guard, not a timing: a sweep that never ends fails the test here.
+    let mut waited = 0;
+    while child.try_wait().unwrap().is_none() && waited < 1200 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        waited += 1;
+    }
+    if child.try_wait().unwrap().is_none() {
+        child.kill().unwrap();
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("standard output is lost"), "{stderr}");
+}

@@ -341,11 +341,21 @@ pub fn sweep(
                 say_failed(failure, json, true, true);
             }
             tracing::debug!(target: "agentplane.sweep", "round ended");
-            // Rounds no one reads: the sweep ends with this one's exit, its
-            // store closed (a closed pipe, a full disk).
+            // Rounds no one reads: the sweep ends after this one, its store
+            // closed (a closed pipe, a full disk). Never as a success: it
+            // was not asked to stop, and a supervisor that restarts it on
+            // failure must (R-WIT-8).
             if crate::output::stdout_lost() {
-                errln!("agentplane: sweep stopped: its standard output is lost");
-                break;
+                let lost = "sweep stopped: its standard output is lost (the reader of its pipe ended, or a full \
+                            disk); the log goes unwitnessed until it is started again with its output going \
+                            somewhere";
+                return match exit_of(result) {
+                    Ok(()) => Err(Failure::Io(lost.to_owned())),
+                    Err(failure) => {
+                        errln!("agentplane: {lost}");
+                        Err(failure)
+                    }
+                };
             }
             if stop.stopped_within(every) {
                 errln!("agentplane: sweep stopped by a signal");
