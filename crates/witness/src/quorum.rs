@@ -240,17 +240,20 @@ pub fn cosign_quorum(
     signed: &SignedCheckpoint,
     history: &(dyn LogHistory + Sync),
 ) -> QuorumOutcome {
+    let submit =
+        |witness: &&(dyn Witness + Sync)| (witness.endpoint().to_owned(), witness.add_checkpoint(signed, history));
+    // A thread the system will not make (at its limit) submits in turn here.
     let results: Vec<(String, Result<CosignedCheckpoint, WitnessError>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = witnesses
             .iter()
             .map(|witness| {
-                scope.spawn(move || (witness.endpoint().to_owned(), witness.add_checkpoint(signed, history)))
+                std::thread::Builder::new().spawn_scoped(scope, move || submit(witness)).map_err(|_| witness)
             })
             .collect();
         handles
             .into_iter()
-            .map(|handle| {
-                handle.join().unwrap_or_else(|_| {
+            .map(|handle| match handle {
+                Ok(handle) => handle.join().unwrap_or_else(|_| {
                     (
                         String::from("?"),
                         Err(WitnessError::Transport {
@@ -258,7 +261,8 @@ pub fn cosign_quorum(
                             reason: "submission thread panicked".into(),
                         }),
                     )
-                })
+                }),
+                Err(witness) => submit(witness),
             })
             .collect()
     });

@@ -90,18 +90,23 @@ pub fn ask_witnesses(
     let mut views = WitnessViews::default();
     // Asked all at once: one slow witness costs the round its own timeout,
     // not each witness's in turn.
+    // A thread the system will not make (at its limit) asks in turn here.
     let answers: Vec<_> = std::thread::scope(|scope| {
-        let asked: Vec<_> = probes.iter().map(|probe| scope.spawn(|| probe.latest(origin))).collect();
+        let asked: Vec<_> = probes
+            .iter()
+            .map(|probe| std::thread::Builder::new().spawn_scoped(scope, || probe.latest(origin)).map_err(|_| probe))
+            .collect();
         asked
             .into_iter()
             .zip(probes)
-            .map(|(asking, probe)| {
-                asking.join().unwrap_or_else(|_| {
+            .map(|(asking, probe)| match asking {
+                Ok(asking) => asking.join().unwrap_or_else(|_| {
                     Err(witness::WitnessError::Transport {
                         witness: probe.endpoint().to_owned(),
                         reason: "the thread asking it panicked".into(),
                     })
-                })
+                }),
+                Err(probe) => probe.latest(origin),
             })
             .collect()
     });
