@@ -114,7 +114,7 @@ pub enum LastAuditError {
 /// and `.` are kept; every other byte (`:`, `/`, `%`) is spelt `%XX`, so
 /// no id names a path elsewhere and no two ids name one file (`shop.eu`,
 /// `shop:eu` and `shop_eu` shared one when all three were spelt `_`).
-/// A name spelt longer than [`MAX_SPELT_NAME`] (a 128-character id, half
+/// A name spelt longer than 200 bytes (a 128-character id, half
 /// of it `:` or `/`, spelt in 256 bytes and more: past the 255 a file name
 /// holds) is named `%sha256-HEX` instead, which no spelling makes (`%` is
 /// always followed by two upper-case hex digits there).
