@@ -182,28 +182,7 @@ pub fn a_run_copied_from_another_tenant_is_found<S: Store + TamperAccess + 'stat
     let Admission::New(run) = other.admit(&elsewhere, request).unwrap() else { panic!("new") };
     let id = run.run().clone();
     run.succeed("done").unwrap();
-    let rows = plane.store.read_run(&elsewhere, &id).unwrap().rows;
-    let mut head = None;
-    for row in &rows {
-        let new_head = ExpectedHead { seq: row.seq, hash: row.hash };
-        let concluded = row.kind == "RunConcluded";
-        plane
-            .store
-            .append(journal_core::AppendRequest {
-                tenant: plane.tenant.clone(),
-                run: id.clone(),
-                expected_head: head,
-                row: row.clone(),
-                idempotency_key: None,
-                conclusion: concluded.then(|| journal_core::Conclusion {
-                    outcome: Outcome::Succeeded,
-                    seal: Some(journal_core::SealLeaf::new(&plane.origin, &id, new_head)),
-                }),
-                encoded_bytes: None,
-            })
-            .unwrap();
-        head = Some(new_head);
-    }
+    journal_core::testkit::copy_run_into(plane.store.as_ref(), (&elsewhere, &plane.tenant), &plane.origin, &id);
     let saved = plane.sign();
     let finding = plane.finding(&plane.inputs(&saved), FindingCode::TenantMismatch);
     assert_eq!((finding.class, finding.run.as_deref()), (FindingClass::Tamper, Some(id.as_str())));

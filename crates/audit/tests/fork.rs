@@ -165,23 +165,8 @@ fn copied_in_from_elsewhere(plane: &Plane) -> (journal_core::RunId, Vec<journal_
     let performed = RefCell::new(Vec::new());
     three_effects(&mut theirs, &performed);
     drop(theirs);
-    let rows = plane.store.read_run(&elsewhere, &id).unwrap().rows;
-    let mut head = None;
-    for row in &rows {
-        plane
-            .store
-            .append(journal_core::AppendRequest {
-                tenant: plane.tenant.clone(),
-                run: id.clone(),
-                expected_head: head,
-                row: row.clone(),
-                idempotency_key: None,
-                conclusion: None,
-                encoded_bytes: None,
-            })
-            .unwrap();
-        head = Some(journal_core::ExpectedHead { seq: row.seq, hash: row.hash });
-    }
+    let rows =
+        journal_core::testkit::copy_run_into(plane.store.as_ref(), (&elsewhere, &plane.tenant), &plane.origin, &id);
     (id, rows)
 }
 

@@ -134,6 +134,39 @@ fn run_id(name: &str) -> RunId {
     RunId::new(name).unwrap_or_else(|err| panic!("test run id {name}: {err}"))
 }
 
+/// An attack with the store and no key: `run`'s rows, read from tenant
+/// `from`, appended again under tenant `to`, a `RunConcluded` row (the run
+/// ended `succeeded`) sealed into `origin`'s log as this build seals. Its rows.
+pub fn copy_run_into(
+    store: &dyn Store,
+    (from, to): (&TenantId, &TenantId),
+    origin: &witness::Origin,
+    run: &RunId,
+) -> Vec<crate::StoredRecord> {
+    let rows = store.read_run(from, run).expect("the run to copy").rows;
+    let mut head = None;
+    for row in &rows {
+        let new_head = ExpectedHead { seq: row.seq, hash: row.hash };
+        let conclusion = (row.kind == "RunConcluded").then(|| crate::store::Conclusion {
+            outcome: Outcome::Succeeded,
+            seal: Some(crate::seal::SealLeaf::new(origin, run, new_head)),
+        });
+        store
+            .append(crate::store::AppendRequest {
+                tenant: to.clone(),
+                run: run.clone(),
+                expected_head: head,
+                row: row.clone(),
+                idempotency_key: None,
+                conclusion,
+                encoded_bytes: None,
+            })
+            .expect("the copy appended");
+        head = Some(new_head);
+    }
+    rows
+}
+
 /// Appends a small run ending in `outcome`; returns its head.
 pub fn sample_run(journal: &Journal<'_>, run: &RunId, outcome: Outcome) -> Result<ExpectedHead, JournalError> {
     let key = format!("ek:{run}-1");
