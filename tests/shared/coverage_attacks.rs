@@ -865,3 +865,33 @@ pub fn an_outcome_a_newer_build_concluded_is_build_skew_never_damage<S: Store + 
     );
     assert!(named.iter().all(|f| f.class != FindingClass::BuildSkew), "{named:#?}");
 }
+
+/// R-VER-4, R-CHAIN-1 (review 74's note): a runs row an attacker gave an
+/// outcome no build has a name for, on a run whose every record reads here:
+/// an append at that run's head is refused as damage, nothing written, on
+/// every backend. On redb the row read as an open run and the append went
+/// on (a conclusion then left the forged name in the outcome index beside
+/// the new one); PostgreSQL refused it. No build concluded so at the head
+/// the caller holds: a newer build's conclusion is a record past it.
+pub fn an_append_at_a_head_whose_row_names_an_unknown_outcome_is_refused_as_damage<
+    S: Store + TamperAccess + 'static,
+>(
+    store: S,
+    name_outcome: impl Fn(&S, &TenantId, &RunId, &str),
+) {
+    let plane = Plane::on(store);
+    let forged = plane.run("forged", false);
+    let before = plane.store.read_run(&plane.tenant, &forged).unwrap().rows;
+    let head = before.last().map(|row| ExpectedHead { seq: row.seq, hash: row.hash });
+    name_outcome(&plane.store, &plane.tenant, &forged, "expired");
+    let journal = journal_core::Journal::new(plane.store.as_ref(), &plane.tenant, &plane.origin);
+    let body = journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: "work".into() });
+    match journal.append(&forged, head, None, body) {
+        Err(err @ journal_core::JournalError::StoreDamage { .. }) => {
+            assert!(err.is_tamper() && err.to_string().contains("outcome"), "{err}");
+        }
+        other => panic!("an append at a forged outcome's head: {other:?}"),
+    }
+    let after = plane.store.read_run(&plane.tenant, &forged).unwrap().rows;
+    assert_eq!(after.len(), before.len(), "nothing was written");
+}

@@ -2082,7 +2082,12 @@ mod tests {
         let tenant = TenantId::new("acme").unwrap();
         let runs: Vec<RunId> = (0..40).map(|n| RunId::new(&format!("run-{n:02}")).unwrap()).collect();
         let mut tables = TenantSnapshot::empty(&tenant);
-        let head = RunHead { head: ExpectedHead { seq: 1, hash: ChainHash::GENESIS }, sealed: false, outcome: None };
+        let head = RunHead {
+            head: ExpectedHead { seq: 1, hash: ChainHash::GENESIS },
+            sealed: false,
+            outcome: None,
+            outcome_unknown: false,
+        };
         for run in &runs {
             tables.runs.entry(run.clone()).or_default().head = Some(head);
         }

@@ -59,6 +59,9 @@ pub struct RunHead {
     pub sealed: bool,
     /// The last conclusion's outcome.
     pub outcome: Option<Outcome>,
+    /// The row names an outcome this build has no name for (`outcome` is
+    /// then `None`): a newer build's conclusion, or a forged row.
+    pub outcome_unknown: bool,
 }
 
 /// What a backend's write transaction offers the append algorithm. Reads
@@ -143,6 +146,20 @@ pub trait AppendTxn {
 pub fn append_one(txn: &mut impl AppendTxn, request: &AppendRequest) -> Result<Option<u64>, AppendFailure> {
     let stored = txn.run_head(request)?;
     check_append(request, stored.map(|s| s.head), stored.is_some_and(|s| s.sealed)).map_err(AppendFailure::Refused)?;
+    if stored.is_some_and(|s| s.outcome_unknown) {
+        // A newer build's conclusion is a record past the caller's head (its
+        // append meets the conflict above, its reread the build skew,
+        // R-VER-4); at the caller's head no build concluded so: forged.
+        return Err(AppendFailure::Refused(JournalError::StoreDamage {
+            tenant: request.tenant.clone(),
+            detail: format!(
+                "run {}'s runs row names an outcome no build concluded at its head (seq {}): the row was written \
+                 behind the store; nothing was written. Run `agentplane audit`, which names it",
+                request.run,
+                request.row.seq.saturating_sub(1)
+            ),
+        }));
+    }
     let old_outcome = stored.and_then(|s| s.outcome);
 
     // Everything the seal needs is computed before the first write.
@@ -174,7 +191,7 @@ pub fn append_one(txn: &mut impl AppendTxn, request: &AppendRequest) -> Result<O
     }
     let outcome = request.conclusion.as_ref().map(|c| c.outcome).or(old_outcome);
     let head = ExpectedHead { seq: request.row.seq, hash: request.row.hash };
-    txn.put_run_head(request, RunHead { head, sealed: position.is_some(), outcome })?;
+    txn.put_run_head(request, RunHead { head, sealed: position.is_some(), outcome, outcome_unknown: false })?;
     Ok(position)
 }
 

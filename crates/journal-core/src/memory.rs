@@ -81,7 +81,9 @@ impl MemoryTxn<'_> {
 impl AppendTxn for MemoryTxn<'_> {
     fn run_head(&mut self, request: &AppendRequest) -> Result<Option<RunHead>, AppendFailure> {
         let state = self.0.get(&request.tenant).and_then(|t| t.runs.get(&request.run));
-        Ok(state.and_then(|s| s.head.map(|head| RunHead { head, sealed: s.sealed, outcome: s.outcome })))
+        Ok(state.and_then(|s| {
+            s.head.map(|head| RunHead { head, sealed: s.sealed, outcome: s.outcome, outcome_unknown: false })
+        }))
     }
 
     fn next_position(&mut self, tenant: &TenantId) -> Result<u64, AppendFailure> {
@@ -306,7 +308,8 @@ impl Store for MemoryStore {
             return Ok(snapshot);
         };
         for (id, run) in &state.runs {
-            let head = run.head.map(|head| RunHead { head, sealed: run.sealed, outcome: run.outcome });
+            let head =
+                run.head.map(|head| RunHead { head, sealed: run.sealed, outcome: run.outcome, outcome_unknown: false });
             snapshot.runs.insert(id.clone(), SnapshotRun { rows: run.rows.clone(), head, unknown_outcome: None });
             if let Some(outcome) = run.outcome {
                 snapshot.outcome_index.insert((outcome, id.clone()));

@@ -816,17 +816,13 @@ fn read_outcome(outcome: Option<String>) -> (Option<Outcome>, Option<String>) {
 }
 
 /// A runs row's head, from a row whose first columns are `head_seq,
-/// head_hash, sealed, outcome`, as an append sees it, with the text of an
-/// outcome this build does not know (read as none; see [`PgAppend::run_head`]).
-fn run_head_of_row(
-    tenant: &TenantId,
-    run: &RunId,
-    row: &postgres::Row,
-) -> Result<(RunHead, Option<String>), JournalError> {
+/// head_hash, sealed, outcome`, as an append sees it (an outcome this build
+/// does not know reads as none, `outcome_unknown` set).
+fn run_head_of_row(tenant: &TenantId, run: &RunId, row: &postgres::Row) -> Result<RunHead, JournalError> {
     let hash: Vec<u8> = column(tenant, row, 1)?;
     let head = head_of(tenant, run, column(tenant, row, 0)?, &hash)?;
     let (outcome, unknown) = read_outcome(column(tenant, row, 3)?);
-    Ok((RunHead { head, sealed: column(tenant, row, 2)?, outcome }, unknown))
+    Ok(RunHead { head, sealed: column(tenant, row, 2)?, outcome, outcome_unknown: unknown.is_some() })
 }
 
 impl PgAppend<'_, '_> {
@@ -846,7 +842,8 @@ impl PgAppend<'_, '_> {
                 // A row naming an outcome this build does not know is
                 // left to its own append to answer (`run_head`), never the
                 // whole batch's failure, every tenant's appends in it.
-                if let (head, None) = run_head_of_row(tenant, &run, &row)? {
+                let head = run_head_of_row(tenant, &run, &row)?;
+                if !head.outcome_unknown {
                     self.heads.insert((tenant.as_str().to_owned(), run.as_str().to_owned()), head);
                 }
             }
@@ -1150,18 +1147,9 @@ impl AppendTxn for PgAppend<'_, '_> {
             }
             return Ok(None);
         };
-        let (head, unknown) = run_head_of_row(&request.tenant, &request.run, &row).map_err(refused)?;
-        if let Some(outcome) = unknown {
-            // An outcome this build does not know: a newer build's
-            // conclusion is a record past the caller's head (its append
-            // meets the conflict, and its reread the build skew, R-VER-4);
-            // at the caller's head, no build concluded so: a forged row.
-            if request.expected_head == Some(head.head) {
-                return Err(refused(damaged(
-                    &request.tenant,
-                    format!("a runs row names an unknown outcome {outcome:?}"),
-                )));
-            }
+        let head = run_head_of_row(&request.tenant, &request.run, &row).map_err(refused)?;
+        if head.outcome_unknown {
+            // Never cached: the fold refuses it at the caller's head.
             return Ok(Some(head));
         }
         if !self.savepoint_every_append {
@@ -1691,7 +1679,7 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
         let head = head_of(tenant, &run, column(tenant, &row, 1)?, &hash)?;
         let outcome: Option<String> = column(tenant, &row, 4)?;
         let (outcome, unknown) = read_outcome(outcome);
-        let head = RunHead { head, sealed: column(tenant, &row, 3)?, outcome };
+        let head = RunHead { head, sealed: column(tenant, &row, 3)?, outcome, outcome_unknown: unknown.is_some() };
         if column::<bool>(tenant, &row, 5)? {
             snapshot.moved.insert(run.clone());
         }

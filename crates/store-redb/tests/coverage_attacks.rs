@@ -1116,3 +1116,11 @@ fn r_ver_4_an_outcome_a_newer_build_concluded_is_build_skew_never_damage() {
         RedbStore::name_outcome,
     );
 }
+
+#[test]
+fn r_ver_4_an_append_at_a_head_whose_row_names_an_unknown_outcome_is_refused_as_damage() {
+    shared::an_append_at_a_head_whose_row_names_an_unknown_outcome_is_refused_as_damage(
+        RedbStore::temporary().unwrap(),
+        RedbStore::name_outcome,
+    );
+}
