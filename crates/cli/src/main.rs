@@ -71,11 +71,10 @@ fn main() -> ExitCode {
         .with_ansi(ansi)
         .log_internal_errors(false)
         .init();
-    // The plane flags are checked against the command before `--json` is
-    // known, so a misplaced one is reported as text.
     let (json, lines, result) = match usage::parse() {
         Ok(cli) => (cli.command.json(), cli.command.json_lines(), cmd::run(cli)),
-        Err(failure) => (false, false, Err(failure)),
+        // One compact object: a JSON document and a JSON Lines line alike.
+        Err(failure) => (usage::asked_for_json(), true, Err(failure)),
     };
     match result {
         Ok(()) => ExitCode::from(output::success_exit_code()),

@@ -247,11 +247,33 @@ pub fn command() -> clap::Command {
 /// Reads the command line; clap's own errors (and `--help`) end the process
 /// as clap does (exit 2, or 0 for help).
 pub fn parse() -> Result<Cli, Failure> {
-    let matches = command().get_matches();
+    let matches = match command().try_get_matches() {
+        Ok(matches) => matches,
+        Err(err) if asked_for_json() && err.use_stderr() => {
+            // A script asked for JSON reads the failure object (`main`
+            // prints it, and the message on stderr).
+            return Err(Failure::Usage(parser_message(&err.render().to_string())));
+        }
+        // Help and version, and usage errors in text mode, as the parser says.
+        Err(err) => err.exit(),
+    };
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     let (name, sub) = matches.subcommand().ok_or_else(|| Failure::Usage("no command given".into()))?;
     merge(&mut cli, name, sub)?;
     Ok(cli)
+}
+
+/// Whether the command line asks for JSON (`--json` before any `--`):
+/// known before it parses, so that a line that does not parse, or names a
+/// plane flag its command does not take, still answers with JSON.
+pub fn asked_for_json() -> bool {
+    std::env::args_os().skip(1).take_while(|arg| arg != "--").any(|arg| arg == "--json")
+}
+
+/// The parser's message without its `error: ` prefix (`main` says
+/// `agentplane: `), its usage and tip lines kept.
+fn parser_message(rendered: &str) -> String {
+    rendered.strip_prefix("error: ").unwrap_or(rendered).trim_end().to_owned()
 }
 
 /// The plane flags of `name`, given before or after it, into `cli`.

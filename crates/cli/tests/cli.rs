@@ -428,6 +428,42 @@ fn r_ux_2_every_command_has_help_and_usage_errors_exit_2() {
     assert_eq!(agentplane(dir.path(), &["prove"]).status.code(), Some(2));
 }
 
+/// R-UX-2, the `--json` contract (review 72's note): a command line that
+/// does not parse, asked for JSON, answers with the failure object on
+/// stdout (class `usage`, exit 2), as every other usage error does; it was
+/// clap's text alone, nothing on stdout, so a script reading the JSON read
+/// nothing. Without `--json` it stays text; `--help` stays help.
+#[test]
+fn r_ux_2_a_command_line_that_does_not_parse_answers_json_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["audit", "--json", "--no-such-flag"][..],
+        &["runs", "--json", "--limit"],
+        &["prove", "--json"],
+        &["--json", "sweep", "--every", "5m", "--bogus"],
+        &["checkpoint", "--json", "--tenant", "t", "--keys", "k", "--keys", "k"],
+    ] {
+        let out = agentplane(dir.path(), args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let failure: Value = serde_json::from_str(stdout.trim())
+            .unwrap_or_else(|err| panic!("{args:?}: stdout is no JSON object ({err}): {stdout:?}"));
+        assert_eq!(failure["class"], "usage", "{args:?}: {failure}");
+        assert!(failure["message"].as_str().is_some_and(|m| !m.is_empty()), "{args:?}: {failure}");
+        assert!(!String::from_utf8_lossy(&out.stderr).is_empty(), "{args:?}: said on stderr too");
+    }
+    let bogus = agentplane(dir.path(), &["audit", "--json", "--no-such-flag"]);
+    assert!(String::from_utf8_lossy(&bogus.stdout).contains("--no-such-flag"), "the flag is named");
+    let text_mode = agentplane(dir.path(), &["audit", "--no-such-flag"]);
+    assert_eq!(text_mode.status.code(), Some(2));
+    assert!(text_mode.stdout.is_empty(), "text mode prints nothing on stdout");
+    let after_terminator = agentplane(dir.path(), &["show", "--", "--json", "--bogus"]);
+    assert!(after_terminator.stdout.is_empty() || serde_json::from_slice::<Value>(&after_terminator.stdout).is_err());
+    let help = agentplane(dir.path(), &["audit", "--json", "--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Usage"), "help stays help");
+}
+
 fn keys_of(dir: &Path) -> (String, String, String) {
     let keys = json(dir, &["keys", "--json"]);
     let field = |name: &str| keys[name].as_str().unwrap().to_owned();
