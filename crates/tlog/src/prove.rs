@@ -76,7 +76,16 @@ impl<E: fmt::Display> fmt::Display for ProveError<E> {
     }
 }
 
-impl<E: fmt::Debug + fmt::Display> std::error::Error for ProveError<E> {}
+impl<E: std::error::Error + 'static> std::error::Error for ProveError<E> {
+    /// The reader's own error, so a caller walking the chain of causes
+    /// reaches what the store said.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Reader(err) => Some(err),
+            _ => None,
+        }
+    }
+}
 
 /// A list of ranges whose `MTH`s form a proof, each as its covering subtrees.
 struct Plan {

@@ -135,6 +135,11 @@ fn proving_outside_the_tree_is_a_typed_error() {
     assert_eq!(store.prove_consistency(5, 4), Err(ProveError::NoConsistencyProof { old_size: 5, new_size: 4 }));
     // Beyond what the store holds: the reader's own error comes back.
     assert!(matches!(store.prove_inclusion(1, 9), Err(ProveError::Reader(MissingNode(_)))));
+    // And a caller walking the causes reaches it.
+    let err = store.prove_inclusion(1, 9).unwrap_err();
+    let source = std::error::Error::source(&err).expect("the reader's error is the source");
+    assert!(source.downcast_ref::<MissingNode>().is_some(), "{source}");
+    assert!(std::error::Error::source(&ProveError::<MissingNode>::IndexOutOfRange { index: 4, size: 4 }).is_none());
 }
 
 /// A reader that counts the hashes asked for and answers one batch per call.
