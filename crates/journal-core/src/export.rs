@@ -575,14 +575,29 @@ pub fn verify_export(
         .map_err(|err| ExportError::Mismatch(format!("the run's inclusion proof fails: {err}")))?;
     let cosigned = match cosigned_line {
         None => None,
-        Some((note, index, proof)) => {
+        Some((note, cosigned_index, proof)) => {
             let (signed, opened) = SignedCheckpoint::open(note.as_bytes(), &verifiers)
                 .map_err(|err| ExportError::Checkpoint(format!("the cosigned checkpoint: {err}")))?;
             let body = signed.checkpoint();
             if body.origin_id() != &origin {
                 return Err(ExportError::Mismatch("the cosigned checkpoint is for another origin".into()));
             }
-            body.tree().verify_inclusion(&leaf_hash, index, &proof).map_err(|err| {
+            // A leaf is in the log once: at another index, the witnesses
+            // cosigned another history than the one the run is proven in.
+            if cosigned_index != index {
+                return Err(ExportError::Mismatch(format!(
+                    "the cosigned checkpoint places the run's leaf at index {cosigned_index}, the checkpoint at \
+                     index {index}: a leaf is in the log once, so these are two histories signed by one log key"
+                )));
+            }
+            if body.tree().size == tree.size && body.tree() != tree {
+                return Err(ExportError::Mismatch(format!(
+                    "the cosigned checkpoint and the checkpoint are both of size {} with different roots: two \
+                     histories signed by one log key",
+                    tree.size
+                )));
+            }
+            body.tree().verify_inclusion(&leaf_hash, cosigned_index, &proof).map_err(|err| {
                 ExportError::Mismatch(format!("the run's inclusion in the cosigned checkpoint fails: {err}"))
             })?;
             Some(VerifiedCosigned {

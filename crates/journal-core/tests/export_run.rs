@@ -145,3 +145,59 @@ fn r_exp_1_an_export_is_authenticated_before_any_body_is_read() {
         "refused for its place in the log, not its body: {refused:?}"
     );
 }
+
+/// R-EXP-1, R-PLANE-2: an export whose cosigned checkpoint places the run's
+/// leaf at another index than its checkpoint does. Both trees are signed by
+/// the log key and each proof verifies in its own tree, but one leaf at two
+/// positions is two histories under one key (a seal leaf is in the log
+/// once): the witnesses cosigned another history than the one the run is
+/// proven in; so is a cosigned tree of the checkpoint's size with another
+/// root. `verify_export` accepted both; now each is refused as a mismatch.
+#[test]
+fn r_exp_1_a_cosigned_checkpoint_placing_the_leaf_elsewhere_is_refused() {
+    let Plane { tenant, origin, key, store, runtime } = plane();
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    let first = admit(&runtime, &tenant, "a", true);
+    let exported = export_run(store.as_ref(), &tenant, &origin, &key, &first, check, None).unwrap();
+    let leaf = LogView::open(store.as_ref(), &tenant).unwrap().inclusion(&first).unwrap().leaf;
+    assert_eq!(verify_export(&exported.text, &[key.verifier_key()], check).unwrap().index, 0);
+
+    // Another history: some other leaf first, the run's second.
+    let mut other = tlog::MemoryHashStore::new();
+    other.append(tlog::LeafHash::of(b"another history"));
+    other.append(leaf);
+    let tree = other.tree();
+    let proof = other.prove_inclusion(1, tree.size).unwrap();
+    let note = journal_core::log::sign_checkpoint(&origin, tree, &key).unwrap().note().to_owned();
+    let path: Vec<String> = proof.path().iter().map(ToString::to_string).collect();
+    let line = serde_json::json!({"type": "cosigned", "note": note, "index": 1, "proof": path});
+    let forged = format!("{}{line}\n", exported.text);
+    match verify_export(&forged, &[key.verifier_key()], check) {
+        Err(journal_core::export::ExportError::Mismatch(said)) => {
+            assert!(said.contains("index 1") && said.contains("index 0"), "{said}");
+        }
+        other => panic!("a cosigned checkpoint of another history: {other:?}"),
+    }
+
+    // The checkpoint's size, another root: the run's leaf first, another second.
+    let second = admit(&runtime, &tenant, "b", true);
+    let exported = export_run(store.as_ref(), &tenant, &origin, &key, &first, check, None).unwrap();
+    let verified = verify_export(&exported.text, &[key.verifier_key()], check).unwrap();
+    assert_eq!((verified.tree.size, verified.index), (2, 0), "{second}");
+    let mut other = tlog::MemoryHashStore::new();
+    other.append(leaf);
+    other.append(tlog::LeafHash::of(b"another second leaf"));
+    let tree = other.tree();
+    let proof = other.prove_inclusion(0, tree.size).unwrap();
+    let note = journal_core::log::sign_checkpoint(&origin, tree, &key).unwrap().note().to_owned();
+    let path: Vec<String> = proof.path().iter().map(ToString::to_string).collect();
+    let line = serde_json::json!({"type": "cosigned", "note": note, "index": 0, "proof": path});
+    let forged = format!("{}{line}\n", exported.text);
+    match verify_export(&forged, &[key.verifier_key()], check) {
+        Err(journal_core::export::ExportError::Mismatch(said)) => {
+            assert!(said.contains("size 2 with different roots"), "{said}");
+        }
+        other => panic!("a cosigned checkpoint of the same size, another root: {other:?}"),
+    }
+}
