@@ -21,6 +21,11 @@ use sha2::{Digest, Sha256};
 /// a peer that connects and stalls holds no descriptor for longer.
 pub const HEADER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// How long an answer may wait for the client to take any of it, else its
+/// connection is closed: a peer that asks and never reads holds no
+/// connection for longer (hyper waits on the socket with no timer).
+pub const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The most connections the console serves at once, by default: with the
 /// header timeout, a peer opening connections and stalling holds at most
 /// this many descriptors, and only for that long.
@@ -76,6 +81,9 @@ pub struct ConsoleOptions {
     /// How long a client has to send a request's line and headers
     /// ([`HEADER_TIMEOUT`] by default).
     pub header_timeout: std::time::Duration,
+    /// How long an answer may wait for the client to take any of it
+    /// ([`WRITE_TIMEOUT`] by default).
+    pub write_timeout: std::time::Duration,
     /// The most connections served at once ([`MAX_CONNECTIONS`] by
     /// default, 0 taken as 1); one past it is closed at once.
     pub max_connections: usize,
@@ -87,6 +95,7 @@ impl Default for ConsoleOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], 7390)),
             token: None,
             header_timeout: HEADER_TIMEOUT,
+            write_timeout: WRITE_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
         }
     }
@@ -197,14 +206,15 @@ impl Drop for Console {
 
 /// Serves each connection on a task of its own until told to stop, at most
 /// `max_connections` at once, with `header_timeout` on every request header (`axum::serve` sets no timer,
-/// so a connection that never finished its header was held forever).
+/// so a connection that never finished its header was held forever) and
+/// `write_timeout` on every answer ([`WriteBound`]).
 async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
     options: &ConsoleOptions,
     mut stopped: tokio::sync::oneshot::Receiver<()>,
 ) {
-    let header_timeout = options.header_timeout;
+    let (header_timeout, write_timeout) = (options.header_timeout, options.write_timeout);
     let mut connections = tokio::task::JoinSet::new();
     let mut turned_away: u64 = 0;
     loop {
@@ -239,11 +249,100 @@ async fn serve(
             let served = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(header_timeout)
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                .serve_connection(hyper_util::rt::TokioIo::new(WriteBound::new(stream, write_timeout)), service);
             if let Err(err) = served.await {
                 tracing::debug!(target: "agentplane.console", "connection: {err}");
             }
         });
+    }
+}
+
+/// A connection's stream whose write fails (`TimedOut`) once it has waited
+/// `limit` for the peer to take any byte: a peer that asks and never reads
+/// (pipelined requests whose answers fill the sockets' buffers) loses its
+/// connection, where hyper would wait on it forever. A slow reader that
+/// keeps taking bytes is served.
+struct WriteBound {
+    stream: tokio::net::TcpStream,
+    limit: std::time::Duration,
+    /// Set while a write waits; cleared by any progress.
+    stalled: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl WriteBound {
+    fn new(stream: tokio::net::TcpStream, limit: std::time::Duration) -> Self {
+        Self { stream, limit, stalled: None }
+    }
+
+    /// `polled`, or `TimedOut` once writes have waited past the limit.
+    fn bounded<T>(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        polled: std::task::Poll<std::io::Result<T>>,
+    ) -> std::task::Poll<std::io::Result<T>> {
+        if polled.is_ready() {
+            self.stalled = None;
+            return polled;
+        }
+        let limit = self.limit;
+        let timer = self.stalled.get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match timer.as_mut().poll(cx) {
+            std::task::Poll::Ready(()) => std::task::Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!("the peer took none of the answer for {limit:?}"),
+            ))),
+            std::task::Poll::Pending => std::task::Poll::Pending,
+        }
+    }
+}
+
+impl tokio::io::AsyncRead for WriteBound {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for WriteBound {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.stream).poll_write(cx, buf);
+        self.bounded(cx, polled)
+    }
+
+    fn poll_write_vectored(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        self.bounded(cx, polled)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let polled = std::pin::Pin::new(&mut self.stream).poll_flush(cx);
+        self.bounded(cx, polled)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let polled = std::pin::Pin::new(&mut self.stream).poll_shutdown(cx);
+        self.bounded(cx, polled)
     }
 }
 

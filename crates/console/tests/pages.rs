@@ -979,3 +979,53 @@ fn r_run_7_a_run_page_shows_no_figure_held_at_u64_max() {
     assert!(page.contains("<td>tokens</td><td>past 2^64-1</td>"), "{}", page.chars().take(4_000).collect::<String>());
     assert!(page.contains("<td>effects</td><td>2</td>"), "the other figures stand");
 }
+
+/// R-OPS-1 (review 79): a peer that sends requests and never reads the
+/// answers held its connection forever: hyper waits for the socket to take
+/// the answer, with no timer, and the header timeout runs only while a
+/// request is awaited. Before its token is read (each answer a 401), one
+/// such peer per connection slot pipelining a few thousand requests made the
+/// console serve no one until it was restarted. A connection whose answer
+/// the peer does not take within `write_timeout` is now closed.
+#[test]
+fn r_ops_1_a_client_that_never_reads_its_answers_is_disconnected() {
+    use std::io::{Read as _, Write as _};
+    let (plane, _) = demo();
+    let token = "0123456789abcdef0123";
+    let options = console::ConsoleOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        token: Some(token.into()),
+        header_timeout: std::time::Duration::from_millis(300),
+        write_timeout: std::time::Duration::from_millis(300),
+        max_connections: 1,
+    };
+    let console = console::Console::start(plane.view(), options).unwrap();
+    let address = console.url().trim_start_matches("http://").to_owned();
+    // Pipelined requests whose answers (401 pages) fill both sockets'
+    // buffers many times over; never read.
+    let mut attacker = std::net::TcpStream::connect(&address).unwrap();
+    let held = attacker.try_clone().unwrap();
+    std::thread::spawn(move || {
+        let request = b"GET / HTTP/1.1\r\nHost: console.example\r\n\r\n".repeat(1000);
+        for _ in 0..40 {
+            if attacker.write_all(&request).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let served = loop {
+        assert!(std::time::Instant::now() < deadline, "the console served no one while a peer did not read");
+        let mut honest = std::net::TcpStream::connect(&address).unwrap();
+        honest.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        let request =
+            format!("GET /static/console.css HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer {token}\r\n\r\n");
+        let _ = honest.write_all(request.as_bytes());
+        let mut first = [0u8; 12];
+        if honest.read_exact(&mut first).is_ok() {
+            break first;
+        }
+    };
+    assert_eq!(&served, b"HTTP/1.1 200");
+    drop(held);
+}
