@@ -31,6 +31,12 @@ pub const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 /// this many descriptors, and only for that long.
 pub const MAX_CONNECTIONS: usize = 256;
 
+/// The most pages read and drawn at once; requests past it wait their
+/// turn. A page reads its run whole, so this many runs are held at once,
+/// whatever the connections (a blocking thread each had made it one a
+/// request in flight, up to [`MAX_CONNECTIONS`]).
+pub const PAGES_AT_ONCE: usize = 4;
+
 /// The address the console listens on unless told otherwise: localhost only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7390";
 
@@ -137,6 +143,10 @@ pub enum ConsoleError {
 pub(crate) struct App {
     pub(crate) plane: PlaneView,
     token_digest: Option<[u8; 32]>,
+    /// A permit for each page read and drawn at once ([`PAGES_AT_ONCE`]),
+    /// held by its blocking thread: a client that goes away frees none
+    /// before its page is done.
+    pub(crate) pages: Arc<tokio::sync::Semaphore>,
 }
 
 /// A running console.
@@ -170,7 +180,11 @@ impl Console {
             .enable_all()
             .build()
             .map_err(|source| ConsoleError::Bind { listen: options.listen, source })?;
-        let app = Arc::new(App { plane, token_digest: options.token.as_deref().map(digest) });
+        let app = Arc::new(App {
+            plane,
+            token_digest: options.token.as_deref().map(digest),
+            pages: Arc::new(tokio::sync::Semaphore::new(PAGES_AT_ONCE)),
+        });
         let router = router(app);
         let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();
         let listener = runtime

@@ -106,11 +106,16 @@ fn bad_query(rejection: &QueryRejection) -> Response {
     error_page(StatusCode::BAD_REQUEST, &format!("this page cannot read its query: {why}"))
 }
 
-/// Renders a page on a blocking thread; the response says how long the page
+/// Renders a page on a blocking thread, in its turn (at most
+/// [`crate::PAGES_AT_ONCE`] at once); the response says how long the page
 /// took to read, verify and render (`Server-Timing: page;dur=MS`), the
 /// server time `cargo xtask bench` reports.
 async fn render(app: Arc<App>, page: impl FnOnce(&App) -> Result<Markup, PageError> + Send + 'static) -> Response {
+    let Ok(turn) = Arc::clone(&app.pages).acquire_owned().await else {
+        return error_page(StatusCode::SERVICE_UNAVAILABLE, "the console is stopping");
+    };
     let rendered = tokio::task::spawn_blocking(move || {
+        let _turn = turn;
         let start = std::time::Instant::now();
         let page = page(&app).map(|page| bidi_shown(page.into_string()));
         (page, start.elapsed())
@@ -1086,7 +1091,14 @@ pub(crate) async fn export_by_query(
 }
 
 async fn export_response(app: Arc<App>, tenant: String, run: String) -> Response {
-    match tokio::task::spawn_blocking(move || export_of(&app, &tenant, &run)).await {
+    let Ok(turn) = Arc::clone(&app.pages).acquire_owned().await else {
+        return error_page(StatusCode::SERVICE_UNAVAILABLE, "the console is stopping");
+    };
+    let exported = tokio::task::spawn_blocking(move || {
+        let _turn = turn;
+        export_of(&app, &tenant, &run)
+    });
+    match exported.await {
         Ok(Ok((name, text))) => (
             [
                 (header::CONTENT_TYPE, "application/jsonl; charset=utf-8".to_owned()),

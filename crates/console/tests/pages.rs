@@ -1029,3 +1029,59 @@ fn r_ops_1_a_client_that_never_reads_its_answers_is_disconnected() {
     assert_eq!(&served, b"HTTP/1.1 200");
     drop(held);
 }
+
+/// R-OPS-1 (review 79): a page reads its run whole (a run page, an export,
+/// a diff), and each request was read on a blocking thread of its own, so
+/// as many runs were held at once as requests were in flight: up to 256
+/// connections, each asking for a large run (or one holding millions of
+/// tiny rows written behind the plane), held 256 copies, for no more speed
+/// on the machine's few cores. At most [`console::PAGES_AT_ONCE`] pages are
+/// read at once now; the others wait their turn, and every one is served.
+#[test]
+fn r_ops_1_pages_are_read_a_few_at_a_time_whatever_the_requests_in_flight() {
+    use journal_core::testkit_faults::{RoutedStore, StoreCall};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex};
+    const REQUESTS: usize = 12;
+    let (plane, runs) = demo();
+    let in_flight = Arc::new((Mutex::new(0_usize), Condvar::new()));
+    let most = Arc::new(AtomicUsize::new(0));
+    let store: Arc<dyn Store> = {
+        let (in_flight, most) = (Arc::clone(&in_flight), Arc::clone(&most));
+        let inner = Arc::clone(&plane.store) as Arc<dyn Store>;
+        Arc::new(RoutedStore::new(Box::new(move |call| {
+            if matches!(call, StoreCall::ReadRun) {
+                // Held as a large run's read is, until every request is
+                // reading or a deadline passes: reads that may overlap do.
+                let (count, changed) = &*in_flight;
+                let mut now = count.lock().unwrap();
+                *now += 1;
+                most.fetch_max(*now, Ordering::SeqCst);
+                changed.notify_all();
+                let deadline = std::time::Instant::now() + std::time::Duration::from_millis(300);
+                while *now < REQUESTS {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    if left.is_zero() {
+                        break;
+                    }
+                    now = changed.wait_timeout(now, left).unwrap().0;
+                }
+                *now -= 1;
+            }
+            Arc::clone(&inner)
+        })))
+    };
+    let console = plane.console_over(store);
+    let url = format!("{}/run/shop/{}", console.url(), runs[0]);
+    let pages: Vec<_> = (0..REQUESTS)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || get(&url).0)
+        })
+        .collect();
+    for page in pages {
+        assert_eq!(page.join().unwrap(), 200, "every page is served in its turn");
+    }
+    let most = most.load(Ordering::SeqCst);
+    assert!((1..=console::PAGES_AT_ONCE).contains(&most), "{most} runs read at once");
+}
