@@ -1438,7 +1438,9 @@ fn read_nodes(
 
 /// The columns of a records row from column `first` on: `seq, kind,
 /// effect_key, prev_hash, hash, bytes, key_id, signature, encoding,
-/// key_ref`. `before` is the hash of the run's
+/// key_ref, octet_length(bytes)`, the bytes null past
+/// [`MAX_STORED_RECORD`] (spelt in each query that reads them), so a row
+/// grown behind the plane is never read whole. `before` is the hash of the run's
 /// row read before it (the genesis hash for its first), which a row without
 /// a previous hash (schema 5) links to; `keys` the signing keys by
 /// reference, for a row that names its key by reference alone.
@@ -1485,7 +1487,25 @@ fn stored_record_unsigned(
     let seq = to_u64(tenant, column(tenant, row, first)?, || format!("a records row of run {run}: seq"))?;
     let hash_of = |bytes: Vec<u8>| stored_chain_hash(run, seq, &bytes, "a stored record hash");
     let prev_hash: Option<Vec<u8>> = column(tenant, row, first + 3)?;
-    let stored: Vec<u8> = if decode { column(tenant, row, first + 5)? } else { Vec::new() };
+    let stored: Vec<u8> = if decode {
+        let bytes: Option<Vec<u8>> = column(tenant, row, first + 5)?;
+        match bytes {
+            Some(bytes) => bytes,
+            None => {
+                let length: Option<i32> = column(tenant, row, first + 10)?;
+                return Err(damaged(
+                    tenant,
+                    format!(
+                        "run {run}, record {seq}: the row keeps {} bytes, past the {MAX_STORED_RECORD} a record is \
+                         ever stored as: it was written behind the plane, and was not read (run `agentplane verify`)",
+                        length.unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+    } else {
+        Vec::new()
+    };
     let bytes = match column::<i16>(tenant, row, first + 8)? {
         _ if !decode => stored,
         AS_WRITTEN => stored,
@@ -1508,6 +1528,12 @@ fn stored_record_unsigned(
         signature: None,
     })
 }
+
+/// The most bytes a records row keeps: a record's bound and its encoding's
+/// tag byte (a record is compressed only where that is smaller).
+const MAX_STORED_RECORD: usize = journal_core::record::MAX_RECORD_BYTES + 1;
+// The bound spelt in the queries that read records' bytes.
+const _: () = assert!(MAX_STORED_RECORD == 16_777_217);
 
 /// A heads entries row `position, run, seq, hash`.
 /// Heads entry rows by position, each position's in run id order by bytes
@@ -1582,7 +1608,9 @@ const SNAPSHOT_PLANS: &str = "SET LOCAL enable_sort = off";
 /// A tenant's records for the snapshot: each run's together, in seq order.
 const SELECT_SNAPSHOT_RECORDS: &str = concat!(
     "SELECT r.run, ",
-    "r.seq, r.kind, r.effect_key, r.prev_hash, r.hash, r.bytes, r.key_id, r.signature, r.encoding, r.key_ref",
+    "r.seq, r.kind, r.effect_key, r.prev_hash, r.hash, ",
+    "CASE WHEN octet_length(r.bytes) <= 16777217 THEN r.bytes END, ",
+    "r.key_id, r.signature, r.encoding, r.key_ref, octet_length(r.bytes)",
     " FROM records r WHERE r.tenant = $1 ORDER BY r.run, r.seq"
 );
 
@@ -1838,9 +1866,10 @@ impl Store for PgStore {
         // as it is to the snapshot.
         let stored = txn
             .query(
-                "SELECT r.seq, r.kind, r.effect_key, r.prev_hash, r.hash, r.bytes,
+                "SELECT r.seq, r.kind, r.effect_key, r.prev_hash, r.hash,
+                        CASE WHEN octet_length(r.bytes) <= 16777217 THEN r.bytes END,
                         coalesce(r.key_id, (SELECT k.key_id FROM signing_keys k WHERE k.ref = r.key_ref)),
-                        r.signature, r.encoding, r.key_ref
+                        r.signature, r.encoding, r.key_ref, octet_length(r.bytes)
                  FROM records r WHERE r.tenant = $1 AND r.run = $2 ORDER BY r.seq",
                 &[&t, &r],
             )

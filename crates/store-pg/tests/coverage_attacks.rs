@@ -949,3 +949,45 @@ fn r_ver_4_an_append_at_a_head_whose_row_names_an_unknown_outcome_is_refused_as_
         PgStore::name_outcome,
     );
 }
+
+/// R-UX-3, R-AUD-3 (review 79): a records row's bytes were read whole
+/// whatever their size, though no build stores a record past
+/// [`journal_core::record::MAX_RECORD_BYTES`] (and its tag byte): a row grown
+/// with SQL to a gigabyte (a few megabytes on disk, PostgreSQL compressing
+/// it) cost every reader of its run a gigabyte, and each such row of a run
+/// another. A row past the bound is damage naming its size, not read; the
+/// audit finds its run's chain broken there and goes on.
+#[test]
+fn r_ux_3_a_records_row_past_the_record_bound_is_damage_never_read_whole() {
+    use journal_core::Store as _;
+    let past = i32::try_from(journal_core::record::MAX_RECORD_BYTES + 1).unwrap();
+    let plane = shared::Plane::on(PgStore::temporary().unwrap());
+    let run = plane.run("a", true);
+    let saved = plane.sign();
+    let inputs = plane.inputs(&saved);
+    // Kept as written (tag 0), so the row decodes to what it holds.
+    let grown = plane
+        .store
+        .raw()
+        .execute(
+            "UPDATE records SET bytes = '\\x00'::bytea || convert_to(repeat('x', $3), 'UTF8'), encoding = 1
+             WHERE tenant = $1 AND run = $2 AND seq = 2",
+            &[&plane.tenant.as_str(), &run.as_str(), &past],
+        )
+        .unwrap();
+    assert_eq!(grown, 1);
+    match plane.store.read_run(&plane.tenant, &run) {
+        Err(journal_core::JournalError::StoreDamage { detail, .. }) => {
+            assert!(detail.contains("record 2") && detail.contains(&format!("{} bytes", past + 1)), "{detail}");
+        }
+        other => panic!("a row past the bound is read: {:?}", other.map(|rows| rows.rows.len())),
+    }
+    let report = audit::audit(plane.store.as_ref(), &inputs).expect("audited");
+    let broken = report.findings.iter().find(|finding| {
+        finding.code == audit::FindingCode::ChainBroken
+            && finding.run.as_deref() == Some(run.as_str())
+            && finding.seq == Some(2)
+    });
+    let broken = broken.unwrap_or_else(|| panic!("{:#?}", report.findings));
+    assert!(broken.detail.contains(&format!("{} bytes", past + 1)), "{broken:#?}");
+}
