@@ -121,6 +121,73 @@ pub struct VerifiedCosigned {
     pub lines: Vec<witness::NoteSignature>,
 }
 
+/// The most an export reader takes: 1 GiB (real exports are far smaller).
+pub const MAX_EXPORT_BYTES: usize = 1 << 30;
+
+/// The longest line an export reader takes: 64 MiB. Past it the input is
+/// refused without reading on, so `/dev/zero` costs 64 MiB, not all memory.
+pub const MAX_EXPORT_LINE_BYTES: usize = 64 << 20;
+
+/// Why an input could not be read as an export's text.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportReadError {
+    /// The input could not be read.
+    #[error("reading {name}: {source}")]
+    Io {
+        /// The file's name, or `standard input`.
+        name: String,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// A line past [`MAX_EXPORT_LINE_BYTES`]: not an export.
+    #[error("{name} has a line longer than 64 MiB: not an export (exports are read in lines of up to 64 MiB)")]
+    LineTooLong {
+        /// The file's name, or `standard input`.
+        name: String,
+    },
+    /// Past [`MAX_EXPORT_BYTES`]: not an export.
+    #[error("{name} is larger than 1 GiB: not an export (exports are read up to 1 GiB)")]
+    TooLarge {
+        /// The file's name, or `standard input`.
+        name: String,
+    },
+    /// Not UTF-8 text: not an export.
+    #[error("{name} is not UTF-8 text: not an export")]
+    NotText {
+        /// The file's name, or `standard input`.
+        name: String,
+    },
+}
+
+/// Reads an export's text from `reader` (named `name` in errors) within
+/// [`MAX_EXPORT_BYTES`] and [`MAX_EXPORT_LINE_BYTES`], stopping as soon as
+/// either is passed: what every reader of export files reads through.
+pub fn read_export_text(reader: &mut dyn std::io::Read, name: &str) -> Result<String, ExportReadError> {
+    let mut text = Vec::new();
+    let mut chunk = vec![0_u8; 64 * 1024];
+    let mut line_start = 0;
+    loop {
+        let read = match reader.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(source) => return Err(ExportReadError::Io { name: name.to_owned(), source }),
+        };
+        let got = chunk.get(..read).unwrap_or_default();
+        if let Some(newline) = got.iter().rposition(|b| *b == b'\n') {
+            line_start = text.len() + newline + 1;
+        }
+        text.extend_from_slice(got);
+        if text.len() - line_start > MAX_EXPORT_LINE_BYTES {
+            return Err(ExportReadError::LineTooLong { name: name.to_owned() });
+        }
+        if text.len() > MAX_EXPORT_BYTES {
+            return Err(ExportReadError::TooLarge { name: name.to_owned() });
+        }
+    }
+    String::from_utf8(text).map_err(|_| ExportReadError::NotText { name: name.to_owned() })
+}
+
 /// Why an export was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExportError {

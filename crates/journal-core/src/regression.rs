@@ -704,7 +704,17 @@ where
     let mut problems = Vec::new();
     let mut verified = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(&file).map_err(|err| format!("reading {}: {err}", file.display()))?;
+        let name = file.display().to_string();
+        let mut opened = std::fs::File::open(&file).map_err(|err| format!("reading {name}: {err}"))?;
+        // Within the bounds every export reader keeps (1 GiB, lines of 64 MiB).
+        let text = match crate::export::read_export_text(&mut opened, &name) {
+            Ok(text) => text,
+            Err(err @ crate::export::ExportReadError::Io { .. }) => return Err(err.to_string()),
+            Err(not_an_export) => {
+                problems.push(not_an_export.to_string());
+                continue;
+            }
+        };
         match crate::export::verify_export(&text, log_keys, check) {
             Ok(export) => verified.push((file, export.run, export.chain)),
             Err(err) => problems.push(format!("{}: not a verified export: {err}", file.display())),

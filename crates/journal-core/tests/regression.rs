@@ -223,6 +223,20 @@ fn exports_are_fixtures_and_a_tampered_one_is_refused_before_any_replay() {
         "{refused:?}"
     );
     assert!(!called.get(), "a tampered export is refused before the agent runs");
+
+    // R-EXP-1 (every input has a size bound; review 79's note): a file past
+    // the line bound every export reader keeps is not an export, said
+    // beside the others, never read whole (it was read to its end: a
+    // `zero.export` linked to /dev/zero took all memory); text that is not
+    // UTF-8 is one problem among the others, not the folder's failure.
+    std::fs::write(folder.path().join("long.export"), vec![b'x'; journal_core::export::MAX_EXPORT_LINE_BYTES + 1])
+        .unwrap();
+    std::fs::write(folder.path().join("binary.export"), [0xff_u8, 0xfe, b'\n']).unwrap();
+    let said =
+        replay_folder(folder.path(), &keys, check, &plan(), |r| agent(r, Change::None, &Cell::new(0))).unwrap_err();
+    assert!(said.contains("long.export has a line longer than 64 MiB: not an export"), "{said}");
+    assert!(said.contains("binary.export is not UTF-8 text"), "{said}");
+    assert_eq!(said.lines().count(), 2, "the two good exports replayed: {said}");
 }
 
 /// The agent whose runs the runtime and operators stop: one step, three

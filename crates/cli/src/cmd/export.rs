@@ -124,49 +124,24 @@ fn write_new(path: &Path, bytes: &[u8], force: bool) -> Result<(), Failure> {
     })
 }
 
-/// The most `verify-export` reads: 1 GiB (real exports are far smaller).
-pub const MAX_EXPORT_BYTES: usize = 1 << 30;
-
-/// The longest line `verify-export` reads: 64 MiB. Past it the input is
-/// refused without reading on, so `/dev/zero` costs 64 MiB, not all memory.
-pub const MAX_EXPORT_LINE_BYTES: usize = 64 << 20;
-
-/// Reads an export (`-`: standard input) within the limits, as text.
+/// Reads an export (`-`: standard input) within the limits
+/// (`journal_core::export::read_export_text`), as text.
 pub(crate) fn read_export(file: &Path) -> Result<String, Failure> {
+    use journal_core::export::{ExportReadError, read_export_text};
     let stdin = file == Path::new("-");
     let name = if stdin { "standard input".to_owned() } else { file.display().to_string() };
-    let mut reader: Box<dyn std::io::Read> = if stdin {
-        Box::new(std::io::stdin().lock())
+    let read = if stdin {
+        read_export_text(&mut std::io::stdin().lock(), &name)
     } else {
-        Box::new(std::fs::File::open(file).map_err(|err| Failure::Io(format!("reading {name}: {err}")))?)
+        let mut opened = std::fs::File::open(file).map_err(|err| Failure::Io(format!("reading {name}: {err}")))?;
+        read_export_text(&mut opened, &name)
     };
-    let mut text = Vec::new();
-    let mut chunk = vec![0_u8; 64 * 1024];
-    let mut line_start = 0;
-    loop {
-        let read = match reader.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(read) => read,
-            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(Failure::Io(format!("reading {name}: {err}"))),
-        };
-        let got = chunk.get(..read).unwrap_or_default();
-        if let Some(newline) = got.iter().rposition(|b| *b == b'\n') {
-            line_start = text.len() + newline + 1;
+    read.map_err(|err| match err {
+        ExportReadError::Io { .. } => Failure::Io(err.to_string()),
+        ExportReadError::LineTooLong { .. } | ExportReadError::TooLarge { .. } | ExportReadError::NotText { .. } => {
+            Failure::NotAnExport(err.to_string())
         }
-        text.extend_from_slice(got);
-        if text.len() - line_start > MAX_EXPORT_LINE_BYTES {
-            return Err(Failure::NotAnExport(format!(
-                "{name} has a line longer than 64 MiB: not an export (verify-export reads lines of up to 64 MiB)"
-            )));
-        }
-        if text.len() > MAX_EXPORT_BYTES {
-            return Err(Failure::NotAnExport(format!(
-                "{name} is larger than 1 GiB: not an export (verify-export reads up to 1 GiB)"
-            )));
-        }
-    }
-    String::from_utf8(text).map_err(|_| Failure::NotAnExport(format!("{name} is not UTF-8 text: not an export")))
+    })
 }
 
 /// What `verify-export` trusts: the flags, as given.
