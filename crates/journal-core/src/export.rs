@@ -55,8 +55,9 @@ const RETIRED_FORMATS: &[(&str, &str)] = &[(
     "its records were written before records carried `at` (a hard cut before the format freeze); read it with the build that wrote it",
 )];
 
-#[derive(Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+/// An export line as written; read by [`parse_line`].
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
 enum Line {
     Header {
         format: String,
@@ -94,6 +95,145 @@ enum Line {
         index: u64,
         proof: Vec<String>,
     },
+}
+
+/// The most hashes a proof line holds: an audit path in a tree of fewer
+/// than 2^64 leaves has at most 64.
+const MAX_PROOF_HASHES: usize = 64;
+
+/// One export line read: its `type` first, every other value skimmed
+/// without being kept, then that line's own fields, so nothing is buffered
+/// whole (serde's internally tagged enums buffer every value of a line
+/// first: a list of empty strings cost ten times its bytes) and a proof
+/// longer than any tree has is refused at its 65th hash.
+fn parse_line(raw: &str) -> Result<Line, serde_json::Error> {
+    use serde::de::IgnoredAny;
+    #[derive(Deserialize)]
+    struct Tag<'a> {
+        #[serde(rename = "type", borrow)]
+        kind: std::borrow::Cow<'a, str>,
+    }
+    // Each line's fields, its `type` among them (read above).
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Header {
+        #[serde(rename = "type")]
+        _kind: IgnoredAny,
+        format: String,
+        origin: String,
+        run: String,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Record {
+        #[serde(rename = "type")]
+        _kind: IgnoredAny,
+        seq: u64,
+        kind: String,
+        effect_key: Option<String>,
+        prev_hash: String,
+        hash: String,
+        bytes: String,
+        signature: Option<KeySignature>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Leaf {
+        #[serde(rename = "type")]
+        _kind: IgnoredAny,
+        leaf: String,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Head {
+        #[serde(rename = "type")]
+        _kind: IgnoredAny,
+        leaf: String,
+        entry_index: u64,
+        #[serde(deserialize_with = "bounded_proof")]
+        entry_proof: Vec<String>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Inclusion {
+        #[serde(rename = "type")]
+        _kind: IgnoredAny,
+        index: u64,
+        size: u64,
+        root: String,
+        #[serde(deserialize_with = "bounded_proof")]
+        proof: Vec<String>,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Note {
+        #[serde(rename = "type")]
+        _kind: IgnoredAny,
+        note: String,
+    }
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Cosigned {
+        #[serde(rename = "type")]
+        _kind: IgnoredAny,
+        note: String,
+        index: u64,
+        #[serde(deserialize_with = "bounded_proof")]
+        proof: Vec<String>,
+    }
+    let tag: Tag<'_> = serde_json::from_str(raw)?;
+    Ok(match tag.kind.as_ref() {
+        "header" => {
+            let Header { format, origin, run, .. } = serde_json::from_str(raw)?;
+            Line::Header { format, origin, run }
+        }
+        "record" => {
+            let Record { seq, kind, effect_key, prev_hash, hash, bytes, signature, .. } = serde_json::from_str(raw)?;
+            Line::Record { seq, kind, effect_key, prev_hash, hash, bytes, signature }
+        }
+        "seal" => Line::Seal { leaf: serde_json::from_str::<Leaf>(raw)?.leaf },
+        "head" => {
+            let Head { leaf, entry_index, entry_proof, .. } = serde_json::from_str(raw)?;
+            Line::Head { leaf, entry_index, entry_proof }
+        }
+        "inclusion" => {
+            let Inclusion { index, size, root, proof, .. } = serde_json::from_str(raw)?;
+            Line::Inclusion { index, size, root, proof }
+        }
+        "checkpoint" => Line::Checkpoint { note: serde_json::from_str::<Note>(raw)?.note },
+        "cosigned" => {
+            let Cosigned { note, index, proof, .. } = serde_json::from_str(raw)?;
+            Line::Cosigned { note, index, proof }
+        }
+        other => {
+            return Err(<serde_json::Error as serde::de::Error>::unknown_variant(
+                other,
+                &["header", "record", "seal", "head", "inclusion", "checkpoint", "cosigned"],
+            ));
+        }
+    })
+}
+
+/// A proof's hashes, refused past [`MAX_PROOF_HASHES`] as they are read.
+fn bounded_proof<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    struct Bounded;
+    impl<'de> serde::de::Visitor<'de> for Bounded {
+        type Value = Vec<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "a list of at most {MAX_PROOF_HASHES} hashes")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut hashes = Vec::new();
+            while let Some(hash) = seq.next_element::<String>()? {
+                if hashes.len() == MAX_PROOF_HASHES {
+                    return Err(serde::de::Error::invalid_length(MAX_PROOF_HASHES + 1, &self));
+                }
+                hashes.push(hash);
+            }
+            Ok(hashes)
+        }
+    }
+    deserializer.deserialize_seq(Bounded)
 }
 
 /// A checkpoint a witness quorum cosigned, with the run's inclusion in it:
@@ -486,7 +626,7 @@ pub fn verified_chain(
     let mut rows = Vec::new();
     for (index, raw) in text.lines().enumerate() {
         let malformed = |detail: String| ExportError::Malformed { line: index + 1, detail };
-        match serde_json::from_str::<Line>(raw).map_err(|err| malformed(err.to_string()))? {
+        match parse_line(raw).map_err(|err| malformed(err.to_string()))? {
             Line::Header { run: name, .. } => run = Some(RunId::new(&name).map_err(|err| malformed(err.to_string()))?),
             line @ Line::Record { .. } => rows.push(stored_record(index + 1, line)?),
             _ => {}
@@ -522,7 +662,7 @@ pub fn verify_export(
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;
         let malformed = |detail: String| ExportError::Malformed { line: line_no, detail };
-        let line: Line = serde_json::from_str(raw).map_err(|err| malformed(err.to_string()))?;
+        let line = parse_line(raw).map_err(|err| malformed(err.to_string()))?;
         let base64 = BASE64_PROOF_FORMATS.contains(&format_read.as_str());
         let stage = match &line {
             Line::Header { .. } => 0,

@@ -201,3 +201,49 @@ fn r_exp_1_a_cosigned_checkpoint_placing_the_leaf_elsewhere_is_refused() {
         other => panic!("a cosigned checkpoint of the same size, another root: {other:?}"),
     }
 }
+
+/// R-EXP-1 (every input has a size bound; review 79's note): a proof line
+/// holding more hashes than any tree's audit path (64) is refused at the
+/// 65th, never read whole: a line of millions of empty strings cost about
+/// ten times its bytes before it was refused (serde buffering each value).
+#[test]
+fn r_exp_1_a_proof_longer_than_any_tree_has_is_refused_as_it_is_read() {
+    let Plane { tenant, origin, key, store, runtime } = plane();
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    let run = admit(&runtime, &tenant, "a", true);
+    let exported = export_run(store.as_ref(), &tenant, &origin, &key, &run, check, None).unwrap();
+    let lines: Vec<&str> = exported.text.lines().collect();
+    let at = lines.iter().position(|line| line.contains("\"type\":\"inclusion\"")).unwrap();
+    let mut inclusion: serde_json::Value = serde_json::from_str(lines[at]).unwrap();
+    for (count, refused) in [(64, false), (65, true), (2_000_000, true)] {
+        inclusion["proof"] = serde_json::Value::from(vec![""; count]);
+        let mut forged = lines.clone();
+        let line = inclusion.to_string();
+        forged[at] = &line;
+        let text = forged.join("\n");
+        match verify_export(&text, &[key.verifier_key()], check) {
+            Err(journal_core::export::ExportError::Malformed { line, detail }) if refused => {
+                assert_eq!(line, at + 1);
+                assert!(detail.contains("at most 64 hashes"), "{detail}");
+            }
+            // 64 empty hashes parse, and are then refused as hashes.
+            Err(journal_core::export::ExportError::Malformed { detail, .. }) if !refused => {
+                assert!(!detail.contains("at most 64"), "{detail}");
+            }
+            other => panic!("a proof of {count} hashes: {other:?}"),
+        }
+    }
+    // Unknown fields and types are still refused, as the format says.
+    let mut extra: serde_json::Value = serde_json::from_str(lines[at]).unwrap();
+    extra["extra"] = serde_json::Value::from(1);
+    let line = extra.to_string();
+    let mut forged = lines.clone();
+    forged[at] = &line;
+    let refused = verify_export(&forged.join("\n"), &[key.verifier_key()], check).unwrap_err();
+    assert!(refused.to_string().contains("unknown field `extra`"), "{refused}");
+    let line = r#"{"type":"footnote"}"#;
+    forged[at] = line;
+    let refused = verify_export(&forged.join("\n"), &[key.verifier_key()], check).unwrap_err();
+    assert!(refused.to_string().contains("unknown variant `footnote`"), "{refused}");
+}
