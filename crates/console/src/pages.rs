@@ -1131,6 +1131,13 @@ fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), Pag
         Err(err) => return Err(PageError::conflict(format!("this run's chain does not verify: {err}"))),
     };
     verified.seal_found(&log.tenant, &run).map_err(|err| PageError::conflict(err.to_string()))?;
+    // The export holds every record's bytes at least once: a run past the
+    // bound by those alone is refused before anything is built.
+    let record_bytes =
+        verified.records.iter().map(|record| record.stored.bytes.len()).fold(0_usize, usize::saturating_add);
+    if record_bytes > MAX_EXPORT_BYTES {
+        return Err(too_large_to_export(&run, record_bytes));
+    }
     if app.plane.log_keys.is_empty() {
         return Err(PageError::conflict(
             "no log key given: the console cannot verify the checkpoint an export carries",
@@ -1195,17 +1202,22 @@ fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), Pag
         )?
     };
     if text.len() > MAX_EXPORT_BYTES {
-        return Err(PageError {
-            status: StatusCode::PAYLOAD_TOO_LARGE,
-            message: format!(
-                "this run's export is {} bytes, over the console's {MAX_EXPORT_BYTES}: use `agentplane export {run} -o FILE`",
-                text.len()
-            ),
-        });
+        return Err(too_large_to_export(&run, text.len()));
     }
     let name: String =
         run.as_str().chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' }).collect();
     Ok((format!("{name}.export.jsonl"), text))
+}
+
+/// A run whose export is past what the console serves (at least `bytes`).
+fn too_large_to_export(run: &RunId, bytes: usize) -> PageError {
+    PageError {
+        status: StatusCode::PAYLOAD_TOO_LARGE,
+        message: format!(
+            "this run's export is at least {bytes} bytes, over the console's {MAX_EXPORT_BYTES}: use `agentplane export \
+             {run} -o FILE`"
+        ),
+    }
 }
 
 // ----------------------------------------------------------------- a diff

@@ -395,6 +395,31 @@ fn the_run_page_links_an_export_that_verifies_offline() {
     assert_eq!(status, 404);
 }
 
+/// R-OPS-1 (every input has a size bound; review 79's note): a run whose
+/// records alone are past the 64 MiB the console serves as an export is
+/// refused (413) before the export is built, the figure its records' bytes;
+/// it was refused only after the whole export text was built (about twice
+/// the records' bytes), naming that text's length.
+#[test]
+fn r_ops_1_a_run_too_large_to_export_is_refused_before_its_export_is_built() {
+    let plane = Plane::new();
+    let output = "a".repeat(14 << 20);
+    let effects: Vec<(String, Result<&str, &str>)> =
+        (0..5).map(|n| (format!("ek:large-{n}"), Ok(output.as_str()))).collect();
+    let effects: Vec<(&str, Result<&str, &str>)> = effects.iter().map(|(key, out)| (key.as_str(), *out)).collect();
+    let run = plane.run("job-large", &effects, false);
+    plane.checkpoint();
+    let rows = journal_core::Store::read_run(plane.store.as_ref(), &plane.tenant, &run).unwrap().rows;
+    let record_bytes: usize = rows.iter().map(|row| row.bytes.len()).sum();
+    assert!(record_bytes > 64 << 20, "{record_bytes}");
+    let console = plane.console(None);
+    let response = reqwest::blocking::get(format!("{}/run/shop/{run}/export", console.url())).unwrap();
+    assert_eq!(response.status().as_u16(), 413);
+    let said = response.text().unwrap();
+    assert!(said.contains(&format!("at least {record_bytes} bytes")), "{said}");
+    assert!(said.contains(&format!("agentplane export {run} -o FILE")), "{said}");
+}
+
 /// Issue 27: the plane page shows the last audit's verdict left in the
 /// plane's folder, and whether the log is still that tree or extends it.
 #[test]
