@@ -138,3 +138,71 @@ fn r_plane_2_a_store_older_than_the_mark_admits_no_redelivered_key() {
     );
     assert_eq!(paid.load(Ordering::SeqCst), 1);
 }
+
+/// R-CHAIN-1, R-RUN-2, R-RUN-4 (review 78): the store's own append gate,
+/// met by a caller that hands it rows (any `Store` user, not only the
+/// journal): a row whose hash is not SHA-256(prev_hash || bytes), one not
+/// linked to the head it names, one at another seq, an idempotency key on a
+/// record other than a run's admission, and a sealing conclusion without its
+/// seal (or a seal on one that does not seal) are each refused as an invalid
+/// record, and nothing of them is written. The well-formed row is then taken.
+#[test]
+fn r_chain_1_the_append_gate_refuses_a_row_that_does_not_extend_the_head() {
+    use journal_core::chain::{ChainHash, StoredRecord};
+    use journal_core::record::{PlanFrozen, RecordBody};
+    use journal_core::store::{AppendRequest, Conclusion};
+    use journal_core::{Journal, Outcome, RunId, Store as _};
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::create(&dir.path().join("plane.redb")).unwrap();
+    let (tenant, origin, run) = (tenant(), origin(), RunId::new("run-gate").unwrap());
+    let journal = Journal::new(&store, &tenant, &origin);
+    let first = journal.append(&run, None, None, RecordBody::PlanFrozen(PlanFrozen { steps: vec![] })).unwrap();
+    let bytes = b"{\"kind\":\"StepStarted\",\"v\":1}".to_vec();
+    let good = StoredRecord {
+        seq: 2,
+        kind: "StepStarted".into(),
+        effect_key: None,
+        prev_hash: first.head.hash,
+        hash: ChainHash::link(&first.head.hash, &bytes),
+        bytes,
+        signature: None,
+    };
+    let request = |row: StoredRecord| AppendRequest {
+        tenant: tenant.clone(),
+        run: run.clone(),
+        expected_head: Some(first.head),
+        row,
+        idempotency_key: None,
+        conclusion: None,
+        encoded_bytes: None,
+    };
+    let forged_hash = StoredRecord { hash: ChainHash::link(&ChainHash::GENESIS, &good.bytes), ..good.clone() };
+    let unlinked = {
+        let prev = ChainHash::link(&ChainHash::GENESIS, b"another history");
+        StoredRecord { prev_hash: prev, hash: ChainHash::link(&prev, &good.bytes), ..good.clone() }
+    };
+    let skipped = StoredRecord { seq: 3, ..good.clone() };
+    let keyed = AppendRequest { idempotency_key: Some("order-9".into()), ..request(good.clone()) };
+    let unsealed = AppendRequest {
+        conclusion: Some(Conclusion { outcome: Outcome::Succeeded, seal: None }),
+        ..request(good.clone())
+    };
+    let cases = [
+        ("a hash over other bytes", request(forged_hash)),
+        ("a row linked to another history", request(unlinked)),
+        ("a row at seq 3 after seq 1", request(skipped)),
+        ("an idempotency key on seq 2", keyed),
+        ("a succeeded conclusion with no seal", unsealed),
+    ];
+    for (what, request) in cases {
+        let refused = store.append(request);
+        assert!(matches!(refused, Err(JournalError::InvalidRecord(_))), "{what}: {refused:?}");
+        let stored = store.read_run(&tenant, &run).unwrap();
+        assert_eq!((stored.rows.len(), stored.head), (1, Some(first.head)), "{what}: nothing is written");
+        assert_eq!(store.run_by_idempotency_key(&tenant, "order-9").unwrap(), None, "{what}");
+        assert_eq!(store.runs(&tenant, Some(Outcome::Succeeded)).unwrap(), Vec::<RunId>::new(), "{what}");
+    }
+    store.append(request(good)).unwrap();
+    assert_eq!(store.read_run(&tenant, &run).unwrap().rows.len(), 2);
+}
