@@ -206,3 +206,63 @@ fn r_chain_1_the_append_gate_refuses_a_row_that_does_not_extend_the_head() {
     store.append(request(good)).unwrap();
     assert_eq!(store.read_run(&tenant, &run).unwrap().rows.len(), 2);
 }
+
+/// R-CHAIN-5, R-COVER-1 (review 78): rows whose chain links hold but which
+/// say something else than where they are stored are tamper on a read of
+/// a redb file: a run's kind column changed beside its unchanged bytes, a
+/// whole run's rows copied under another run's id (the chain from genesis
+/// verifies; the records name the run they were written for), and a seal
+/// leaf rewritten to commit to an earlier head of the run.
+#[test]
+fn r_chain_5_rows_that_say_another_place_than_where_they_are_stored_are_tamper() {
+    use journal_core::chain::ExpectedHead;
+    use journal_core::record::{PlanFrozen, RecordBody, StepMark};
+    use journal_core::{ChainCheck, Journal, RunId, SealLeaf, Store as _, TamperKind, Upcasters, VerifyOptions};
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::create(&dir.path().join("plane.redb")).unwrap();
+    let (tenant, origin) = (tenant(), origin());
+    let journal = Journal::new(&store, &tenant, &origin);
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    let two_records = |name: &str| {
+        let run = RunId::new(name).unwrap();
+        let first = journal.append(&run, None, None, RecordBody::PlanFrozen(PlanFrozen { steps: vec![] })).unwrap();
+        let step = RecordBody::StepStarted(StepMark { step: "work".into() });
+        let second = journal.append(&run, Some(first.head), None, step).unwrap();
+        (run, second.head)
+    };
+    let tamper_at = |run: &RunId| match journal.read(run, check) {
+        Err(JournalError::Tamper { kind, seq, .. }) => (kind, seq),
+        other => panic!("run {run} read as {:?}", other.map(|verified| verified.head)),
+    };
+
+    let (column, _) = two_records("run-column");
+    let mut row = store.read_run(&tenant, &column).unwrap().rows[1].clone();
+    row.kind = "StepFinished".into();
+    store.overwrite_row(&tenant, &column, row);
+    assert_eq!(tamper_at(&column), (TamperKind::ColumnMismatch, 2));
+
+    let (original, head) = two_records("run-original");
+    let (copy, _) = two_records("run-copy");
+    for row in store.read_run(&tenant, &original).unwrap().rows {
+        store.overwrite_row(&tenant, &copy, row);
+    }
+    store.set_runs_head(&tenant, &copy, head);
+    assert_eq!(tamper_at(&copy), (TamperKind::Reorder, 1));
+    assert!(journal.read(&original, check).is_ok(), "the run copied from reads as it was");
+
+    let (sealed, _) = two_records("run-sealed");
+    let rows = store.read_run(&tenant, &sealed).unwrap().rows;
+    let head = ExpectedHead { seq: 2, hash: rows[1].hash };
+    let concluded = journal_core::record::RunConcluded {
+        outcome: journal_core::Outcome::Succeeded,
+        verdict: journal_core::record::Verdict::None,
+        reason: "done".into(),
+    };
+    let last = journal.append(&sealed, Some(head), None, RecordBody::RunConcluded(concluded)).unwrap();
+    assert!(last.position.is_some(), "the run sealed");
+    let earlier = SealLeaf::new(&origin, &sealed, ExpectedHead { seq: 1, hash: rows[0].hash });
+    store.overwrite_seal_leaf(&tenant, &sealed, earlier.to_bytes());
+    assert_eq!(tamper_at(&sealed), (TamperKind::SealMismatch, 3));
+}
