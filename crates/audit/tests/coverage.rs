@@ -150,6 +150,48 @@ fn r_aud_5_the_same_cut_before_any_anchor_covers_the_run_is_not_checked_never_co
     assert!(report.assert_complete().is_err(), "never clean and complete over what no anchor covers");
 }
 
+/// R-AUD-5: an anchor of size n covers the leaves at ranks below n. A run
+/// sealed at rank n, the first past it, is not covered: named, never
+/// called complete.
+#[test]
+fn r_aud_5_a_run_sealed_at_the_rank_of_the_anchors_size_is_not_checked() {
+    let plane = Plane::signed();
+    plane.seal("sealed-1");
+    let saved = sign_now(&plane);
+    assert_eq!(saved.checkpoint().tree().size, 1);
+    plane.seal("sealed-2");
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+    let report = plane.audit(&inputs);
+    assert!(report.is_clean(), "{:#?}", report.findings);
+    assert!(
+        report.not_checked.iter().any(|n| n.what == "1 runs sealed after the newest anchor"),
+        "{:?}",
+        report.not_checked
+    );
+    assert!(report.assert_complete().is_err());
+}
+
+/// R-AUD-5: a heads leaf at rank n, the first past an anchor of size n,
+/// is no anchor's: the open run it enters is not covered.
+#[test]
+fn r_aud_5_a_heads_leaf_at_the_rank_of_the_anchors_size_covers_nothing() {
+    let plane = Plane::signed();
+    plane.fail("open-1");
+    let saved = sign_now(&plane);
+    assert_eq!(saved.checkpoint().tree().size, 1);
+    plane.fail("open-2");
+    // The plane signs again (a heads leaf at rank 1 enters open-2); the
+    // auditor holds only the first checkpoint.
+    sign_now(&plane);
+    let mut inputs = plane.inputs();
+    inputs.anchors.push(plane.saved("saved", &saved));
+    let report = plane.audit(&inputs);
+    assert!(report.is_clean(), "{:#?}", report.findings);
+    assert!(report.not_checked.iter().any(|n| n.what == "1 open runs"), "{:?}", report.not_checked);
+    assert!(report.assert_complete().is_err());
+}
+
 #[test]
 fn r_aud_5_records_written_after_the_newest_anchored_head_are_not_checked() {
     let plane = Plane::signed();
@@ -213,6 +255,60 @@ fn r_aud_1_a_sealed_run_copied_in_from_another_tenant_is_tamper() {
     let finding = finding.unwrap_or_else(|| panic!("the transplant is found: {:#?}", report.findings));
     assert_eq!(finding.class, FindingClass::Tamper);
     assert_eq!(finding.run.as_deref(), Some(run.as_str()));
+}
+
+/// R-AUD-1: a run's id is the one its tenant and idempotency key give. A
+/// run whose admission was rewritten to carry another key (the chain
+/// re-linked with no key; the admission still names this tenant) is found
+/// by its id, which that key does not give.
+#[test]
+fn r_aud_1_an_admission_rewritten_to_carry_another_key_is_tamper_by_its_id() {
+    let plane = Plane::unsigned();
+    let run = plane.fail("open-1");
+    rechain_admission(&plane, &run, ("\"open-1\"", "\"open-9\""));
+    let report = plane.audit(&plane.inputs());
+    let finding = report.with_code(FindingCode::TenantMismatch).next();
+    let finding = finding.unwrap_or_else(|| panic!("the run is found by its id: {:#?}", report.findings));
+    assert_eq!((finding.class, finding.run.as_deref()), (FindingClass::Tamper, Some(run.as_str())));
+    assert!(finding.detail.contains("give run id"), "{}", finding.detail);
+}
+
+/// Rewrites `edit.0` as `edit.1` in `run`'s admission and re-chains every
+/// record after it, unsigned, as someone with the file and no key does.
+fn rechain_admission(plane: &Plane, run: &journal_core::RunId, edit: (&str, &str)) {
+    let rows = plane.store.read_run(&plane.tenant, run).unwrap().rows;
+    let mut prev = rows[0].prev_hash;
+    for (index, row) in rows.iter().enumerate() {
+        let mut bytes = row.bytes.clone();
+        if index == 0 {
+            let text = String::from_utf8(bytes).unwrap();
+            assert!(text.contains(edit.0), "{text}");
+            bytes = text.replacen(edit.0, edit.1, 1).into_bytes();
+        }
+        let hash = journal_core::ChainHash::link(&prev, &bytes);
+        let row = journal_core::StoredRecord { prev_hash: prev, hash, bytes, signature: None, ..row.clone() };
+        plane.store.overwrite_row(&plane.tenant, run, row);
+        prev = hash;
+    }
+    plane.store.set_runs_head(&plane.tenant, run, ExpectedHead { seq: rows.last().unwrap().seq, hash: prev });
+}
+
+/// R-AUD-1: a run whose admission was rewritten to name another tenant (its
+/// id left as this tenant's key gives it, the chain re-linked with no key)
+/// is found by the tenant its admission names.
+#[test]
+fn r_aud_1_an_admission_rewritten_to_name_another_tenant_is_tamper() {
+    let plane = Plane::unsigned();
+    let run = plane.fail("open-1");
+    rechain_admission(&plane, &run, ("\"tenant-a\"", "\"tenant-b\""));
+    let report = plane.audit(&plane.inputs());
+    assert_eq!(codes(&report), [FindingCode::TenantMismatch], "{:#?}", report.findings);
+    let finding = &report.findings[0];
+    assert_eq!(
+        (finding.class, finding.run.as_deref(), finding.seq),
+        (FindingClass::Tamper, Some(run.as_str()), Some(1))
+    );
+    assert!(finding.detail.contains("tenant-b"), "{}", finding.detail);
 }
 
 /// R-AUD-5, R-AUD-1: a run whose first record is not a `RunAdmitted` (only

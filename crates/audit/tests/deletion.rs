@@ -193,6 +193,43 @@ fn a_sloppy_hider_who_leaves_holes_is_found_without_an_anchor() {
     assert_eq!(report.findings[0].class, FindingClass::Deletion);
 }
 
+/// R-AUD-2: a sealed run's seal taken out of the log (rewritten densely over
+/// the rest, its nodes and seal index recomputed: no key needed) while its
+/// journal stays is found without an anchor: its last conclusion seals it.
+#[test]
+fn r_aud_2_a_sealed_run_whose_seal_was_taken_out_of_the_log_is_found_without_an_anchor() {
+    let plane = Plane::signed();
+    let runs = five_sealed(&plane);
+    let rest = plane.seals_without(&runs[2]);
+    plane.store.rewrite_log(&plane.tenant, &rest);
+    let report = plane.audit(&plane.inputs());
+    assert_eq!(codes(&report), [FindingCode::SealMissing], "{:#?}", report.findings);
+    assert_eq!(report.findings[0].run.as_deref(), Some(runs[2].as_str()));
+}
+
+/// R-LOG-6: a hider who deletes a middle run, rolls the counter back by one
+/// so that it counts the seals left, and stores the nodes of the dense log
+/// over them leaves the positions with a hole: found without an anchor.
+#[test]
+fn r_log_6_a_hole_left_under_a_counter_rolled_back_to_the_seal_count_is_found() {
+    let plane = Plane::signed();
+    let runs = five_sealed(&plane);
+    plane.store.delete_run(&plane.tenant, &runs[1]);
+    plane.store.rewind_log(&plane.tenant, 4);
+    let leaves: Vec<Vec<u8>> = journal_core::Store::seals(plane.store.as_ref(), &plane.tenant)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.leaf_bytes)
+        .collect();
+    assert_eq!(leaves.len(), 4);
+    for (id, hash) in journal_core::testkit::dense_log_nodes(&leaves) {
+        plane.store.overwrite_log_node(&plane.tenant, id, hash);
+    }
+    let report = plane.audit(&plane.inputs());
+    assert_eq!(codes(&report), [FindingCode::LogHoles], "{:#?}", report.findings);
+    assert_eq!(report.findings[0].class, FindingClass::Deletion);
+}
+
 #[test]
 fn an_anchor_not_signed_by_the_log_key_or_of_another_origin_is_refused_when_loaded() {
     let plane = Plane::signed();

@@ -83,6 +83,20 @@ fn r_aud_2_an_edited_outcome_index_is_derived_data_held_to_the_last_conclusion()
     assert!(report.findings.iter().any(|f| f.detail.contains("lists it as succeeded")), "{:#?}", report.findings);
 }
 
+/// The runs table keeps its own outcome (what `show` and `runs` read), apart
+/// from the outcome index: a failed run's row edited to say `succeeded`,
+/// with the index left as it was, is held to the last conclusion too.
+#[test]
+fn r_aud_2_a_runs_row_whose_outcome_was_edited_is_held_to_the_last_conclusion() {
+    let plane = Plane::signed();
+    let run = plane.seal("job-sealed");
+    plane.store.name_outcome(&plane.tenant, &run, "failed");
+    // The index says succeeded again: only the runs row lies.
+    plane.store.set_outcome_index(&plane.tenant, &run, Some(Outcome::Succeeded));
+    let finding = one_finding(&plane, FindingCode::OutcomeIndexMismatch, FindingClass::DerivedData, &run);
+    assert!(finding.detail.contains("the runs table says failed"), "{}", finding.detail);
+}
+
 #[test]
 fn r_run_2_a_cleared_sealed_flag_is_found() {
     let plane = Plane::signed();
