@@ -205,6 +205,58 @@ fn runs_limit_pages_the_admission_order_newest_first() {
     fails(dir.path(), &["runs", "--limit", "0"], 2);
 }
 
+/// R-AUD-8, R-UX-2 (review 80, a lying clock): someone with write access
+/// to the store and no key writes a second admission-order row for the
+/// demo's oldest run at a far-future instant (or a plane process whose
+/// clock jumped ahead wrote it). `runs --limit` paged that order without
+/// holding a row to the run's verified `RunAdmitted` instant, so the run was
+/// listed twice (first page and its own) as verified, exit 0. The forged row
+/// is now UNVERIFIED, named with both instants, exit 1, and walking every
+/// page with `--ids` prints each run exactly once.
+#[test]
+fn r_aud_8_a_page_of_runs_holds_each_admission_instant_to_its_chain() {
+    use journal_core::testkit::TamperAccess;
+    let dir = demo_dir();
+    let oldest = ok(dir.path(), &["runs", "--limit", "1000", "--ids"]).lines().last().unwrap().to_owned();
+    let all: std::collections::BTreeSet<String> =
+        ok(dir.path(), &["runs", "--ids"]).lines().map(str::to_owned).collect();
+    {
+        let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        let forged = journal_core::AdmittedRun {
+            at: journal_core::At::parse("9999-01-01T00:00:00.000Z").unwrap(),
+            run: journal_core::RunId::new(&oldest).unwrap(),
+        };
+        store.set_admission(&tenant, &forged, true);
+    }
+    let first = json_exit(dir.path(), &["runs", "--limit", "1", "--json"], 1);
+    assert_eq!(first[0]["run"], oldest.as_str(), "the forged row is the newest: {first}");
+    assert_eq!(first[0]["verified"], false, "{first}");
+    let problem = first[0]["problem"].as_str().unwrap();
+    assert!(problem.contains("9999-01-01T00:00:00.000Z") && problem.contains("admission order"), "{problem}");
+    let mut walked = Vec::new();
+    let mut before: Option<String> = None;
+    loop {
+        let mut args = vec!["runs", "--limit", "2", "--ids"];
+        if let Some(cursor) = before.as_deref() {
+            args.extend(["--before", cursor]);
+        }
+        let out = agentplane(dir.path(), &args);
+        walked.extend(String::from_utf8(out.stdout).unwrap().lines().map(str::to_owned));
+        let stderr = String::from_utf8(out.stderr).unwrap();
+        match stderr
+            .lines()
+            .find_map(|line| line.strip_prefix("next page: agentplane runs --tenant default --limit 2 --ids --before "))
+        {
+            Some(cursor) => before = Some(cursor.trim().to_owned()),
+            None => break,
+        }
+        assert!(walked.len() <= all.len() + 1, "the pages loop: {walked:?}");
+    }
+    assert_eq!(walked.len(), all.len(), "every run exactly once: {walked:?}");
+    assert_eq!(walked.into_iter().collect::<std::collections::BTreeSet<_>>(), all);
+}
+
 /// R-STORE-4: the "next page" line `runs --limit` prints names the tenant
 /// it pages, so the command run as printed lists that tenant's next page.
 /// Without it, the next page of tenant `search` was the configuration's

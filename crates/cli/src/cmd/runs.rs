@@ -2,7 +2,7 @@
 //! chain verification; a run whose chain does not verify is listed with its
 //! problem and no figures.
 
-use journal_core::{AdmittedRun, Outcome, RunId, TimeWindow, Unvouched, VerifiedRun};
+use journal_core::{AdmittedRun, At, Outcome, RunId, TimeWindow, Unvouched, VerifiedRun};
 use serde::Serialize;
 
 use crate::config::Settings;
@@ -94,7 +94,7 @@ pub fn run_rows(
     read: &dyn Fn(&RunId) -> Result<VerifiedRun, Failure>,
     vouched: Vouched<'_>,
 ) -> Result<Vec<RunRow>, Failure> {
-    rows_of(store.runs(tenant, outcome)?, outcome, read, vouched)
+    rows_of(store.runs(tenant, outcome)?.into_iter().map(|run| (run, None)).collect(), outcome, read, vouched)
 }
 
 /// One row per run of `runs`, each read by `read`, as [`run_rows`]. The
@@ -102,14 +102,16 @@ pub fn run_rows(
 /// or the runs table's outcome column for a page): a run whose verified
 /// chain did not conclude so is listed as unverified, with what the index
 /// claimed and what the chain says, never among the runs of that outcome.
+/// A run a page lists comes with the instant the admission order lists it
+/// at, held alike to its verified admission.
 fn rows_of(
-    runs: Vec<RunId>,
+    runs: Vec<(RunId, Option<At>)>,
     outcome: Option<Outcome>,
     read: &dyn Fn(&RunId) -> Result<VerifiedRun, Failure>,
     vouched: Vouched<'_>,
 ) -> Result<Vec<RunRow>, Failure> {
     let mut rows = Vec::new();
-    for run in runs {
+    for (run, listed_at) in runs {
         let verified = match read(&run) {
             // Resumed and concluded again since the index listed it (a live
             // plane), its index with it: no longer of that outcome, and no
@@ -117,7 +119,11 @@ fn rows_of(
             Ok(verified) if outcome.is_some_and(|listed| verified.moved_on_from(listed)) => continue,
             read => read,
         };
-        let verified = verified.and_then(|verified| listed_as(&run, &verified, outcome).map(|()| verified));
+        let verified = verified.and_then(|verified| {
+            listed_as(&run, &verified, outcome)?;
+            admitted_as(&run, &verified, listed_at)?;
+            Ok(verified)
+        });
         rows.push(row_of(run, verified, vouched)?);
     }
     Ok(rows)
@@ -169,6 +175,25 @@ fn listed_as(run: &RunId, verified: &VerifiedRun, outcome: Option<Outcome>) -> R
     )))
 }
 
+/// Whether the verified chain of `run` was admitted at `listed_at`, the
+/// instant the admission order (derived data, R-AUD-8) lists it at: a row
+/// written behind the plane, or by a process whose clock lied, would
+/// otherwise list a run twice across pages, or out of its place.
+fn admitted_as(run: &RunId, verified: &VerifiedRun, listed_at: Option<At>) -> Result<(), Failure> {
+    let Some(listed_at) = listed_at else {
+        return Ok(());
+    };
+    let admitted = verified.admission().and(verified.records.first()).map(|first| first.record.at);
+    if admitted == Some(listed_at) {
+        return Ok(());
+    }
+    Err(Failure::Findings(format!(
+        "the store's admission order lists run {run} at {listed_at}, but its verified chain {}: the order does not \
+         hold to the chain (run `agentplane verify`)",
+        admitted.map_or_else(|| "has no admission".to_owned(), |at| format!("was admitted at {at}"))
+    )))
+}
+
 /// The rows as a table.
 pub fn print_table(rows: &[RunRow]) {
     outln!("{:<30} {:<12} {:>7} {:>7} {:>8}", "RUN", "OUTCOME", "RECORDS", "SEALED", "TOKENS");
@@ -209,11 +234,15 @@ pub fn runs(
     let strict = signatures == SignatureRead::Require;
     let listed = match page {
         Some(page) => Some(page.read(reader.store.as_ref(), &reader.tenant, outcome)?),
-        None if outcome.is_some() || (ids && !strict) => Some(reader.store.runs(&reader.tenant, outcome)?),
+        None if outcome.is_some() || (ids && !strict) => {
+            Some(reader.store.runs(&reader.tenant, outcome)?.into_iter().map(|run| (run, None)).collect())
+        }
         None => None,
     };
-    if let (true, None, false, Some(listed)) = (ids, outcome, strict, &listed) {
-        for run in listed {
+    // A page is read, each row held to its run's chain: the admission order
+    // is derived data, and its instants put a run on a page.
+    if let (true, None, false, false, Some(listed)) = (ids, outcome, strict, page.is_some(), &listed) {
+        for (run, _) in listed {
             outln!("{run}");
         }
         return Ok(());
@@ -284,7 +313,7 @@ impl Page<'_> {
         store: &dyn journal_core::Store,
         tenant: &journal_core::TenantId,
         outcome: Option<Outcome>,
-    ) -> Result<Vec<RunId>, Failure> {
+    ) -> Result<Vec<(RunId, Option<At>)>, Failure> {
         let before = self
             .before
             .map(|text| {
@@ -314,7 +343,7 @@ impl Page<'_> {
                 );
             }
         }
-        Ok(admitted.into_iter().map(|row| row.run).collect())
+        Ok(admitted.into_iter().map(|row| (row.run, Some(row.at))).collect())
     }
 }
 
