@@ -32,6 +32,16 @@ pub enum AtError {
         /// The text (truncated).
         text: String,
     },
+    /// A time of day with no UTC offset: which instant it names depends on a
+    /// zone the text does not give.
+    #[error(
+        "{text:?} gives a time of day but no UTC offset: add Z for UTC or its offset (2026-11-01T09:00:00Z, \
+         2026-11-01T09:00:00+01:00), or give a date alone (its midnight UTC)"
+    )]
+    NoOffset {
+        /// The text (truncated).
+        text: String,
+    },
     /// Outside the years 1970 to 9999.
     #[error("{unix_millis} ms since the epoch is outside the years 1970 to 9999")]
     OutOfRange {
@@ -114,10 +124,19 @@ impl At {
 
     /// Parses a bound a person types: the canonical spelling, any RFC 3339
     /// instant (`2026-11-01T00:00:00Z`), or a date (`2026-11-01`, its midnight UTC).
+    /// A time of day with no offset is refused, never read as its date alone.
     pub fn parse_lenient(text: &str) -> Result<Self, AtError> {
         let refuse = || AtError::NotCanonical { text: text.chars().take(40).collect() };
         if let Ok(timestamp) = text.parse::<jiff::Timestamp>() {
             return Self::from_unix_millis(timestamp.as_millisecond());
+        }
+        // jiff reads a date out of a civil date-time too, dropping its time
+        // (and any zone name): `2026-11-01T09:30:00` was read as midnight.
+        if text.contains(['T', 't', ' ', ':', '[']) {
+            return Err(match text.parse::<jiff::civil::DateTime>() {
+                Ok(_) => AtError::NoOffset { text: text.chars().take(40).collect() },
+                Err(_) => refuse(),
+            });
         }
         let date: jiff::civil::Date = text.parse().map_err(|_| refuse())?;
         let zoned = date.to_zoned(jiff::tz::TimeZone::UTC).map_err(|_| refuse())?;

@@ -72,3 +72,27 @@ fn r_chain_2_calendar_edges_read_as_jiff_reads_them() {
         assert_eq!(At::parse(text).ok().map(|at| at.unix_millis()), jiff_reading(text), "{text}");
     }
 }
+
+/// R-UX-3 (review 80): a bound typed with a time of day and no UTC offset
+/// (`cost --since 2026-11-01T09:30:00`, the `Z` forgotten) was read as the
+/// date alone, its midnight UTC: the window silently began 9.5 hours early,
+/// and one with a zone name but no offset (`…[America/New_York]`) lost both
+/// its time and its zone. It is refused, saying to add the offset; a date
+/// alone and an instant with its offset read as before.
+#[test]
+fn r_ux_3_a_bound_with_a_time_of_day_and_no_offset_is_refused_not_read_as_midnight() {
+    for text in
+        ["2026-11-01T09:30:00", "2026-11-01T09:30", "2026-11-01 09:30:00", "2026-11-01T09:30:00[America/New_York]"]
+    {
+        let err = At::parse_lenient(text).map(|at| at.to_string()).expect_err(text);
+        assert!(err.to_string().contains("offset"), "{text}: {err}");
+    }
+    for (text, read) in [
+        ("2026-11-01", "2026-11-01T00:00:00.000Z"),
+        ("2026-11-01T09:30:00Z", "2026-11-01T09:30:00.000Z"),
+        ("2026-11-01T09:30:00+01:00", "2026-11-01T08:30:00.000Z"),
+        ("2026-11-01T09:30:00-05:00[America/New_York]", "2026-11-01T14:30:00.000Z"),
+    ] {
+        assert_eq!(At::parse_lenient(text).map(|at| at.to_string()).as_deref(), Ok(read), "{text}");
+    }
+}
