@@ -42,15 +42,18 @@ pub enum AtError {
         /// The text (truncated).
         text: String,
     },
-    /// Outside the years 1970 to 9999.
-    #[error("{unix_millis} ms since the epoch is outside the years 1970 to 9999")]
+    /// Before 1970-01-01T00:00:00.000Z or after 9999-12-29T00:00:00.000Z.
+    #[error(
+        "{unix_millis} ms since the epoch is outside the instants held here, 1970-01-01T00:00:00.000Z to \
+         9999-12-29T00:00:00.000Z"
+    )]
     OutOfRange {
         /// The instant asked for.
         unix_millis: i64,
     },
 }
 
-/// 9999-12-30T00:00:00Z, inside what every reader of RFC 3339 handles.
+/// 9999-12-29T00:00:00Z, inside what every reader of RFC 3339 handles.
 const MAX_MILLIS: i64 = 253_402_041_600_000;
 
 impl At {
@@ -139,8 +142,10 @@ impl At {
             });
         }
         let date: jiff::civil::Date = text.parse().map_err(|_| refuse())?;
-        let zoned = date.to_zoned(jiff::tz::TimeZone::UTC).map_err(|_| refuse())?;
-        Self::from_unix_millis(zoned.timestamp().as_millisecond())
+        // Its midnight UTC, reckoned here: jiff holds no instant past
+        // 9999-12-30, and a date past the range is out of range, not misspelt.
+        let days = days_from_civil(i64::from(date.year()), i64::from(date.month()), i64::from(date.day()));
+        Self::from_unix_millis(days * 86_400_000)
     }
 }
 

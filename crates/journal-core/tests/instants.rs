@@ -6,7 +6,7 @@
 use journal_core::At;
 use proptest::prelude::*;
 
-/// 9999-12-30T00:00:00Z, the last instant `At` holds.
+/// 9999-12-29T00:00:00Z, the last instant `At` holds.
 const MAX_MILLIS: i64 = 253_402_041_600_000;
 
 fn jiff_spelling(millis: i64) -> String {
@@ -63,8 +63,9 @@ fn r_chain_2_calendar_edges_read_as_jiff_reads_them() {
         "2026-00-10T00:00:00.000Z",
         "2026-01-00T00:00:00.000Z",
         "1969-12-31T23:59:59.999Z",
+        "9999-12-29T00:00:00.000Z",
+        "9999-12-29T00:00:00.001Z",
         "9999-12-30T00:00:00.000Z",
-        "9999-12-30T00:00:00.001Z",
         "2026-12-02T09:30:00.250+00:00",
         "2026-12-02 09:30:00.250Z",
         "２026-12-02T09:30:00.25Z",
@@ -94,5 +95,22 @@ fn r_ux_3_a_bound_with_a_time_of_day_and_no_offset_is_refused_not_read_as_midnig
         ("2026-11-01T09:30:00-05:00[America/New_York]", "2026-11-01T14:30:00.000Z"),
     ] {
         assert_eq!(At::parse_lenient(text).map(|at| at.to_string()).as_deref(), Ok(read), "{text}");
+    }
+}
+
+/// R-UX-3 (review 80): the last instant `At` holds is
+/// 9999-12-29T00:00:00.000Z (its comment, and this file's, said the 30th).
+/// An instant past it, or before 1970, is refused naming the exact range:
+/// `cost --until 9999-12-31` was refused as "outside the years 1970 to
+/// 9999", of an instant in 9999.
+#[test]
+fn r_ux_3_an_instant_out_of_range_is_refused_naming_the_range_held() {
+    assert_eq!(At::from_unix_millis(MAX_MILLIS).unwrap().to_string(), "9999-12-29T00:00:00.000Z");
+    assert!(At::parse("9999-12-29T00:00:00.000Z").is_ok());
+    assert!(At::parse("9999-12-29T00:00:00.001Z").is_err());
+    for text in ["9999-12-31", "9999-12-29T00:00:00.001Z", "1969-12-31"] {
+        let err = At::parse_lenient(text).unwrap_err().to_string();
+        assert!(err.contains("1970-01-01T00:00:00.000Z") && err.contains("9999-12-29T00:00:00.000Z"), "{text}: {err}");
+        assert!(!err.contains("years"), "{text}: {err}");
     }
 }
