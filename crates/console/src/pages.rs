@@ -1131,13 +1131,19 @@ fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), Pag
         Err(err) => return Err(PageError::conflict(format!("this run's chain does not verify: {err}"))),
     };
     verified.seal_found(&log.tenant, &run).map_err(|err| PageError::conflict(err.to_string()))?;
-    // The export holds every record's bytes at least once: a run past the
-    // bound by those alone is refused before anything is built.
-    let record_bytes =
-        verified.records.iter().map(|record| record.stored.bytes.len()).fold(0_usize, usize::saturating_add);
-    if record_bytes > MAX_EXPORT_BYTES {
-        return Err(too_large_to_export(&run, record_bytes));
-    }
+    // The export holds the bytes of every record it carries (through the
+    // covered seq: an open run's are cut at the head its checkpoint covers)
+    // at least once: past the bound by those alone, it is refused before
+    // it is built.
+    let within_bound = |through: u64| {
+        let record_bytes = verified
+            .records
+            .iter()
+            .take_while(|record| record.stored.seq <= through)
+            .map(|record| record.stored.bytes.len())
+            .fold(0_usize, usize::saturating_add);
+        if record_bytes > MAX_EXPORT_BYTES { Err(too_large_to_export(&run, record_bytes)) } else { Ok(()) }
+    };
     if app.plane.log_keys.is_empty() {
         return Err(PageError::conflict(
             "no log key given: the console cannot verify the checkpoint an export carries",
@@ -1176,6 +1182,7 @@ fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), Pag
         let mut inclusion = view.inclusion(&run).map_err(covered)?;
         inclusion.proof = prove(inclusion.index, &inclusion.leaf)?;
         inclusion.tree = tree;
+        within_bound(u64::MAX)?;
         let cosigned = cosigned_inclusion(store, &view, inclusion.index, &inclusion.leaf)?;
         write_export(
             &log.tenant,
@@ -1190,6 +1197,7 @@ fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), Pag
         let mut head = view.head_inclusion(&run).map_err(covered)?;
         head.proof = prove(head.index, &head.leaf)?;
         head.tree = tree;
+        within_bound(head.entry.seq)?;
         let cosigned = cosigned_inclusion(store, &view, head.index, &head.leaf)?;
         write_export(
             &log.tenant,

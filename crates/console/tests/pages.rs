@@ -420,6 +420,41 @@ fn r_ops_1_a_run_too_large_to_export_is_refused_before_its_export_is_built() {
     assert!(said.contains(&format!("agentplane export {run} -o FILE")), "{said}");
 }
 
+/// R-OPS-1, R-EXP-1 (review 81): an open run's export carries its records
+/// up to the head the last signed checkpoint covers, not the records
+/// appended since. A run that grew past 64 MiB after that checkpoint, whose
+/// export is a few kilobytes, is served; the early bound counted every
+/// record the run has now and refused it (413, "at least 70 MiB").
+#[test]
+fn r_ops_1_an_open_run_grown_past_the_bound_after_its_checkpoint_still_exports() {
+    use journal_core::runtime::EffectOutput;
+    use journal_core::{Admission, AdmitRequest, Budget, Counters, EffectResult};
+    let plane = Plane::new();
+    let request =
+        AdmitRequest { idempotency_key: "job-grows".into(), plan: vec!["work".into()], budget: Budget::default() };
+    let Admission::New(mut run) = plane.runtime.admit(&plane.tenant, request).unwrap() else { panic!("a new run") };
+    run.start_step("work").unwrap();
+    plane.checkpoint();
+    let covered = journal_core::Store::read_run(plane.store.as_ref(), &plane.tenant, run.run()).unwrap().rows.len();
+    let output = "a".repeat(14 << 20);
+    for n in 0..5 {
+        let result = EffectResult::Ok { output: output.clone() };
+        run.effect(&format!("ek:large-{n}"), "work", || EffectOutput { result, charged: Counters::default() }).unwrap();
+    }
+    let id = run.run().clone();
+    let rows = journal_core::Store::read_run(plane.store.as_ref(), &plane.tenant, &id).unwrap().rows;
+    assert!(rows.iter().map(|row| row.bytes.len()).sum::<usize>() > 64 << 20, "the run grew past the bound");
+    let console = plane.console(None);
+    let response = reqwest::blocking::get(format!("{}/run/shop/{id}/export", console.url())).unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().unwrap();
+    assert_eq!(status, 200, "{}", &text[..text.len().min(400)]);
+    let upcasters = journal_core::Upcasters::builtin();
+    let check = journal_core::ChainCheck { upcasters: &upcasters, verifier: None, options: Default::default() };
+    let verified = journal_core::export::verify_export(&text, &[plane.key.verifier_key()], check).unwrap();
+    assert_eq!(verified.records, covered as u64, "the records the checkpoint covers, no more");
+}
+
 /// Issue 27: the plane page shows the last audit's verdict left in the
 /// plane's folder, and whether the log is still that tree or extends it.
 #[test]
