@@ -888,7 +888,7 @@ pub fn an_append_at_a_head_whose_row_names_an_unknown_outcome_is_refused_as_dama
     let body = journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: "work".into() });
     match journal.append(&forged, head, None, body) {
         Err(err @ journal_core::JournalError::StoreDamage { .. }) => {
-            assert!(err.is_tamper() && err.to_string().contains("outcome"), "{err}");
+            assert!(err.is_tamper() && err.to_string().contains("\"expired\""), "the name is said: {err}");
         }
         other => panic!("an append at a forged outcome's head: {other:?}"),
     }

@@ -521,7 +521,7 @@ fn apply<S: Store + TamperAccess + RawAttacks + 'static>(
                     store.set_outcome_index(t, id, outcome);
                 }
                 1 => {
-                    let sealed = before.runs.get(id).and_then(|r| r.head).is_some_and(|h| h.sealed);
+                    let sealed = before.runs.get(id).and_then(|r| r.head.as_ref()).is_some_and(|h| h.sealed);
                     store.set_sealed_flag(t, id, !sealed);
                 }
                 2 => {
@@ -550,7 +550,7 @@ fn apply<S: Store + TamperAccess + RawAttacks + 'static>(
                     let moved = value % 2 == 0;
                     store.set_moved(t, id, moved);
                     let open = !truth.sealed.contains(id);
-                    let head = before.runs.get(id).and_then(|r| r.head).map(|h| h.head);
+                    let head = before.runs.get(id).and_then(|r| r.head.as_ref()).map(|h| h.head);
                     let entered = truth.newest_entry.get(id).copied() == head.map(|h| (h.seq, h.hash));
                     harmless = (moved && open) || (!moved && (!open || entered));
                 }

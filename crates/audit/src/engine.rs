@@ -2086,10 +2086,10 @@ mod tests {
             head: ExpectedHead { seq: 1, hash: ChainHash::GENESIS },
             sealed: false,
             outcome: None,
-            outcome_unknown: false,
+            unknown_outcome: None,
         };
         for run in &runs {
-            tables.runs.entry(run.clone()).or_default().head = Some(head);
+            tables.runs.entry(run.clone()).or_default().head = Some(head.clone());
         }
         let (send, receive) = std::sync::mpsc::sync_channel::<Chunk>(runs.len());
         let (cell, total) = (OnceLock::new(), AtomicU64::new(0));

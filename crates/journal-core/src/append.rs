@@ -51,7 +51,7 @@ impl AppendFailure {
 
 /// A run's row in the runs table: its head, whether it is sealed, and its
 /// indexed outcome.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunHead {
     /// The last record's seq and hash.
     pub head: ExpectedHead,
@@ -59,9 +59,10 @@ pub struct RunHead {
     pub sealed: bool,
     /// The last conclusion's outcome.
     pub outcome: Option<Outcome>,
-    /// The row names an outcome this build has no name for (`outcome` is
-    /// then `None`): a newer build's conclusion, or a forged row.
-    pub outcome_unknown: bool,
+    /// The outcome the row names that this build has no name for (`outcome`
+    /// is then `None`), cut as [`Outcome::unknown_name`] cuts it: a newer
+    /// build's conclusion, or a forged row.
+    pub unknown_outcome: Option<String>,
 }
 
 /// What a backend's write transaction offers the append algorithm. Reads
@@ -145,16 +146,17 @@ pub trait AppendTxn {
 /// position when it sealed.
 pub fn append_one(txn: &mut impl AppendTxn, request: &AppendRequest) -> Result<Option<u64>, AppendFailure> {
     let stored = txn.run_head(request)?;
-    check_append(request, stored.map(|s| s.head), stored.is_some_and(|s| s.sealed)).map_err(AppendFailure::Refused)?;
-    if stored.is_some_and(|s| s.outcome_unknown) {
+    check_append(request, stored.as_ref().map(|s| s.head), stored.as_ref().is_some_and(|s| s.sealed))
+        .map_err(AppendFailure::Refused)?;
+    if let Some(unknown) = stored.as_ref().and_then(|s| s.unknown_outcome.as_deref()) {
         // A newer build's conclusion is a record past the caller's head (its
         // append meets the conflict above, its reread the build skew,
         // R-VER-4); at the caller's head no build concluded so: forged.
         return Err(AppendFailure::Refused(JournalError::StoreDamage {
             tenant: request.tenant.clone(),
             detail: format!(
-                "run {}'s runs row names an outcome no build concluded at its head (seq {}): the row was written \
-                 behind the store; nothing was written. Run `agentplane audit`, which names it",
+                "run {}'s runs row names an outcome {unknown:?} no build concluded at its head (seq {}): nothing was \
+                 written. Run `agentplane audit`, which names it",
                 request.run,
                 request.row.seq.saturating_sub(1)
             ),
@@ -191,7 +193,7 @@ pub fn append_one(txn: &mut impl AppendTxn, request: &AppendRequest) -> Result<O
     }
     let outcome = request.conclusion.as_ref().map(|c| c.outcome).or(old_outcome);
     let head = ExpectedHead { seq: request.row.seq, hash: request.row.hash };
-    txn.put_run_head(request, RunHead { head, sealed: position.is_some(), outcome, outcome_unknown: false })?;
+    txn.put_run_head(request, RunHead { head, sealed: position.is_some(), outcome, unknown_outcome: None })?;
     Ok(position)
 }
 

@@ -82,7 +82,7 @@ impl AppendTxn for MemoryTxn<'_> {
     fn run_head(&mut self, request: &AppendRequest) -> Result<Option<RunHead>, AppendFailure> {
         let state = self.0.get(&request.tenant).and_then(|t| t.runs.get(&request.run));
         Ok(state.and_then(|s| {
-            s.head.map(|head| RunHead { head, sealed: s.sealed, outcome: s.outcome, outcome_unknown: false })
+            s.head.map(|head| RunHead { head, sealed: s.sealed, outcome: s.outcome, unknown_outcome: None })
         }))
     }
 
@@ -309,8 +309,8 @@ impl Store for MemoryStore {
         };
         for (id, run) in &state.runs {
             let head =
-                run.head.map(|head| RunHead { head, sealed: run.sealed, outcome: run.outcome, outcome_unknown: false });
-            snapshot.runs.insert(id.clone(), SnapshotRun { rows: run.rows.clone(), head, unknown_outcome: None });
+                run.head.map(|head| RunHead { head, sealed: run.sealed, outcome: run.outcome, unknown_outcome: None });
+            snapshot.runs.insert(id.clone(), SnapshotRun { rows: run.rows.clone(), head });
             if let Some(outcome) = run.outcome {
                 snapshot.outcome_index.insert((outcome, id.clone()));
             }

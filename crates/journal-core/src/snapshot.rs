@@ -24,11 +24,10 @@ use crate::store::{AdmittedRun, AppendRequest, LogCounters, RunRows, SealEntry, 
 pub struct SnapshotRun {
     /// Its records in seq order (those stored, whether or not a runs row names them).
     pub rows: Vec<StoredRecord>,
-    /// Its runs-table row; `None`: records with no runs row.
+    /// Its runs-table row; `None`: records with no runs row. An outcome
+    /// this build does not know is its `unknown_outcome` (see
+    /// [`RunRows::unknown_outcome`]).
     pub head: Option<RunHead>,
-    /// Its runs row names an outcome this build does not know (its text;
-    /// the row's `outcome` is then `None`): see [`RunRows::unknown_outcome`].
-    pub unknown_outcome: Option<String>,
 }
 
 /// One tenant of a store as of one instant.
@@ -133,7 +132,7 @@ impl TenantSnapshot {
         let head = self
             .runs
             .get(run)
-            .and_then(|stored| stored.head)
+            .and_then(|stored| stored.head.as_ref())
             .ok_or_else(|| JournalError::NotFound { tenant: tenant.clone(), run: run.clone() })?;
         Ok(RunRows {
             rows,
@@ -141,7 +140,7 @@ impl TenantSnapshot {
             sealed: head.sealed,
             seal: self.seal_of(tenant, run)?,
             outcome: head.outcome,
-            unknown_outcome: self.runs.get(run).and_then(|stored| stored.unknown_outcome.clone()),
+            unknown_outcome: head.unknown_outcome.clone(),
         })
     }
 
@@ -189,7 +188,7 @@ impl Store for TenantSnapshot {
         }
         let rows = self.admissions.iter().filter(|row| {
             outcome.is_none()
-                || self.runs.get(&row.run).and_then(|run| run.head).and_then(|head| head.outcome) == outcome
+                || self.runs.get(&row.run).and_then(|run| run.head.as_ref()).and_then(|head| head.outcome) == outcome
         });
         Ok(crate::store::page_of_admissions(rows.cloned(), before, limit))
     }

@@ -817,12 +817,12 @@ fn read_outcome(outcome: Option<String>) -> (Option<Outcome>, Option<String>) {
 
 /// A runs row's head, from a row whose first columns are `head_seq,
 /// head_hash, sealed, outcome`, as an append sees it (an outcome this build
-/// does not know reads as none, `outcome_unknown` set).
+/// does not know reads as none, its name in `unknown_outcome`).
 fn run_head_of_row(tenant: &TenantId, run: &RunId, row: &postgres::Row) -> Result<RunHead, JournalError> {
     let hash: Vec<u8> = column(tenant, row, 1)?;
     let head = head_of(tenant, run, column(tenant, row, 0)?, &hash)?;
     let (outcome, unknown) = read_outcome(column(tenant, row, 3)?);
-    Ok(RunHead { head, sealed: column(tenant, row, 2)?, outcome, outcome_unknown: unknown.is_some() })
+    Ok(RunHead { head, sealed: column(tenant, row, 2)?, outcome, unknown_outcome: unknown })
 }
 
 impl PgAppend<'_, '_> {
@@ -843,7 +843,7 @@ impl PgAppend<'_, '_> {
                 // left to its own append to answer (`run_head`), never the
                 // whole batch's failure, every tenant's appends in it.
                 let head = run_head_of_row(tenant, &run, &row)?;
-                if !head.outcome_unknown {
+                if head.unknown_outcome.is_none() {
                     self.heads.insert((tenant.as_str().to_owned(), run.as_str().to_owned()), head);
                 }
             }
@@ -1122,7 +1122,7 @@ impl AppendTxn for PgAppend<'_, '_> {
     fn run_head(&mut self, request: &AppendRequest) -> Result<Option<RunHead>, AppendFailure> {
         let (tenant, run) = (request.tenant.as_str(), request.run.as_str());
         if !self.savepoint_every_append
-            && let Some(head) = self.heads.get(&(tenant.to_owned(), run.to_owned())).copied()
+            && let Some(head) = self.heads.get(&(tenant.to_owned(), run.to_owned())).cloned()
         {
             self.buffering = request.idempotency_key.is_none() && request.conclusion.is_none();
             if !self.buffering {
@@ -1148,12 +1148,12 @@ impl AppendTxn for PgAppend<'_, '_> {
             return Ok(None);
         };
         let head = run_head_of_row(&request.tenant, &request.run, &row).map_err(refused)?;
-        if head.outcome_unknown {
+        if head.unknown_outcome.is_some() {
             // Never cached: the fold refuses it at the caller's head.
             return Ok(Some(head));
         }
         if !self.savepoint_every_append {
-            self.heads.insert((tenant.to_owned(), run.to_owned()), head);
+            self.heads.insert((tenant.to_owned(), run.to_owned()), head.clone());
         }
         Ok(Some(head))
     }
@@ -1329,7 +1329,7 @@ impl AppendTxn for PgAppend<'_, '_> {
     }
 
     fn put_run_head(&mut self, request: &AppendRequest, row: RunHead) -> Result<(), AppendFailure> {
-        let written = self.write_run_head(request, row);
+        let written = self.write_run_head(request, &row);
         if written.is_ok() && !self.savepoint_every_append {
             self.heads.insert((request.tenant.as_str().to_owned(), request.run.as_str().to_owned()), row);
         }
@@ -1338,7 +1338,7 @@ impl AppendTxn for PgAppend<'_, '_> {
 }
 
 impl PgAppend<'_, '_> {
-    fn write_run_head(&mut self, request: &AppendRequest, row: RunHead) -> Result<(), AppendFailure> {
+    fn write_run_head(&mut self, request: &AppendRequest, row: &RunHead) -> Result<(), AppendFailure> {
         if self.buffering {
             // The batch's one statement moves the row to its last record.
             let last = self.buffered.last().map(|r| (r.seq, r.hash.as_slice()));
@@ -1707,12 +1707,11 @@ fn read_tables(txn: &mut postgres::Transaction<'_>, tenant: &TenantId) -> Result
         let head = head_of(tenant, &run, column(tenant, &row, 1)?, &hash)?;
         let outcome: Option<String> = column(tenant, &row, 4)?;
         let (outcome, unknown) = read_outcome(outcome);
-        let head = RunHead { head, sealed: column(tenant, &row, 3)?, outcome, outcome_unknown: unknown.is_some() };
+        let head = RunHead { head, sealed: column(tenant, &row, 3)?, outcome, unknown_outcome: unknown };
         if column::<bool>(tenant, &row, 5)? {
             snapshot.moved.insert(run.clone());
         }
         let stored = snapshot.runs.entry(run.clone()).or_default();
-        stored.unknown_outcome = unknown;
         if stored.head.replace(head).is_some() {
             return Err(twice(tenant, "runs", &run));
         }

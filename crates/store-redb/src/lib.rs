@@ -1094,10 +1094,8 @@ fn read_tables(txn: &ReadTransaction, tenant: &TenantId) -> Result<TenantSnapsho
             }
             let run = run_id(tenant, run)?;
             let (head, sealed, outcome) = head_of(&run, value.value())?;
-            let stored = snapshot.runs.entry(run).or_default();
-            stored.unknown_outcome = unknown_outcome(value.value());
-            let outcome_unknown = stored.unknown_outcome.is_some();
-            stored.head = Some(RunHead { head, sealed, outcome, outcome_unknown });
+            let unknown_outcome = unknown_outcome(value.value());
+            snapshot.runs.entry(run).or_default().head = Some(RunHead { head, sealed, outcome, unknown_outcome });
         }
     }
     if let Some(index) = open_if_there(txn, OUTCOMES)? {
@@ -1554,8 +1552,7 @@ impl AppendTxn for Tables<'_> {
             return Ok(None);
         };
         let (head, sealed, outcome) = head_of(&request.run, value.value()).map_err(AppendFailure::Refused)?;
-        let outcome_unknown = unknown_outcome(value.value()).is_some();
-        Ok(Some(RunHead { head, sealed, outcome, outcome_unknown }))
+        Ok(Some(RunHead { head, sealed, outcome, unknown_outcome: unknown_outcome(value.value()) }))
     }
 
     fn next_position(&mut self, tenant: &TenantId) -> Result<u64, AppendFailure> {
