@@ -32,8 +32,8 @@ pub const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 pub const MAX_CONNECTIONS: usize = 256;
 
 /// The most pages read and drawn at once; requests past it wait their
-/// turn. A page reads its run whole, so this many runs are held at once,
-/// whatever the connections (a blocking thread each had made it one a
+/// turn. A page reads its run whole (a diff page its two runs), so at most
+/// twice this many runs are held at once, whatever the connections (a blocking thread each had made it one a
 /// request in flight, up to [`MAX_CONNECTIONS`]).
 pub const PAGES_AT_ONCE: usize = 4;
 
