@@ -287,7 +287,7 @@ fn note_markup(status: &NoteStatus) -> Markup {
                     " · cosigned by "
                     @for (i, (name, timestamp)) in cosigners.iter().enumerate() {
                         @if i > 0 { ", " }
-                        span class="good" { code { (name) } " (verified, at " (timestamp) ")" }
+                        span class="good" { code { (name) } " (verified, at " (cosigned_at(*timestamp)) ")" }
                     }
                 }
                 @for (name, why) in failing {
@@ -1419,4 +1419,14 @@ fn render_log(app: &App, query: &LogQuery) -> Result<Markup, PageError> {
             }
         },
     ))
+}
+
+/// A cosignature's time (seconds since the epoch) as the instants the
+/// console shows; one past what an instant holds is said as its seconds.
+fn cosigned_at(seconds: u64) -> String {
+    i64::try_from(seconds)
+        .ok()
+        .and_then(|seconds| seconds.checked_mul(1000))
+        .and_then(|millis| journal_core::At::from_unix_millis(millis).ok())
+        .map_or_else(|| format!("{seconds} s after the epoch, past what an instant holds here"), |at| at.to_string())
 }

@@ -400,6 +400,8 @@ fn r_ux_3_a_bad_cosignature_line_does_not_hide_the_valid_ones() {
     let cosigned = page.split("last cosigned checkpoint").nth(1).unwrap().split("</tr>").next().unwrap();
     assert!(cosigned.contains("cosigned by"), "the valid cosignature is dropped: {cosigned}");
     assert!(cosigned.contains("witness.test/w1"), "{cosigned}");
+    // The witness's time as an instant, as every other time the console shows.
+    assert!(cosigned.contains("verified, at 2023-11-14T22:13:20.000Z"), "{cosigned}");
     assert!(!cosigned.contains("not trusted here"), "a configured witness's line called untrusted: {cosigned}");
     assert!(cosigned.contains("class=\"bad\"") && cosigned.contains("does not verify"), "{cosigned}");
 }
