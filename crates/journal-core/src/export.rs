@@ -55,46 +55,97 @@ const RETIRED_FORMATS: &[(&str, &str)] = &[(
     "its records were written before records carried `at` (a hard cut before the format freeze); read it with the build that wrote it",
 )];
 
-/// An export line as written; read by [`parse_line`].
+/// An export line: its `type` and that type's fields. Written through
+/// serde's tag; read by [`parse_line`], which reads the `type` first.
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Line {
-    Header {
-        format: String,
-        origin: String,
-        run: String,
-    },
-    Record {
-        seq: u64,
-        kind: String,
-        effect_key: Option<String>,
-        prev_hash: String,
-        hash: String,
-        bytes: String,
-        signature: Option<KeySignature>,
-    },
-    Seal {
-        leaf: String,
-    },
-    Head {
-        leaf: String,
-        entry_index: u64,
-        entry_proof: Vec<String>,
-    },
-    Inclusion {
-        index: u64,
-        size: u64,
-        root: String,
-        proof: Vec<String>,
-    },
-    Checkpoint {
-        note: String,
-    },
-    Cosigned {
-        note: String,
-        index: u64,
-        proof: Vec<String>,
-    },
+    Header(HeaderLine),
+    Record(RecordLine),
+    Seal(LeafLine),
+    Head(HeadLine),
+    Inclusion(InclusionLine),
+    Checkpoint(NoteLine),
+    Cosigned(CosignedLine),
+}
+
+/// A line's `type`, among its fields when read (already read by
+/// [`parse_line`]); written by [`Line`]'s tag.
+#[derive(Default, Deserialize)]
+struct TypeField(serde::de::IgnoredAny);
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HeaderLine {
+    #[serde(rename = "type", skip_serializing)]
+    _tag: TypeField,
+    format: String,
+    origin: String,
+    run: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecordLine {
+    #[serde(rename = "type", skip_serializing)]
+    _tag: TypeField,
+    seq: u64,
+    kind: String,
+    effect_key: Option<String>,
+    prev_hash: String,
+    hash: String,
+    bytes: String,
+    signature: Option<KeySignature>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LeafLine {
+    #[serde(rename = "type", skip_serializing)]
+    _tag: TypeField,
+    leaf: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HeadLine {
+    #[serde(rename = "type", skip_serializing)]
+    _tag: TypeField,
+    leaf: String,
+    entry_index: u64,
+    #[serde(deserialize_with = "bounded_proof")]
+    entry_proof: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct InclusionLine {
+    #[serde(rename = "type", skip_serializing)]
+    _tag: TypeField,
+    index: u64,
+    size: u64,
+    root: String,
+    #[serde(deserialize_with = "bounded_proof")]
+    proof: Vec<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoteLine {
+    #[serde(rename = "type", skip_serializing)]
+    _tag: TypeField,
+    note: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CosignedLine {
+    #[serde(rename = "type", skip_serializing)]
+    _tag: TypeField,
+    note: String,
+    index: u64,
+    #[serde(deserialize_with = "bounded_proof")]
+    proof: Vec<String>,
 }
 
 /// The most hashes a proof line holds: an audit path in a tree of fewer
@@ -102,109 +153,25 @@ enum Line {
 const MAX_PROOF_HASHES: usize = 64;
 
 /// One export line read: its `type` first, every other value skimmed
-/// without being kept, then that line's own fields, so nothing is buffered
+/// without being kept, then that type's fields, so nothing is buffered
 /// whole (serde's internally tagged enums buffer every value of a line
 /// first: a list of empty strings cost ten times its bytes) and a proof
 /// longer than any tree has is refused at its 65th hash.
 fn parse_line(raw: &str) -> Result<Line, serde_json::Error> {
-    use serde::de::IgnoredAny;
     #[derive(Deserialize)]
     struct Tag<'a> {
         #[serde(rename = "type", borrow)]
         kind: std::borrow::Cow<'a, str>,
     }
-    // Each line's fields, its `type` among them (read above).
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Header {
-        #[serde(rename = "type")]
-        _kind: IgnoredAny,
-        format: String,
-        origin: String,
-        run: String,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Record {
-        #[serde(rename = "type")]
-        _kind: IgnoredAny,
-        seq: u64,
-        kind: String,
-        effect_key: Option<String>,
-        prev_hash: String,
-        hash: String,
-        bytes: String,
-        signature: Option<KeySignature>,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Leaf {
-        #[serde(rename = "type")]
-        _kind: IgnoredAny,
-        leaf: String,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Head {
-        #[serde(rename = "type")]
-        _kind: IgnoredAny,
-        leaf: String,
-        entry_index: u64,
-        #[serde(deserialize_with = "bounded_proof")]
-        entry_proof: Vec<String>,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Inclusion {
-        #[serde(rename = "type")]
-        _kind: IgnoredAny,
-        index: u64,
-        size: u64,
-        root: String,
-        #[serde(deserialize_with = "bounded_proof")]
-        proof: Vec<String>,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Note {
-        #[serde(rename = "type")]
-        _kind: IgnoredAny,
-        note: String,
-    }
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Cosigned {
-        #[serde(rename = "type")]
-        _kind: IgnoredAny,
-        note: String,
-        index: u64,
-        #[serde(deserialize_with = "bounded_proof")]
-        proof: Vec<String>,
-    }
     let tag: Tag<'_> = serde_json::from_str(raw)?;
     Ok(match tag.kind.as_ref() {
-        "header" => {
-            let Header { format, origin, run, .. } = serde_json::from_str(raw)?;
-            Line::Header { format, origin, run }
-        }
-        "record" => {
-            let Record { seq, kind, effect_key, prev_hash, hash, bytes, signature, .. } = serde_json::from_str(raw)?;
-            Line::Record { seq, kind, effect_key, prev_hash, hash, bytes, signature }
-        }
-        "seal" => Line::Seal { leaf: serde_json::from_str::<Leaf>(raw)?.leaf },
-        "head" => {
-            let Head { leaf, entry_index, entry_proof, .. } = serde_json::from_str(raw)?;
-            Line::Head { leaf, entry_index, entry_proof }
-        }
-        "inclusion" => {
-            let Inclusion { index, size, root, proof, .. } = serde_json::from_str(raw)?;
-            Line::Inclusion { index, size, root, proof }
-        }
-        "checkpoint" => Line::Checkpoint { note: serde_json::from_str::<Note>(raw)?.note },
-        "cosigned" => {
-            let Cosigned { note, index, proof, .. } = serde_json::from_str(raw)?;
-            Line::Cosigned { note, index, proof }
-        }
+        "header" => Line::Header(serde_json::from_str(raw)?),
+        "record" => Line::Record(serde_json::from_str(raw)?),
+        "seal" => Line::Seal(serde_json::from_str(raw)?),
+        "head" => Line::Head(serde_json::from_str(raw)?),
+        "inclusion" => Line::Inclusion(serde_json::from_str(raw)?),
+        "checkpoint" => Line::Checkpoint(serde_json::from_str(raw)?),
+        "cosigned" => Line::Cosigned(serde_json::from_str(raw)?),
         other => {
             return Err(<serde_json::Error as serde::de::Error>::unknown_variant(
                 other,
@@ -455,7 +422,13 @@ pub fn write_export(
                 .seal
                 .as_ref()
                 .ok_or_else(|| JournalError::NotSealed { tenant: tenant.clone(), run: run.clone() })?;
-            (Line::Seal { leaf: String::from_utf8_lossy(&seal.leaf_bytes).into_owned() }, u64::MAX)
+            (
+                Line::Seal(LeafLine {
+                    _tag: TypeField::default(),
+                    leaf: String::from_utf8_lossy(&seal.leaf_bytes).into_owned(),
+                }),
+                u64::MAX,
+            )
         }
         ExportProof::Head(head) => {
             if head.entry.run != *run {
@@ -464,11 +437,12 @@ pub fn write_export(
                     head.entry.run
                 )));
             }
-            let line = Line::Head {
+            let line = Line::Head(HeadLine {
+                _tag: TypeField::default(),
                 leaf: String::from_utf8_lossy(&head.leaf_bytes).into_owned(),
                 entry_index: head.entry_index,
                 entry_proof: hex_path(&head.entry_proof),
-            };
+            });
             (line, head.entry.seq)
         }
     };
@@ -477,10 +451,16 @@ pub fn write_export(
         out.push_str(&to_json(&line));
         out.push('\n');
     };
-    push(Line::Header { format: EXPORT_FORMAT.into(), origin: origin.to_string(), run: run.to_string() });
+    push(Line::Header(HeaderLine {
+        _tag: TypeField::default(),
+        format: EXPORT_FORMAT.into(),
+        origin: origin.to_string(),
+        run: run.to_string(),
+    }));
     for record in verified.records.iter().take_while(|record| record.stored.seq <= last_seq) {
         let row = &record.stored;
-        push(Line::Record {
+        push(Line::Record(RecordLine {
+            _tag: TypeField::default(),
             seq: row.seq,
             kind: row.kind.clone(),
             effect_key: row.effect_key.clone(),
@@ -488,18 +468,24 @@ pub fn write_export(
             hash: row.hash.to_string(),
             bytes: String::from_utf8_lossy(&row.bytes).into_owned(),
             signature: row.signature.clone(),
-        });
+        }));
     }
     push(leaf_line);
-    push(Line::Inclusion {
+    push(Line::Inclusion(InclusionLine {
+        _tag: TypeField::default(),
         index: covering.index(),
         size: covering.tree().size,
         root: covering.tree().root.to_string(),
         proof: hex_path(covering.proof()),
-    });
-    push(Line::Checkpoint { note: checkpoint.note().to_owned() });
+    }));
+    push(Line::Checkpoint(NoteLine { _tag: TypeField::default(), note: checkpoint.note().to_owned() }));
     if let Some(cosigned) = cosigned {
-        push(Line::Cosigned { note: cosigned.note.clone(), index: cosigned.index, proof: hex_path(&cosigned.proof) });
+        push(Line::Cosigned(CosignedLine {
+            _tag: TypeField::default(),
+            note: cosigned.note.clone(),
+            index: cosigned.index,
+            proof: hex_path(&cosigned.proof),
+        }));
     }
     Ok(out)
 }
@@ -576,11 +562,9 @@ impl VerifiedExport {
 }
 
 /// The stored row a record line carries.
-fn stored_record(line: usize, record: Line) -> Result<StoredRecord, ExportError> {
+fn stored_record(line: usize, record: RecordLine) -> Result<StoredRecord, ExportError> {
     let malformed = |detail: String| ExportError::Malformed { line, detail };
-    let Line::Record { seq, kind, effect_key, prev_hash, hash, bytes, signature } = record else {
-        return Err(malformed("not a record line".into()));
-    };
+    let RecordLine { seq, kind, effect_key, prev_hash, hash, bytes, signature, .. } = record;
     let hash_of = |text: &str| ChainHash::from_hex(text).ok_or_else(|| malformed(format!("{text:?} is not a hash")));
     Ok(StoredRecord {
         seq,
@@ -627,8 +611,10 @@ pub fn verified_chain(
     for (index, raw) in text.lines().enumerate() {
         let malformed = |detail: String| ExportError::Malformed { line: index + 1, detail };
         match parse_line(raw).map_err(|err| malformed(err.to_string()))? {
-            Line::Header { run: name, .. } => run = Some(RunId::new(&name).map_err(|err| malformed(err.to_string()))?),
-            line @ Line::Record { .. } => rows.push(stored_record(index + 1, line)?),
+            Line::Header(HeaderLine { run: name, .. }) => {
+                run = Some(RunId::new(&name).map_err(|err| malformed(err.to_string()))?);
+            }
+            Line::Record(line) => rows.push(stored_record(index + 1, line)?),
             _ => {}
         }
     }
@@ -665,12 +651,12 @@ pub fn verify_export(
         let line = parse_line(raw).map_err(|err| malformed(err.to_string()))?;
         let base64 = BASE64_PROOF_FORMATS.contains(&format_read.as_str());
         let stage = match &line {
-            Line::Header { .. } => 0,
-            Line::Record { .. } => 1,
-            Line::Seal { .. } | Line::Head { .. } => 2,
-            Line::Inclusion { .. } => 3,
-            Line::Checkpoint { .. } => 4,
-            Line::Cosigned { .. } => 5,
+            Line::Header(_) => 0,
+            Line::Record(_) => 1,
+            Line::Seal(_) | Line::Head(_) => 2,
+            Line::Inclusion(_) => 3,
+            Line::Checkpoint(_) => 4,
+            Line::Cosigned(_) => 5,
         };
         let expected = if header.is_none() {
             0
@@ -689,7 +675,7 @@ pub fn verify_export(
             return Err(malformed("a line out of the format's order".into()));
         }
         match line {
-            Line::Header { format, origin, run } => {
+            Line::Header(HeaderLine { format, origin, run, .. }) => {
                 if let Some((_, why)) = RETIRED_FORMATS.iter().find(|(retired, _)| *retired == format) {
                     return Err(ExportError::UnreadableFormat { line: line_no, format, detail: (*why).to_owned() });
                 }
@@ -704,21 +690,21 @@ pub fn verify_export(
                 let origin = Origin::new(&origin).map_err(|err| malformed(err.to_string()))?;
                 header = Some((origin, RunId::new(&run).map_err(|err| malformed(err.to_string()))?));
             }
-            line @ Line::Record { .. } => rows.push(stored_record(line_no, line)?),
-            Line::Seal { leaf } => covering = Some(CoveringLine::Seal(leaf)),
-            Line::Head { leaf, entry_index, entry_proof } => {
+            Line::Record(line) => rows.push(stored_record(line_no, line)?),
+            Line::Seal(LeafLine { leaf, .. }) => covering = Some(CoveringLine::Seal(leaf)),
+            Line::Head(HeadLine { leaf, entry_index, entry_proof, .. }) => {
                 if base64 {
                     return Err(malformed(format!("a head line in a {format_read} file (open runs export from v4)")));
                 }
                 let entry_proof = proof_path(line_no, &entry_proof, false)?;
                 covering = Some(CoveringLine::Head { leaf, entry_index, entry_proof });
             }
-            Line::Inclusion { index, size, root, proof } => {
+            Line::Inclusion(InclusionLine { index, size, root, proof, .. }) => {
                 let root = RootHash::from_hash_bytes(proof_hash(line_no, &root, base64)?);
                 inclusion = Some((index, Tree::new(size, root), proof_path(line_no, &proof, base64)?));
             }
-            Line::Checkpoint { note } => checkpoint = Some(note),
-            Line::Cosigned { note, index, proof } => {
+            Line::Checkpoint(NoteLine { note, .. }) => checkpoint = Some(note),
+            Line::Cosigned(CosignedLine { note, index, proof, .. }) => {
                 cosigned_line = Some((note, index, proof_path(line_no, &proof, base64)?));
             }
         }

@@ -146,6 +146,20 @@ fn r_exp_1_an_export_is_authenticated_before_any_body_is_read() {
     );
 }
 
+/// An export's cosigned line for a log of `leaves` signed by `key`, proving
+/// the leaf at `index`.
+fn cosigned_line(origin: &Origin, key: &LogKey, leaves: &[tlog::LeafHash], index: u64) -> serde_json::Value {
+    let mut log = tlog::MemoryHashStore::new();
+    for leaf in leaves {
+        log.append(*leaf);
+    }
+    let tree = log.tree();
+    let proof = log.prove_inclusion(index, tree.size).unwrap();
+    let note = journal_core::log::sign_checkpoint(origin, tree, key).unwrap().note().to_owned();
+    let path: Vec<String> = proof.path().iter().map(ToString::to_string).collect();
+    serde_json::json!({"type": "cosigned", "note": note, "index": index, "proof": path})
+}
+
 /// R-EXP-1, R-PLANE-2: an export whose cosigned checkpoint places the run's
 /// leaf at another index than its checkpoint does. Both trees are signed by
 /// the log key and each proof verifies in its own tree, but one leaf at two
@@ -164,14 +178,7 @@ fn r_exp_1_a_cosigned_checkpoint_placing_the_leaf_elsewhere_is_refused() {
     assert_eq!(verify_export(&exported.text, &[key.verifier_key()], check).unwrap().index, 0);
 
     // Another history: some other leaf first, the run's second.
-    let mut other = tlog::MemoryHashStore::new();
-    other.append(tlog::LeafHash::of(b"another history"));
-    other.append(leaf);
-    let tree = other.tree();
-    let proof = other.prove_inclusion(1, tree.size).unwrap();
-    let note = journal_core::log::sign_checkpoint(&origin, tree, &key).unwrap().note().to_owned();
-    let path: Vec<String> = proof.path().iter().map(ToString::to_string).collect();
-    let line = serde_json::json!({"type": "cosigned", "note": note, "index": 1, "proof": path});
+    let line = cosigned_line(&origin, &key, &[tlog::LeafHash::of(b"another history"), leaf], 1);
     let forged = format!("{}{line}\n", exported.text);
     match verify_export(&forged, &[key.verifier_key()], check) {
         Err(journal_core::export::ExportError::Mismatch(said)) => {
@@ -185,14 +192,7 @@ fn r_exp_1_a_cosigned_checkpoint_placing_the_leaf_elsewhere_is_refused() {
     let exported = export_run(store.as_ref(), &tenant, &origin, &key, &first, check, None).unwrap();
     let verified = verify_export(&exported.text, &[key.verifier_key()], check).unwrap();
     assert_eq!((verified.tree.size, verified.index), (2, 0), "{second}");
-    let mut other = tlog::MemoryHashStore::new();
-    other.append(leaf);
-    other.append(tlog::LeafHash::of(b"another second leaf"));
-    let tree = other.tree();
-    let proof = other.prove_inclusion(0, tree.size).unwrap();
-    let note = journal_core::log::sign_checkpoint(&origin, tree, &key).unwrap().note().to_owned();
-    let path: Vec<String> = proof.path().iter().map(ToString::to_string).collect();
-    let line = serde_json::json!({"type": "cosigned", "note": note, "index": 0, "proof": path});
+    let line = cosigned_line(&origin, &key, &[leaf, tlog::LeafHash::of(b"another second leaf")], 0);
     let forged = format!("{}{line}\n", exported.text);
     match verify_export(&forged, &[key.verifier_key()], check) {
         Err(journal_core::export::ExportError::Mismatch(said)) => {
