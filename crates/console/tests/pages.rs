@@ -428,12 +428,9 @@ fn r_ops_1_a_run_too_large_to_export_is_refused_before_its_export_is_built() {
 #[test]
 fn r_ops_1_an_open_run_grown_past_the_bound_after_its_checkpoint_still_exports() {
     use journal_core::runtime::EffectOutput;
-    use journal_core::{Admission, AdmitRequest, Budget, Counters, EffectResult};
+    use journal_core::{Counters, EffectResult};
     let plane = Plane::new();
-    let request =
-        AdmitRequest { idempotency_key: "job-grows".into(), plan: vec!["work".into()], budget: Budget::default() };
-    let Admission::New(mut run) = plane.runtime.admit(&plane.tenant, request).unwrap() else { panic!("a new run") };
-    run.start_step("work").unwrap();
+    let mut run = plane.started("job-grows");
     plane.checkpoint();
     let covered = journal_core::Store::read_run(plane.store.as_ref(), &plane.tenant, run.run()).unwrap().rows.len();
     let output = "a".repeat(14 << 20);
@@ -1020,12 +1017,9 @@ fn r_ops_1_a_huge_conclusion_reason_is_cut_on_the_run_page() {
 #[test]
 fn r_run_7_a_run_page_shows_no_figure_held_at_u64_max() {
     use journal_core::runtime::EffectOutput;
-    use journal_core::{Admission, AdmitRequest, Budget, Counters, EffectResult};
+    use journal_core::{Counters, EffectResult};
     let plane = Plane::new();
-    let request =
-        AdmitRequest { idempotency_key: "job-max".into(), plan: vec!["work".into()], budget: Budget::default() };
-    let Admission::New(mut run) = plane.runtime.admit(&plane.tenant, request).unwrap() else { panic!("a new run") };
-    run.start_step("work").unwrap();
+    let mut run = plane.started("job-max");
     for (key, tokens) in [("ek:huge", u64::MAX - 5), ("ek:more", 1000)] {
         let charged = Counters { tokens, ..Counters::default() };
         run.effect(key, "work", || EffectOutput { result: EffectResult::Ok { output: "ok".into() }, charged }).unwrap();

@@ -70,6 +70,15 @@ impl Plane {
         id
     }
 
+    /// A run admitted under `key` with no ceiling, its one step (`work`) started.
+    pub fn started(&self, key: &str) -> Box<journal_core::RunHandle<'_>> {
+        let request =
+            AdmitRequest { idempotency_key: key.into(), plan: vec!["work".into()], budget: Budget::default() };
+        let Admission::New(mut run) = self.runtime.admit(&self.tenant, request).unwrap() else { panic!("a new run") };
+        run.start_step("work").unwrap();
+        run
+    }
+
     /// Signs the log's head (heads leaves first), as `agentplane checkpoint` does.
     pub fn checkpoint(&self) {
         journal_core::log::sign_current_head(self.store.as_ref(), &self.tenant, &self.origin, &self.key, None).unwrap();
