@@ -276,21 +276,11 @@ fn r_aud_1_an_admission_rewritten_to_carry_another_key_is_tamper_by_its_id() {
 /// Rewrites `edit.0` as `edit.1` in `run`'s admission and re-chains every
 /// record after it, unsigned, as someone with the file and no key does.
 fn rechain_admission(plane: &Plane, run: &journal_core::RunId, edit: (&str, &str)) {
-    let rows = plane.store.read_run(&plane.tenant, run).unwrap().rows;
-    let mut prev = rows[0].prev_hash;
-    for (index, row) in rows.iter().enumerate() {
-        let mut bytes = row.bytes.clone();
-        if index == 0 {
-            let text = String::from_utf8(bytes).unwrap();
-            assert!(text.contains(edit.0), "{text}");
-            bytes = text.replacen(edit.0, edit.1, 1).into_bytes();
-        }
-        let hash = journal_core::ChainHash::link(&prev, &bytes);
-        let row = journal_core::StoredRecord { prev_hash: prev, hash, bytes, signature: None, ..row.clone() };
-        plane.store.overwrite_row(&plane.tenant, run, row);
-        prev = hash;
-    }
-    plane.store.set_runs_head(&plane.tenant, run, ExpectedHead { seq: rows.last().unwrap().seq, hash: prev });
+    rewrite_and_rechain(plane, run, 1, |bytes| {
+        let text = String::from_utf8(bytes).unwrap();
+        assert!(text.contains(edit.0), "{text}");
+        text.replacen(edit.0, edit.1, 1).into_bytes()
+    });
 }
 
 /// R-AUD-1: a run whose admission was rewritten to name another tenant (its
@@ -591,25 +581,28 @@ fn r_aud_8_a_key_forged_onto_a_run_this_build_cannot_read_is_not_build_skew_only
     assert!(forged.detail.contains("another-job"), "{}", forged.detail);
 }
 
-/// Rewrites record `seq` of `run` (one digit of its instant) and re-chains
-/// every record after it, unsigned, as someone with the file and no key
-/// does; the runs row is pointed at the new head.
-fn rewrite_and_rechain(plane: &Plane, run: &journal_core::RunId, seq: u64) {
+/// Rewrites record `seq` of `run` with `edit` and re-chains every record
+/// after it, unsigned, as someone with the file and no key does; the runs
+/// row is pointed at the new head.
+fn rewrite_and_rechain(plane: &Plane, run: &journal_core::RunId, seq: u64, edit: impl Fn(Vec<u8>) -> Vec<u8>) {
     let rows = plane.store.read_run(&plane.tenant, run).unwrap().rows;
     let mut prev = rows[seq as usize - 1].prev_hash;
     for row in rows.iter().filter(|row| row.seq >= seq) {
-        let mut bytes = row.bytes.clone();
-        if row.seq == seq {
-            let text = String::from_utf8(bytes.clone()).unwrap();
-            let digit = text.find("\"at\":\"").unwrap() + 6 + 22;
-            bytes[digit] = b'0' + (bytes[digit] - b'0' + 1) % 10;
-        }
+        let bytes = if row.seq == seq { edit(row.bytes.clone()) } else { row.bytes.clone() };
         let hash = journal_core::ChainHash::link(&prev, &bytes);
         let row = journal_core::StoredRecord { prev_hash: prev, hash, bytes, signature: None, ..row.clone() };
         plane.store.overwrite_row(&plane.tenant, run, row);
         prev = hash;
     }
     plane.store.set_runs_head(&plane.tenant, run, ExpectedHead { seq: rows.last().unwrap().seq, hash: prev });
+}
+
+/// One digit of a record's instant changed.
+fn bump_instant_digit(mut bytes: Vec<u8>) -> Vec<u8> {
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    let digit = text.find("\"at\":\"").unwrap() + 6 + 22;
+    bytes[digit] = b'0' + (bytes[digit] - b'0' + 1) % 10;
+    bytes
 }
 
 /// R-COVER-2 (review 23): a sealed run's seal leaf holds its head as a heads
@@ -642,7 +635,7 @@ fn r_cover_2_a_sealed_run_cut_deleted_or_rewritten_below_its_anchored_seal_names
     }
     plane.store.delete_runs_row(&plane.tenant, &gone);
     plane.store.set_outcome_index(&plane.tenant, &gone, None);
-    rewrite_and_rechain(&plane, &rewritten, 2);
+    rewrite_and_rechain(&plane, &rewritten, 2, bump_instant_digit);
 
     let report = plane.audit(&inputs);
     assert_eq!(report.log_size, saved.checkpoint().tree().size, "every seal leaf is in the log as signed");
