@@ -1334,3 +1334,97 @@ fn r_store_4_a_tenant_the_configuration_does_not_name_is_refused_not_read_under_
     let read = json(dir, &["runs", "--json", "--tenant", "defualt", "--origin", &origin]);
     assert_eq!(read, serde_json::json!([]), "an origin given is read as given");
 }
+
+/// R-UX-2: the schemas the CLI README documents and the first test above
+/// does not reach: `verify-proof --json` of each kind, `diff --json`'s rows
+/// and cost, `verify-export --json` without witness keys, and a `sweep
+/// --json` line (README: "Each schema below is held to real output by
+/// `tests/ux.rs`"; these were held nowhere, or only in part).
+#[test]
+fn r_ux_2_verify_proof_diff_rows_sweep_lines_and_unwitnessed_exports_have_their_documented_schema() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let sealed = demo.run("succeeded");
+    let open = demo.run("failed");
+    std::fs::write(dir.join("saved.note"), ok(dir, &["checkpoint"])).unwrap();
+    let verify_proof = ["head_hash", "head_seq", "kind", "old_size", "root", "run", "size", "trusted_by", "valid"];
+    for (kind, prove) in [
+        ("inclusion", vec!["prove", sealed.as_str(), "--json"]),
+        ("head", vec!["prove", open.as_str(), "--json"]),
+        ("consistency", vec!["prove", "--consistency", "2", "--json"]),
+    ] {
+        std::fs::write(dir.join("proof.json"), ok(dir, &prove)).unwrap();
+        let checked = json(
+            dir,
+            &["verify-proof", "proof.json", "--checkpoint", "saved.note", "--log-key", &demo.log_key, "--json"],
+        );
+        assert_fields(&checked, &verify_proof, &format!("verify-proof of {kind}"));
+        assert_eq!(checked["valid"], true, "{checked}");
+        assert_eq!(checked["kind"], kind, "{checked}");
+        assert_eq!(checked["trusted_by"], "a checkpoint signed by the log key", "{checked}");
+        assert_hex(&checked["root"], "verify-proof root");
+        let expected_run = match kind {
+            "inclusion" => Value::from(sealed.as_str()),
+            "head" => Value::from(open.as_str()),
+            _ => Value::Null,
+        };
+        assert_eq!(checked["run"], expected_run, "{checked}");
+        assert_eq!(checked["old_size"].is_u64(), kind == "consistency", "{checked}");
+        assert_eq!(checked["head_seq"].is_u64(), kind == "head", "{checked}");
+        if kind == "head" {
+            assert_hex(&checked["head_hash"], "verify-proof head_hash");
+        } else {
+            assert!(checked["head_hash"].is_null(), "{checked}");
+        }
+    }
+
+    // diff: every row `position`, `same`, `a`, `b`; each side a record or
+    // null; `same` compares what the records did (kind, effect key, body
+    // without the idempotency key and tenant), never when they were written.
+    let diff = json_exit(dir, &["diff", &sealed, &open, "--json"], 1);
+    let rows = diff["rows"].as_array().unwrap();
+    for row in rows {
+        assert_fields(row, &["a", "b", "position", "same"], "diff row");
+        for side in [&row["a"], &row["b"]] {
+            if !side.is_null() {
+                assert_fields(side, &["at", "body", "effect_key", "kind", "seq"], "diff row side");
+            }
+        }
+    }
+    assert_eq!(rows[0]["a"]["kind"], "RunAdmitted");
+    assert_ne!(rows[0]["a"]["body"], rows[0]["b"]["body"], "two jobs' admissions name two keys");
+    assert_eq!(rows[0]["same"], true, "the README: identity fields are shown, never compared");
+    for side in ["a", "b"] {
+        assert_fields(
+            &diff["cost"][side],
+            &["cost_micros", "effects", "steps", "tokens", "wall_millis"],
+            &format!("diff cost {side}"),
+        );
+    }
+
+    // verify-export with no witness key: `cosignatures` null, the rest as documented.
+    ok(dir, &["export", &sealed, "-o", "run.export"]);
+    let valid = json(dir, &["verify-export", "run.export", "--log-key", &demo.log_key, "--json"]);
+    assert!(valid["cosignatures"].is_null(), "no --witness-key: no cosignature counted: {valid}");
+    assert!(valid["record_signatures"].is_string(), "{valid}");
+
+    // sweep --json: one line per tenant and round, the documented fields.
+    let plane = tempfile::tempdir().unwrap();
+    let _witness = witnessed_plane(plane.path());
+    ok(plane.path(), &["--tenant", "shop", "demo"]);
+    let out = agentplane(plane.path(), &["sweep", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<Value> = stdout.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(lines.len(), 1, "one tenant, one round: {stdout}");
+    let line = &lines[0];
+    assert_fields(
+        line,
+        &["at", "cosigned", "needed", "needs_attention", "outcome", "problems", "root", "size", "tenant"],
+        "sweep line",
+    );
+    assert_eq!(line["outcome"], "met", "{line}");
+    assert_hex(&line["root"], "sweep root");
+    let at = line["at"].as_str().unwrap();
+    assert!(at.len() == 20 && at.ends_with('Z') && at.as_bytes()[10] == b'T', "to the second: {at}");
+}
