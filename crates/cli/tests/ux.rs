@@ -1428,3 +1428,29 @@ fn r_ux_2_verify_proof_diff_rows_sweep_lines_and_unwitnessed_exports_have_their_
     let at = line["at"].as_str().unwrap();
     assert!(at.len() == 20 && at.ends_with('Z') && at.as_bytes()[10] == b'T', "to the second: {at}");
 }
+
+/// R-UX-1: the commands the workspace README's crate table and the CLI
+/// README's synopsis name are the commands `agentplane --help` lists, no
+/// more and no fewer (the crate table left `migrate` out).
+#[test]
+fn r_ux_1_both_readmes_name_every_command_the_binary_has() {
+    let help = ok(Path::new("."), &["--help"]);
+    let listed = help.split("Commands:").nth(1).unwrap().split("Options:").next().unwrap();
+    let mut commands: Vec<&str> =
+        listed.lines().filter_map(|line| line.split_whitespace().next()).filter(|command| *command != "help").collect();
+    commands.sort_unstable();
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let workspace = std::fs::read_to_string(manifest.join("../../README.md")).unwrap();
+    let row = workspace.lines().find(|line| line.starts_with("| `crates/cli` |")).unwrap();
+    let cell = row.split("the `agentplane` command:").nth(1).unwrap().split(';').next().unwrap();
+    let mut in_table: Vec<&str> = cell.split('`').skip(1).step_by(2).collect();
+    in_table.sort_unstable();
+    assert_eq!(in_table, commands, "the README's crate table: {row}");
+    let cli = std::fs::read_to_string(manifest.join("README.md")).unwrap();
+    let synopsis = cli.split("```sh").nth(1).unwrap().split("```").next().unwrap();
+    let mut in_synopsis: Vec<&str> =
+        synopsis.lines().filter_map(|line| line.strip_prefix("agentplane ")?.split_whitespace().next()).collect();
+    in_synopsis.sort_unstable();
+    in_synopsis.dedup();
+    assert_eq!(in_synopsis, commands, "the CLI README's synopsis");
+}
