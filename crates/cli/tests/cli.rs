@@ -566,6 +566,14 @@ fn r_aud_6_an_auditor_with_public_keys_and_a_saved_checkpoint_finds_a_deletion()
     let before = audit(&["--checkpoint", "last-week.note", "--require-signature", "--assert-complete"]);
     assert_eq!(before.status.code(), Some(0), "{}", String::from_utf8_lossy(&before.stdout));
     assert!(String::from_utf8_lossy(&before.stdout).contains("clean and complete"));
+    // The text summary says what the JSON counts, the heads entries among
+    // them (review 82's note: the text left them out).
+    let counted = audit(&["--checkpoint", "last-week.note", "--json"]);
+    let checked = serde_json::from_slice::<Value>(&counted.stdout).unwrap()["checked"].clone();
+    let heads = checked["heads"].as_u64().unwrap();
+    assert!(heads > 0, "the demo's open runs are in heads leaves: {checked}");
+    let summary = String::from_utf8_lossy(&before.stdout);
+    assert!(summary.contains(&format!(", {heads} heads entries, ")), "{summary}");
 
     hide_the_newest_sealed_run(&dir.path().join("agentplane.redb"));
     // No anchor: clean, honestly, and it says what it could not check.

@@ -410,13 +410,15 @@ fn print_human(report: &AuditReport) {
     }
     let c = report.checked;
     outln!(
-        "checked: {} runs, {} records, {} signatures, {} derived claims, {} seals, {} inclusions, {} log nodes, {} anchors",
+        "checked: {} runs, {} records, {} signatures, {} derived claims, {} seals, {} inclusions, {} heads entries, {} \
+         log nodes, {} anchors",
         c.runs,
         c.records,
         c.signatures,
         c.derived,
         c.seals,
         c.inclusions,
+        c.heads,
         c.nodes,
         c.anchors
     );
