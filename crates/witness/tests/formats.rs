@@ -424,3 +424,36 @@ fn one_note_assembly_serves_signing_reopening_and_cosigning() {
     let (_, reopened) = SignedCheckpoint::open(cosigned.as_bytes(), &[&vkey]).unwrap();
     assert_eq!(reopened.other_signatures(), [line]);
 }
+
+/// The origin line is the log's identity, byte for byte: spaces in it (a
+/// trailing one too) are kept, never trimmed, so a checkpoint parsed from a
+/// body gives back exactly that body (what a cosignature/v1 signature
+/// covers) and is never read as a checkpoint of another origin.
+#[test]
+fn r_wit_3_a_checkpoint_origin_is_kept_byte_for_byte() {
+    let root = "47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=";
+    for origin in ["example.com/log ", " example.com/log", "example.com/a log", "example.com/log\u{a0}"] {
+        let body = format!("{origin}\n3\n{root}\n");
+        let checkpoint = Checkpoint::parse(&body).unwrap();
+        assert_eq!(checkpoint.origin(), origin);
+        assert_eq!(checkpoint.to_text(), body);
+        assert_ne!(checkpoint, Checkpoint::parse(&format!("example.com/log\n3\n{root}\n")).unwrap(), "{origin:?}");
+    }
+}
+
+/// R-WIT-2: an old size beyond the checkpoint is refused by its own error
+/// before the log's history is read, whatever the history holds.
+#[test]
+fn r_wit_2_build_request_refuses_an_old_size_beyond_the_checkpoint_by_name() {
+    let key = LogKey::new(SignerKey::from_seed("example.com/log", ALG_ED25519, [3; 32]).unwrap()).unwrap();
+    let mut log = tlog::MemoryHashStore::new();
+    for leaf in 0..5u8 {
+        log.append(tlog::LeafHash::of(&[leaf]));
+    }
+    let origin = witness::Origin::new("example.com/log").unwrap();
+    let small = key.sign(&Checkpoint::new(&origin, tlog::Tree::new(3, tlog::tree_root(&log, 3).unwrap()))).unwrap();
+    assert_eq!(
+        witness::quorum::build_request(&small, 4, &log),
+        Err(witness::WitnessError::OldSizeBeyondCheckpoint { old_size: 4, new_size: 3 })
+    );
+}

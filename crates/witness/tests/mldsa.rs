@@ -445,3 +445,26 @@ fn r_wit_10_a_cosignature_key_given_as_a_log_key_is_refused_by_its_type_not_read
         }
     }
 }
+
+/// R-WIT-10, attack: a `subtree/v1` line is matched to its key by name and
+/// key id. The signed statement carries the key's own name, so a line taken
+/// from one witness and relabelled under another name (or key id) still
+/// verifies under the first key: it must be refused as not this key's line,
+/// or one witness's subtree signature reads as another's.
+#[test]
+fn r_wit_10_a_subtree_line_relabelled_under_another_name_or_key_id_is_refused() {
+    let v = vectors();
+    let vector = &v["vectors"][0];
+    let trusted = TrustedWitness::parse(s(&v["keys"][0], "vkey")).unwrap();
+    let good = statement(&v, vector);
+    let line = line_of(vector);
+    assert!(trusted.check_subtree(&good, &line).is_ok());
+    let renamed = NoteSignature { name: "witness.example/impostor".to_owned(), ..line.clone() };
+    let rekeyed = NoteSignature { key_id: line.key_id ^ 1, ..line.clone() };
+    for (what, relabelled) in [("name", renamed), ("key id", rekeyed)] {
+        assert!(
+            matches!(trusted.check_subtree(&good, &relabelled), Err(CosignatureError::BadSignature { .. })),
+            "a line under another {what} was taken as this key's"
+        );
+    }
+}
