@@ -3,6 +3,8 @@
 
 mod support;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use support::*;
@@ -965,4 +967,139 @@ fn r_wit_3_a_witness_answering_just_inside_the_timeout_is_bounded_over_the_whole
         served.load(std::sync::atomic::Ordering::SeqCst)
     );
     assert!(matches!(&err, WitnessError::Transport { reason, .. } if reason.contains("timed out")), "{err:?}");
+}
+
+/// R-WIT-6, attack: a witness serving two logs takes a checkpoint of one
+/// only under that log's own keys. The holder of log A's key signs a
+/// checkpoint with log B's origin: it is refused 403 and never cosigned,
+/// or one log's key could put a tree into another log's history.
+#[test]
+fn r_wit_6_a_checkpoint_signed_by_another_watched_log_s_key_is_forbidden() {
+    let log_a = Plane::new(1);
+    let b_key = witness::LogKey::new(
+        witness::SignerKey::from_seed("agentplane.test/other", witness::ALG_ED25519, [2; 32]).unwrap(),
+    )
+    .unwrap();
+    let log_b = witness_server::LogConfig { origin: "agentplane.test/other".into(), keys: vec![b_key.verifier_key()] };
+    let dir = tempfile::tempdir().unwrap();
+    let key = cosigner(7, "witness.test/w1");
+    let server = start_witness(key.clone(), vec![log_a.log_config(), log_b], &dir.path().join("witness.redb"));
+    let mut b_by_a = Plane::new(1);
+    b_by_a.origin = "agentplane.test/other".into();
+    b_by_a.grow_to(3, u64::MAX);
+    let client = HttpWitness::new(&server.url(), vec![trusted(&key)]).unwrap();
+    assert_eq!(
+        client.add_checkpoint(&b_by_a.signed(), &b_by_a.log).unwrap_err(),
+        WitnessError::Forbidden { witness: server.url() }
+    );
+    let reader = WitnessReader::new(&server.url(), vec![trusted(&key)]).unwrap();
+    assert!(matches!(reader.latest("agentplane.test/other"), Err(WitnessError::NothingCosigned { .. })));
+}
+
+/// R-WIT-5: a split view is found whichever witnesses hold which root: three
+/// witnesses where the first and the last agree and the middle one was
+/// shown a fork of the same size is one split view naming all three.
+#[test]
+fn r_wit_5_a_split_view_between_the_first_and_a_middle_witness_is_found() {
+    let mut honest = Plane::new(1);
+    honest.grow_to(6, u64::MAX);
+    let mut fork = Plane::forked(1, "fork");
+    fork.grow_to(6, 3);
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let keys: Vec<_> = (0..3u8).map(|i| cosigner(20 + i, &format!("witness.test/split{i}"))).collect();
+    let servers: Vec<_> = (0..3)
+        .map(|i| start_witness(keys[i].clone(), vec![honest.log_config()], &dirs[i].path().join("w.redb")))
+        .collect();
+    for (i, shown) in [&honest, &fork, &honest].into_iter().enumerate() {
+        HttpWitness::new(&servers[i].url(), vec![trusted(&keys[i])])
+            .unwrap()
+            .add_checkpoint(&shown.signed(), &shown.log)
+            .unwrap();
+    }
+    let readers: Vec<_> =
+        (0..3).map(|i| WitnessReader::new(&servers[i].url(), vec![trusted(&keys[i])]).unwrap()).collect();
+    let report = split_view(&readers.iter().collect::<Vec<_>>(), ORIGIN);
+    assert_eq!(report.split_views.len(), 1, "{report:?}");
+    assert_eq!(report.split_views[0].size, 6);
+    assert_eq!(report.split_views[0].views.len(), 3);
+}
+
+/// R-WIT-3: an answer past [`witness::protocol::MAX_RESPONSE_BYTES`] is
+/// refused for its size, by the writer and by the reader alike, even when it
+/// is below the note limit (1 MiB): the client never reads more than the
+/// bound, whatever the body would have parsed to.
+#[test]
+fn r_wit_3_an_answer_past_the_response_bound_is_refused_for_its_size() {
+    let mut plane = Plane::new(1);
+    plane.grow_to(4, u64::MAX);
+    let key = cosigner(7, "witness.test/w1");
+    let bound = witness::protocol::MAX_RESPONSE_BYTES;
+    let huge = misbehaving_server(Misbehaviour::Raw(http_response("200 OK", "text/plain", &vec![b'a'; 2 * bound])));
+    let expected = format!("answer larger than {bound} bytes");
+    let writer = HttpWitness::new(&huge, vec![trusted(&key)]).unwrap();
+    let err = writer.add_checkpoint(&plane.signed(), &plane.log).unwrap_err();
+    assert!(matches!(&err, WitnessError::BadAnswer { reason, .. } if *reason == expected), "{err:?}");
+    let reader = WitnessReader::new(&huge, vec![trusted(&key)]).unwrap();
+    let err = reader.latest(ORIGIN).unwrap_err();
+    assert!(matches!(&err, WitnessError::BadAnswer { reason, .. } if *reason == expected), "{err:?}");
+}
+
+/// R-WIT-4, attack: a witness's monitor endpoint answers, at the path of
+/// one log, a checkpoint of another log it really cosigned. The reader
+/// refuses it as a bad answer rather than report another log's tree as
+/// this one's.
+#[test]
+fn r_wit_4_a_monitor_note_of_another_origin_is_refused() {
+    let key = cosigner(7, "witness.test/w1");
+    let mut other = Plane::new(1);
+    other.origin = "agentplane.test/other".into();
+    other.grow_to(4, u64::MAX);
+    let signed = other.signed();
+    let line = key.cosign(&signed.checkpoint().to_text(), 1_700_000_000).unwrap();
+    let note = signed.cosigned_note([&line]);
+    let server = misbehaving_server(Misbehaviour::Raw(http_response("200 OK", "text/plain", note.as_bytes())));
+    let reader = WitnessReader::new(&server, vec![trusted(&key)]).unwrap();
+    let err = reader.latest(ORIGIN).unwrap_err();
+    assert!(matches!(&err, WitnessError::BadAnswer { reason, .. } if reason.contains("another origin")), "{err:?}");
+}
+
+/// R-WIT-6: a witness whose 409 names a size below the one it named just
+/// before (it went back between two answers) is a conflict reported as
+/// such, never asked again from the smaller size and counted.
+#[test]
+fn r_wit_6_a_witness_whose_409_size_goes_back_between_answers_is_a_conflict() {
+    let mut plane = Plane::new(1);
+    plane.grow_to(4, u64::MAX);
+    let key = cosigner(7, "witness.test/w1");
+    let signed = plane.signed();
+    let line = key.cosign(&signed.checkpoint().to_text(), 1_700_000_000).unwrap();
+    let size = |n: &str| http_response("409 Conflict", witness::protocol::SIZE_CONTENT_TYPE, n.as_bytes());
+    let answers = vec![size("3\n"), size("1\n"), http_response("200 OK", "text/plain", line.to_line().as_bytes())];
+    let served = Arc::new(AtomicU64::new(0));
+    let server = misbehaving_server(Misbehaviour::Sequence(Arc::new(answers), Arc::clone(&served)));
+    let client = HttpWitness::new(&server, vec![trusted(&key)]).unwrap();
+    assert_eq!(
+        client.add_checkpoint(&signed, &plane.log).unwrap_err(),
+        WitnessError::Conflict { witness: server.clone(), witness_size: 1 }
+    );
+    assert_eq!(served.load(Ordering::SeqCst), 2, "not asked a third time");
+}
+
+/// R-WIT-6, attack: a witness that answers the third attempt of a
+/// submission with a size the log never reached (after two 409s that moved
+/// forward short of the checkpoint) claims a history this log does not
+/// have: an integrity refusal (a rollback of the log, as the witness tells
+/// it), never an ordinary conflict that a round shrugs off.
+#[test]
+fn r_wit_6_a_third_409_past_anything_the_log_reached_is_a_rollback() {
+    let mut plane = Plane::new(1);
+    plane.grow_to(4, u64::MAX);
+    let key = cosigner(7, "witness.test/w1");
+    let size = |n: &str| http_response("409 Conflict", witness::protocol::SIZE_CONTENT_TYPE, n.as_bytes());
+    let answers = vec![size("1\n"), size("2\n"), size("9\n")];
+    let server = misbehaving_server(Misbehaviour::Sequence(Arc::new(answers), Arc::new(AtomicU64::new(0))));
+    let client = HttpWitness::new(&server, vec![trusted(&key)]).unwrap();
+    let err = client.add_checkpoint(&plane.signed(), &plane.log).unwrap_err();
+    assert_eq!(err, WitnessError::Rollback { witness: server.clone(), witness_size: 9, size: 4 });
+    assert!(err.is_integrity(), "{err:?}");
 }

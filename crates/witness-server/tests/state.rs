@@ -648,3 +648,62 @@ fn r_wit_6_a_state_closed_cleanly_starts_without_its_mark_until_the_next_crash()
     let server = try_start(&honest, &state).unwrap();
     server.shutdown();
 }
+
+/// R-WIT-6, attack: an older copy of the high-water mark put back beside a
+/// state that is ahead of it (a backup of the mark restored alone). The
+/// later of the two is kept for every log: the state is never taken back
+/// to the mark, or the witness would cosign a fork of what it cosigned
+/// since.
+#[test]
+fn r_wit_6_an_older_mark_put_back_never_takes_the_state_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("witness.redb");
+    let mark = dir.path().join("witness.redb.highwater");
+    let backup = dir.path().join("backup.highwater");
+    let (mut honest, _) = honest_and_fork(5, 5);
+    let server = try_start(&honest, &state).unwrap();
+    assert!(cosigns(&server.url(), &honest));
+    server.shutdown();
+    std::fs::copy(&mark, &backup).unwrap();
+    let server = try_start(&honest, &state).unwrap();
+    honest.grow_to(8, u64::MAX);
+    assert!(cosigns(&server.url(), &honest));
+    server.shutdown();
+    std::fs::copy(&backup, &mark).unwrap();
+    let (_, fork) = honest_and_fork(8, 5);
+    let server = try_start(&honest, &state).unwrap();
+    assert!(refuses_as_a_fork(&server.url(), &fork), "the fork of the size-8 checkpoint was cosigned");
+    let reader = witness::WitnessReader::new(&server.url(), vec![trusted(&cosigner(7, WITNESS))]).unwrap();
+    let served = reader.latest(&honest.origin);
+    assert!(matches!(&served, Ok(cosigned) if cosigned.checkpoint.tree().size == 8), "{served:?}");
+    server.shutdown();
+    assert_eq!(witness_server::high_water_mark(&state).unwrap().unwrap()[&honest.origin].size, 8);
+}
+
+/// R-WIT-6: the state and its high-water mark holding two roots for one
+/// size of a log (one of them changed outside the witness, every checksum
+/// valid) is damage: the start is refused naming it, never settled by
+/// taking either root.
+#[test]
+fn r_wit_6_a_state_and_mark_with_two_roots_for_one_size_are_refused_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("witness.redb");
+    let (honest, fork) = cosigned_then_stopped(&state);
+    let fork_root = fork.log.tree().root.as_bytes().to_vec();
+    let fork_note = fork.signed().note().to_owned();
+    edit_stored_entry(&state, &honest, |_, root, note| {
+        *root = fork_root;
+        *note = fork_note;
+    });
+    match try_start(&honest, &state) {
+        Ok(server) => {
+            let fork_cosigned = cosigns(&server.url(), &fork);
+            panic!("started on two roots for size 5 (the fork cosigned: {fork_cosigned})");
+        }
+        Err(err) => {
+            let message = err.to_string();
+            assert!(message.contains("two roots for size 5"), "{message}");
+            assert!(message.contains(&honest.origin), "{message}");
+        }
+    }
+}
