@@ -57,8 +57,8 @@ pub fn print_json_line<T: Serialize + ?Sized>(value: &T) -> Result<(), Failure> 
 
 /// JSON text with every character that rewrites a terminal escaped as
 /// `\uXXXX`: JSON lets DEL, the C1 controls (U+009B starts an escape
-/// sequence on some terminals) and bidirectional overrides stand raw in a
-/// string, and `--json` is read in terminals too. The same value for any
+/// sequence on some terminals), bidirectional overrides and characters that
+/// show nothing stand raw in a string, and `--json` is read in terminals too. The same value for any
 /// JSON reader: outside strings JSON text holds no such character but the
 /// newlines of its layout, which stay.
 fn json_for_a_terminal(text: String) -> String {
@@ -69,7 +69,11 @@ fn json_for_a_terminal(text: String) -> String {
     let mut shown = String::with_capacity(text.len() + 16);
     for c in text.chars() {
         if escaped(c) {
-            shown.push_str(&format!("\\u{:04x}", u32::from(c)));
+            // A character past U+FFFF as its surrogate pair: JSON's `\u`
+            // takes four hex digits.
+            for unit in c.encode_utf16(&mut [0; 2]) {
+                shown.push_str(&format!("\\u{unit:04x}"));
+            }
         } else {
             shown.push(c);
         }
@@ -133,7 +137,8 @@ pub fn written(result: std::io::Result<()>) {
 
 /// A failure's message as the terminal gets it: a message may quote hostile
 /// input (an export's line, a witness's answer), so every control character
-/// but the newline, and every bidirectional override, is escaped (`\u{1b}`:
+/// but the newline, every bidirectional override and every character that
+/// shows nothing, is escaped (`\u{1b}`:
 /// no escape sequence reaches the terminal), and every line after the first
 /// is indented, so that no quoted
 /// newline starts a line that reads as the command's own.
@@ -149,18 +154,19 @@ pub fn printable(message: &str) -> String {
     shown
 }
 
-/// A character that moves the cursor, rewrites the terminal or reorders
-/// what is shown after it: a control character, or a bidirectional
-/// embedding, override or isolate (U+202A..U+202E, U+2066..U+2069), which
-/// makes the text after it read in another order than it is.
+/// A character that moves the cursor, rewrites the terminal, reorders what
+/// is shown after it or shows nothing: the workspace's one rule
+/// ([`witness::text::disguises`]), which the console and the witness
+/// client's errors escape by too.
 fn rewrites_the_terminal(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    witness::text::disguises(c)
 }
 
 /// Text recorded by someone else (a record's body, an export's) as one
 /// line of a table: newlines and carriage returns as spaces, every other
-/// control character and every bidirectional override escaped, so nothing
-/// it holds moves the cursor, rewrites the terminal or reorders the line.
+/// control character, every bidirectional override and every character
+/// that shows nothing escaped, so nothing it holds moves the cursor,
+/// rewrites the terminal, reorders the line or passes for other text.
 pub fn one_line(text: &str) -> String {
     let mut line = String::with_capacity(text.len());
     for c in text.chars() {
@@ -263,7 +269,7 @@ mod json_tests {
     /// JSON still reads back as the same value.
     #[test]
     fn json_output_escapes_what_rewrites_a_terminal_and_keeps_the_value() {
-        let hostile = serde_json::json!({ "step": "a\u{9b}31m\u{202e}b\u{7f}c\u{1b}[2J", "n": 1 });
+        let hostile = serde_json::json!({ "step": "a\u{9b}31m\u{202e}b\u{7f}c\u{1b}[2J\u{200b}\u{e0041}", "n": 1 });
         for text in [serde_json::to_string_pretty(&hostile).unwrap(), serde_json::to_string(&hostile).unwrap()] {
             assert!(text.contains('\u{9b}'), "serde_json leaves C1 raw: {text:?}");
             let shown = json_for_a_terminal(text);

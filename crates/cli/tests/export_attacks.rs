@@ -522,3 +522,50 @@ fn r_log_4_a_small_order_key_vouches_for_nothing() {
     let said = fails(&demo.plane, &[&args[..], &["--require-signature"]].concat(), 2);
     assert!(said.contains("small order"), "{said}");
 }
+
+/// R-UX-3 (review 83): the escaping of `show` (and of every printer) left
+/// the characters that show nothing or reorder by a mark: a zero-width
+/// space, a right-to-left mark, a line separator, a tag. An effect key
+/// `charge-card` and another `charge-card` plus a zero-width space are two
+/// effects (two charges) that the timeline showed as the same one, twice.
+/// Each is now shown as its escape, in text and in `--json` (there as a
+/// `\u` escape, a surrogate pair past U+FFFF, the same JSON value).
+#[test]
+fn r_ux_3_show_shows_an_invisible_or_reordering_character_as_its_escape() {
+    use journal_core::{Admission, AdmitRequest, Budget, Counters, EffectOutput, EffectResult, RuntimeBuilder, Store};
+    let dir = tempfile::tempdir().unwrap();
+    let origin = "cli.test/plane/default";
+    let (key, step, effect) = ("key\u{feff}", "deploy\u{200f}-1", "charge-card\u{200b}");
+    let (output, reason) = ("paid\u{2028}valid", "done\u{e0041}\u{ad}");
+    let run = {
+        let store = std::sync::Arc::new(store_redb::RedbStore::create(&dir.path().join("plane.redb")).unwrap());
+        let runtime = RuntimeBuilder::new(std::sync::Arc::clone(&store) as std::sync::Arc<dyn Store>)
+            .tenant(tenant(), journal_core::Origin::new(origin).unwrap(), None)
+            .build()
+            .unwrap();
+        let request = AdmitRequest { idempotency_key: key.into(), plan: vec![step.into()], budget: Budget::default() };
+        let Admission::New(mut run) = runtime.admit(&tenant(), request).unwrap() else { panic!("admitted twice") };
+        run.start_step(step).unwrap();
+        run.effect(effect, step, || EffectOutput {
+            result: EffectResult::Ok { output: output.into() },
+            charged: Counters::default(),
+        })
+        .unwrap();
+        run.finish_step(step).unwrap();
+        let id = run.run().clone();
+        (*run).succeed(reason).unwrap();
+        id.to_string()
+    };
+    let args = ["show", &run, "--store", "plane.redb", "--origin", origin];
+    let out = ok(dir.path(), &args);
+    assert!(!out.chars().any(|c| c != '\n' && witness::text::disguises(c)), "{out:?}");
+    for escaped in ["key\\u{feff}", "deploy\\u{200f}-1", "charge-card\\u{200b}", "paid\\u{2028}valid"] {
+        assert!(out.contains(escaped), "{escaped} is shown, escaped: {out}");
+    }
+    let json = ok(dir.path(), &[&args[..], &["--json"]].concat());
+    assert!(!json.chars().any(|c| c != '\n' && witness::text::disguises(c)), "{json:?}");
+    let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let keys: Vec<&str> =
+        value["records"].as_array().unwrap().iter().filter_map(|r| r["effect_key"].as_str()).collect();
+    assert!(keys.contains(&effect), "the same value: {json}");
+}

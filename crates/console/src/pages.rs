@@ -81,21 +81,25 @@ impl From<JournalError> for PageError {
 /// A page with the error, in the console's layout.
 pub(crate) fn error_page(status: StatusCode, message: &str) -> Response {
     let body = layout("error", html! { p class="bad" { (message) } });
-    (status, Html(bidi_shown(body.into_string()))).into_response()
+    (status, Html(disguises_shown(body.into_string()))).into_response()
 }
 
-/// A rendered page with every bidirectional embedding, override or isolate
-/// (U+202A..U+202E, U+2066..U+2069) shown as its escape (`\u{202e}`), as the
-/// CLI shows them: HTML escaping leaves them in place, where one in a step
-/// name or an output reorders what is read after it (`gpj.exe` read as
-/// `exe.jpg`). The console's own templates hold none, so every one is text
-/// recorded by an agent or a store.
-fn bidi_shown(page: String) -> String {
-    let reorders = |c: char| matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    if !page.chars().any(reorders) {
+/// A rendered page with every character that reorders, moves or hides text
+/// ([`witness::text::disguises`]: a bidirectional override or mark, a
+/// control character, a zero-width space) shown as its escape (`\u{202e}`),
+/// as the CLI shows them: HTML escaping leaves them in place, where an
+/// override in a step name or an output reorders what is read after it
+/// (`gpj.exe` read as `exe.jpg`) and a character the browser shows as
+/// nothing makes two effect keys read as one. The console's own templates
+/// hold none but the blanks HTML reads as a space (a newline, a tab, a
+/// carriage return; no page holds a `pre`), which stay: every other one is
+/// text recorded by an agent or a store.
+fn disguises_shown(page: String) -> String {
+    let escaped = |c: char| !matches!(c, '\n' | '\t' | '\r') && witness::text::disguises(c);
+    if !page.chars().any(escaped) {
         return page;
     }
-    page.chars().map(|c| if reorders(c) { c.escape_unicode().to_string() } else { c.to_string() }).collect()
+    page.chars().map(|c| if escaped(c) { c.escape_unicode().to_string() } else { c.to_string() }).collect()
 }
 
 /// A query the page cannot read (a number that is not one, a parameter
@@ -117,7 +121,7 @@ async fn render(app: Arc<App>, page: impl FnOnce(&App) -> Result<Markup, PageErr
     let rendered = tokio::task::spawn_blocking(move || {
         let _turn = turn;
         let start = std::time::Instant::now();
-        let page = page(&app).map(|page| bidi_shown(page.into_string()));
+        let page = page(&app).map(|page| disguises_shown(page.into_string()));
         (page, start.elapsed())
     })
     .await;

@@ -106,6 +106,27 @@ fn a_bidirectional_override_in_agent_text_is_shown_not_obeyed() {
     assert!(page.contains("ek:\\u{202e}gpj.exe"), "shown as its escape: {page}");
 }
 
+/// R-UX-3 (review 83): the page escaped bidirectional overrides and
+/// isolates only: an effect key with a zero-width space, a right-to-left
+/// mark or a control character (which a browser shows as nothing) read as
+/// another key, `charge-card` twice where two effects were charged. Each
+/// is shown as its escape, by the rule the CLI escapes by.
+#[test]
+fn an_invisible_or_reordering_character_in_agent_text_is_shown_as_its_escape() {
+    let plane = Plane::new();
+    let effects = [("charge-card\u{200b}", Ok("paid\u{200f}-1\u{1b}[2J")), ("charge\u{ad}-card", Ok("ok\u{e0041}"))];
+    let run = plane.run("job-hidden", &effects, false);
+    let console = plane.console(None);
+    let (status, page) = get(&format!("{}/run/shop/{run}", console.url()));
+    assert_eq!(status, 200, "{page}");
+    let hidden: Vec<char> =
+        page.chars().filter(|c| !matches!(c, '\n' | '\t') && witness::text::disguises(*c)).collect();
+    assert!(hidden.is_empty(), "no such character reaches the page: {hidden:?}");
+    for escaped in ["charge-card\\u{200b}", "paid\\u{200f}-1\\u{1b}[2J", "charge\\u{ad}-card", "ok\\u{e0041}"] {
+        assert!(page.contains(escaped), "{escaped} shown as its escape: {page}");
+    }
+}
+
 #[test]
 fn a_run_whose_chain_does_not_verify_is_shown_in_red_with_the_finding() {
     let (plane, runs) = demo();

@@ -170,13 +170,9 @@ fn is_server_error(status: u16) -> bool {
 fn snippet(body: &[u8]) -> String {
     let mut shown = String::new();
     for c in String::from_utf8_lossy(body).chars().take(200) {
-        // Control characters, bidirectional overrides and marks (which
-        // reorder the text shown after them) and the line and paragraph
-        // separators escaped: the body is the witness's words.
-        if c.is_control()
-            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
-            || matches!(c, '\u{2028}' | '\u{2029}')
-        {
+        // What moves the cursor, reorders the text or shows nothing is
+        // escaped: the body is the witness's words.
+        if crate::text::disguises(c) {
             shown.extend(c.escape_default());
         } else {
             shown.push(c);

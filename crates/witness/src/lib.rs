@@ -9,6 +9,7 @@ pub mod keys;
 pub mod note;
 pub mod protocol;
 pub mod quorum;
+pub mod text;
 
 pub use checkpoint::{Checkpoint, LogKey, Origin, SignedCheckpoint};
 #[cfg(feature = "client")]
