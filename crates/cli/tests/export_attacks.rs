@@ -569,3 +569,21 @@ fn r_ux_3_show_shows_an_invisible_or_reordering_character_as_its_escape() {
         value["records"].as_array().unwrap().iter().filter_map(|r| r["effect_key"].as_str()).collect();
     assert!(keys.contains(&effect), "the same value: {json}");
 }
+
+/// R-UX-3 (review 83): an export handed over is a file and its name, and
+/// `diff` printed the name in its `A = ...` header as it came: a name
+/// holding escape sequences (Linux takes any byte but `/` and NUL) could
+/// clear the screen or, with a right-to-left override, show another name.
+/// The header is escaped as the table is.
+#[test]
+fn r_ux_3_diff_prints_a_hostile_export_file_name_escaped() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let run = first_run(dir, "succeeded");
+    let name = "a\u{1b}[2J\u{1b}[1A\u{202e}tropxe.txt";
+    ok(dir, &["export", &run, "-o", name]);
+    let out = agentplane(dir, &["diff", name, &run]);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(!stdout.chars().any(|c| c != '\n' && witness::text::disguises(c)), "{stdout:?}");
+    assert!(stdout.contains("a\\u{1b}[2J\\u{1b}[1A\\u{202e}tropxe.txt"), "the name shown escaped: {stdout}");
+}

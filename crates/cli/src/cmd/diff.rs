@@ -191,7 +191,9 @@ pub fn diff(settings: &Settings, a: &str, b: &str, json: bool) -> Result<(), Fai
             rows,
         })?;
     } else {
-        outln!("A = {name_a}\nB = {name_b}");
+        // A name quotes the export's file name, whatever it holds.
+        let one_line = crate::output::one_line;
+        outln!("A = {}\nB = {}", one_line(&name_a), one_line(&name_b));
         let cells: Vec<(String, String)> = rows
             .iter()
             .map(|row| (Side::cell(row.a.as_ref(), row.b.as_ref()), Side::cell(row.b.as_ref(), row.a.as_ref())))
