@@ -179,6 +179,23 @@ pub fn one_line(text: &str) -> String {
     line
 }
 
+/// The longest line of a report quoting someone else's text (an audit's
+/// finding), in characters.
+pub const MAX_LINE_CHARS: usize = 1000;
+
+/// [`one_line`], cut after [`MAX_LINE_CHARS`] characters, saying how long it
+/// was and `whole`: where it is whole. A finding quoting a 16 MiB key id is
+/// not thousands of screens of one line between the lines around it.
+pub fn one_line_cut(text: &str, whole: &str) -> String {
+    let line = one_line(text);
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        None => line,
+        Some((cut, _)) => {
+            format!("{}… ({} characters in all; {whole})", line.get(..cut).unwrap_or_default(), line.chars().count())
+        }
+    }
+}
+
 /// The longest argument echoed back in a message, in characters.
 const SHOWN_CHARS: usize = 60;
 

@@ -2288,3 +2288,40 @@ fn r_wit_8_a_sweep_every_whose_stdout_is_lost_never_exits_as_a_success() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("standard output is lost"), "{stderr}");
 }
+
+/// R-UX-3 (review 83): a finding quotes what it found (an untrusted
+/// signer's key id, an idempotency key), and a record's key id is as long
+/// as its writer likes: one record signed under a 200 000-character key id
+/// made `audit` print a finding line of 200 KB, thousands of screens of
+/// one line between the findings above it and the verdict. A finding's line
+/// is cut, saying how long it was and that `--json` holds it whole.
+#[test]
+fn r_ux_3_audit_cuts_a_finding_line_that_quotes_a_huge_key_id() {
+    use journal_core::Signer as _;
+    use journal_core::testkit::TamperAccess;
+    let dir = demo_dir();
+    let run = {
+        let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("default").unwrap();
+        let answered = journal_core::Store::runs(&store, &tenant, Some(journal_core::Outcome::Succeeded)).unwrap();
+        let run = answered[0].clone();
+        let rows = journal_core::Store::read_run(&store, &tenant, &run).unwrap().rows;
+        let huge = format!("spiffe://intruder.test/{}", "x".repeat(200_000));
+        let intruder = journal_core::Ed25519Signer::from_seed(&huge, [9; 32]);
+        let mut resigned = rows[1].clone();
+        resigned.signature = Some(intruder.sign(&resigned.hash));
+        store.overwrite_row(&tenant, &run, resigned);
+        run
+    };
+    let (_, log_key, record_key) = keys_of(dir.path());
+    let audit = ["audit", "--log-key", &log_key, "--record-key", &record_key, "--require-signature"];
+    let out = agentplane(dir.path(), &audit);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "a finding: {} {stderr}", &stdout[..stdout.len().min(2000)]);
+    let finding = stdout.lines().find(|line| line.contains(run.as_str()) && line.starts_with("FINDING")).unwrap();
+    assert!(finding.chars().count() <= 1_100, "the finding's line is cut: {} chars", finding.chars().count());
+    assert!(finding.contains("--json"), "and says where it is whole: {}", &finding[..finding.len().min(2000)]);
+    let json = agentplane(dir.path(), &[&audit[..], &["--json"]].concat());
+    assert!(String::from_utf8_lossy(&json.stdout).contains(&"x".repeat(200_000)), "--json has it whole");
+}

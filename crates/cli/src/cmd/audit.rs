@@ -402,9 +402,10 @@ fn progress_bar(label: &str) -> indicatif::ProgressBar {
 }
 
 fn print_human(report: &AuditReport) {
-    use crate::output::one_line;
     // A finding quotes what it could not read (a record's bytes, a witness's
-    // answer): one line each, no control character of it on the terminal.
+    // answer, a key id as long as its writer liked): one line each, cut, no
+    // control character of it on the terminal.
+    let one_line = |text: &str| crate::output::one_line_cut(text, "`--json` has it whole");
     for finding in &report.findings {
         outln!("FINDING {}", one_line(&finding.to_string()));
     }
