@@ -179,6 +179,22 @@ pub fn one_line(text: &str) -> String {
     line
 }
 
+/// Text of many lines as the terminal gets it (a signed note, whose
+/// signature lines of keys nobody trusts are anyone's who wrote the store):
+/// its newlines kept, every other character that rewrites the terminal,
+/// reorders or shows nothing escaped. A note holding none is printed byte
+/// for byte; `--json` has any note exactly.
+pub fn lines_shown(text: &str) -> String {
+    text.chars().fold(String::with_capacity(text.len()), |mut shown, c| {
+        if c != '\n' && rewrites_the_terminal(c) {
+            shown.extend(c.escape_default());
+        } else {
+            shown.push(c);
+        }
+        shown
+    })
+}
+
 /// The longest line of a report quoting someone else's text (an audit's
 /// finding), in characters.
 pub const MAX_LINE_CHARS: usize = 1000;

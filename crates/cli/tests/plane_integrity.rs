@@ -1146,3 +1146,32 @@ fn r_wit_7_checkpoint_cosigned_never_takes_a_note_no_witness_cosigned() {
     let latest = json(plane, &["checkpoint", "--cosigned", "--json"]);
     assert_eq!(latest["size"], witnessed["size"], "the uncosigned copy passed for witnessed: {latest}");
 }
+
+/// R-UX-3 (review 83): a signed note may carry signature lines of keys
+/// nobody trusts (C2SP: a verifier skips them), and a key's name may hold
+/// any character but a blank and `+`. Whoever writes the store appended a
+/// line to the kept cosigned note under a name with a right-to-left
+/// override and a zero-width space; the note still verifies, and
+/// `checkpoint --cosigned` printed it as it came, reordering the line on
+/// the auditor's terminal. Such characters are shown as their escapes, as
+/// everywhere else.
+#[test]
+fn r_ux_3_checkpoint_prints_an_untrusted_signature_line_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let _witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    let note = json(plane, &["checkpoint", "--cosigned", "--json"])["note"].as_str().unwrap().to_owned();
+    {
+        let store = store_redb::RedbStore::open(&plane.join("agentplane.redb")).unwrap();
+        let tenant = journal_core::TenantId::new("shop").unwrap();
+        let head = journal_core::LogView::open(&store, &tenant).unwrap().head().unwrap().tree;
+        let note = format!("{note}\u{2014} witness.test/\u{202e}1w\u{200b} {}\n", "A".repeat(92));
+        let forged = journal_core::store::SignedTree { tree: head, note };
+        journal_core::Store::record_cosigned_checkpoint(&store, &tenant, forged).unwrap();
+    }
+    let out = ok(plane, &["checkpoint", "--cosigned"]);
+    assert!(!out.chars().any(|c| c != '\n' && witness::text::disguises(c)), "{out:?}");
+    assert!(out.contains("witness.test/\\u{202e}1w\\u{200b} "), "shown as its escapes: {out}");
+}

@@ -113,6 +113,7 @@ pub fn checkpoint(settings: &Settings, cosigned: bool, json: bool) -> Result<(),
     if json {
         return print_json(&row);
     }
-    out!("{}", row.note);
+    // A kept note may carry lines of keys nobody trusts, in anyone's words.
+    out!("{}", crate::output::lines_shown(&row.note));
     Ok(())
 }
