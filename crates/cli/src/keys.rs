@@ -51,6 +51,17 @@ impl PlaneKeys {
                      the log by its address (for instance --origin-base example.com/plane)"
                 )));
             }
+            // An auditor reads the origin: a character that shows as
+            // nothing or reorders the text around it would make it read as
+            // another log's.
+            if let Some((at, hidden)) = origin.as_str().char_indices().find(|(_, c)| witness::text::disguises(*c)) {
+                return Err(Failure::Usage(format!(
+                    "the origin holds U+{:04X} at byte {at}, a character that shows as nothing or reorders the text \
+                     around it, so an auditor would read another origin: name the log in visible characters (for \
+                     instance --origin-base example.com/plane)",
+                    u32::from(hidden)
+                )));
+            }
             let signer =
                 SignerKey::generate(origin.as_str(), ALG_ED25519).map_err(|err| Failure::Usage(err.to_string()))?;
             let log = LogKey::new(signer.clone()).map_err(|err| Failure::Usage(err.to_string()))?;

@@ -1117,6 +1117,25 @@ fn r_plane_2_an_origin_the_mark_would_read_as_a_comment_is_refused_at_init() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
 }
 
+/// R-PLANE-2, R-UX-3 (review 83's note): an origin holding a character that
+/// shows as nothing or reorders what is around it (a zero-width space, a
+/// right-to-left override) reads, to an auditor, as another origin: the
+/// plane would sign under a name no one can tell from its neighbour's.
+/// Refused at `init` and `keygen`, nothing written, the character named.
+#[test]
+fn r_plane_2_an_origin_that_disguises_itself_is_refused_at_init() {
+    let dir = tempfile::tempdir().unwrap();
+    for (base, shown) in [("exa\u{200b}mple.com/plane", "U+200B"), ("example.com/\u{202e}enalp", "U+202E")] {
+        let stderr = fails(dir.path(), &["init", "--origin-base", base], 2);
+        assert!(stderr.contains(shown) && stderr.contains("visible"), "{stderr}");
+        assert!(!stderr.contains(base), "the character itself is never printed: {stderr}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
+        let stderr = fails(dir.path(), &["keygen", "--origin", &format!("{base}/default")], 2);
+        assert!(stderr.contains(shown), "{stderr}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing written");
+    }
+}
+
 /// R-WIT-7, R-WIT-9 (review 68's note): a configuration whose `quorum` is
 /// 0 or missing (serde's default) beside its witnesses made `checkpoint
 /// --cosigned` take a kept note with no cosignature at all for the latest
