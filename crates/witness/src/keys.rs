@@ -274,8 +274,18 @@ impl SignerKey {
         Ok(Self { name: name.to_owned(), algorithm, secret })
     }
 
-    /// A fresh key from the operating system's randomness.
+    /// A fresh key from the operating system's randomness. Its name must
+    /// also show as it is: a name holding a character that shows as nothing
+    /// or reorders the text around it ([`crate::text::disguises`]) would be
+    /// read by a person as another key's, so no new key is made with one
+    /// (such a name in a key or note read from elsewhere is still read).
     pub fn generate(name: &str, algorithm: u8) -> Result<Self, KeyError> {
+        if name.chars().any(crate::text::disguises) {
+            return Err(KeyError::BadName {
+                name: name.to_owned(),
+                reason: "it holds a character that shows as nothing or reorders the text around it",
+            });
+        }
         let mut seed = [0u8; 32];
         getrandom::fill(&mut seed).map_err(|err| KeyError::Randomness(err.to_string()))?;
         Self::from_seed(name, algorithm, seed)

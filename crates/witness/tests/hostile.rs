@@ -83,3 +83,17 @@ fn r_note_1_sign_never_returns_a_note_whose_key_name_open_refuses() {
     let trusted: [&dyn NoteVerifier; 1] = [&verifier];
     assert!(open(sign("text\n", &[&fine]).unwrap().as_bytes(), &trusted).is_ok());
 }
+
+/// R-UX-3 (review 83's note): no new key is made under a name a person
+/// would read as another's (a zero-width space, a right-to-left override);
+/// one read from elsewhere is still read, as Go reads it.
+#[test]
+fn r_ux_3_no_key_is_generated_under_a_name_that_disguises_itself() {
+    for name in ["w\u{200b}1", "witness.example/\u{202e}1w", "w1\u{2066}"] {
+        let refused = SignerKey::generate(name, ALG_ED25519);
+        assert!(matches!(refused, Err(KeyError::BadName { .. })), "{name:?}: {refused:?}");
+    }
+    assert!(SignerKey::generate("witness.example/w1", ALG_ED25519).is_ok());
+    let read = SignerKey::from_seed("w\u{200b}1", ALG_ED25519, [3; 32]).unwrap();
+    assert!(SignerKey::parse(&read.to_skey()).is_ok(), "a foreign key's name is still read");
+}
