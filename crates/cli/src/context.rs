@@ -142,8 +142,12 @@ impl Plane {
     pub fn runtime(&self) -> Result<Runtime, Failure> {
         // The runtime admits and resumes nothing on a lost mark (R-RUN-5):
         // rebuild it from every configured witness first, as a signature
-        // would, or refuse here with what to do.
-        if matches!(self.high_water.last(&self.origin), Ok(HighWaterMark::Lost { .. })) {
+        // would, or refuse here with what to do. With witnesses configured
+        // they are asked whatever the mark says: a store put back together
+        // with the mark agrees with it, and only a witness still knows the
+        // plane signed more (review 85: `demo` sealed its runs into such a
+        // store before the signature at its end was refused).
+        if !self.witnesses.is_empty() || matches!(self.high_water.last(&self.origin), Ok(HighWaterMark::Lost { .. })) {
             self.signing_mark()?;
         }
         RuntimeBuilder::new(Arc::clone(&self.store))

@@ -477,6 +477,40 @@ fn r_plane_2_a_store_and_its_high_water_mark_restored_together_are_held_to_the_w
     assert_eq!(witness_holds(&witness, origin), held);
 }
 
+/// R-RUN-5, R-PLANE-2 (review 85): the store and the mark beside the key
+/// file put back together (a restore of the plane's folder) while a witness
+/// holds a larger tree. The mark agrees with the store, so the runtime,
+/// held to the mark alone, admitted `demo`'s runs and sealed them into the
+/// older store (its log grew a second history past what the witness
+/// cosigned) before the signature at its end was refused; a run of the lost
+/// part redelivered there would run its recorded effects again. The plane
+/// asks the configured witnesses before it admits or resumes anything.
+#[test]
+fn r_run_5_a_store_and_its_mark_restored_together_admit_nothing_a_witness_knows_is_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    for file in ["agentplane.redb", "agentplane.highwater"] {
+        std::fs::copy(plane.join(file), plane.join(format!("backup-{file}"))).unwrap();
+    }
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    let held = witness_holds(&witness, "agentplane.local/plane/shop");
+    for file in ["agentplane.redb", "agentplane.highwater"] {
+        std::fs::copy(plane.join(format!("backup-{file}")), plane.join(file)).unwrap();
+    }
+    let (runs_before, size_before) = (ok(plane, &["runs", "--ids"]), log_size(plane));
+    let stderr = fails(plane, &["demo"], 1);
+    assert!(stderr.contains(&format!("holds size {}", held.size)), "{stderr}");
+    assert_eq!(ok(plane, &["runs", "--ids"]), runs_before, "demo admitted runs into the older store");
+    assert_eq!(log_size(plane), size_before, "the older store's log grew");
+    let run = runs_before.lines().next().unwrap().to_owned();
+    fails(plane, &["fork", &run, "--at", "1"], 1);
+    assert_eq!(ok(plane, &["runs", "--ids"]), runs_before, "fork admitted a run into the older store");
+}
+
 /// R-PLANE-2 (review 3): the high-water file emptied (or deleted) on a
 /// plane with no witness, and an older store put back. The plane re-seeded
 /// its mark from the store's own record of what it signed (which the backup
