@@ -147,7 +147,8 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// The audit with the plane's own public keys and, as anchors, every checkpoint it signed before.
+    /// The audit with the plane's own public keys and, as anchors, every checkpoint it signed before, its
+    /// high-water mark and what its configured witnesses hold (one that cannot be read is not checked).
     ///
     /// Its verdict is kept in the plane's folder (audits/TENANT.json) for `agentplane console`.
     Verify {

@@ -511,6 +511,47 @@ fn r_run_5_a_store_and_its_mark_restored_together_admit_nothing_a_witness_knows_
     assert_eq!(ok(plane, &["runs", "--ids"]), runs_before, "fork admitted a run into the older store");
 }
 
+/// R-PLANE-2, R-AUD-8 (review 85): the refusal of a store older than what
+/// the witnesses cosigned says to put the newest store back, then run
+/// `agentplane verify`. Run on the store and mark restored together (the
+/// operator put back the wrong copy), `verify` said "clean and complete",
+/// exit 0: its anchors were the store's own rows and the mark, both rolled
+/// back. It holds the store to the configured witnesses as well, and a
+/// witness it cannot read is listed as not checked, never "complete".
+#[test]
+fn r_plane_2_verify_holds_the_store_to_the_configured_witnesses() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    let witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    assert!(ok(plane, &["verify"]).contains("clean and complete"));
+    for file in ["agentplane.redb", "agentplane.highwater"] {
+        std::fs::copy(plane.join(file), plane.join(format!("backup-{file}"))).unwrap();
+    }
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    let newest: Vec<Vec<u8>> =
+        ["agentplane.redb", "agentplane.highwater"].iter().map(|f| std::fs::read(plane.join(f)).unwrap()).collect();
+    for file in ["agentplane.redb", "agentplane.highwater"] {
+        std::fs::copy(plane.join(format!("backup-{file}")), plane.join(file)).unwrap();
+    }
+    let report = json_of(plane, &["verify", "--json"]);
+    assert_eq!(report["verdict"], "findings", "{report:#}");
+    assert!(report["findings"].to_string().contains("log_shrank"), "{report:#}");
+
+    // The newest store put back, as the refusal says: verify holds it clean.
+    for (file, bytes) in ["agentplane.redb", "agentplane.highwater"].iter().zip(&newest) {
+        std::fs::write(plane.join(file), bytes).unwrap();
+    }
+    assert!(ok(plane, &["verify"]).contains("clean and complete"));
+    // A witness that cannot be read is not checked: never "complete".
+    drop(witness);
+    let report = json_of(plane, &["verify", "--json"]);
+    assert_eq!(report["verdict"], "incomplete", "{report:#}");
+    fails(plane, &["verify", "--assert-complete"], 1);
+}
+
 /// R-PLANE-2 (review 3): the high-water file emptied (or deleted) on a
 /// plane with no witness, and an older store put back. The plane re-seeded
 /// its mark from the store's own record of what it signed (which the backup

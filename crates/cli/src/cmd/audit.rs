@@ -1,6 +1,7 @@
 //! `agentplane audit` and `agentplane verify`: one audit, two sets of inputs.
 //! The auditor brings public keys and anchors; the plane's own `verify` brings
-//! its public keys and, as anchors, every checkpoint it signed before.
+//! its public keys and, as anchors, every checkpoint it signed before, its
+//! high-water mark and what its configured witnesses hold.
 
 use std::io::IsTerminal as _;
 
@@ -201,6 +202,45 @@ pub fn verify(
             });
         }
         journal_core::log::HighWaterMark::Never => {}
+    }
+    // What the configured witnesses cosigned (review 85): a store put back
+    // together with the mark agrees with both, and only a witness still
+    // knows the plane signed more; the refusals that say so send the
+    // operator here. A witness is read with every key it is listed under;
+    // one that cosigned nothing for the origin holds the store to nothing,
+    // and one that cannot be read is listed as not checked, never "complete".
+    if let (Some(plane), Some(log_key)) = (cli.plane.as_ref(), inputs.log_keys.first().cloned()) {
+        let mut urls: Vec<&str> = Vec::new();
+        for entry in &plane.witnesses {
+            if !urls.contains(&entry.url.as_str()) {
+                urls.push(&entry.url);
+            }
+        }
+        for url in urls {
+            let keys = plane
+                .witnesses
+                .iter()
+                .filter(|entry| entry.url == url)
+                .map(|entry| {
+                    agentplane_cli::plane_config::check_witness_key(&entry.key)
+                        .map_err(|err| Failure::Usage(format!("witness {}: {err}", entry.url)))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let reader = witness::WitnessReader::new(url, keys.clone())
+                .map_err(|err| Failure::Usage(format!("witness {}: {err}", witness::client::shown_url(url))))?;
+            match reader.latest_signed_note(inputs.origin.as_str(), std::slice::from_ref(&log_key)) {
+                Ok(_) => inputs.anchors.push(Anchor::witness(url, keys).map_err(usage)?),
+                Err(witness::WitnessError::NothingCosigned { .. }) => {}
+                Err(err) => extra.not_checked.push(audit::NotChecked {
+                    what: format!("what witness {} cosigned", witness::client::shown_url(url)),
+                    why: format!(
+                        "it could not be read ({err}): a store put back together with the plane's mark is found \
+                         by a witness alone; run verify again once it answers"
+                    ),
+                }),
+            }
+        }
+        inputs.allow_unavailable_anchor = true;
     }
     run_and_report(cli, "verify", store.as_ref(), &inputs, extra, assert_complete, json)
 }
