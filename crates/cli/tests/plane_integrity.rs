@@ -552,6 +552,35 @@ fn r_plane_2_verify_holds_the_store_to_the_configured_witnesses() {
     fails(plane, &["verify", "--assert-complete"], 1);
 }
 
+/// R-PLANE-2 (review 85): an older store put back, and no copy of the one
+/// the plane last signed from survives. Every refusal said to put that store
+/// back and "never sign from this one", and nothing more: a dead end for an
+/// operator who has no such copy (writing the mark back by hand, the only
+/// thing left to try, signs a second history). The refusals say what is
+/// left: this log is over; read and audit it, and start a new log under an
+/// origin of its own. Followed, that plane signs; the old one still refuses.
+#[test]
+fn r_plane_2_a_store_older_than_the_mark_with_no_newer_copy_says_what_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    ok(plane, &["demo"]);
+    back_up(plane);
+    ok(plane, &["demo"]);
+    ok(plane, &["checkpoint"]);
+    put_back(plane);
+    for args in [vec!["checkpoint"], vec!["demo"]] {
+        let stderr = fails(plane, &args, 1);
+        assert!(stderr.contains("If no copy of it is left") && stderr.contains("--origin-base"), "{args:?}: {stderr}");
+    }
+    // Followed: a new folder, a new origin; the older store is left as it is.
+    let next = tempfile::tempdir().unwrap();
+    ok(next.path(), &["init", "--tenant-name", "shop", "--origin-base", "agentplane.local/plane-2"]);
+    ok(next.path(), &["demo"]);
+    assert!(ok(next.path(), &["checkpoint"]).starts_with("agentplane.local/plane-2/shop\n"));
+    fails(plane, &["checkpoint"], 1);
+}
+
 /// R-PLANE-2 (review 3): the high-water file emptied (or deleted) on a
 /// plane with no witness, and an older store put back. The plane re-seeded
 /// its mark from the store's own record of what it signed (which the backup

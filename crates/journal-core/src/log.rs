@@ -511,6 +511,15 @@ pub fn high_water_error(tenant: &TenantId, err: HighWaterError) -> JournalError 
 /// before: `Ok(None)` when it does; `Ok(Some(reason))` when it does not;
 /// a retryable [`JournalError::CheckpointConflict`] when the view is stale
 /// (another signer saw more of this log after it was opened).
+/// What is left when no copy of the store the plane last signed from
+/// survives (review 85): every refusal of an older store says it, else the
+/// operator met a dead end whose only way out, a mark written back by hand,
+/// signs a second history.
+pub const NO_NEWER_COPY: &str = "If no copy of it is left, this log can never be signed again (any tree signed now \
+     would be a second history under the plane's key): keep this store to read and audit, and start a new log under \
+     an origin of its own in a new folder (`agentplane init --origin-base BASE`, a BASE never used before), its \
+     witnesses told its new origin and log key";
+
 /// Why the tenant's stored log is older than what the plane signed, when
 /// it is (R-PLANE-2, R-RUN-5): its high-water mark is a tree the log does
 /// not extend, so the store was put back from a backup (or rewritten), and
@@ -709,7 +718,7 @@ fn refusal(
                         "a store older than the plane's last signature is in place: the plane signed size {} \
                          (root {}) of {origin} (recorded in {}), and {reason}. Nothing was signed. Put the \
                          store the plane last signed from back in place (or the newest backup that has it), \
-                         then run `agentplane verify`; never sign from this one",
+                         then run `agentplane verify`; never sign from this one. {NO_NEWER_COPY}",
                         mark.size,
                         mark.root,
                         high_water.location()

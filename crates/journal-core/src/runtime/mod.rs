@@ -357,7 +357,8 @@ impl Runtime {
                 tenant: config.tenant.clone(),
                 detail: format!(
                     "{reason}. No run is admitted or resumed here (their recorded effects could run again): put \
-                     the store the plane last signed from back in place, then run `agentplane verify`"
+                     the store the plane last signed from back in place, then run `agentplane verify`. {}",
+                    crate::log::NO_NEWER_COPY
                 ),
             }
             .into());

@@ -153,8 +153,12 @@ pub fn ask_witnesses(
                 "witness {witness} holds size {} (root {}) of {origin}; this store's log has size {} (root {}) and \
                  {why}: a store older than what the witnesses cosigned is in place, or its history was \
                  rewritten. Nothing was signed or sent. Put the store the plane last signed from back in place, \
-                 then run `agentplane verify`",
-                held.size, held.root, head.size, head.root
+                 then run `agentplane verify`. {}",
+                held.size,
+                held.root,
+                head.size,
+                head.root,
+                crate::log::NO_NEWER_COPY
             )));
         }
     }
@@ -180,8 +184,12 @@ pub fn ask_witnesses(
                          prove it extends size {} (root {}), the checkpoint this plane signed last ({err}): a \
                          store other than the one the plane signed from is in place, or its history was rewritten. \
                          Nothing was signed or sent. Put the store the plane last signed from back in place, then \
-                         run `agentplane verify`",
-                        tree.size, tree.root, mark.size, mark.root
+                         run `agentplane verify`. {}",
+                        tree.size,
+                        tree.root,
+                        mark.size,
+                        mark.root,
+                        crate::log::NO_NEWER_COPY
                     )));
                 }
                 Some(tree)
@@ -643,7 +651,8 @@ impl Runtime {
                     older.map(|reason| {
                         format!(
                             "{reason}. Nothing was signed, sent or appended: put the store the plane last signed \
-                             from back in place, then run `agentplane verify`"
+                             from back in place, then run `agentplane verify`. {}",
+                            crate::log::NO_NEWER_COPY
                         )
                     })
                 })
