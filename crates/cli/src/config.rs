@@ -398,8 +398,9 @@ pub const DEFAULT_KEYS: &str = "agentplane.key";
 /// The refusal of `init` on a store that holds runs (R-SIG-4).
 fn holds_runs(store: &Path) -> Failure {
     Failure::Usage(format!(
-        "{} already holds runs: a plane never mints keys for a history it did not sign",
-        crate::backend::display(store)
+        "{} already holds runs: a plane never mints keys for a history it did not sign. {}",
+        crate::backend::display(store),
+        crate::keys::KEY_LOST_FOR_GOOD
     ))
 }
 

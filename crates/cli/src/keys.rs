@@ -19,6 +19,14 @@ use crate::failure::Failure;
 /// The largest key file read (a plane's keys are a few lines each).
 pub(crate) const MAX_KEY_FILE_BYTES: u64 = 1 << 20;
 
+/// What is left when a store's key file is lost for good (review 85): said
+/// by every refusal to sign without it or to mint keys for a store that
+/// holds runs, which was otherwise a dead end.
+pub const KEY_LOST_FOR_GOOD: &str = "If the key file is lost for good, nothing can sign this store's log again: it \
+     stays readable (`agentplane runs`, `show`, and `audit --log-key` with the log key its high-water mark names); \
+     start a new log under an origin of its own in a new folder (`agentplane init --origin-base BASE`, a BASE never \
+     used before), its witnesses told its new origin and log key";
+
 /// The default origin base: `init` and `demo` give tenant NAME the origin
 /// `agentplane.local/plane/NAME` (and `keygen` the origin of tenant `default`).
 pub const DEFAULT_ORIGIN: &str = "agentplane.local/plane";
@@ -90,9 +98,11 @@ impl PlaneKeys {
     pub fn read(path: &Path) -> Result<Self, Failure> {
         Self::read_because(
             path,
-            "This command signs with the plane's private keys: run it on the plane, beside its key file. To check a \
-             plane from outside, use `agentplane audit`, which needs only the public keys (`agentplane keys` prints \
-             them on the plane); never make new keys for an existing store",
+            &format!(
+                "This command signs with the plane's private keys: run it on the plane, beside its key file. To \
+                 check a plane from outside, use `agentplane audit`, which needs only the public keys (`agentplane \
+                 keys` prints them on the plane); never make new keys for an existing store. {KEY_LOST_FOR_GOOD}"
+            ),
         )
     }
 

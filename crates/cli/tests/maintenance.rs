@@ -425,3 +425,29 @@ fn r_sig_4_init_beside_keys_whose_store_holds_runs_never_says_to_delete_them() {
     assert!(!said.contains("never signed anything") && !said.contains("delete"), "{said}");
     assert!(dir.path().join("agentplane.key").exists() && dir.path().join("agentplane.highwater").exists());
 }
+
+/// R-SIG-4 (review 85): the key file lost for good. `checkpoint` said
+/// "never make new keys for an existing store", `keygen` and `init`
+/// refused to (rightly: new keys would sign a history they never signed),
+/// and nothing said what was left: a dead end. Each now says it: this log
+/// can be read and audited, never signed again, and a new log starts under
+/// an origin of its own in a new folder. Followed, that plane signs.
+#[test]
+fn r_sig_4_a_key_file_lost_for_good_says_what_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init"]);
+    ok(plane, &["demo"]);
+    std::fs::remove_file(plane.join("agentplane.key")).unwrap();
+    for args in [vec!["checkpoint"], vec!["keygen"]] {
+        let stderr = fails(plane, &args, 2);
+        assert!(stderr.contains("lost for good") && stderr.contains("--origin-base"), "{args:?}: {stderr}");
+    }
+    let next = tempfile::tempdir().unwrap();
+    let store = plane.join("agentplane.redb");
+    let stderr = fails(next.path(), &["init", "--store", store.to_str().unwrap()], 2);
+    assert!(stderr.contains("lost for good") && stderr.contains("--origin-base"), "{stderr}");
+    ok(next.path(), &["init", "--origin-base", "agentplane.local/plane-2"]);
+    ok(next.path(), &["demo"]);
+    assert!(ok(next.path(), &["checkpoint"]).starts_with("agentplane.local/plane-2/default\n"));
+}

@@ -29,8 +29,9 @@ pub fn keygen(cli: &Settings) -> Result<(), Failure> {
     if crate::backend::holds_runs(&cli.store)? {
         return Err(Failure::Usage(format!(
             "{} already holds runs: its keys exist (use the plane's key file); an auditor needs no key file \
-             (`agentplane audit` with the public keys `agentplane keys` prints on the plane)",
-            crate::backend::display(&cli.store)
+             (`agentplane audit` with the public keys `agentplane keys` prints on the plane). {}",
+            crate::backend::display(&cli.store),
+            crate::keys::KEY_LOST_FOR_GOOD
         )));
     }
     let default = format!("{DEFAULT_ORIGIN}/default");
