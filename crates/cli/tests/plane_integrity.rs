@@ -25,6 +25,24 @@ fn put_back(plane: &Path) {
     std::fs::copy(plane.join("backup.redb"), plane.join("agentplane.redb")).unwrap();
 }
 
+/// The store and the high-water mark beside the key file: what a restore of
+/// the plane's folder from one backup puts back together.
+const STORE_AND_MARK: [&str; 2] = ["agentplane.redb", "agentplane.highwater"];
+
+/// Copies the store and the mark aside (`backup-NAME`), as a backup.
+fn back_up_store_and_mark(plane: &Path) {
+    for file in STORE_AND_MARK {
+        std::fs::copy(plane.join(file), plane.join(format!("backup-{file}"))).unwrap();
+    }
+}
+
+/// Puts the store and the mark back from [`back_up_store_and_mark`]'s copy.
+fn restore_store_and_mark(plane: &Path) {
+    for file in STORE_AND_MARK {
+        std::fs::copy(plane.join(format!("backup-{file}")), plane.join(file)).unwrap();
+    }
+}
+
 /// The tree the witness holds for the plane's origin, read over HTTP.
 fn witness_holds(witness: &Witness, origin: &str) -> tlog::Tree {
     let reader = witness::WitnessReader::new(
@@ -455,18 +473,14 @@ fn r_plane_2_a_store_and_its_high_water_mark_restored_together_are_held_to_the_w
     let witness = witnessed_plane(plane);
     ok(plane, &["demo"]);
     assert_eq!(sweep(plane).0, Some(0));
-    for file in ["agentplane.redb", "agentplane.highwater"] {
-        std::fs::copy(plane.join(file), plane.join(format!("backup-{file}"))).unwrap();
-    }
+    back_up_store_and_mark(plane);
     ok(plane, &["demo"]);
     assert_eq!(sweep(plane).0, Some(0));
     let origin = "agentplane.local/plane/shop";
     let held = witness_holds(&witness, origin);
     let run = ok(plane, &["runs", "--outcome", "succeeded", "--ids"]).lines().next().unwrap().to_owned();
 
-    for file in ["agentplane.redb", "agentplane.highwater"] {
-        std::fs::copy(plane.join(format!("backup-{file}")), plane.join(file)).unwrap();
-    }
+    restore_store_and_mark(plane);
     let mark = std::fs::read_to_string(plane.join("agentplane.highwater")).unwrap();
     for args in [vec!["checkpoint"], vec!["demo"], vec!["export", &run, "-o", "run.export"]] {
         let stderr = fails(plane, &args, 1);
@@ -492,15 +506,11 @@ fn r_run_5_a_store_and_its_mark_restored_together_admit_nothing_a_witness_knows_
     let witness = witnessed_plane(plane);
     ok(plane, &["demo"]);
     assert_eq!(sweep(plane).0, Some(0));
-    for file in ["agentplane.redb", "agentplane.highwater"] {
-        std::fs::copy(plane.join(file), plane.join(format!("backup-{file}"))).unwrap();
-    }
+    back_up_store_and_mark(plane);
     ok(plane, &["demo"]);
     assert_eq!(sweep(plane).0, Some(0));
     let held = witness_holds(&witness, "agentplane.local/plane/shop");
-    for file in ["agentplane.redb", "agentplane.highwater"] {
-        std::fs::copy(plane.join(format!("backup-{file}")), plane.join(file)).unwrap();
-    }
+    restore_store_and_mark(plane);
     let (runs_before, size_before) = (ok(plane, &["runs", "--ids"]), log_size(plane));
     let stderr = fails(plane, &["demo"], 1);
     assert!(stderr.contains(&format!("holds size {}", held.size)), "{stderr}");
@@ -526,22 +536,17 @@ fn r_plane_2_verify_holds_the_store_to_the_configured_witnesses() {
     ok(plane, &["demo"]);
     assert_eq!(sweep(plane).0, Some(0));
     assert!(ok(plane, &["verify"]).contains("clean and complete"));
-    for file in ["agentplane.redb", "agentplane.highwater"] {
-        std::fs::copy(plane.join(file), plane.join(format!("backup-{file}"))).unwrap();
-    }
+    back_up_store_and_mark(plane);
     ok(plane, &["demo"]);
     assert_eq!(sweep(plane).0, Some(0));
-    let newest: Vec<Vec<u8>> =
-        ["agentplane.redb", "agentplane.highwater"].iter().map(|f| std::fs::read(plane.join(f)).unwrap()).collect();
-    for file in ["agentplane.redb", "agentplane.highwater"] {
-        std::fs::copy(plane.join(format!("backup-{file}")), plane.join(file)).unwrap();
-    }
+    let newest: Vec<Vec<u8>> = STORE_AND_MARK.iter().map(|f| std::fs::read(plane.join(f)).unwrap()).collect();
+    restore_store_and_mark(plane);
     let report = json_of(plane, &["verify", "--json"]);
     assert_eq!(report["verdict"], "findings", "{report:#}");
     assert!(report["findings"].to_string().contains("log_shrank"), "{report:#}");
 
     // The newest store put back, as the refusal says: verify holds it clean.
-    for (file, bytes) in ["agentplane.redb", "agentplane.highwater"].iter().zip(&newest) {
+    for (file, bytes) in STORE_AND_MARK.iter().zip(&newest) {
         std::fs::write(plane.join(file), bytes).unwrap();
     }
     assert!(ok(plane, &["verify"]).contains("clean and complete"));
