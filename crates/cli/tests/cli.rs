@@ -1136,11 +1136,7 @@ fn cost_runs_and_show_agree_about_a_signature_changed_beside_its_chain() {
     let dir = demo_dir();
     let run = {
         use journal_core::testkit::TamperAccess;
-        let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
-        let tenant = journal_core::TenantId::new("default").unwrap();
-        let answered = journal_core::Store::runs(&store, &tenant, Some(journal_core::Outcome::Succeeded)).unwrap();
-        let run = answered[0].clone();
-        let rows = journal_core::Store::read_run(&store, &tenant, &run).unwrap().rows;
+        let (store, tenant, run, rows) = first_succeeded_run(dir.path());
         let mut first = rows[0].clone();
         let signature = first.signature.as_mut().expect("the demo signs its records");
         signature.signature[0] ^= 1;
@@ -1179,17 +1175,26 @@ fn cost_runs_and_show_agree_about_a_signature_changed_beside_its_chain() {
     }
 }
 
+/// The demo plane's redb store in `dir`, opened for tampering, with its
+/// default tenant, its first succeeded run and that run's rows.
+fn first_succeeded_run(
+    dir: &Path,
+) -> (store_redb::RedbStore, journal_core::TenantId, journal_core::RunId, Vec<journal_core::StoredRecord>) {
+    let store = store_redb::RedbStore::open(&dir.join("agentplane.redb")).unwrap();
+    let tenant = journal_core::TenantId::new("default").unwrap();
+    let answered = journal_core::Store::runs(&store, &tenant, Some(journal_core::Outcome::Succeeded)).unwrap();
+    let run = answered[0].clone();
+    let rows = journal_core::Store::read_run(&store, &tenant, &run).unwrap().rows;
+    (store, tenant, run, rows)
+}
+
 /// What a forger with the store file and no key does to a succeeded run of
 /// the demo in `dir`: strips its first record's signature and signs its
 /// second under a key id of its own, both beside intact chains. The run.
 fn strip_one_signature_and_sign_another_as_an_intruder(dir: &Path) -> journal_core::RunId {
     use journal_core::Signer as _;
     use journal_core::testkit::TamperAccess;
-    let store = store_redb::RedbStore::open(&dir.join("agentplane.redb")).unwrap();
-    let tenant = journal_core::TenantId::new("default").unwrap();
-    let answered = journal_core::Store::runs(&store, &tenant, Some(journal_core::Outcome::Succeeded)).unwrap();
-    let run = answered[0].clone();
-    let rows = journal_core::Store::read_run(&store, &tenant, &run).unwrap().rows;
+    let (store, tenant, run, rows) = first_succeeded_run(dir);
     let mut stripped = rows[0].clone();
     stripped.signature = None;
     store.overwrite_row(&tenant, &run, stripped);
@@ -2301,11 +2306,7 @@ fn r_ux_3_audit_cuts_a_finding_line_that_quotes_a_huge_key_id() {
     use journal_core::testkit::TamperAccess;
     let dir = demo_dir();
     let run = {
-        let store = store_redb::RedbStore::open(&dir.path().join("agentplane.redb")).unwrap();
-        let tenant = journal_core::TenantId::new("default").unwrap();
-        let answered = journal_core::Store::runs(&store, &tenant, Some(journal_core::Outcome::Succeeded)).unwrap();
-        let run = answered[0].clone();
-        let rows = journal_core::Store::read_run(&store, &tenant, &run).unwrap().rows;
+        let (store, tenant, run, rows) = first_succeeded_run(dir.path());
         let huge = format!("spiffe://intruder.test/{}", "x".repeat(200_000));
         let intruder = journal_core::Ed25519Signer::from_seed(&huge, [9; 32]);
         let mut resigned = rows[1].clone();
