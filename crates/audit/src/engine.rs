@@ -1975,13 +1975,20 @@ fn check_anchors(
         // stored leaves, and only when the sizes need one.
         let finding = match log.extends_with(&tree, |old, new| rebuilt.prove_consistency(old, new)) {
             Ok(_) => None,
-            Err(ExtendsError::Verify(VerifyError::Shrinks { .. })) => Some(Finding::new(
-                FindingCode::LogShrank,
-                format!(
-                    "the log shrank below the anchor: it has {} sealed runs, the anchor saw {}",
-                    log.size, tree.size
-                ),
-            )),
+            Err(ExtendsError::Verify(VerifyError::Shrinks { .. })) => {
+                let mut shrank = Finding::new(
+                    FindingCode::LogShrank,
+                    format!(
+                        "the log shrank below the anchor: it has {} sealed runs, the anchor saw {}",
+                        log.size, tree.size
+                    ),
+                );
+                shrank.remedy = Some(format!(
+                    "put back the newest copy of the store, one whose log extends this anchor. {}",
+                    journal_core::log::NO_NEWER_COPY
+                ));
+                Some(shrank)
+            }
             Err(ExtendsError::Verify(VerifyError::SameSizeDifferentRoots { size })) => Some(Finding::new(
                 FindingCode::AnchorNotExtended,
                 format!("the log has the anchor's size {size} with another root: its history was rewritten"),

@@ -587,6 +587,9 @@ fn r_aud_6_an_auditor_with_public_keys_and_a_saved_checkpoint_finds_a_deletion()
     assert_eq!(found.status.code(), Some(1));
     let report: Value = serde_json::from_slice(&found.stdout).unwrap();
     assert_eq!(report["findings"][0]["code"], "log_shrank", "{report}");
+    // What to do, and what is left when no newer copy survives (review 85's note).
+    let remedy = report["findings"][0]["remedy"].as_str().unwrap_or_default();
+    assert!(remedy.contains("newest copy of the store") && remedy.contains("--origin-base"), "{report}");
     assert_eq!(report["findings"][0]["class"], "deletion");
     assert_eq!(report["findings"][0]["anchors"][0], "last-week.note");
     assert!(!auditor.path().join("agentplane.key").exists(), "the auditor never needed a key file");
