@@ -143,6 +143,8 @@ fn r_store_3_migrate_moves_a_layout_1_plane_to_compressed_records_and_keeps_the_
         assert!(said.contains("storage layout migrated from 1 to 2"), "{fixture}: {said}");
         let backup = plane.join("agentplane.redb.layout1");
         assert!(said.contains("kept in agentplane.redb.layout1"), "{fixture}: the way back is named: {said}");
+        // And what going back costs (review 85's note).
+        assert!(said.contains("Going back loses what is written from now on"), "{fixture}: {said}");
         assert_ne!(std::fs::read(&store).unwrap(), as_it_was, "{fixture}: the file was migrated");
         // The way back holds every run as it was, and is still of layout 1.
         let old = backup.to_str().unwrap();

@@ -35,7 +35,9 @@ pub fn migrate(cli: &Settings) -> Result<(), Failure> {
         backend::Migrated::Layout(migration) => match migration.backup {
             Some(backup) => errln!(
                 "{store}: storage layout migrated from {} to {} ({} bytes before, {} after); the file as it was is \
-                 kept in {} (a build of layout {} opens it): delete it once you no longer need the way back",
+                 kept in {} (a build of layout {} opens it): delete it once you no longer need the way back. Going \
+                 back loses what is written from now on, and the plane never signs from that copy once it has \
+                 signed more (its high-water mark refuses it)",
                 migration.from,
                 migration.to,
                 migration.before,
