@@ -2329,3 +2329,29 @@ fn r_ux_3_audit_cuts_a_finding_line_that_quotes_a_huge_key_id() {
     let json = agentplane(dir.path(), &[&audit[..], &["--json"]].concat());
     assert!(String::from_utf8_lossy(&json.stdout).contains(&"x".repeat(200_000)), "--json has it whole");
 }
+
+/// R-PLANE-2 (review 54): `keygen --origin` starting with `#` is refused
+/// (exit 2) and no key file is written: the high-water mark would read that
+/// origin's line as a comment (mutation review 87: with the refusal
+/// removed, the key was written and no test saw it).
+#[test]
+fn keygen_refuses_an_origin_the_high_water_mark_reads_as_a_comment() {
+    let dir = tempfile::tempdir().unwrap();
+    let said = fails(dir.path(), &["--origin", "#shop.test/log", "keygen"], 2);
+    assert!(said.contains("starts with #"), "{said}");
+    assert!(!dir.path().join("agentplane.key").exists(), "no key file is written");
+}
+
+/// `keygen` beside a store that holds runs is refused (exit 2)
+/// and writes no key file, even under another name: new keys would mix two
+/// planes in one store (mutation review 87: with the refusal removed,
+/// `--keys other.key keygen` wrote fresh keys and no test saw it).
+#[test]
+fn keygen_refuses_a_store_that_holds_runs() {
+    let root = tempfile::tempdir().unwrap();
+    ok(root.path(), &["demo"]);
+    let plane = root.path().join("agentplane-demo");
+    let said = fails(&plane, &["--keys", "other.key", "keygen"], 2);
+    assert!(said.contains("already holds runs"), "{said}");
+    assert!(!plane.join("other.key").exists(), "no key file is written");
+}

@@ -587,3 +587,199 @@ fn r_ux_3_diff_prints_a_hostile_export_file_name_escaped() {
     assert!(!stdout.chars().any(|c| c != '\n' && witness::text::disguises(c)), "{stdout:?}");
     assert!(stdout.contains("a\\u{1b}[2J\\u{1b}[1A\\u{202e}tropxe.txt"), "the name shown escaped: {stdout}");
 }
+
+/// R-AUD-10: `verify-export --quorum 0` is a usage error (exit 2) naming
+/// the flag, never a check that counts no witness and accepts the export
+/// (mutation review 87: the refusal removed went unnoticed).
+#[test]
+fn r_aud_10_verify_export_refuses_a_quorum_of_zero() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let sealed = first_run(dir, "succeeded");
+    ok(dir, &["export", &sealed, "-o", "run.export"]);
+    let stranger = witness::SignerKey::from_seed("export.test/w", witness::ALG_COSIGNATURE_V1, [7; 32]).unwrap();
+    let said = fails(
+        dir,
+        &[
+            "verify-export",
+            "run.export",
+            "--log-key",
+            &demo.vkey,
+            "--witness-key",
+            &stranger.verifier_key().to_string(),
+            "--quorum",
+            "0",
+        ],
+        2,
+    );
+    assert!(said.contains("at least 1"), "{said}");
+}
+
+/// R-UX-3: `export` to a file that exists, without `--force`, is refused
+/// before anything is signed: the plane's high-water mark (what it last
+/// signed) is as it was, and the file too (mutation review 87: with the
+/// early refusal removed, the export signed a new checkpoint, then the
+/// write refused).
+#[test]
+fn r_ux_3_export_refuses_an_existing_file_before_signing() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let sealed = first_run(dir, "succeeded");
+    // A run the last checkpoint does not hold: an export would sign anew.
+    ok(dir, &["fork", &sealed, "--at", "2"]);
+    std::fs::write(dir.join("kept.export"), "mine").unwrap();
+    let marks = || {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|ext| ext == "highwater"))
+            .map(|path| (path.clone(), std::fs::read(&path).unwrap_or_default()))
+            .collect();
+        files.sort();
+        files
+    };
+    let before = marks();
+    assert!(!before.is_empty(), "the plane keeps a high-water mark beside its key file");
+    let said = fails(dir, &["export", &sealed, "-o", "kept.export"], 2);
+    assert!(said.contains("--force"), "{said}");
+    assert_eq!(marks(), before, "nothing was signed");
+    assert_eq!(std::fs::read_to_string(dir.join("kept.export")).unwrap(), "mine");
+}
+
+/// R-AUD-10: one witness's public key given twice under two names is a
+/// usage error (exit 2), never two witnesses toward `--quorum 2`
+/// (mutation review 87: with the check removed, the refusal was not
+/// seen by any test).
+#[test]
+fn r_aud_10_verify_export_refuses_one_witness_key_twice() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let sealed = first_run(dir, "succeeded");
+    ok(dir, &["export", &sealed, "-o", "run.export"]);
+    let one = witness::SignerKey::from_seed("export.test/a", witness::ALG_COSIGNATURE_V1, [7; 32]).unwrap();
+    let same = witness::SignerKey::from_seed("export.test/b", witness::ALG_COSIGNATURE_V1, [7; 32]).unwrap();
+    let (one, same) = (one.verifier_key().to_string(), same.verifier_key().to_string());
+    let args = ["verify-export", "run.export", "--log-key", &demo.vkey, "--witness-key", &one, "--witness-key", &same];
+    let said = fails(dir, &args, 2);
+    assert!(said.contains("--witness-key"), "{said}");
+}
+
+/// R-EXP-1: `verify-export --require-signature` with a record key trusted
+/// under another key id refuses the export (exit 1): every record is signed
+/// by a key id not trusted here (mutation review 87: with the option not
+/// passed to the chain check, the export was "valid", exit 0).
+#[test]
+fn r_exp_1_verify_export_require_signature_refuses_records_of_an_untrusted_key_id() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let sealed = first_run(dir, "succeeded");
+    ok(dir, &["export", &sealed, "-o", "run.export"]);
+    let spec = ok(dir, &["keys", "--print", "record-key"]).trim().to_owned();
+    let (_, public) = spec.split_once('=').unwrap();
+    let other = format!("spiffe://other.test/runtime={public}");
+    let args = ["verify-export", "run.export", "--log-key", &demo.vkey, "--record-key", &other];
+    ok(dir, &args);
+    let said = fails(dir, &[&args[..], &["--require-signature"]].concat(), 1);
+    assert!(said.contains("not trusted here"), "{said}");
+}
+
+/// R-AUD-10: `--witness-key` without `--quorum` asks one of them: an export
+/// no trusted witness cosigned is refused (exit 1), never "valid" with its
+/// witnesses unchecked (mutation review 87: with no default quorum, the
+/// witness key was read and then ignored, exit 0).
+#[test]
+fn r_aud_10_verify_export_witness_key_alone_asks_one_cosignature() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let sealed = first_run(dir, "succeeded");
+    ok(dir, &["export", &sealed, "-o", "run.export"]);
+    let stranger = witness::SignerKey::from_seed("export.test/w", witness::ALG_COSIGNATURE_V1, [7; 32]).unwrap();
+    let stranger = stranger.verifier_key().to_string();
+    let args = ["verify-export", "run.export", "--log-key", &demo.vkey, "--witness-key", &stranger, "--json"];
+    let refused = json_exit(dir, &args, 1);
+    assert_eq!(refused["valid"], false, "{refused}");
+}
+
+/// R-LOG-4: a printed inclusion proof whose `run` is changed to another
+/// run's id, its seal leaf kept, is refused (exit 1): the leaf does not seal
+/// the run the proof names (mutation review 87: with that check removed,
+/// `verify-proof` said "the leaf seals run" of the other run, exit 0).
+#[test]
+fn r_log_4_verify_proof_refuses_a_proof_renamed_to_another_run() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let mut runs = ok(dir, &["runs", "--outcome", "succeeded", "--ids"]).lines().map(str::to_owned).collect::<Vec<_>>();
+    runs.extend(ok(dir, &["runs", "--outcome", "failed", "--ids"]).lines().map(str::to_owned));
+    std::fs::write(dir.join("head.note"), ok(dir, &["checkpoint"])).unwrap();
+    let mut proof = json(dir, &["prove", &runs[0], "--json"]);
+    proof["run"] = serde_json::Value::from(runs[1].clone());
+    std::fs::write(dir.join("renamed.json"), proof.to_string()).unwrap();
+    let said = fails(dir, &["verify-proof", "renamed.json", "--checkpoint", "head.note", "--log-key", &demo.vkey], 1);
+    assert!(said.contains("does not seal run"), "{said}");
+}
+
+/// R-LOG-4: a printed proof whose leaf bytes are another run's seal leaf,
+/// its leaf hash and path kept, is refused (exit 1): the leaf does not hash
+/// to the leaf hash proven (mutation review 87: with that check removed,
+/// `verify-proof` said "the leaf seals run" of the other run, exit 0).
+#[test]
+fn r_log_4_verify_proof_refuses_leaf_bytes_of_another_leaf() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let sealed = ok(dir, &["runs", "--outcome", "succeeded", "--ids"]).lines().map(str::to_owned).collect::<Vec<_>>();
+    std::fs::write(dir.join("head.note"), ok(dir, &["checkpoint"])).unwrap();
+    let other = json(dir, &["prove", &sealed[1], "--json"]);
+    let mut proof = json(dir, &["prove", &sealed[0], "--json"]);
+    proof["leaf"] = other["leaf"].clone();
+    proof["run"] = other["run"].clone();
+    std::fs::write(dir.join("swapped.json"), proof.to_string()).unwrap();
+    let said = fails(dir, &["verify-proof", "swapped.json", "--checkpoint", "head.note", "--log-key", &demo.vkey], 1);
+    assert!(said.contains("does not hash to its leaf_hash"), "{said}");
+}
+
+/// R-LOG-4: an open run's head proof held to a checkpoint of another origin
+/// over the same tree (signed by that origin's key) is refused (exit 1):
+/// the heads leaf names the log it is of (mutation review 87: with that
+/// check removed, the head was "valid" in the other log, exit 0).
+#[test]
+fn r_log_4_verify_proof_refuses_a_heads_leaf_of_another_origin() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let sealed = first_run(dir, "succeeded");
+    let fork = ok(dir, &["fork", &sealed, "--at", "2"]).trim().to_owned();
+    ok(dir, &["checkpoint"]);
+    let proof = json(dir, &["prove", &fork, "--json"]);
+    assert_eq!(proof["kind"], "head", "{proof}");
+    std::fs::write(dir.join("head.json"), proof.to_string()).unwrap();
+    let tree = tlog::Tree::new(
+        proof["size"].as_u64().unwrap(),
+        tlog::RootHash::from_hex(proof["root"].as_str().unwrap()).unwrap(),
+    );
+    let signer = witness::SignerKey::generate("bank.test/log", witness::ALG_ED25519).unwrap();
+    let key = witness::LogKey::new(signer.clone()).unwrap();
+    let origin = witness::Origin::new("bank.test/log").unwrap();
+    let note = key.sign(&witness::Checkpoint::new(&origin, tree)).unwrap().note().to_owned();
+    std::fs::write(dir.join("bank.note"), note).unwrap();
+    let vkey = signer.verifier_key().to_string();
+    let said = fails(dir, &["verify-proof", "head.json", "--checkpoint", "bank.note", "--log-key", &vkey], 1);
+    assert!(said.contains("bank.test/log"), "{said}");
+}
+
+/// R-UX-3: `export -o` naming the plane's own store or key file, even with
+/// `--force`, is refused (exit 2) and both are left whole (mutation review
+/// 87: with the refusal removed, `--force` replaced the store with the
+/// export, every run lost, and no test saw it).
+#[test]
+fn r_ux_3_export_never_replaces_the_planes_own_files() {
+    let demo = demo();
+    let dir = demo.plane.as_path();
+    let sealed = first_run(dir, "succeeded");
+    let runs = ok(dir, &["runs", "--ids"]);
+    let key_file = std::fs::read(dir.join("agentplane.key")).unwrap();
+    for (file, what) in [("agentplane.redb", "store"), ("agentplane.key", "key file")] {
+        let said = fails(dir, &["export", &sealed, "-o", file, "--force"], 2);
+        assert!(said.contains(&format!("the plane's {what}")), "{said}");
+    }
+    assert_eq!(ok(dir, &["runs", "--ids"]), runs, "the store is whole");
+    assert_eq!(std::fs::read(dir.join("agentplane.key")).unwrap(), key_file, "the key file is whole");
+}

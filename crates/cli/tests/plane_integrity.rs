@@ -1303,3 +1303,26 @@ fn r_ux_3_checkpoint_prints_an_untrusted_signature_line_escaped() {
     assert!(!out.chars().any(|c| c != '\n' && witness::text::disguises(c)), "{out:?}");
     assert!(out.contains("witness.test/\\u{202e}1w\\u{200b} "), "shown as its escapes: {out}");
 }
+
+/// R-WIT-9: `checkpoint --cosigned` counts at least one witness whatever
+/// the configuration's quorum says: with `quorum = 0` and a configured
+/// witness that cosigned nothing, no kept note is printed (exit 2), never
+/// one no trusted witness cosigned (mutation review 87: with the quorum
+/// taken as written, the note was printed, exit 0).
+#[test]
+fn r_wit_9_checkpoint_cosigned_counts_at_least_one_witness() {
+    let root = tempfile::tempdir().unwrap();
+    let plane = root.path();
+    let witness = witnessed_plane(plane);
+    ok(plane, &["demo"]);
+    assert_eq!(sweep(plane).0, Some(0));
+    ok(plane, &["checkpoint", "--cosigned"]);
+    let stranger = witness::SignerKey::from_seed("integrity.test/w9", witness::ALG_COSIGNATURE_V1, [9; 32]).unwrap();
+    let config = std::fs::read_to_string(plane.join("agentplane.toml"))
+        .unwrap()
+        .replace("quorum = 1", "quorum = 0")
+        .replace(&witness.vkey, &stranger.verifier_key().to_string());
+    std::fs::write(plane.join("agentplane.toml"), config).unwrap();
+    let said = fails(plane, &["checkpoint", "--cosigned"], 2);
+    assert!(said.contains("no quorum"), "{said}");
+}
