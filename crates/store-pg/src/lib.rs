@@ -2358,6 +2358,31 @@ mod tests {
         assert!(!plan.contains("Seq Scan"), "{plan}");
     }
 
+    /// R-STORE-3: a plain append is written in one statement outside the
+    /// append algorithm, held by SQL to the head it expects, the hash as well
+    /// as the seq: an append linked to another chain's record at the head's
+    /// seq is a conflict, never a fork of the run.
+    #[test]
+    fn a_plain_append_expecting_the_right_seq_with_another_hash_is_a_conflict() {
+        let (_store, rows, mut client, statements) = two_runs_begun();
+        let (a, c) = (&rows[0], &rows[2]);
+        let replies = commit_batch(&mut client, &statements, &[&request("a", &c[1], Some(&c[0]))]);
+        assert!(matches!(replies[0], Err(JournalError::Conflict { .. })), "{replies:?}");
+        let (head, records): (i64, i64) = {
+            let row = client
+                .query_one(
+                    "SELECT head_seq, (SELECT count(*) FROM records WHERE tenant = 't' AND run = 'a') FROM runs
+                     WHERE tenant = 't' AND run = 'a'",
+                    &[],
+                )
+                .unwrap();
+            (row.get(0), row.get(1))
+        };
+        assert_eq!((head, records), (1, 1), "a record linked to another chain was appended to run a");
+        let next = commit_batch(&mut client, &statements, &[&request("a", &a[1], Some(&a[0]))]);
+        assert_eq!(next[0].as_ref().ok(), Some(&None), "{next:?}");
+    }
+
     /// R-STORE-3, issue 25's batched append attacked: an append to an existing
     /// run runs without a savepoint, so a store whose records disagree with
     /// its runs table (a record forged at the head's next seq) makes its
