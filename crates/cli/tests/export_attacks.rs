@@ -30,6 +30,15 @@ fn first_run(dir: &Path, outcome: &str) -> String {
     ok(dir, &["runs", "--outcome", outcome, "--ids"]).lines().next().unwrap().to_owned()
 }
 
+/// A demo plane whose first succeeded run is exported to `run.export` in
+/// its folder.
+fn exported_demo() -> Demo {
+    let demo = demo();
+    let sealed = first_run(&demo.plane, "succeeded");
+    ok(&demo.plane, &["export", &sealed, "-o", "run.export"]);
+    demo
+}
+
 fn tenant() -> journal_core::TenantId {
     journal_core::TenantId::new("default").unwrap()
 }
@@ -593,10 +602,8 @@ fn r_ux_3_diff_prints_a_hostile_export_file_name_escaped() {
 /// (mutation review 87: the refusal removed went unnoticed).
 #[test]
 fn r_aud_10_verify_export_refuses_a_quorum_of_zero() {
-    let demo = demo();
+    let demo = exported_demo();
     let dir = demo.plane.as_path();
-    let sealed = first_run(dir, "succeeded");
-    ok(dir, &["export", &sealed, "-o", "run.export"]);
     let stranger = witness::SignerKey::from_seed("export.test/w", witness::ALG_COSIGNATURE_V1, [7; 32]).unwrap();
     let said = fails(
         dir,
@@ -652,10 +659,8 @@ fn r_ux_3_export_refuses_an_existing_file_before_signing() {
 /// seen by any test).
 #[test]
 fn r_aud_10_verify_export_refuses_one_witness_key_twice() {
-    let demo = demo();
+    let demo = exported_demo();
     let dir = demo.plane.as_path();
-    let sealed = first_run(dir, "succeeded");
-    ok(dir, &["export", &sealed, "-o", "run.export"]);
     let one = witness::SignerKey::from_seed("export.test/a", witness::ALG_COSIGNATURE_V1, [7; 32]).unwrap();
     let same = witness::SignerKey::from_seed("export.test/b", witness::ALG_COSIGNATURE_V1, [7; 32]).unwrap();
     let (one, same) = (one.verifier_key().to_string(), same.verifier_key().to_string());
@@ -670,10 +675,8 @@ fn r_aud_10_verify_export_refuses_one_witness_key_twice() {
 /// passed to the chain check, the export was "valid", exit 0).
 #[test]
 fn r_exp_1_verify_export_require_signature_refuses_records_of_an_untrusted_key_id() {
-    let demo = demo();
+    let demo = exported_demo();
     let dir = demo.plane.as_path();
-    let sealed = first_run(dir, "succeeded");
-    ok(dir, &["export", &sealed, "-o", "run.export"]);
     let spec = ok(dir, &["keys", "--print", "record-key"]).trim().to_owned();
     let (_, public) = spec.split_once('=').unwrap();
     let other = format!("spiffe://other.test/runtime={public}");
@@ -689,10 +692,8 @@ fn r_exp_1_verify_export_require_signature_refuses_records_of_an_untrusted_key_i
 /// witness key was read and then ignored, exit 0).
 #[test]
 fn r_aud_10_verify_export_witness_key_alone_asks_one_cosignature() {
-    let demo = demo();
+    let demo = exported_demo();
     let dir = demo.plane.as_path();
-    let sealed = first_run(dir, "succeeded");
-    ok(dir, &["export", &sealed, "-o", "run.export"]);
     let stranger = witness::SignerKey::from_seed("export.test/w", witness::ALG_COSIGNATURE_V1, [7; 32]).unwrap();
     let stranger = stranger.verifier_key().to_string();
     let args = ["verify-export", "run.export", "--log-key", &demo.vkey, "--witness-key", &stranger, "--json"];
