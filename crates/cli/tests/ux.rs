@@ -794,6 +794,25 @@ fn r_run_5_resume_continues_an_exhausted_run_and_a_fork() {
     ok(dir, &["verify", "--require-signature"]);
 }
 
+/// R-RUN-5: `resume` of the demo's failed run drives its code again from
+/// the top, which meets its failed fetch read back and stops: the step it
+/// passes on the way is the history's, read back, so the resume writes
+/// nothing, however often it is asked (it appended that step's start again
+/// each time, each counted against a steps ceiling).
+#[test]
+fn r_run_5_resuming_a_run_that_stops_again_writes_nothing() {
+    let demo = Demo::new();
+    let dir = demo.path();
+    let failed = demo.run("failed");
+    let records = |dir| json(dir, &["show", &failed, "--json"])["records"].as_array().map(Vec::len);
+    let before = records(dir);
+    for _ in 0..2 {
+        let out = ok(dir, &["resume", &failed]);
+        assert!(out.contains("failed"), "its fetch read back fails it again: {out}");
+    }
+    assert_eq!(records(dir), before, "nothing appended");
+}
+
 /// R-RUN-5, R-UX-2: `resume` of a run that still waits for an answer says
 /// which answer, as the flag to give: the ceiling crossed (`--raise`), the
 /// withholding (`--lift`), the effect in doubt (`--answer`); a sealed run

@@ -925,6 +925,10 @@ macro_rules! conformance_tests {
             $crate::testkit_runtime::count_ceilings_match_cost_and_resume_appends_nothing(std::sync::Arc::new($make));
         }
         #[test]
+        fn runtime_r_run_5_resume_reads_steps_back() {
+            $crate::testkit_runtime::resume_reads_steps_back(std::sync::Arc::new($make));
+        }
+        #[test]
         fn runtime_r_run_5_withhold_and_lift() {
             $crate::testkit_runtime::withhold_and_lift(std::sync::Arc::new($make));
         }

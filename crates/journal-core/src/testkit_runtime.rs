@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::ids::TenantId;
 use crate::record::{Budget, Counters, Dimension, DoubtAnswer, EffectResult, Outcome, Verdict};
+use crate::regression::RunContext;
 use crate::runtime::{
     Admission, AdmitRequest, EffectOutput, RunHandle, RunStatus, Runtime, RuntimeBuilder, RuntimeError,
 };
@@ -294,6 +295,117 @@ pub fn crash_mid_effect_quarantines_and_answers_continue(store: Arc<dyn Store>) 
         resumed.succeed("done").expect("succeed");
     }
     assert_eq!(performed.get(), 1, "performed again only where a person said it did not happen");
+}
+
+/// The step records a run's journal holds, by name, in chain order.
+fn step_marks(store: &Arc<dyn Store>, run: &crate::ids::RunId) -> Vec<String> {
+    let rows = store.read_run(&tenant(), run).expect("rows").rows;
+    let upcasters = crate::Upcasters::default();
+    let check = crate::chain::ChainCheck { upcasters: &upcasters, verifier: None, options: Default::default() };
+    let records = crate::chain::verify_run(run, &rows, None, check).expect("a verified chain");
+    records
+        .iter()
+        .filter_map(|record| match &record.record.body {
+            crate::RecordBody::StepStarted(mark) => Some(format!("start {}", mark.step)),
+            crate::RecordBody::StepFinished(mark) => Some(format!("finish {}", mark.step)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// R-RUN-5, R-RUN-4: a resumed run's code, driven again from its top, passes
+/// the steps its history holds as it passes its done effects: read back in
+/// order, nothing recorded and nothing counted again. A steps ceiling of the
+/// plan's length no longer exhausts the run at its first resume; a resume
+/// that stops again (a failed effect read back) appends nothing; and code
+/// that goes another way than its history (continuing a loop where it
+/// stopped, under a step name the history already holds) records the step
+/// it is in before the effect it performs there, counted as any step.
+pub fn resume_reads_steps_back(store: Arc<dyn Store>) {
+    let rt = runtime(Arc::clone(&store));
+    let t = tenant();
+    let performed = Cell::new(0);
+    let perform = |output: &str, tokens| {
+        performed.set(performed.get() + 1);
+        ok(output, tokens)
+    };
+    // Two steps, the draft crossing the tokens ceiling.
+    let agent = |run: &mut RunHandle<'_>| -> Result<(), RuntimeError> {
+        run.start_step("search")?;
+        run.effect("ek:search", "search", || perform("sources", 60))?;
+        run.finish_step("search")?;
+        run.start_step("answer")?;
+        run.effect("ek:draft", "answer", || perform("draft", 60))?;
+        run.effect("ek:answer", "answer", || perform("answer", 10))?;
+        run.finish_step("answer")?;
+        RunContext::succeed(run, "answered")
+    };
+    let budget = Budget { steps: Some(2), tokens: Some(100), ..Budget::default() };
+    let mut run = admit(&rt, "steps-read-back", budget);
+    let id = run.run().clone();
+    let stopped = agent(&mut run);
+    assert!(matches!(&stopped, Err(RuntimeError::Stopped { status: RunStatus::Exhausted { .. }, .. })), "{stopped:?}");
+    assert_eq!(performed.get(), 2);
+    rt.raise_ceiling(&t, &id, Dimension::Tokens, Some(1_000)).expect("raise");
+    let mut resumed = rt.resume(&t, &id).expect("a raised ceiling continues");
+    agent(&mut resumed).expect("the code, driven again from its top, finishes under its steps ceiling");
+    assert_eq!(performed.get(), 3, "done effects read back, the last one performed once");
+    assert_eq!(rt.status(&t, &id).expect("status"), RunStatus::Succeeded);
+    assert_eq!(rt.cost(&t, &id).expect("cost").steps, 2, "each step counted once");
+    assert_eq!(
+        step_marks(&store, &id),
+        ["start search", "finish search", "start answer", "finish answer"],
+        "the journal holds each step once, as a run never interrupted would"
+    );
+
+    // A failed effect read back stops the code again, and the resume writes nothing.
+    let mut run = admit(&rt, "steps-failed", Budget::default());
+    let id = run.run().clone();
+    let failing = |run: &mut RunHandle<'_>| -> Result<(), RuntimeError> {
+        run.start_step("fetch")?;
+        run.effect("ek:fetch", "fetch", || EffectOutput {
+            result: EffectResult::Err { error: "upstream 503".into() },
+            charged: Counters::default(),
+        })?;
+        run.finish_step("fetch")?;
+        RunContext::succeed(run, "fetched")
+    };
+    assert!(failing(&mut run).is_err());
+    let rows = store.read_run(&t, &id).expect("rows").rows.len();
+    let mut resumed = rt.resume(&t, &id).expect("a failed run resumes");
+    let again = failing(&mut resumed);
+    assert!(matches!(&again, Err(RuntimeError::Stopped { status: RunStatus::Failed { .. }, .. })), "{again:?}");
+    assert_eq!(store.read_run(&t, &id).expect("rows").rows.len(), rows, "a resume that stops again appends nothing");
+
+    // Code continuing a loop where it stopped, under a step name its history
+    // holds: its start matches the history's first, and the effect it then
+    // performs, where the history finished that step, shows the step is new.
+    let mut run = admit(&rt, "steps-loop", Budget::default());
+    let id = run.run().clone();
+    run.start_step("fetch").expect("first page's step");
+    run.effect("ek:page-1", "fetch", || ok("page", 60)).expect("first page");
+    run.finish_step("fetch").expect("finish");
+    rt.withhold(&t, &id, "held between pages").expect("withhold");
+    rt.lift(&t, &id, "go on").expect("lift");
+    let mut resumed = rt.resume(&t, &id).expect("resumed");
+    resumed.start_step("fetch").expect("the second page's step");
+    resumed.effect("ek:page-2", "fetch", || ok("page", 60)).expect("the second page");
+    resumed.finish_step("fetch").expect("finish");
+    assert_eq!(rt.cost(&t, &id).expect("cost").steps, 2, "two steps started, two counted");
+    assert_eq!(step_marks(&store, &id), ["start fetch", "finish fetch", "start fetch", "finish fetch"]);
+
+    // Code going on where its history stopped mid-step: nothing read back, each call recorded.
+    let mut run = admit(&rt, "steps-continued", Budget { tokens: Some(100), ..Budget::default() });
+    let id = run.run().clone();
+    run.start_step("fetch").expect("step");
+    run.effect("ek:big", "fetch", || ok("page", 160)).expect_err("crosses the ceiling");
+    rt.raise_ceiling(&t, &id, Dimension::Tokens, None).expect("raise");
+    let mut resumed = rt.resume(&t, &id).expect("resumed");
+    resumed.finish_step("fetch").expect("the open step finished");
+    resumed.start_step("fetch").expect("the next step");
+    resumed.finish_step("fetch").expect("finish");
+    assert_eq!(rt.cost(&t, &id).expect("cost").steps, 2);
+    assert_eq!(step_marks(&store, &id), ["start fetch", "finish fetch", "start fetch", "finish fetch"]);
 }
 
 /// R-STORE-3: a second runtime appending to the same run gets a conflict, never a fork.

@@ -267,6 +267,33 @@ fn research(
     result
 }
 
+/// R-RUN-5: a run exhausted, raised and resumed by driving its
+/// agent code again from the top records what a run never interrupted
+/// records (its steps read back, not started again), so the replay of that
+/// code, one pass from the top, matches it; the journal held each step
+/// twice and the replay diverged at the second start.
+#[test]
+fn a_run_resumed_from_the_top_of_its_code_replays_as_one_pass() {
+    let (store, tenant, origin, runtime) = empty_plane();
+    let request = AdmitRequest {
+        idempotency_key: "from-the-top".into(),
+        plan: plan(),
+        budget: Budget { tokens: Some(60), steps: Some(2), ..Budget::default() },
+    };
+    let Admission::New(mut run) = runtime.admit(&tenant, request).unwrap() else { panic!() };
+    let id = run.run().clone();
+    let performed = Cell::new(0);
+    stopped_with(agent(&mut *run, Change::None, &performed), Outcome::Exhausted);
+    runtime.raise_ceiling(&tenant, &id, Dimension::Tokens, None).unwrap();
+    let mut resumed = runtime.resume(&tenant, &id).unwrap();
+    agent(&mut resumed, Change::None, &performed).unwrap();
+    assert_eq!(performed.get(), 3, "each effect performed once");
+    let recorded = Recorded { store, tenant, origin, runs: vec![id.clone()] };
+    let report = replay(&id, &records(&recorded, &id), &plan(), |r| agent(r, Change::None, &Cell::new(0)));
+    assert!(report.matched(), "{report:?}");
+    assert_eq!(report.recorded_cost, report.replayed_cost);
+}
+
 /// The live run was stopped by the runtime or an operator, with `outcome`.
 fn stopped_with<T: std::fmt::Debug>(result: Result<T, RuntimeError>, outcome: Outcome) {
     match result {

@@ -24,6 +24,76 @@ pub struct RunHandle<'rt> {
     /// Set when this handle concluded the run: it drives nothing more (a
     /// resume, after the reason is answered, gives a new handle).
     pub(super) stopped: bool,
+    /// The steps a resumed run's history holds, which its code passes again.
+    pub(super) steps: StepsReadBack,
+}
+
+/// One step record: a step's start or its finish, by the step's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum StepEdge {
+    Start(String),
+    Finish(String),
+}
+
+/// The step records of a resumed run's history, which its code, driven
+/// again from its top, passes again (R-RUN-5): read back in order, as done
+/// effects are read back by key, so that a resume records (and counts
+/// against a steps ceiling) no step the history already holds. The first
+/// call that goes another way than the history ends the reading back, and
+/// from there every call is recorded. An effect performed while the
+/// history went on past that point (its code is not the history's, or it
+/// continues a loop where it stopped under a step name the history
+/// started there) first records the steps read back and still open: the
+/// effect is then inside a step its journal shows started.
+#[derive(Debug, Default)]
+pub(super) struct StepsReadBack {
+    /// The history's step records not yet passed again, in chain order.
+    ahead: std::collections::VecDeque<StepEdge>,
+    /// Steps read back as started and not read back as finished, in order.
+    open: Vec<String>,
+}
+
+impl StepsReadBack {
+    /// The step records of `records`, a run's verified history.
+    pub(super) fn of(records: &[crate::chain::VerifiedRecord]) -> Self {
+        let ahead = records
+            .iter()
+            .filter_map(|record| match &record.record.body {
+                RecordBody::StepStarted(mark) => Some(StepEdge::Start(mark.step.clone())),
+                RecordBody::StepFinished(mark) => Some(StepEdge::Finish(mark.step.clone())),
+                _ => None,
+            })
+            .collect();
+        Self { ahead, open: Vec::new() }
+    }
+
+    /// Whether `edge` is the history's next step record: passed, nothing to record.
+    fn read_back(&mut self, edge: StepEdge) -> bool {
+        if self.ahead.front() != Some(&edge) {
+            return false;
+        }
+        self.ahead.pop_front();
+        match edge {
+            StepEdge::Start(step) => self.open.push(step),
+            StepEdge::Finish(step) => {
+                if let Some(at) = self.open.iter().rposition(|open| *open == step) {
+                    self.open.remove(at);
+                }
+            }
+        }
+        true
+    }
+
+    /// Ends the reading back: the steps read back and still open that the
+    /// history went on past (each to be recorded again), none once the
+    /// code has passed every step record the history holds (its open
+    /// steps are the history's).
+    fn end(&mut self) -> Vec<String> {
+        let went_on = !self.ahead.is_empty();
+        self.ahead.clear();
+        let open = std::mem::take(&mut self.open);
+        if went_on { open } else { Vec::new() }
+    }
 }
 
 /// What `admit` found.
@@ -97,7 +167,9 @@ impl Runtime {
             });
         }
         let state = self.state_of(&config, run, &verified)?;
-        let mut handle = RunHandle { runtime: self, tenant: config, run: run.clone(), head, state, stopped: false };
+        let steps = StepsReadBack::of(&verified.records);
+        let mut handle =
+            RunHandle { runtime: self, tenant: config, run: run.clone(), head, state, stopped: false, steps };
         if handle.state.standing().is_some_and(|c| c.outcome == Outcome::Withheld) {
             // An operator's hold comes first: a doubt found under it is
             // quarantined once the hold is lifted, never in its place.
@@ -205,8 +277,21 @@ impl RunHandle<'_> {
 
     /// Starts a step; the steps ceiling is checked first. A step the
     /// ceiling refuses is not started, so the verdict's counters are what
-    /// the journal holds (what `cost` reads), not what the step would have made.
+    /// the journal holds (what `cost` reads), not what the step would have
+    /// made. On a resumed run, the history's next step record when it is
+    /// this step's start: read back, nothing recorded or counted (R-RUN-5).
     pub fn start_step(&mut self, step: &str) -> Result<(), RuntimeError> {
+        if self.stopped {
+            return Err(self.stopped());
+        }
+        if self.steps.read_back(StepEdge::Start(step.to_owned())) {
+            return Ok(());
+        }
+        self.record_open_steps()?;
+        self.record_step_start(step)
+    }
+
+    fn record_step_start(&mut self, step: &str) -> Result<(), RuntimeError> {
         let counters = self.state.counters();
         if let Some(ceiling) = self.state.budget().ceiling(Dimension::Steps).filter(|c| counters.steps >= *c) {
             return Err(self.exhaust(Dimension::Steps, ceiling, counters, &format!("starting step {step}")));
@@ -214,8 +299,25 @@ impl RunHandle<'_> {
         self.append(None, RecordBody::StepStarted(StepMark { step: step.to_owned() }))
     }
 
-    /// Finishes a step.
+    /// Ends the reading back of a resumed run's steps, recording the steps
+    /// read back and still open where the history went on past them.
+    fn record_open_steps(&mut self) -> Result<(), RuntimeError> {
+        for step in self.steps.end() {
+            self.record_step_start(&step)?;
+        }
+        Ok(())
+    }
+
+    /// Finishes a step. On a resumed run, the history's next step record
+    /// when it is this step's finish: read back, nothing recorded (R-RUN-5).
     pub fn finish_step(&mut self, step: &str) -> Result<(), RuntimeError> {
+        if self.stopped {
+            return Err(self.stopped());
+        }
+        if self.steps.read_back(StepEdge::Finish(step.to_owned())) {
+            return Ok(());
+        }
+        self.record_open_steps()?;
         self.append(None, RecordBody::StepFinished(StepMark { step: step.to_owned() }))
     }
 
@@ -251,6 +353,7 @@ impl RunHandle<'_> {
                 max: MAX_EFFECT_KEY_BYTES,
             });
         }
+        self.record_open_steps()?;
         let counters = self.state.counters();
         if let Some(ceiling) = self.state.budget().ceiling(Dimension::Effects).filter(|c| counters.effects >= *c) {
             return Err(self.exhaust(Dimension::Effects, ceiling, counters, &format!("effect {effect_key}")));

@@ -438,7 +438,15 @@ impl Runtime {
                 // provenance is recorded before anything runs (R-RUN-5).
                 let state = self.state_of(&config, &run, &verified)?;
                 let forked = forked.filter(|_| verified.forked_from().is_none());
-                let handle = RunHandle { runtime: self, tenant: config, run, head, state, stopped: false };
+                let handle = RunHandle {
+                    runtime: self,
+                    tenant: config,
+                    run,
+                    head,
+                    state,
+                    stopped: false,
+                    steps: Default::default(),
+                };
                 return match self.finish_admission(handle, forked, request.plan)? {
                     // An operator's hold on the stuck run still stands: the
                     // admission is finished, and the run waits for the lift.
@@ -477,7 +485,15 @@ impl Runtime {
             Err(err) => return Err(err.into()),
         };
         let state = RunState::fold([&admitted]);
-        let handle = RunHandle { runtime: self, tenant: config, run, head: first.head, state, stopped: false };
+        let handle = RunHandle {
+            runtime: self,
+            tenant: config,
+            run,
+            head: first.head,
+            state,
+            stopped: false,
+            steps: Default::default(),
+        };
         self.finish_admission(handle, forked, request.plan)
     }
 
