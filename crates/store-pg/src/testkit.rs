@@ -120,11 +120,15 @@ pub fn crash_server() -> Result<(), String> {
     pg_ctl(&["-m", "immediate", "stop"])
 }
 
-/// Starts the test server again, with the options it was first started with.
+/// Starts the test server again, with the options it was first started
+/// with, and waits until it takes connections: its crash recovery replays
+/// the WAL of every test database made so far, which on a loaded machine
+/// took longer than `pg_ctl`'s default minute, and the tests after it found
+/// the server still starting.
 pub fn start_server() -> Result<(), String> {
     let options = std::env::var("AGENTPLANE_PG_OPTIONS")
         .map_err(|_| "AGENTPLANE_PG_OPTIONS is not set: run through cargo xtask".to_owned())?;
-    pg_ctl(&["-o", &options, "start"])
+    pg_ctl(&["-t", "900", "-o", &options, "start"])
 }
 
 /// `url` with its database replaced by `name`.
