@@ -52,7 +52,7 @@ use crate::chain::VerifiedRecord;
 use crate::ids::RunId;
 use crate::journal::{last_conclusion_at, plan_at};
 use crate::record::{Counters, Dimension, DoubtAnswer, EffectResult, Outcome, RecordBody, RunConcluded, Verdict};
-use crate::run_state::RunState;
+use crate::run_state::{RunState, Totals};
 use crate::runtime::{EffectOutput, RunHandle, RunStatus, RuntimeError};
 
 /// What agent code calls on a run, live or replayed.
@@ -198,10 +198,12 @@ pub struct ReplayReport {
     /// The first divergence and the seq of the recorded record where it
     /// happened (the record after the run's last, when the new code goes on).
     pub divergence: Option<(u64, Divergence)>,
-    /// What the recorded run consumed.
-    pub recorded_cost: Counters,
-    /// What the replayed code asked for, by the recorded charges.
-    pub replayed_cost: Counters,
+    /// What the recorded run consumed: the figures `runs` and the console
+    /// show, each `None` past `u64::MAX`, never held at the limit (R-RUN-7).
+    pub recorded_cost: Totals,
+    /// What the replayed code asked for, by the recorded charges, each
+    /// `None` past `u64::MAX`.
+    pub replayed_cost: Totals,
 }
 
 impl ReplayReport {
@@ -277,7 +279,7 @@ pub struct ReplayHandle {
     done: BTreeMap<String, EffectResult>,
     end_seq: u64,
     divergence: Option<(u64, Divergence)>,
-    replayed_cost: Counters,
+    replayed_cost: Totals,
     concluded: Option<Outcome>,
     stopped: Option<RunStatus>,
 }
@@ -334,7 +336,7 @@ impl ReplayHandle {
             done: BTreeMap::new(),
             end_seq,
             divergence: None,
-            replayed_cost: Counters::default(),
+            replayed_cost: Totals::default(),
             concluded: None,
             stopped: None,
         }
@@ -397,7 +399,7 @@ impl ReplayHandle {
         };
         if matches {
             if let Action::Step(_) = replayed {
-                self.replayed_cost.steps = self.replayed_cost.steps.saturating_add(1);
+                self.replayed_cost.add(&Counters { steps: 1, ..Counters::default() });
             }
             self.cursor += 1;
             return Ok(());
@@ -430,7 +432,7 @@ impl ReplayHandle {
             Some(Action::Effect(key, _, result, charged)) if key == effect_key => {
                 self.cursor += 1;
                 self.replayed_cost.add(&charged);
-                self.replayed_cost.effects = self.replayed_cost.effects.saturating_add(1);
+                self.replayed_cost.add(&Counters { effects: 1, ..Counters::default() });
                 self.done.insert(key, result.clone());
                 if self.stopped_by_effect(effect_key) {
                     return Err(());
@@ -565,7 +567,10 @@ pub fn replay_served(
     plan: &[String],
     agent: impl FnOnce(&mut Replaying) -> Result<(), RuntimeError>,
 ) -> ReplayReport {
-    let recorded_cost = RunState::of(records).counters();
+    // Summed and checked as `runs`, `diff` and the console sum them: the
+    // fold's counters are held at `u64::MAX` for the budget, a figure that
+    // would hide every charge after it (R-RUN-7).
+    let recorded_cost = Totals::of(records);
     let mut handle = ReplayHandle::new(records);
     handle.done.extend(served.done_effects().map(|(key, result)| (key.to_owned(), result.clone())));
     let mut replaying = Replaying { run: run.clone(), handle };

@@ -437,6 +437,15 @@ impl Totals {
         totals
     }
 
+    /// Adds `counters`, each dimension checked: one that passes
+    /// `u64::MAX` is `None` from then on.
+    pub fn add(&mut self, counters: &Counters) {
+        for dimension in Dimension::ALL {
+            let total = self.slot(dimension);
+            *total = total.and_then(|total| total.checked_add(counters.get(dimension)));
+        }
+    }
+
     /// The total of `dimension`, `None` past `u64::MAX`.
     pub fn get(&self, dimension: Dimension) -> Option<u64> {
         match dimension {

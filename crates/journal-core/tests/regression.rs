@@ -102,7 +102,7 @@ fn replays_of_the_unchanged_agent_match_and_perform_nothing() {
         assert!(report.matched(), "{report:?}");
         assert_eq!(performed.get(), 0, "a replay never calls an effect's closure");
         assert_eq!(report.recorded_cost, report.replayed_cost);
-        assert_eq!(report.recorded_cost.tokens, 90);
+        assert_eq!(report.recorded_cost.tokens, Some(90));
     }
 }
 
