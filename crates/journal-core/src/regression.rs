@@ -46,7 +46,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::chain::VerifiedRecord;
 use crate::ids::RunId;
@@ -282,6 +282,8 @@ pub struct ReplayHandle {
     replayed_cost: Totals,
     concluded: Option<Outcome>,
     stopped: Option<RunStatus>,
+    /// The effect whose end the recorded stop was met at (see [`Self::new`]).
+    stop_after_effect: Option<String>,
 }
 
 /// The run the replay stopped: where the record stops (with its status), or
@@ -296,6 +298,23 @@ impl ReplayHandle {
         let mut actions = Vec::new();
         // The step each effect was last started in, by its key.
         let mut started: BTreeMap<String, String> = BTreeMap::new();
+        // The effects started with no end yet.
+        let mut open: BTreeSet<String> = BTreeSet::new();
+        // A stop recorded while effects were open (an operator's hold, a
+        // resume's quarantine beside a live worker): the worker met it at
+        // their end, after recording it, so it goes where it was met.
+        let mut pending: Option<((u64, Action), BTreeSet<String>)> = None;
+        let mut stop_after_effect = None;
+        // Pushes the pending stop once the effect `key` that ended was the last it waits for.
+        let mut ended = |key: &str, actions: &mut Vec<(u64, Action)>, pending: &mut Option<_>| {
+            let met = pending
+                .as_mut()
+                .is_some_and(|(_, waiting): &mut (_, BTreeSet<String>)| waiting.remove(key) && waiting.is_empty());
+            if let Some((stop, _)) = pending.take_if(|_| met) {
+                actions.push(stop);
+                stop_after_effect = Some(key.to_owned());
+            }
+        };
         for record in records {
             let seq = record.stored.seq;
             let key = record.record.effect_key.clone().unwrap_or_default();
@@ -303,17 +322,29 @@ impl ReplayHandle {
                 RecordBody::StepStarted(mark) => actions.push((seq, Action::Step(mark.step.clone()))),
                 RecordBody::StepFinished(mark) => actions.push((seq, Action::StepEnd(mark.step.clone()))),
                 RecordBody::EffectStarted(start) => {
+                    open.insert(key.clone());
                     started.insert(key, start.step.clone());
                 }
                 RecordBody::EffectDone(done) => {
                     let step = started.get(&key).cloned();
-                    actions.push((seq, Action::Effect(key, step, done.result.clone(), done.charged)));
+                    open.remove(&key);
+                    actions.push((seq, Action::Effect(key.clone(), step, done.result.clone(), done.charged)));
+                    ended(&key, &mut actions, &mut pending);
                 }
                 RecordBody::DoubtAnswered(answered) => {
                     if let DoubtAnswer::Happened { result } = &answered.answer {
                         let step = started.get(&key).cloned();
-                        actions.push((seq, Action::Effect(key, step, result.clone(), Counters::default())));
+                        open.remove(&key);
+                        actions.push((seq, Action::Effect(key.clone(), step, result.clone(), Counters::default())));
+                        ended(&key, &mut actions, &mut pending);
                     }
+                }
+                // A hold lifted before the effects it interrupted ended:
+                // the live worker carried on, never meeting it.
+                RecordBody::WithholdingLifted(_) => {
+                    pending.take_if(|((_, stop), _)| {
+                        matches!(stop, Action::Stop(concluded) if concluded.outcome == Outcome::Withheld)
+                    });
                 }
                 // Only the answer counts: conclusions the run was continued after were the runtime's, not the code's.
                 RecordBody::RunConcluded(concluded) if Some(seq) == last_conclusion => {
@@ -324,10 +355,27 @@ impl ReplayHandle {
                     } else {
                         Action::Stop(concluded.clone())
                     };
-                    actions.push((seq, action));
+                    if matches!(action, Action::Stop(_)) && !open.is_empty() {
+                        pending = Some(((seq, action), open.clone()));
+                    } else {
+                        actions.push((seq, action));
+                    }
                 }
                 _ => {}
             }
+        }
+        if let Some((stop, _)) = pending {
+            actions.push(stop);
+            stop_after_effect = None;
+        }
+        // A stop the record holds the code's calls after was continued (a
+        // lift, an answer, a raised ceiling) and the run resumed: the code
+        // went on past it, and so does its replay.
+        if let Some(at) = actions.iter().position(|(_, action)| matches!(action, Action::Stop(_)))
+            && at + 1 < actions.len()
+        {
+            actions.remove(at);
+            stop_after_effect = None;
         }
         let end_seq = records.last().map_or(1, |r| r.stored.seq + 1);
         Self {
@@ -339,6 +387,7 @@ impl ReplayHandle {
             replayed_cost: Totals::default(),
             concluded: None,
             stopped: None,
+            stop_after_effect,
         }
     }
 
@@ -365,7 +414,8 @@ impl ReplayHandle {
                 // Steps and effects ceilings reached refuse before the next
                 // step or effect starts: that call is stopped, not this one.
                 Verdict::BudgetExceeded { .. } => refused_only(concluded).is_none(),
-                _ => false,
+                // Recorded while it ran, met by its worker at its end.
+                _ => self.stop_after_effect.as_deref() == Some(effect_key),
             },
             _ => false,
         };

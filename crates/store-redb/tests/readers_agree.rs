@@ -261,3 +261,94 @@ fn r_run_7_the_plane_cost_is_the_sum_of_its_runs_and_of_its_windows() {
         }
     }
 }
+
+/// The agent of the mid-effect stops: `during` runs while its first effect
+/// is being performed (live), never on replay.
+fn mid_effect_agent(
+    run: &mut impl journal_core::regression::RunContext,
+    during: &dyn Fn(),
+) -> Result<(), RuntimeError> {
+    run.start_step("a")?;
+    run.effect("ek:slow", "a", || {
+        during();
+        ok(8)
+    })?;
+    run.effect("ek:after", "a", || ok(2))?;
+    run.succeed("done")
+}
+
+/// R-RUN-7, R-RUN-6: a run withheld (or quarantined by a resume beside the
+/// worker) while an effect runs records the effect's end after the stop,
+/// and the worker is told the run stopped. Replayed with the same code, the
+/// replay stopped the code at the stop before that effect, so the unchanged
+/// agent "matched" while its replayed cost left out the effect the run's
+/// recorded cost (and `cost`, and `runs`) counts.
+#[test]
+fn r_run_7_a_replay_of_a_run_stopped_mid_effect_counts_the_effect_it_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(RedbStore::create(&dir.path().join("plane.redb")).unwrap());
+    let (runtime, tenant) = plane(&store);
+    type Stop<'a> = &'a dyn Fn(&RunId);
+    let stops: [(&str, Stop<'_>); 2] = [
+        ("withheld", &|id| runtime.withhold(&tenant, id, "hold").unwrap()),
+        ("quarantined", &|id| assert!(runtime.resume(&tenant, id).is_err(), "a resume beside finds it in doubt")),
+    ];
+    for (key, stop) in stops {
+        let mut run = admit(&runtime, &tenant, key, Budget::default());
+        let id = run.run().clone();
+        let live = mid_effect_agent(&mut run, &|| stop(&id));
+        assert!(matches!(live, Err(RuntimeError::Stopped { .. })), "{key}: the worker is told: {live:?}");
+        drop(run);
+        readers_agree(&store, &runtime, &tenant, &id, key);
+        let verified = read(&store, &tenant, &id);
+        let report = replay(&id, &verified.records, &["a".to_owned()], |replaying| {
+            mid_effect_agent(replaying, &|| unreachable!("never performed on replay"))
+        });
+        assert!(report.matched(), "{key}: the unchanged agent: {:?}", report.divergence);
+        assert_eq!(report.replayed_cost, report.recorded_cost, "{key}: the replayed cost and the recorded");
+    }
+}
+
+/// R-RUN-7: a hold lifted while the effect it interrupted ran is no stop
+/// to the worker (it carries on); with the run left running, the hold is
+/// its last conclusion, and the replay stopped there, before the effects
+/// the run went on to record.
+#[test]
+fn r_run_7_a_replay_goes_on_past_a_hold_lifted_mid_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(RedbStore::create(&dir.path().join("plane.redb")).unwrap());
+    let (runtime, tenant) = plane(&store);
+    type Effect<'a> = dyn FnMut(&str, &dyn Fn()) -> Result<(), RuntimeError> + 'a;
+    let agent = |run: &mut Effect<'_>, during: &dyn Fn()| {
+        run("ek:slow", during)?;
+        run("ek:after", &|| ())
+    };
+    let mut live = admit(&runtime, &tenant, "lifted", Budget::default());
+    let id = live.run().clone();
+    live.start_step("a").unwrap();
+    let during = || {
+        runtime.withhold(&tenant, &id, "hold").unwrap();
+        runtime.lift(&tenant, &id, "go").unwrap();
+    };
+    agent(
+        &mut |key, during| {
+            live.effect(key, "a", || {
+                during();
+                ok(8)
+            })
+            .map(drop)
+        },
+        &during,
+    )
+    .unwrap();
+    drop(live);
+    readers_agree(&store, &runtime, &tenant, &id, "lifted mid-effect, left running");
+    let verified = read(&store, &tenant, &id);
+    let report = replay(&id, &verified.records, &["a".to_owned()], |replaying| {
+        use journal_core::regression::RunContext as _;
+        replaying.start_step("a")?;
+        agent(&mut |key, _| replaying.effect(key, "a", || unreachable!("replayed")).map(drop), &|| ())
+    });
+    assert!(report.matched(), "the unchanged agent: {:?}", report.divergence);
+    assert_eq!(report.replayed_cost, report.recorded_cost);
+}
