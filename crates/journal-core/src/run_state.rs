@@ -492,7 +492,10 @@ pub fn cost_in(verified: &VerifiedRun, window: TimeWindow) -> Counters {
 /// A run's status, read from its verified journal: the last conclusion, or running.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunStatus {
-    /// No conclusion yet, or one that was continued.
+    /// No conclusion yet. A run continued after a conclusion (a lift, an
+    /// answer, a raised ceiling) keeps that conclusion as its status until it
+    /// concludes again (R-RUN-3: the last conclusion is the answer, and the
+    /// outcome index says the same).
     Running,
     /// Sealed.
     Succeeded,
