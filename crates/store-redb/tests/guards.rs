@@ -266,3 +266,207 @@ fn r_chain_5_rows_that_say_another_place_than_where_they_are_stored_are_tamper()
     store.overwrite_seal_leaf(&tenant, &sealed, earlier.to_bytes());
     assert_eq!(tamper_at(&sealed), (TamperKind::SealMismatch, 3));
 }
+
+/// R-COVER-1 (review 88): a heads leaf commits to each moved run's head as
+/// its runs row names it, and that head must be a record the run has (its
+/// hash column the row's hash). A runs row changed behind the plane to a
+/// seq past the run's records, or to the hash of another record, is refused
+/// as damage: no heads leaf is appended over it.
+#[test]
+fn r_cover_1_a_heads_leaf_is_never_appended_over_a_runs_head_no_record_has() {
+    use journal_core::testkit::sample_run;
+    use journal_core::{ExpectedHead, Journal, Outcome, RunId, Store as _};
+    let store = RedbStore::temporary().unwrap();
+    let run = RunId::new("open-1").unwrap();
+    let head = sample_run(&Journal::new(&store, &tenant(), &origin()), &run, Outcome::Failed).unwrap();
+    let first = store.read_run(&tenant(), &run).unwrap().rows[0].hash;
+    let leaves = store.seals(&tenant()).unwrap().len();
+    for forged in [ExpectedHead { seq: head.seq + 1, hash: head.hash }, ExpectedHead { seq: head.seq, hash: first }] {
+        store.set_runs_head(&tenant(), &run, forged);
+        match store.append_heads(&tenant(), &origin()) {
+            Err(JournalError::StoreDamage { detail, .. }) => assert!(detail.contains("open-1"), "{detail}"),
+            other => panic!("a heads leaf over a head the run does not have: {other:?}"),
+        }
+        assert_eq!(store.seals(&tenant()).unwrap().len(), leaves, "nothing appended");
+    }
+    store.set_runs_head(&tenant(), &run, head);
+    assert_eq!(store.append_heads(&tenant(), &origin()).unwrap().len(), 1, "the true head is covered");
+}
+
+/// R-UX-3 (review 88): a byte of a run id changed by hand in the file makes
+/// redb panic where it reads the key. That panic is the damage of the
+/// tenant read, said as `StoreDamage` of that tenant (the audit's finding),
+/// not a bare I/O error and not a panic.
+#[test]
+fn r_ux_3_a_run_id_changed_by_hand_is_the_tenant_s_store_damage() {
+    use journal_core::testkit::sample_run;
+    use journal_core::{Journal, Outcome, RunId, Store as _};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plane.redb");
+    let run = RunId::new("run-changed-by-hand").unwrap();
+    {
+        let store = RedbStore::create(&path).unwrap();
+        sample_run(&Journal::new(&store, &tenant(), &origin()), &run, Outcome::Failed).unwrap();
+    }
+    let mut bytes = std::fs::read(&path).unwrap();
+    let id = run.as_str().as_bytes();
+    let mut changed = 0;
+    for start in 0..bytes.len().saturating_sub(id.len()) {
+        if &bytes[start..start + id.len()] == id {
+            bytes[start] = 0xff;
+            changed += 1;
+        }
+    }
+    assert!(changed > 0, "the run id is stored in plain bytes");
+    std::fs::write(&path, &bytes).unwrap();
+    let store = RedbStore::open_read_only(&path).unwrap();
+    match store.snapshot(&tenant()) {
+        Err(JournalError::StoreDamage { tenant: damaged, detail }) => {
+            assert_eq!(damaged, tenant());
+            assert!(detail.contains("redb failed on bytes it never wrote"), "{detail}");
+        }
+        other => panic!("a run id changed by hand is not the tenant's damage: {other:?}"),
+    }
+}
+
+/// R-UX-3 (review 88): a snapshot sink's own panic is the caller's, carried
+/// back out as that panic, never turned into an error that blames the file.
+#[test]
+fn r_ux_3_a_snapshot_sink_s_own_panic_is_carried_back_out() {
+    use journal_core::{RunId, SnapshotSink, Store as _, StoredRecord, TenantSnapshot};
+    struct Panics;
+    impl SnapshotSink for Panics {
+        fn tables(&mut self, _: TenantSnapshot) -> Result<(), JournalError> {
+            std::panic::panic_any("the sink's own bug")
+        }
+        fn run_records(&mut self, _: RunId, _: Vec<StoredRecord>) -> Result<(), JournalError> {
+            Ok(())
+        }
+    }
+    let store = RedbStore::temporary().unwrap();
+    let caught =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| store.snapshot_streamed(&tenant(), &mut Panics)));
+    match caught {
+        Err(payload) => assert_eq!(payload.downcast_ref::<&str>(), Some(&"the sink's own bug")),
+        Ok(answer) => panic!("the sink's panic was answered as {answer:?}"),
+    }
+}
+
+/// R-STORE-4 (review 88): a tenant's heads leaf covers its own moved runs
+/// only. Another tenant's moved mark for a run of the same id is not this
+/// tenant's: with none of its own runs moved, no leaf is appended to its log.
+#[test]
+fn r_store_4_a_heads_leaf_never_takes_another_tenant_s_moved_mark() {
+    use journal_core::testkit::sample_run;
+    use journal_core::{Journal, Outcome, RunId, Store as _};
+    let store = RedbStore::temporary().unwrap();
+    let other = TenantId::new("u").unwrap();
+    let run = RunId::new("same-id").unwrap();
+    sample_run(&Journal::new(&store, &tenant(), &origin()), &run, Outcome::Failed).unwrap();
+    assert_eq!(store.append_heads(&tenant(), &origin()).unwrap().len(), 1, "its own moved run is covered once");
+    let other_origin = Origin::new("redb.test/guards-u").unwrap();
+    sample_run(&Journal::new(&store, &other, &other_origin), &run, Outcome::Failed).unwrap();
+    assert_eq!(store.append_heads(&tenant(), &origin()).unwrap(), Vec::<u64>::new(), "none of its runs moved");
+    assert_eq!(store.append_heads(&other, &other_origin).unwrap().len(), 1, "the other tenant's run is its own");
+}
+
+/// R-LOG-1 (review 88): a heads leaf is a log leaf but no run's seal: the
+/// seal index holds sealed runs only, and a tenant with a heads leaf and no
+/// sealed run has none (a row under the reserved heads id would be read
+/// back as a seal of a run no id names).
+#[test]
+fn r_log_1_a_heads_leaf_is_never_indexed_as_a_run_s_seal() {
+    use journal_core::testkit::sample_run;
+    use journal_core::{Journal, Outcome, RunId, Store as _};
+    let store = RedbStore::temporary().unwrap();
+    let run = RunId::new("open-1").unwrap();
+    sample_run(&Journal::new(&store, &tenant(), &origin()), &run, Outcome::Failed).unwrap();
+    assert_eq!(store.append_heads(&tenant(), &origin()).unwrap().len(), 1);
+    let snapshot = store.snapshot(&tenant()).unwrap();
+    assert_eq!(snapshot.seals.len(), 1, "the heads leaf is in the log");
+    assert!(snapshot.seal_by_run.is_empty(), "{:?}", snapshot.seal_by_run);
+}
+
+/// R-COVER-2 (review 88): a file from before moved marks gets them at its
+/// first writable opening, for its open runs only: a sealed run is covered
+/// by its seal leaf and never marked moved (a mark on it would put a sealed
+/// run's head in the next heads leaf, and read as a mark with no open run).
+#[test]
+fn r_cover_2_a_file_from_before_moved_marks_marks_only_its_open_runs() {
+    use journal_core::testkit::sample_run;
+    use journal_core::{Journal, Outcome, RunId, Store as _};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("older.redb");
+    let (sealed, open_run) = (RunId::new("sealed-1").unwrap(), RunId::new("open-1").unwrap());
+    {
+        let store = RedbStore::create(&path).unwrap();
+        let (tenant, origin) = (tenant(), origin());
+        let journal = Journal::new(&store, &tenant, &origin);
+        sample_run(&journal, &sealed, Outcome::Succeeded).unwrap();
+        sample_run(&journal, &open_run, Outcome::Failed).unwrap();
+    }
+    {
+        // As a build before the marks wrote it: no marks, no bookkeeping of them.
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let moved: redb::TableDefinition<(&str, &str), ()> = redb::TableDefinition::new("moved_runs");
+        assert!(txn.delete_table(moved).unwrap(), "the file had the table");
+        let meta: redb::TableDefinition<&str, u64> = redb::TableDefinition::new("meta");
+        assert!(txn.open_table(meta).unwrap().remove("moved_runs_filled").unwrap().is_some());
+        txn.commit().unwrap();
+    }
+    let store = RedbStore::open(&path).unwrap();
+    let marked: Vec<RunId> = store.snapshot(&tenant()).unwrap().moved.into_iter().collect();
+    assert_eq!(marked, vec![open_run]);
+}
+
+/// R-STORE-4 (review 88): the tenants are listed once each, however many
+/// runs each holds (the listing the audit and `runs` walk tenant by tenant).
+#[test]
+fn r_store_4_each_tenant_is_listed_once() {
+    use journal_core::testkit::sample_run;
+    use journal_core::{Journal, Outcome, RunId, Store as _};
+    let store = RedbStore::temporary().unwrap();
+    let (tenant, origin) = (tenant(), origin());
+    let journal = Journal::new(&store, &tenant, &origin);
+    for run in ["run-1", "run-2", "run-3"] {
+        sample_run(&journal, &RunId::new(run).unwrap(), Outcome::Failed).unwrap();
+    }
+    assert_eq!(store.tenants().unwrap(), vec![tenant]);
+}
+
+/// R-LOG-3 (review 88): a stored log node is a 32-byte hash. One made longer
+/// behind the plane is damage, named as such, never cut to its first 32
+/// bytes and served as a hash of the tree.
+#[test]
+fn r_log_3_a_log_node_longer_than_a_hash_is_damage_not_cut() {
+    use journal_core::testkit::sample_run;
+    use journal_core::{Journal, Outcome, RunId, Store as _};
+    use tlog::NodeId;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plane.redb");
+    {
+        let store = RedbStore::create(&path).unwrap();
+        let (tenant, origin) = (tenant(), origin());
+        sample_run(&Journal::new(&store, &tenant, &origin), &RunId::new("sealed-1").unwrap(), Outcome::Succeeded)
+            .unwrap();
+    }
+    {
+        let db = redb::Database::open(&path).unwrap();
+        let txn = db.begin_write().unwrap();
+        let nodes: redb::TableDefinition<(&str, u8, u64), &[u8]> = redb::TableDefinition::new("log_nodes");
+        {
+            let mut table = txn.open_table(nodes).unwrap();
+            use redb::ReadableTable as _;
+            let mut longer = table.get(("t", 0, 0)).unwrap().unwrap().value().to_vec();
+            longer.push(0);
+            table.insert(("t", 0, 0), longer.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    let store = RedbStore::open_read_only(&path).unwrap();
+    match store.read_log_nodes(&tenant(), &[NodeId::new(0, 0)]) {
+        Err(JournalError::StoreDamage { detail, .. }) => assert!(detail.contains("not 32 bytes"), "{detail}"),
+        other => panic!("a 33-byte log node was read as {other:?}"),
+    }
+}
