@@ -922,3 +922,56 @@ fn r_run_5_a_fork_before_the_end_a_live_worker_recorded_after_an_answer_is_refus
         assert_eq!(ran.load(Ordering::SeqCst), 1, "({beside}) the payment its source recorded ran again in the fork");
     }
 }
+
+/// R-RUN-5, R-RUN-4: a resumed run's code reads back a step its history
+/// finished, then performs an effect there, so the runtime first records
+/// that step again. When that write fails (the store down for a moment)
+/// and the code retries the effect, the step is still owed: the effect is
+/// performed only after its step is recorded and counted. The step was
+/// dropped at the failed write, and the retried effect was performed with
+/// no step its journal showed started, its step never counted against a
+/// steps ceiling.
+#[test]
+fn r_run_5_a_failed_write_of_a_step_read_back_leaves_it_owed_not_dropped() {
+    let drive = |runtime: &Runtime, ran: &AtomicU32| -> RunId {
+        let mut run = admit(runtime, "owed", Budget::default());
+        let id = run.run().clone();
+        run.start_step("fetch").unwrap();
+        run.effect("ek:page-1", "fetch", counted(ran, 1)).unwrap();
+        run.finish_step("fetch").unwrap();
+        runtime.withhold(&tenant(), &id, "held between pages").unwrap();
+        runtime.lift(&tenant(), &id, "go on").unwrap();
+        let mut resumed = runtime.resume(&tenant(), &id).unwrap();
+        resumed.start_step("fetch").unwrap();
+        // Hostile (or merely persistent) code retries an effect its store refused.
+        if resumed.effect("ek:page-2", "fetch", counted(ran, 1)).is_err() {
+            let _ = resumed.effect("ek:page-2", "fetch", counted(ran, 1));
+        }
+        let _ = resumed.finish_step("fetch");
+        id
+    };
+    let clean = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), None));
+    let _ = drive(&runtime(clean.clone()), &AtomicU32::new(0));
+    let writes = clean.writes();
+    let restarted = writes.iter().rposition(|call| *call == WriteCall::Append("StepStarted".into())).unwrap();
+    assert!(restarted > write_index(&writes, "WithholdingLifted"), "the clean pass records the step again");
+
+    let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), Some((restarted, Strike::BeforeCommit))));
+    let runtime = runtime(store);
+    let ran = AtomicU32::new(0);
+    let id = drive(&runtime, &ran);
+    let kinds: Vec<String> =
+        runtime.store().read_run(&tenant(), &id).unwrap().rows.into_iter().map(|r| r.kind).collect();
+    let lifted = kinds.iter().position(|kind| kind == "WithholdingLifted").unwrap();
+    let after: Vec<&str> = kinds[lifted + 1..].iter().map(String::as_str).collect();
+    if ran.load(Ordering::SeqCst) == 2 {
+        assert_eq!(
+            after.first().copied(),
+            Some("StepStarted"),
+            "the second page was performed with no step its journal shows started: {after:?}"
+        );
+    }
+    let starts = kinds.iter().filter(|kind| *kind == "StepStarted").count() as u64;
+    assert_eq!(runtime.cost(&tenant(), &id).unwrap().steps, starts);
+    assert_eq!(starts, 1 + u64::from(ran.load(Ordering::SeqCst) == 2), "each page's step counted: {kinds:?}");
+}

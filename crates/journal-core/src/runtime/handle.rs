@@ -51,6 +51,10 @@ pub(super) struct StepsReadBack {
     ahead: std::collections::VecDeque<StepEdge>,
     /// Steps read back as started and not read back as finished, in order.
     open: Vec<String>,
+    /// Steps the reading back ended in, where the history went on past
+    /// them, not yet recorded again: each stays owed until its start is
+    /// written, so a write that failed leaves it to the next call.
+    owed: std::collections::VecDeque<String>,
 }
 
 impl StepsReadBack {
@@ -64,7 +68,7 @@ impl StepsReadBack {
                 _ => None,
             })
             .collect();
-        Self { ahead, open: Vec::new() }
+        Self { ahead, ..Self::default() }
     }
 
     /// Whether `edge` is the history's next step record: passed, nothing to record.
@@ -85,14 +89,15 @@ impl StepsReadBack {
     }
 
     /// Ends the reading back: the steps read back and still open that the
-    /// history went on past (each to be recorded again), none once the
-    /// code has passed every step record the history holds (its open
-    /// steps are the history's).
-    fn end(&mut self) -> Vec<String> {
-        let went_on = !self.ahead.is_empty();
-        self.ahead.clear();
+    /// history went on past are owed (each to be recorded again), none
+    /// once the code has passed every step record the history holds (its
+    /// open steps are the history's).
+    fn end(&mut self) {
         let open = std::mem::take(&mut self.open);
-        if went_on { open } else { Vec::new() }
+        if !self.ahead.is_empty() {
+            self.owed.extend(open);
+        }
+        self.ahead.clear();
     }
 }
 
@@ -301,9 +306,13 @@ impl RunHandle<'_> {
 
     /// Ends the reading back of a resumed run's steps, recording the steps
     /// read back and still open where the history went on past them.
+    /// A step stays owed until its start is written: an effect retried
+    /// after that write failed is still performed inside it (R-RUN-5).
     fn record_open_steps(&mut self) -> Result<(), RuntimeError> {
-        for step in self.steps.end() {
+        self.steps.end();
+        while let Some(step) = self.steps.owed.front().cloned() {
             self.record_step_start(&step)?;
+            self.steps.owed.pop_front();
         }
         Ok(())
     }
