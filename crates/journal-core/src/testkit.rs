@@ -929,6 +929,10 @@ macro_rules! conformance_tests {
             $crate::testkit_runtime::resume_reads_steps_back(std::sync::Arc::new($make));
         }
         #[test]
+        fn runtime_r_run_5_resume_records_again_only_the_steps_it_is_in() {
+            $crate::testkit_runtime::resume_records_again_only_the_steps_it_is_in(std::sync::Arc::new($make));
+        }
+        #[test]
         fn runtime_r_run_5_withhold_and_lift() {
             $crate::testkit_runtime::withhold_and_lift(std::sync::Arc::new($make));
         }

@@ -408,6 +408,108 @@ pub fn resume_reads_steps_back(store: Arc<dyn Store>) {
     assert_eq!(step_marks(&store, &id), ["start fetch", "finish fetch", "start fetch", "finish fetch"]);
 }
 
+/// A run of `steps` (each `+name` a start, `-name` a finish) stopped and
+/// continued by an operator (withheld, lifted), and its resumed handle.
+fn resumed_after<'rt>(rt: &'rt Runtime, key: &str, budget: Budget, steps: &[&str]) -> RunHandle<'rt> {
+    let mut run = admit(rt, key, budget);
+    let id = run.run().clone();
+    for step in steps {
+        match step.split_at(1) {
+            ("+", name) => run.start_step(name).expect("start"),
+            (_, name) => run.finish_step(name).expect("finish"),
+        }
+    }
+    rt.withhold(&tenant(), &id, "held").expect("withhold");
+    rt.lift(&tenant(), &id, "go on").expect("lift");
+    rt.resume(&tenant(), &id).expect("resumed")
+}
+
+/// R-RUN-5, R-RUN-4: where a resumed run's code goes another way than its
+/// history, exactly the steps it read back and is still in are recorded
+/// again, in the order it entered them, before anything else it records,
+/// and each is counted against the steps ceiling as any start: a step read
+/// back as finished is not recorded again; a step name open twice is closed
+/// at its innermost start (an older build's nested steps); a step started
+/// inside one read back records the outer one first; the steps ceiling
+/// refuses the effect whose step it would start again (the effect is not
+/// performed); and a handle that stopped reads nothing back after.
+pub fn resume_records_again_only_the_steps_it_is_in(store: Arc<dyn Store>) {
+    let rt = runtime(Arc::clone(&store));
+    let t = tenant();
+    let tail = |id: &crate::ids::RunId, from: usize| step_marks(&store, id)[from..].to_vec();
+
+    // Two steps read back, the first finished: only the second is recorded again.
+    let mut run = resumed_after(&rt, "again-finished", Budget::default(), &["+a", "-a", "+b", "-b"]);
+    let id = run.run().clone();
+    run.start_step("a").expect("read back");
+    run.finish_step("a").expect("read back");
+    run.start_step("b").expect("read back");
+    run.effect("ek:new", "b", || ok("new", 1)).expect("performed");
+    assert_eq!(tail(&id, 4), ["start b"], "only the step the effect is in is recorded again");
+    assert_eq!(rt.cost(&t, &id).expect("cost").steps, 3);
+
+    // The same name open twice: its finish closes the innermost.
+    let mut run = resumed_after(&rt, "again-nested", Budget::default(), &["+a", "+b", "+a", "-a", "-b", "-a"]);
+    let id = run.run().clone();
+    for step in ["+a", "+b", "+a", "-a"] {
+        match step.split_at(1) {
+            ("+", name) => run.start_step(name).expect("read back"),
+            (_, name) => run.finish_step(name).expect("read back"),
+        }
+    }
+    run.effect("ek:nested", "b", || ok("new", 1)).expect("performed");
+    assert_eq!(tail(&id, 6), ["start a", "start b"], "the steps it is in, outermost first");
+
+    // A step started inside one read back: the outer one is recorded first.
+    let mut run = resumed_after(&rt, "again-inner", Budget::default(), &["+a", "-a"]);
+    let id = run.run().clone();
+    run.start_step("a").expect("read back");
+    run.start_step("b").expect("a new inner step");
+    run.effect("ek:inner", "b", || ok("new", 1)).expect("performed");
+    run.finish_step("b").expect("finish");
+    run.finish_step("a").expect("finish");
+    assert_eq!(tail(&id, 2), ["start a", "start b", "finish b", "finish a"]);
+
+    // The steps ceiling the history reached refuses the step recorded again,
+    // and the effect in it is not performed.
+    let mut run = resumed_after(&rt, "again-ceiling", Budget { steps: Some(1), ..Budget::default() }, &["+a", "-a"]);
+    let id = run.run().clone();
+    run.start_step("a").expect("read back");
+    let performed = Cell::new(false);
+    let refused = run.effect("ek:past", "a", || {
+        performed.set(true);
+        ok("past", 1)
+    });
+    assert!(!performed.get(), "an effect was performed in a step past the steps ceiling");
+    let Err(RuntimeError::Stopped { status: RunStatus::Exhausted { verdict, .. }, .. }) = refused else {
+        panic!("{refused:?}")
+    };
+    let cost = rt.cost(&t, &id).expect("cost");
+    assert!(
+        matches!(verdict, Verdict::BudgetExceeded { dimension: Dimension::Steps, ceiling: 1, counters } if counters == cost),
+        "{verdict:?} against {cost:?}"
+    );
+    assert_eq!(cost.steps, 1);
+
+    // A stopped handle reads nothing back: each call is told it stopped.
+    let failing = EffectOutput { result: EffectResult::Err { error: "503".into() }, charged: Counters::default() };
+    let mut run = admit(&rt, "again-stopped", Budget::default());
+    let id = run.run().clone();
+    run.start_step("a").expect("start");
+    run.finish_step("a").expect("finish");
+    run.start_step("b").expect("start");
+    run.effect("ek:fails", "b", || failing.clone()).expect_err("failed");
+    let mut resumed = rt.resume(&t, &id).expect("a failed run resumes");
+    resumed.effect("ek:fails", "b", || failing.clone()).expect_err("read back, it stops the code again");
+    let start = resumed.start_step("a");
+    assert!(matches!(start, Err(RuntimeError::Stopped { .. })), "{start:?}");
+    let mut resumed = rt.resume(&t, &id).expect("a failed run resumes");
+    resumed.start_step("a").expect("read back");
+    resumed.effect("ek:fails", "b", || failing.clone()).expect_err("read back, it stops the code again");
+    let finish = resumed.finish_step("a");
+    assert!(matches!(finish, Err(RuntimeError::Stopped { .. })), "{finish:?}");
+}
+
 /// R-STORE-3: a second runtime appending to the same run gets a conflict, never a fork.
 pub fn second_runtime_conflicts(store: Arc<dyn Store>) {
     let first = runtime(Arc::clone(&store));

@@ -294,6 +294,41 @@ fn a_run_resumed_from_the_top_of_its_code_replays_as_one_pass() {
     assert_eq!(report.recorded_cost, report.replayed_cost);
 }
 
+/// R-RUN-5, R-RUN-4, R-RUN-7: a loop stopped by its steps ceiling before
+/// its second page, raised, and resumed by code that goes on where it
+/// stopped (the loop from its second page): its first start is read back
+/// (the history's first step record), and the effect it then performs
+/// records that step again, counted. Its journal is one pass of the loop,
+/// so the replay of that pass matches, cost for cost.
+#[test]
+fn a_loop_resumed_where_it_stopped_replays_as_one_pass_of_the_loop() {
+    fn pages(run: &mut impl RunContext, from: u32) -> Result<(), RuntimeError> {
+        for page in from..=3 {
+            run.start_step("fetch")?;
+            run.effect(&format!("ek:page-{page}"), "fetch", || output("page", 10))?;
+            run.finish_step("fetch")?;
+        }
+        run.succeed("fetched")
+    }
+    let (store, tenant, origin, runtime) = empty_plane();
+    let request = AdmitRequest {
+        idempotency_key: "loop".into(),
+        plan: vec!["fetch".into()],
+        budget: Budget { steps: Some(1), ..Budget::default() },
+    };
+    let Admission::New(mut run) = runtime.admit(&tenant, request).unwrap() else { panic!() };
+    let id = run.run().clone();
+    stopped_with(pages(&mut *run, 1), Outcome::Exhausted);
+    runtime.raise_ceiling(&tenant, &id, Dimension::Steps, None).unwrap();
+    let mut resumed = runtime.resume(&tenant, &id).unwrap();
+    pages(&mut resumed, 2).unwrap();
+    assert_eq!(runtime.cost(&tenant, &id).unwrap().steps, 3, "each page's step counted once");
+    let recorded = Recorded { store, tenant, origin, runs: vec![id.clone()] };
+    let report = replay(&id, &records(&recorded, &id), &["fetch".to_owned()], |r| pages(r, 1));
+    assert!(report.matched(), "{report:?}");
+    assert_eq!(report.recorded_cost, report.replayed_cost);
+}
+
 /// The live run was stopped by the runtime or an operator, with `outcome`.
 fn stopped_with<T: std::fmt::Debug>(result: Result<T, RuntimeError>, outcome: Outcome) {
     match result {

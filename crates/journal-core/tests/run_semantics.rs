@@ -975,3 +975,47 @@ fn r_run_5_a_failed_write_of_a_step_read_back_leaves_it_owed_not_dropped() {
     assert_eq!(runtime.cost(&tenant(), &id).unwrap().steps, starts);
     assert_eq!(starts, 1 + u64::from(ran.load(Ordering::SeqCst) == 2), "each page's step counted: {kinds:?}");
 }
+
+/// R-RUN-5, R-RUN-4: a fork's code, driven from its top, is served its
+/// source's done effects and records its own steps (its history has none
+/// of its source's), counted once against the fork's steps ceiling of the
+/// plan's length; stopped by an operator and resumed, the same code reads
+/// the fork's own steps back and finishes under that ceiling, performing
+/// only the effect after the fork point, once.
+#[test]
+fn r_run_5_a_resumed_fork_reads_its_own_steps_back_within_its_steps_ceiling() {
+    let runtime = runtime(Arc::new(MemoryStore::new()));
+    let t = tenant();
+    let ran = AtomicU32::new(0);
+    let mut source = admit(&runtime, "steps-source", Budget::default());
+    let source_id = source.run().clone();
+    source.start_step("search").unwrap();
+    source.effect("ek:search", "search", counted(&ran, 1)).unwrap();
+    source.finish_step("search").unwrap();
+    let at = runtime.store().read_run(&t, &source_id).unwrap().head.unwrap().seq;
+    let request = AdmitRequest {
+        idempotency_key: "steps-fork".into(),
+        plan: vec!["work".into()],
+        budget: Budget { steps: Some(2), ..Budget::default() },
+    };
+    let Admission::New(mut forked) = runtime.fork(&t, &source_id, at, request).unwrap() else { panic!() };
+    let id = forked.run().clone();
+    let agent = |run: &mut RunHandle<'_>| -> Result<(), RuntimeError> {
+        run.start_step("search")?;
+        run.effect("ek:search", "search", || unreachable!("served from the source"))?;
+        run.finish_step("search")?;
+        run.start_step("answer")?;
+        run.effect("ek:answer", "answer", counted(&ran, 1))?;
+        run.finish_step("answer")
+    };
+    forked.start_step("search").unwrap();
+    forked.effect("ek:search", "search", || unreachable!("served from the source")).unwrap();
+    forked.finish_step("search").unwrap();
+    runtime.withhold(&t, &id, "held").unwrap();
+    runtime.lift(&t, &id, "go on").unwrap();
+    let mut resumed = runtime.resume(&t, &id).unwrap();
+    agent(&mut resumed).expect("the fork's code, from its top, finishes under its steps ceiling");
+    resumed.succeed("answered").unwrap();
+    assert_eq!(ran.load(Ordering::SeqCst), 2, "the source's search once, the fork's answer once");
+    assert_eq!(runtime.cost(&t, &id).unwrap().steps, 2);
+}
