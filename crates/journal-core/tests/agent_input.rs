@@ -153,3 +153,42 @@ fn a_replay_stops_at_a_steps_or_effects_ceiling_only_the_call_it_refuses() {
         assert!(again.matched(), "{key}: {:?}", again.divergence);
     }
 }
+
+/// Regression checks at a steps or effects ceiling reached: the recorded
+/// stop is the call the code made there, so code that returns without
+/// making it diverges; and the last effect the ceiling allowed is answered,
+/// never stopped, so code that goes on otherwise after it diverges too.
+#[test]
+fn a_replay_at_a_ceiling_reached_holds_the_refused_call_and_answers_the_last_allowed_effect() {
+    let (store, tenant, origin, runtime) = plane();
+    let plan = vec!["a".to_owned(), "b".to_owned()];
+    let steps = Budget { steps: Some(1), ..Budget::default() };
+    let mut run = admit(&runtime, &tenant, "steps-quiet", steps);
+    let id = run.run().clone();
+    assert!(matches!(at_a_ceiling(&mut *run, "step"), Err(RuntimeError::Stopped { .. })));
+    let chain = records(&store, &tenant, &origin, &id);
+    let quiet = replay(&id, &chain, &plan, |r| {
+        r.start_step("a")?;
+        r.effect("ek:one", "a", || ok("one"))?;
+        r.finish_step("a")
+    });
+    assert!(!quiet.matched(), "code that never made the refused call diverges");
+
+    let effects = Budget { effects: Some(1), ..Budget::default() };
+    let mut run = admit(&runtime, &tenant, "effects-last", effects);
+    let id = run.run().clone();
+    let live = (|| {
+        run.start_step("a")?;
+        run.effect("ek:one", "a", || ok("one"))?;
+        run.effect("ek:two", "a", || ok("two")).map(drop)
+    })();
+    assert!(matches!(live, Err(RuntimeError::Stopped { .. })), "{live:?}");
+    let chain = records(&store, &tenant, &origin, &id);
+    let other = replay(&id, &chain, &plan, |r| {
+        r.start_step("a")?;
+        assert_eq!(r.effect("ek:one", "a", || ok("one")).unwrap(), EffectResult::Ok { output: "one".into() });
+        r.finish_step("a")?;
+        r.succeed("done")
+    });
+    assert!(!other.matched(), "code that finishes its step where the record was stopped diverges");
+}

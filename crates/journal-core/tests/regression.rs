@@ -485,3 +485,170 @@ fn the_store_harness_filters_by_verified_outcome_and_lists_every_divergence() {
         replay_store(&journal, check, &[Outcome::Succeeded], &plan, |r| research(r, false, &Cell::new(None))).unwrap();
     assert_eq!(still.len(), 2, "the outcome comes from the chain, not the index");
 }
+
+/// The code's step names are held: a step started or finished under another
+/// name than the record's, or an effect performed in another step than its
+/// recorded `EffectStarted` names, diverges there, never "the same".
+#[test]
+fn a_replay_holds_step_names_and_the_step_each_effect_is_performed_in() {
+    let recorded = record(1);
+    let run = &recorded.runs[0];
+    let chain = records(&recorded, run);
+    let report = replay(run, &chain, &plan(), |r| r.start_step("answer"));
+    assert!(
+        matches!(&report.divergence, Some((_, Divergence::UnexpectedStep { replayed, .. })) if replayed == "step answer starting"),
+        "{report:?}"
+    );
+    let report = replay(run, &chain, &plan(), |r| {
+        r.start_step("research")?;
+        r.effect("ek:search", "research", || output("hits", 30))?;
+        r.effect("ek:read", "research", || output("pages", 50))?;
+        r.finish_step("answer")
+    });
+    assert!(
+        matches!(&report.divergence, Some((_, Divergence::UnexpectedStep { replayed, .. })) if replayed == "step answer finishing"),
+        "{report:?}"
+    );
+    let report = replay(run, &chain, &plan(), |r| {
+        r.start_step("research")?;
+        r.effect("ek:search", "answer", || output("hits", 30)).map(drop)
+    });
+    assert!(
+        matches!(&report.divergence, Some((_, Divergence::EffectInOtherStep { effect_key, recorded, replayed }))
+            if effect_key == "ek:search" && recorded == "research" && replayed == "answer"),
+        "{report:?}"
+    );
+}
+
+/// Code that returns without the conclusion the record has skipped it; code
+/// that goes on past the record's end diverges at the seq after its last.
+#[test]
+fn a_replay_holds_the_recorded_conclusion_and_the_record_end() {
+    let recorded = record(1);
+    let run = &recorded.runs[0];
+    let chain = records(&recorded, run);
+    let last = chain.last().unwrap().stored.seq;
+    let steps = |r: &mut journal_core::regression::Replaying| -> Result<(), RuntimeError> {
+        r.start_step("research")?;
+        r.effect("ek:search", "research", || output("hits", 30))?;
+        r.effect("ek:read", "research", || output("pages", 50))?;
+        r.finish_step("research")?;
+        r.start_step("answer")?;
+        r.effect("ek:answer", "answer", || output("42", 10))?;
+        r.finish_step("answer")
+    };
+    let report = replay(run, &chain, &plan(), steps);
+    assert_eq!(
+        report.divergence,
+        Some((last, Divergence::DifferentConclusion { recorded: Some(Outcome::Succeeded), replayed: None }))
+    );
+    let report = replay(run, &chain, &plan(), |r| {
+        steps(r)?;
+        r.succeed("answered")?;
+        r.effect("ek:more", "answer", || output("more", 1)).map(drop)
+    });
+    assert_eq!(
+        report.divergence,
+        Some((last + 1, Divergence::UnexpectedEffect { effect_key: "ek:more".into(), recorded: "its end".into() }))
+    );
+}
+
+/// A divergence stops the code as a concluded run does: code that goes on
+/// after the refused call (ignoring its error) is refused at every call,
+/// and nothing after it is matched or counted.
+#[test]
+fn after_a_divergence_every_call_of_the_code_is_refused() {
+    let recorded = record(1);
+    let run = &recorded.runs[0];
+    let chain = records(&recorded, run);
+    let report = replay(run, &chain, &plan(), |r| {
+        assert!(r.start_step("other").is_err());
+        assert!(r.start_step("research").is_err(), "a step after the divergence is refused");
+        Ok(())
+    });
+    assert!(matches!(&report.divergence, Some((_, Divergence::UnexpectedStep { .. }))), "{report:?}");
+    assert_eq!(report.replayed_cost, Counters::default());
+    let report = replay(run, &chain, &plan(), |r| {
+        r.start_step("research")?;
+        assert!(r.finish_step("research").is_err(), "the record has ek:search here");
+        assert!(r.effect("ek:search", "research", || output("hits", 30)).is_err(), "refused after the divergence");
+        Ok(())
+    });
+    assert!(matches!(&report.divergence, Some((_, Divergence::SkippedEffect { .. }))), "{report:?}");
+    assert_eq!(report.replayed_cost.effects, 0);
+    let report = replay(run, &chain, &plan(), |r| {
+        agent_steps_without_conclusion(r)?;
+        assert!(r.effect("ek:extra", "answer", || output("x", 1)).is_err());
+        assert!(r.succeed("answered").is_err(), "a conclusion after the divergence is refused");
+        Ok(())
+    });
+    assert!(matches!(&report.divergence, Some((_, Divergence::UnexpectedEffect { .. }))), "{report:?}");
+}
+
+fn agent_steps_without_conclusion(r: &mut journal_core::regression::Replaying) -> Result<(), RuntimeError> {
+    r.start_step("research")?;
+    r.effect("ek:search", "research", || output("hits", 30))?;
+    r.effect("ek:read", "research", || output("pages", 50))?;
+    r.finish_step("research")?;
+    r.start_step("answer")?;
+    r.effect("ek:answer", "answer", || output("42", 10))?;
+    r.finish_step("answer")
+}
+
+/// `replay_folder` reads `*.jsonl` exports as well as `*.export` ones (its
+/// documented contract): a fixture so named is never silently skipped.
+#[test]
+fn replay_folder_reads_jsonl_exports_too() {
+    let recorded = record(1);
+    let run = &recorded.runs[0];
+    let key =
+        witness::LogKey::new(witness::SignerKey::from_seed(ORIGIN, witness::ALG_ED25519, [3; 32]).unwrap()).unwrap();
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    let verified = Journal::new(recorded.store.as_ref(), &recorded.tenant, &recorded.origin).read(run, check).unwrap();
+    let view = LogView::open(recorded.store.as_ref(), &recorded.tenant).unwrap();
+    let inclusion = view.inclusion(run).unwrap();
+    let signed = journal_core::log::sign_checkpoint(&recorded.origin, inclusion.tree, &key).unwrap();
+    let text = journal_core::export::write_export(
+        &recorded.tenant,
+        &recorded.origin,
+        run,
+        &verified,
+        journal_core::export::ExportProof::Seal(&inclusion),
+        &signed,
+        None,
+    )
+    .unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::write(folder.path().join("run.jsonl"), text).unwrap();
+    let keys = [key.verifier_key()];
+    let failing =
+        replay_folder(folder.path(), &keys, check, &plan(), |r| agent(r, Change::SkippedEffect, &Cell::new(0)))
+            .unwrap_err();
+    assert!(failing.contains("run.jsonl") && failing.contains("diverges at seq"), "{failing}");
+}
+
+/// `agentplane diff` and the console compare records by kind, effect key
+/// and body (never by the run's identity fields), over every position of
+/// the longer run: a record of another kind or effect key with the same
+/// body, or a run that stops short of the other, is a difference.
+#[test]
+fn runs_compared_differ_by_kind_effect_key_and_length() {
+    use journal_core::compare::{first_difference, same_at};
+    let recorded = record(2);
+    let a = records(&recorded, &recorded.runs[0]);
+    let b = records(&recorded, &recorded.runs[1]);
+    assert_eq!(first_difference(&a, &b, usize::MAX), None, "two runs of one job under two keys did the same");
+    assert_eq!(first_difference(&a, &a[..a.len() - 1], usize::MAX), Some(a.len() - 1), "a shorter run differs");
+    assert_eq!(first_difference(&a[..a.len() - 1], &a, usize::MAX), Some(a.len() - 1));
+    assert_eq!(first_difference(&a, &a[..2], 2), None, "the limit bounds the positions looked at");
+    let effect = a.iter().position(|r| r.stored.effect_key.is_some()).unwrap();
+    let mut other_kind = a[effect].clone();
+    other_kind.stored.kind = "SomethingElse".into();
+    assert!(!same_at(Some(&a[effect]), Some(&other_kind)), "another kind with the same body differs");
+    let mut other_key = a[effect].clone();
+    other_key.stored.effect_key = Some("ek:other".into());
+    assert!(!same_at(Some(&a[effect]), Some(&other_key)), "another effect key with the same body differs");
+    assert!(same_at(None, None));
+    assert!(!same_at(Some(&a[effect]), None));
+}
