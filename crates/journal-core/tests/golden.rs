@@ -215,3 +215,204 @@ fn r_gold_3_tests_never_write_the_corpus() {
     let _ = golden::records_corpus().unwrap();
     assert_eq!(before, workspace_file(golden::RECORDS_PATH));
 }
+
+/// The golden export with each line passed through `edit` (by its `type`);
+/// `None` drops the line.
+fn edited(text: &str, edit: impl Fn(&str, serde_json::Value) -> Option<serde_json::Value>) -> String {
+    text.lines()
+        .filter_map(|line| {
+            let value: serde_json::Value = serde_json::from_str(line).unwrap();
+            let kind = value["type"].as_str().unwrap().to_owned();
+            edit(&kind, value).map(|value| value.to_string() + "\n")
+        })
+        .collect()
+}
+
+/// R-EXP-1: the inclusion line's tree is the checkpoint's. An inclusion in a
+/// tree of the file's own making (one leaf, the root its hash) proves
+/// nothing a trusted key signed, beside a genuine checkpoint.
+#[test]
+fn r_exp_1_an_inclusion_in_a_tree_the_checkpoint_does_not_sign_is_refused() {
+    let text = golden::export_corpus().unwrap();
+    let seal = text
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .find(|line| line["type"] == "seal")
+        .unwrap()["leaf"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let root = tlog::LeafHash::of(seal.as_bytes()).to_string();
+    let forged = edited(&text, |kind, mut line| match kind {
+        "inclusion" => {
+            line["index"] = 0.into();
+            line["size"] = 1.into();
+            line["root"] = root.clone().into();
+            line["proof"] = serde_json::json!([]);
+            Some(line)
+        }
+        "cosigned" => None,
+        _ => Some(line),
+    });
+    let err = export_check(&golden_verifier(), &Upcasters::builtin(), &forged).unwrap_err();
+    assert!(matches!(&err, ExportError::Mismatch(detail) if detail.contains("another tree")), "{err}");
+}
+
+/// R-EXP-1: the format's order is held: the inclusion line before the seal
+/// line, or a cosigned line in a v2 file (cosigned lines came with v3), is
+/// refused by its line, never read.
+#[test]
+fn r_exp_1_lines_out_of_the_formats_order_are_refused() {
+    let text = golden::export_corpus().unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let seal = lines.iter().position(|line| line.contains(r#""type":"seal""#)).unwrap();
+    let mut swapped = lines.clone();
+    swapped.swap(seal, seal + 1);
+    let err = export_check(&golden_verifier(), &Upcasters::builtin(), &(swapped.join("\n") + "\n")).unwrap_err();
+    assert!(
+        matches!(&err, ExportError::Malformed { line, detail } if *line == seal + 1 && detail.contains("out of the format's order")),
+        "{err}"
+    );
+    let v2 = workspace_file(&format!("{}/agentplane-export-v2.jsonl", golden::EXPORTS_DIR));
+    let cosigned = lines.iter().find(|line| line.contains(r#""type":"cosigned""#)).unwrap();
+    let with_cosigned = format!("{v2}{cosigned}\n");
+    let err = export_check(&golden_verifier(), &Upcasters::builtin(), &with_cosigned).unwrap_err();
+    assert!(
+        matches!(&err, ExportError::Malformed { line, detail } if *line == with_cosigned.lines().count() && detail.contains("out of the format's order")),
+        "{err}"
+    );
+}
+
+/// R-EXP-1: the cosigned checkpoint's inclusion proof is checked: a proof
+/// that does not hold the run's leaf in the cosigned tree is refused, so
+/// witnesses are never said to have cosigned a tree that lacks the run.
+#[test]
+fn r_exp_1_a_cosigned_checkpoint_whose_proof_fails_is_refused() {
+    let text = golden::export_corpus().unwrap();
+    let forged = edited(&text, |kind, mut line| {
+        if kind == "cosigned" {
+            let proof = line["proof"].as_array_mut().unwrap();
+            if proof.is_empty() {
+                proof.push(tlog::LeafHash::of(b"not in the tree").to_string().into());
+            } else {
+                proof[0] = tlog::LeafHash::of(b"not in the tree").to_string().into();
+            }
+        }
+        Some(line)
+    });
+    let err = export_check(&golden_verifier(), &Upcasters::builtin(), &forged).unwrap_err();
+    assert!(
+        matches!(&err, ExportError::Mismatch(detail) if detail.contains("inclusion in the cosigned checkpoint")),
+        "{err}"
+    );
+}
+
+/// R-EXP-1: a v2/v3 hash in base64 of other than 32 bytes is malformed by
+/// its line, never padded or cut to a hash.
+#[test]
+fn r_exp_1_a_base64_hash_of_another_length_is_malformed() {
+    use base64::Engine as _;
+    let v3 = workspace_file(&format!("{}/agentplane-export-v3.jsonl", golden::EXPORTS_DIR));
+    let mut root = [0_u8; 32];
+    let inclusion = v3.lines().position(|line| line.contains(r#""type":"inclusion""#)).unwrap();
+    let line: serde_json::Value = serde_json::from_str(v3.lines().nth(inclusion).unwrap()).unwrap();
+    let decoded = base64::engine::general_purpose::STANDARD.decode(line["root"].as_str().unwrap()).unwrap();
+    root.copy_from_slice(&decoded);
+    let short = base64::engine::general_purpose::STANDARD.encode(&root[..31]);
+    let forged = edited(&v3, |kind, mut line| {
+        if kind == "inclusion" {
+            line["root"] = short.clone().into();
+        }
+        Some(line)
+    });
+    let err = export_check(&golden_verifier(), &Upcasters::builtin(), &forged).unwrap_err();
+    assert!(matches!(&err, ExportError::Malformed { line, .. } if *line == inclusion + 1), "{err}");
+}
+
+/// R-EXP-1 (every input has a size bound): a line of exactly 64 MiB is read,
+/// one byte more is refused, wherever the line starts; a read the system
+/// interrupted is retried, not an error.
+#[test]
+fn r_exp_1_the_export_reader_takes_lines_up_to_its_bound_exactly() {
+    use journal_core::export::{ExportReadError, MAX_EXPORT_LINE_BYTES, read_export_text};
+    let mut at_bound = b"{}\n".to_vec();
+    at_bound.resize(3 + MAX_EXPORT_LINE_BYTES, b'a');
+    let read = read_export_text(&mut std::io::Cursor::new(&at_bound), "at-bound").unwrap();
+    assert_eq!(read.len(), at_bound.len());
+    at_bound.push(b'a');
+    let err = read_export_text(&mut std::io::Cursor::new(&at_bound), "past").unwrap_err();
+    assert!(matches!(err, ExportReadError::LineTooLong { .. }), "{err}");
+    drop(at_bound);
+
+    /// Interrupted once, then `{}` and a newline, then the end.
+    struct Interrupting(u8);
+    impl std::io::Read for Interrupting {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.0 += 1;
+            match self.0 {
+                1 => Err(std::io::ErrorKind::Interrupted.into()),
+                2 => {
+                    buf[..3].copy_from_slice(b"{}\n");
+                    Ok(3)
+                }
+                _ => Ok(0),
+            }
+        }
+    }
+    assert_eq!(read_export_text(&mut Interrupting(0), "interrupted").unwrap(), "{}\n");
+}
+
+/// `text` with its covering line replaced by a seal line holding `leaf`, the
+/// leaf alone in a tree whose checkpoint the golden log key signs for
+/// `origin`, and no cosigned line: what a trusted key's holder could sign.
+fn covered_alone(text: &str, leaf: &str, origin: &str) -> String {
+    let root = tlog::RootHash::from_hex(&tlog::LeafHash::of(leaf.as_bytes()).to_string()).unwrap();
+    let origin = journal_core::Origin::new(origin).unwrap();
+    let signed =
+        journal_core::log::sign_checkpoint(&origin, tlog::Tree::new(1, root), &golden::log_key().unwrap()).unwrap();
+    edited(text, |kind, line| match kind {
+        "seal" | "head" => Some(serde_json::json!({"type": "seal", "leaf": leaf})),
+        "inclusion" => {
+            Some(serde_json::json!({"type": "inclusion", "index": 0, "size": 1, "root": root.to_string(), "proof": []}))
+        }
+        "checkpoint" => Some(serde_json::json!({"type": "checkpoint", "note": signed.note()})),
+        "cosigned" => None,
+        _ => Some(line),
+    })
+}
+
+/// R-EXP-1: what a trusted log key signed is held to the export too: a
+/// checkpoint of another origin (one key may sign several tenants' logs)
+/// never vouches for this origin's run, and a seal leaf over an open run's
+/// head (a run whose last conclusion does not seal) is refused.
+#[test]
+fn r_exp_1_a_trusted_checkpoint_of_another_origin_or_a_seal_of_an_unsealed_run_is_refused() {
+    let sealed = golden::export_corpus().unwrap();
+    let line_of = |text: &str, kind: &str| {
+        text.lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .rfind(|line| line["type"] == kind)
+            .unwrap()
+    };
+    let header = line_of(&sealed, "header");
+    let origin = header["origin"].as_str().unwrap();
+    let leaf = line_of(&sealed, "seal")["leaf"].as_str().unwrap().to_owned();
+    // The golden export re-signed alone for its own origin verifies: the forgeries below differ only as named.
+    export_check(&golden_verifier(), &Upcasters::builtin(), &covered_alone(&sealed, &leaf, origin)).unwrap();
+    let elsewhere = covered_alone(&sealed, &leaf, "other.test/log");
+    let err = export_check(&golden_verifier(), &Upcasters::builtin(), &elsewhere).unwrap_err();
+    assert!(matches!(&err, ExportError::Mismatch(detail) if detail.contains("checkpoint is for origin")), "{err}");
+
+    let open = golden::open_export_corpus().unwrap();
+    let last = line_of(&open, "record");
+    let head = journal_core::chain::ExpectedHead {
+        seq: last["seq"].as_u64().unwrap(),
+        hash: ChainHash::from_hex(last["hash"].as_str().unwrap()).unwrap(),
+    };
+    let run = journal_core::RunId::new(header["run"].as_str().unwrap()).unwrap();
+    let seal = journal_core::seal::SealLeaf::new(&journal_core::Origin::new(origin).unwrap(), &run, head);
+    let seal = String::from_utf8(seal.to_bytes()).unwrap();
+    let err =
+        export_check(&golden_verifier(), &Upcasters::builtin(), &covered_alone(&open, &seal, origin)).unwrap_err();
+    assert!(matches!(&err, ExportError::Mismatch(detail) if detail.contains("must seal it")), "{err}");
+}
