@@ -280,7 +280,6 @@ pub struct ReplayHandle {
     end_seq: u64,
     divergence: Option<(u64, Divergence)>,
     replayed_cost: Totals,
-    concluded: Option<Outcome>,
     stopped: Option<RunStatus>,
     /// The effect whose end the recorded stop was met at (see [`Self::new`]).
     stop_after_effect: Option<String>,
@@ -385,7 +384,6 @@ impl ReplayHandle {
             end_seq,
             divergence: None,
             replayed_cost: Totals::default(),
-            concluded: None,
             stopped: None,
             stop_after_effect,
         }
@@ -511,7 +509,6 @@ impl ReplayHandle {
         if self.divergence.is_some() || self.stops_here(Call::Other) {
             return Err(());
         }
-        self.concluded = Some(outcome);
         match self.next().map(|(_, a)| a.clone()) {
             Some(Action::Conclusion(recorded, said)) if recorded == outcome && said == reason => {
                 self.cursor += 1;

@@ -567,7 +567,7 @@ fn after_a_divergence_every_call_of_the_code_is_refused() {
         Ok(())
     });
     assert!(matches!(&report.divergence, Some((_, Divergence::UnexpectedStep { .. }))), "{report:?}");
-    assert_eq!(report.replayed_cost, Counters::default());
+    assert_eq!(report.replayed_cost, journal_core::run_state::Totals::default());
     let report = replay(run, &chain, &plan(), |r| {
         r.start_step("research")?;
         assert!(r.finish_step("research").is_err(), "the record has ek:search here");
@@ -575,7 +575,7 @@ fn after_a_divergence_every_call_of_the_code_is_refused() {
         Ok(())
     });
     assert!(matches!(&report.divergence, Some((_, Divergence::SkippedEffect { .. }))), "{report:?}");
-    assert_eq!(report.replayed_cost.effects, 0);
+    assert_eq!(report.replayed_cost.effects, Some(0));
     let report = replay(run, &chain, &plan(), |r| {
         agent_steps_without_conclusion(r)?;
         assert!(r.effect("ek:extra", "answer", || output("x", 1)).is_err());
