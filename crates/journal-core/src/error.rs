@@ -327,6 +327,25 @@ pub enum JournalError {
         /// The bound.
         max: usize,
     },
+    /// A bounded read ([`crate::store::Store::read_run_within`]) stopped:
+    /// the run's rows hold more than the reader holds of one run. Nothing
+    /// of the run is handed over, never a prefix passed off as the run.
+    #[error(
+        "run {run} of tenant {tenant}: its records hold more than {bound} bytes (the read stopped at {held}), past \
+         what this reader holds of one run; read it on the command line (`agentplane show {run}`, `agentplane export \
+         {run} -o FILE`), or audit it with `agentplane audit --max-run-bytes BYTES`"
+    )]
+    RunTooLarge {
+        /// The tenant.
+        tenant: TenantId,
+        /// The run.
+        run: RunId,
+        /// The bound ([`crate::StoredRecord::held_bytes`] summed over its rows).
+        bound: usize,
+        /// What the rows read held when the read stopped (past `bound`; a
+        /// server that bounds what it sends counts their stored lengths).
+        held: usize,
+    },
     /// A strict verification found a record without a usable signature (R-SIG-3).
     #[error("run {run} seq {seq}: {problem}")]
     Unsigned {
@@ -354,6 +373,7 @@ impl JournalError {
             | Self::InvalidId { .. }
             | Self::InvalidRecord(_)
             | Self::RecordTooLarge { .. }
+            | Self::RunTooLarge { .. }
             | Self::IdempotencyKeyTooLong { .. }
             | Self::Unsigned { .. } => ErrorClass::Invalid,
         }

@@ -277,6 +277,18 @@ impl<'a> Journal<'a> {
         self.verify(run, self.store.read_run(self.tenant, run)?, check)
     }
 
+    /// Reads and verifies a run as [`Journal::read`] does, holding at most
+    /// `max_bytes` of its rows ([`crate::Store::read_run_within`]): a larger
+    /// run is [`JournalError::RunTooLarge`], never a prefix verified as the run.
+    pub fn read_within(
+        &self,
+        run: &RunId,
+        check: ChainCheck<'_>,
+        max_bytes: usize,
+    ) -> Result<VerifiedRun, JournalError> {
+        self.verify(run, self.store.read_run_within(self.tenant, run, max_bytes)?, check)
+    }
+
     /// Every run the store holds for the tenant, read in one snapshot
     /// ([`Store::snapshot_streamed`]) and handed to `each` verified by
     /// `check` as [`Journal::read`] verifies, or with why not: first each run

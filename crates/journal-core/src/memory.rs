@@ -182,12 +182,17 @@ impl Store for MemoryStore {
     }
 
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
+        self.read_run_within(tenant, run, usize::MAX)
+    }
+
+    fn read_run_within(&self, tenant: &TenantId, run: &RunId, max_bytes: usize) -> Result<RunRows, JournalError> {
         let tenants = self.lock()?;
         let not_found = || JournalError::NotFound { tenant: tenant.clone(), run: run.clone() };
         let state = tenants.get(tenant).and_then(|t| t.runs.get(run)).ok_or_else(not_found)?;
+        let rows = crate::store::rows_within(tenant, run, &state.rows, max_bytes)?;
         let seal = tenants.get(tenant).and_then(|t| t.seals.values().find(|s| s.run == *run).cloned());
         Ok(RunRows {
-            rows: state.rows.clone(),
+            rows,
             head: state.head,
             sealed: state.sealed,
             seal,

@@ -164,6 +164,12 @@ impl Store for TenantSnapshot {
         self.run_rows(run, stored.rows.clone())
     }
 
+    fn read_run_within(&self, tenant: &TenantId, run: &RunId, max_bytes: usize) -> Result<RunRows, JournalError> {
+        let not_found = || JournalError::NotFound { tenant: tenant.clone(), run: run.clone() };
+        let stored = self.runs.get(run).filter(|_| self.ours(tenant)).ok_or_else(not_found)?;
+        self.run_rows(run, crate::store::rows_within(tenant, run, &stored.rows, max_bytes)?)
+    }
+
     fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
         if !self.ours(tenant) {
             return Ok(Vec::new());

@@ -154,6 +154,15 @@ pub trait Store: Send + Sync {
     /// Reads a run.
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError>;
 
+    /// Reads a run as [`Store::read_run`] does, holding at most `max_bytes`
+    /// of its rows ([`StoredRecord::held_bytes`], counted with [`RunBound`]):
+    /// a run whose rows hold more is [`JournalError::RunTooLarge`], and the
+    /// backend reads none of it past the row that passed the bound (a reader
+    /// facing a store written behind the plane, such as the console, holds
+    /// what it chose, not what the store holds). No default: reading whole
+    /// and checking after is no bound.
+    fn read_run_within(&self, tenant: &TenantId, run: &RunId, max_bytes: usize) -> Result<RunRows, JournalError>;
+
     /// The runs of a tenant, all or those whose indexed outcome is `outcome`, in id order.
     fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError>;
 
@@ -361,6 +370,57 @@ pub trait SnapshotSink {
             kept.records, kept.bytes
         ))))
     }
+}
+
+/// What a bounded read ([`Store::read_run_within`]) has held of one run's
+/// rows: each row is counted as it is read, and the read stops at the first
+/// that takes it past the bound.
+#[derive(Debug)]
+pub struct RunBound<'a> {
+    tenant: &'a TenantId,
+    run: &'a RunId,
+    max_bytes: usize,
+    held: usize,
+}
+
+impl<'a> RunBound<'a> {
+    /// Nothing held yet of `run`, at most `max_bytes` to hold.
+    pub fn new(tenant: &'a TenantId, run: &'a RunId, max_bytes: usize) -> Self {
+        Self { tenant, run, max_bytes, held: 0 }
+    }
+
+    /// Counts `row`: [`JournalError::RunTooLarge`] once the rows counted
+    /// hold more than the bound (the caller stops reading).
+    pub fn hold(&mut self, row: &StoredRecord) -> Result<(), JournalError> {
+        self.held = self.held.saturating_add(row.held_bytes());
+        if self.held > self.max_bytes {
+            return Err(JournalError::RunTooLarge {
+                tenant: self.tenant.clone(),
+                run: self.run.clone(),
+                bound: self.max_bytes,
+                held: self.held,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The rows of `rows` a bounded read holds (a copy of each, in order),
+/// stopping at the first past `max_bytes`: how a store that keeps its rows
+/// in memory answers [`Store::read_run_within`].
+pub fn rows_within(
+    tenant: &TenantId,
+    run: &RunId,
+    rows: &[StoredRecord],
+    max_bytes: usize,
+) -> Result<Vec<StoredRecord>, JournalError> {
+    let mut bound = RunBound::new(tenant, run, max_bytes);
+    let mut held = Vec::new();
+    for row in rows {
+        bound.hold(row)?;
+        held.push(row.clone());
+    }
+    Ok(held)
 }
 
 /// Keys the idempotency index by `RunAdmitted`'s key: backends call this

@@ -295,6 +295,64 @@ pub fn oversized_record_is_refused(store: &dyn Store) {
     assert_eq!(rows[1].bytes.len(), MAX_RECORD_BYTES, "read back whole");
 }
 
+/// R-STORE-1, R-UX-3: a bounded read ([`Store::read_run_within`]) hands
+/// over a run whose rows hold at most its bound, the same rows as
+/// [`Store::read_run`]; a larger run is [`JournalError::RunTooLarge`],
+/// naming the run, the bound and what to do, its read stopped at the row
+/// that passed the bound (the bytes it held then are at most those rows',
+/// not the whole run's, which a read that took everything and checked
+/// after gives).
+pub fn a_run_past_the_read_bound_is_refused(store: &dyn Store) {
+    use crate::chain::StoredRecord;
+    let tenant = tenant();
+    let upcasters = Upcasters::builtin();
+    let journal = journal(store, &tenant);
+    let (small, large) = (run_id("run-small"), run_id("run-large"));
+    sample_run(&journal, &small, Outcome::Succeeded).expect("a small run");
+    let mut head =
+        journal.append(&large, None, None, RecordBody::PlanFrozen(PlanFrozen { steps: vec![] })).expect("admit").head;
+    for n in 0..4 {
+        let step = format!("{n}{}", "x".repeat(256 << 10));
+        head = journal.append(&large, Some(head), None, RecordBody::StepStarted(StepMark { step })).expect("step").head;
+    }
+    let whole = store.read_run(&tenant, &large).expect("read whole");
+    let held: Vec<usize> = whole.rows.iter().map(StoredRecord::held_bytes).collect();
+    let total: usize = held.iter().sum();
+    assert_eq!(store.read_run_within(&tenant, &large, total).expect("a run of exactly the bound"), whole);
+    let past = |bound: usize| match store.read_run_within(&tenant, &large, bound) {
+        Err(JournalError::RunTooLarge { tenant: t, run, bound: said, held }) => {
+            assert_eq!((&t, &run, said), (&tenant, &large, bound));
+            held
+        }
+        other => panic!("a run past a bound of {bound} bytes: {other:?}"),
+    };
+    // What the read held when it stopped: past the bound, and no more than
+    // the rows through the one that passed it hold (a server that sums
+    // what it sends may stop on its count, which is never more).
+    let stopped_at = |bound: usize, through: usize| {
+        let stopped = past(bound);
+        assert!(stopped > bound && stopped <= held[..=through].iter().sum(), "{stopped} at a bound of {bound}");
+    };
+    stopped_at(total - 1, held.len() - 1);
+    let two: usize = held[..2].iter().sum();
+    stopped_at(two, 2);
+    stopped_at(0, 0);
+    let said = store.read_run_within(&tenant, &large, two).expect_err("too large").to_string();
+    for what in ["run-large", &two.to_string(), "agentplane export run-large -o FILE", "--max-run-bytes"] {
+        assert!(said.contains(what), "the error names {what:?}: {said}");
+    }
+    assert_eq!(
+        store.read_run_within(&tenant, &small, 1 << 20).expect("small"),
+        store.read_run(&tenant, &small).unwrap()
+    );
+    let verified = journal.read_within(&small, check(&upcasters), 1 << 20).expect("verified within the bound");
+    assert_eq!(verified.records.len(), 7);
+    let refused = journal.read_within(&large, check(&upcasters), two);
+    assert!(matches!(refused, Err(JournalError::RunTooLarge { .. })), "{refused:?}");
+    let missing = store.read_run_within(&tenant, &run_id("run-none"), 1 << 20);
+    assert!(matches!(missing, Err(JournalError::NotFound { .. })), "{missing:?}");
+}
+
 /// R-RUN-2: a sealed run refuses appends in the store itself.
 pub fn sealed_run_refuses_appends(store: &dyn Store) {
     let tenant = tenant();
@@ -855,6 +913,10 @@ macro_rules! conformance_tests {
         #[test]
         fn conformance_an_oversized_record_is_refused_and_nothing_is_written() {
             $crate::testkit::oversized_record_is_refused(&$make);
+        }
+        #[test]
+        fn conformance_r_store_1_r_ux_3_a_run_past_the_read_bound_is_refused() {
+            $crate::testkit::a_run_past_the_read_bound_is_refused(&$make);
         }
         #[test]
         fn conformance_r_run_2_sealed_run_refuses_appends() {

@@ -114,6 +114,9 @@ impl Store for FaultyStore {
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
         self.inner.read_run(tenant, run)
     }
+    fn read_run_within(&self, tenant: &TenantId, run: &RunId, max_bytes: usize) -> Result<RunRows, JournalError> {
+        self.inner.read_run_within(tenant, run, max_bytes)
+    }
     fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
         self.inner.runs(tenant, outcome)
     }
@@ -258,6 +261,9 @@ impl Store for RoutedStore {
     }
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
         self.to(StoreCall::ReadRun).read_run(tenant, run)
+    }
+    fn read_run_within(&self, tenant: &TenantId, run: &RunId, max_bytes: usize) -> Result<RunRows, JournalError> {
+        self.to(StoreCall::ReadRun).read_run_within(tenant, run, max_bytes)
     }
     fn runs(&self, tenant: &TenantId, outcome: Option<Outcome>) -> Result<Vec<RunId>, JournalError> {
         self.to(StoreCall::Runs).runs(tenant, outcome)

@@ -1840,6 +1840,10 @@ impl Store for PgStore {
     }
 
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
+        self.read_run_within(tenant, run, usize::MAX)
+    }
+
+    fn read_run_within(&self, tenant: &TenantId, run: &RunId, max_bytes: usize) -> Result<RunRows, JournalError> {
         let mut conn = self.conn()?;
         // One snapshot for the run, its rows and its seal.
         let mut txn = conn
@@ -1863,14 +1867,34 @@ impl Store for PgStore {
         // (its primary key dropped behind the plane) doubled every signed
         // row. The subquery refuses it (a cardinality violation): damage,
         // as it is to the snapshot.
+        //
+        // Bounded on the server, in this one query (R-UX-3): each row's size
+        // is summed in seq order (`upto`, from the columns' stored lengths,
+        // never more than what it holds read: an encoded row's bytes decode
+        // to at least their stored length less the tag), and only the rows
+        // before the sum passes `max_bytes` are sent, then the row that
+        // passes it with its sum alone (its columns NULL). A run of a few
+        // rows costs the round trip it always did; a portal fetched in
+        // batches would cost one more each, and a batch of rows is no bound
+        // on bytes. What a row holds read is counted again as it is
+        // decoded ([`journal_core::store::RunBound`]): decoding stops there too.
+        let bound = i64::try_from(max_bytes).unwrap_or(i64::MAX);
         let stored = txn
             .query(
-                "SELECT r.seq, r.kind, r.effect_key, r.prev_hash, r.hash,
+                "SELECT w.upto, r.seq, r.kind, r.effect_key, r.prev_hash, r.hash,
                         CASE WHEN octet_length(r.bytes) <= 16777217 THEN r.bytes END,
                         coalesce(r.key_id, (SELECT k.key_id FROM signing_keys k WHERE k.ref = r.key_ref)),
                         r.signature, r.encoding, r.key_ref, octet_length(r.bytes)
-                 FROM records r WHERE r.tenant = $1 AND r.run = $2 ORDER BY r.seq",
-                &[&t, &r],
+                 FROM (SELECT q.seq, s.size, (sum(s.size) OVER (ORDER BY q.seq ROWS UNBOUNDED PRECEDING))::bigint AS upto
+                       FROM records q, LATERAL (SELECT 8::bigint + octet_length(q.kind) + octet_length(q.hash)
+                           + coalesce(octet_length(q.prev_hash), 32) + coalesce(octet_length(q.effect_key), 0)
+                           + coalesce(octet_length(q.key_id), 0) + coalesce(octet_length(q.signature), 0)
+                           + greatest(octet_length(q.bytes) - CASE WHEN q.encoding = 0 THEN 0 ELSE 1 END, 0) AS size) s
+                       WHERE q.tenant = $1 AND q.run = $2) w
+                 LEFT JOIN records r ON r.tenant = $1 AND r.run = $2 AND r.seq = w.seq AND w.upto <= $3::bigint
+                 WHERE w.upto - w.size <= $3::bigint
+                 ORDER BY w.seq",
+                &[&t, &r, &bound],
             )
             .map_err(|err| match err.code() {
                 Some(&postgres::error::SqlState::CARDINALITY_VIOLATION) => {
@@ -1879,9 +1903,21 @@ impl Store for PgStore {
                 _ => pg("reading records", err),
             })?;
         let mut rows = Vec::with_capacity(stored.len());
+        let mut held = journal_core::store::RunBound::new(tenant, run, max_bytes);
         for row in &stored {
+            let upto: i64 = column(tenant, row, 0)?;
+            if upto > bound {
+                return Err(JournalError::RunTooLarge {
+                    tenant: tenant.clone(),
+                    run: run.clone(),
+                    bound: max_bytes,
+                    held: usize::try_from(upto).unwrap_or(usize::MAX),
+                });
+            }
             let before = rows.last().map_or(ChainHash::GENESIS, |last: &StoredRecord| last.hash);
-            rows.push(stored_record(tenant, run, row, 0, before, &HashMap::new())?);
+            let row = stored_record(tenant, run, row, 1, before, &HashMap::new())?;
+            held.hold(&row)?;
+            rows.push(row);
         }
         let seal = txn
             .query_opt(

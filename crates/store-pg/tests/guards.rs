@@ -188,3 +188,56 @@ fn r_log_5_a_heads_leaf_reads_the_moved_runs_under_the_tenants_log_lock() {
     let entry = entries.iter().find(|entry| entry.run == run).unwrap();
     assert_eq!(entry.seq, 3, "the heads leaf entered a head read before it held the tenant's log lock");
 }
+
+/// R-STORE-1, R-UX-3: a run made large behind the plane (four rows of
+/// 1 MiB inserted straight into `records`, then a row naming an encoding no
+/// build writes, which a read of the whole run meets): a read bounded at
+/// 2 MiB is `RunTooLarge`, naming the run and the bound, without reaching
+/// that row; a run within the bound still reads whole.
+#[test]
+fn r_store_1_r_ux_3_a_run_made_large_behind_the_plane_is_refused_without_reading_it_whole() {
+    use journal_core::testkit::{origin, sample_run, tenant};
+    use journal_core::{ChainHash, Outcome};
+    let store = PgStore::temporary().unwrap();
+    let (tenant, origin) = (tenant(), origin());
+    let (small, large) = (RunId::new("run-small").unwrap(), RunId::new("run-large").unwrap());
+    let journal = Journal::new(&store, &tenant, &origin);
+    sample_run(&journal, &small, Outcome::Succeeded).unwrap();
+    // Failed: an open run, whose records the store's trigger lets in.
+    sample_run(&journal, &large, Outcome::Failed).unwrap();
+    let mut prev = store.read_run(&tenant, &large).unwrap().rows.last().unwrap().hash;
+    let mut client = store.raw();
+    for seq in 8..13_i64 {
+        let bytes = vec![b'x'; 1 << 20];
+        let hash = ChainHash::link(&prev, &bytes);
+        let encoding: i16 = if seq == 12 { 99 } else { 0 };
+        client
+            .execute(
+                "INSERT INTO records (tenant, run, seq, kind, prev_hash, hash, bytes, encoding)
+                 VALUES ($1, $2, $3, 'StepStarted', $4, $5, $6, $7)",
+                &[
+                    &tenant.as_str(),
+                    &large.as_str(),
+                    &seq,
+                    &prev.as_bytes().as_slice(),
+                    &hash.as_bytes().as_slice(),
+                    &bytes,
+                    &encoding,
+                ],
+            )
+            .unwrap();
+        prev = hash;
+    }
+    drop(client);
+    let whole = store.read_run(&tenant, &large);
+    assert!(matches!(whole, Err(JournalError::StoreDamage { .. })), "the whole read meets the raw row: {whole:?}");
+    let bound = 2 << 20;
+    match store.read_run_within(&tenant, &large, bound) {
+        Err(JournalError::RunTooLarge { run, bound: said, held, .. }) => {
+            assert_eq!((run, said), (large.clone(), bound));
+            assert!(held > bound && held < (3 << 20) + 4096, "stopped at the row past the bound: {held}");
+        }
+        other => panic!("a run past the bound: {other:?}"),
+    }
+    assert_eq!(store.read_run_within(&tenant, &small, bound).unwrap(), store.read_run(&tenant, &small).unwrap());
+}

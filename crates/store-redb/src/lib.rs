@@ -1767,6 +1767,10 @@ impl Store for RedbStore {
     }
 
     fn read_run(&self, tenant: &TenantId, run: &RunId) -> Result<RunRows, JournalError> {
+        self.read_run_within(tenant, run, usize::MAX)
+    }
+
+    fn read_run_within(&self, tenant: &TenantId, run: &RunId, max_bytes: usize) -> Result<RunRows, JournalError> {
         guarded(Some(tenant), || {
             let txn = self.read_txn()?;
             let runs = txn.open_table(RUNS).map_err(io)?;
@@ -1777,12 +1781,17 @@ impl Store for RedbStore {
                 };
             let records = txn.open_table(self.layout.records()).map_err(io)?;
             let mut rows = Vec::new();
+            // Counted as each row is decoded: the iteration stops at the
+            // first row past the bound, the rest of the run never read.
+            let mut bound = journal_core::store::RunBound::new(tenant, run, max_bytes);
             for entry in records
                 .range((tenant.as_str(), run.as_str(), 0)..=(tenant.as_str(), run.as_str(), u64::MAX))
                 .map_err(io)?
             {
                 let (key, value) = entry.map_err(io)?;
-                rows.push(row_of(self.layout, tenant, run, key.value().2, value.value())?);
+                let row = row_of(self.layout, tenant, run, key.value().2, value.value())?;
+                bound.hold(&row)?;
+                rows.push(row);
             }
             let seal = seal_of(&txn, tenant, run)?;
             Ok(RunRows { rows, head: Some(head), sealed, seal, outcome, unknown_outcome })
