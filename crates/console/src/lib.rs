@@ -32,10 +32,21 @@ pub const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10
 pub const MAX_CONNECTIONS: usize = 256;
 
 /// The most pages read and drawn at once; requests past it wait their
-/// turn. A page reads its run whole (a diff page its two runs), so at most
-/// twice this many runs are held at once, whatever the connections (a blocking thread each had made it one a
-/// request in flight, up to [`MAX_CONNECTIONS`]).
+/// turn. A page reads its run (a diff page its two runs) to
+/// [`ConsoleOptions::max_run_bytes`], so at most twice this many runs are
+/// held at once, whatever the connections (a blocking thread each had made
+/// it one a request in flight, up to [`MAX_CONNECTIONS`]).
 pub const PAGES_AT_ONCE: usize = 4;
+
+/// The most a page holds of one run's records, by default
+/// ([`ConsoleOptions::max_run_bytes`], counted with
+/// `journal_core::StoredRecord::held_bytes`): the store stops reading a run
+/// past it (`Store::read_run_within`), and the page says the run is too
+/// large to show here (413) and what to use instead. A run page then holds
+/// at most about twice this (its rows and their decoded records), a diff
+/// page twice that, so [`PAGES_AT_ONCE`] pages hold at most about 1 GiB
+/// however large the store's runs were made behind the plane.
+pub const MAX_RUN_BYTES: usize = 64 << 20;
 
 /// The address the console listens on unless told otherwise: localhost only.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7390";
@@ -93,6 +104,12 @@ pub struct ConsoleOptions {
     /// The most connections served at once ([`MAX_CONNECTIONS`] by
     /// default, 0 taken as 1); one past it is closed at once.
     pub max_connections: usize,
+    /// The most a page holds of one run's records ([`MAX_RUN_BYTES`] by
+    /// default): a run past it is too large to show here (413). The runs
+    /// page reads each of its 50 rows' runs to a fiftieth of it, so a page
+    /// of them reads no more than one run page; an export reads its run to
+    /// twice it (an open run's export is cut at its covered head).
+    pub max_run_bytes: usize,
 }
 
 impl Default for ConsoleOptions {
@@ -103,6 +120,7 @@ impl Default for ConsoleOptions {
             header_timeout: HEADER_TIMEOUT,
             write_timeout: WRITE_TIMEOUT,
             max_connections: MAX_CONNECTIONS,
+            max_run_bytes: MAX_RUN_BYTES,
         }
     }
 }
@@ -147,6 +165,8 @@ pub(crate) struct App {
     /// held by its blocking thread: a client that goes away frees none
     /// before its page is done.
     pub(crate) pages: Arc<tokio::sync::Semaphore>,
+    /// The most a page holds of one run's records ([`ConsoleOptions::max_run_bytes`]).
+    pub(crate) max_run_bytes: usize,
 }
 
 /// A running console.
@@ -184,6 +204,7 @@ impl Console {
             plane,
             token_digest: options.token.as_deref().map(digest),
             pages: Arc::new(tokio::sync::Semaphore::new(PAGES_AT_ONCE)),
+            max_run_bytes: options.max_run_bytes,
         });
         let router = router(app);
         let (shutdown, stopped) = tokio::sync::oneshot::channel::<()>();

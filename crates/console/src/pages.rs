@@ -72,6 +72,15 @@ impl From<JournalError> for PageError {
     fn from(err: JournalError) -> Self {
         let status = match err {
             JournalError::NotFound { .. } => StatusCode::NOT_FOUND,
+            // The store stopped reading it at the console's bound: no part
+            // of it is shown as the run (413, as for an export too large
+            // to serve), only what to use instead.
+            JournalError::RunTooLarge { .. } => {
+                return Self {
+                    status: StatusCode::PAYLOAD_TOO_LARGE,
+                    message: format!("this run is too large to show here: {err}"),
+                };
+            }
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         Self { status, message: err.to_string() }
@@ -195,9 +204,16 @@ fn check<'a>(app: &'a App) -> ChainCheck<'a> {
 
 /// A run of the tenant, its chain verified and its admission held to the
 /// tenant and the run id (R-COVER-4): a run copied in from another tenant
-/// is not shown as this one's.
-fn read_bound(journal: &Journal<'_>, run: &RunId, app: &App) -> Result<journal_core::VerifiedRun, JournalError> {
-    let verified = journal.read(run, check(app))?;
+/// is not shown as this one's. The store reads at most `max_bytes` of its
+/// rows ([`crate::ConsoleOptions::max_run_bytes`]): a larger run is
+/// [`JournalError::RunTooLarge`], never held whole nor shown in part.
+fn read_bound(
+    journal: &Journal<'_>,
+    run: &RunId,
+    app: &App,
+    max_bytes: usize,
+) -> Result<journal_core::VerifiedRun, JournalError> {
+    let verified = journal.read_within(run, check(app), max_bytes)?;
     verified.bound_to(journal.tenant, run)?;
     Ok(verified)
 }
@@ -550,7 +566,7 @@ fn search_runs(
     candidates.dedup();
     let mut found = Vec::new();
     for run in candidates {
-        let stored = match store.read_run(&log.tenant, &run) {
+        let stored = match store.read_run_within(&log.tenant, &run, app.max_run_bytes) {
             Ok(stored) => stored,
             Err(JournalError::NotFound { .. }) => continue,
             Err(err) => return Err(err.into()),
@@ -639,11 +655,14 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
     let older = shown.len() > PAGE_SIZE;
     shown.truncate(PAGE_SIZE);
     let journal = Journal::new(store, &log.tenant, &log.origin);
+    // Each row's run read to a fiftieth of the bound: a page of them reads
+    // no more than one run page does, however large its runs were made.
+    let row_bound = app.max_run_bytes / PAGE_SIZE;
     let rows: Vec<Markup> = shown
         .iter()
         .map(|admitted| {
             let run = &admitted.run;
-            let (state, class, steps) = match read_bound(&journal, run, app) {
+            let (state, class, steps) = match read_bound(&journal, run, app, row_bound) {
                 Ok(verified) => {
                     let state = verified.records.last().map_or("empty", |_| {
                         journal_core::last_conclusion(&verified.records).map_or("running", |c| c.outcome.as_str())
@@ -663,6 +682,11 @@ fn render_runs(app: &App, query: &RunsQuery) -> Result<Markup, PageError> {
                 }
                 // A newer build's record is not damage (R-VER-4).
                 Err(err) if err.is_build_skew() => (skewed_words(&err), "warn", "?".to_owned()),
+                Err(JournalError::RunTooLarge { bound, .. }) => (
+                    format!("too large to summarise here (its records hold more than {bound} bytes): open its page"),
+                    "warn",
+                    "?".to_owned(),
+                ),
                 Err(err) => (format!("does not verify: {err}"), "bad", "?".to_owned()),
             };
             html! {
@@ -775,9 +799,10 @@ fn render_run(app: &App, tenant: &str, run: &str) -> Result<Markup, PageError> {
     let log = tenant_of(app, Some(tenant))?;
     let run = RunId::new(run).map_err(|err| PageError::bad(err.to_string()))?;
     let store = app.plane.store.as_ref();
-    let verified = match read_bound(&Journal::new(store, &log.tenant, &log.origin), &run, app) {
+    let verified = match read_bound(&Journal::new(store, &log.tenant, &log.origin), &run, app, app.max_run_bytes) {
         Ok(verified) => verified,
         Err(JournalError::NotFound { .. }) => return Err(PageError::missing(format!("no run {run}"))),
+        Err(err @ JournalError::RunTooLarge { .. }) => return Err(err.into()),
         Err(err) => return Ok(layout(run.as_str(), unverified_run(app, log, &run, &err)?)),
     };
     let records = &verified.records;
@@ -882,7 +907,7 @@ fn skewed_words(err: &JournalError) -> String {
 /// stored (nothing read from them is trusted). A run this build cannot read
 /// is build skew, said so in the warning's colour, with its remedy.
 fn unverified_run(app: &App, log: &TenantLog, run: &RunId, err: &JournalError) -> Result<Markup, PageError> {
-    let rows = app.plane.store.read_run(&log.tenant, run)?.rows;
+    let rows = app.plane.store.read_run_within(&log.tenant, run, app.max_run_bytes)?.rows;
     let (class, said) = if err.is_build_skew() {
         ("warn", skewed_words(err))
     } else {
@@ -1008,7 +1033,9 @@ fn proof_section(
             // hold a record appended (and covered) since. The chain read
             // again after the leaf holds it unless the run was cut back.
             let chain = at_seq(records).or_else(|| {
-                let fresh = Journal::new(store, &log.tenant, &log.origin).read(run, check(app)).ok()?;
+                let fresh = Journal::new(store, &log.tenant, &log.origin)
+                    .read_within(run, check(app), app.max_run_bytes)
+                    .ok()?;
                 at_seq(&fresh.records)
             });
             let failed = if chain == Some(head.entry.hash) {
@@ -1128,9 +1155,13 @@ fn export_of(app: &App, tenant: &str, run: &str) -> Result<(String, String), Pag
     let log = tenant_of(app, Some(tenant))?;
     let run = RunId::new(run).map_err(|err| PageError::bad(err.to_string()))?;
     let store = app.plane.store.as_ref();
-    let verified = match read_bound(&Journal::new(store, &log.tenant, &log.origin), &run, app) {
+    // Twice a page's bound: an open run's export is cut at the head its
+    // checkpoint covers, so its run may hold more than the export carries.
+    let bound = app.max_run_bytes.saturating_mul(2);
+    let verified = match read_bound(&Journal::new(store, &log.tenant, &log.origin), &run, app, bound) {
         Ok(verified) => verified,
         Err(JournalError::NotFound { .. }) => return Err(PageError::missing(format!("no run {run}"))),
+        Err(err @ JournalError::RunTooLarge { .. }) => return Err(err.into()),
         Err(err) if err.is_build_skew() => return Err(PageError::conflict(skewed_words(&err))),
         Err(err) => return Err(PageError::conflict(format!("this run's chain does not verify: {err}"))),
     };
@@ -1268,7 +1299,7 @@ fn render_diff(app: &App, query: &DiffQuery) -> Result<Markup, PageError> {
     let journal = Journal::new(app.plane.store.as_ref(), &log.tenant, &log.origin);
     let read = |name: &str| -> Result<Vec<VerifiedRecord>, PageError> {
         let run = RunId::new(name).map_err(|err| PageError::bad(err.to_string()))?;
-        Ok(read_bound(&journal, &run, app)?.records)
+        Ok(read_bound(&journal, &run, app, app.max_run_bytes)?.records)
     };
     let (left, right) = (read(a)?, read(b)?);
     let positions = left.len().max(right.len());

@@ -428,3 +428,65 @@ fn r_ops_1_a_run_found_under_another_key_does_not_quote_its_huge_key_whole() {
     let said = format!("(cut: {} bytes)", journal_core::append::MAX_IDEMPOTENCY_KEY_BYTES);
     assert!(row.contains(&said), "the cut is said: {}", &row[..2_000.min(row.len())]);
 }
+
+/// R-UX-3, R-STORE-1 (review 93): a run made large behind the plane (four
+/// rows of 1 MiB written into the redb file, no key) is read by no page
+/// past the console's bound (lowered here to 1 MiB,
+/// `ConsoleOptions::max_run_bytes`): its run page, a diff holding it and
+/// its export answer 413 saying it is too large to show here and what to
+/// use instead, never a part of its chain shown as the run; the runs page
+/// lists it as too large to summarise; a run within the bound still shows.
+#[test]
+fn r_ux_3_r_store_1_a_run_made_large_behind_the_plane_is_too_large_to_show_not_read_whole() {
+    let (plane, runs) = demo();
+    let (normal, large) = (&runs[0], &runs[1]);
+    let rows = plane.store.read_run(&plane.tenant, large).unwrap().rows;
+    let mut prev = rows.last().unwrap().hash;
+    for seq in rows.len() as u64 + 1..rows.len() as u64 + 5 {
+        let bytes = vec![b'x'; 1 << 20];
+        let hash = ChainHash::link(&prev, &bytes);
+        let row = journal_core::StoredRecord {
+            seq,
+            kind: "StepStarted".into(),
+            effect_key: None,
+            prev_hash: prev,
+            hash,
+            bytes,
+            signature: None,
+        };
+        plane.store.overwrite_row(&plane.tenant, large, row);
+        prev = hash;
+    }
+    let options = console::ConsoleOptions {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        max_run_bytes: 1 << 20,
+        ..Default::default()
+    };
+    let console = console::Console::start(plane.view(), options).unwrap();
+    let (status, page) = get(&format!("{}/run/shop/{large}", console.url()));
+    assert_eq!(status, 413, "{page}");
+    for said in [
+        "too large to show here",
+        "1048576 bytes",
+        &format!("agentplane show {large}"),
+        &format!("agentplane export {large} -o FILE"),
+        "--max-run-bytes",
+    ] {
+        assert!(page.contains(said), "the page says {said:?}: {page}");
+    }
+    assert!(!page.contains("chain verified") && !page.contains("records</h2>"), "a part shown as the run: {page}");
+    let (status, page) = get(&format!("{}/run/shop/{normal}", console.url()));
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("chain verified"), "{page}");
+    let (status, page) = get(&format!("{}/diff?a={normal}&b={large}", console.url()));
+    assert_eq!(status, 413, "{page}");
+    assert!(page.contains("too large to show here"), "{page}");
+    let (status, page) = get(&format!("{}/run/shop/{large}/export", console.url()));
+    assert_eq!(status, 413, "{page}");
+    assert!(page.contains(&format!("agentplane export {large} -o FILE")), "{page}");
+    let (status, listing) = get(&format!("{}/runs", console.url()));
+    assert_eq!(status, 200, "{listing}");
+    let row = row_of(&listing, large);
+    assert!(row.contains("class=\"warn\"") && row.contains("too large to summarise here"), "{row}");
+    assert!(row_of(&listing, normal).contains("class=\"good\""), "{listing}");
+}

@@ -1073,6 +1073,7 @@ fn r_ops_1_a_client_that_never_reads_its_answers_is_disconnected() {
         header_timeout: std::time::Duration::from_millis(300),
         write_timeout: std::time::Duration::from_millis(300),
         max_connections: 1,
+        ..Default::default()
     };
     let console = console::Console::start(plane.view(), options).unwrap();
     let address = console.url().trim_start_matches("http://").to_owned();
