@@ -563,9 +563,9 @@ fn finding_of(run: &RunId, err: JournalError) -> Result<Finding, AuditError> {
         }
         JournalError::BuildSkew(skew) => {
             let (detail, remedy) = match skew.as_ref() {
-                BuildSkew::UnknownRecordVersion { remedy, .. } | BuildSkew::UnreadableRecordShape { remedy, .. } => {
-                    (skew.to_string(), remedy.clone())
-                }
+                BuildSkew::UnknownRecordVersion { remedy, .. }
+                | BuildSkew::UnreadableRecordShape { remedy, .. }
+                | BuildSkew::StoreSchema { remedy, .. } => (skew.to_string(), remedy.clone()),
             };
             let mut finding = Finding::new(FindingCode::BuildSkew, detail).run(run);
             finding.remedy = Some(remedy);

@@ -1921,7 +1921,7 @@ fn r_run_7_reads_on_postgresql_hold_derived_rows_to_the_chain() {
     let runs = json(plane, &["runs", "--json"]);
     let spent = runs.as_array().unwrap().iter().max_by_key(|row| row["tokens"].as_u64().unwrap()).unwrap();
     let spent = spent["run"].as_str().unwrap().to_owned();
-    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut client = store_pg::testkit::connect_declared(&url);
     let moved = client
         .execute(
             "UPDATE outcome_index SET outcome = 'succeeded' WHERE tenant = 'default' AND run = $1 AND outcome = 'failed'",

@@ -76,6 +76,24 @@ pub enum BuildSkew {
         /// What to do.
         remedy: String,
     },
+    /// A write refused by the store because its schema is at another version
+    /// than the one this process declared: a newer build migrated it after
+    /// this process opened it (a rolling upgrade), so this process would write
+    /// under its old idea of the schema. Nothing of the write was kept.
+    StoreSchema {
+        /// The store (`PostgreSQL`).
+        store: String,
+        /// The schema version the store is at, if its version row says.
+        found: Option<i64>,
+        /// The schema version this build writes.
+        this_build: i64,
+        /// The build that migrated the store to `found`, if it named itself.
+        migrated_by: Option<String>,
+        /// What was refused.
+        detail: String,
+        /// What to do.
+        remedy: String,
+    },
 }
 
 impl BuildSkew {
@@ -103,6 +121,9 @@ impl fmt::Display for BuildSkew {
             }
             Self::UnreadableRecordShape { kind, v, detail, remedy, .. } => {
                 write!(f, "UnreadableRecordShape: {kind} v{v}: {detail}. {remedy}")
+            }
+            Self::StoreSchema { store, detail, remedy, .. } => {
+                write!(f, "StoreSchema: {store}: {detail}. {remedy}")
             }
         }
     }

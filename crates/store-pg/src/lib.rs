@@ -12,8 +12,9 @@ use journal_core::group_commit::{BatchReplies, GroupCommit, fail_all};
 use journal_core::heads::HeadEntry;
 use journal_core::store::{AdmittedRun, CheckpointRows, SignedTree, stored_chain_hash};
 use journal_core::{
-    AppendRequest, ChainHash, CollectSnapshot, ExpectedHead, JournalError, LogCounters, Outcome, RecordsInRunOrder,
-    RunId, RunRows, SealEntry, SnapshotSink, StorageError, Store, StoredRecord, TenantId, TenantSnapshot,
+    AppendRequest, BuildSkew, ChainHash, CollectSnapshot, ExpectedHead, JournalError, LogCounters, Outcome,
+    RecordsInRunOrder, RunId, RunRows, SealEntry, SnapshotSink, StorageError, Store, StoredRecord, TenantId,
+    TenantSnapshot,
 };
 use postgres::fallible_iterator::FallibleIterator as _;
 use postgres::{Client, NoTls};
@@ -21,7 +22,7 @@ use r2d2_postgres::PostgresConnectionManager;
 use tlog::{NodeHash, NodeId, RootHash, Tree};
 
 pub use connect::{DEFAULT_CONNECT_TIMEOUT, OpenError, Target, redact};
-pub use schema::SCHEMA_VERSION;
+pub use schema::{SCHEMA_VERSION, SESSION_SETTING};
 
 /// The most appends one group commit carries.
 pub const MAX_BATCH: usize = 256;
@@ -39,6 +40,9 @@ fn machinery(what: &str) -> JournalError {
 /// call may succeed again (a lost connection, a serialization failure, a
 /// deadlock): nothing of it was committed.
 fn pg(context: &str, err: postgres::Error) -> JournalError {
+    if let Some(skew) = err.as_db_error().filter(|db| db.code().code() == schema::SKEW_STATE) {
+        return schema_skew(context, skew);
+    }
     let retryable = err.is_closed()
         || err.code().is_some_and(|code| {
             let code = code.code();
@@ -52,6 +56,46 @@ fn pg(context: &str, err: postgres::Error) -> JournalError {
     };
     let storage = StorageError::new(context, err);
     JournalError::Io(if retryable { storage.retryable() } else { storage })
+}
+
+/// The schema-skew check's refusal (R-VER-4): the store's schema is at
+/// another version than this process declared, because a newer build
+/// migrated it after this process opened it. Build skew, never damage:
+/// nothing of the write was kept.
+fn schema_skew(context: &str, db: &postgres::error::DbError) -> JournalError {
+    let detail = db.detail().unwrap_or_default();
+    let field = |name: &str| {
+        detail
+            .split_once(&format!("{name}="))
+            .map(|(_, rest)| if name == "migrated_by" { rest } else { rest.split(' ').next().unwrap_or_default() })
+            .filter(|value| !value.is_empty())
+    };
+    let found = field("found").and_then(|found| found.parse::<i64>().ok());
+    let migrated_by = field("migrated_by").map(str::to_owned);
+    let this_build = i64::from(SCHEMA_VERSION);
+    let by = migrated_by.as_deref().map_or_else(|| "a newer build".to_owned(), |build| format!("build {build}"));
+    let remedy = match found {
+        Some(found) if found > this_build => format!(
+            "the store was migrated to schema version {found} by {by} after this process ({THIS_BUILD}, schema \
+             version {this_build}) opened it; replace this process by that build (or a later one), not {THIS_BUILD}"
+        ),
+        Some(found) => format!(
+            "the store's schema version row says {found}, not this process's {this_build} ({THIS_BUILD}): it was \
+             changed behind the plane; open the store again with the build that matches it"
+        ),
+        None => format!(
+            "the store's schema version row is gone: it was changed behind the plane; nothing was written by \
+             {THIS_BUILD}"
+        ),
+    };
+    JournalError::BuildSkew(Box::new(BuildSkew::StoreSchema {
+        store: "PostgreSQL".to_owned(),
+        found,
+        this_build,
+        migrated_by,
+        detail: format!("{context}: {} (nothing of it was written)", db.message()),
+        remedy,
+    }))
 }
 
 fn pool_error(err: r2d2::Error) -> JournalError {
@@ -131,7 +175,8 @@ impl PgStore {
     /// A URL without a password takes it from `PGPASSWORD` or the password
     /// file (`PGPASSFILE`, else `~/.pgpass`).
     pub fn open(url: &str) -> Result<Self, OpenError> {
-        let (config, target) = connect::config(url)?;
+        let (mut config, target) = connect::config(url)?;
+        add_options(&mut config, &format!("-c {}={SCHEMA_VERSION}", schema::SESSION_SETTING));
         let mut client = connect::connect(&config, &target)?;
         let migrated = migrate(&mut client)?;
         let pool = r2d2::Pool::builder()
@@ -149,11 +194,7 @@ impl PgStore {
     /// its remedy ([`OpenError::NewerSchema`], [`OpenError::OlderSchema`]).
     pub fn open_read_only(url: &str) -> Result<Self, OpenError> {
         let (mut config, target) = connect::config(url)?;
-        let options = match config.get_options() {
-            Some(options) => format!("{options} -c default_transaction_read_only=on"),
-            None => "-c default_transaction_read_only=on".to_owned(),
-        };
-        config.options(&options);
+        add_options(&mut config, "-c default_transaction_read_only=on");
         let mut client = connect::connect(&config, &target)?;
         let version = schema_version(&mut client)?;
         match version {
@@ -210,6 +251,20 @@ impl PgStore {
         rows.iter().rev().map(|row| signed_tree(tenant, table, row)).collect()
     }
 }
+
+/// `options` added to the session options `config` has (the URL's own
+/// first, so ours win where both set one).
+fn add_options(config: &mut postgres::Config, options: &str) {
+    let options = match config.get_options() {
+        Some(before) => format!("{before} {options}"),
+        None => options.to_owned(),
+    };
+    config.options(&options);
+}
+
+/// The build that migrates, as the version row names it for the remedy of a
+/// build skew (R-VER-4).
+const THIS_BUILD: &str = concat!(env!("CARGO_PKG_NAME"), " ", env!("CARGO_PKG_VERSION"));
 
 /// The advisory lock every schema setup takes first (any constant of ours:
 /// "agentplane schema" in ASCII, folded to 64 bits).
@@ -274,6 +329,12 @@ fn schema_version_type(err: postgres::Error) -> OpenError {
 /// created, so one sets up while the others wait and then find it done
 /// (`CREATE TABLE IF NOT EXISTS` alone races a concurrent creator). A
 /// migration is all or nothing: it commits with its version or not at all.
+///
+/// Each step first writes its version row and declares that version for the
+/// transaction, so a step that writes rows passes the schema-skew check
+/// (schema 6) of the tables it writes; the session declares this build's
+/// version again when the transaction ends. The check takes this lock
+/// shared: a migration waits for the writes under way.
 fn migrate(client: &mut Client) -> Result<Option<(i32, i32)>, OpenError> {
     let mut txn = client.transaction().map_err(|err| pg("starting the migration", err))?;
     txn.execute("SELECT pg_advisory_xact_lock($1)", &[&SCHEMA_LOCK]).map_err(|err| pg("the schema setup lock", err))?;
@@ -289,12 +350,16 @@ fn migrate(client: &mut Client) -> Result<Option<(i32, i32)>, OpenError> {
         if target <= current {
             continue;
         }
+        txn.execute("DELETE FROM agentplane_schema", &[]).map_err(|err| pg("the schema version", err))?;
+        txn.execute("INSERT INTO agentplane_schema (version) VALUES ($1)", &[&target])
+            .map_err(|err| pg("the schema version", err))?;
+        txn.execute("SELECT set_config($1, $2, true)", &[&schema::SESSION_SETTING, &target.to_string()])
+            .map_err(|err| pg("the schema version", err))?;
         txn.batch_execute(migration).map_err(|err| pg(&format!("migrating the schema to version {target}"), err))?;
         current = target;
     }
     if current != version {
-        txn.execute("DELETE FROM agentplane_schema", &[]).map_err(|err| pg("the schema version", err))?;
-        txn.execute("INSERT INTO agentplane_schema (version) VALUES ($1)", &[&current])
+        txn.execute("UPDATE agentplane_schema SET build = $1", &[&THIS_BUILD])
             .map_err(|err| pg("the schema version", err))?;
     }
     txn.commit().map_err(|err| pg("committing the migration", err))?;

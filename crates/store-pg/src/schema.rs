@@ -3,10 +3,10 @@
 //! refused with a remedy, like a record version.
 
 /// The migrations, in order; migration `n` brings the schema to version `n + 1`.
-pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
+pub(crate) const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5, V6];
 
 /// The schema version this build writes and reads.
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 const V1: &str = r#"
 CREATE TABLE runs (
@@ -205,4 +205,66 @@ ALTER TABLE records
     ADD COLUMN IF NOT EXISTS key_ref integer,
     ALTER COLUMN prev_hash DROP NOT NULL,
     ALTER COLUMN bytes SET STORAGE EXTERNAL;
+"#;
+
+/// The setting each session of this build declares its schema version in,
+/// at connect time (`-c agentplane.schema_version=6` in the connection's
+/// options: no round trip of its own).
+pub const SESSION_SETTING: &str = "agentplane.schema_version";
+
+/// The SQLSTATE of a write refused for schema skew (R-VER-4).
+pub(crate) const SKEW_STATE: &str = "AP002";
+
+/// R-VER-4, a rolling upgrade: a process opened the store at one schema
+/// version and a newer build then migrated it; the older process must not go
+/// on writing under its old idea of the schema (rows without what a newer
+/// migration derives from them). Every table a writer writes refuses a
+/// statement whose session does not declare the version the database is at
+/// ([`SESSION_SETTING`]): one check per statement, not per row.
+///
+/// The check takes the schema lock shared (each migration takes it
+/// exclusive first, see `migrate`), so a migration waits for the writes
+/// already under way to commit, and a write that waited for a migration
+/// reads the version it committed (every write runs at READ COMMITTED, and
+/// a volatile function's query takes a new snapshot). The version row
+/// names the build that migrated to it, for the remedy.
+///
+/// A session without the setting (`psql`, a build from before this one) is
+/// refused too: `SET agentplane.schema_version = '6'` first, knowing what
+/// this schema holds. The version table itself is not guarded: a newer
+/// build's migration writes it. The SCHEMA_LOCK constant below is `SCHEMA_LOCK`
+/// in `lib.rs`. Written to be a no-op where it was applied already.
+const V6: &str = r#"
+ALTER TABLE agentplane_schema ADD COLUMN IF NOT EXISTS build text;
+CREATE OR REPLACE FUNCTION agentplane_refuse_schema_skew() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    declared text := nullif(current_setting('agentplane.schema_version', true), '');
+    stored integer;
+    migrated_by text;
+BEGIN
+    PERFORM pg_advisory_xact_lock_shared(7018702155374880869);
+    SELECT version, build INTO stored, migrated_by FROM agentplane_schema;
+    IF declared IS NOT DISTINCT FROM stored::text THEN
+        RETURN NULL;
+    END IF;
+    IF declared IS NULL THEN
+        RAISE EXCEPTION 'agentplane: a write to % by a session that declares no schema version (agentplane.schema_version): the store is at schema version %; a build older than the one that migrated it, or SQL by hand, writes nothing', TG_TABLE_NAME, coalesce(stored::text, '(none)')
+            USING ERRCODE = 'AP002', DETAIL = format('found=%s declared= migrated_by=%s', coalesce(stored::text, ''), coalesce(migrated_by, ''));
+    END IF;
+    RAISE EXCEPTION 'agentplane: a write to % by a session of schema version % refused: the store is at schema version %', TG_TABLE_NAME, declared, coalesce(stored::text, '(none)')
+        USING ERRCODE = 'AP002', DETAIL = format('found=%s declared=%s migrated_by=%s', coalesce(stored::text, ''), declared, coalesce(migrated_by, ''));
+END
+$$;
+DO $$
+DECLARE
+    guarded text;
+BEGIN
+    FOREACH guarded IN ARRAY ARRAY['runs', 'records', 'idempotency', 'outcome_index', 'seals', 'log_counter',
+            'log_nodes', 'signed_checkpoints', 'cosigned_checkpoints', 'heads_entries', 'admission_order',
+            'signing_keys'] LOOP
+        EXECUTE format('CREATE OR REPLACE TRIGGER %I BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON %I
+            FOR EACH STATEMENT EXECUTE FUNCTION agentplane_refuse_schema_skew()', guarded || '_schema_version', guarded);
+    END LOOP;
+END
+$$;
 "#;

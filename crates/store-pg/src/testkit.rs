@@ -79,6 +79,16 @@ pub fn fresh_database_collated(icu_locale: &str) -> String {
     with_dbname(&url, &name)
 }
 
+/// A plain connection to the database at `url` that declares this build's
+/// schema version (R-VER-4), as an administrator who writes through SQL
+/// knowing what this schema holds must: a session that declares none
+/// writes no table of the journal.
+pub fn connect_declared(url: &str) -> Client {
+    let mut config = postgres::Config::from_str(url).expect("a URL");
+    config.options(&format!("-c {}={}", crate::schema::SESSION_SETTING, crate::SCHEMA_VERSION));
+    config.connect(NoTls).unwrap_or_else(|err| panic!("connecting to {url}: {err}"))
+}
+
 /// A new database whose schema is at `version` (an older one than this
 /// build's), as an older build left it: for migration tests.
 pub fn database_at_version(version: i32) -> String {

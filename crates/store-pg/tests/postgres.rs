@@ -443,7 +443,7 @@ fn r_store_3_the_v4_migration_counts_the_seals_stored_and_the_trigger_keeps_coun
     let url = store_pg::testkit::fresh_database();
     let tenant = TenantId::new("t").unwrap();
     seal_runs(&Arc::new(PgStore::open(&url).unwrap()), &tenant, 0..5);
-    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut client = store_pg::testkit::connect_declared(&url);
     client
         .batch_execute(
             "DROP TRIGGER seals_counted ON seals; DROP FUNCTION agentplane_count_seals();

@@ -91,7 +91,7 @@ fn r_run_5_a_readmission_never_overwrites_a_run_whose_rows_were_deleted() {
     let store = PgStore::open(&url).unwrap();
     let before = store.read_run(&tenant, &run).unwrap().rows;
     store.delete_runs_row(&tenant, &run);
-    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut client = store_pg::testkit::connect_declared(&url);
     client.execute("DELETE FROM idempotency WHERE tenant = 't' AND key = 'order-7'", &[]).unwrap();
 
     let again = admit_and_pay(&runtime(&url));
