@@ -416,3 +416,75 @@ fn r_exp_1_a_trusted_checkpoint_of_another_origin_or_a_seal_of_an_unsealed_run_i
         export_check(&golden_verifier(), &Upcasters::builtin(), &covered_alone(&open, &seal, origin)).unwrap_err();
     assert!(matches!(&err, ExportError::Mismatch(detail) if detail.contains("must seal it")), "{err}");
 }
+
+/// `text` with its covering line replaced by `covering` (whose leaf is
+/// `leaf`), the leaf alone in a tree whose checkpoint the golden log key
+/// signs for `origin`, and a cosigned line of that tree signed for
+/// `cosigned_origin` when given.
+fn covered_alone_by(
+    text: &str,
+    covering: &serde_json::Value,
+    leaf: &str,
+    origin: &str,
+    cosigned_origin: Option<&str>,
+) -> String {
+    let root = tlog::RootHash::from_hex(&tlog::LeafHash::of(leaf.as_bytes()).to_string()).unwrap();
+    let tree = tlog::Tree::new(1, root);
+    let note = |origin: &str| {
+        let origin = journal_core::Origin::new(origin).unwrap();
+        journal_core::log::sign_checkpoint(&origin, tree, &golden::log_key().unwrap()).unwrap().note().to_owned()
+    };
+    let mut edited = edited(text, |kind, line| match kind {
+        "seal" | "head" => Some(covering.clone()),
+        "inclusion" => {
+            Some(serde_json::json!({"type": "inclusion", "index": 0, "size": 1, "root": root.to_string(), "proof": []}))
+        }
+        "checkpoint" => Some(serde_json::json!({"type": "checkpoint", "note": note(origin)})),
+        "cosigned" => None,
+        _ => Some(line),
+    });
+    if let Some(cosigned) = cosigned_origin {
+        let line = serde_json::json!({"type": "cosigned", "note": note(cosigned), "index": 0, "proof": []});
+        edited.push_str(&format!("{line}\n"));
+    }
+    edited
+}
+
+/// R-EXP-1: a trusted log key (one key may sign several tenants' logs) that
+/// signs this origin's tree holding a heads leaf of another origin, with the
+/// run's head among its entries, never vouches for this origin's run; nor
+/// does a cosigned checkpoint it signed for another origin, though of the
+/// very tree the checkpoint proves the run in. Each is refused as a
+/// mismatch naming the origin.
+#[test]
+fn r_exp_1_a_trusted_heads_leaf_or_cosigned_checkpoint_of_another_origin_is_refused() {
+    let open = golden::open_export_corpus().unwrap();
+    let lines: Vec<serde_json::Value> = open.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    let origin = lines.iter().find(|line| line["type"] == "header").unwrap()["origin"].as_str().unwrap().to_owned();
+    let head = lines.iter().find(|line| line["type"] == "head").unwrap().clone();
+    let leaf = head["leaf"].as_str().unwrap();
+    let heads = journal_core::heads::HeadsLeaf::parse(leaf.as_bytes()).unwrap();
+    let check = |text: &str| export_check(&golden_verifier(), &Upcasters::builtin(), text);
+    // Re-signed alone for its own origin, the open export verifies, with a
+    // cosigned line of its own origin too: the forgeries below differ only as named.
+    check(&covered_alone_by(&open, &head, leaf, &origin, None)).unwrap();
+    let cosigned = check(&covered_alone_by(&open, &head, leaf, &origin, Some(&origin))).unwrap();
+    assert!(cosigned.cosigned.is_some());
+
+    let elsewhere =
+        journal_core::heads::HeadsLeaf { origin: journal_core::Origin::new("other.test/log").unwrap(), ..heads };
+    let elsewhere = String::from_utf8(elsewhere.to_bytes()).unwrap();
+    let mut forged = head.clone();
+    forged["leaf"] = elsewhere.clone().into();
+    let err = check(&covered_alone_by(&open, &forged, &elsewhere, &origin, None)).unwrap_err();
+    assert!(
+        matches!(&err, ExportError::Mismatch(detail) if detail.contains("heads leaf is for origin \"other.test/log\"")),
+        "{err}"
+    );
+
+    let err = check(&covered_alone_by(&open, &head, leaf, &origin, Some("other.test/log"))).unwrap_err();
+    assert!(
+        matches!(&err, ExportError::Mismatch(detail) if detail.contains("cosigned checkpoint is for another origin")),
+        "{err}"
+    );
+}
