@@ -247,3 +247,81 @@ fn r_exp_1_a_proof_longer_than_any_tree_has_is_refused_as_it_is_read() {
     let refused = verify_export(&forged.join("\n"), &[key.verifier_key()], check).unwrap_err();
     assert!(refused.to_string().contains("unknown variant `footnote`"), "{refused}");
 }
+
+/// R-EXP-1, R-COVER-2: a sealed run rewritten between the export's read of
+/// it and its seal's lookup in the log (another chain sealed under the same
+/// id, its own seal beside it: what someone writing the database can do
+/// between two reads of the plane). The leaf the signed tree holds is not
+/// the seal of the chain read; `export_run` refuses as store damage and
+/// assembles nothing.
+#[test]
+fn r_exp_1_a_run_rewritten_between_its_read_and_its_seal_lookup_is_never_exported() {
+    use journal_core::testkit::{origin, sample_run, tenant};
+    use journal_core::testkit_faults::{RoutedStore, StoreCall};
+    let (tenant, origin) = (tenant(), origin());
+    let run = RunId::new("run-rewritten").unwrap();
+    let logged = Arc::new(MemoryStore::new());
+    sample_run(&journal_core::Journal::new(logged.as_ref(), &tenant, &origin), &run, journal_core::Outcome::Succeeded)
+        .unwrap();
+    let rewritten = Arc::new(MemoryStore::new());
+    sample_run(
+        &journal_core::Journal::new(rewritten.as_ref(), &tenant, &origin),
+        &run,
+        journal_core::Outcome::Cancelled,
+    )
+    .unwrap();
+    let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (to_logged, to_rewritten) = (Arc::clone(&logged), Arc::clone(&rewritten));
+    let store = RoutedStore::new(Box::new(move |call| {
+        // The export's first read of the run is answered by the rewritten chain.
+        if call == StoreCall::ReadRun && reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            to_rewritten.clone() as Arc<dyn Store>
+        } else {
+            to_logged.clone() as Arc<dyn Store>
+        }
+    }));
+    let key = LogKey::new(SignerKey::from_seed(origin.as_str(), ALG_ED25519, [7; 32]).unwrap()).unwrap();
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    let err = export_run(&store, &tenant, &origin, &key, &run, check, None).map(|exported| exported.text).unwrap_err();
+    assert!(matches!(&err, JournalError::StoreDamage { .. }), "{err:?}");
+    let said = err.to_string();
+    assert!(
+        said.contains("is not the seal of its verified journal") && said.contains("nothing was exported"),
+        "{said}"
+    );
+}
+
+/// R-COVER-2 (issue 20): an open run that grew between the export's read of
+/// it and the signature (its new head entered in the heads leaf the signing
+/// appends) is read again, and exported to the head the checkpoint covers,
+/// never refused as cut back nor cut at the older head.
+#[test]
+fn r_cover_2_an_open_run_grown_between_its_read_and_the_signature_exports_its_new_head() {
+    use journal_core::record::StepMark;
+    use journal_core::testkit_faults::{RoutedStore, StoreCall};
+    let Plane { tenant, origin, key, store: inner, runtime } = plane();
+    let request =
+        AdmitRequest { idempotency_key: "grows".into(), plan: vec!["work".into()], budget: Budget::default() };
+    let Admission::New(open) = runtime.admit(&tenant, request).unwrap() else { panic!("new run") };
+    let run = open.run().clone();
+    let before = inner.read_run(&tenant, &run).unwrap().head.unwrap();
+    let grown = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (to_inner, on) = (Arc::clone(&inner), (tenant.clone(), origin.clone(), run.clone()));
+    let store = RoutedStore::new(Box::new(move |call| {
+        if call == StoreCall::AppendHeads && !grown.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let (tenant, origin, run) = &on;
+            let head = to_inner.read_run(tenant, run).unwrap().head;
+            journal_core::Journal::new(to_inner.as_ref(), tenant, origin)
+                .append(run, head, None, journal_core::RecordBody::StepStarted(StepMark { step: "work".into() }))
+                .unwrap();
+        }
+        to_inner.clone() as Arc<dyn Store>
+    }));
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
+    let exported = export_run(&store, &tenant, &origin, &key, &run, check, None).unwrap();
+    assert_eq!(exported.covers, ExportCovers::Head { seq: before.seq + 1, entries: 1 });
+    let verified = verify_export(&exported.text, &[key.verifier_key()], check).unwrap();
+    assert_eq!((verified.records, exported.records as u64), (before.seq + 1, before.seq + 1));
+}
