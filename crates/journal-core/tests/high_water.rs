@@ -610,3 +610,76 @@ fn r_wit_8_the_witnesses_are_asked_what_they_hold_at_once() {
     assert!(views.failures.is_empty(), "{views:?}");
     assert_eq!(views.answered, 3, "{views:?}");
 }
+
+/// A witness that cannot be asked (unreachable).
+struct Unreachable;
+
+impl journal_core::runtime::WitnessProbe for Unreachable {
+    fn endpoint(&self) -> &str {
+        "unreachable"
+    }
+    fn latest(&self, _: &Origin) -> Result<Option<String>, witness::WitnessError> {
+        Err(witness::WitnessError::Transport { witness: "unreachable".into(), reason: "down".into() })
+    }
+}
+
+/// R-PLANE-2, R-WIT-6: a lost mark is rebuilt from what the witnesses hold
+/// only once every configured witness answered: one that could not be
+/// asked may hold a larger tree than those that did, and a mark rebuilt
+/// without it could let the plane sign a second root at a size it
+/// cosigned. With none answering (or none to ask), nothing is rebuilt either; with all
+/// answering, the mark is the largest tree they hold.
+#[test]
+fn r_plane_2_a_lost_mark_is_rebuilt_only_when_every_witness_answered() {
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let store = Arc::new(MemoryStore::new());
+    succeed_runs(&store, None, &["run-0", "run-1"]);
+    let (_, signed) = sign_current_head(store.as_ref(), &tenant, &origin, &log_key(), None).unwrap();
+    let held = signed.checkpoint().tree();
+    let log = log_key().verifier_key();
+    let ask = |probes: Vec<Arc<dyn journal_core::runtime::WitnessProbe>>| {
+        let mark = Mark::default();
+        mark.lose("agentplane.highwater is missing");
+        let view = journal_core::LogView::open(store.as_ref(), &tenant).unwrap();
+        let answer = journal_core::runtime::ask_witnesses(&view, (&origin, &log), &probes, Some(&mark)).map(drop);
+        (answer, mark.last(&origin).unwrap())
+    };
+    let (answer, mark) = ask(vec![Arc::new(Holds::signed(&origin, held)), Arc::new(Unreachable)]);
+    assert!(matches!(answer, Err(JournalError::WouldSignRollback { .. })), "one unasked: {answer:?}");
+    assert!(matches!(mark, journal_core::log::HighWaterMark::Lost { .. }), "not rebuilt: {mark:?}");
+    let (answer, mark) = ask(vec![Arc::new(Unreachable)]);
+    assert!(matches!(answer, Err(JournalError::WouldSignRollback { .. })), "none answered: {answer:?}");
+    assert!(matches!(mark, journal_core::log::HighWaterMark::Lost { .. }), "not rebuilt: {mark:?}");
+    let (answer, mark) = ask(Vec::new());
+    assert!(matches!(answer, Err(JournalError::WouldSignRollback { .. })), "no witness to ask: {answer:?}");
+    assert!(matches!(mark, journal_core::log::HighWaterMark::Lost { .. }), "not rebuilt empty: {mark:?}");
+    let (answer, mark) = ask(vec![Arc::new(Holds::signed(&origin, held))]);
+    assert!(answer.is_ok(), "{answer:?}");
+    assert_eq!(mark, journal_core::log::HighWaterMark::Signed(held), "rebuilt from the witness");
+}
+
+/// R-PLANE-1, R-WIT-6: what a witness holds for another origin, even under
+/// the plane's own log key, binds nothing of this one: the answer is a bad
+/// one (counted as not answered), never a tree this log is held to. A kept
+/// cosigned note of another origin does not verify for this one either.
+#[test]
+fn r_plane_1_a_checkpoint_of_another_origin_binds_nothing_here() {
+    let tenant = TenantId::new("t").unwrap();
+    let origin = Origin::new(ORIGIN).unwrap();
+    let elsewhere = Origin::new("highwater.test/elsewhere").unwrap();
+    let store = Arc::new(MemoryStore::new());
+    succeed_runs(&store, None, &["run-0"]);
+    let (_, signed) = sign_current_head(store.as_ref(), &tenant, &origin, &log_key(), None).unwrap();
+    let other = tlog::Tree::new(signed.checkpoint().tree().size + 5, tlog::RootHash::empty());
+    let log = log_key().verifier_key();
+    let probes: Vec<Arc<dyn journal_core::runtime::WitnessProbe>> = vec![Arc::new(Holds::signed(&elsewhere, other))];
+    let view = journal_core::LogView::open(store.as_ref(), &tenant).unwrap();
+    let views = journal_core::runtime::ask_witnesses(&view, (&origin, &log), &probes, None).unwrap();
+    assert!(views.held.is_empty(), "another origin's tree is held to nothing here: {views:?}");
+    assert_eq!((views.answered, views.failures.len()), (0, 1), "a bad answer");
+
+    let note = journal_core::log::sign_checkpoint(&elsewhere, other, &log_key()).unwrap().note().to_owned();
+    let kept = journal_core::runtime::verify_cosigned_note(&note, other, &origin, &log, &[], 0);
+    assert!(kept.is_err(), "a note of another origin verifies for none but its own: {kept:?}");
+}
