@@ -316,6 +316,48 @@ fn r_run_5_a_fork_interrupted_after_its_admission_is_still_served_from_its_sourc
     assert!(verified.rows.iter().any(|row| row.kind == "RunForked"), "the fork records its provenance");
 }
 
+/// R-RUN-5 (mutation review 96): a fork interrupted after its `RunForked`,
+/// before its plan (the `PlanFrozen` write fails), is finished by the next
+/// delivery of the fork: its provenance is already recorded and is recorded
+/// once, never a second `RunForked` after the first; the fork is served its
+/// source's effect.
+#[test]
+fn r_run_5_a_fork_redelivered_after_its_provenance_records_it_once() {
+    let pay = AtomicU32::new(0);
+    let drive = |runtime: &Runtime| {
+        let mut source = admit(runtime, "source", Budget::default());
+        source.start_step("work").unwrap();
+        source.effect("ek:pay", "work", counted(&pay, 1)).unwrap();
+        source.run().clone()
+    };
+    let clean = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), None));
+    let clean_runtime = runtime(clean.clone());
+    let source = drive(&clean_runtime);
+    fork(&clean_runtime, &source, "fork");
+    let writes = clean.writes();
+    let forked = write_index(&writes, "RunForked");
+    assert_eq!(writes[forked + 1], WriteCall::Append("PlanFrozen".into()));
+
+    pay.store(0, Ordering::SeqCst);
+    let store = Arc::new(FaultyStore::new(Arc::new(MemoryStore::new()), Some((forked + 1, Strike::BeforeCommit))));
+    let runtime = runtime(store);
+    let source = drive(&runtime);
+    let at = runtime.store().read_run(&tenant(), &source).unwrap().head.unwrap().seq;
+    let request =
+        || AdmitRequest { idempotency_key: "fork".into(), plan: vec!["work".into()], budget: Budget::default() };
+    let failed = runtime.fork(&tenant(), &source, at, request()).err();
+    assert!(matches!(failed, Some(RuntimeError::Journal(JournalError::Io(_)))), "the plan's write failed: {failed:?}");
+    match runtime.fork(&tenant(), &source, at, request()).unwrap() {
+        Admission::New(mut fork) => fork.effect("ek:pay", "work", counted(&pay, 1)).unwrap(),
+        Admission::Existing { status, .. } => panic!("the fork asked for again is not finished: {status:?}"),
+    };
+    assert_eq!(pay.load(Ordering::SeqCst), 1, "the fork paid again");
+    let run = Runtime::run_id_for(&tenant(), "fork").unwrap();
+    let kinds: Vec<String> =
+        runtime.store().read_run(&tenant(), &run).unwrap().rows.iter().map(|row| row.kind.clone()).collect();
+    assert_eq!(kinds.iter().filter(|kind| *kind == "RunForked").count(), 1, "the fork's records: {kinds:?}");
+}
+
 /// Regression replay of a fork, over the store (`replay_store`): the agent
 /// code that drove the fork live, unchanged, replays to a match. Live, its
 /// first effect was served from the source's record (nothing in the fork's

@@ -973,3 +973,367 @@ fn b_sweeps_and_the_store_forks_at(at: journal_core::testkit_faults::StoreCall, 
     let witnessed = journal_core::LogView::open(honest.as_ref(), &tenant).unwrap().head().unwrap().tree;
     assert_the_fork_was_not_signed(&fork, witnessed, &tenant, &report);
 }
+
+/// The size of the tenant's log as the store holds it.
+fn log_size(store: &dyn Store, tenant: &TenantId) -> u64 {
+    journal_core::LogView::open(store, tenant).unwrap().head().unwrap().tree.size
+}
+
+/// R-WIT-9 (mutation review 96): a log rewritten to the size a quorum
+/// cosigned is refused naming what the quorum cosigned and what the log
+/// holds now, both roots, so the operator can tell which history is which.
+#[test]
+fn r_wit_9_a_log_rewritten_to_the_cosigned_size_is_refused_naming_both_roots() {
+    let tenant = TenantId::new("t").unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(1, &log_key);
+    let store = Arc::new(MemoryStore::new());
+    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+        .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
+        .witness_keys(ws.keys.clone())
+        .build()
+        .unwrap();
+    seal(&runtime, &tenant, "a");
+    let newest = seal(&runtime, &tenant, "b");
+    let cosigned = runtime.sweep(&tenant).unwrap().tree;
+    store.delete_run(&tenant, &newest);
+    store.rewind_log(&tenant, 1);
+    seal(&runtime, &tenant, "c");
+    let report = runtime.sweep(&tenant).unwrap();
+    assert_eq!(report.tree.size, cosigned.size);
+    let SweepOutcome::RefusedToSign { reason } = &report.outcome else { panic!("not refused: {report:?}") };
+    assert!(
+        reason.contains(&format!(
+            "with root {}; a quorum cosigned size {} with root {}",
+            report.tree.root, cosigned.size, cosigned.root
+        )),
+        "{reason}"
+    );
+}
+
+/// R-WIT-9, R-PLANE-2 (mutation review 96): a log rewritten and grown past
+/// what a quorum cosigned does not extend it; the sweep refuses to sign it
+/// even when the witnesses no longer hold that checkpoint (a witness whose
+/// state was lost cosigns whatever it is sent first): the store's cosigned
+/// rows are the plane's own memory of what was witnessed.
+#[test]
+fn r_wit_9_a_log_grown_past_a_rewrite_of_what_a_quorum_cosigned_is_refused_when_the_witness_forgot() {
+    let tenant = TenantId::new("t").unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(1, &log_key);
+    let store = Arc::new(MemoryStore::new());
+    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+        .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
+        .witness_keys(ws.keys.clone())
+        .build()
+        .unwrap();
+    seal(&runtime, &tenant, "a");
+    let newest = seal(&runtime, &tenant, "b");
+    let cosigned = runtime.sweep(&tenant).unwrap().tree;
+    store.delete_run(&tenant, &newest);
+    store.rewind_log(&tenant, 1);
+    for key in ["c", "d", "e"] {
+        seal(&runtime, &tenant, key);
+    }
+    // The same witness (its key), its state lost: it holds nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let cosigner = Cosigner::new(SignerKey::from_seed("sweep.test/w0", ALG_COSIGNATURE_V1, [10; 32]).unwrap()).unwrap();
+    let config = WitnessConfig {
+        extra_cosigners: Vec::new(),
+        cosigner,
+        logs: vec![LogConfig { origin: ORIGIN.into(), keys: vec![log_key.verifier_key()] }],
+        clock: Arc::new(SystemClock),
+    };
+    let forgot = WitnessServer::start(config, &dir.path().join("w.redb"), "127.0.0.1:0").unwrap();
+    let after = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+        .witnesses(vec![client_for(&forgot.url(), 10, "sweep.test/w0")], WitnessQuorum::of(1))
+        .witness_keys(ws.keys.clone())
+        .build()
+        .unwrap();
+    let report = after.sweep(&tenant).unwrap();
+    assert!(report.tree.size > cosigned.size);
+    assert!(
+        matches!(&report.outcome, SweepOutcome::RefusedToSign { reason }
+            if reason.contains(&format!("does not extend the checkpoint of {} a quorum cosigned", cosigned.size))),
+        "a rewritten history was signed and sent: {report:?}"
+    );
+    assert_eq!(store.cosigned_checkpoints(&tenant).unwrap().len(), 1, "nothing more recorded as cosigned");
+}
+
+/// A witness that refuses every checkpoint as inconsistent with what it
+/// holds (an integrity refusal: its word alone).
+struct RefusesAsInconsistent;
+
+impl Witness for RefusesAsInconsistent {
+    fn endpoint(&self) -> &str {
+        "refuses.test"
+    }
+    fn identities(&self) -> Vec<witness::WitnessIdentity> {
+        Vec::new()
+    }
+    fn add_checkpoint(
+        &self,
+        signed: &witness::SignedCheckpoint,
+        _: &dyn witness::LogHistory,
+    ) -> Result<witness::CosignedCheckpoint, witness::WitnessError> {
+        Err(witness::WitnessError::Inconsistent {
+            witness: self.endpoint().to_owned(),
+            old_size: 0,
+            new_size: signed.checkpoint().tree().size,
+        })
+    }
+}
+
+/// R-WIT-1, R-WIT-9 (mutation review 96): a round with fewer cosignatures
+/// than the quorum, short or beside an integrity refusal, records no
+/// cosigned checkpoint: a row the store keeps as cosigned is one a quorum
+/// agreed to, whatever reads set aside later.
+#[test]
+fn r_wit_9_a_round_short_of_the_quorum_records_no_cosigned_checkpoint() {
+    let tenant = TenantId::new("t").unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(2, &log_key);
+    let nobody =
+        TrustedWitness::new(SignerKey::from_seed("x.test/w", ALG_COSIGNATURE_V1, [9; 32]).unwrap().verifier_key())
+            .unwrap();
+    let dead: Arc<dyn Witness + Send + Sync> =
+        Arc::new(HttpWitness::new("http://127.0.0.1:9", vec![nobody.clone()]).unwrap());
+    let refuses: Arc<dyn Witness + Send + Sync> = Arc::new(RefusesAsInconsistent);
+    // Each case on its own store and witness: one log, one history per witness.
+    let cases = [(0, dead, "a shortfall"), (1, refuses, "an integrity refusal short of the quorum")];
+    for (witness, second, what) in cases {
+        let store = Arc::new(MemoryStore::new());
+        let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+            .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+            .witnesses(vec![Arc::clone(&ws.clients[witness]), second], WitnessQuorum::of(2))
+            .witness_keys(vec![ws.keys[witness].clone(), nobody.clone()])
+            .build()
+            .unwrap();
+        seal(&runtime, &tenant, &format!("{what} a"));
+        let report = runtime.sweep(&tenant).unwrap();
+        match &report.outcome {
+            SweepOutcome::Round(QuorumOutcome::Shortfall { got: 1, needed: 2, .. }) => {}
+            SweepOutcome::Round(QuorumOutcome::IntegrityRefusal { got: 1, quorum_met: false, .. }) => {}
+            other => panic!("{what}: {other:?}"),
+        }
+        assert!(report.needs_attention(), "{what}");
+        assert_eq!(
+            store.cosigned_checkpoints(&tenant).unwrap(),
+            Vec::new(),
+            "{what}: a checkpoint one witness cosigned was recorded as cosigned by the quorum"
+        );
+    }
+}
+
+/// A probe that counts how often it is asked; it holds nothing.
+#[derive(Default)]
+struct CountsAsks(std::sync::atomic::AtomicUsize);
+
+impl journal_core::runtime::WitnessProbe for CountsAsks {
+    fn endpoint(&self) -> &str {
+        "counts"
+    }
+    fn latest(&self, _: &journal_core::Origin) -> Result<Option<String>, witness::WitnessError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(None)
+    }
+}
+
+/// R-WIT-8, R-PLANE-2 (mutation review 96): a round is skipped when the log
+/// has not grown since one met the bar, yet the witnesses are still asked
+/// what they hold once they are due (a store put back is caught even on an
+/// idle plane), and not before.
+#[test]
+fn r_wit_8_an_idle_log_skips_its_round_and_asks_the_witnesses_only_when_due() {
+    let tenant = TenantId::new("t").unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(2, &log_key);
+    for (witness, every, asked) in [(0, std::time::Duration::from_secs(3600), 1), (1, std::time::Duration::ZERO, 2)] {
+        let probe = Arc::new(CountsAsks::default());
+        let runtime = RuntimeBuilder::new(Arc::new(MemoryStore::new()))
+            .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+            .witnesses(vec![Arc::clone(&ws.clients[witness])], WitnessQuorum::of(1))
+            .witness_keys(vec![ws.keys[witness].clone()])
+            .witness_probes(vec![Arc::clone(&probe) as Arc<dyn journal_core::runtime::WitnessProbe>])
+            .probe_every(every)
+            .build()
+            .unwrap();
+        seal(&runtime, &tenant, "a");
+        let report = runtime.sweep(&tenant).unwrap();
+        assert!(matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })), "{report:?}");
+        assert_eq!(probe.0.load(std::sync::atomic::Ordering::SeqCst), 1, "asked before the first round");
+        let report = runtime.sweep(&tenant).unwrap();
+        assert_eq!(report.outcome, SweepOutcome::Skipped { size: 1 }, "no growth, no round");
+        assert_eq!(
+            probe.0.load(std::sync::atomic::Ordering::SeqCst),
+            asked,
+            "asking every {every:?}: asked {} times over two sweeps",
+            asked
+        );
+    }
+}
+
+/// R-WIT-7, R-WIT-8 (mutation review 96): a round cosigned by one witness
+/// stands below a quorum raised to two since: the next sweep holds a round
+/// for the new quorum rather than skipping as if it were witnessed.
+#[test]
+fn r_wit_8_a_round_below_a_quorum_raised_since_is_held_again_not_skipped() {
+    let tenant = TenantId::new("t").unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(2, &log_key);
+    let store = Arc::new(MemoryStore::new());
+    let with = |witnesses: usize| {
+        RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+            .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+            .witnesses(ws.clients[..witnesses].to_vec(), WitnessQuorum::of(witnesses))
+            .witness_keys(ws.keys.clone())
+            .build()
+            .unwrap()
+    };
+    let one = with(1);
+    seal(&one, &tenant, "a");
+    assert!(matches!(one.sweep(&tenant).unwrap().outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })));
+    let two = with(2);
+    let report = two.sweep(&tenant).unwrap();
+    assert!(
+        matches!(&report.outcome, SweepOutcome::Round(QuorumOutcome::Met { cosigned, .. }) if cosigned.len() == 2),
+        "a checkpoint one witness cosigned was taken as witnessed by a quorum of two: {report:?}"
+    );
+    assert_eq!(two.sweep(&tenant).unwrap().outcome, SweepOutcome::Skipped { size: report.tree.size });
+}
+
+/// R-WIT-8, R-WIT-9 (mutation review 96): a plane given no witness keys
+/// checks no cosignature, so no stored row counts as witnessed: a row
+/// written into the store holding only the plane's signed note of the head
+/// (what `agentplane checkpoint` hands out) does not stop the round that
+/// shows it to the witnesses.
+#[test]
+fn r_wit_8_without_witness_keys_no_stored_row_skips_a_round() {
+    let tenant = TenantId::new("t").unwrap();
+    let origin = journal_core::Origin::new(ORIGIN).unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(1, &log_key);
+    let store = Arc::new(MemoryStore::new());
+    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), origin.clone(), Some(log_key.clone()))
+        .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
+        .build()
+        .unwrap();
+    seal(&runtime, &tenant, "a");
+    let (_, signed) = journal_core::log::sign_current_head(store.as_ref(), &tenant, &origin, &log_key, None).unwrap();
+    let tree = signed.checkpoint().tree();
+    store
+        .record_cosigned_checkpoint(&tenant, journal_core::store::SignedTree { tree, note: signed.note().to_owned() })
+        .unwrap();
+    let report = runtime.sweep(&tenant).unwrap();
+    assert!(
+        matches!(report.outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })),
+        "a row no witness cosigned skipped the round: {report:?}"
+    );
+}
+
+/// R-WIT-9, R-AUD-10 (mutation review 96): a standing remembered under one
+/// trust list is never reused under another: a witness's key replaced
+/// (same name, same quorum), the rows only the old key cosigned stand below
+/// the quorum.
+#[test]
+fn r_wit_9_a_remembered_standing_is_not_reused_after_a_witness_key_is_replaced() {
+    use journal_core::runtime::{RememberedStandings, verify_cosigned_rows_remembering};
+    let tenant = TenantId::new("t").unwrap();
+    let origin = journal_core::Origin::new(ORIGIN).unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(1, &log_key);
+    let store = Arc::new(MemoryStore::new());
+    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), origin.clone(), Some(log_key.clone()))
+        .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
+        .witness_keys(ws.keys.clone())
+        .build()
+        .unwrap();
+    seal(&runtime, &tenant, "a");
+    assert!(matches!(runtime.sweep(&tenant).unwrap().outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })));
+    let rows = store.cosigned_checkpoints(&tenant).unwrap();
+    let replaced = TrustedWitness::new(
+        SignerKey::from_seed("sweep.test/w0", ALG_COSIGNATURE_V1, [99; 32]).unwrap().verifier_key(),
+    )
+    .unwrap();
+    let verifier = log_key.verifier_key();
+    let remembered = RememberedStandings::default();
+    let verify = |keys: &[TrustedWitness]| {
+        verify_cosigned_rows_remembering(&rows, &origin, &verifier, keys, 1, &remembered).unwrap()
+    };
+    assert_eq!(verify(&ws.keys).map(|(_, tree)| tree), Some(rows[0].tree), "witnessed under the old key");
+    assert_eq!(
+        verify(std::slice::from_ref(&replaced)),
+        None,
+        "the old key's cosignature counted after it was replaced"
+    );
+}
+
+/// R-PLANE-1 (mutation review 96): a sweep for a tenant whose origin was
+/// changed in the configuration is refused before its heads leaf is
+/// appended: a leaf under the new origin would be a leaf of another log in
+/// this one.
+#[test]
+fn r_plane_1_a_sweep_under_another_origin_appends_nothing() {
+    let tenant = TenantId::new("t").unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(1, &log_key);
+    let store = Arc::new(MemoryStore::new());
+    let under = |origin: &str| {
+        let log_key = LogKey::new(SignerKey::from_seed(origin, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+        RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+            .tenant(tenant.clone(), journal_core::Origin::new(origin).unwrap(), Some(log_key))
+            .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
+            .witness_keys(ws.keys.clone())
+            .build()
+            .unwrap()
+    };
+    let before = under(ORIGIN);
+    seal(&before, &tenant, "a");
+    // A run still open: the next sweep has a heads leaf to append.
+    let request = AdmitRequest { idempotency_key: "open".into(), plan: vec![], budget: Budget::default() };
+    assert!(matches!(before.admit(&tenant, request).unwrap(), Admission::New(_)));
+    let size = log_size(store.as_ref(), &tenant);
+    let report = under("sweep.test/renamed").sweep(&tenant).unwrap();
+    assert!(
+        matches!(&report.outcome, SweepOutcome::RefusedToSign { reason } if reason.contains("another origin")),
+        "{report:?}"
+    );
+    assert_eq!(log_size(store.as_ref(), &tenant), size, "a heads leaf of another origin was appended to the log");
+}
+
+/// R-PLANE-2 (mutation review 96): a store put back from before the plane's
+/// last signature is refused by the sweep before its heads leaf is appended:
+/// appended, the leaf forked the signed log before the refusal came.
+#[test]
+fn r_plane_2_a_sweep_of_a_store_older_than_the_mark_appends_nothing() {
+    let tenant = TenantId::new("t").unwrap();
+    let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
+    let ws = witnesses(1, &log_key);
+    let store = Arc::new(MemoryStore::new());
+    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+        .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
+        .witness_keys(ws.keys.clone())
+        .high_water(Arc::new(journal_core::testkit::MemoryHighWater::default()))
+        .build()
+        .unwrap();
+    seal(&runtime, &tenant, "a");
+    let request = AdmitRequest { idempotency_key: "open".into(), plan: vec![], budget: Budget::default() };
+    assert!(matches!(runtime.admit(&tenant, request).unwrap(), Admission::New(_)));
+    let newest = seal(&runtime, &tenant, "b");
+    assert!(matches!(runtime.sweep(&tenant).unwrap().outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })));
+    // Put back from before the signature: the newest run and the leaves
+    // after the first are gone; the open run is still open.
+    let first = store.seals_in(&tenant, 0..1).unwrap().remove(0);
+    store.delete_run(&tenant, &newest);
+    store.rewrite_log(&tenant, &[(first.run, first.leaf_bytes)]);
+    assert_eq!(log_size(store.as_ref(), &tenant), 1);
+    let report = runtime.sweep(&tenant).unwrap();
+    assert!(matches!(&report.outcome, SweepOutcome::RefusedToSign { .. }), "{report:?}");
+    assert_eq!(log_size(store.as_ref(), &tenant), 1, "a heads leaf was appended to a store older than the mark");
+}

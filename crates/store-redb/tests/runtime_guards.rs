@@ -295,3 +295,29 @@ fn r_run_5_a_cut_hidden_by_removing_its_heads_entry_is_never_run_again() {
         other => panic!("refused, but not as damage: {other}"),
     }
 }
+
+/// R-LOG-6, R-RUN-5 (mutation review 96): on a plane with no high-water
+/// mark (it never signed), a sealed run deleted behind the store leaves a
+/// hole in its log positions. Read past the hole, the leaves after it took
+/// the positions before them and the deleted run's seal was simply absent:
+/// a redelivery of its key admitted it afresh and performed its done effect
+/// again. The hole is damage, and the redelivery to a process started
+/// afresh (which has read none of the log) is refused.
+#[test]
+fn r_log_6_a_hole_in_an_unsigned_log_refuses_the_deleted_runs_redelivery() {
+    let plane = Plane::on(RedbStore::temporary().unwrap());
+    let gone = plane.run("transfer-1", true);
+    plane.run("transfer-2", true);
+    plane.store.delete_run(&plane.tenant, &gone);
+    // A process started afresh: it has read none of the log yet.
+    let restarted = journal_core::RuntimeBuilder::new(
+        std::sync::Arc::clone(&plane.store) as std::sync::Arc<dyn journal_core::Store>
+    )
+    .tenant(plane.tenant.clone(), plane.origin.clone(), Some(plane.key.clone()))
+    .build()
+    .unwrap();
+    match shared::redelivery_refusal(&restarted, &plane.tenant, "transfer-1", "the deleted sealed run") {
+        JournalError::StoreDamage { detail, .. } => assert!(detail.contains("no entry at position 0"), "{detail}"),
+        other => panic!("refused, but not as damage: {other}"),
+    }
+}
