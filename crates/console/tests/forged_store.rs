@@ -440,23 +440,7 @@ fn r_ops_1_a_run_found_under_another_key_does_not_quote_its_huge_key_whole() {
 fn r_ux_3_r_store_1_a_run_made_large_behind_the_plane_is_too_large_to_show_not_read_whole() {
     let (plane, runs) = demo();
     let (normal, large) = (&runs[0], &runs[1]);
-    let rows = plane.store.read_run(&plane.tenant, large).unwrap().rows;
-    let mut prev = rows.last().unwrap().hash;
-    for seq in rows.len() as u64 + 1..rows.len() as u64 + 5 {
-        let bytes = vec![b'x'; 1 << 20];
-        let hash = ChainHash::link(&prev, &bytes);
-        let row = journal_core::StoredRecord {
-            seq,
-            kind: "StepStarted".into(),
-            effect_key: None,
-            prev_hash: prev,
-            hash,
-            bytes,
-            signature: None,
-        };
-        plane.store.overwrite_row(&plane.tenant, large, row);
-        prev = hash;
-    }
+    journal_core::testkit::grow_run_behind_the_plane(plane.store.as_ref(), &plane.tenant, large, 4);
     let options = console::ConsoleOptions {
         listen: "127.0.0.1:0".parse().unwrap(),
         max_run_bytes: 1 << 20,

@@ -353,6 +353,58 @@ pub fn a_run_past_the_read_bound_is_refused(store: &dyn Store) {
     assert!(matches!(missing, Err(JournalError::NotFound { .. })), "{missing:?}");
 }
 
+/// Appends `rows` rows of 1 MiB each to `run` behind the plane, each chained
+/// on the one before (unsigned, of no record's shape): a run made large by
+/// someone with the store and no key.
+pub fn grow_run_behind_the_plane(
+    store: &(impl Store + TamperAccess + ?Sized),
+    tenant: &TenantId,
+    run: &RunId,
+    rows: u64,
+) {
+    use crate::chain::{ChainHash, StoredRecord};
+    let stored = store.read_run(tenant, run).expect("the run's rows").rows;
+    let (mut prev, first) = (stored.last().expect("a run with rows").hash, stored.len() as u64 + 1);
+    for seq in first..first + rows {
+        let bytes = vec![b'x'; 1 << 20];
+        let hash = ChainHash::link(&prev, &bytes);
+        let row = StoredRecord {
+            seq,
+            kind: "StepStarted".into(),
+            effect_key: None,
+            prev_hash: prev,
+            hash,
+            bytes,
+            signature: None,
+        };
+        store.overwrite_row(tenant, run, row);
+        prev = hash;
+    }
+}
+
+/// A read of `large` bounded at 2 MiB is refused as too large, stopped at
+/// the row that passed the bound (well before the end of a run grown by
+/// several MiB past it), and `small` reads within that bound as it reads whole.
+pub fn a_read_bounded_at_two_mib_stops_past_the_bound(
+    store: &dyn Store,
+    tenant: &TenantId,
+    large: &RunId,
+    small: &RunId,
+) {
+    let bound = 2 << 20;
+    match store.read_run_within(tenant, large, bound) {
+        Err(JournalError::RunTooLarge { run, bound: said, held, .. }) => {
+            assert_eq!((&run, said), (large, bound));
+            assert!(held > bound && held < (3 << 20) + 4096, "stopped at the row past the bound: {held}");
+        }
+        other => panic!("a run past the bound: {other:?}"),
+    }
+    assert_eq!(
+        store.read_run_within(tenant, small, bound).expect("small"),
+        store.read_run(tenant, small).expect("small")
+    );
+}
+
 /// R-RUN-2: a sealed run refuses appends in the store itself.
 pub fn sealed_run_refuses_appends(store: &dyn Store) {
     let tenant = tenant();

@@ -93,6 +93,26 @@ fn records(recorded: &Recorded, run: &RunId) -> Vec<VerifiedRecord> {
     Journal::new(recorded.store.as_ref(), &recorded.tenant, &recorded.origin).read(run, check).unwrap().records
 }
 
+/// The export of the sealed `run`, its checkpoint signed with `key`.
+fn sealed_export(recorded: &Recorded, run: &RunId, key: &witness::LogKey) -> String {
+    let verified = Journal::new(recorded.store.as_ref(), &recorded.tenant, &recorded.origin)
+        .read(run, ChainCheck { upcasters: &Upcasters::builtin(), verifier: None, options: VerifyOptions::default() })
+        .unwrap();
+    let view = LogView::open(recorded.store.as_ref(), &recorded.tenant).unwrap();
+    let inclusion = view.inclusion(run).unwrap();
+    let signed = journal_core::log::sign_checkpoint(&recorded.origin, inclusion.tree, key).unwrap();
+    journal_core::export::write_export(
+        &recorded.tenant,
+        &recorded.origin,
+        run,
+        &verified,
+        journal_core::export::ExportProof::Seal(&inclusion),
+        &signed,
+        None,
+    )
+    .unwrap()
+}
+
 #[test]
 fn replays_of_the_unchanged_agent_match_and_perform_nothing() {
     let recorded = record(3);
@@ -182,21 +202,7 @@ fn exports_are_fixtures_and_a_tampered_one_is_refused_before_any_replay() {
     let upcasters = Upcasters::builtin();
     let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
     for run in &recorded.runs {
-        let verified =
-            Journal::new(recorded.store.as_ref(), &recorded.tenant, &recorded.origin).read(run, check).unwrap();
-        let view = LogView::open(recorded.store.as_ref(), &recorded.tenant).unwrap();
-        let inclusion = view.inclusion(run).unwrap();
-        let signed = journal_core::log::sign_checkpoint(&recorded.origin, inclusion.tree, &key).unwrap();
-        let text = journal_core::export::write_export(
-            &recorded.tenant,
-            &recorded.origin,
-            run,
-            &verified,
-            journal_core::export::ExportProof::Seal(&inclusion),
-            &signed,
-            None,
-        )
-        .unwrap();
+        let text = sealed_export(&recorded, run, &key);
         std::fs::write(folder.path().join(format!("{run}.export")), text).unwrap();
     }
     let keys = [key.verifier_key()];
@@ -603,25 +609,12 @@ fn replay_folder_reads_jsonl_exports_too() {
     let run = &recorded.runs[0];
     let key =
         witness::LogKey::new(witness::SignerKey::from_seed(ORIGIN, witness::ALG_ED25519, [3; 32]).unwrap()).unwrap();
-    let upcasters = Upcasters::builtin();
-    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
-    let verified = Journal::new(recorded.store.as_ref(), &recorded.tenant, &recorded.origin).read(run, check).unwrap();
-    let view = LogView::open(recorded.store.as_ref(), &recorded.tenant).unwrap();
-    let inclusion = view.inclusion(run).unwrap();
-    let signed = journal_core::log::sign_checkpoint(&recorded.origin, inclusion.tree, &key).unwrap();
-    let text = journal_core::export::write_export(
-        &recorded.tenant,
-        &recorded.origin,
-        run,
-        &verified,
-        journal_core::export::ExportProof::Seal(&inclusion),
-        &signed,
-        None,
-    )
-    .unwrap();
+    let text = sealed_export(&recorded, run, &key);
     let folder = tempfile::tempdir().unwrap();
     std::fs::write(folder.path().join("run.jsonl"), text).unwrap();
     let keys = [key.verifier_key()];
+    let upcasters = Upcasters::builtin();
+    let check = ChainCheck { upcasters: &upcasters, verifier: None, options: VerifyOptions::default() };
     let failing =
         replay_folder(folder.path(), &keys, check, &plan(), |r| agent(r, Change::SkippedEffect, &Cell::new(0)))
             .unwrap_err();

@@ -231,13 +231,5 @@ fn r_store_1_r_ux_3_a_run_made_large_behind_the_plane_is_refused_without_reading
     drop(client);
     let whole = store.read_run(&tenant, &large);
     assert!(matches!(whole, Err(JournalError::StoreDamage { .. })), "the whole read meets the raw row: {whole:?}");
-    let bound = 2 << 20;
-    match store.read_run_within(&tenant, &large, bound) {
-        Err(JournalError::RunTooLarge { run, bound: said, held, .. }) => {
-            assert_eq!((run, said), (large.clone(), bound));
-            assert!(held > bound && held < (3 << 20) + 4096, "stopped at the row past the bound: {held}");
-        }
-        other => panic!("a run past the bound: {other:?}"),
-    }
-    assert_eq!(store.read_run_within(&tenant, &small, bound).unwrap(), store.read_run(&tenant, &small).unwrap());
+    journal_core::testkit::a_read_bounded_at_two_mib_stops_past_the_bound(&store, &tenant, &large, &small);
 }

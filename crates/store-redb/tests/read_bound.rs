@@ -3,8 +3,8 @@
 //! run whole (R-STORE-1, R-UX-3).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
-use journal_core::testkit::{TamperAccess as _, origin, sample_run, tenant};
-use journal_core::{ChainHash, Journal, JournalError, Outcome, RunId, Store as _, StoredRecord};
+use journal_core::testkit::{origin, sample_run, tenant};
+use journal_core::{Journal, JournalError, Outcome, RunId, Store as _};
 use store_redb::RedbStore;
 
 /// R-STORE-1, R-UX-3: four rows of 1 MiB added to a run behind the plane,
@@ -22,22 +22,7 @@ fn r_store_1_r_ux_3_a_run_made_large_behind_the_plane_is_refused_without_reading
         let journal = Journal::new(&store, &tenant, &origin);
         sample_run(&journal, &small, Outcome::Succeeded).unwrap();
         sample_run(&journal, &large, Outcome::Succeeded).unwrap();
-        let mut prev = store.read_run(&tenant, &large).unwrap().rows.last().unwrap().hash;
-        for seq in 8..12 {
-            let bytes = vec![b'x'; 1 << 20];
-            let hash = ChainHash::link(&prev, &bytes);
-            let row = StoredRecord {
-                seq,
-                kind: "StepStarted".into(),
-                effect_key: None,
-                prev_hash: prev,
-                hash,
-                bytes,
-                signature: None,
-            };
-            store.overwrite_row(&tenant, &large, row);
-            prev = hash;
-        }
+        journal_core::testkit::grow_run_behind_the_plane(&store, &tenant, &large, 4);
     }
     {
         // Raw, past the large rows: a row whose bytes name an encoding no
@@ -67,13 +52,5 @@ fn r_store_1_r_ux_3_a_run_made_large_behind_the_plane_is_refused_without_reading
     let store = RedbStore::open_read_only(&path).unwrap();
     let whole = store.read_run(&tenant, &large);
     assert!(matches!(whole, Err(JournalError::StoreDamage { .. })), "the whole read meets the raw row: {whole:?}");
-    let bound = 2 << 20;
-    match store.read_run_within(&tenant, &large, bound) {
-        Err(JournalError::RunTooLarge { run, bound: said, held, .. }) => {
-            assert_eq!((run, said), (large.clone(), bound));
-            assert!(held > bound && held < (3 << 20) + 4096, "stopped at the row past the bound: {held}");
-        }
-        other => panic!("a run past the bound: {other:?}"),
-    }
-    assert_eq!(store.read_run_within(&tenant, &small, bound).unwrap(), store.read_run(&tenant, &small).unwrap());
+    journal_core::testkit::a_read_bounded_at_two_mib_stops_past_the_bound(&store, &tenant, &large, &small);
 }
