@@ -355,6 +355,10 @@ pub enum Command {
         /// localhost). Given as a file so the token stays out of the process list and shell history.
         #[arg(long, value_name = "FILE")]
         token_file: Option<PathBuf>,
+        /// The most a page holds of one run's records; a larger run's page says it is too large
+        /// to show here (use `show` or `export` for it). Each runs-page row reads 1/50 of it.
+        #[arg(long, value_name = "BYTES", default_value_t = console::MAX_RUN_BYTES as u64)]
+        max_run_bytes: u64,
     },
     /// Make or migrate the schema of a PostgreSQL store (commands that read never do; commands that
     /// write do it on their own), or move a redb file to this build's storage layout (it copies the

@@ -46,9 +46,15 @@ fn issue_27_the_console_serves_the_plane_in_the_folder_and_needs_a_token_off_loc
 
 /// Starts `agentplane console` in `dir` on a free port; the child and its URL.
 fn serve(dir: &std::path::Path) -> (std::process::Child, String) {
+    serve_with(dir, &[])
+}
+
+/// [`serve`] with more arguments of `console`.
+fn serve_with(dir: &std::path::Path, more: &[&str]) -> (std::process::Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_agentplane"))
         .current_dir(dir)
         .args(["console", "--listen", "127.0.0.1:0"])
+        .args(more)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -62,6 +68,33 @@ fn serve(dir: &std::path::Path) -> (std::process::Child, String) {
 fn page(url: &str) -> (u16, String) {
     let response = reqwest::blocking::get(url).unwrap();
     (response.status().as_u16(), response.text().unwrap())
+}
+
+/// R-UX-3: `agentplane console --max-run-bytes` sets the most a page holds of
+/// one run (the console's own bound, 64 MiB, was a library option only): a
+/// run past it is "too large to show here" (413) with the commands that read
+/// it, never read whole; a bound that holds it shows the run.
+#[test]
+fn r_ux_3_console_max_run_bytes_bounds_what_a_page_reads_of_one_run() {
+    let root = tempfile::tempdir().unwrap();
+    ok(root.path(), &["demo"]);
+    let plane = root.path().join("agentplane-demo");
+    let dir = plane.as_path();
+    let run = json(dir, &["runs", "--outcome", "succeeded", "--json"])[0]["run"].as_str().unwrap().to_owned();
+    let (mut child, url) = serve_with(dir, &["--max-run-bytes", "1000"]);
+    let (status, shown) = page(&format!("{url}/run/default/{run}"));
+    assert_eq!(status, 413, "{shown}");
+    assert!(shown.contains("too large to show here") && shown.contains("agentplane export"), "{shown}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (mut child, url) = serve_with(dir, &["--max-run-bytes", "1000000"]);
+    let (status, shown) = page(&format!("{url}/run/default/{run}"));
+    assert_eq!(status, 200, "{shown}");
+    assert!(shown.contains("chain verified"), "{shown}");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let stderr = fails(dir, &["console", "--max-run-bytes", "lots"], 2);
+    assert!(stderr.contains("--max-run-bytes"), "{stderr}");
 }
 
 /// Issue 27: `agentplane audit` run in the plane's folder leaves its verdict

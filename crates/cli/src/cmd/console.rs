@@ -28,8 +28,13 @@ fn read_token(path: &Path) -> Result<String, Failure> {
     Ok(token)
 }
 
-/// `agentplane console [--listen ADDR] [--token-file FILE]`: serves until killed.
-pub fn console(settings: &Settings, listen: SocketAddr, token_file: Option<&Path>) -> Result<(), Failure> {
+/// `agentplane console [--listen ADDR] [--token-file FILE] [--max-run-bytes BYTES]`: serves until killed.
+pub fn console(
+    settings: &Settings,
+    listen: SocketAddr,
+    token_file: Option<&Path>,
+    max_run_bytes: u64,
+) -> Result<(), Failure> {
     let token = token_file.map(read_token).transpose()?;
     let keys = PlaneKeys::read_if_present(&settings.keys)?;
     let reader = Reader::open(settings)?;
@@ -62,11 +67,19 @@ pub fn console(settings: &Settings, listen: SocketAddr, token_file: Option<&Path
         upcasters: reader_upcasters(),
         folder: settings.folder(),
     };
-    let served = console::Console::start(plane, console::ConsoleOptions { listen, token, ..Default::default() })
-        .map_err(|err| match err {
-            console::ConsoleError::Bind { .. } => Failure::Io(err.to_string()),
-            other => Failure::Usage(other.to_string()),
-        })?;
+    let served = console::Console::start(
+        plane,
+        console::ConsoleOptions {
+            listen,
+            token,
+            max_run_bytes: usize::try_from(max_run_bytes).unwrap_or(usize::MAX),
+            ..Default::default()
+        },
+    )
+    .map_err(|err| match err {
+        console::ConsoleError::Bind { .. } => Failure::Io(err.to_string()),
+        other => Failure::Usage(other.to_string()),
+    })?;
     errln!("agentplane console: serving {} (read-only; Ctrl-C stops it)", served.url());
     served.wait();
     Ok(())

@@ -99,7 +99,9 @@ pub fn run(flags: Cli) -> Result<(), Failure> {
         }
         Command::Repair => maintenance::repair(cli),
         Command::Compact => maintenance::compact(cli),
-        Command::Console { listen, token_file } => console::console(cli, *listen, token_file.as_deref()),
+        Command::Console { listen, token_file, max_run_bytes } => {
+            console::console(cli, *listen, token_file.as_deref(), *max_run_bytes)
+        }
         Command::Migrate => maintenance::migrate(cli),
     }
 }
