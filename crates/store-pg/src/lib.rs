@@ -176,7 +176,17 @@ impl PgStore {
     /// file (`PGPASSFILE`, else `~/.pgpass`).
     pub fn open(url: &str) -> Result<Self, OpenError> {
         let (mut config, target) = connect::config(url)?;
-        add_options(&mut config, &format!("-c {}={SCHEMA_VERSION}", schema::SESSION_SETTING));
+        // The schema-skew check reads the version row a migration it waited
+        // for committed only at READ COMMITTED (a fresh snapshot per query):
+        // under a server default of REPEATABLE READ or SERIALIZABLE a write
+        // that waited passed the check on its older snapshot (R-VER-4).
+        add_options(
+            &mut config,
+            &format!(
+                "-c {}={SCHEMA_VERSION} -c default_transaction_isolation=read\\ committed",
+                schema::SESSION_SETTING
+            ),
+        );
         let mut client = connect::connect(&config, &target)?;
         let migrated = migrate(&mut client)?;
         let pool = r2d2::Pool::builder()

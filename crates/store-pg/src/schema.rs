@@ -225,8 +225,9 @@ pub(crate) const SKEW_STATE: &str = "AP002";
 /// The check takes the schema lock shared (each migration takes it
 /// exclusive first, see `migrate`), so a migration waits for the writes
 /// already under way to commit, and a write that waited for a migration
-/// reads the version it committed (every write runs at READ COMMITTED, and
-/// a volatile function's query takes a new snapshot). The version row
+/// reads the version it committed (each session of this build runs at READ
+/// COMMITTED, set in its options whatever the server's default, and a
+/// volatile function's query takes a new snapshot). The version row
 /// names the build that migrated to it, for the remedy.
 ///
 /// A session without the setting (`psql`, a build from before this one) is

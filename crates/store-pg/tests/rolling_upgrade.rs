@@ -169,3 +169,52 @@ fn r_store_3_every_older_schema_migrates_to_this_one_and_is_guarded() {
         assert_eq!(schema_skew::tables_not_guarded(&mut raw), Vec::<String>::new(), "from version {version}");
     }
 }
+
+/// R-VER-4: the schema-skew check reads the version row after waiting for a
+/// migration under way, which sees what the migration committed only at
+/// READ COMMITTED. A database whose default isolation is REPEATABLE READ
+/// (`ALTER DATABASE ... SET default_transaction_isolation`, as some
+/// deployments set it) gave the waiting write its snapshot from before the
+/// migration: it passed the check and wrote under the old schema. Every
+/// session of a store opened to write now runs at READ COMMITTED, whatever
+/// the server's default, and the waiting append is refused as build skew.
+#[test]
+fn r_ver_4_an_append_that_waited_for_a_migration_is_refused_whatever_the_default_isolation() {
+    let url = store_pg::testkit::fresh_database();
+    let mut admin = schema_skew::undeclared(&url);
+    let database: String = admin.query_one("SELECT current_database()::text", &[]).unwrap().get(0);
+    admin
+        .batch_execute(&format!("ALTER DATABASE \"{database}\" SET default_transaction_isolation = 'repeatable read'"))
+        .unwrap();
+    let store = Arc::new(store_pg::PgStore::open(&url).unwrap());
+    schema_skew::appends(&store, "run-1").unwrap();
+    let runs = schema_skew::count(&mut admin, "runs");
+
+    // A newer build migrating: the schema lock held exclusive, the version raised, not yet committed.
+    let mut newer = schema_skew::undeclared(&url);
+    let mut migration = newer.transaction().unwrap();
+    migration.execute("SELECT pg_advisory_xact_lock($1)", &[&0x6167_706c_7363_6865_i64]).unwrap();
+    let raised = store_pg::SCHEMA_VERSION + 1;
+    migration.execute("UPDATE agentplane_schema SET version = $1", &[&raised]).unwrap();
+    let writer = std::thread::spawn({
+        let store = Arc::clone(&store);
+        move || schema_skew::appends(&store, "run-2")
+    });
+    // The append waits for the schema lock: the migration commits under it.
+    let mut waiting = || -> i64 {
+        admin
+            .query_one("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", &[])
+            .unwrap()
+            .get(0)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while waiting() == 0 {
+        assert!(std::time::Instant::now() < deadline, "the append never waited for the migration's lock");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    migration.commit().unwrap();
+
+    let refused = writer.join().unwrap().unwrap_err();
+    schema_skew::assert_schema_skew(&refused, raised);
+    assert_eq!(schema_skew::count(&mut admin, "runs"), runs, "nothing was written under the old schema");
+}
