@@ -71,10 +71,20 @@ fn schema_skew(context: &str, db: &postgres::error::DbError) -> JournalError {
             .filter(|value| !value.is_empty())
     };
     let found = field("found").and_then(|found| found.parse::<i64>().ok());
+    let declared = field("declared");
     let migrated_by = field("migrated_by").map(str::to_owned);
     let this_build = i64::from(SCHEMA_VERSION);
     let by = migrated_by.as_deref().map_or_else(|| "a newer build".to_owned(), |build| format!("build {build}"));
     let remedy = match found {
+        // Every session of this build declares its version at connect time:
+        // one that reached the server declaring none lost it on the way.
+        Some(found) if found == this_build && declared.is_none() => format!(
+            "the store is at this process's schema version {found}, but the session reached PostgreSQL without \
+             the version this process declares at connect time ({SESSION_SETTING} in the connection's startup \
+             options): something between them dropped the options, such as a connection pooler (PgBouncer with \
+             `ignore_startup_parameters = options`); connect to PostgreSQL directly, or through a pooler that \
+             passes the startup options on"
+        ),
         Some(found) if found > this_build => format!(
             "the store was migrated to schema version {found} by {by} after this process ({THIS_BUILD}, schema \
              version {this_build}) opened it; replace this process by that build (or a later one), not {THIS_BUILD}"
@@ -2648,5 +2658,31 @@ mod tests {
         assert_eq!(&stored, a);
         let records: i64 = client.query_one("SELECT count(*) FROM records", &[]).unwrap().get(0);
         assert_eq!(records, 6);
+    }
+
+    /// R-VER-4: a session of this build that reached the server without the
+    /// schema version it declares at connect time (a connection pooler such
+    /// as PgBouncer with `ignore_startup_parameters = options` drops the
+    /// startup options) is refused by the check with the version it is at,
+    /// this build's own. The remedy said the version row "says 6, not this
+    /// process's 6" and was changed behind the plane: it now says the
+    /// declaration was lost on the way and what to connect through instead.
+    #[test]
+    fn r_ver_4_a_write_whose_declaration_was_dropped_on_the_way_says_so() {
+        let store = PgStore::temporary().unwrap();
+        let mut client = store.raw();
+        // What a pooler that drops the startup options leaves: no declaration.
+        client.batch_execute(&format!("SET {SESSION_SETTING} = ''")).unwrap();
+        let err = client.execute("DELETE FROM runs WHERE false", &[]).unwrap_err();
+        let refused = pg("appending", err);
+        let JournalError::BuildSkew(skew) = &refused else { panic!("{refused:?}") };
+        assert!(
+            matches!(skew.as_ref(), BuildSkew::StoreSchema { found: Some(found), .. } if *found == i64::from(SCHEMA_VERSION)),
+            "{skew:?}"
+        );
+        let message = refused.to_string();
+        assert!(!message.contains("behind the plane"), "{message}");
+        assert!(message.contains("declare") && message.contains("pooler") && message.contains("options"), "{message}");
+        client.batch_execute(&format!("RESET {SESSION_SETTING}")).unwrap();
     }
 }
