@@ -233,3 +233,54 @@ fn r_store_1_r_ux_3_a_run_made_large_behind_the_plane_is_refused_without_reading
     assert!(matches!(whole, Err(JournalError::StoreDamage { .. })), "the whole read meets the raw row: {whole:?}");
     journal_core::testkit::a_read_bounded_at_two_mib_stops_past_the_bound(&store, &tenant, &large, &small);
 }
+
+/// R-STORE-1, R-UX-3: PostgreSQL bounds the read on the server: the row
+/// whose stored length takes the run past the bound is sent as its sum
+/// alone, never its columns, nor any row after it. Here that row names an
+/// encoding no build writes, so a read that fetched it (a server that sent
+/// every row, the client's count stopping it after decoding) meets it as
+/// damage; the bounded read is `RunTooLarge`. The test above holds the
+/// unreadable row after the client's count would stop too, so it passed
+/// with the server's bound taken out of the query.
+#[test]
+fn r_store_1_r_ux_3_postgresql_sends_no_column_of_the_row_that_passes_the_bound() {
+    use journal_core::testkit::{origin, sample_run, tenant};
+    use journal_core::{ChainHash, Outcome};
+    let store = PgStore::temporary().unwrap();
+    let (tenant, origin) = (tenant(), origin());
+    let large = RunId::new("run-large").unwrap();
+    sample_run(&Journal::new(&store, &tenant, &origin), &large, Outcome::Failed).unwrap();
+    let mut prev = store.read_run(&tenant, &large).unwrap().rows.last().unwrap().hash;
+    let mut client = store.raw();
+    for (seq, encoding) in [(8_i64, 0_i16), (9, 99)] {
+        let bytes = vec![b'x'; 1 << 20];
+        let hash = ChainHash::link(&prev, &bytes);
+        client
+            .execute(
+                "INSERT INTO records (tenant, run, seq, kind, prev_hash, hash, bytes, encoding)
+                 VALUES ($1, $2, $3, 'StepStarted', $4, $5, $6, $7)",
+                &[
+                    &tenant.as_str(),
+                    &large.as_str(),
+                    &seq,
+                    &prev.as_bytes().as_slice(),
+                    &hash.as_bytes().as_slice(),
+                    &bytes,
+                    &encoding,
+                ],
+            )
+            .unwrap();
+        prev = hash;
+    }
+    drop(client);
+    let whole = store.read_run(&tenant, &large);
+    assert!(matches!(whole, Err(JournalError::StoreDamage { .. })), "the whole read meets the raw row: {whole:?}");
+    let bound = (1 << 20) + (64 << 10);
+    match store.read_run_within(&tenant, &large, bound) {
+        Err(JournalError::RunTooLarge { bound: said, held, .. }) => {
+            assert_eq!(said, bound);
+            assert!(held > (2 << 20), "the server's sum through the row that passed: {held}");
+        }
+        other => panic!("the row past the bound was fetched: {other:?}"),
+    }
+}
