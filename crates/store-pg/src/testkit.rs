@@ -125,6 +125,24 @@ fn pg_ctl(args: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
+/// Returns once a session of the server waits for an advisory lock (one a
+/// test holds: the tenant's log lock, the schema lock): awaited by asking
+/// `pg_locks`, never slept for; panics, naming `what`, after two minutes.
+pub fn await_an_advisory_lock_waiter(probe: &mut Client, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let waiting: i64 = probe
+            .query_one("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", &[])
+            .and_then(|row| row.try_get(0))
+            .unwrap_or_else(|err| panic!("asking pg_locks: {err}"));
+        if waiting > 0 {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "no session came to wait for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Stops the test server as a crash does (`pg_ctl stop -m immediate`).
 pub fn crash_server() -> Result<(), String> {
     pg_ctl(&["-m", "immediate", "stop"])

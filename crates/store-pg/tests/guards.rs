@@ -5,7 +5,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic, missing_docs)]
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use journal_core::record::StepMark;
 use journal_core::snapshot::TenantSnapshot;
@@ -68,23 +67,6 @@ fn r_aud_7_a_record_appended_while_the_snapshot_reads_is_in_none_of_its_tables()
     assert_eq!(store.read_run(&tenant, &run).unwrap().rows.len(), 4);
 }
 
-/// Returns once a session waits for an advisory lock (the tenant's log
-/// lock the test holds): awaited, never slept for.
-fn await_a_log_lock_waiter(probe: &mut postgres::Client) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let waiting: i64 = probe
-            .query_one("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", &[])
-            .unwrap()
-            .get(0);
-        if waiting > 0 {
-            return;
-        }
-        assert!(std::time::Instant::now() < deadline, "no session came to wait for the tenant's log lock");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// R-LOG-5: a seal takes its log position under the tenant's advisory lock,
 /// held until commit: while another transaction holds it, the seal waits
 /// (positions follow commit order), and it completes once the lock is free.
@@ -107,7 +89,7 @@ fn r_log_5_a_seal_waits_for_the_tenants_log_lock() {
     txn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", &[&tenant.as_str()]).unwrap();
     std::thread::scope(|scope| {
         let sealer = scope.spawn(move || run.succeed("done").map(drop));
-        await_a_log_lock_waiter(&mut raw);
+        store_pg::testkit::await_an_advisory_lock_waiter(&mut raw, "the tenant's log lock");
         assert_eq!(seals(&mut raw), 0, "the seal committed while another transaction held the tenant's log lock");
         assert!(!sealer.is_finished());
         txn.commit().unwrap();
@@ -178,7 +160,7 @@ fn r_log_5_a_heads_leaf_reads_the_moved_runs_under_the_tenants_log_lock() {
     txn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", &[&tenant.as_str()]).unwrap();
     let positions = std::thread::scope(|scope| {
         let leaf = scope.spawn(|| store.append_heads(&tenant, &origin));
-        await_a_log_lock_waiter(&mut store.raw());
+        store_pg::testkit::await_an_advisory_lock_waiter(&mut store.raw(), "the tenant's log lock");
         journal.append(&run, head, None, step("while the lock is held")).unwrap();
         txn.commit().unwrap();
         leaf.join().unwrap().unwrap()

@@ -201,17 +201,7 @@ fn r_ver_4_an_append_that_waited_for_a_migration_is_refused_whatever_the_default
         move || schema_skew::appends(&store, "run-2")
     });
     // The append waits for the schema lock: the migration commits under it.
-    let mut waiting = || -> i64 {
-        admin
-            .query_one("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted", &[])
-            .unwrap()
-            .get(0)
-    };
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while waiting() == 0 {
-        assert!(std::time::Instant::now() < deadline, "the append never waited for the migration's lock");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    store_pg::testkit::await_an_advisory_lock_waiter(&mut admin, "the migration's schema lock");
     migration.commit().unwrap();
 
     let refused = writer.join().unwrap().unwrap_err();
