@@ -274,6 +274,17 @@ pub enum JournalError {
         /// What was found.
         detail: String,
     },
+    /// The store's own schema, which every tenant shares, was changed behind
+    /// the plane (its version row lowered or deleted under a running
+    /// process): damage, not a newer build's migration (which raises it,
+    /// [`BuildSkew::StoreSchema`]). Nothing of the write was kept.
+    #[error("tamper evidence in the schema of the {store} store: {detail}")]
+    SchemaDamage {
+        /// The store (`PostgreSQL`).
+        store: String,
+        /// What was found, what was refused, and what to do.
+        detail: String,
+    },
     /// No such run.
     #[error("no run {run} in tenant {tenant}")]
     NotFound {
@@ -383,7 +394,10 @@ impl JournalError {
     /// The error's class.
     pub fn class(&self) -> ErrorClass {
         match self {
-            Self::Tamper { .. } | Self::StoreDamage { .. } | Self::WouldSignRollback { .. } => ErrorClass::Tamper,
+            Self::Tamper { .. }
+            | Self::StoreDamage { .. }
+            | Self::SchemaDamage { .. }
+            | Self::WouldSignRollback { .. } => ErrorClass::Tamper,
             Self::BuildSkew(_) => ErrorClass::BuildSkew,
             Self::Conflict { .. } | Self::CheckpointConflict { .. } => ErrorClass::Conflict,
             Self::Sealed { .. } => ErrorClass::Sealed,

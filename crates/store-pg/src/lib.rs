@@ -89,14 +89,20 @@ fn schema_skew(context: &str, db: &postgres::error::DbError) -> JournalError {
             "the store was migrated to schema version {found} by {by} after this process ({THIS_BUILD}, schema \
              version {this_build}) opened it; replace this process by that build (or a later one), not {THIS_BUILD}"
         ),
-        Some(found) => format!(
-            "the store's schema version row says {found}, not this process's {this_build} ({THIS_BUILD}): it was \
-             changed behind the plane; open the store again with the build that matches it"
-        ),
-        None => format!(
-            "the store's schema version row is gone: it was changed behind the plane; nothing was written by \
-             {THIS_BUILD}"
-        ),
+        // Lowered or deleted: no build migrates down or away, so the row
+        // was changed behind the plane. Damage, not a build to change.
+        lowered => {
+            let said = lowered.map_or_else(|| "is gone".to_owned(), |found| format!("says {found}"));
+            return JournalError::SchemaDamage {
+                store: "PostgreSQL".to_owned(),
+                detail: format!(
+                    "{context}: {} (nothing of it was written): the schema version row {said}, below this \
+                     process's {this_build} ({THIS_BUILD}), which no build's migration does: it was changed behind \
+                     the plane; restore the version row (or the database) from a copy, and run `agentplane verify`",
+                    db.message()
+                ),
+            };
+        }
     };
     JournalError::BuildSkew(Box::new(BuildSkew::StoreSchema {
         store: "PostgreSQL".to_owned(),
@@ -2684,5 +2690,36 @@ mod tests {
         assert!(!message.contains("behind the plane"), "{message}");
         assert!(message.contains("declare") && message.contains("pooler") && message.contains("options"), "{message}");
         client.batch_execute(&format!("RESET {SESSION_SETTING}")).unwrap();
+    }
+
+    /// R-VER-4, R-STORE-1: the schema version row lowered or deleted behind
+    /// a running process is damage (the tamper class: exit 1), saying what
+    /// was found and what to do; it was build skew (exit 3), as if a build
+    /// were to be changed, when no build's migration lowers it.
+    #[test]
+    fn r_ver_4_a_schema_version_lowered_or_deleted_behind_the_plane_is_damage_not_skew() {
+        let store = PgStore::temporary().unwrap();
+        let mut client = store.raw();
+        let tenant = TenantId::new("t").unwrap();
+        let origin = journal_core::testkit::origin();
+        let journal = journal_core::Journal::new(&store, &tenant, &origin);
+        let run = RunId::new("run-1").unwrap();
+        let step = || journal_core::RecordBody::StepStarted(journal_core::record::StepMark { step: "s".into() });
+        let head = journal.append(&run, None, None, step()).unwrap().head;
+        for (change, said) in [
+            (format!("UPDATE agentplane_schema SET version = {}", SCHEMA_VERSION - 1), "says 5"),
+            ("DELETE FROM agentplane_schema".to_owned(), "is gone"),
+        ] {
+            client.batch_execute(&change).unwrap();
+            let refused = journal.append(&run, Some(head), None, step()).unwrap_err();
+            assert!(matches!(&refused, JournalError::SchemaDamage { .. }), "{refused:?}");
+            assert_eq!(refused.class(), journal_core::error::ErrorClass::Tamper);
+            let message = refused.to_string();
+            assert!(message.contains(said) && message.contains("behind the plane"), "{message}");
+            assert!(message.contains("restore the version row"), "{message}");
+            client.batch_execute("DELETE FROM agentplane_schema").unwrap();
+            client.execute("INSERT INTO agentplane_schema (version) VALUES ($1)", &[&SCHEMA_VERSION]).unwrap();
+        }
+        assert_eq!(store.read_run(&tenant, &run).unwrap().rows.len(), 1, "nothing was written");
     }
 }
