@@ -249,7 +249,7 @@ BEGIN
         RETURN NULL;
     END IF;
     IF declared IS NULL THEN
-        RAISE EXCEPTION 'agentplane: a write to % by a session that declares no schema version (agentplane.schema_version): the store is at schema version %; a build older than the one that migrated it, or SQL by hand, writes nothing', TG_TABLE_NAME, coalesce(stored::text, '(none)')
+        RAISE EXCEPTION 'agentplane: schema skew: a write to % by a session that declares no schema version (agentplane.schema_version) was refused and nothing of this write was kept: the store was migrated to schema version % (by %) after this process opened it, and this process is of an older build; replace the process by a build of schema version % or later (SQL by hand: SET agentplane.schema_version = ''%'' first)', TG_TABLE_NAME, coalesce(stored::text, '(none)'), coalesce(migrated_by, 'a newer build'), coalesce(stored::text, '(none)'), coalesce(stored::text, '(none)')
             USING ERRCODE = 'AP002', DETAIL = format('found=%s declared= migrated_by=%s', coalesce(stored::text, ''), coalesce(migrated_by, ''));
     END IF;
     RAISE EXCEPTION 'agentplane: a write to % by a session of schema version % refused: the store is at schema version %', TG_TABLE_NAME, declared, coalesce(stored::text, '(none)')

@@ -208,3 +208,29 @@ fn r_ver_4_an_append_that_waited_for_a_migration_is_refused_whatever_the_default
     schema_skew::assert_schema_skew(&refused, raised);
     assert_eq!(schema_skew::count(&mut admin, "runs"), runs, "nothing was written under the old schema");
 }
+
+/// R-VER-4 (rolling upgrade review): a process of a build from before schema
+/// version 6 declares no version, so its write is refused by the trigger, and
+/// the trigger's message is all its operator sees (that build classes it as
+/// I/O and adds no remedy of its own). It said only "a build older than the
+/// one that migrated it, or SQL by hand, writes nothing"; it now says the
+/// version the store was migrated to, that nothing was kept, and the remedy:
+/// replace the process by a build of that version, or `SET` it by hand.
+#[test]
+fn r_ver_4_a_write_of_a_build_from_before_schema_6_is_told_what_happened_and_the_remedy() {
+    let url = store_pg::testkit::fresh_database();
+    let store = store_pg::PgStore::open(&url).unwrap();
+    schema_skew::appends(&store, "run-1").unwrap();
+    let mut older = schema_skew::undeclared(&url);
+    let refused = older.batch_execute("DELETE FROM signed_checkpoints WHERE false").unwrap_err();
+    let message = refused.as_db_error().map(|db| db.message().to_owned()).unwrap_or_default();
+    let version = store_pg::SCHEMA_VERSION;
+    for said in [
+        format!("the store was migrated to schema version {version}"),
+        "nothing of this write was kept".to_owned(),
+        format!("replace the process by a build of schema version {version} or later"),
+        format!("SET agentplane.schema_version = '{version}'"),
+    ] {
+        assert!(message.contains(&said), "{said:?} in {message}");
+    }
+}
