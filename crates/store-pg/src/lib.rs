@@ -74,7 +74,9 @@ fn schema_skew(context: &str, db: &postgres::error::DbError) -> JournalError {
     let declared = field("declared");
     let migrated_by = field("migrated_by").map(str::to_owned);
     let this_build = i64::from(SCHEMA_VERSION);
-    let by = migrated_by.as_deref().map_or_else(|| "a newer build".to_owned(), |build| format!("build {build}"));
+    // Named by the schema version it writes, not by name alone: builds of
+    // one package version name themselves alike (`agentplane-store-pg 0.1.0`).
+    let by = migrated_by.as_deref().map_or_else(String::new, |build| format!(" (by {build})"));
     let remedy = match found {
         // Every session of this build declares its version at connect time:
         // one that reached the server declaring none lost it on the way.
@@ -86,8 +88,8 @@ fn schema_skew(context: &str, db: &postgres::error::DbError) -> JournalError {
              passes the startup options on"
         ),
         Some(found) if found > this_build => format!(
-            "the store was migrated to schema version {found} by {by} after this process ({THIS_BUILD}, schema \
-             version {this_build}) opened it; replace this process by that build (or a later one), not {THIS_BUILD}"
+            "the store was migrated to schema version {found}{by} after this process, a build of schema version \
+             {this_build}, opened it; replace this process by a build of schema version {found} or later"
         ),
         // Lowered or deleted: no build migrates down or away, so the row
         // was changed behind the plane. Damage, not a build to change.

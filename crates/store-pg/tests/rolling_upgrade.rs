@@ -234,3 +234,24 @@ fn r_ver_4_a_write_of_a_build_from_before_schema_6_is_told_what_happened_and_the
         assert!(message.contains(&said), "{said:?} in {message}");
     }
 }
+
+/// R-VER-4 (rolling upgrade review): every crate of the workspace is version
+/// 0.1.0, so the build that migrated the store and this one name themselves
+/// alike (`agentplane-store-pg 0.1.0`), and the remedy read "replace this
+/// process by that build (or a later one), not agentplane-store-pg 0.1.0":
+/// itself. It now names the build to run by the schema version it writes.
+#[test]
+fn r_ver_4_the_remedy_names_the_schema_version_to_run_when_both_builds_share_a_name() {
+    let url = store_pg::testkit::fresh_database();
+    let store = store_pg::PgStore::open(&url).unwrap();
+    schema_skew::appends(&store, "run-1").unwrap();
+    let mut newer = schema_skew::undeclared(&url);
+    let same_name: String = newer.query_one("SELECT build FROM agentplane_schema", &[]).unwrap().get(0);
+    let raised = store_pg::SCHEMA_VERSION + 1;
+    newer.execute("UPDATE agentplane_schema SET version = $1", &[&raised]).unwrap();
+    let refused = schema_skew::appends(&store, "run-2").unwrap_err();
+    schema_skew::assert_schema_skew(&refused, raised);
+    let message = refused.to_string();
+    assert!(message.contains(&format!("a build of schema version {raised} or later")), "{message}");
+    assert!(!message.contains(&format!("not {same_name}")), "{message}");
+}
