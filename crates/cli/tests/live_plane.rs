@@ -425,3 +425,73 @@ fn init_keeps_a_configuration_holding_a_store_password_private() {
         }
     }
 }
+
+/// R-VER-4 (rolling upgrade review): `sweep --every` of this build runs on
+/// a PostgreSQL plane while a newer build migrates the store (its version
+/// row raised, as a migration does). The sweep's next write is refused as
+/// build skew, which no later round can cure; the sweep said "the sweep
+/// goes on" and failed every round for good, never exiting, so a
+/// supervisor never restarted it with the newer build. It now ends: exit 3,
+/// the remedy on stderr, nothing of the refused checkpoint stored.
+#[test]
+fn r_ver_4_a_sweep_every_whose_store_a_newer_build_migrated_ends_as_build_skew() {
+    use journal_core::{
+        Admission, AdmitRequest, Budget, Counters, EffectOutput, EffectResult, Origin, RuntimeBuilder, TenantId,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let plane = dir.path();
+    ok(plane, &["init", "--tenant-name", "shop"]);
+    let url = point_at_a_fresh_database(plane);
+    let (_witness, _state) = add_witness(plane, "shop");
+    ok(plane, &["demo"]);
+    let origin = json(plane, &["--tenant", "shop", "keys", "--json"])["origin"].as_str().unwrap().to_owned();
+    let mut sweep = Command::new(env!("CARGO_BIN_EXE_agentplane"))
+        .current_dir(plane)
+        .args(["sweep", "--every", "1s"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(plane.join("sweep.err")).unwrap())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    // The log grows without a checkpoint (a library plane), so the sweep's
+    // next round signs one: a write.
+    {
+        let store = std::sync::Arc::new(store_pg::PgStore::open(&url).unwrap());
+        let tenant = TenantId::new("shop").unwrap();
+        let runtime =
+            RuntimeBuilder::new(store).tenant(tenant.clone(), Origin::new(&origin).unwrap(), None).build().unwrap();
+        let request =
+            AdmitRequest { idempotency_key: "grown".into(), plan: vec!["work".into()], budget: Budget::default() };
+        let Admission::New(mut run) = runtime.admit(&tenant, request).unwrap() else { panic!("admitted") };
+        run.effect("ek:work", "work", || EffectOutput {
+            result: EffectResult::Ok { output: "grown".into() },
+            charged: Counters::default(),
+        })
+        .unwrap();
+        run.succeed("done").unwrap();
+    }
+    let mut newer = store_pg::testkit::connect_declared(&url);
+    let signed = |client: &mut postgres::Client| -> i64 {
+        client.query_one("SELECT count(*) FROM signed_checkpoints", &[]).unwrap().get(0)
+    };
+    let before = signed(&mut newer);
+    newer.execute("UPDATE agentplane_schema SET version = $1", &[&(store_pg::SCHEMA_VERSION + 1)]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = sweep.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            sweep.kill().unwrap();
+            sweep.wait().unwrap();
+            let stderr = std::fs::read_to_string(plane.join("sweep.err")).unwrap();
+            panic!("the sweep went on after build skew: {stderr}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let stderr = std::fs::read_to_string(plane.join("sweep.err")).unwrap();
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("(build_skew)") && stderr.contains("replace this process"), "{stderr}");
+    assert!(!stderr.contains("(build_skew), the sweep goes on"), "{stderr}");
+    assert_eq!(signed(&mut newer), before, "nothing of the refused checkpoint was stored");
+}

@@ -308,6 +308,7 @@ fn round(
 /// replaced) is said with its time and the next round tries again: a sweep
 /// that stopped at a passing failure would leave the log unwitnessed until
 /// someone restarted it. Its exit, after a signal, follows its last round.
+/// Build skew is not passing: it ends the sweep (exit 3, R-VER-4).
 pub fn sweep(
     settings: &Settings,
     only: Option<&str>,
@@ -337,8 +338,21 @@ pub fn sweep(
     let mut result = round(&runtime, settings, only, json, &mut last, timed);
     if let Some((every, stop)) = waiting {
         loop {
+            // Build skew does not pass: a newer build migrated the store (or
+            // wrote what this one cannot read), so no later round of this
+            // process can do better (R-VER-4). The sweep ends with it (exit
+            // 3), for its supervisor to restart it with the build its
+            // remedy names, instead of failing every round for good.
+            let skew = result.failures.iter().position(|failure| failure.class() == crate::failure::Class::BuildSkew);
             for failure in &result.failures {
-                say_failed(failure, json, true, true);
+                say_failed(failure, json, true, skew.is_none());
+            }
+            if let Some(skew) = skew {
+                errln!(
+                    "agentplane: sweep stopped: this build cannot go on with the store (build skew); the log goes \
+                     unwitnessed until the sweep is started again with the build the remedy names"
+                );
+                return Err(result.failures.swap_remove(skew));
             }
             tracing::debug!(target: "agentplane.sweep", "round ended");
             // Rounds no one reads: the sweep ends after this one, its store
