@@ -94,13 +94,16 @@ fn schema_skew(context: &str, db: &postgres::error::DbError) -> JournalError {
         // Lowered or deleted: no build migrates down or away, so the row
         // was changed behind the plane. Damage, not a build to change.
         lowered => {
-            let said = lowered.map_or_else(|| "is gone".to_owned(), |found| format!("says {found}"));
+            let said = lowered.map_or_else(
+                || "is gone".to_owned(),
+                |found| format!("says {found}, below this process's {this_build} ({THIS_BUILD})"),
+            );
             return JournalError::SchemaDamage {
                 store: "PostgreSQL".to_owned(),
                 detail: format!(
-                    "{context}: {} (nothing of it was written): the schema version row {said}, below this \
-                     process's {this_build} ({THIS_BUILD}), which no build's migration does: it was changed behind \
-                     the plane; restore the version row (or the database) from a copy, and run `agentplane verify`",
+                    "{context}: {} (nothing of it was written): the schema version row {said}, which no build's \
+                     migration does: it was changed behind the plane; restore the version row (or the database) \
+                     from a copy, and run `agentplane verify`",
                     db.message()
                 ),
             };
