@@ -48,6 +48,21 @@ fn witnesses(count: u8, log_key: &LogKey) -> Witnesses {
     Witnesses { _dirs: dirs, _servers: servers, clients, keys }
 }
 
+/// A runtime builder over `store` for `tenant` of [`ORIGIN`], signing with
+/// `log_key`, asking every witness of `ws` with a quorum of `quorum`.
+fn witnessed(
+    store: &Arc<MemoryStore>,
+    tenant: &TenantId,
+    log_key: &LogKey,
+    ws: &Witnesses,
+    quorum: usize,
+) -> RuntimeBuilder {
+    RuntimeBuilder::new(Arc::clone(store) as Arc<dyn Store>)
+        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
+        .witnesses(ws.clients.clone(), WitnessQuorum::of(quorum))
+        .witness_keys(ws.keys.clone())
+}
+
 fn seal(runtime: &Runtime, tenant: &TenantId, key: &str) -> RunId {
     let request = AdmitRequest { idempotency_key: key.into(), plan: vec![], budget: Budget::default() };
     let Admission::New(run) = runtime.admit(tenant, request).unwrap() else { panic!("new run") };
@@ -62,12 +77,7 @@ fn r_wit_8_r_wit_9_rounds_meet_skip_fall_short_and_refuse() {
     let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
     let ws = witnesses(2, &log_key);
     let store = Arc::new(MemoryStore::new());
-    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
-        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
-        .witnesses(ws.clients.clone(), WitnessQuorum::of(2))
-        .witness_keys(ws.keys.clone())
-        .build()
-        .unwrap();
+    let runtime = witnessed(&store, &tenant, &log_key, &ws, 2).build().unwrap();
 
     // Sealing does not wait on witnessing: the run is sealed before any round.
     let first = seal(&runtime, &tenant, "a");
@@ -135,12 +145,7 @@ fn r_wit_9_a_log_rewritten_to_the_same_size_is_an_integrity_refusal_not_a_skip()
     let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
     let ws = witnesses(1, &log_key);
     let store = Arc::new(MemoryStore::new());
-    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
-        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
-        .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
-        .witness_keys(ws.keys.clone())
-        .build()
-        .unwrap();
+    let runtime = witnessed(&store, &tenant, &log_key, &ws, 1).build().unwrap();
     seal(&runtime, &tenant, "a");
     let newest = seal(&runtime, &tenant, "b");
     assert!(matches!(runtime.sweep(&tenant).unwrap().outcome, SweepOutcome::Round(QuorumOutcome::Met { .. })));
@@ -988,12 +993,7 @@ fn r_wit_9_a_log_rewritten_to_the_cosigned_size_is_refused_naming_both_roots() {
     let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
     let ws = witnesses(1, &log_key);
     let store = Arc::new(MemoryStore::new());
-    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
-        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
-        .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
-        .witness_keys(ws.keys.clone())
-        .build()
-        .unwrap();
+    let runtime = witnessed(&store, &tenant, &log_key, &ws, 1).build().unwrap();
     seal(&runtime, &tenant, "a");
     let newest = seal(&runtime, &tenant, "b");
     let cosigned = runtime.sweep(&tenant).unwrap().tree;
@@ -1023,12 +1023,7 @@ fn r_wit_9_a_log_grown_past_a_rewrite_of_what_a_quorum_cosigned_is_refused_when_
     let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
     let ws = witnesses(1, &log_key);
     let store = Arc::new(MemoryStore::new());
-    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
-        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
-        .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
-        .witness_keys(ws.keys.clone())
-        .build()
-        .unwrap();
+    let runtime = witnessed(&store, &tenant, &log_key, &ws, 1).build().unwrap();
     seal(&runtime, &tenant, "a");
     let newest = seal(&runtime, &tenant, "b");
     let cosigned = runtime.sweep(&tenant).unwrap().tree;
@@ -1315,10 +1310,7 @@ fn r_plane_2_a_sweep_of_a_store_older_than_the_mark_appends_nothing() {
     let log_key = LogKey::new(SignerKey::from_seed(ORIGIN, ALG_ED25519, [1; 32]).unwrap()).unwrap();
     let ws = witnesses(1, &log_key);
     let store = Arc::new(MemoryStore::new());
-    let runtime = RuntimeBuilder::new(Arc::clone(&store) as Arc<dyn Store>)
-        .tenant(tenant.clone(), journal_core::Origin::new(ORIGIN).unwrap(), Some(log_key.clone()))
-        .witnesses(ws.clients.clone(), WitnessQuorum::of(1))
-        .witness_keys(ws.keys.clone())
+    let runtime = witnessed(&store, &tenant, &log_key, &ws, 1)
         .high_water(Arc::new(journal_core::testkit::MemoryHighWater::default()))
         .build()
         .unwrap();
