@@ -179,7 +179,7 @@ fn r_log_5_a_heads_leaf_reads_the_moved_runs_under_the_tenants_log_lock() {
 #[test]
 fn r_store_1_r_ux_3_a_run_made_large_behind_the_plane_is_refused_without_reading_it_whole() {
     use journal_core::testkit::{origin, sample_run, tenant};
-    use journal_core::{ChainHash, Outcome};
+    use journal_core::Outcome;
     let store = PgStore::temporary().unwrap();
     let (tenant, origin) = (tenant(), origin());
     let (small, large) = (RunId::new("run-small").unwrap(), RunId::new("run-large").unwrap());
@@ -187,19 +187,33 @@ fn r_store_1_r_ux_3_a_run_made_large_behind_the_plane_is_refused_without_reading
     sample_run(&journal, &small, Outcome::Succeeded).unwrap();
     // Failed: an open run, whose records the store's trigger lets in.
     sample_run(&journal, &large, Outcome::Failed).unwrap();
-    let mut prev = store.read_run(&tenant, &large).unwrap().rows.last().unwrap().hash;
+    append_megabyte_rows(&store, &tenant, &large, (8..13).map(|seq| (seq, if seq == 12 { 99 } else { 0 })));
+    let whole = store.read_run(&tenant, &large);
+    assert!(matches!(whole, Err(JournalError::StoreDamage { .. })), "the whole read meets the raw row: {whole:?}");
+    journal_core::testkit::a_read_bounded_at_two_mib_stops_past_the_bound(&store, &tenant, &large, &small);
+}
+
+/// Appends to `run` behind the plane, by SQL, one row of 1 MiB at each
+/// `(seq, encoding)`, chained on the run's last row (encoding 99 is one no
+/// build reads: fetching that row is damage).
+fn append_megabyte_rows(
+    store: &PgStore,
+    tenant: &journal_core::TenantId,
+    run: &RunId,
+    rows: impl IntoIterator<Item = (i64, i16)>,
+) {
+    let mut prev = store.read_run(tenant, run).unwrap().rows.last().unwrap().hash;
     let mut client = store.raw();
-    for seq in 8..13_i64 {
+    for (seq, encoding) in rows {
         let bytes = vec![b'x'; 1 << 20];
-        let hash = ChainHash::link(&prev, &bytes);
-        let encoding: i16 = if seq == 12 { 99 } else { 0 };
+        let hash = journal_core::ChainHash::link(&prev, &bytes);
         client
             .execute(
                 "INSERT INTO records (tenant, run, seq, kind, prev_hash, hash, bytes, encoding)
                  VALUES ($1, $2, $3, 'StepStarted', $4, $5, $6, $7)",
                 &[
                     &tenant.as_str(),
-                    &large.as_str(),
+                    &run.as_str(),
                     &seq,
                     &prev.as_bytes().as_slice(),
                     &hash.as_bytes().as_slice(),
@@ -210,10 +224,6 @@ fn r_store_1_r_ux_3_a_run_made_large_behind_the_plane_is_refused_without_reading
             .unwrap();
         prev = hash;
     }
-    drop(client);
-    let whole = store.read_run(&tenant, &large);
-    assert!(matches!(whole, Err(JournalError::StoreDamage { .. })), "the whole read meets the raw row: {whole:?}");
-    journal_core::testkit::a_read_bounded_at_two_mib_stops_past_the_bound(&store, &tenant, &large, &small);
 }
 
 /// R-STORE-1, R-UX-3: PostgreSQL bounds the read on the server: the row
@@ -227,34 +237,12 @@ fn r_store_1_r_ux_3_a_run_made_large_behind_the_plane_is_refused_without_reading
 #[test]
 fn r_store_1_r_ux_3_postgresql_sends_no_column_of_the_row_that_passes_the_bound() {
     use journal_core::testkit::{origin, sample_run, tenant};
-    use journal_core::{ChainHash, Outcome};
+    use journal_core::Outcome;
     let store = PgStore::temporary().unwrap();
     let (tenant, origin) = (tenant(), origin());
     let large = RunId::new("run-large").unwrap();
     sample_run(&Journal::new(&store, &tenant, &origin), &large, Outcome::Failed).unwrap();
-    let mut prev = store.read_run(&tenant, &large).unwrap().rows.last().unwrap().hash;
-    let mut client = store.raw();
-    for (seq, encoding) in [(8_i64, 0_i16), (9, 99)] {
-        let bytes = vec![b'x'; 1 << 20];
-        let hash = ChainHash::link(&prev, &bytes);
-        client
-            .execute(
-                "INSERT INTO records (tenant, run, seq, kind, prev_hash, hash, bytes, encoding)
-                 VALUES ($1, $2, $3, 'StepStarted', $4, $5, $6, $7)",
-                &[
-                    &tenant.as_str(),
-                    &large.as_str(),
-                    &seq,
-                    &prev.as_bytes().as_slice(),
-                    &hash.as_bytes().as_slice(),
-                    &bytes,
-                    &encoding,
-                ],
-            )
-            .unwrap();
-        prev = hash;
-    }
-    drop(client);
+    append_megabyte_rows(&store, &tenant, &large, [(8, 0), (9, 99)]);
     let whole = store.read_run(&tenant, &large);
     assert!(matches!(whole, Err(JournalError::StoreDamage { .. })), "the whole read meets the raw row: {whole:?}");
     let bound = (1 << 20) + (64 << 10);
