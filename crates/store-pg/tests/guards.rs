@@ -178,8 +178,8 @@ fn r_log_5_a_heads_leaf_reads_the_moved_runs_under_the_tenants_log_lock() {
 /// that row; a run within the bound still reads whole.
 #[test]
 fn r_store_1_r_ux_3_a_run_made_large_behind_the_plane_is_refused_without_reading_it_whole() {
-    use journal_core::testkit::{origin, sample_run, tenant};
     use journal_core::Outcome;
+    use journal_core::testkit::{origin, sample_run, tenant};
     let store = PgStore::temporary().unwrap();
     let (tenant, origin) = (tenant(), origin());
     let (small, large) = (RunId::new("run-small").unwrap(), RunId::new("run-large").unwrap());
@@ -236,8 +236,8 @@ fn append_megabyte_rows(
 /// with the server's bound taken out of the query.
 #[test]
 fn r_store_1_r_ux_3_postgresql_sends_no_column_of_the_row_that_passes_the_bound() {
-    use journal_core::testkit::{origin, sample_run, tenant};
     use journal_core::Outcome;
+    use journal_core::testkit::{origin, sample_run, tenant};
     let store = PgStore::temporary().unwrap();
     let (tenant, origin) = (tenant(), origin());
     let large = RunId::new("run-large").unwrap();
