@@ -370,7 +370,8 @@ pub fn resume_reads_steps_back(store: Arc<dyn Store>) {
         run.finish_step("fetch")?;
         RunContext::succeed(run, "fetched")
     };
-    assert!(failing(&mut run).is_err());
+    let failed = failing(&mut run);
+    assert!(matches!(&failed, Err(RuntimeError::Stopped { status: RunStatus::Failed { .. }, .. })), "{failed:?}");
     let rows = store.read_run(&t, &id).expect("rows").rows.len();
     let mut resumed = rt.resume(&t, &id).expect("a failed run resumes");
     let again = failing(&mut resumed);

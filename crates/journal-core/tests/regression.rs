@@ -568,24 +568,36 @@ fn after_a_divergence_every_call_of_the_code_is_refused() {
     let run = &recorded.runs[0];
     let chain = records(&recorded, run);
     let report = replay(run, &chain, &plan(), |r| {
-        assert!(r.start_step("other").is_err());
-        assert!(r.start_step("research").is_err(), "a step after the divergence is refused");
+        assert!(matches!(r.start_step("other"), Err(RuntimeError::Stopped { .. })));
+        assert!(
+            matches!(r.start_step("research"), Err(RuntimeError::Stopped { .. })),
+            "a step after the divergence is refused"
+        );
         Ok(())
     });
     assert!(matches!(&report.divergence, Some((_, Divergence::UnexpectedStep { .. }))), "{report:?}");
     assert_eq!(report.replayed_cost, journal_core::run_state::Totals::default());
     let report = replay(run, &chain, &plan(), |r| {
         r.start_step("research")?;
-        assert!(r.finish_step("research").is_err(), "the record has ek:search here");
-        assert!(r.effect("ek:search", "research", || output("hits", 30)).is_err(), "refused after the divergence");
+        assert!(
+            matches!(r.finish_step("research"), Err(RuntimeError::Stopped { .. })),
+            "the record has ek:search here"
+        );
+        assert!(
+            matches!(r.effect("ek:search", "research", || output("hits", 30)), Err(RuntimeError::Stopped { .. })),
+            "refused after the divergence"
+        );
         Ok(())
     });
     assert!(matches!(&report.divergence, Some((_, Divergence::SkippedEffect { .. }))), "{report:?}");
     assert_eq!(report.replayed_cost.effects, Some(0));
     let report = replay(run, &chain, &plan(), |r| {
         agent_steps_without_conclusion(r)?;
-        assert!(r.effect("ek:extra", "answer", || output("x", 1)).is_err());
-        assert!(r.succeed("answered").is_err(), "a conclusion after the divergence is refused");
+        assert!(matches!(r.effect("ek:extra", "answer", || output("x", 1)), Err(RuntimeError::Stopped { .. })));
+        assert!(
+            matches!(r.succeed("answered"), Err(RuntimeError::Stopped { .. })),
+            "a conclusion after the divergence is refused"
+        );
         Ok(())
     });
     assert!(matches!(&report.divergence, Some((_, Divergence::UnexpectedEffect { .. }))), "{report:?}");

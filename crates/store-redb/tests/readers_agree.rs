@@ -11,8 +11,8 @@ use journal_core::regression::replay;
 use journal_core::run_state::Totals;
 use journal_core::{
     Admission, AdmitRequest, Budget, ChainCheck, Counters, Dimension, DoubtAnswer, EffectOutput, EffectResult, Journal,
-    Origin, Outcome, RunHandle, RunId, RunState, Runtime, RuntimeBuilder, RuntimeError, Store, TenantId, TimeWindow,
-    Upcasters, VerifiedRun, VerifyOptions,
+    Origin, Outcome, RunHandle, RunId, RunState, RunStatus, Runtime, RuntimeBuilder, RuntimeError, Store, TenantId,
+    TimeWindow, Upcasters, VerifiedRun, VerifyOptions,
 };
 use store_redb::RedbStore;
 
@@ -130,7 +130,8 @@ fn r_run_3_r_run_7_every_reader_of_odd_legal_histories_agrees() {
     let mut exhausted = admit(&runtime, &tenant, "exhausted", budget);
     let id = exhausted.run().clone();
     exhausted.start_step("a").unwrap();
-    assert!(exhausted.effect("ek:big", "a", || ok(60)).is_err());
+    let crossed = exhausted.effect("ek:big", "a", || ok(60));
+    assert!(matches!(&crossed, Err(RuntimeError::Stopped { status: RunStatus::Exhausted { .. }, .. })), "{crossed:?}");
     runtime.raise_ceiling(&tenant, &id, Dimension::Tokens, Some(1000)).unwrap();
     let mut resumed = runtime.resume(&tenant, &id).unwrap();
     resumed.effect("ek:more", "a", || ok(1)).unwrap();
@@ -165,7 +166,11 @@ fn r_run_3_r_run_7_every_reader_of_odd_legal_histories_agrees() {
         }));
         *crashed.unwrap_err().downcast::<RunId>().unwrap()
     };
-    assert!(runtime.resume(&tenant, &id).is_err(), "quarantined");
+    let resumed = runtime.resume(&tenant, &id).map(|_| ());
+    assert!(
+        matches!(&resumed, Err(RuntimeError::Stopped { status: RunStatus::Quarantined { .. }, .. })),
+        "quarantined: {resumed:?}"
+    );
     let happened = DoubtAnswer::Happened { result: EffectResult::Ok { output: "receipt".into() } };
     runtime.answer_doubt(&tenant, &id, "ek:pay", happened).unwrap();
     let mut resumed = runtime.resume(&tenant, &id).unwrap();
@@ -291,7 +296,13 @@ fn r_run_7_a_replay_of_a_run_stopped_mid_effect_counts_the_effect_it_recorded() 
     type Stop<'a> = &'a dyn Fn(&RunId);
     let stops: [(&str, Stop<'_>); 2] = [
         ("withheld", &|id| runtime.withhold(&tenant, id, "hold").unwrap()),
-        ("quarantined", &|id| assert!(runtime.resume(&tenant, id).is_err(), "a resume beside finds it in doubt")),
+        ("quarantined", &|id| {
+            let resumed = runtime.resume(&tenant, id).map(|_| ());
+            assert!(
+                matches!(&resumed, Err(RuntimeError::Stopped { status: RunStatus::Quarantined { .. }, .. })),
+                "a resume beside finds it in doubt: {resumed:?}"
+            );
+        }),
     ];
     for (key, stop) in stops {
         let mut run = admit(&runtime, &tenant, key, Budget::default());
